@@ -1,0 +1,35 @@
+/* AltGrad plugin ABI: versions.
+ *
+ * The ABI is versioned major.minor. A host accepts a plugin when the plugin's
+ * major equals the host's and the plugin's minor is not newer than the host's.
+ * A minor release only appends fields at the end of structs and appends enum
+ * values; it never moves, removes or re-types anything (see struct_size in
+ * status.h). A major release may change anything and is refused across.
+ */
+#ifndef ALTGRAD_ABI_VERSION_H
+#define ALTGRAD_ABI_VERSION_H
+
+#include <stdint.h>
+
+#define ALTGRAD_ABI_VERSION_MAJOR 1u
+#define ALTGRAD_ABI_VERSION_MINOR 0u
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A three-part version. Used for the ABI (patch is 0) and for a plugin's own
+ * version (semantic versioning, written "1.2.3" in manifests). */
+typedef struct altgrad_version {
+    uint32_t major; /* Incompatible changes. */
+    uint32_t minor; /* Compatible additions. */
+    uint32_t patch; /* Fixes only. */
+} altgrad_version;
+
+#ifdef __cplusplus
+}
+#endif
+
+#define ALTGRAD_ABI_VERSION_INIT {ALTGRAD_ABI_VERSION_MAJOR, ALTGRAD_ABI_VERSION_MINOR, 0u}
+
+#endif /* ALTGRAD_ABI_VERSION_H */

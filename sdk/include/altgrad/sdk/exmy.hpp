@@ -1,0 +1,267 @@
+// AltGrad SDK: a generic sign-magnitude ExMy floating-point format.
+//
+// Any exponent width 1..8, mantissa width 0..23 and bias, with one of four
+// special-value conventions, every rounding mode, exact at ties, at the max
+// boundary and in the subnormal range. A format plugin that is an ExMy format
+// is one exmy_spec; see plugins/e5m2/e5m2.cpp.
+//
+// Values: a magnitude code c = (e << M) | m means m * 2^(1 - bias - M) when
+// e == 0 (subnormal, or zero when m == 0) and (2^M + m) * 2^(e - bias - M)
+// otherwise. The representable values must lie in float32 (checked at
+// construction): 1 - bias >= -126 and max finite <= FLT_MAX.
+//
+// The arithmetic works on the bits of the float32 input: the significand is
+// shifted right by d = 23 - M bits (more in the subnormal range), the dropped
+// bits become the fraction handed to round_away (rounding.hpp), and the result
+// is rebuilt from the kept bits, so nothing depends on the FPU rounding mode.
+#pragma once
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <altgrad/abi/format.h>
+#include <altgrad/sdk/error.hpp>
+#include <altgrad/sdk/rounding.hpp>
+
+namespace altgrad::sdk {
+
+// Which codes are special.
+enum class exmy_specials {
+    // IEEE 754: the top exponent is Inf (mantissa 0) or NaN; +0 and -0.
+    // OCP FP8 E5M2, ml_dtypes float8_e3m4, binary16, bfloat16.
+    ieee,
+    // OCP FP8 "FN": no Inf; NaN only where exponent and mantissa are all ones
+    // (S.1111.111 in E4M3FN); +0 and -0.
+    finite_nan,
+    // IEEE P3109 signed extended: one zero (0x00), NaN at the would-be -0
+    // (0x80), +Inf and -Inf at the all-ones magnitudes (0x7F, 0xFF).
+    p3109,
+    // No Inf and no NaN: every code is a finite number; +0 and -0 (OCP MX E2M1).
+    finite
+};
+
+struct exmy_spec {
+    int exponent_bits;   // 1..8
+    int mantissa_bits;   // 0..23
+    int bias;
+    exmy_specials specials;
+};
+
+class exmy_format {
+public:
+    explicit exmy_format(const exmy_spec& spec) : spec_(spec) {
+        const int E = spec.exponent_bits, M = spec.mantissa_bits;
+        if (E < 1 || E > 8) fail("exponent_bits must be 1..8, got " + std::to_string(E));
+        if (M < 0 || M > 23) fail("mantissa_bits must be 0..23, got " + std::to_string(M));
+        emin_f_ = 1 - spec.bias + 127;  // biased float32 exponent of the min normal
+        if (emin_f_ < 1)
+            fail("bias " + std::to_string(spec.bias) + " puts the smallest normal below float32's");
+        if (emin_f_ > 1 && emin_f_ - M < 1)
+            fail("subnormals of this format lie below float32's normal range");
+        mag_bits_ = static_cast<uint32_t>(E + M);
+        mag_mask_ = (1u << mag_bits_) - 1u;
+        switch (spec.specials) {
+            case exmy_specials::ieee: max_code_ = ((1u << E) - 1u) << M; max_code_ -= 1u; break;
+            case exmy_specials::finite_nan:
+            case exmy_specials::p3109: max_code_ = mag_mask_ - 1u; break;
+            case exmy_specials::finite: max_code_ = mag_mask_; break;
+        }
+        if (spec.specials == exmy_specials::ieee && M == 0)
+            fail("an IEEE-style format needs at least one mantissa bit for NaN");
+        const double max = code_value(max_code_);
+        if (!(max <= FLT_MAX)) fail("max finite exceeds float32's range");
+        max_bits_ = float_bits(static_cast<float>(max));
+        d_normal_ = static_cast<uint32_t>(23 - M);
+        sub_exponent_adjust_ = static_cast<uint32_t>(emin_f_ - 127 - M) << 23;
+        parity_adjust_ = static_cast<uint32_t>(spec.bias + 1) & 1u;
+        mantissa_bits_ = static_cast<uint32_t>(M);
+        const bool has_inf = spec.specials == exmy_specials::ieee || spec.specials == exmy_specials::p3109;
+        const bool has_nan = spec.specials != exmy_specials::finite;
+        nonfinite_bits_ = has_inf ? kInfBits : has_nan ? kQuietNanBits : max_bits_;
+        signed_zero_ = spec.specials != exmy_specials::p3109;
+        if (total_bits() <= 16) {
+            decode_table_.resize(size_t{1} << total_bits());
+            for (uint32_t c = 0; c < decode_table_.size(); ++c) decode_table_[c] = decode_slow(c);
+        }
+    }
+
+    uint32_t total_bits() const { return mag_bits_ + 1u; }
+
+    altgrad_format_info info() const {
+        altgrad_format_info i{};
+        i.struct_size = sizeof i;
+        i.family = ALTGRAD_FAMILY_FLOAT;
+        i.total_bits = total_bits();
+        i.code_bytes = total_bits() <= 8 ? 1u : total_bits() <= 16 ? 2u : 4u;
+        i.exponent_bits = static_cast<uint32_t>(spec_.exponent_bits);
+        i.mantissa_bits = mantissa_bits_;
+        i.bias = spec_.bias;
+        i.is_signed = 1;
+        i.zero = signed_zero_ ? ALTGRAD_ZERO_SIGNED : ALTGRAD_ZERO_UNSIGNED;
+        i.has_subnormals = mantissa_bits_ > 0 ? 1u : 0u;
+        i.has_inf = nonfinite_bits_ == kInfBits ? 1u : 0u;
+        switch (spec_.specials) {
+            case exmy_specials::ieee: i.nan_code_count = 2u * ((1u << mantissa_bits_) - 1u); break;
+            case exmy_specials::finite_nan: i.nan_code_count = 2; break;
+            case exmy_specials::p3109: i.nan_code_count = 1; break;
+            case exmy_specials::finite: i.nan_code_count = 0; break;
+        }
+        i.canonical_nan_code = nan_code();
+        i.max_finite = code_value(max_code_);
+        i.lowest_finite = -i.max_finite;
+        i.min_normal = code_value(1u << mantissa_bits_);
+        i.min_subnormal = mantissa_bits_ > 0 ? code_value(1u) : 0.0;
+        i.rounding_modes = (1u << ALTGRAD_ROUND_NEAREST_EVEN) | (1u << ALTGRAD_ROUND_STOCHASTIC) |
+                           (1u << ALTGRAD_ROUND_TOWARD_ZERO);
+        i.memory_kinds = 1u << ALTGRAD_MEMORY_HOST;
+        return i;
+    }
+
+    // Fake-quantize one scaled float32 (given and returned as bits).
+    template <altgrad_rounding R, altgrad_overflow O>
+    uint32_t quantize_bits(uint32_t bits, uint32_t random, element_counts& counts) const {
+        const uint32_t sign = bits & kSignBit;
+        const uint32_t a = bits ^ sign;
+        const uint32_t mag = round_magnitude<R>(a, random);
+        const bool is_nan = a > kInfBits, is_inf = a == kInfBits;
+        const bool overflow = !is_nan && (is_inf || mag > max_bits_);
+        uint32_t out = mag;
+        if (overflow) out = overflow_target<R, O>(is_inf);
+        if (is_nan) out = kQuietNanBits;
+        counts.overflow += overflow;
+        counts.underflow += (!is_nan && !is_inf && a != 0 && out == 0);
+        const bool keep_sign = !is_nan && (out != 0 || signed_zero_);
+        return out | (keep_sign ? sign : 0u);
+    }
+
+    // Encode one scaled float32 (as bits) into a code. NaN into a format
+    // without NaN sets `unrepresentable`.
+    template <altgrad_rounding R, altgrad_overflow O>
+    uint32_t encode_bits(uint32_t bits, uint32_t random, element_counts& counts,
+                         bool& unrepresentable) const {
+        const uint32_t r = quantize_bits<R, O>(bits, random, counts);
+        const uint32_t sign = (r & kSignBit) ? (1u << mag_bits_) : 0u;
+        const uint32_t a = r & ~kSignBit;
+        if (a > kInfBits) {
+            if (spec_.specials == exmy_specials::finite) unrepresentable = true;
+            return nan_code();
+        }
+        if (a == kInfBits) return sign | inf_magnitude_code();
+        return sign | magnitude_code(a);
+    }
+
+    // Decode one code; codes wider than total_bits must be rejected before.
+    float decode(uint32_t code) const {
+        return decode_table_.empty() ? decode_slow(code) : decode_table_[code];
+    }
+
+private:
+    [[noreturn]] static void fail(const std::string& why) {
+        throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, "exmy: " + why);
+    }
+
+    // Value of a magnitude code, computed in double (exact for every format
+    // this class accepts).
+    double code_value(uint32_t c) const {
+        const int M = spec_.mantissa_bits;
+        const uint32_t e = c >> M, m = c & ((1u << M) - 1u);
+        if (e == 0) return std::ldexp(static_cast<double>(m), 1 - spec_.bias - M);
+        return std::ldexp(static_cast<double>((1u << M) + m), static_cast<int>(e) - spec_.bias - M);
+    }
+
+    // Round a finite magnitude (float32 bits `a`, no sign) onto the grid.
+    // Garbage for Inf/NaN inputs; the caller overrides those.
+    template <altgrad_rounding R>
+    uint32_t round_magnitude(uint32_t a, uint32_t random) const {
+        const uint32_t E = a >> 23;
+        const uint32_t eff = E | static_cast<uint32_t>(E == 0);  // float32 subnormals: exponent 1
+        const uint32_t sig = (a & 0x7FFFFFu) | (static_cast<uint32_t>(E != 0) << 23);
+        const int32_t extra = emin_f_ - static_cast<int32_t>(eff);  // > 0: subnormal in the format
+        uint32_t d = d_normal_ + static_cast<uint32_t>(extra > 0 ? extra : 0);
+        d = d < 56u ? d : 56u;
+        const uint64_t wide = (uint64_t{sig} << 32) >> d;
+        uint32_t q = static_cast<uint32_t>(wide >> 32);
+        const uint32_t frac32 = static_cast<uint32_t>(wide);
+        // Ties go to the even code. With mantissa bits (or below the normal
+        // range) the code's last bit is q's; with none it is the exponent's.
+        const uint32_t odd = (mantissa_bits_ > 0 || extra > 0) ? (q & 1u) : ((eff + parity_adjust_) & 1u);
+        q += round_away<R>(frac32, odd, random);
+        const uint32_t normal = ((eff - 1u) << 23) + (q << d_normal_);
+        const uint32_t subnormal = q == 0 ? 0u : float_bits(static_cast<float>(q)) + sub_exponent_adjust_;
+        return extra > 0 ? subnormal : normal;
+    }
+
+    template <altgrad_rounding R, altgrad_overflow O>
+    uint32_t overflow_target(bool input_is_inf) const {
+        if constexpr (O == ALTGRAD_OVERFLOW_SATURATE) return max_bits_;
+        // Round-toward-zero never turns a finite input into Inf (or NaN).
+        if constexpr (R == ALTGRAD_ROUND_TOWARD_ZERO) return input_is_inf ? nonfinite_bits_ : max_bits_;
+        return nonfinite_bits_;
+    }
+
+    uint32_t nan_code() const {
+        switch (spec_.specials) {
+            case exmy_specials::ieee:
+                return (((1u << spec_.exponent_bits) - 1u) << mantissa_bits_) | (1u << (mantissa_bits_ - 1u));
+            case exmy_specials::finite_nan: return mag_mask_;
+            case exmy_specials::p3109: return mag_mask_ + 1u;
+            case exmy_specials::finite: return 0u;
+        }
+        return 0u;
+    }
+
+    uint32_t inf_magnitude_code() const {
+        return spec_.specials == exmy_specials::ieee ? ((1u << spec_.exponent_bits) - 1u) << mantissa_bits_
+                                                     : mag_mask_;
+    }
+
+    // Code of a finite float32 magnitude that is exactly on the grid.
+    uint32_t magnitude_code(uint32_t a) const {
+        if (a == 0) return 0u;
+        const uint32_t E = a >> 23;
+        const uint32_t eff = E | static_cast<uint32_t>(E == 0);
+        const uint32_t sig = (a & 0x7FFFFFu) | (static_cast<uint32_t>(E != 0) << 23);
+        if (E != 0 && static_cast<int32_t>(E) >= emin_f_) {
+            const uint32_t e_field = eff - static_cast<uint32_t>(emin_f_) + 1u;
+            return (e_field << mantissa_bits_) | ((sig >> d_normal_) & ((1u << mantissa_bits_) - 1u));
+        }
+        return sig >> (d_normal_ + static_cast<uint32_t>(emin_f_ - static_cast<int32_t>(eff)));
+    }
+
+    float decode_slow(uint32_t code) const {
+        const bool negative = (code >> mag_bits_) & 1u;
+        const uint32_t c = code & mag_mask_;
+        const float nan = bits_float(kQuietNanBits);
+        switch (spec_.specials) {
+            case exmy_specials::ieee:
+                if ((c >> mantissa_bits_) == (1u << spec_.exponent_bits) - 1u) {
+                    if ((c & ((1u << mantissa_bits_) - 1u)) != 0) return nan;
+                    return negative ? -INFINITY : INFINITY;
+                }
+                break;
+            case exmy_specials::finite_nan:
+                if (c == mag_mask_) return nan;
+                break;
+            case exmy_specials::p3109:
+                if (c == 0 && negative) return nan;
+                if (c == mag_mask_) return negative ? -INFINITY : INFINITY;
+                break;
+            case exmy_specials::finite: break;
+        }
+        const float v = static_cast<float>(code_value(c));
+        return negative ? -v : v;
+    }
+
+    exmy_spec spec_;
+    int32_t emin_f_ = 0;
+    uint32_t mag_bits_ = 0, mag_mask_ = 0, max_code_ = 0, max_bits_ = 0;
+    uint32_t d_normal_ = 0, sub_exponent_adjust_ = 0, parity_adjust_ = 0, mantissa_bits_ = 0;
+    uint32_t nonfinite_bits_ = 0;
+    bool signed_zero_ = true;
+    std::vector<float> decode_table_;
+};
+
+}  // namespace altgrad::sdk

@@ -1,0 +1,370 @@
+// AltGrad SDK: turn a C++ format class into a format plugin.
+//
+// A format class (exmy_format, fixed_point_format, codebook_format, or your
+// own with the same members) provides:
+//   altgrad_format_info info() const;
+//   uint32_t total_bits() const;
+//   template <altgrad_rounding R, altgrad_overflow O>
+//   uint32_t quantize_bits(uint32_t scaled_bits, uint32_t random, element_counts&) const;
+//   template <altgrad_rounding R, altgrad_overflow O>
+//   uint32_t encode_bits(uint32_t scaled_bits, uint32_t random, element_counts&,
+//                        bool& unrepresentable) const;
+//   float decode(uint32_t code) const;
+// and a plugin is then a factory plus one macro:
+//
+//   altgrad::sdk::exmy_format make(const altgrad::sdk::param_view&) {
+//       return altgrad::sdk::exmy_format({5, 2, 15, altgrad::sdk::exmy_specials::ieee});
+//   }
+//   ALTGRAD_FORMAT_PLUGIN("e5m2", 1, 0, 0, "OCP FP8 E5M2", make)
+//
+// The adapter below does what every plugin would otherwise repeat: checks the
+// caller's structs (sizes, NULLs, scale, enum values, overlap), loops over the
+// array with scaling, draws the stochastic-rounding bits per element from
+// (seed, offset + i), tallies overflow and underflow, writes codes of the right
+// width, and turns exceptions into status codes and messages. The loop is
+// compiled twice, for AVX2 and for baseline x86-64, and picked at run time.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include <altgrad/altgrad.h>
+#include <altgrad/sdk/error.hpp>
+#include <altgrad/sdk/philox.hpp>
+#include <altgrad/sdk/rounding.hpp>
+
+namespace altgrad::sdk {
+
+// Read-only access to the validated parameter list passed to create().
+class param_view {
+public:
+    explicit param_view(const altgrad_param_list* list) : list_(list) {}
+
+    int64_t get_int(const char* key) const { return find(key, ALTGRAD_PARAM_INT).int_value; }
+    double get_float(const char* key) const { return find(key, ALTGRAD_PARAM_FLOAT).float_value; }
+    bool get_bool(const char* key) const { return find(key, ALTGRAD_PARAM_BOOL).bool_value != 0; }
+    std::string get_string(const char* key) const { return find(key, ALTGRAD_PARAM_STRING).string_value; }
+
+private:
+    const altgrad_param& find(const char* key, altgrad_param_type type) const {
+        if (list_ != nullptr)
+            for (size_t i = 0; i < list_->count; ++i) {
+                const altgrad_param& p = list_->items[i];
+                if (std::strcmp(p.key, key) != 0) continue;
+                if (p.type != type)
+                    throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
+                                       std::string("parameter '") + key + "' has the wrong type");
+                return p;
+            }
+        throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, std::string("parameter '") + key + "' is missing");
+    }
+    const altgrad_param_list* list_;
+};
+
+namespace detail {
+
+enum class scaling { unit, power_of_two, general };
+
+inline scaling classify_scale(float s) {
+    if (s == 1.0f) return scaling::unit;
+    int exponent = 0;
+    return std::frexp(s, &exponent) == 0.5f ? scaling::power_of_two : scaling::general;
+}
+
+constexpr size_t kBlock = 512;  // elements per random-bits refill
+
+// The element loop, shared by quantize and encode. Sink receives (index,
+// result bits) and stores them.
+template <altgrad_rounding R, altgrad_overflow O, scaling S, class Kernel>
+__attribute__((always_inline)) inline void run_loop(const float* in, size_t n, float s, uint64_t seed,
+                                                    uint64_t offset, Kernel&& kernel) {
+    uint32_t random[kBlock];
+    for (size_t i0 = 0; i0 < n; i0 += kBlock) {
+        const size_t m = n - i0 < kBlock ? n - i0 : kBlock;
+        if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) fill_random_bits(seed, offset + i0, m, random);
+        for (size_t j = 0; j < m; ++j) {
+            float x = in[i0 + j];
+            if constexpr (S != scaling::unit) x *= s;
+            kernel(i0 + j, float_bits(x), R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u);
+        }
+    }
+}
+
+template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
+__attribute__((always_inline)) inline void quantize_body(const F& f, const float* in, float* out, size_t n,
+                                                         float s, uint64_t seed, uint64_t offset,
+                                                         element_counts& counts) {
+    const float inv = 1.0f / s;
+    element_counts local;
+    run_loop<R, O, S>(in, n, s, seed, offset, [&](size_t i, uint32_t bits, uint32_t random) {
+        const float r = bits_float(f.template quantize_bits<R, O>(bits, random, local));
+        if constexpr (S == scaling::unit) out[i] = r;
+        if constexpr (S == scaling::power_of_two) out[i] = r * inv;  // exact: 1/s is a power of two
+        if constexpr (S == scaling::general) out[i] = r / s;
+    });
+    counts.overflow += local.overflow;
+    counts.underflow += local.underflow;
+}
+
+template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
+__attribute__((target("avx2"))) void quantize_avx2(const F& f, const float* in, float* out, size_t n, float s,
+                                                   uint64_t seed, uint64_t offset, element_counts& counts) {
+    quantize_body<F, R, O, S>(f, in, out, n, s, seed, offset, counts);
+}
+
+template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
+void quantize_baseline(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed,
+                       uint64_t offset, element_counts& counts) {
+    quantize_body<F, R, O, S>(f, in, out, n, s, seed, offset, counts);
+}
+
+inline bool cpu_has_avx2() {
+    static const bool has = __builtin_cpu_supports("avx2");
+    return has;
+}
+
+template <class F, altgrad_rounding R, altgrad_overflow O>
+void quantize_dispatch_scale(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed,
+                             uint64_t offset, element_counts& counts) {
+    const bool avx2 = cpu_has_avx2();
+    switch (classify_scale(s)) {
+        case scaling::unit:
+            return (avx2 ? quantize_avx2<F, R, O, scaling::unit> : quantize_baseline<F, R, O, scaling::unit>)(
+                f, in, out, n, s, seed, offset, counts);
+        case scaling::power_of_two:
+            return (avx2 ? quantize_avx2<F, R, O, scaling::power_of_two>
+                         : quantize_baseline<F, R, O, scaling::power_of_two>)(f, in, out, n, s, seed, offset,
+                                                                              counts);
+        case scaling::general:
+            return (avx2 ? quantize_avx2<F, R, O, scaling::general>
+                         : quantize_baseline<F, R, O, scaling::general>)(f, in, out, n, s, seed, offset, counts);
+    }
+}
+
+template <altgrad_rounding R>
+using rounding_tag = std::integral_constant<altgrad_rounding, R>;
+template <altgrad_overflow O>
+using overflow_tag = std::integral_constant<altgrad_overflow, O>;
+
+// Call fn(rounding_tag<R>, overflow_tag<O>) for the runtime rounding and
+// overflow, so the element loop is compiled once per mode pair.
+template <class Fn>
+void dispatch_modes(altgrad_rounding rounding, altgrad_overflow overflow, Fn&& fn) {
+    const bool sat = overflow == ALTGRAD_OVERFLOW_SATURATE;
+    const overflow_tag<ALTGRAD_OVERFLOW_SATURATE> saturate;
+    const overflow_tag<ALTGRAD_OVERFLOW_NONFINITE> nonfinite;
+    switch (rounding) {
+        case ALTGRAD_ROUND_NEAREST_EVEN: {
+            const rounding_tag<ALTGRAD_ROUND_NEAREST_EVEN> r;
+            return sat ? fn(r, saturate) : fn(r, nonfinite);
+        }
+        case ALTGRAD_ROUND_STOCHASTIC: {
+            const rounding_tag<ALTGRAD_ROUND_STOCHASTIC> r;
+            return sat ? fn(r, saturate) : fn(r, nonfinite);
+        }
+        case ALTGRAD_ROUND_TOWARD_ZERO: {
+            const rounding_tag<ALTGRAD_ROUND_TOWARD_ZERO> r;
+            return sat ? fn(r, saturate) : fn(r, nonfinite);
+        }
+    }
+}
+
+[[noreturn]] inline void invalid(const std::string& why) {
+    throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, why);
+}
+
+// Checks common to quantize and encode.
+inline void check_conversion(const altgrad_format_info& info, const void* in, const void* out, size_t count,
+                             float scale, altgrad_rounding rounding, altgrad_overflow overflow,
+                             altgrad_memory_kind memory) {
+    if (count > 0 && (in == nullptr || out == nullptr)) invalid("input or output is NULL with count > 0");
+    if (!(std::isfinite(scale) && scale > 0.0f)) invalid("scale must be finite and > 0, got " + std::to_string(scale));
+    if (rounding != ALTGRAD_ROUND_NEAREST_EVEN && rounding != ALTGRAD_ROUND_STOCHASTIC &&
+        rounding != ALTGRAD_ROUND_TOWARD_ZERO)
+        invalid("unknown rounding mode " + std::to_string(static_cast<int>(rounding)));
+    if (overflow != ALTGRAD_OVERFLOW_SATURATE && overflow != ALTGRAD_OVERFLOW_NONFINITE)
+        invalid("unknown overflow mode " + std::to_string(static_cast<int>(overflow)));
+    if ((info.rounding_modes & (1u << rounding)) == 0)
+        throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, "this format does not implement that rounding mode");
+    if (memory != ALTGRAD_MEMORY_HOST) {
+        if (memory == ALTGRAD_MEMORY_CUDA)
+            throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, "this format plugin has no CUDA implementation");
+        invalid("unknown memory kind " + std::to_string(static_cast<int>(memory)));
+    }
+}
+
+// Run body, turning exceptions into a status and a message.
+template <class Body>
+altgrad_status guarded(altgrad_error* error, Body&& body) noexcept {
+    try {
+        body();
+        return ALTGRAD_STATUS_OK;
+    } catch (const plugin_error& e) {
+        write_error(error, e.what());
+        return e.status();
+    } catch (const std::bad_alloc&) {
+        write_error(error, "out of memory");
+        return ALTGRAD_STATUS_OUT_OF_MEMORY;
+    } catch (const std::exception& e) {
+        write_error(error, e.what());
+        return ALTGRAD_STATUS_INTERNAL;
+    } catch (...) {
+        write_error(error, "unknown exception");
+        return ALTGRAD_STATUS_INTERNAL;
+    }
+}
+
+}  // namespace detail
+
+// The vtable for format class F made by Factory(const param_view&).
+template <class F, F (*Factory)(const param_view&)>
+struct format_adapter {
+    struct instance {
+        F format;
+        altgrad_format_info info;
+    };
+
+    static const instance& self(const altgrad_format* p) {
+        if (p == nullptr) detail::invalid("format instance is NULL");
+        return *reinterpret_cast<const instance*>(p);
+    }
+
+    static altgrad_status create(const altgrad_param_list* params, altgrad_format** out, altgrad_error* error) {
+        return detail::guarded(error, [&] {
+            if (out == nullptr) detail::invalid("create: out is NULL");
+            F format = Factory(param_view(params));
+            const altgrad_format_info info = format.info();
+            *out = reinterpret_cast<altgrad_format*>(new instance{std::move(format), info});
+        });
+    }
+
+    static void destroy(altgrad_format* p) { delete reinterpret_cast<instance*>(p); }
+
+    static altgrad_status get_info(const altgrad_format* p, altgrad_format_info* info, altgrad_error* error) {
+        return detail::guarded(error, [&] {
+            const instance& s = self(p);
+            if (info == nullptr || info->struct_size < sizeof(size_t)) detail::invalid("get_info: info is NULL");
+            const size_t n = info->struct_size < sizeof s.info ? info->struct_size : sizeof s.info;
+            std::memcpy(reinterpret_cast<char*>(info) + sizeof(size_t),
+                        reinterpret_cast<const char*>(&s.info) + sizeof(size_t), n - sizeof(size_t));
+        });
+    }
+
+    static altgrad_status quantize(const altgrad_format* p, altgrad_quantize_args* a, altgrad_error* error) {
+        return detail::guarded(error, [&] {
+            const instance& s = self(p);
+            if (a == nullptr || !ALTGRAD_STRUCT_HAS(a, altgrad_quantize_args, underflow_count))
+                detail::invalid("quantize: args is NULL or smaller than the v1 struct");
+            detail::check_conversion(s.info, a->input, a->output, a->count, a->scale, a->rounding, a->overflow,
+                                     a->memory);
+            if (a->output != a->input && a->count > 0 && a->output < a->input + a->count &&
+                a->input < a->output + a->count)
+                detail::invalid("quantize: output overlaps input without being the same buffer");
+            element_counts counts;
+            detail::dispatch_modes(a->rounding, a->overflow, [&](auto r, auto o) {
+                constexpr altgrad_rounding R = decltype(r)::value;
+                constexpr altgrad_overflow O = decltype(o)::value;
+                detail::quantize_dispatch_scale<F, R, O>(s.format, a->input, a->output, a->count, a->scale,
+                                                         a->seed, a->offset, counts);
+            });
+            a->overflow_count = counts.overflow;
+            a->underflow_count = counts.underflow;
+        });
+    }
+
+    static altgrad_status encode(const altgrad_format* p, altgrad_encode_args* a, altgrad_error* error) {
+        return detail::guarded(error, [&] {
+            const instance& s = self(p);
+            if (a == nullptr || !ALTGRAD_STRUCT_HAS(a, altgrad_encode_args, underflow_count))
+                detail::invalid("encode: args is NULL or smaller than the v1 struct");
+            detail::check_conversion(s.info, a->input, a->codes, a->count, a->scale, a->rounding, a->overflow,
+                                     a->memory);
+            element_counts counts;
+            size_t first_bad = SIZE_MAX;
+            const uint32_t width = s.info.code_bytes;
+            detail::dispatch_modes(a->rounding, a->overflow, [&](auto r, auto o) {
+                constexpr altgrad_rounding R = decltype(r)::value;
+                constexpr altgrad_overflow O = decltype(o)::value;
+                auto store = [&](size_t i, uint32_t bits, uint32_t random) {
+                    bool bad = false;
+                    const uint32_t code = s.format.template encode_bits<R, O>(bits, random, counts, bad);
+                    if (bad && first_bad == SIZE_MAX) first_bad = i;
+                    if (width == 1) static_cast<uint8_t*>(a->codes)[i] = static_cast<uint8_t>(code);
+                    else if (width == 2) static_cast<uint16_t*>(a->codes)[i] = static_cast<uint16_t>(code);
+                    else static_cast<uint32_t*>(a->codes)[i] = code;
+                };
+                if (detail::classify_scale(a->scale) == detail::scaling::unit)
+                    detail::run_loop<R, O, detail::scaling::unit>(a->input, a->count, a->scale, a->seed, a->offset, store);
+                else
+                    detail::run_loop<R, O, detail::scaling::general>(a->input, a->count, a->scale, a->seed, a->offset,
+                                                                     store);
+            });
+            a->overflow_count = counts.overflow;
+            a->underflow_count = counts.underflow;
+            if (first_bad != SIZE_MAX)
+                throw plugin_error(ALTGRAD_STATUS_NOT_REPRESENTABLE,
+                                   "encode: element " + std::to_string(first_bad) +
+                                       " is NaN and this format has no NaN code");
+        });
+    }
+
+    static altgrad_status decode(const altgrad_format* p, altgrad_decode_args* a, altgrad_error* error) {
+        return detail::guarded(error, [&] {
+            const instance& s = self(p);
+            if (a == nullptr || !ALTGRAD_STRUCT_HAS(a, altgrad_decode_args, cuda_stream))
+                detail::invalid("decode: args is NULL or smaller than the v1 struct");
+            if (a->count > 0 && (a->codes == nullptr || a->output == nullptr))
+                detail::invalid("decode: codes or output is NULL with count > 0");
+            if (!(std::isfinite(a->scale) && a->scale > 0.0f))
+                detail::invalid("decode: scale must be finite and > 0");
+            if (a->memory != ALTGRAD_MEMORY_HOST)
+                throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, "this format plugin has no CUDA implementation");
+            const uint32_t width = s.info.code_bytes;
+            const uint64_t limit = uint64_t{1} << s.format.total_bits();
+            for (size_t i = 0; i < a->count; ++i) {
+                const uint32_t code = width == 1   ? static_cast<const uint8_t*>(a->codes)[i]
+                                      : width == 2 ? static_cast<const uint16_t*>(a->codes)[i]
+                                                   : static_cast<const uint32_t*>(a->codes)[i];
+                if (code >= limit)
+                    detail::invalid("decode: code " + std::to_string(code) + " at element " + std::to_string(i) +
+                                    " has bits above total_bits");
+                a->output[i] = a->scale == 1.0f ? s.format.decode(code) : s.format.decode(code) / a->scale;
+            }
+        });
+    }
+
+    static const altgrad_format_vtable* vtable() {
+        static const altgrad_format_vtable table = {sizeof(altgrad_format_vtable), &create, &destroy, &get_info,
+                                                    &quantize, &encode, &decode};
+        return &table;
+    }
+};
+
+}  // namespace altgrad::sdk
+
+// Export the one entry symbol of a format plugin library. PARAMS variant:
+// PARAM_SPECS is an array of altgrad_param_spec with static storage.
+#define ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, PARAM_SPECS, PARAM_COUNT) \
+    extern "C" ALTGRAD_EXPORT const altgrad_entry* altgrad_plugin_entry(void) {                                     \
+        using altgrad_format_class_ = decltype(FACTORY(std::declval<const ::altgrad::sdk::param_view&>()));       \
+        static const altgrad_descriptor descriptor = {sizeof(altgrad_descriptor),                                 \
+                                                      ALTGRAD_KIND_FORMAT,                                        \
+                                                      NAME,                                                       \
+                                                      {MAJOR, MINOR, PATCH},                                      \
+                                                      DESCRIPTION,                                                \
+                                                      PARAM_SPECS,                                                \
+                                                      PARAM_COUNT};                                               \
+        static const altgrad_entry entry = {                                                                     \
+            sizeof(altgrad_entry), ALTGRAD_ABI_VERSION_INIT, &descriptor,                                        \
+            ::altgrad::sdk::format_adapter<altgrad_format_class_, &FACTORY>::vtable(), nullptr, nullptr};         \
+        return &entry;                                                                                            \
+    }
+
+#define ALTGRAD_FORMAT_PLUGIN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY) \
+    ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, nullptr, 0)

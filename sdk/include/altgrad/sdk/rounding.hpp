@@ -1,0 +1,52 @@
+// AltGrad SDK: the rounding step every format helper shares.
+//
+// A helper reduces a value to an integer count of grid steps q plus the
+// fraction f in [0, 1) of the next step, given as the 32-bit fixed-point
+// number frac32 = floor(f * 2^32). Whether q moves one step away from zero is
+// then one rule for all modes: q += carry(frac32 + threshold), with
+//   nearest-even: threshold = 2^31 - 1 + odd  (odd: the code of q is odd),
+//   stochastic:   threshold = R, 32 random bits (IEEE P3109 StochasticA),
+//   toward-zero:  threshold = 0.
+// The fraction is exact whenever at most 32 bits are discarded; beyond that it
+// is truncated, which biases stochastic rounding by less than 2^-32 of a step.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include <altgrad/abi/format.h>
+
+namespace altgrad::sdk {
+
+inline uint32_t float_bits(float x) {
+    uint32_t b;
+    std::memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+inline float bits_float(uint32_t b) {
+    float x;
+    std::memcpy(&x, &b, sizeof x);
+    return x;
+}
+
+constexpr uint32_t kSignBit = 0x80000000u;
+constexpr uint32_t kInfBits = 0x7F800000u;
+constexpr uint32_t kQuietNanBits = 0x7FC00000u;
+
+// 1 when the step away from zero is taken (see above).
+template <altgrad_rounding R>
+inline uint32_t round_away(uint32_t frac32, uint32_t odd, uint32_t random) {
+    uint32_t threshold = 0;
+    if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN) threshold = 0x7FFFFFFFu + odd;
+    if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) threshold = random;
+    return static_cast<uint32_t>((uint64_t{frac32} + threshold) >> 32);
+}
+
+// Per-call tallies a helper's element kernel adds to.
+struct element_counts {
+    uint64_t overflow = 0;
+    uint64_t underflow = 0;
+};
+
+}  // namespace altgrad::sdk
