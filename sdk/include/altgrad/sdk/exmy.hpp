@@ -121,16 +121,18 @@ public:
     }
 
     // Fake-quantize one scaled float32 (given and returned as bits).
+    // Branch-free and in 32-bit lanes so the adapter's element loop vectorizes.
     template <altgrad_rounding R, altgrad_overflow O>
-    uint32_t quantize_bits(uint32_t bits, uint32_t random, element_counts& counts) const {
+    ALTGRAD_SDK_INLINE uint32_t quantize_bits(uint32_t bits, uint32_t random, element_counts& counts) const {
         const uint32_t sign = bits & kSignBit;
-        const uint32_t a = bits ^ sign;
+        const uint32_t a = bits ^ sign;  // < 2^31, so signed compares below are exact
         const uint32_t mag = round_magnitude<R>(a, random);
-        const bool is_nan = a > kInfBits, is_inf = a == kInfBits;
-        const bool overflow = !is_nan && (is_inf || mag > max_bits_);
-        uint32_t out = mag;
-        if (overflow) out = overflow_target<R, O>(is_inf);
-        if (is_nan) out = kQuietNanBits;
+        const bool is_nan = static_cast<int32_t>(a) > static_cast<int32_t>(kInfBits);
+        const bool is_inf = a == kInfBits;
+        // mag < 2^31 for every input (at most 255 << 23 for finite ones).
+        const bool overflow = !is_nan && (is_inf || static_cast<int32_t>(mag) > static_cast<int32_t>(max_bits_));
+        uint32_t out = overflow ? overflow_target<R, O>(is_inf) : mag;
+        out = is_nan ? kQuietNanBits : out;
         counts.overflow += overflow;
         counts.underflow += (!is_nan && !is_inf && a != 0 && out == 0);
         const bool keep_sign = !is_nan && (out != 0 || signed_zero_);
@@ -174,28 +176,38 @@ private:
 
     // Round a finite magnitude (float32 bits `a`, no sign) onto the grid.
     // Garbage for Inf/NaN inputs; the caller overrides those.
+    //
+    // The significand sig (< 2^24) is shifted right by d bits: q = sig >> d
+    // keeps the grid steps, frac32 = the next 32 bits dropped (the low word of
+    // (sig << 32) >> d). Everything stays in 32-bit lanes: a 64-bit shift
+    // would split each vector in two.
     template <altgrad_rounding R>
-    uint32_t round_magnitude(uint32_t a, uint32_t random) const {
-        const uint32_t E = a >> 23;
-        const uint32_t eff = E | static_cast<uint32_t>(E == 0);  // float32 subnormals: exponent 1
-        const uint32_t sig = (a & 0x7FFFFFu) | (static_cast<uint32_t>(E != 0) << 23);
-        const int32_t extra = emin_f_ - static_cast<int32_t>(eff);  // > 0: subnormal in the format
-        uint32_t d = d_normal_ + static_cast<uint32_t>(extra > 0 ? extra : 0);
-        d = d < 56u ? d : 56u;
-        const uint64_t wide = (uint64_t{sig} << 32) >> d;
-        uint32_t q = static_cast<uint32_t>(wide >> 32);
-        const uint32_t frac32 = static_cast<uint32_t>(wide);
+    ALTGRAD_SDK_INLINE uint32_t round_magnitude(uint32_t a, uint32_t random) const {
+        const int32_t E = static_cast<int32_t>(a >> 23);
+        const int32_t eff = E > 1 ? E : 1;  // float32 subnormals: exponent 1
+        const uint32_t sig = (a & 0x7FFFFFu) | (E != 0 ? 0x800000u : 0u);
+        const int32_t extra = emin_f_ - eff;  // > 0: subnormal in the format
+        int32_t d = static_cast<int32_t>(d_normal_) + (extra > 0 ? extra : 0);
+        d = d < 56 ? d : 56;
+        // d >= 24 leaves q = 0, so clamping the shift at 31 changes nothing.
+        const uint32_t q0 = sig >> static_cast<uint32_t>(d < 31 ? d : 31);
+        const uint32_t frac_lo = d == 0 ? 0u : sig << static_cast<uint32_t>((32 - d) & 31);  // d in [1, 32]
+        const uint32_t frac_hi = sig >> static_cast<uint32_t>((d - 32) & 31);                 // d in [33, 56]
+        const uint32_t frac32 = d > 32 ? frac_hi : frac_lo;
         // Ties go to the even code. With mantissa bits (or below the normal
         // range) the code's last bit is q's; with none it is the exponent's.
-        const uint32_t odd = (mantissa_bits_ > 0 || extra > 0) ? (q & 1u) : ((eff + parity_adjust_) & 1u);
-        q += round_away<R>(frac32, odd, random);
-        const uint32_t normal = ((eff - 1u) << 23) + (q << d_normal_);
-        const uint32_t subnormal = q == 0 ? 0u : float_bits(static_cast<float>(q)) + sub_exponent_adjust_;
+        const uint32_t odd = (mantissa_bits_ > 0 || extra > 0) ? (q0 & 1u)
+                                                               : ((static_cast<uint32_t>(eff) + parity_adjust_) & 1u);
+        const uint32_t q = q0 + round_away<R>(frac32, odd, random);
+        const uint32_t normal = ((static_cast<uint32_t>(eff) - 1u) << 23) + (q << d_normal_);
+        // q <= 2^23 + 1 below the normal range, so the signed conversion is exact.
+        const uint32_t subnormal =
+            q == 0 ? 0u : float_bits(static_cast<float>(static_cast<int32_t>(q))) + sub_exponent_adjust_;
         return extra > 0 ? subnormal : normal;
     }
 
     template <altgrad_rounding R, altgrad_overflow O>
-    uint32_t overflow_target(bool input_is_inf) const {
+    ALTGRAD_SDK_INLINE uint32_t overflow_target(bool input_is_inf) const {
         if constexpr (O == ALTGRAD_OVERFLOW_SATURATE) return max_bits_;
         // Round-toward-zero never turns a finite input into Inf (or NaN).
         if constexpr (R == ALTGRAD_ROUND_TOWARD_ZERO) return input_is_inf ? nonfinite_bits_ : max_bits_;

@@ -16,15 +16,25 @@
 
 #include <altgrad/abi/format.h>
 
+// Force inlining of a per-element helper into the adapter's element loop, so
+// the loop is compiled (and vectorized) for the loop's target, AVX2 included.
+#if defined(__GNUC__) || defined(__clang__)
+#define ALTGRAD_SDK_INLINE __attribute__((always_inline)) inline
+#elif defined(_MSC_VER)
+#define ALTGRAD_SDK_INLINE __forceinline
+#else
+#define ALTGRAD_SDK_INLINE inline
+#endif
+
 namespace altgrad::sdk {
 
-inline uint32_t float_bits(float x) {
+ALTGRAD_SDK_INLINE uint32_t float_bits(float x) {
     uint32_t b;
     std::memcpy(&b, &x, sizeof b);
     return b;
 }
 
-inline float bits_float(uint32_t b) {
+ALTGRAD_SDK_INLINE float bits_float(uint32_t b) {
     float x;
     std::memcpy(&x, &b, sizeof x);
     return x;
@@ -35,12 +45,19 @@ constexpr uint32_t kInfBits = 0x7F800000u;
 constexpr uint32_t kQuietNanBits = 0x7FC00000u;
 
 // 1 when the step away from zero is taken (see above).
+// The carry out of the 32-bit sum, computed without widening to 64 bits.
 template <altgrad_rounding R>
-inline uint32_t round_away(uint32_t frac32, uint32_t odd, uint32_t random) {
-    uint32_t threshold = 0;
-    if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN) threshold = 0x7FFFFFFFu + odd;
-    if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) threshold = random;
-    return static_cast<uint32_t>((uint64_t{frac32} + threshold) >> 32);
+ALTGRAD_SDK_INLINE uint32_t round_away(uint32_t frac32, uint32_t odd, uint32_t random) {
+    if constexpr (R == ALTGRAD_ROUND_TOWARD_ZERO) {
+        (void)frac32, (void)odd, (void)random;
+        return 0u;
+    } else {
+        uint32_t threshold = 0;
+        if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN) threshold = 0x7FFFFFFFu + odd;
+        if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) threshold = random;
+        const uint32_t sum = frac32 + threshold;
+        return sum < frac32 ? 1u : 0u;
+    }
 }
 
 // Per-call tallies a helper's element kernel adds to.

@@ -1,0 +1,174 @@
+// altgrad-host describe: what a plugin is; for a format, its exact encoding
+// and, with --table, the value of every code.
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "plugins/format_handle.hpp"
+#include "plugins/registry.hpp"
+#include "util/error.hpp"
+#include "util/json.hpp"
+#include "util/numbers.hpp"
+
+namespace altgrad::host::cli {
+
+namespace {
+
+const char* family_name(altgrad_format_family f) {
+    switch (f) {
+        case ALTGRAD_FAMILY_FLOAT: return "float (sign, exponent, mantissa)";
+        case ALTGRAD_FAMILY_FIXED_POINT: return "fixed point (two's complement)";
+        case ALTGRAD_FAMILY_CODEBOOK: return "codebook";
+    }
+    return "unknown";
+}
+
+const char* zero_name(altgrad_zero_kind z) {
+    switch (z) {
+        case ALTGRAD_ZERO_SIGNED: return "+0 and -0";
+        case ALTGRAD_ZERO_UNSIGNED: return "one zero";
+        case ALTGRAD_ZERO_NONE: return "none";
+    }
+    return "unknown";
+}
+
+std::string modes(uint32_t bits) {
+    std::string s;
+    for (int r = 0; r < 3; ++r)
+        if (bits & (1u << r)) s += (s.empty() ? "" : ", ") + std::string(rounding_name(static_cast<altgrad_rounding>(r)));
+    return s;
+}
+
+// "%a (%.9g)": exact and readable.
+std::string both(double x) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, " (%.9g)", x);
+    return hex_float(x) + buf;
+}
+
+std::string binary(uint32_t code, uint32_t bits) {
+    std::string s;
+    for (int b = static_cast<int>(bits) - 1; b >= 0; --b) s += ((code >> b) & 1u) ? '1' : '0';
+    return s;
+}
+
+std::vector<float> all_code_values(const format_handle& f) {
+    const altgrad_format_info& i = f.info();
+    const size_t n = size_t{1} << i.total_bits;
+    std::vector<uint8_t> codes(n * i.code_bytes);
+    for (size_t c = 0; c < n; ++c) {
+        if (i.code_bytes == 1) codes[c] = static_cast<uint8_t>(c);
+        else reinterpret_cast<uint16_t*>(codes.data())[c] = static_cast<uint16_t>(c);
+    }
+    std::vector<float> values(n);
+    f.decode(codes.data(), values.data(), n);
+    return values;
+}
+
+}  // namespace
+
+int describe_command(const context& ctx, const args& a) {
+    po::options_description options("describe options");
+    std::vector<std::string> params;
+    options.add_options()("name", po::value<std::string>()->required(), "plugin name")(
+        "json", "print JSON")("table", "list every code with its value (formats of at most 16 bits)")(
+        "param", po::value<std::vector<std::string>>(&params), "KEY=VALUE plugin parameter (repeatable)");
+    po::positional_options_description pos;
+    pos.add("name", 1);
+    po::variables_map vm;
+    if (!parse_subcommand("describe", "describe NAME [--json] [--table] [--param KEY=VALUE]...", options, pos, a, vm))
+        return 0;
+    const std::string name = vm["name"].as<std::string>();
+    const bool as_json = vm.count("json") > 0, table = vm.count("table") > 0;
+
+    registry reg(ctx.plugins);
+    const auto plugin = reg.load(name);
+    const manifest& m = plugin->info;
+    if (m.kind != ALTGRAD_KIND_FORMAT) {
+        if (table) throw usage_error("describe --table: '" + name + "' is not a format plugin");
+    }
+    std::shared_ptr<format_handle> f;
+    if (m.kind == ALTGRAD_KIND_FORMAT) f = format_handle::create(plugin, parse_param_assignments(params));
+    if (table && f->info().total_bits > 16)
+        throw usage_error("describe --table: '" + name + "' has " + std::to_string(f->info().total_bits) +
+                          " bits; tables are limited to formats of at most 16 bits");
+
+    if (as_json) {
+        std::cout << "{\"name\": " << json::quote(m.name) << ", \"kind\": " << json::quote(kind_name(m.kind))
+                  << ", \"version\": " << json::quote(version_string(m.version))
+                  << ", \"abi_version\": " << json::quote(version_string(m.abi_version, false))
+                  << ", \"description\": " << json::quote(m.description)
+                  << ", \"library\": " << json::quote(m.library.string()) << ", \"parameters\": [";
+        for (size_t k = 0; k < m.params.size(); ++k)
+            std::cout << (k ? ", " : "") << "{\"key\": " << json::quote(m.params[k].key)
+                      << ", \"type\": " << json::quote(param_type_name(m.params[k].type)) << "}";
+        std::cout << "]";
+        if (f) {
+            const altgrad_format_info& i = f->info();
+            std::cout << ", \"format\": {\"total_bits\": " << i.total_bits << ", \"code_bytes\": " << i.code_bytes
+                      << ", \"exponent_bits\": " << i.exponent_bits << ", \"mantissa_bits\": " << i.mantissa_bits
+                      << ", \"bias\": " << i.bias << ", \"signed\": " << (i.is_signed ? "true" : "false")
+                      << ", \"zero\": " << json::quote(zero_name(i.zero))
+                      << ", \"subnormals\": " << (i.has_subnormals ? "true" : "false")
+                      << ", \"inf\": " << (i.has_inf ? "true" : "false") << ", \"nan_codes\": " << i.nan_code_count
+                      << ", \"max_finite\": " << json::number(i.max_finite)
+                      << ", \"lowest_finite\": " << json::number(i.lowest_finite)
+                      << ", \"min_normal\": " << json::number(i.min_normal)
+                      << ", \"min_subnormal\": " << json::number(i.min_subnormal) << "}";
+            if (table) {
+                const std::vector<float> values = all_code_values(*f);
+                std::cout << ", \"codes\": [";
+                for (size_t c = 0; c < values.size(); ++c)
+                    std::cout << (c ? ", " : "") << "{\"code\": " << c << ", \"value\": " << json::number(values[c])
+                              << ", \"hex\": " << json::quote(hex_float(values[c])) << "}";
+                std::cout << "]";
+            }
+        }
+        std::cout << "}\n";
+        return 0;
+    }
+
+    std::cout << "name            " << m.name << " " << version_string(m.version) << " (" << kind_name(m.kind)
+              << ", ABI " << version_string(m.abi_version, false) << ")\n"
+              << "description     " << m.description << "\n"
+              << "library         " << m.library.string() << "\n";
+    for (const param_decl& p : m.params)
+        std::cout << "parameter       " << p.key << " (" << param_type_name(p.type) << ")"
+                  << (p.description.empty() ? "" : ": " + p.description) << "\n";
+    if (f) {
+        const altgrad_format_info& i = f->info();
+        std::cout << "family          " << family_name(i.family) << "\n"
+                  << "bits            " << i.total_bits << " (exponent " << i.exponent_bits << ", mantissa "
+                  << i.mantissa_bits << ", bias " << i.bias << ", " << (i.is_signed ? "signed" : "unsigned") << ")\n"
+                  << "zero            " << zero_name(i.zero) << "\n"
+                  << "subnormals      " << (i.has_subnormals ? "yes" : "no") << "\n"
+                  << "infinities      " << (i.has_inf ? "+-Inf" : "none") << "\n"
+                  << "NaN codes       " << i.nan_code_count;
+        if (i.nan_code_count > 0) std::cout << " (canonical 0x" << std::hex << i.canonical_nan_code << std::dec << ")";
+        std::cout << "\n"
+                  << "max finite      " << both(i.max_finite) << "\n"
+                  << "lowest finite   " << both(i.lowest_finite) << "\n"
+                  << "min normal      " << both(i.min_normal) << "\n"
+                  << "min subnormal   " << (i.min_subnormal > 0 ? both(i.min_subnormal) : "none") << "\n"
+                  << "rounding        " << modes(i.rounding_modes) << "\n"
+                  << "memory          host" << ((i.memory_kinds & (1u << ALTGRAD_MEMORY_CUDA)) ? ", cuda" : "")
+                  << "\n";
+        if (table) {
+            const std::vector<float> values = all_code_values(*f);
+            std::cout << "\nCODE    BITS" << std::string(i.total_bits > 4 ? i.total_bits - 4 : 0, ' ')
+                      << "  VALUE\n";
+            for (size_t c = 0; c < values.size(); ++c) {
+                char code[16];
+                std::snprintf(code, sizeof code, "0x%0*zx", static_cast<int>((i.total_bits + 3) / 4), c);
+                std::cout << code << std::string(8 - std::string(code).size(), ' ')
+                          << binary(static_cast<uint32_t>(c), i.total_bits) << "  " << both(values[c]) << "\n";
+            }
+        }
+    }
+    return 0;
+}
+
+}  // namespace altgrad::host::cli

@@ -1,0 +1,86 @@
+// altgrad-host: discovers plugins in a folder, loads them on demand, and runs
+// a subcommand. Exit codes: 0 success, 1 an error (bad input, a broken plugin,
+// a failed check), 2 a wrong command line.
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "cli/commands.hpp"
+#include "plugins/loader.hpp"
+#include "util/error.hpp"
+
+namespace po = boost::program_options;
+namespace cli = altgrad::host::cli;
+
+namespace {
+
+const std::map<std::string, std::pair<int (*)(const cli::context&, const cli::args&), const char*>> kCommands = {
+    {"list", {&cli::list_command, "every plugin with kind, name, version and status"}},
+    {"describe", {&cli::describe_command, "a plugin's parameters; for a format its exact encoding"}},
+    {"quantize", {&cli::quantize_command, "numbers from standard input through a format, as hex-floats"}},
+};
+
+void print_usage(const po::options_description& global) {
+    std::cout << "usage: altgrad-host [--plugins DIR] COMMAND [ARGS...]\n\ncommands:\n";
+    for (const auto& [name, command] : kCommands) std::cout << "  " << name << std::string(12 - name.size(), ' ')
+                                                            << command.second << "\n";
+    std::cout << "\n" << global << "\n'altgrad-host COMMAND --help' describes a command's options.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    po::options_description global("global options");
+    global.add_options()("plugins", po::value<std::string>(), "the plugin folder (one sub-folder per plugin)")(
+        "help,h", "show this help")("version", "print the host and ABI versions");
+    po::options_description hidden;
+    hidden.add_options()("command", po::value<std::string>())("args", po::value<std::vector<std::string>>());
+    po::options_description all;
+    all.add(global).add(hidden);
+    po::positional_options_description pos;
+    pos.add("command", 1).add("args", -1);
+
+    try {
+        po::variables_map vm;
+        po::parsed_options parsed =
+            po::command_line_parser(argc, argv).options(all).positional(pos).allow_unregistered().run();
+        po::store(parsed, vm);
+        if (vm.count("version")) {
+            std::cout << "altgrad-host " << ALTGRAD_HOST_VERSION << ", plugin ABI "
+                      << altgrad::host::version_string(altgrad::host::host_abi_version(), false) << "\n";
+            return 0;
+        }
+        if (!vm.count("command")) {
+            print_usage(global);
+            return vm.count("help") ? 0 : 2;
+        }
+        const std::string command = vm["command"].as<std::string>();
+        const auto it = kCommands.find(command);
+        if (it == kCommands.end()) throw altgrad::host::usage_error("unknown command '" + command + "'");
+        // Everything after the command name belongs to the command.
+        std::vector<std::string> rest = po::collect_unrecognized(parsed.options, po::include_positional);
+        rest.erase(rest.begin());
+        if (vm.count("help")) rest.push_back("--help");
+        cli::context ctx;
+        if (!vm.count("plugins")) {
+            const bool wants_help = std::find(rest.begin(), rest.end(), "--help") != rest.end() ||
+                                    std::find(rest.begin(), rest.end(), "-h") != rest.end();
+            if (!wants_help) throw altgrad::host::usage_error("--plugins DIR is required");
+        } else {
+            ctx.plugins = vm["plugins"].as<std::string>();
+        }
+        return it->second.first(ctx, rest);
+    } catch (const altgrad::host::usage_error& e) {
+        std::cerr << "altgrad-host: " << e.what() << " (see altgrad-host --help)\n";
+        return 2;
+    } catch (const po::error& e) {
+        std::cerr << "altgrad-host: " << e.what() << " (see altgrad-host --help)\n";
+        return 2;
+    } catch (const std::exception& e) {
+        std::cerr << "altgrad-host: error: " << e.what() << "\n";
+        return 1;
+    }
+}

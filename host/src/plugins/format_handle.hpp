@@ -1,0 +1,67 @@
+// A created format-plugin instance, from the host's side: creation with
+// validated parameters, the checked format info, and quantize / encode /
+// decode calls that turn a plugin's status into a host::error naming the
+// plugin. Thread-safe like the ABI promises: many threads may call quantize on
+// one handle with distinct buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <altgrad/altgrad.h>
+
+#include "plugins/loader.hpp"
+
+namespace altgrad::host {
+
+struct quantize_options {
+    altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
+    altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
+    float scale = 1.0f;
+    uint64_t seed = 0;
+    uint64_t offset = 0;
+};
+
+struct quantize_counts {
+    uint64_t overflow = 0;
+    uint64_t underflow = 0;
+};
+
+class format_handle {
+public:
+    // Create an instance of `plugin` (a format plugin) with user parameters
+    // (key -> text); `where` names their source in errors.
+    static std::shared_ptr<format_handle> create(std::shared_ptr<const loaded_plugin> plugin,
+                                                 const std::map<std::string, std::string>& params = {},
+                                                 const std::string& where = "--param");
+    ~format_handle();
+    format_handle(const format_handle&) = delete;
+    format_handle& operator=(const format_handle&) = delete;
+
+    const std::string& name() const { return plugin_->info.name; }
+    const altgrad_format_info& info() const { return info_; }
+    const loaded_plugin& plugin() const { return *plugin_; }
+    altgrad_format_ref ref() const;
+
+    quantize_counts quantize(const float* in, float* out, size_t n, const quantize_options& o) const;
+    quantize_counts encode(const float* in, void* codes, size_t n, const quantize_options& o) const;
+    void decode(const void* codes, float* out, size_t n, float scale = 1.0f) const;
+
+private:
+    format_handle() = default;
+    [[noreturn]] void fail(const char* call, altgrad_status s, const altgrad_error& e) const;
+
+    std::shared_ptr<const loaded_plugin> plugin_;  // keeps the code loaded
+    const altgrad_format_vtable* vtable_ = nullptr;
+    altgrad_format* instance_ = nullptr;
+    altgrad_format_info info_{};
+};
+
+const char* status_name(altgrad_status s);
+const char* rounding_name(altgrad_rounding r);
+const char* overflow_name(altgrad_overflow o);
+
+}  // namespace altgrad::host

@@ -1,0 +1,45 @@
+// A plugin's manifest.toml, parsed and checked, without loading the library.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <altgrad/altgrad.h>
+
+namespace altgrad::host {
+
+// One declared parameter: type, default, optional range or choices.
+struct param_decl {
+    std::string key;
+    altgrad_param_type type = ALTGRAD_PARAM_INT;
+    bool default_bool = false;
+    int64_t default_int = 0;
+    double default_float = 0.0;
+    std::string default_string;
+    std::optional<double> min, max;       // int and float only
+    std::vector<std::string> choices;     // string only; empty = any
+    std::string description;
+};
+
+struct manifest {
+    std::filesystem::path path;     // the manifest.toml file
+    std::filesystem::path folder;   // its folder (canonical)
+    altgrad_plugin_kind kind = ALTGRAD_KIND_FORMAT;
+    std::string name;
+    altgrad_version version{};
+    altgrad_version abi_version{};
+    std::filesystem::path library;  // canonical, checked to lie inside folder
+    std::string description;
+    std::vector<param_decl> params; // in key order
+};
+
+// Parse and validate; throws host::error naming the file and key.
+manifest read_manifest(const std::filesystem::path& path);
+
+const char* kind_name(altgrad_plugin_kind kind);
+const char* param_type_name(altgrad_param_type type);
+std::string version_string(const altgrad_version& v, bool with_patch = true);
+
+}  // namespace altgrad::host

@@ -1,0 +1,102 @@
+#include "plugins/params.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+#include "util/error.hpp"
+
+namespace altgrad::host {
+
+namespace {
+
+std::string describe_range(const param_decl& d) {
+    std::string s;
+    if (d.min) s += " min " + std::to_string(*d.min);
+    if (d.max) s += " max " + std::to_string(*d.max);
+    return s;
+}
+
+}  // namespace
+
+param_values resolve_params(const manifest& m, const std::map<std::string, std::string>& given,
+                            const std::string& where) {
+    const std::string who = where + ": plugin '" + m.name + "'";
+    for (const auto& [key, text] : given) {
+        bool declared = false;
+        for (const param_decl& d : m.params) declared = declared || d.key == key;
+        if (!declared) {
+            std::string keys;
+            for (const param_decl& d : m.params) keys += (keys.empty() ? "" : ", ") + d.key;
+            throw error(who + ": unknown parameter '" + key + "' (declared: " + (keys.empty() ? "none" : keys) + ")");
+        }
+    }
+    param_values v;
+    for (const param_decl& d : m.params) {
+        altgrad_param p{};
+        p.struct_size = sizeof p;
+        p.type = d.type;
+        v.strings_.push_back(std::make_unique<std::string>(d.key));
+        p.key = v.strings_.back()->c_str();
+        const auto it = given.find(d.key);
+        const bool user = it != given.end();
+        const std::string& text = user ? it->second : std::string();
+        auto bad = [&](const std::string& what) -> error {
+            return error(who + ": parameter '" + d.key + "' = \"" + text + "\": " + what);
+        };
+        switch (d.type) {
+            case ALTGRAD_PARAM_BOOL:
+                if (!user) p.bool_value = d.default_bool;
+                else if (text == "true") p.bool_value = 1;
+                else if (text == "false") p.bool_value = 0;
+                else throw bad("expected true or false");
+                break;
+            case ALTGRAD_PARAM_INT: {
+                p.int_value = d.default_int;
+                if (user) {
+                    char* end = nullptr;
+                    errno = 0;
+                    const long long x = std::strtoll(text.c_str(), &end, 10);
+                    if (text.empty() || *end != '\0' || errno == ERANGE) throw bad("expected an integer");
+                    p.int_value = x;
+                }
+                const double x = static_cast<double>(p.int_value);
+                if ((d.min && x < *d.min) || (d.max && x > *d.max)) throw bad("out of range:" + describe_range(d));
+                break;
+            }
+            case ALTGRAD_PARAM_FLOAT: {
+                p.float_value = d.default_float;
+                if (user) {
+                    char* end = nullptr;
+                    const double x = std::strtod(text.c_str(), &end);
+                    if (text.empty() || *end != '\0' || !std::isfinite(x)) throw bad("expected a finite number");
+                    p.float_value = x;
+                }
+                if ((d.min && p.float_value < *d.min) || (d.max && p.float_value > *d.max))
+                    throw bad("out of range:" + describe_range(d));
+                break;
+            }
+            case ALTGRAD_PARAM_STRING: {
+                const std::string value = user ? text : d.default_string;
+                if (!d.choices.empty()) {
+                    bool ok = false;
+                    std::string all;
+                    for (const std::string& c : d.choices) {
+                        ok = ok || c == value;
+                        all += (all.empty() ? "" : ", ") + c;
+                    }
+                    if (!ok) throw bad("expected one of " + all);
+                }
+                v.strings_.push_back(std::make_unique<std::string>(value));
+                p.string_value = v.strings_.back()->c_str();
+                break;
+            }
+        }
+        v.items_.push_back(p);
+    }
+    v.list_.items = v.items_.empty() ? nullptr : v.items_.data();
+    v.list_.count = v.items_.size();
+    return v;
+}
+
+}  // namespace altgrad::host

@@ -1,0 +1,55 @@
+// The plugins of one --plugins folder: every manifest read at start-up,
+// libraries loaded only when asked for. A broken plugin (bad manifest,
+// failed load, failed check, duplicate name) is recorded with its reason and
+// never stops the others from working.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plugins/loader.hpp"
+#include "plugins/manifest.hpp"
+
+namespace altgrad::host {
+
+enum class plugin_status { not_loaded, ok, broken };
+
+struct plugin_record {
+    std::filesystem::path manifest_path;
+    std::optional<manifest> info;                  // set when the manifest is valid
+    plugin_status status = plugin_status::not_loaded;
+    std::string error;                             // why it is broken
+    std::shared_ptr<const loaded_plugin> loaded;   // set once loaded
+
+    // The manifest's name, or the folder's name when the manifest is unreadable.
+    std::string name() const;
+};
+
+class registry {
+public:
+    // Read every <dir>/<sub>/manifest.toml. Throws when dir is not a folder.
+    explicit registry(const std::filesystem::path& dir);
+
+    const std::filesystem::path& folder() const { return dir_; }
+    const std::vector<plugin_record>& records() const { return records_; }
+
+    // The loaded plugin called `name`, loading it now if needed. Throws
+    // host::error for an unknown name (listing the known ones) or a broken
+    // plugin (with its reason).
+    std::shared_ptr<const loaded_plugin> load(const std::string& name);
+
+    // Try to load every plugin with a valid manifest; failures become broken
+    // records.
+    void load_all();
+
+private:
+    void try_load(plugin_record& r);
+
+    std::filesystem::path dir_;
+    std::vector<plugin_record> records_;
+};
+
+}  // namespace altgrad::host

@@ -1,0 +1,41 @@
+#include "util/numbers.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+#include "util/error.hpp"
+
+namespace altgrad::host {
+
+std::optional<float> parse_float(const std::string& token) {
+    if (token.empty()) return std::nullopt;
+    char* end = nullptr;
+    errno = 0;
+    const float x = std::strtof(token.c_str(), &end);
+    if (end == token.c_str() || *end != '\0') return std::nullopt;
+    return x;  // ERANGE: strtof already gave +-Inf or the correctly rounded tiny value
+}
+
+std::vector<float> read_floats(std::istream& in, const std::string& source) {
+    std::vector<float> values;
+    std::string token;
+    size_t index = 0;
+    while (in >> token) {
+        ++index;
+        const std::optional<float> x = parse_float(token);
+        if (!x)
+            throw error(source + ": token " + std::to_string(index) + " \"" + token +
+                        "\" is not a number (decimal, hex-float, nan or inf)");
+        values.push_back(*x);
+    }
+    return values;
+}
+
+std::string hex_float(double x) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%a", x);
+    return buf;
+}
+
+}  // namespace altgrad::host

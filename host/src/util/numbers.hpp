@@ -1,0 +1,24 @@
+// Reading and writing float32 values as text, exactly.
+#pragma once
+
+#include <istream>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace altgrad::host {
+
+// One token: decimal, C99 hex-float, "nan", "inf", "infinity" (any case,
+// optional sign), converted straight to float32 (no double rounding). Nothing
+// when the token is not entirely a number.
+std::optional<float> parse_float(const std::string& token);
+
+// Every whitespace-separated token of `in`. Throws host::error naming the
+// source, the token's position and the token, for the first bad one, before
+// anything is returned.
+std::vector<float> read_floats(std::istream& in, const std::string& source);
+
+// C99 hex-float as printf("%a") writes it.
+std::string hex_float(double x);
+
+}  // namespace altgrad::host
