@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what AltGrad needs to build and test on Debian 12, idempotently:
+# packages already installed are left alone, and apt runs only when one is
+# missing. Run as root (or with sudo available).
+#
+# OpenBLAS matters: Debian's LibTorch calls whatever libblas.so.3 the system
+# selects, and the reference BLAS is ~30x slower (see ../shared/BRIEF.md).
+set -euo pipefail
+
+packages=(
+  cmake g++ make                       # toolchain
+  libboost-dev libboost-program-options-dev   # Boost.DLL (headers), Boost.Program_Options
+  libtomlplusplus-dev                  # manifests and configs
+  libgtest-dev libbenchmark-dev        # tests and benchmarks
+  libtorch-dev libopenblas0-pthread    # tensors and autograd for the trainer, a fast BLAS
+  fortunes                             # the default text corpus
+  python3                              # benchmark post-processing
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all packages present"
+fi

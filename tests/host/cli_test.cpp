@@ -1,0 +1,144 @@
+// The altgrad-host binary as a user runs it: outputs, exit codes, errors.
+#include <string>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "test_support.hpp"
+
+namespace altgrad::test {
+namespace {
+
+const std::string kPlugins = "--plugins " + kBundled.string() + " ";
+
+size_t count_lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(Cli, ListShowsEveryBundledPluginOk) {
+    const run_result r = run_host(kPlugins + "list");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    for (const char* name : {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32"})
+        EXPECT_NE(r.out.find(std::string(name)), std::string::npos) << name;
+    EXPECT_EQ(r.out.find("broken"), std::string::npos) << r.out;
+    EXPECT_EQ(count_lines(r.out), 10u) << r.out;  // header + 9
+}
+
+TEST(Cli, ListJsonShowsBrokenPluginsWithTheirReason) {
+    scratch_dir dir;
+    dir.add_plugin("good", format_manifest("e5m2", "libaltgrad_e5m2.so"), bundled_library("e5m2"));
+    dir.add_plugin("bad", format_manifest("bad", "nothing.so"));
+    const run_result r = run_host("--plugins " + dir.path().string() + " list --json");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("\"name\": \"e5m2\", \"version\": \"1.0.0\", \"status\": \"ok\""), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("\"name\": \"bad\", \"version\": \"?\", \"status\": \"broken\""), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("key 'plugin.library'"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("1 of 2 plugins are broken"), std::string::npos) << r.out;
+}
+
+TEST(Cli, QuantizePrintsHexFloats) {
+    // E5M2 facts: 1.1 -> 1; 61440 is the tie above max 57344 = 0x1.cp+15 and
+    // rounds to the even 2^16, i.e. overflows, so saturates; 0.75 is exact;
+    // 1e-7 is below half the smallest subnormal 2^-16.
+    const run_result r = run_host(kPlugins + "quantize e5m2", "1.1 61440 0x1.8p-1\nnan -inf 1e-7 -1e-7");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(r.out, "0x1p+0\n0x1.cp+15\n0x1.8p-1\nnan\n-0x1.cp+15\n0x0p+0\n-0x0p+0\n");
+}
+
+TEST(Cli, QuantizeModesAndScale) {
+    // Non-finite overflow: E5M2 has Inf.
+    EXPECT_EQ(run_host(kPlugins + "quantize e5m2 --overflow nonfinite", "61440 -1e6").out, "inf\n-inf\n");
+    // E7M0 toward zero: 3 -> 2; nearest: 3 is a tie between 2 (code 0x41) and 4 (0x42, even).
+    EXPECT_EQ(run_host(kPlugins + "quantize e7m0 --rounding toward-zero", "3").out, "0x1p+1\n");
+    EXPECT_EQ(run_host(kPlugins + "quantize e7m0", "3").out, "0x1p+2\n");
+    // Scale 0.5: 464 * 0.5 = 232 is a tie in E4M3 between 224 (mantissa 110) and 240; 224 / 0.5 = 448.
+    EXPECT_EQ(run_host(kPlugins + "quantize e4m3 --scale 0.5", "464").out, "0x1.cp+8\n");
+    // E0M7: two's complement, so -1 is representable and +1 saturates to 127/128.
+    EXPECT_EQ(run_host(kPlugins + "quantize e0m7", "-1 1").out, "-0x1p+0\n0x1.fcp-1\n");
+}
+
+TEST(Cli, QuantizeStochasticIsReproducibleFromTheSeed) {
+    const std::string input = "0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3";
+    const run_result a = run_host(kPlugins + "quantize e1m6 --rounding stochastic --seed 7", input);
+    const run_result b = run_host(kPlugins + "quantize e1m6 --rounding stochastic --seed 7", input);
+    ASSERT_EQ(a.exit_code, 0) << a.out;
+    EXPECT_EQ(a.out, b.out);
+    // 0.3 lies between 19/64 and 20/64: only those two may come out.
+    for (size_t pos = 0; pos < a.out.size();) {
+        const size_t end = a.out.find('\n', pos);
+        const std::string line = a.out.substr(pos, end - pos);
+        EXPECT_TRUE(line == "0x1.3p-2" || line == "0x1.4p-2") << line;
+        pos = end + 1;
+    }
+}
+
+TEST(Cli, UnparsableInputIsAnErrorNamingTheToken) {
+    const run_result r = run_host(kPlugins + "quantize e5m2", "1.0 abc 2.0");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.out.find("token 2 \"abc\" is not a number"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("0x1p+0"), std::string::npos) << "nothing printed before the error: " << r.out;
+}
+
+TEST(Cli, UnknownFormatListsTheKnownOnes) {
+    const run_result r = run_host(kPlugins + "quantize e2m5", "1");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.out.find("no plugin named 'e2m5'"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("e3m4"), std::string::npos) << r.out;
+}
+
+TEST(Cli, UsageErrorsExitTwo) {
+    EXPECT_EQ(run_host(kPlugins + "quantize e5m2 --rounding up", "1").exit_code, 2);
+    EXPECT_EQ(run_host(kPlugins + "quantize e5m2 --scale 0", "1").exit_code, 2);
+    EXPECT_EQ(run_host(kPlugins + "quantize e5m2 --bogus", "1").exit_code, 2);
+    EXPECT_EQ(run_host(kPlugins + "frobnicate").exit_code, 2);
+    EXPECT_EQ(run_host("list").exit_code, 2);  // no --plugins
+    EXPECT_EQ(run_host(kPlugins + "quantize e5m2 --param bits", "1").exit_code, 2);
+}
+
+TEST(Cli, MissingPluginFolder) {
+    const run_result r = run_host("--plugins /nonexistent/dir list");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.out.find("--plugins /nonexistent/dir: not a folder"), std::string::npos) << r.out;
+}
+
+TEST(Cli, BrokenPluginIsAnErrorWithItsReason) {
+    scratch_dir dir;
+    dir.add_plugin("f", format_manifest("abi_future", "libaltgrad_abi_future.so"),
+                   kTestPlugins / "abi_future" / "libaltgrad_abi_future.so");
+    const run_result r = run_host("--plugins " + dir.path().string() + " quantize abi_future", "1");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.out.find("plugin 'abi_future' is broken"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("ABI 1.99"), std::string::npos) << r.out;
+}
+
+TEST(Cli, DescribeShowsTheEncoding) {
+    const run_result r = run_host(kPlugins + "describe e4m3");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("max finite      0x1.cp+8 (448)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("min normal      0x1p-6 (0.015625)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("min subnormal   0x1p-9 (0.001953125)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("infinities      none"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("NaN codes       2 (canonical 0x7f)"), std::string::npos) << r.out;
+}
+
+TEST(Cli, DescribeTableListsEveryCode) {
+    const run_result r = run_host(kPlugins + "describe e0m7 --table");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("0x80    10000000  -0x1p+0 (-1)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("0x7f    01111111  0x1.fcp-1 (0.9921875)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("0xff    11111111  -0x1p-7 (-0.0078125)"), std::string::npos) << r.out;
+    const run_result e5 = run_host(kPlugins + "describe e5m2 --table");
+    EXPECT_NE(e5.out.find("0x7c    01111100  inf"), std::string::npos) << e5.out;
+    EXPECT_NE(e5.out.find("0x7b    01111011  0x1.cp+15 (57344)"), std::string::npos) << e5.out;
+    EXPECT_NE(e5.out.find("0x01    00000001  0x1p-16"), std::string::npos) << e5.out;
+    EXPECT_EQ(run_host(kPlugins + "describe fp32 --table").exit_code, 2);
+}
+
+TEST(Cli, HelpOnEverySubcommand) {
+    for (const char* cmd : {"list", "describe", "quantize"}) {
+        const run_result r = run_host(std::string(cmd) + " --help");
+        EXPECT_EQ(r.exit_code, 0) << cmd << ": " << r.out;
+        EXPECT_NE(r.out.find(std::string("usage: altgrad-host [--plugins DIR] ") + cmd), std::string::npos) << r.out;
+    }
+}
+
+}  // namespace
+}  // namespace altgrad::test

@@ -1,0 +1,165 @@
+// Discovery and loading: broken plugins are reported with their reason and
+// never take the others down; the ABI and descriptor checks catch liars.
+#include <fstream>
+#include <set>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "plugins/format_handle.hpp"
+#include "plugins/registry.hpp"
+#include "test_support.hpp"
+#include "util/error.hpp"
+
+namespace altgrad::test {
+namespace {
+
+using host::plugin_status;
+using host::registry;
+
+const host::plugin_record& record(const registry& reg, const std::string& name) {
+    for (const auto& r : reg.records())
+        if (r.name() == name) return r;
+    throw std::runtime_error("no record " + name);
+}
+
+std::string load_error(registry& reg, const std::string& name) {
+    try {
+        reg.load(name);
+        return "";
+    } catch (const host::error& e) {
+        return e.what();
+    }
+}
+
+TEST(Registry, BundledPluginsAllLoad) {
+    registry reg(kBundled);
+    reg.load_all();
+    std::set<std::string> names;
+    for (const auto& r : reg.records()) {
+        EXPECT_EQ(r.status, plugin_status::ok) << r.name() << ": " << r.error;
+        names.insert(r.name());
+    }
+    EXPECT_EQ(names, (std::set<std::string>{"bf16", "e0m7", "e1m6", "e3m4", "e4m3", "e5m2", "e7m0", "fp16", "fp32"}));
+}
+
+TEST(Registry, ManifestsAreReadWithoutLoading) {
+    registry reg(kBundled);
+    for (const auto& r : reg.records()) EXPECT_EQ(r.status, plugin_status::not_loaded) << r.name();
+    reg.load("e5m2");
+    EXPECT_EQ(record(reg, "e5m2").status, plugin_status::ok);
+    EXPECT_EQ(record(reg, "e4m3").status, plugin_status::not_loaded);
+}
+
+TEST(Registry, OneBrokenPluginLeavesTheOthersWorking) {
+    scratch_dir dir;
+    dir.add_plugin("good", format_manifest("e5m2", "libaltgrad_e5m2.so"), bundled_library("e5m2"));
+    dir.add_plugin("bad", "[plugin]\nkind = \"format\"\n");
+    dir.add_plugin("future", format_manifest("abi_future", "libaltgrad_abi_future.so"),
+                   kTestPlugins / "abi_future" / "libaltgrad_abi_future.so");
+    registry reg(dir.path());
+    reg.load_all();
+    EXPECT_EQ(record(reg, "e5m2").status, plugin_status::ok);
+    EXPECT_EQ(record(reg, "bad").status, plugin_status::broken);
+    EXPECT_NE(record(reg, "bad").error.find("key 'plugin.name': missing"), std::string::npos);
+    EXPECT_EQ(record(reg, "abi_future").status, plugin_status::broken);
+    const auto e5m2 = host::format_handle::create(reg.load("e5m2"));
+    EXPECT_EQ(e5m2->info().max_finite, 57344.0);
+}
+
+TEST(Registry, AbiMinorFromTheFutureIsRefusedNamingBothVersions) {
+    scratch_dir dir;
+    dir.add_plugin("f", format_manifest("abi_future", "libaltgrad_abi_future.so"),
+                   kTestPlugins / "abi_future" / "libaltgrad_abi_future.so");
+    registry reg(dir.path());
+    const std::string e = load_error(reg, "abi_future");
+    EXPECT_NE(e.find("ABI 1.99"), std::string::npos) << e;
+    EXPECT_NE(e.find("ABI 1.0"), std::string::npos) << e;
+    EXPECT_NE(e.find("newer host"), std::string::npos) << e;
+}
+
+TEST(Registry, AbiMajorMismatchInTheManifestIsRefused) {
+    scratch_dir dir;
+    dir.add_plugin("f", format_manifest("e5m2", "libaltgrad_e5m2.so", "1.0.0", "2.0"), bundled_library("e5m2"));
+    registry reg(dir.path());
+    const std::string e = load_error(reg, "e5m2");
+    EXPECT_NE(e.find("ABI 2.0"), std::string::npos) << e;
+    EXPECT_NE(e.find("ABI 1.0"), std::string::npos) << e;
+    EXPECT_NE(e.find("major versions differ"), std::string::npos) << e;
+}
+
+TEST(Registry, DescriptorMustMatchManifest) {
+    scratch_dir dir;
+    dir.add_plugin("m", format_manifest("descriptor_mismatch", "libaltgrad_descriptor_mismatch.so"),
+                   kTestPlugins / "descriptor_mismatch" / "libaltgrad_descriptor_mismatch.so");
+    // A bundled library under another name: the descriptor says e4m3.
+    dir.add_plugin("n", format_manifest("renamed", "libaltgrad_e4m3.so"), bundled_library("e4m3"));
+    registry reg(dir.path());
+    std::string e = load_error(reg, "descriptor_mismatch");
+    EXPECT_NE(e.find("library says name 'not_the_manifest_name', manifest says 'descriptor_mismatch'"),
+              std::string::npos)
+        << e;
+    e = load_error(reg, "renamed");
+    EXPECT_NE(e.find("library says name 'e4m3', manifest says 'renamed'"), std::string::npos) << e;
+}
+
+TEST(Registry, VersionAndKindMustMatchManifest) {
+    scratch_dir dir;
+    dir.add_plugin("v", format_manifest("e5m2", "libaltgrad_e5m2.so", "1.0.1"), bundled_library("e5m2"));
+    std::string text = format_manifest("e4m3", "libaltgrad_e4m3.so");
+    text.replace(text.find("\"format\""), 8, "\"diagnostic\"");
+    dir.add_plugin("k", text, bundled_library("e4m3"));
+    registry reg(dir.path());
+    std::string e = load_error(reg, "e5m2");
+    EXPECT_NE(e.find("library says version 1.0.0, manifest says 1.0.1"), std::string::npos) << e;
+    e = load_error(reg, "e4m3");
+    EXPECT_NE(e.find("library says kind 'format', manifest says 'diagnostic'"), std::string::npos) << e;
+}
+
+TEST(Registry, MissingEntrySymbol) {
+    scratch_dir dir;
+    dir.add_plugin("x", format_manifest("no_entry", "libaltgrad_no_entry.so"),
+                   kTestPlugins / "no_entry" / "libaltgrad_no_entry.so");
+    registry reg(dir.path());
+    const std::string e = load_error(reg, "no_entry");
+    EXPECT_NE(e.find("does not export altgrad_plugin_entry"), std::string::npos) << e;
+}
+
+TEST(Registry, LibraryThatIsNotALibrary) {
+    scratch_dir dir;
+    const fs::path m = dir.add_plugin("x", format_manifest("junk", "libjunk.so"));
+    std::ofstream(m.parent_path() / "libjunk.so") << "not an ELF file";
+    registry reg(dir.path());
+    const std::string e = load_error(reg, "junk");
+    EXPECT_NE(e.find("plugin 'junk'"), std::string::npos) << e;
+    EXPECT_NE(e.find(": load: "), std::string::npos) << e;
+}
+
+TEST(Registry, DuplicateNamesBreakBothAndNameEachOther) {
+    scratch_dir dir;
+    const fs::path a = dir.add_plugin("a", format_manifest("same", "libaltgrad_e5m2.so"), bundled_library("e5m2"));
+    const fs::path b = dir.add_plugin("b", format_manifest("same", "libaltgrad_e4m3.so"), bundled_library("e4m3"));
+    registry reg(dir.path());
+    ASSERT_EQ(reg.records().size(), 2u);
+    for (const auto& r : reg.records()) {
+        EXPECT_EQ(r.status, plugin_status::broken);
+        EXPECT_NE(r.error.find("duplicate plugin name 'same'"), std::string::npos) << r.error;
+        EXPECT_NE(r.error.find((r.manifest_path == a ? b : a).string()), std::string::npos) << r.error;
+    }
+    EXPECT_NE(load_error(reg, "same").find("duplicate"), std::string::npos);
+}
+
+TEST(Registry, UnknownNameListsWhatExists) {
+    registry reg(kBundled);
+    const std::string e = load_error(reg, "e9m9");
+    EXPECT_NE(e.find("no plugin named 'e9m9'"), std::string::npos) << e;
+    EXPECT_NE(e.find("e5m2"), std::string::npos) << e;
+}
+
+TEST(Registry, NotAFolder) {
+    EXPECT_THROW(registry("/nonexistent/altgrad/plugins"), host::error);
+}
+
+}  // namespace
+}  // namespace altgrad::test

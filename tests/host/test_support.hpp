@@ -1,0 +1,82 @@
+// Helpers for host tests: scratch plugin folders and running the binary.
+#pragma once
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace altgrad::test {
+
+namespace fs = std::filesystem;
+
+inline const fs::path kBundled = ALTGRAD_BUNDLED_PLUGIN_DIR;
+inline const fs::path kTestPlugins = ALTGRAD_TEST_PLUGIN_DIR;
+inline const std::string kHost = ALTGRAD_HOST_BINARY;
+
+// A fresh folder under the system temp dir, removed at destruction.
+class scratch_dir {
+public:
+    scratch_dir() {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        path_ = fs::temp_directory_path() /
+                ("altgrad-test-" + std::string(info->test_suite_name()) + "-" + info->name() + "-" +
+                 std::to_string(::getpid()));
+        fs::remove_all(path_);
+        fs::create_directories(path_);
+    }
+    ~scratch_dir() { fs::remove_all(path_); }
+    const fs::path& path() const { return path_; }
+
+    // <dir>/<folder>/manifest.toml with `text`, plus a copy of `library`
+    // (when given) under `library_name` in the same folder.
+    fs::path add_plugin(const std::string& folder, const std::string& text, const fs::path& library = {},
+                        const std::string& library_name = "") const {
+        const fs::path d = path_ / folder;
+        fs::create_directories(d);
+        std::ofstream(d / "manifest.toml") << text;
+        if (!library.empty())
+            fs::copy_file(library, d / (library_name.empty() ? library.filename().string() : library_name),
+                          fs::copy_options::overwrite_existing);
+        return d / "manifest.toml";
+    }
+
+private:
+    fs::path path_;
+};
+
+inline fs::path bundled_library(const std::string& name) {
+    return kBundled / name / ("libaltgrad_" + name + ".so");
+}
+
+inline std::string format_manifest(const std::string& name, const std::string& library,
+                                   const std::string& version = "1.0.0", const std::string& abi = "1.0") {
+    return "[plugin]\nkind = \"format\"\nname = \"" + name + "\"\nversion = \"" + version + "\"\nabi_version = \"" +
+           abi + "\"\nlibrary = \"" + library + "\"\ndescription = \"test\"\n";
+}
+
+struct run_result {
+    int exit_code = -1;
+    std::string out;  // stdout and stderr together
+};
+
+// Run the host with `args` (shell-quoted by the caller), feeding `input`.
+inline run_result run_host(const std::string& args, const std::string& input = "") {
+    const fs::path in = fs::temp_directory_path() / ("altgrad-test-input-" + std::to_string(::getpid()));
+    std::ofstream(in) << input;
+    const std::string cmd = kHost + " " + args + " < " + in.string() + " 2>&1";
+    run_result r;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (p == nullptr) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int status = ::pclose(p);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    fs::remove(in);
+    return r;
+}
+
+}  // namespace altgrad::test
