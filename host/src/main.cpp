@@ -1,6 +1,7 @@
 // altgrad-host: discovers plugins in a folder, loads them on demand, and runs
 // a subcommand. Exit codes: 0 success, 1 an error (bad input, a broken plugin,
 // a failed check), 2 a wrong command line.
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <string>
@@ -21,6 +22,7 @@ const std::map<std::string, std::pair<int (*)(const cli::context&, const cli::ar
     {"list", {&cli::list_command, "every plugin with kind, name, version and status"}},
     {"describe", {&cli::describe_command, "a plugin's parameters; for a format its exact encoding"}},
     {"quantize", {&cli::quantize_command, "numbers from standard input through a format, as hex-floats"}},
+    {"conformance", {&cli::conformance_command, "check plugins against the ABI's rules, precisely"}},
 };
 
 void print_usage(const po::options_description& global) {
@@ -68,7 +70,7 @@ int main(int argc, char** argv) {
         if (!vm.count("plugins")) {
             const bool wants_help = std::find(rest.begin(), rest.end(), "--help") != rest.end() ||
                                     std::find(rest.begin(), rest.end(), "-h") != rest.end();
-            if (!wants_help) throw altgrad::host::usage_error("--plugins DIR is required");
+            if (!wants_help && command != "conformance") throw altgrad::host::usage_error("--plugins DIR is required");
         } else {
             ctx.plugins = vm["plugins"].as<std::string>();
         }

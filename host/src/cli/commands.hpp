@@ -17,5 +17,6 @@ using args = std::vector<std::string>;
 int list_command(const context& ctx, const args& a);
 int describe_command(const context& ctx, const args& a);
 int quantize_command(const context& ctx, const args& a);
+int conformance_command(const context& ctx, const args& a);
 
 }  // namespace altgrad::host::cli

@@ -55,6 +55,25 @@ std::string binary(uint32_t code, uint32_t bits) {
     return s;
 }
 
+// "bits (int, default 4, 1..8): the exponent width"
+std::string param_summary(const param_decl& p) {
+    std::string s = p.key + " (" + param_type_name(p.type) + ", default ";
+    switch (p.type) {
+        case ALTGRAD_PARAM_BOOL: s += p.default_bool ? "true" : "false"; break;
+        case ALTGRAD_PARAM_INT: s += std::to_string(p.default_int); break;
+        case ALTGRAD_PARAM_FLOAT: s += json::number(p.default_float); break;
+        case ALTGRAD_PARAM_STRING: s += "\"" + p.default_string + "\""; break;
+    }
+    if (p.min || p.max)
+        s += ", " + (p.min ? json::number(*p.min) : std::string("-inf")) + ".." +
+             (p.max ? json::number(*p.max) : std::string("inf"));
+    if (!p.choices.empty()) {
+        s += ", one of";
+        for (const std::string& c : p.choices) s += " " + c;
+    }
+    return s + ")" + (p.description.empty() ? "" : ": " + p.description);
+}
+
 std::vector<float> all_code_values(const format_handle& f) {
     const altgrad_format_info& i = f.info();
     const size_t n = size_t{1} << i.total_bits;
@@ -104,7 +123,8 @@ int describe_command(const context& ctx, const args& a) {
                   << ", \"library\": " << json::quote(m.library.string()) << ", \"parameters\": [";
         for (size_t k = 0; k < m.params.size(); ++k)
             std::cout << (k ? ", " : "") << "{\"key\": " << json::quote(m.params[k].key)
-                      << ", \"type\": " << json::quote(param_type_name(m.params[k].type)) << "}";
+                      << ", \"type\": " << json::quote(param_type_name(m.params[k].type))
+                      << ", \"summary\": " << json::quote(param_summary(m.params[k])) << "}";
         std::cout << "]";
         if (f) {
             const altgrad_format_info& i = f->info();
@@ -135,9 +155,7 @@ int describe_command(const context& ctx, const args& a) {
               << ", ABI " << version_string(m.abi_version, false) << ")\n"
               << "description     " << m.description << "\n"
               << "library         " << m.library.string() << "\n";
-    for (const param_decl& p : m.params)
-        std::cout << "parameter       " << p.key << " (" << param_type_name(p.type) << ")"
-                  << (p.description.empty() ? "" : ": " + p.description) << "\n";
+    for (const param_decl& p : m.params) std::cout << "parameter       " << param_summary(p) << "\n";
     if (f) {
         const altgrad_format_info& i = f->info();
         std::cout << "family          " << family_name(i.family) << "\n"

@@ -116,7 +116,9 @@ std::shared_ptr<const loaded_plugin> load_plugin(const manifest& m) {
     if (!has_bytes(e->struct_size, offsetof(altgrad_entry, abi_version) + sizeof(altgrad_version)))
         c.fail("entry", "struct_size " + std::to_string(e->struct_size) + " is too small to hold a version");
     if (auto why = abi_incompatibility(e->abi_version)) c.fail("abi version", *why);
-    if (e->abi_version.major != m.abi_version.major || e->abi_version.minor != m.abi_version.minor)
+    // Both must be acceptable; within a major the manifest may name an older
+    // minor than the library was rebuilt with.
+    if (e->abi_version.major != m.abi_version.major)
         c.fail("abi version", "library reports ABI " + version_string(e->abi_version, false) +
                                   ", manifest says " + version_string(m.abi_version, false));
     if (!has_bytes(e->struct_size, offsetof(altgrad_entry, diagnostic) + sizeof e->diagnostic))

@@ -70,7 +70,9 @@ typedef enum altgrad_zero_kind {
 /* Rounding modes. Bit (1u << mode) in altgrad_format_info.rounding_modes says
  * whether a plugin implements the mode. */
 typedef enum altgrad_rounding {
-    ALTGRAD_ROUND_NEAREST_EVEN = 0, /* Ties go to the even code. */
+    ALTGRAD_ROUND_NEAREST_EVEN = 0, /* Ties go to the even code (in a codebook
+                                     * whose neighbours' codes share parity:
+                                     * toward zero unless that code is odd). */
     ALTGRAD_ROUND_STOCHASTIC = 1,   /* P3109 StochasticA with 32 random bits. */
     ALTGRAD_ROUND_TOWARD_ZERO = 2   /* Truncation. */
 } altgrad_rounding;

@@ -5,7 +5,8 @@
  * (type, default, range, description). Before a plugin's create() runs, the
  * host validates the user's values against the manifest and then passes a
  * complete list: every declared key exactly once, of its declared type, within
- * its declared range, defaults filled in, and no undeclared key. A plugin may
+ * its declared range, defaults filled in, and no undeclared key, sorted by
+ * key (find parameters by key, not by position). A plugin may
  * still refuse a combination with ALTGRAD_STATUS_INVALID_ARGUMENT and a
  * message naming the key.
  */

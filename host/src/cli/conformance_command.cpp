@@ -1,0 +1,68 @@
+// altgrad-host conformance: run the conformance kit on plugins and say
+// precisely what each gets wrong. Exit 1 when anything failed, crashed or
+// timed out (warnings do not fail).
+#include <chrono>
+#include <iostream>
+#include <random>
+
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "conformance/kit.hpp"
+#include "conformance/report.hpp"
+#include "util/error.hpp"
+
+namespace altgrad::host::cli {
+
+int conformance_command(const context& ctx, const args& a) {
+    namespace kit = altgrad::host::conformance;
+    po::options_description options("conformance options");
+    std::vector<std::string> targets;
+    kit::options o;
+    std::string only;
+    options.add_options()("json", "print JSON instead of a table")(
+        "only", po::value<std::string>(&only), "run only the checks whose name matches this glob, e.g. 'quantize.*'")(
+        "seed", po::value<uint64_t>(), "seed of every randomised check (default: from the clock; printed to replay)")(
+        "timeout", po::value<double>(&o.timeout_seconds)->default_value(30), "seconds allowed per check")(
+        "list-checks", "print the check names and exit")(
+        "plugin", po::value<std::vector<std::string>>(&targets), "plugin name or library path (repeatable)");
+    po::positional_options_description pos;
+    pos.add("plugin", -1);
+    po::variables_map vm;
+    if (!parse_subcommand("conformance",
+                          "conformance [--json] [--only PATTERN] [--seed N] [--timeout S] [NAME|LIBRARY_PATH ...]",
+                          options, pos, a, vm))
+        return 0;
+    if (vm.count("list-checks")) {
+        for (const kit::check_info& c : kit::format_check_list())
+            std::cout << c.name << std::string(30 - std::string(c.name).size(), ' ') << c.description << "\n";
+        return 0;
+    }
+    if (!(o.timeout_seconds > 0)) throw usage_error("conformance: --timeout must be > 0");
+    o.only = only;
+    o.seed = vm.count("seed") ? vm["seed"].as<uint64_t>()
+                              : static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) %
+                                    1000000007ull;
+    if (!o.only.empty()) {
+        bool any = false;
+        for (const kit::check_info& c : kit::format_check_list()) any = any || kit::glob_match(o.only, c.name);
+        if (!any) throw usage_error("conformance: --only '" + o.only + "' matches no check (see --list-checks)");
+    }
+
+    std::vector<kit::plugin_target> chosen;
+    if (targets.empty()) {
+        if (ctx.plugins.empty()) throw usage_error("conformance: give --plugins DIR or plugin paths");
+        chosen = kit::all_targets(ctx.plugins);
+    }
+    for (const std::string& t : targets) {
+        const bool is_path = t.find('/') != std::string::npos;
+        if (!is_path && ctx.plugins.empty()) throw usage_error("conformance: '" + t + "' needs --plugins DIR");
+        chosen.push_back(is_path ? kit::target_by_path(t) : kit::target_by_name(ctx.plugins, t));
+    }
+    std::vector<kit::plugin_report> reports;
+    for (const kit::plugin_target& t : chosen) reports.push_back(kit::check_plugin(t, o));
+    if (vm.count("json")) kit::print_json(std::cout, reports, o);
+    else kit::print_text(std::cout, reports, o);
+    return kit::any_failure(reports) ? 1 : 0;
+}
+
+}  // namespace altgrad::host::cli

@@ -1,0 +1,16 @@
+// Running one check in a child process with a time limit, so a plugin that
+// crashes or hangs costs that check only: the kit itself never goes down.
+#pragma once
+
+#include <functional>
+
+#include "conformance/result.hpp"
+
+namespace altgrad::host::conformance {
+
+// fork(); the child runs `body` and sends its result back through a pipe.
+// A child killed by a signal (or exiting without a result) gives `crashed`;
+// one still running after `timeout_seconds` is killed and gives `timed_out`.
+result run_isolated(const std::string& check, double timeout_seconds, const std::function<result()>& body);
+
+}  // namespace altgrad::host::conformance

@@ -1,0 +1,916 @@
+#include "conformance/kit.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "conformance/elf_exports.hpp"
+#include "conformance/format_reference.hpp"
+#include "conformance/isolate.hpp"
+#include "plugins/format_handle.hpp"
+#include "plugins/loader.hpp"
+#include "util/error.hpp"
+
+namespace altgrad::host::conformance {
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------- targets
+
+namespace {
+
+plugin_target target_from_manifest(const std::string& label, const fs::path& manifest_path) {
+    plugin_target t;
+    t.label = label;
+    t.manifest_path = manifest_path;
+    try {
+        t.info = read_manifest(manifest_path);
+    } catch (const std::exception& e) {
+        t.manifest_error = e.what();
+    }
+    return t;
+}
+
+}  // namespace
+
+plugin_target target_by_name(const fs::path& plugins_dir, const std::string& name) {
+    for (plugin_target& t : all_targets(plugins_dir))
+        if ((t.info && t.info->name == name) || t.manifest_path.parent_path().filename() == name) return t;
+    throw error("conformance: no plugin named '" + name + "' in " + plugins_dir.string());
+}
+
+plugin_target target_by_path(const fs::path& path) {
+    std::error_code ec;
+    const fs::path folder = fs::is_directory(path, ec) ? path : path.parent_path();
+    const fs::path m = folder / "manifest.toml";
+    if (!fs::exists(path, ec)) throw error("conformance: " + path.string() + " does not exist");
+    if (!fs::exists(m, ec))
+        throw error("conformance: " + path.string() + ": no manifest.toml beside the library (a plugin is a folder "
+                    "holding its manifest and its library)");
+    return target_from_manifest(path.string(), m);
+}
+
+std::vector<plugin_target> all_targets(const fs::path& plugins_dir) {
+    std::error_code ec;
+    if (!fs::is_directory(plugins_dir, ec)) throw error("--plugins " + plugins_dir.string() + ": not a folder");
+    std::vector<fs::path> manifests;
+    for (const fs::directory_entry& sub : fs::directory_iterator(plugins_dir, ec))
+        if (sub.is_directory(ec) && fs::exists(sub.path() / "manifest.toml", ec))
+            manifests.push_back(sub.path() / "manifest.toml");
+    std::sort(manifests.begin(), manifests.end());
+    std::vector<plugin_target> out;
+    for (const fs::path& m : manifests) out.push_back(target_from_manifest(m.parent_path().filename().string(), m));
+    return out;
+}
+
+bool glob_match(const std::string& p, const std::string& s) {
+    size_t pi = 0, si = 0, star = std::string::npos, mark = 0;
+    while (si < s.size()) {
+        if (pi < p.size() && (p[pi] == '?' || p[pi] == s[si])) {
+            ++pi;
+            ++si;
+        } else if (pi < p.size() && p[pi] == '*') {
+            star = pi++;
+            mark = si;
+        } else if (star != std::string::npos) {
+            pi = star + 1;
+            si = ++mark;
+        } else {
+            return false;
+        }
+    }
+    while (pi < p.size() && p[pi] == '*') ++pi;
+    return pi == p.size();
+}
+
+// ---------------------------------------------------------------- checks
+
+namespace {
+
+// What a check body gets. Everything here lives in the check's own child
+// process, so a plugin that corrupts memory corrupts only that check.
+struct env {
+    const plugin_target& target;
+    const options& opts;
+    std::string check;
+    std::mt19937_64 rng;
+    std::shared_ptr<const loaded_plugin> plugin;
+    std::shared_ptr<format_handle> format;
+    std::optional<format_table> table;
+};
+
+result pass(const std::string& reason) { return {"", outcome::passed, reason, "", "", 0}; }
+result fail(const std::string& reason, const std::string& input, const std::string& hint) {
+    return {"", outcome::failed, reason, input, hint, 0};
+}
+result skip(const std::string& reason) { return {"", outcome::skipped, reason, "", "", 0}; }
+
+bool same(float a, float b) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    uint32_t x, y;
+    std::memcpy(&x, &a, 4);
+    std::memcpy(&y, &b, 4);
+    return x == y;
+}
+
+std::string mode_text(const quantize_options& o) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "rounding %s, overflow %s, scale %s", rounding_name(o.rounding),
+                  overflow_name(o.overflow), hex(o.scale).c_str());
+    return buf;
+}
+
+std::vector<float> quantize(const env& e, const std::vector<float>& in, const quantize_options& o,
+                            quantize_counts* counts = nullptr) {
+    std::vector<float> out(in.size());
+    const quantize_counts c = e.format->quantize(in.data(), out.data(), in.size(), o);
+    if (counts) *counts = c;
+    return out;
+}
+
+quantize_options mode(altgrad_rounding r, altgrad_overflow o = ALTGRAD_OVERFLOW_SATURATE, float scale = 1.0f) {
+    quantize_options q;
+    q.rounding = r;
+    q.overflow = o;
+    q.scale = scale;
+    return q;
+}
+
+// The values where format code goes wrong: every grid value, every midpoint
+// and its float neighbours, the ends of the range and beyond.
+std::vector<float> grid_probes(const format_table& t) {
+    std::vector<float> p;
+    const auto& f = t.finite();
+    for (size_t i = 0; i < f.size(); ++i) {
+        p.push_back(f[i].value);
+        if (i + 1 < f.size()) {
+            const double mid = (static_cast<double>(f[i].value) + f[i + 1].value) / 2;
+            const float m = static_cast<float>(mid);
+            p.push_back(m);
+            p.push_back(std::nextafter(m, -INFINITY));
+            p.push_back(std::nextafter(m, INFINITY));
+        }
+    }
+    for (float edge : {t.max(), t.lowest()}) {
+        const float out = edge > 0 ? INFINITY : -INFINITY;
+        for (double k : {1.0001, 1.01, 1.1, 1.5, 2.0, 16.0, 1e6})
+            if (std::isfinite(edge * k)) p.push_back(static_cast<float>(edge * k));
+        p.push_back(std::nextafter(edge, out));
+        p.push_back(out > 0 ? FLT_MAX : -FLT_MAX);
+    }
+    return p;
+}
+
+bool representable_scaled(float x) { return std::isfinite(x); }
+
+// Log-uniform magnitudes from well below the smallest value to well above
+// the largest, both signs, plus uniform values inside the range.
+std::vector<float> random_probes(env& e, size_t n) {
+    const altgrad_format_info& i = e.format->info();
+    const double lo_mag = std::max(i.min_subnormal > 0 ? i.min_subnormal : i.min_normal, 1e-38) / 8;
+    const double hi_mag = std::min(i.max_finite * 8, static_cast<double>(FLT_MAX));
+    std::uniform_real_distribution<double> log_mag(std::log2(lo_mag), std::log2(hi_mag));
+    std::uniform_real_distribution<double> inside(i.lowest_finite, i.max_finite);
+    std::bernoulli_distribution coin(0.5);
+    std::vector<float> p;
+    p.reserve(n);
+    for (size_t k = 0; k < n; ++k) {
+        const double v = (k % 4 == 3) ? inside(e.rng) : std::exp2(log_mag(e.rng)) * (coin(e.rng) ? -1 : 1);
+        if (representable_scaled(static_cast<float>(v))) p.push_back(static_cast<float>(v));
+    }
+    return p;
+}
+
+std::vector<float> all_probes(env& e, size_t random_count = 20000) {
+    std::vector<float> p = e.table ? grid_probes(*e.table) : std::vector<float>{};
+    const std::vector<float> r = random_probes(e, random_count);
+    p.insert(p.end(), r.begin(), r.end());
+    return p;
+}
+
+// Compare quantize against the reference model on `inputs`.
+result against_reference(env& e, const std::vector<float>& inputs, const quantize_options& o, const char* hint) {
+    const std::vector<float> got = quantize(e, inputs, o);
+    for (size_t k = 0; k < inputs.size(); ++k) {
+        const float scaled = inputs[k] * o.scale;
+        const format_table::expectation want = e.table->expect(scaled, o.rounding, o.overflow);
+        const float want_value = want.value / o.scale;
+        if (!same(got[k], want_value))
+            return fail("got " + hex(got[k]) + ", expected " + hex(want_value) + ": " + want.why,
+                        "x = " + hex(inputs[k]) + " (" + mode_text(o) + ")", hint);
+    }
+    return pass(std::to_string(inputs.size()) + " inputs match the model built from the format's own codes");
+}
+
+result needs_table(const env& e) {
+    return skip("needs a code table; the format has " + std::to_string(e.format->info().total_bits) +
+                " bits (at most 16 are tabulated)");
+}
+
+// -------- load.*
+
+result check_manifest(env& e) {
+    if (!e.target.info) return fail(e.target.manifest_error, e.target.manifest_path.string(),
+                                    "fix the manifest key named in the message (docs/writing-a-plugin.md)");
+    return pass("manifest " + e.target.manifest_path.string() + " is valid");
+}
+
+void* raw_open(const env& e, std::string& why) {
+    void* h = ::dlopen(e.target.info->library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) why = ::dlerror();
+    return h;
+}
+
+result check_library(env& e) {
+    std::string why;
+    void* h = raw_open(e, why);
+    if (h == nullptr) return fail("dlopen with RTLD_NOW | RTLD_LOCAL failed: " + why, e.target.info->library.string(),
+                                  "every symbol the library uses must resolve at load time; link with "
+                                  "-Wl,--no-undefined to find out at build time");
+    ::dlclose(h);
+    return pass("loads with RTLD_NOW | RTLD_LOCAL");
+}
+
+result check_exports(env& e) {
+    const std::vector<std::string> names = exported_symbols(e.target.info->library);
+    bool entry = false;
+    std::vector<std::string> extra;
+    for (const std::string& n : names) {
+        if (n == ALTGRAD_ENTRY_SYMBOL) entry = true;
+        else extra.push_back(n);
+    }
+    if (!entry) return fail("the library does not export " ALTGRAD_ENTRY_SYMBOL, e.target.info->library.string(),
+                            "define it with ALTGRAD_FORMAT_PLUGIN (altgrad/sdk/format_plugin.hpp)");
+    if (!extra.empty()) {
+        std::string list;
+        for (size_t k = 0; k < extra.size() && k < 5; ++k) list += (k ? ", " : "") + extra[k];
+        if (extra.size() > 5) list += ", ... (" + std::to_string(extra.size()) + " in all)";
+        return {"", outcome::warning, "exports more than the entry symbol: " + list, e.target.info->library.string(),
+                "build with altgrad_add_plugin() (a version script exports only " ALTGRAD_ENTRY_SYMBOL
+                ") or -fvisibility=hidden", 0};
+    }
+    return pass("exports only " ALTGRAD_ENTRY_SYMBOL);
+}
+
+const altgrad_entry* raw_entry(const env& e, void*& handle, std::string& why) {
+    handle = raw_open(e, why);
+    if (handle == nullptr) return nullptr;
+    auto fn = reinterpret_cast<altgrad_entry_fn>(::dlsym(handle, ALTGRAD_ENTRY_SYMBOL));
+    if (fn == nullptr) {
+        why = "no " ALTGRAD_ENTRY_SYMBOL;
+        return nullptr;
+    }
+    const altgrad_entry* entry = fn();
+    if (entry == nullptr) why = ALTGRAD_ENTRY_SYMBOL "() returned NULL";
+    return entry;
+}
+
+result check_abi_version(env& e) {
+    void* h = nullptr;
+    std::string why;
+    const altgrad_entry* entry = raw_entry(e, h, why);
+    if (entry == nullptr) return skip("no entry to ask: " + why);
+    if (entry->struct_size < offsetof(altgrad_entry, abi_version) + sizeof(altgrad_version))
+        return fail("entry struct_size " + std::to_string(entry->struct_size) + " cannot hold a version", "",
+                    "return a static altgrad_entry with struct_size = sizeof(altgrad_entry)");
+    if (auto bad = abi_incompatibility(entry->abi_version))
+        return fail("the library is " + *bad, "abi_version = " + version_string(entry->abi_version, false),
+                    "rebuild the plugin against this host's SDK headers (ALTGRAD_ABI_VERSION_INIT)");
+    return pass("ABI " + version_string(entry->abi_version, false) + " is accepted by this host (ABI " +
+                version_string(host_abi_version(), false) + ")");
+}
+
+result check_descriptor(env& e) {
+    void* h = nullptr;
+    std::string why;
+    const altgrad_entry* entry = raw_entry(e, h, why);
+    if (entry == nullptr) return skip("no entry to ask: " + why);
+    if (abi_incompatibility(entry->abi_version)) return skip("the ABI version is refused (see load.abi_version)");
+    try {
+        load_plugin(*e.target.info);
+    } catch (const std::exception& x) {
+        return fail(x.what(), e.target.manifest_path.string(),
+                    "the descriptor's kind, name, version and parameters must equal the manifest's");
+    }
+    return pass("descriptor and tables are valid and match the manifest");
+}
+
+result check_repeat_load(env& e) {
+    for (int round = 0; round < 20; ++round) {
+        void* h = nullptr;
+        std::string why;
+        if (raw_entry(e, h, why) == nullptr) return skip("cannot load: " + why);
+        if (::dlclose(h) != 0) return fail(std::string("dlclose failed: ") + ::dlerror(), "", "");
+    }
+    // And through the host's loader, creating and destroying an instance each
+    // time; the library is unloaded when the last instance goes.
+    for (int round = 0; round < 5; ++round) {
+        auto p = load_plugin(*e.target.info);
+        if (p->info.kind == ALTGRAD_KIND_FORMAT) format_handle::create(p);
+    }
+    return pass("loaded and unloaded 20 times; loaded, created and destroyed an instance 5 times");
+}
+
+// -------- codes.*
+
+result check_code_roundtrip(env& e) {
+    if (!e.table) return needs_table(e);
+    const format_table& t = *e.table;
+    const altgrad_format_info& info = e.format->info();
+    const std::vector<float>& values = t.by_code();
+    std::vector<uint8_t> codes(values.size() * info.code_bytes);
+    std::vector<float> in;
+    std::vector<uint32_t> which;
+    for (uint32_t c = 0; c < values.size(); ++c) {
+        if (std::isnan(values[c]) && info.nan_code_count == 0) continue;
+        in.push_back(values[c]);
+        which.push_back(c);
+    }
+    std::vector<uint8_t> out(in.size() * info.code_bytes);
+    // Non-finite mode, so Inf codes encode as Inf rather than saturating.
+    e.format->encode(in.data(), out.data(), in.size(), mode(ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_NONFINITE));
+    for (size_t k = 0; k < in.size(); ++k) {
+        const uint32_t got = info.code_bytes == 1 ? out[k] : reinterpret_cast<const uint16_t*>(out.data())[k];
+        uint32_t want = which[k];
+        if (std::isnan(values[which[k]])) want = info.canonical_nan_code;
+        // Two codes for one value (only +0 and -0 are allowed that) encode to one.
+        if (!std::isnan(values[which[k]]) && got != want && same(values[got], values[want]))
+            continue;
+        if (got != want)
+            return fail("code " + std::to_string(want) + " decodes to " + hex(values[which[k]]) +
+                            " which encodes to code " + std::to_string(got),
+                        "code " + std::to_string(which[k]),
+                        std::isnan(values[which[k]]) ? "NaN must encode to the canonical NaN code the info declares"
+                                                     : "encode must invert decode on every code");
+    }
+    return pass("all " + std::to_string(values.size()) + " codes decode and encode back");
+}
+
+result check_declared_range(env& e) {
+    if (!e.table) return needs_table(e);
+    const format_table& t = *e.table;
+    const altgrad_format_info& i = e.format->info();
+    const char* hint = "the format info must describe what the codes actually decode to";
+    if (i.max_finite != t.max())
+        return fail("declares max_finite " + hex(i.max_finite) + " but the largest finite code value is " +
+                        hex(t.max()), "get_info().max_finite", hint);
+    if (i.lowest_finite != t.lowest())
+        return fail("declares lowest_finite " + hex(i.lowest_finite) + " but the lowest finite code value is " +
+                        hex(t.lowest()), "get_info().lowest_finite", hint);
+    double smallest = 0;
+    for (const table_entry& x : t.finite())
+        if (x.value > 0) {
+            smallest = x.value;
+            break;
+        }
+    const double declared_smallest = i.min_subnormal > 0 ? i.min_subnormal : i.min_normal;
+    if (declared_smallest != smallest)
+        return fail("declares the smallest positive value as " + hex(declared_smallest) + " but the codes give " +
+                        hex(smallest), "get_info().min_subnormal / min_normal", hint);
+    if ((i.has_inf != 0) != (t.has_pos_inf() || t.has_neg_inf()))
+        return fail(std::string("declares has_inf = ") + (i.has_inf ? "1" : "0") + " but the codes " +
+                        (i.has_inf ? "have no Inf" : "include Inf"), "get_info().has_inf", hint);
+    if (i.nan_code_count != t.nan_codes())
+        return fail("declares " + std::to_string(i.nan_code_count) + " NaN codes but " +
+                        std::to_string(t.nan_codes()) + " codes decode to NaN", "get_info().nan_code_count", hint);
+    if (i.nan_code_count > 0 && !std::isnan(t.by_code()[i.canonical_nan_code]))
+        return fail("the canonical NaN code " + std::to_string(i.canonical_nan_code) + " decodes to " +
+                        hex(t.by_code()[i.canonical_nan_code]), "get_info().canonical_nan_code", hint);
+    return pass("max " + hex(i.max_finite) + ", lowest " + hex(i.lowest_finite) + ", smallest positive " +
+                hex(smallest) + " match the codes");
+}
+
+// -------- quantize.*
+
+result check_nearest(env& e) {
+    if (!e.table) return needs_table(e);
+    return against_reference(e, all_probes(e), mode(ALTGRAD_ROUND_NEAREST_EVEN),
+                             "round to the nearest representable value (altgrad/sdk/exmy.hpp does this for ExMy)");
+}
+
+result check_ties(env& e) {
+    if (!e.table) return needs_table(e);
+    std::vector<float> ties;
+    const auto& f = e.table->finite();
+    for (size_t k = 0; k + 1 < f.size(); ++k) {
+        const double mid = (static_cast<double>(f[k].value) + f[k + 1].value) / 2;
+        if (static_cast<double>(static_cast<float>(mid)) == mid) ties.push_back(static_cast<float>(mid));
+    }
+    if (ties.empty()) return skip("no midpoint between two codes is a float32");
+    return against_reference(e, ties, mode(ALTGRAD_ROUND_NEAREST_EVEN),
+                             "at an exact tie pick the neighbour whose code is even (not the one away from zero)");
+}
+
+result check_toward_zero(env& e) {
+    if (!e.table) return needs_table(e);
+    if (!(e.format->info().rounding_modes & (1u << ALTGRAD_ROUND_TOWARD_ZERO)))
+        return skip("the format does not implement toward-zero");
+    return against_reference(e, all_probes(e), mode(ALTGRAD_ROUND_TOWARD_ZERO),
+                             "truncate: the neighbour nearer zero; never Inf for a finite input");
+}
+
+result check_idempotent(env& e) {
+    for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_TOWARD_ZERO, ALTGRAD_ROUND_STOCHASTIC}) {
+        if (!(e.format->info().rounding_modes & (1u << r))) continue;
+        const quantize_options o = mode(r);
+        const std::vector<float> in = all_probes(e);
+        const std::vector<float> once = quantize(e, in, o);
+        const std::vector<float> twice = quantize(e, once, o);
+        for (size_t k = 0; k < in.size(); ++k)
+            if (!same(once[k], twice[k]))
+                return fail("q(x) = " + hex(once[k]) + " but q(q(x)) = " + hex(twice[k]),
+                            "x = " + hex(in[k]) + " (" + mode_text(o) + ")",
+                            "a representable value must come back unchanged");
+    }
+    return pass("q(q(x)) = q(x) under every implemented rounding mode");
+}
+
+result check_monotone(env& e) {
+    std::vector<float> in = all_probes(e);
+    std::sort(in.begin(), in.end());
+    for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_TOWARD_ZERO}) {
+        if (!(e.format->info().rounding_modes & (1u << r))) continue;
+        const quantize_options o = mode(r);
+        const std::vector<float> out = quantize(e, in, o);
+        for (size_t k = 1; k < in.size(); ++k)
+            if (out[k] < out[k - 1])
+                return fail("x1 = " + hex(in[k - 1]) + " < x2 = " + hex(in[k]) + " but q(x1) = " + hex(out[k - 1]) +
+                                " > q(x2) = " + hex(out[k]),
+                            "x1 = " + hex(in[k - 1]) + ", x2 = " + hex(in[k]) + " (" + mode_text(o) + ")",
+                            "quantize must never reorder values");
+    }
+    return pass("x1 <= x2 implies q(x1) <= q(x2) on " + std::to_string(in.size()) + " sorted inputs");
+}
+
+result check_sign_symmetric(env& e) {
+    const altgrad_format_info& i = e.format->info();
+    if (!i.is_signed) return skip("the format is unsigned");
+    const double bound = std::min(i.max_finite, -i.lowest_finite);
+    std::vector<float> in;
+    for (float x : all_probes(e))
+        if (std::fabs(x) <= bound && x != 0) in.push_back(std::fabs(x));
+    std::vector<float> neg(in.size());
+    std::transform(in.begin(), in.end(), neg.begin(), [](float x) { return -x; });
+    for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_TOWARD_ZERO}) {
+        if (!(i.rounding_modes & (1u << r))) continue;
+        const quantize_options o = mode(r);
+        const std::vector<float> p = quantize(e, in, o), n = quantize(e, neg, o);
+        for (size_t k = 0; k < in.size(); ++k)
+            if (p[k] != -n[k])
+                return fail("q(x) = " + hex(p[k]) + " but q(-x) = " + hex(n[k]),
+                            "x = " + hex(in[k]) + " (" + mode_text(o) + ")",
+                            "round the magnitude, then apply the sign");
+    }
+    return pass("q(-x) = -q(x) for |x| <= " + hex(bound));
+}
+
+std::vector<float> beyond_range(const format_table& t) {
+    std::vector<float> p;
+    for (float x : grid_probes(t))
+        if (x > t.max() || x < t.lowest()) p.push_back(x);
+    p.push_back(INFINITY);
+    p.push_back(-INFINITY);
+    p.push_back(t.max());
+    p.push_back(t.lowest());
+    return p;
+}
+
+result check_overflow_saturate(env& e) {
+    if (!e.table) return needs_table(e);
+    return against_reference(e, beyond_range(*e.table), mode(ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE),
+                             "saturate mode sends finite overflow and +-Inf to the extreme finite values, after "
+                             "rounding (the tie just above max may round down to max)");
+}
+
+result check_overflow_nonfinite(env& e) {
+    if (!e.table) return needs_table(e);
+    for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_TOWARD_ZERO}) {
+        if (!(e.format->info().rounding_modes & (1u << r))) continue;
+        result res = against_reference(e, beyond_range(*e.table), mode(r, ALTGRAD_OVERFLOW_NONFINITE),
+                                       "non-finite mode sends overflow to +-Inf where the format has Inf, else NaN, "
+                                       "else saturates; toward-zero never turns a finite input into Inf");
+        if (res.status != outcome::passed) return res;
+    }
+    return pass("overflow goes where the rules say under non-finite mode");
+}
+
+result check_specials(env& e) {
+    const altgrad_format_info& i = e.format->info();
+    for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_STOCHASTIC, ALTGRAD_ROUND_TOWARD_ZERO}) {
+        if (!(i.rounding_modes & (1u << r))) continue;
+        for (altgrad_overflow ov : {ALTGRAD_OVERFLOW_SATURATE, ALTGRAD_OVERFLOW_NONFINITE}) {
+            const quantize_options o = mode(r, ov);
+            const std::vector<float> in = {NAN, -NAN, 0.0f, -0.0f};
+            const std::vector<float> out = quantize(e, in, o);
+            for (int k = 0; k < 2; ++k)
+                if (!std::isnan(out[k]))
+                    return fail("NaN gave " + hex(out[k]), "x = " + hex(in[k]) + " (" + mode_text(o) + ")",
+                                "quantize must keep NaN visible: NaN in, NaN out, in every format");
+            if (!same(out[2], 0.0f))
+                return fail("+0 gave " + hex(out[2]), "x = 0x0p+0 (" + mode_text(o) + ")", "zero is exact");
+            const bool signed_zero = i.zero == ALTGRAD_ZERO_SIGNED;
+            if (!(same(out[3], -0.0f) || (!signed_zero && same(out[3], 0.0f))))
+                return fail("-0 gave " + hex(out[3]), "x = -0x0p+0 (" + mode_text(o) + ")",
+                            "-0 stays -0 where the format has a negative zero, else becomes +0");
+        }
+    }
+    if (!e.table) return pass("NaN and +-0 behave (Inf needs a code table)");
+    result saturate = against_reference(e, {INFINITY, -INFINITY},
+                                        mode(ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE),
+                                        "+-Inf saturate to the extreme finite values");
+    if (saturate.status != outcome::passed) return saturate;
+    result nonfinite = against_reference(e, {INFINITY, -INFINITY},
+                                         mode(ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_NONFINITE),
+                                         "+-Inf stay +-Inf where the format has Inf, else NaN, else saturate");
+    if (nonfinite.status != outcome::passed) return nonfinite;
+    return pass("NaN, +-Inf and +-0 behave under every mode");
+}
+
+result check_subnormal_boundary(env& e) {
+    if (!e.table) return needs_table(e);
+    const auto& f = e.table->finite();
+    std::vector<float> in;
+    for (size_t k = 0; k < f.size(); ++k) {
+        if (f[k].value <= 0) continue;
+        // The smallest positive values and the gap below them.
+        for (size_t j = k; j < f.size() && j < k + 3; ++j) {
+            const float v = f[j].value;
+            for (float x : {v, v / 2, v / 4, std::nextafter(v / 2, 0.0f), std::nextafter(v / 2, INFINITY),
+                            std::nextafter(v, 0.0f), v * 0.75f})
+                if (x != 0) {
+                    in.push_back(x);
+                    in.push_back(-x);
+                }
+        }
+        break;
+    }
+    const double min_normal = e.format->info().min_normal;
+    for (double k : {0.5, 0.99, 1.0, 1.01, 1.5})
+        if (min_normal * k > 0) {
+            in.push_back(static_cast<float>(min_normal * k));
+            in.push_back(static_cast<float>(-min_normal * k));
+        }
+    in.push_back(std::nextafter(0.0f, 1.0f));  // the smallest float32 subnormal
+    in.push_back(-std::nextafter(0.0f, 1.0f));
+    for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_TOWARD_ZERO}) {
+        if (!(e.format->info().rounding_modes & (1u << r))) continue;
+        result res = against_reference(e, in, mode(r), "values below the smallest code round to 0 or to it; "
+                                                       "half the smallest value is a tie with zero (code 0, even)");
+        if (res.status != outcome::passed) return res;
+    }
+    return pass("the smallest values, the normal boundary and the gap to zero round as the codes say");
+}
+
+result check_encode_decode(env& e) {
+    const altgrad_format_info& i = e.format->info();
+    std::vector<float> in = all_probes(e);
+    in.push_back(INFINITY);
+    in.push_back(-INFINITY);
+    if (i.nan_code_count > 0) in.push_back(NAN);
+    for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_STOCHASTIC, ALTGRAD_ROUND_TOWARD_ZERO}) {
+        if (!(i.rounding_modes & (1u << r))) continue;
+        for (altgrad_overflow ov : {ALTGRAD_OVERFLOW_SATURATE, ALTGRAD_OVERFLOW_NONFINITE}) {
+            quantize_options o = mode(r, ov);
+            o.seed = e.opts.seed;
+            const std::vector<float> q = quantize(e, in, o);
+            std::vector<uint8_t> codes(in.size() * i.code_bytes);
+            e.format->encode(in.data(), codes.data(), in.size(), o);
+            std::vector<float> d(in.size());
+            e.format->decode(codes.data(), d.data(), in.size());
+            for (size_t k = 0; k < in.size(); ++k)
+                if (!same(q[k], d[k]))
+                    return fail("quantize gave " + hex(q[k]) + " but decode(encode(x)) gave " + hex(d[k]),
+                                "x = " + hex(in[k]) + " (" + mode_text(o) + ", seed " + std::to_string(o.seed) + ")",
+                                "quantize, encode and decode must share one rounding");
+        }
+    }
+    if (i.nan_code_count == 0) {
+        const float nan = NAN;
+        std::vector<uint8_t> code(i.code_bytes);
+        try {
+            e.format->encode(&nan, code.data(), 1, mode(ALTGRAD_ROUND_NEAREST_EVEN));
+            return fail("encoding NaN into a format without NaN succeeded", "x = nan",
+                        "return ALTGRAD_STATUS_NOT_REPRESENTABLE naming the element");
+        } catch (const error& x) {
+            if (std::string(x.what()).find("not representable") == std::string::npos)
+                return fail(std::string("encoding NaN failed with the wrong status: ") + x.what(), "x = nan",
+                            "return ALTGRAD_STATUS_NOT_REPRESENTABLE");
+        }
+    }
+    return pass("quantize(x) = decode(encode(x)) under every mode");
+}
+
+result check_scaling(env& e) {
+    if (!e.table) return needs_table(e);
+    for (float s : {0.125f, 32.0f, 3.0f, 0.1f}) {
+        result r = against_reference(e, all_probes(e, 5000), mode(ALTGRAD_ROUND_NEAREST_EVEN,
+                                                                    ALTGRAD_OVERFLOW_SATURATE, s),
+                                     "the result must be q(fl(x*s)) / s in float32");
+        if (r.status != outcome::passed) return r;
+    }
+    return pass("q(x*s)/s for s = 1/8, 32, 3, 0.1");
+}
+
+result check_counts(env& e) {
+    if (!e.table) return needs_table(e);
+    std::vector<float> in = all_probes(e);
+    in.push_back(INFINITY);
+    in.push_back(-INFINITY);
+    in.push_back(NAN);
+    for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_TOWARD_ZERO}) {
+        if (!(e.format->info().rounding_modes & (1u << r))) continue;
+        for (altgrad_overflow ov : {ALTGRAD_OVERFLOW_SATURATE, ALTGRAD_OVERFLOW_NONFINITE}) {
+            const quantize_options o = mode(r, ov);
+            quantize_counts got;
+            quantize(e, in, o, &got);
+            uint64_t over = 0, under = 0;
+            std::string first_over, first_under;
+            for (float x : in) {
+                const format_table::expectation want = e.table->expect(x, r, ov);
+                over += want.overflow;
+                under += want.underflow;
+            }
+            if (got.overflow != over || got.underflow != under)
+                return fail("reported overflow " + std::to_string(got.overflow) + ", underflow " +
+                                std::to_string(got.underflow) + "; the outputs give overflow " +
+                                std::to_string(over) + ", underflow " + std::to_string(under),
+                            std::to_string(in.size()) + " grid and random inputs plus +-Inf and NaN (" +
+                                mode_text(o) + ")",
+                            "overflow: +-Inf or finite inputs rounded beyond the range; underflow: finite non-zero "
+                            "inputs that came out zero");
+        }
+    }
+    return pass("overflow and underflow counts equal a count over the outputs");
+}
+
+// -------- stochastic.*
+
+bool has_stochastic(const env& e) {
+    return (e.format->info().rounding_modes & (1u << ALTGRAD_ROUND_STOCHASTIC)) != 0;
+}
+
+result check_sr_neighbours(env& e) {
+    if (!has_stochastic(e)) return skip("the format does not implement stochastic rounding");
+    if (!e.table) return needs_table(e);
+    std::vector<float> in;
+    for (float x : all_probes(e))
+        if (x <= e.table->max() && x >= e.table->lowest()) in.push_back(x);
+    quantize_options o = mode(ALTGRAD_ROUND_STOCHASTIC);
+    o.seed = e.opts.seed;
+    const std::vector<float> out = quantize(e, in, o);
+    for (size_t k = 0; k < in.size(); ++k) {
+        const auto n = e.table->neighbours(in[k]);
+        if (!(out[k] == n->first.value || out[k] == n->second.value))
+            return fail("got " + hex(out[k]) + ", not one of the neighbours " + hex(n->first.value) + " and " +
+                            hex(n->second.value),
+                        "x = " + hex(in[k]) + " (stochastic, seed " + std::to_string(o.seed) + ", offset " +
+                            std::to_string(k) + ")",
+                        "stochastic rounding picks one of the two neighbouring values");
+    }
+    return pass(std::to_string(in.size()) + " inputs each went to one of their two neighbours");
+}
+
+result check_sr_unbiased(env& e) {
+    if (!has_stochastic(e)) return skip("the format does not implement stochastic rounding");
+    if (!e.table) return needs_table(e);
+    const auto& f = e.table->finite();
+    // Intervals: the first positive one (subnormal range), one near 1 (or
+    // the middle), and the last below max.
+    std::vector<size_t> starts;
+    for (size_t k = 0; k + 1 < f.size(); ++k)
+        if (f[k].value >= 0) {
+            starts.push_back(k);
+            break;
+        }
+    size_t near_one = 0;
+    for (size_t k = 0; k + 1 < f.size(); ++k)
+        if (f[k].value <= 1.0f) near_one = k;
+    starts.push_back(near_one);
+    starts.push_back(f.size() - 2);
+    const size_t draws = 20000;
+    for (size_t k : starts) {
+        const double lo = f[k].value, hi = f[k + 1].value;
+        for (double frac : {0.125, 1.0 / 3, 0.5, 0.9}) {
+            const float x = static_cast<float>(lo + frac * (hi - lo));
+            const double p = (static_cast<double>(x) - lo) / (hi - lo);
+            if (p <= 0 || p >= 1) continue;
+            quantize_options o = mode(ALTGRAD_ROUND_STOCHASTIC);
+            o.seed = e.opts.seed + k;
+            const std::vector<float> out = quantize(e, std::vector<float>(draws, x), o);
+            double sum = 0;
+            for (float y : out) sum += y;
+            const double mean = sum / draws;
+            const double bound = 5 * (hi - lo) * std::sqrt(p * (1 - p) / draws);
+            if (std::fabs(mean - x) > bound)
+                return fail("mean of " + std::to_string(draws) + " draws is " + hex(mean) + ", " +
+                                std::to_string((mean - x) / (hi - lo)) + " steps from x; the 5-sigma bound is " +
+                                std::to_string(bound / (hi - lo)) + " steps",
+                            "x = " + hex(x) + " between " + hex(lo) + " and " + hex(hi) + " (seed " +
+                                std::to_string(o.seed) + ")",
+                            "round away from zero with probability equal to the distance from the lower neighbour "
+                            "divided by the gap");
+        }
+    }
+    return pass("the mean error at 4 points in each of " + std::to_string(starts.size()) +
+                " intervals is within 5 sigma of zero (20000 draws each)");
+}
+
+result check_sr_reproducible(env& e) {
+    if (!has_stochastic(e)) return skip("the format does not implement stochastic rounding");
+    // Only inputs that are not representable leave the generator a choice.
+    std::vector<float> in;
+    {
+        const std::vector<float> probes = random_probes(e, 20000);
+        const std::vector<float> nearest = quantize(e, probes, mode(ALTGRAD_ROUND_NEAREST_EVEN));
+        for (size_t k = 0; k < probes.size() && in.size() < 4096; ++k)
+            if (!same(nearest[k], probes[k]) && std::isfinite(nearest[k])) in.push_back(probes[k]);
+    }
+    if (in.size() < 64) return skip("almost every input is representable: nothing for rounding to choose");
+    quantize_options o = mode(ALTGRAD_ROUND_STOCHASTIC);
+    o.seed = e.opts.seed;
+    o.offset = 12345;
+    const std::vector<float> a = quantize(e, in, o), b = quantize(e, in, o);
+    for (size_t k = 0; k < in.size(); ++k)
+        if (!same(a[k], b[k]))
+            return fail("two calls with the same seed and offset differ: " + hex(a[k]) + " vs " + hex(b[k]),
+                        "x = " + hex(in[k]) + " (seed " + std::to_string(o.seed) + ", offset " +
+                            std::to_string(o.offset + k) + ")",
+                        "draw the random bits from (seed, offset + i) only");
+    o.seed += 1;
+    const std::vector<float> c = quantize(e, in, o);
+    if (std::equal(a.begin(), a.end(), c.begin(), same))
+        return fail("a different seed gave identical results on " + std::to_string(in.size()) + " inputs", "seeds " + std::to_string(o.seed - 1) +
+                                                                                  " and " + std::to_string(o.seed),
+                    "the seed must key the generator");
+    return pass("same seed and offset give the same bits; another seed gives others");
+}
+
+result check_sr_chunking(env& e) {
+    if (!has_stochastic(e)) return skip("the format does not implement stochastic rounding");
+    const std::vector<float> in = random_probes(e, 5000);
+    quantize_options o = mode(ALTGRAD_ROUND_STOCHASTIC);
+    o.seed = e.opts.seed;
+    o.offset = 7;
+    const std::vector<float> whole = quantize(e, in, o);
+    for (size_t piece : {size_t{1}, size_t{3}, size_t{511}, size_t{513}}) {
+        std::vector<float> out(in.size());
+        for (size_t start = 0; start < in.size(); start += piece) {
+            const size_t n = std::min(piece, in.size() - start);
+            quantize_options p = o;
+            p.offset = o.offset + start;
+            e.format->quantize(in.data() + start, out.data() + start, n, p);
+        }
+        for (size_t k = 0; k < in.size(); ++k)
+            if (!same(out[k], whole[k]))
+                return fail("in pieces of " + std::to_string(piece) + " element " + std::to_string(k) + " gave " +
+                                hex(out[k]) + ", in one call " + hex(whole[k]),
+                            "x = " + hex(in[k]) + " (seed " + std::to_string(o.seed) + ", offset " +
+                                std::to_string(o.offset + k) + ")",
+                            "element i must draw from (seed, offset + i), whatever the call's length");
+    }
+    return pass("one call equals pieces of 1, 3, 511 and 513 elements with matching offsets");
+}
+
+// -------- concurrency.*
+
+result check_threads(env& e) {
+    const altgrad_format_info& i = e.format->info();
+    constexpr int kThreads = 8, kRepeats = 10;
+    std::vector<std::vector<float>> inputs, serial;
+    std::vector<quantize_options> modes;
+    for (int t = 0; t < kThreads; ++t) {
+        inputs.push_back(random_probes(e, 20000));
+        altgrad_rounding r = (t % 2 == 1 && (i.rounding_modes & (1u << ALTGRAD_ROUND_STOCHASTIC)))
+                                 ? ALTGRAD_ROUND_STOCHASTIC
+                                 : ALTGRAD_ROUND_NEAREST_EVEN;
+        quantize_options o = mode(r);
+        o.seed = e.opts.seed + static_cast<uint64_t>(t);
+        modes.push_back(o);
+        serial.push_back(quantize(e, inputs.back(), o));
+    }
+    std::vector<std::string> problems(kThreads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < kThreads; ++t)
+        pool.emplace_back([&, t] {
+            try {
+                std::vector<float> out(inputs[t].size());
+                for (int rep = 0; rep < kRepeats && problems[t].empty(); ++rep) {
+                    e.format->quantize(inputs[t].data(), out.data(), out.size(), modes[t]);
+                    for (size_t k = 0; k < out.size(); ++k)
+                        if (!same(out[k], serial[t][k])) {
+                            problems[t] = "thread " + std::to_string(t) + " element " + std::to_string(k) + ": " +
+                                          hex(out[k]) + " concurrently, " + hex(serial[t][k]) + " alone|x = " +
+                                          hex(inputs[t][k]) + " (" + mode_text(modes[t]) + ")";
+                            break;
+                        }
+                }
+            } catch (const std::exception& x) {
+                problems[t] = std::string(x.what()) + "|";
+            }
+        });
+    for (std::thread& th : pool) th.join();
+    for (const std::string& p : problems)
+        if (!p.empty()) {
+            const size_t bar = p.find('|');
+            return fail(p.substr(0, bar), p.substr(bar + 1),
+                        "quantize must not write shared state: no global or instance buffers");
+        }
+    return pass(std::to_string(kThreads) + " threads calling quantize at once match the serial results");
+}
+
+// ---------------------------------------------------------------- registry
+
+struct check_def {
+    const char* name;
+    const char* description;
+    bool needs_format;  // runs on a created format instance
+    result (*run)(env&);
+};
+
+const std::vector<check_def>& format_checks() {
+    static const std::vector<check_def> checks = {
+        {"load.manifest", "the manifest parses and is valid", false, check_manifest},
+        {"load.library", "the library loads with RTLD_NOW | RTLD_LOCAL", false, check_library},
+        {"load.exports", "the library exports only " ALTGRAD_ENTRY_SYMBOL, false, check_exports},
+        {"load.abi_version", "the entry reports an ABI version this host accepts", false, check_abi_version},
+        {"load.descriptor", "the descriptor and tables are valid and match the manifest", false, check_descriptor},
+        {"load.repeat", "loads, unloads, creates and destroys repeatedly", false, check_repeat_load},
+        {"codes.roundtrip", "every code decodes and encodes back to itself (NaN to the canonical NaN)", true,
+         check_code_roundtrip},
+        {"codes.declared_range", "the declared max, lowest, smallest values, Inf and NaN match the codes", true,
+         check_declared_range},
+        {"quantize.nearest", "nearest-even agrees with a model built from the codes", true, check_nearest},
+        {"quantize.ties_to_even", "exact ties go to the even code", true, check_ties},
+        {"quantize.toward_zero", "toward-zero agrees with the model", true, check_toward_zero},
+        {"quantize.idempotent", "q(q(x)) = q(x)", true, check_idempotent},
+        {"quantize.monotone", "x1 <= x2 implies q(x1) <= q(x2)", true, check_monotone},
+        {"quantize.sign_symmetric", "q(-x) = -q(x) where both signs are in range", true, check_sign_symmetric},
+        {"quantize.overflow_saturate", "at and beyond max under saturate", true, check_overflow_saturate},
+        {"quantize.overflow_nonfinite", "at and beyond max under non-finite", true, check_overflow_nonfinite},
+        {"quantize.specials", "NaN, +-Inf, +-0", true, check_specials},
+        {"quantize.subnormal_boundary", "the smallest values and the gap to zero", true, check_subnormal_boundary},
+        {"quantize.encode_decode", "quantize agrees with encode then decode", true, check_encode_decode},
+        {"quantize.scaling", "scaling behaves as q(x*s)/s", true, check_scaling},
+        {"quantize.counts", "overflow and underflow counts match the outputs", true, check_counts},
+        {"stochastic.neighbours", "stochastic rounding returns one of the two neighbours", true, check_sr_neighbours},
+        {"stochastic.unbiased", "the mean stochastic error is zero within 5 sigma", true, check_sr_unbiased},
+        {"stochastic.reproducible", "same seed and offset, same bits", true, check_sr_reproducible},
+        {"stochastic.chunking", "results do not depend on chunking", true, check_sr_chunking},
+        {"concurrency.threads", "many threads at once give the serial result", true, check_threads},
+    };
+    return checks;
+}
+
+uint64_t check_seed(uint64_t seed, const std::string& name) {
+    uint64_t h = seed ^ 0x9E3779B97F4A7C15ull;
+    for (char c : name) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001B3ull;
+    return h;
+}
+
+}  // namespace
+
+std::vector<check_info> format_check_list() {
+    std::vector<check_info> out;
+    for (const check_def& c : format_checks()) out.push_back({c.name, c.description});
+    return out;
+}
+
+plugin_report check_plugin(const plugin_target& target, const options& o) {
+    plugin_report report;
+    report.target = target;
+    const bool is_format = !target.info || target.info->kind == ALTGRAD_KIND_FORMAT;
+    for (const check_def& c : format_checks()) {
+        if (!o.only.empty() && !glob_match(o.only, c.name)) continue;
+        result r;
+        if (!is_format && c.needs_format) {
+            r = skip(std::string("checks for ") + kind_name(target.info->kind) + " plugins are not written yet");
+        } else if (!target.info && std::string(c.name) != "load.manifest") {
+            r = skip("the manifest is invalid (see load.manifest)");
+        } else {
+            r = run_isolated(c.name, o.timeout_seconds, [&]() -> result {
+                env e{target, o, c.name, std::mt19937_64(check_seed(o.seed, c.name)), nullptr, nullptr, std::nullopt};
+                if (c.needs_format) {
+                    try {
+                        e.plugin = load_plugin(*target.info);
+                        e.format = format_handle::create(e.plugin);
+                    } catch (const std::exception& x) {
+                        return skip(std::string("the plugin does not load or create: ") + x.what());
+                    }
+                    if (e.format->info().total_bits <= 16) e.table.emplace(*e.format);
+                }
+                return c.run(e);
+            });
+        }
+        r.check = c.name;
+        report.results.push_back(std::move(r));
+    }
+    return report;
+}
+
+}  // namespace altgrad::host::conformance

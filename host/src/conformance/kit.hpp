@@ -1,0 +1,55 @@
+// The plugin conformance kit: named checks, each run in a child process with
+// a time limit, that tell a plugin author precisely what their plugin gets
+// wrong. `altgrad-host conformance` is a thin front end; tests call this.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "conformance/result.hpp"
+#include "plugins/manifest.hpp"
+
+namespace altgrad::host::conformance {
+
+// What to check: a plugin folder's manifest and the library it names.
+struct plugin_target {
+    std::string label;                  // as given: a name or a path
+    std::filesystem::path manifest_path;
+    std::optional<manifest> info;       // set when the manifest is valid
+    std::string manifest_error;         // why it is not
+};
+
+// A plugin by name from a plugins folder, or by the path of its library (or
+// folder), whose folder must hold its manifest.toml.
+plugin_target target_by_name(const std::filesystem::path& plugins_dir, const std::string& name);
+plugin_target target_by_path(const std::filesystem::path& path);
+// Every plugin folder under plugins_dir, sorted.
+std::vector<plugin_target> all_targets(const std::filesystem::path& plugins_dir);
+
+struct options {
+    std::string only;              // glob over check names ('*' and '?'); empty: all
+    uint64_t seed = 0;             // drives every randomised check
+    double timeout_seconds = 30;   // per check
+};
+
+struct plugin_report {
+    plugin_target target;
+    std::vector<result> results;
+};
+
+struct check_info {
+    const char* name;
+    const char* description;
+};
+
+// Every check the kit knows for format plugins, in run order.
+std::vector<check_info> format_check_list();
+
+plugin_report check_plugin(const plugin_target& target, const options& o);
+
+bool glob_match(const std::string& pattern, const std::string& text);
+
+}  // namespace altgrad::host::conformance

@@ -1,0 +1,63 @@
+#include "conformance/report.hpp"
+
+#include <cstdio>
+#include <map>
+
+#include "util/json.hpp"
+
+namespace altgrad::host::conformance {
+
+bool any_failure(const std::vector<plugin_report>& reports) {
+    for (const plugin_report& r : reports)
+        for (const result& x : r.results)
+            if (is_failure(x.status)) return true;
+    return false;
+}
+
+void print_text(std::ostream& out, const std::vector<plugin_report>& reports, const options& o) {
+    out << "conformance seed " << o.seed << " (replay with --seed " << o.seed << ")\n";
+    std::map<outcome, size_t> totals;
+    for (const plugin_report& r : reports) {
+        const std::string name = r.target.info ? r.target.info->name : r.target.label;
+        out << "\n" << name << " (" << r.target.manifest_path.parent_path().string() << ")\n";
+        for (const result& x : r.results) {
+            ++totals[x.status];
+            char head[96];
+            std::snprintf(head, sizeof head, "  %-10s %-30s", outcome_name(x.status), x.check.c_str());
+            out << head << x.reason << "\n";
+            if (x.status != outcome::passed && x.status != outcome::skipped) {
+                if (!x.input.empty()) out << std::string(44, ' ') << "input: " << x.input << "\n";
+                if (!x.hint.empty()) out << std::string(44, ' ') << "hint:  " << x.hint << "\n";
+            }
+        }
+    }
+    out << "\n";
+    const char* sep = "";
+    for (outcome k : {outcome::passed, outcome::failed, outcome::warning, outcome::skipped, outcome::crashed,
+                      outcome::timed_out}) {
+        out << sep << totals[k] << " " << outcome_name(k);
+        sep = ", ";
+    }
+    out << "\n";
+}
+
+void print_json(std::ostream& out, const std::vector<plugin_report>& reports, const options& o) {
+    out << "{\"seed\": " << o.seed << ", \"plugins\": [";
+    for (size_t p = 0; p < reports.size(); ++p) {
+        const plugin_report& r = reports[p];
+        out << (p ? "," : "") << "\n  {\"plugin\": "
+            << json::quote(r.target.info ? r.target.info->name : r.target.label)
+            << ", \"manifest\": " << json::quote(r.target.manifest_path.string()) << ", \"results\": [";
+        for (size_t k = 0; k < r.results.size(); ++k) {
+            const result& x = r.results[k];
+            out << (k ? "," : "") << "\n    {\"check\": " << json::quote(x.check)
+                << ", \"status\": " << json::quote(outcome_name(x.status)) << ", \"reason\": " << json::quote(x.reason)
+                << ", \"input\": " << json::quote(x.input) << ", \"hint\": " << json::quote(x.hint)
+                << ", \"seconds\": " << json::number(x.seconds) << "}";
+        }
+        out << "]}";
+    }
+    out << "\n], \"failed\": " << (any_failure(reports) ? "true" : "false") << "}\n";
+}
+
+}  // namespace altgrad::host::conformance

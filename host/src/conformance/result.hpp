@@ -1,0 +1,26 @@
+// The outcome of one conformance check on one plugin.
+#pragma once
+
+#include <string>
+
+namespace altgrad::host::conformance {
+
+enum class outcome { passed, failed, skipped, warning, crashed, timed_out };
+
+const char* outcome_name(outcome o);  // "passed", "failed", ..., "timed out"
+
+// True for the outcomes that make the kit exit non-zero.
+inline bool is_failure(outcome o) {
+    return o == outcome::failed || o == outcome::crashed || o == outcome::timed_out;
+}
+
+struct result {
+    std::string check;      // stable name, e.g. "quantize.ties_to_even"
+    outcome status = outcome::passed;
+    std::string reason;     // one line: what was found
+    std::string input;      // for a failure: the input that shows it
+    std::string hint;       // for a failure or warning: where to look
+    double seconds = 0.0;
+};
+
+}  // namespace altgrad::host::conformance
