@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job, on its embedded default: set up, build, list the bundled
-# plugins, and show what each format does to a few telling values (a tie, the
-# max boundary, a subnormal, overflow, NaN and Inf).
+# plugins, show what each format does to a few telling values (a tie, the
+# max boundary, a subnormal, overflow, NaN and Inf), and run the conformance
+# kit over every bundled plugin.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -25,5 +26,8 @@ for f in $formats; do
   done
   echo
 done
+echo
+echo "The conformance kit over every bundled plugin (docs/conformance.md):"
+"$host" --plugins "$plugins" conformance --brief
 echo
 echo "Exact encodings: $host --plugins $plugins describe NAME --table   (docs/formats.md)"

@@ -24,6 +24,7 @@ int conformance_command(const context& ctx, const args& a) {
         "seed", po::value<uint64_t>(), "seed of every randomised check (default: from the clock; printed to replay)")(
         "timeout", po::value<double>(&o.timeout_seconds)->default_value(30), "seconds allowed per check")(
         "list-checks", "print the check names and exit")(
+        "brief", "one line per plugin, plus every result that did not pass")(
         "plugin", po::value<std::vector<std::string>>(&targets), "plugin name or library path (repeatable)");
     po::positional_options_description pos;
     pos.add("plugin", -1);
@@ -61,7 +62,7 @@ int conformance_command(const context& ctx, const args& a) {
     std::vector<kit::plugin_report> reports;
     for (const kit::plugin_target& t : chosen) reports.push_back(kit::check_plugin(t, o));
     if (vm.count("json")) kit::print_json(std::cout, reports, o);
-    else kit::print_text(std::cout, reports, o);
+    else kit::print_text(std::cout, reports, o, vm.count("brief") > 0);
     return kit::any_failure(reports) ? 1 : 0;
 }
 

@@ -14,14 +14,19 @@ bool any_failure(const std::vector<plugin_report>& reports) {
     return false;
 }
 
-void print_text(std::ostream& out, const std::vector<plugin_report>& reports, const options& o) {
+void print_text(std::ostream& out, const std::vector<plugin_report>& reports, const options& o, bool brief) {
     out << "conformance seed " << o.seed << " (replay with --seed " << o.seed << ")\n";
     std::map<outcome, size_t> totals;
     for (const plugin_report& r : reports) {
         const std::string name = r.target.info ? r.target.info->name : r.target.label;
-        out << "\n" << name << " (" << r.target.manifest_path.parent_path().string() << ")\n";
+        std::map<outcome, size_t> mine;
+        for (const result& x : r.results) ++mine[x.status];
+        out << (brief ? "" : "\n") << name << " (" << r.target.manifest_path.parent_path().string() << ")";
+        if (brief) out << ": " << mine[outcome::passed] << " passed, " << mine[outcome::skipped] << " skipped";
+        out << "\n";
         for (const result& x : r.results) {
             ++totals[x.status];
+            if (brief && (x.status == outcome::passed || x.status == outcome::skipped)) continue;
             char head[96];
             std::snprintf(head, sizeof head, "  %-10s %-30s", outcome_name(x.status), x.check.c_str());
             out << head << x.reason << "\n";
