@@ -252,8 +252,8 @@ result check_exports(env& e) {
         for (size_t k = 0; k < extra.size() && k < 5; ++k) list += (k ? ", " : "") + extra[k];
         if (extra.size() > 5) list += ", ... (" + std::to_string(extra.size()) + " in all)";
         return {"", outcome::warning, "exports more than the entry symbol: " + list, e.target.info->library.string(),
-                "build with altgrad_add_plugin() (a version script exports only " ALTGRAD_ENTRY_SYMBOL
-                ") or -fvisibility=hidden", 0};
+                "build with altgrad_add_plugin(): its linker version script exports only " ALTGRAD_ENTRY_SYMBOL
+                " (hidden visibility alone still leaks std:: template instances)", 0};
     }
     return pass("exports only " ALTGRAD_ENTRY_SYMBOL);
 }
@@ -311,7 +311,12 @@ result check_repeat_load(env& e) {
     // And through the host's loader, creating and destroying an instance each
     // time; the library is unloaded when the last instance goes.
     for (int round = 0; round < 5; ++round) {
-        auto p = load_plugin(*e.target.info);
+        std::shared_ptr<const loaded_plugin> p;
+        try {
+            p = load_plugin(*e.target.info);
+        } catch (const std::exception& x) {
+            return skip(std::string("the host refuses the plugin (see load.abi_version, load.descriptor): ") + x.what());
+        }
         if (p->info.kind == ALTGRAD_KIND_FORMAT) format_handle::create(p);
     }
     return pass("loaded and unloaded 20 times; loaded, created and destroyed an instance 5 times");
@@ -628,18 +633,20 @@ result check_counts(env& e) {
         for (altgrad_overflow ov : {ALTGRAD_OVERFLOW_SATURATE, ALTGRAD_OVERFLOW_NONFINITE}) {
             const quantize_options o = mode(r, ov);
             quantize_counts got;
-            quantize(e, in, o, &got);
+            const std::vector<float> out = quantize(e, in, o, &got);
+            // Underflow is visible in the outputs themselves; overflow is not
+            // (a saturated max looks like a rounded one), so it comes from the
+            // model of the codes.
             uint64_t over = 0, under = 0;
-            std::string first_over, first_under;
-            for (float x : in) {
-                const format_table::expectation want = e.table->expect(x, r, ov);
-                over += want.overflow;
-                under += want.underflow;
+            for (size_t k = 0; k < in.size(); ++k) {
+                over += e.table->expect(in[k], r, ov).overflow;
+                under += std::isfinite(in[k]) && in[k] != 0 && out[k] == 0;
             }
             if (got.overflow != over || got.underflow != under)
                 return fail("reported overflow " + std::to_string(got.overflow) + ", underflow " +
-                                std::to_string(got.underflow) + "; the outputs give overflow " +
-                                std::to_string(over) + ", underflow " + std::to_string(under),
+                                std::to_string(got.underflow) + "; the outputs hold " + std::to_string(under) +
+                                " finite non-zero inputs that came out zero, and the model of the codes gives " +
+                                std::to_string(over) + " overflows",
                             std::to_string(in.size()) + " grid and random inputs plus +-Inf and NaN (" +
                                 mode_text(o) + ")",
                             "overflow: +-Inf or finite inputs rounded beyond the range; underflow: finite non-zero "

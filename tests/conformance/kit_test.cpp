@@ -1,0 +1,247 @@
+// The conformance kit catches bugs: each tests/plugins/broken_* plugin is a
+// correct E4M3 with one planted bug, and the kit must report it with the
+// right check and status, with a reason and (for a finding) the input that
+// shows it. Crashes and hangs must stay inside their check's child process.
+// Every bundled plugin must pass. The kit is called in-process, as the CLI
+// calls it.
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "conformance/format_reference.hpp"
+#include "conformance/kit.hpp"
+
+// gtest prints outcomes by name.
+namespace altgrad::host::conformance {
+inline void PrintTo(outcome o, std::ostream* os) { *os << outcome_name(o); }
+}  // namespace altgrad::host::conformance
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace kit = altgrad::host::conformance;
+using kit::outcome;
+
+const fs::path kBundled = ALTGRAD_BUNDLED_PLUGIN_DIR;
+const fs::path kTestPlugins = ALTGRAD_TEST_PLUGIN_DIR;
+constexpr uint64_t kSeed = 20261121;
+
+kit::options opts(const std::string& only, double timeout_seconds = 30) {
+    kit::options o;
+    o.only = only;
+    o.seed = kSeed;
+    o.timeout_seconds = timeout_seconds;
+    return o;
+}
+
+// Run the kit on test plugin `name` (by its manifest's path).
+kit::plugin_report check(const std::string& name, const std::string& only = "", double timeout_seconds = 30) {
+    return kit::check_plugin(kit::target_by_path(kTestPlugins / name / "manifest.toml"), opts(only, timeout_seconds));
+}
+
+// Every result, one a line, for failure messages.
+std::string dump(const kit::plugin_report& r) {
+    std::ostringstream out;
+    out << r.target.label << ":\n";
+    for (const kit::result& x : r.results)
+        out << "  " << x.check << ": " << kit::outcome_name(x.status) << " -- " << x.reason
+            << (x.input.empty() ? "" : " [" + x.input + "]") << "\n";
+    return out.str();
+}
+
+const kit::result* find(const kit::plugin_report& r, const std::string& check) {
+    for (const kit::result& x : r.results)
+        if (x.check == check) return &x;
+    return nullptr;
+}
+
+// `check` ran and ended `want`, with a reason; a finding (failed, warning)
+// also names the input that shows it.
+void expect_outcome(const kit::plugin_report& r, const std::string& check, outcome want) {
+    const kit::result* x = find(r, check);
+    ASSERT_NE(x, nullptr) << check << " did not run\n" << dump(r);
+    EXPECT_EQ(x->status, want) << check << ": want " << kit::outcome_name(want) << ", got "
+                               << kit::outcome_name(x->status) << "\n"
+                               << dump(r);
+    EXPECT_FALSE(x->reason.empty()) << check << ": no reason\n" << dump(r);
+    if (want == outcome::failed || want == outcome::warning)
+        EXPECT_FALSE(x->input.empty()) << check << ": no input\n" << dump(r);
+}
+
+std::vector<std::string> check_names() {
+    std::vector<std::string> names;
+    for (const kit::check_info& c : kit::format_check_list()) names.push_back(c.name);
+    return names;
+}
+
+// ---------------------------------------------------------------- planted bugs
+
+TEST(KitPlanted, WrongDeclaredMaxFailsDeclaredRange) {
+    const kit::plugin_report r = check("broken_max", "codes.*");
+    expect_outcome(r, "codes.declared_range", outcome::failed);
+    expect_outcome(r, "codes.roundtrip", outcome::passed);  // the codes themselves are right
+    const kit::result* x = find(r, "codes.declared_range");
+    ASSERT_NE(x, nullptr);
+    EXPECT_NE(x->reason.find(kit::hex(480.0)), std::string::npos) << x->reason;
+    EXPECT_NE(x->reason.find(kit::hex(448.0)), std::string::npos) << x->reason;
+}
+
+TEST(KitPlanted, TiesAwayFromZeroFailTiesToEven) {
+    expect_outcome(check("broken_ties", "quantize.ties_to_even"), "quantize.ties_to_even", outcome::failed);
+}
+
+TEST(KitPlanted, NotIdempotentFailsIdempotent) {
+    expect_outcome(check("broken_idempotent", "quantize.idempotent"), "quantize.idempotent", outcome::failed);
+}
+
+TEST(KitPlanted, NotMonotoneFailsMonotone) {
+    expect_outcome(check("broken_monotone", "quantize.monotone"), "quantize.monotone", outcome::failed);
+}
+
+// A shared scratch buffer is invisible to one thread: only the threads check
+// may fail.
+TEST(KitPlanted, RacyGlobalBufferFailsThreadsOnly) {
+    const kit::plugin_report r = check("broken_race");
+    expect_outcome(r, "concurrency.threads", outcome::failed);
+    for (const char* single : {"quantize.nearest", "quantize.ties_to_even", "quantize.idempotent",
+                               "quantize.monotone", "quantize.scaling", "stochastic.chunking"})
+        expect_outcome(r, single, outcome::passed);
+    for (const kit::result& x : r.results)
+        if (x.check != "concurrency.threads")
+            EXPECT_FALSE(kit::is_failure(x.status)) << x.check << " should pass single-threaded\n" << dump(r);
+}
+
+// A segfault kills one check's child process, not the kit: the load checks
+// pass, quantize.nearest reports the crash, and every later check still
+// reports a verdict of its own.
+TEST(KitPlanted, CrashIsReportedAndTheKitGoesOn) {
+    const kit::plugin_report r = check("broken_crash");
+    for (const char* load : {"load.manifest", "load.library", "load.exports", "load.abi_version", "load.descriptor",
+                             "load.repeat"})
+        expect_outcome(r, load, outcome::passed);
+    expect_outcome(r, "quantize.nearest", outcome::crashed);
+    const kit::result* x = find(r, "quantize.nearest");
+    ASSERT_NE(x, nullptr);
+    EXPECT_NE(x->reason.find("signal"), std::string::npos) << x->reason;
+    // Every check ran, in order, and those that never see 3.0 still pass.
+    std::vector<std::string> ran;
+    for (const kit::result& y : r.results) ran.push_back(y.check);
+    EXPECT_EQ(ran, check_names()) << dump(r);
+    expect_outcome(r, "codes.roundtrip", outcome::passed);  // encode is not broken
+    expect_outcome(r, "concurrency.threads", outcome::passed);  // random inputs only
+}
+
+TEST(KitPlanted, EndlessLoopTimesOut) {
+    const kit::plugin_report r = check("broken_hang", "quantize.nearest", 2);
+    expect_outcome(r, "quantize.nearest", outcome::timed_out);
+    const kit::result* x = find(r, "quantize.nearest");
+    ASSERT_NE(x, nullptr);
+    EXPECT_GE(x->seconds, 1.9);
+    EXPECT_LT(x->seconds, 10) << "the child should be killed at the 2 s limit";
+}
+
+TEST(KitPlanted, AbiFromTheFutureFailsAbiVersionAndSkipsTheRest) {
+    const kit::plugin_report r = check("abi_future");
+    expect_outcome(r, "load.abi_version", outcome::failed);
+    size_t quantize_checks = 0;
+    for (const kit::result& x : r.results)
+        if (kit::glob_match("quantize.*", x.check)) {
+            ++quantize_checks;
+            expect_outcome(r, x.check, outcome::skipped);
+        }
+    EXPECT_GT(quantize_checks, 0u);
+}
+
+TEST(KitPlanted, DescriptorMismatchFailsDescriptor) {
+    const kit::plugin_report r = check("descriptor_mismatch", "load.*");
+    expect_outcome(r, "load.descriptor", outcome::failed);
+    expect_outcome(r, "load.abi_version", outcome::passed);
+}
+
+// A plugin the host refuses (ABI or descriptor) is load.abi_version's or
+// load.descriptor's finding. load.repeat cannot do its job on it and must
+// skip, as load.descriptor skips after an ABI refusal and every format check
+// skips, rather than fail a second time with the loader's exception and no
+// input or hint.
+TEST(KitPlanted, RefusedPluginSkipsLoadRepeat) {
+    for (const char* name : {"abi_future", "descriptor_mismatch"}) {
+        SCOPED_TRACE(name);
+        expect_outcome(check(name, "load.*"), "load.repeat", outcome::skipped);
+    }
+}
+
+// Without the version script a second function is exported: a warning (not a
+// failure) naming it. Everything else about the plugin is a correct E4M3, so
+// the base the other broken_* plugins share passes every other check.
+TEST(KitPlanted, ExtraExportWarnsAndNamesIt) {
+    const kit::plugin_report r = check("broken_exports");
+    expect_outcome(r, "load.exports", outcome::warning);
+    const kit::result* x = find(r, "load.exports");
+    ASSERT_NE(x, nullptr);
+    EXPECT_NE(x->reason.find("altgrad_broken_exports_extra"), std::string::npos) << x->reason;
+    for (const kit::result& y : r.results)
+        if (y.check != "load.exports")
+            EXPECT_EQ(y.status, outcome::passed) << y.check << "\n" << dump(r);
+}
+
+// ---------------------------------------------------------------- bundled plugins
+
+TEST(KitBundled, EveryBundledPluginPasses) {
+    const std::vector<kit::plugin_target> targets = kit::all_targets(kBundled);
+    std::vector<std::string> names;
+    for (const kit::plugin_target& t : targets) names.push_back(t.label);
+    for (const char* want : {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32"})
+        EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want << " is not in " << kBundled;
+    for (const kit::plugin_target& t : targets) {
+        const kit::plugin_report r = kit::check_plugin(t, opts(""));
+        EXPECT_EQ(r.results.size(), check_names().size()) << dump(r);
+        for (const kit::result& x : r.results)
+            EXPECT_FALSE(kit::is_failure(x.status)) << t.label << " " << x.check << "\n" << dump(r);
+    }
+}
+
+// ---------------------------------------------------------------- selection
+
+TEST(KitSelection, GlobMatch) {
+    EXPECT_TRUE(kit::glob_match("quantize.*", "quantize.nearest"));
+    EXPECT_TRUE(kit::glob_match("quantize.*", "quantize."));
+    EXPECT_FALSE(kit::glob_match("quantize.*", "load.exports"));
+    EXPECT_FALSE(kit::glob_match("quantize.*", "xquantize.nearest"));
+    EXPECT_TRUE(kit::glob_match("*", ""));
+    EXPECT_TRUE(kit::glob_match("*.threads", "concurrency.threads"));
+    EXPECT_TRUE(kit::glob_match("?", "a"));
+    EXPECT_FALSE(kit::glob_match("?", ""));
+    EXPECT_FALSE(kit::glob_match("?", "ab"));
+    EXPECT_TRUE(kit::glob_match("load.?xports", "load.exports"));
+    EXPECT_FALSE(kit::glob_match("load.?xports", "load.xports"));
+    EXPECT_TRUE(kit::glob_match("q*.?onotone", "quantize.monotone"));
+    EXPECT_FALSE(kit::glob_match("quantize.nearest", "quantize.nearest_even"));
+}
+
+TEST(KitSelection, OnlyRestrictsTheChecksRun) {
+    const kit::plugin_target e4m3 = kit::target_by_path(kBundled / "e4m3" / "manifest.toml");
+    std::vector<std::string> want_load;
+    for (const std::string& n : check_names())
+        if (n.rfind("load.", 0) == 0) want_load.push_back(n);
+    ASSERT_FALSE(want_load.empty());
+
+    const kit::plugin_report load = kit::check_plugin(e4m3, opts("load.*"));
+    std::vector<std::string> ran;
+    for (const kit::result& x : load.results) ran.push_back(x.check);
+    EXPECT_EQ(ran, want_load);
+
+    const kit::plugin_report one = kit::check_plugin(e4m3, opts("quantize.ties_to_even"));
+    ASSERT_EQ(one.results.size(), 1u) << dump(one);
+    EXPECT_EQ(one.results[0].check, "quantize.ties_to_even");
+    EXPECT_EQ(one.results[0].status, outcome::passed);
+
+    EXPECT_TRUE(kit::check_plugin(e4m3, opts("no.such.check")).results.empty());
+}
+
+}  // namespace

@@ -1,0 +1,51 @@
+// Shared by the broken_* test plugins: a correct E4M3 (OCP FP8 E4M3FN) that
+// each plugin wraps, changing one member to plant one bug the conformance kit
+// must catch. A plugin derives from e4m3 and hides the member it breaks; the
+// adapter (altgrad/sdk/format_plugin.hpp) calls the derived class's members.
+//
+//   struct my_bug : broken::e4m3 { ...hide info() or quantize_bits()... };
+//   BROKEN_E4M3_PLUGIN("broken_my_bug", my_bug, "what is wrong")
+#pragma once
+
+#include <cstdint>
+
+#include <altgrad/sdk/exmy.hpp>
+#include <altgrad/sdk/format_plugin.hpp>
+
+namespace broken {
+
+class e4m3 {
+public:
+    // For the derived classes' kernels.
+    using element_counts = altgrad::sdk::element_counts;
+    static uint32_t float_bits(float x) { return altgrad::sdk::float_bits(x); }
+    static float bits_float(uint32_t b) { return altgrad::sdk::bits_float(b); }
+
+    altgrad_format_info info() const { return f_.info(); }
+    uint32_t total_bits() const { return f_.total_bits(); }
+
+    template <altgrad_rounding R, altgrad_overflow O>
+    uint32_t quantize_bits(uint32_t bits, uint32_t random, element_counts& counts) const {
+        return f_.template quantize_bits<R, O>(bits, random, counts);
+    }
+
+    template <altgrad_rounding R, altgrad_overflow O>
+    uint32_t encode_bits(uint32_t bits, uint32_t random, element_counts& counts, bool& bad) const {
+        return f_.template encode_bits<R, O>(bits, random, counts, bad);
+    }
+
+    float decode(uint32_t code) const { return f_.decode(code); }
+
+protected:
+    altgrad::sdk::exmy_format f_{{4, 3, 7, altgrad::sdk::exmy_specials::finite_nan}};
+};
+
+template <class F>
+F make(const altgrad::sdk::param_view&) {
+    return F();
+}
+
+}  // namespace broken
+
+#define BROKEN_E4M3_PLUGIN(NAME, CLASS, DESCRIPTION) \
+    ALTGRAD_FORMAT_PLUGIN(NAME, 1, 0, 0, DESCRIPTION, ::broken::make<CLASS>)
