@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ public:
         for (uint32_t c = 0; c < by_code_.size(); ++c) {
             const float v = by_code_[c];
             if (std::isnan(v)) {
+                by_code_[c] = std::numeric_limits<float>::quiet_NaN();  // NaN codes decode to a quiet NaN
                 if (nan_codes_++ == 0) nan_code_ = c;
             } else if (std::isinf(v)) {
                 (v > 0 ? pos_inf_code_ : neg_inf_code_) = static_cast<int64_t>(c);

@@ -4,9 +4,9 @@
 // k * 2^-fraction_bits. So Q0.7 (total 8, fraction 7) covers [-1, 127/128] in
 // steps of 1/128 with one zero and no Inf or NaN: E0M7 is this class.
 //
-// Rounding works on the magnitude |x| * 2^fraction_bits (exact in double),
-// so ties go to the even integer (the even code) and stochastic rounding
-// moves away from zero with the P3109 StochasticA rule; the sign is applied
+// Rounding works on the magnitude |x| * 2^fraction_bits (exact: a shift of
+// the float32 significand), so ties go to the even integer (the even code)
+// and stochastic rounding moves away from zero with the P3109 StochasticA rule; the sign is applied
 // after, then the range [-2^(B-1), 2^(B-1) - 1] decides overflow. Having no
 // Inf or NaN, the format saturates under both overflow modes.
 #pragma once
@@ -64,18 +64,19 @@ public:
     }
 
     template <altgrad_rounding R, altgrad_overflow O>
-    uint32_t quantize_bits(uint32_t bits, uint32_t random, element_counts& counts) const {
-        bool nan = false;
-        const int64_t k = round_to_integer<R>(bits, random, counts, nan);
-        if (nan) return kQuietNanBits;
-        return float_bits(static_cast<float>(static_cast<double>(k) * step_));
+    ALTGRAD_SDK_INLINE uint32_t quantize_bits(uint32_t bits, uint32_t random, element_counts& counts) const {
+        const int32_t k = round_to_integer<R>(bits, random, counts);
+        // |k| <= 2^23 and 2^-fraction_bits >= 2^-120, so k * step is exact in
+        // float32 (as it was in double before the conversion).
+        const float value = static_cast<float>(k) * static_cast<float>(step_);
+        return detail::select_bits(is_nan(bits), kQuietNanBits, float_bits(value));
     }
 
     template <altgrad_rounding R, altgrad_overflow O>
-    uint32_t encode_bits(uint32_t bits, uint32_t random, element_counts& counts, bool& unrepresentable) const {
-        bool nan = false;
-        const int64_t k = round_to_integer<R>(bits, random, counts, nan);
-        if (nan) unrepresentable = true;
+    ALTGRAD_SDK_INLINE uint32_t encode_bits(uint32_t bits, uint32_t random, element_counts& counts,
+                                            bool& unrepresentable) const {
+        const int32_t k = round_to_integer<R>(bits, random, counts);
+        if (is_nan(bits)) unrepresentable = true;
         return static_cast<uint32_t>(k) & ((1u << spec_.total_bits) - 1u);
     }
 
@@ -86,29 +87,50 @@ public:
     }
 
 private:
+    static ALTGRAD_SDK_INLINE bool is_nan(uint32_t bits) {
+        return static_cast<int32_t>(bits & ~kSignBit) > static_cast<int32_t>(kInfBits);
+    }
+
+    // Round |x| * 2^fraction_bits to an integer m, apply the sign, then clamp
+    // to [kmin, kmax]; 0 for NaN. Works on the bits of x, branch-free and in
+    // 32-bit lanes (so the adapter's AVX2 loop vectorizes it, and no libm
+    // call remains): |x| = sig * 2^(eff - 150), so |x| * 2^fraction_bits is
+    // sig shifted right by sh = 150 - fraction_bits - eff, its integer part
+    // sig >> sh and the next 32 bits the fraction (truncated beyond them, as
+    // the double computation this replaces truncated in its conversion).
+    // Anything at or past 2^total_bits overflows whatever the rounding, so it
+    // is capped there (this also catches Inf).
     template <altgrad_rounding R>
-    int64_t round_to_integer(uint32_t bits, uint32_t random, element_counts& counts, bool& nan) const {
-        const float x = bits_float(bits);
-        if (std::isnan(x)) {
-            nan = true;
-            return 0;
-        }
+    ALTGRAD_SDK_INLINE int32_t round_to_integer(uint32_t bits, uint32_t random, element_counts& counts) const {
+        using detail::mask_if;
+        using detail::select_bits;
+        const int32_t B = spec_.total_bits, F = spec_.fraction_bits;
+        const uint32_t cap = uint32_t{1} << B;         // 2^total_bits
+        const uint32_t half = uint32_t{1} << (B - 1);  // kmax + 1 == -kmin
+        const uint32_t a = bits & ~kSignBit;
         const bool negative = (bits & kSignBit) != 0;
-        // |x| in steps; anything at or past 2^total_bits overflows whatever
-        // the rounding, so cap it there (this also catches Inf).
-        const double cap = std::ldexp(1.0, spec_.total_bits);
-        double t = std::fabs(static_cast<double>(x)) * inv_step_;
-        if (!(t < cap)) t = cap;
-        const double whole = std::floor(t);
-        const uint32_t frac32 = static_cast<uint32_t>(std::ldexp(t - whole, 32));
-        int64_t m = static_cast<int64_t>(whole);
-        m += round_away<R>(frac32, static_cast<uint32_t>(m & 1), random);
-        int64_t k = negative ? -m : m;
-        if (k > kmax_ || k < kmin_) {
-            counts.overflow += 1;
-            k = k > kmax_ ? kmax_ : kmin_;
-        }
-        counts.underflow += (k == 0 && x != 0.0f && !std::isinf(x));
+        const bool nan = is_nan(bits);
+        const bool is_inf = a == kInfBits;
+        const int32_t E = static_cast<int32_t>(a >> 23);
+        const int32_t eff = E > 1 ? E : 1;
+        const uint32_t sig = (a & 0x7FFFFFu) | (0x800000u & mask_if(E != 0));
+        const int32_t sh = 150 - F - eff;  // sh < 0 only for normal x, where |x| * 2^F >= 2^24
+        const int32_t sh_whole = sh < 0 ? 0 : sh < 31 ? sh : 31;  // sig < 2^24: >= 24 gives 0
+        const int32_t sh_hi = sh < 32 ? 0 : sh - 32 < 31 ? sh - 32 : 31;
+        const uint32_t whole = sig >> static_cast<uint32_t>(sh_whole);
+        const uint32_t frac_lo = (sig << static_cast<uint32_t>((32 - sh) & 31)) & mask_if(sh > 0);  // sh in [0, 32]
+        const uint32_t frac_hi = sig >> static_cast<uint32_t>(sh_hi);                               // sh >= 33
+        const uint32_t frac = select_bits(sh > 32, frac_hi, frac_lo);
+        const bool capped = is_inf | ((sh < 0) & (sig != 0)) | ((sh >= 0) & (whole >= cap));
+        uint32_t m = select_bits(capped, cap, whole);
+        m += round_away<R>(frac & ~mask_if(capped), m & 1u, random);
+        // kmax = half - 1 for positive k, -kmin = half for negative k.
+        const uint32_t limit = half - 1u + static_cast<uint32_t>(negative);
+        const bool overflow = (!nan) & (m > limit);
+        const uint32_t magnitude = select_bits(overflow, limit, m) & ~mask_if(nan);
+        const int32_t k = static_cast<int32_t>(select_bits(negative, 0u - magnitude, magnitude));
+        counts.overflow += overflow;
+        counts.underflow += ((!nan) & (!is_inf) & (a != 0) & (k == 0));
         return k;
     }
 

@@ -74,13 +74,16 @@ enum class scaling { unit, power_of_two, general };
 inline scaling classify_scale(float s) {
     if (s == 1.0f) return scaling::unit;
     int exponent = 0;
-    return std::frexp(s, &exponent) == 0.5f ? scaling::power_of_two : scaling::general;
+    // A power of two whose reciprocal is a float too (not for s <= 2^-128):
+    // then multiplying by 1/s is exactly dividing by s.
+    return std::frexp(s, &exponent) == 0.5f && std::isfinite(1.0f / s) ? scaling::power_of_two : scaling::general;
 }
 
 constexpr size_t kBlock = 512;  // elements per random-bits refill
 
-// The element loop, shared by quantize and encode. Sink receives (index,
-// result bits) and stores them.
+// The element loop of encode. Kernel receives (index, scaled input bits,
+// random bits) and stores the result. quantize_body below runs the same
+// blocks with its own tallying.
 template <altgrad_rounding R, altgrad_overflow O, scaling S, class Kernel>
 __attribute__((always_inline)) inline void run_loop(const float* in, size_t n, float s, uint64_t seed,
                                                     uint64_t offset, Kernel&& kernel) {
@@ -96,38 +99,86 @@ __attribute__((always_inline)) inline void run_loop(const float* in, size_t n, f
     }
 }
 
-template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
+// Whether F has quantize_bits_branchless (exmy_format does): the same
+// function as quantize_bits, written so that the element loop vectorizes.
+template <class F, class = void>
+struct has_branchless_kernel : std::false_type {};
+template <class F>
+struct has_branchless_kernel<F, std::void_t<decltype(std::declval<const F&>().template quantize_bits_branchless<
+                                                     ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
+                                    uint32_t{}, uint32_t{}, std::declval<element_counts&>()))>> : std::true_type {};
+
+// The quantize loop: run_loop's blocks, with the per-element tallies summed
+// in 32 bits within a block (an element adds 0 or 1 to each, a block has at
+// most kBlock elements) and added to the 64-bit totals once per block, which
+// keeps a vectorized loop in 32-bit lanes. Vector: the loop is compiled for
+// AVX2 and should use F's branch-free kernel when it has one.
+template <class F, altgrad_rounding R, altgrad_overflow O, scaling S, bool Vector>
 __attribute__((always_inline)) inline void quantize_body(const F& f, const float* in, float* out, size_t n,
                                                          float s, uint64_t seed, uint64_t offset,
                                                          element_counts& counts) {
     const float inv = 1.0f / s;
-    element_counts local;
-    run_loop<R, O, S>(in, n, s, seed, offset, [&](size_t i, uint32_t bits, uint32_t random) {
-        const float r = bits_float(f.template quantize_bits<R, O>(bits, random, local));
-        if constexpr (S == scaling::unit) out[i] = r;
-        if constexpr (S == scaling::power_of_two) out[i] = r * inv;  // exact: 1/s is a power of two
-        if constexpr (S == scaling::general) out[i] = r / s;
-    });
-    counts.overflow += local.overflow;
-    counts.underflow += local.underflow;
+    uint64_t overflow = 0, underflow = 0;
+    uint32_t random[kBlock];
+    for (size_t i0 = 0; i0 < n; i0 += kBlock) {
+        const size_t m = n - i0 < kBlock ? n - i0 : kBlock;
+        if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) fill_random_bits(seed, offset + i0, m, random);
+        uint32_t block_overflow = 0, block_underflow = 0;
+        for (size_t j = 0; j < m; ++j) {
+            float x = in[i0 + j];
+            if constexpr (S != scaling::unit) x *= s;
+            const uint32_t bits = float_bits(x);
+            const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
+            element_counts c;
+            uint32_t q;
+            if constexpr (Vector && has_branchless_kernel<F>::value)
+                q = f.template quantize_bits_branchless<R, O>(bits, random_j, c);
+            else
+                q = f.template quantize_bits<R, O>(bits, random_j, c);
+            block_overflow += static_cast<uint32_t>(c.overflow);
+            block_underflow += static_cast<uint32_t>(c.underflow);
+            const float r = bits_float(q);
+            if constexpr (S == scaling::unit) out[i0 + j] = r;
+            if constexpr (S == scaling::power_of_two) out[i0 + j] = r * inv;  // exact: 1/s is a power of two
+            if constexpr (S == scaling::general) out[i0 + j] = r / s;
+        }
+        overflow += block_overflow;
+        underflow += block_underflow;
+    }
+    counts.overflow += overflow;
+    counts.underflow += underflow;
 }
 
+// x86-64 gets an AVX2 build of the loop, picked at run time; other targets
+// (aarch64 and friends) compile the baseline loop only.
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+#define ALTGRAD_SDK_X86_DISPATCH 1
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
 __attribute__((target("avx2"))) void quantize_avx2(const F& f, const float* in, float* out, size_t n, float s,
                                                    uint64_t seed, uint64_t offset, element_counts& counts) {
-    quantize_body<F, R, O, S>(f, in, out, n, s, seed, offset, counts);
+    quantize_body<F, R, O, S, true>(f, in, out, n, s, seed, offset, counts);
 }
+#endif
 
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
 void quantize_baseline(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed,
                        uint64_t offset, element_counts& counts) {
-    quantize_body<F, R, O, S>(f, in, out, n, s, seed, offset, counts);
+    quantize_body<F, R, O, S, false>(f, in, out, n, s, seed, offset, counts);
 }
 
+#ifdef ALTGRAD_SDK_X86_DISPATCH
 inline bool cpu_has_avx2() {
     static const bool has = __builtin_cpu_supports("avx2");
     return has;
 }
+#else
+inline bool cpu_has_avx2() { return false; }
+template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
+void quantize_avx2(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed, uint64_t offset,
+                   element_counts& counts) {
+    quantize_body<F, R, O, S, false>(f, in, out, n, s, seed, offset, counts);
+}
+#endif
 
 template <class F, altgrad_rounding R, altgrad_overflow O>
 void quantize_dispatch_scale(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed,
@@ -323,8 +374,10 @@ struct format_adapter {
                 detail::invalid("decode: codes or output is NULL with count > 0");
             if (!(std::isfinite(a->scale) && a->scale > 0.0f))
                 detail::invalid("decode: scale must be finite and > 0");
-            if (a->memory != ALTGRAD_MEMORY_HOST)
+            if (a->memory == ALTGRAD_MEMORY_CUDA)
                 throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, "this format plugin has no CUDA implementation");
+            if (a->memory != ALTGRAD_MEMORY_HOST)
+                detail::invalid("decode: unknown memory kind " + std::to_string(static_cast<int>(a->memory)));
             const uint32_t width = s.info.code_bytes;
             const uint64_t limit = uint64_t{1} << s.format.total_bits();
             for (size_t i = 0; i < a->count; ++i) {

@@ -45,20 +45,37 @@ constexpr uint32_t kInfBits = 0x7F800000u;
 constexpr uint32_t kQuietNanBits = 0x7FC00000u;
 
 // 1 when the step away from zero is taken (see above).
-// The carry out of the 32-bit sum, computed without widening to 64 bits.
+// Computed as a comparison rather than a 64-bit sum, so it stays in 32-bit
+// vector lanes: frac32 + threshold carries exactly when
+//   frac32 > ~threshold (unsigned), which for nearest-even is
+//   (frac32 ^ 2^31) > -odd as signed 32-bit numbers, and for stochastic
+//   random > ~frac32.
 template <altgrad_rounding R>
 ALTGRAD_SDK_INLINE uint32_t round_away(uint32_t frac32, uint32_t odd, uint32_t random) {
-    if constexpr (R == ALTGRAD_ROUND_TOWARD_ZERO) {
+    if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN) {
+        (void)random;
+        return static_cast<uint32_t>(static_cast<int32_t>(frac32 ^ 0x80000000u) > static_cast<int32_t>(0u - odd));
+    } else if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) {
+        (void)odd;
+        return static_cast<uint32_t>(random > ~frac32);
+    } else {
         (void)frac32, (void)odd, (void)random;
         return 0u;
-    } else {
-        uint32_t threshold = 0;
-        if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN) threshold = 0x7FFFFFFFu + odd;
-        if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) threshold = random;
-        const uint32_t sum = frac32 + threshold;
-        return sum < frac32 ? 1u : 0u;
     }
 }
+
+namespace detail {
+
+// All ones when c, else zero; and a branch-free c ? a : b on 32-bit words.
+// Element kernels use these (and & | on bools rather than && ||) so that the
+// compiler sees no control flow and can vectorize the element loop.
+ALTGRAD_SDK_INLINE uint32_t mask_if(bool c) { return 0u - static_cast<uint32_t>(c); }
+ALTGRAD_SDK_INLINE uint32_t select_bits(bool c, uint32_t a, uint32_t b) {
+    const uint32_t m = mask_if(c);
+    return (a & m) | (b & ~m);
+}
+
+}  // namespace detail
 
 // Per-call tallies a helper's element kernel adds to.
 struct element_counts {

@@ -1,0 +1,283 @@
+// altgrad_quantize_bench: quantization throughput of the bundled format
+// plugins, called through the C ABI exactly as the host calls them, beside a
+// plain memcpy of the same size.
+//
+// Benchmarks (one per format x rounding mode x size, plus one copy per size):
+//   quantize/<format>/<mode>/<size>   mode: nearest_even, stochastic, toward_zero
+//   copy/memcpy/<size>                size: 4KiB 64KiB 1MiB 16MiB 64MiB
+// <size> is the float32 input; every element is 4 bytes read and 4 written, so
+// bytes_per_second counts 8 bytes per element for quantize and copy alike.
+// Overflow is saturate, scale 1, seed fixed, offset 0. Single-threaded.
+//
+// Input: N(0,1) floats (fixed seed, Box-Muller over SplitMix64, so identical
+// on every platform) multiplied per format so that the largest magnitude of
+// the array is about max_finite / 2: a realistic spread across the format's
+// exponent range, with a few near the top and a tail in the subnormals.
+//
+// Extra flag (besides Google Benchmark's): --altgrad_plugin_dir=DIR, the
+// folder holding <name>/libaltgrad_<name>.so (default: the build's, or the
+// ALTGRAD_PLUGIN_DIR environment variable). Ratios to copy: benchmarks/ratios.py.
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+
+#include <altgrad/altgrad.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#ifndef ALTGRAD_BENCH_PLUGIN_DIR
+#define ALTGRAD_BENCH_PLUGIN_DIR "plugins"
+#endif
+
+namespace {
+
+const char* const kFormats[] = {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32"};
+
+struct mode {
+    const char* name;
+    altgrad_rounding rounding;
+};
+const mode kModes[] = {{"nearest_even", ALTGRAD_ROUND_NEAREST_EVEN},
+                       {"stochastic", ALTGRAD_ROUND_STOCHASTIC},
+                       {"toward_zero", ALTGRAD_ROUND_TOWARD_ZERO}};
+
+struct size_case {
+    const char* name;
+    size_t bytes;
+};
+const size_case kSizes[] = {{"4KiB", size_t{4} << 10},
+                            {"64KiB", size_t{64} << 10},
+                            {"1MiB", size_t{1} << 20},
+                            {"16MiB", size_t{16} << 20},
+                            {"64MiB", size_t{64} << 20}};
+
+constexpr uint64_t kDataSeed = 0x5EEDF00DCAFEF00Dull;
+constexpr uint64_t kRoundingSeed = 0x0123456789ABCDEFull;
+
+std::string g_plugin_dir = ALTGRAD_BENCH_PLUGIN_DIR;
+
+// ---- Buffers -------------------------------------------------------------
+
+struct aligned_free {
+    void operator()(float* p) const { std::free(p); }
+};
+using buffer = std::unique_ptr<float[], aligned_free>;
+
+buffer make_buffer(size_t count) {
+    const size_t bytes = ((count * sizeof(float) + 63) / 64) * 64;
+    void* p = std::aligned_alloc(64, bytes > 0 ? bytes : 64);
+    if (p == nullptr) {
+        std::fprintf(stderr, "out of memory allocating %zu bytes\n", bytes);
+        std::exit(1);
+    }
+    std::memset(p, 0, bytes);  // fault every page in before any timing
+    return buffer(static_cast<float*>(p));
+}
+
+uint64_t splitmix64(uint64_t& state) {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+// N(0,1) samples by Box-Muller in double, rounded to float.
+void fill_normal(float* out, size_t n, uint64_t seed) {
+    uint64_t state = seed;
+    const double two_pi = 6.283185307179586476925286766559;
+    for (size_t i = 0; i < n; i += 2) {
+        const double u1 = (static_cast<double>(splitmix64(state) >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
+        const double u2 = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;          // [0, 1)
+        const double r = std::sqrt(-2.0 * std::log(u1));
+        out[i] = static_cast<float>(r * std::cos(two_pi * u2));
+        if (i + 1 < n) out[i + 1] = static_cast<float>(r * std::sin(two_pi * u2));
+    }
+}
+
+// Per size: the N(0,1) base array, its largest magnitude, and one input and
+// one output buffer that every benchmark of that size reuses.
+struct size_data {
+    size_t count = 0;
+    buffer normal, input, output;
+    float amax = 0;
+};
+
+size_data& data_for(size_t bytes) {
+    static std::map<size_t, size_data> cache;
+    size_data& d = cache[bytes];
+    if (d.count == 0) {
+        d.count = bytes / sizeof(float);
+        d.normal = make_buffer(d.count);
+        d.input = make_buffer(d.count);
+        d.output = make_buffer(d.count);
+        fill_normal(d.normal.get(), d.count, kDataSeed);
+        for (size_t i = 0; i < d.count; ++i) d.amax = std::fmax(d.amax, std::fabs(d.normal[i]));
+    }
+    return d;
+}
+
+// ---- Plugins, through the C ABI ------------------------------------------
+
+struct plugin {
+    void* library = nullptr;
+    const altgrad_format_vtable* vtable = nullptr;
+    altgrad_format* instance = nullptr;
+    altgrad_format_info info{};
+    std::string error;  // non-empty: could not be loaded
+};
+
+plugin& plugin_for(const std::string& name) {
+    static std::map<std::string, plugin> cache;
+    auto found = cache.find(name);
+    if (found != cache.end()) return found->second;
+    plugin& p = cache[name];
+    const std::string path = g_plugin_dir + "/" + name + "/libaltgrad_" + name + ".so";
+    p.library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (p.library == nullptr) {
+        const char* why = dlerror();
+        p.error = "dlopen " + path + ": " + (why ? why : "unknown error");
+        return p;
+    }
+    auto entry_fn = reinterpret_cast<altgrad_entry_fn>(dlsym(p.library, ALTGRAD_ENTRY_SYMBOL));
+    if (entry_fn == nullptr) {
+        p.error = path + ": no symbol " ALTGRAD_ENTRY_SYMBOL;
+        return p;
+    }
+    const altgrad_entry* entry = entry_fn();
+    if (entry == nullptr || entry->format == nullptr) {
+        p.error = path + ": not a format plugin";
+        return p;
+    }
+    p.vtable = entry->format;
+    altgrad_error err{};
+    err.struct_size = sizeof err;
+    const altgrad_param_list params{sizeof(altgrad_param_list), nullptr, 0};
+    if (p.vtable->create(&params, &p.instance, &err) != ALTGRAD_STATUS_OK) {
+        p.error = name + ": create failed: " + err.message;
+        return p;
+    }
+    p.info.struct_size = sizeof p.info;
+    if (p.vtable->get_info(p.instance, &p.info, &err) != ALTGRAD_STATUS_OK) {
+        p.error = name + ": get_info failed: " + err.message;
+        return p;
+    }
+    return p;
+}
+
+// ---- Benchmarks -----------------------------------------------------------
+
+void set_throughput(benchmark::State& state, size_t count) {
+    const int64_t n = static_cast<int64_t>(count) * static_cast<int64_t>(state.iterations());
+    state.SetItemsProcessed(n);
+    state.SetBytesProcessed(n * 8);  // 4 bytes read + 4 written per element
+}
+
+void bm_copy(benchmark::State& state, size_t bytes) {
+    size_data& d = data_for(bytes);
+    std::memcpy(d.input.get(), d.normal.get(), bytes);
+    for (auto _ : state) {
+        std::memcpy(d.output.get(), d.input.get(), bytes);
+        benchmark::ClobberMemory();
+    }
+    set_throughput(state, d.count);
+}
+
+void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding rounding, size_t bytes) {
+    plugin& p = plugin_for(format);
+    if (!p.error.empty()) {
+        state.SkipWithError(p.error.c_str());
+        for (auto _ : state) {
+        }
+        return;
+    }
+    size_data& d = data_for(bytes);
+    // Scale N(0,1) so the array's largest magnitude is about max_finite / 2.
+    const float factor = static_cast<float>(p.info.max_finite / 2.0 / d.amax);
+    for (size_t i = 0; i < d.count; ++i) d.input[i] = d.normal[i] * factor;
+
+    altgrad_quantize_args args{};
+    args.struct_size = sizeof args;
+    args.input = d.input.get();
+    args.output = d.output.get();
+    args.count = d.count;
+    args.scale = 1.0f;
+    args.rounding = rounding;
+    args.overflow = ALTGRAD_OVERFLOW_SATURATE;
+    args.seed = kRoundingSeed;
+    args.offset = 0;
+    args.memory = ALTGRAD_MEMORY_HOST;
+    altgrad_error err{};
+    err.struct_size = sizeof err;
+
+    uint64_t underflow = 0, overflow = 0;
+    bool failed = false;
+    for (auto _ : state) {
+        const altgrad_status st = p.vtable->quantize(p.instance, &args, &err);
+        if (st != ALTGRAD_STATUS_OK) {
+            failed = true;
+            state.SkipWithError(err.message);
+            break;
+        }
+        benchmark::ClobberMemory();
+        underflow = args.underflow_count;
+        overflow = args.overflow_count;
+    }
+    if (failed) return;
+    set_throughput(state, d.count);
+    // What fraction of the input flushed to zero or saturated: a sanity check
+    // that the data exercises the format as intended.
+    state.counters["underflow_frac"] = static_cast<double>(underflow) / static_cast<double>(d.count);
+    state.counters["overflow_frac"] = static_cast<double>(overflow) / static_cast<double>(d.count);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (const char* env = std::getenv("ALTGRAD_PLUGIN_DIR"); env != nullptr && *env != '\0') g_plugin_dir = env;
+    benchmark::Initialize(&argc, argv);
+    // Our own flags, after Google Benchmark has removed its.
+    int kept = 1;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        const std::string flag = "--altgrad_plugin_dir=";
+        if (arg.compare(0, flag.size(), flag) == 0) g_plugin_dir = arg.substr(flag.size());
+        else argv[kept++] = argv[i];
+    }
+    argc = kept;
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+
+    benchmark::AddCustomContext("altgrad_plugin_dir", g_plugin_dir);
+    benchmark::AddCustomContext("altgrad_bytes_per_element", "8 (4 read + 4 written)");
+    benchmark::AddCustomContext("altgrad_input", "N(0,1) * (max_finite/2)/amax, scale 1, overflow saturate");
+    benchmark::AddCustomContext("altgrad_cpu_avx2", __builtin_cpu_supports("avx2") ? "yes" : "no");
+
+    // Size-major order, so each size's buffers are made once and a filter on
+    // the size (e.g. --benchmark_filter=/64MiB) touches only that size.
+    for (const size_case& sz : kSizes) {
+        const size_t bytes = sz.bytes;
+        benchmark::RegisterBenchmark((std::string("copy/memcpy/") + sz.name).c_str(),
+                                     [bytes](benchmark::State& s) { bm_copy(s, bytes); })
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+        for (const char* format : kFormats)
+            for (const mode& m : kModes) {
+                const std::string name = std::string("quantize/") + format + "/" + m.name + "/" + sz.name;
+                const std::string f = format;
+                const altgrad_rounding r = m.rounding;
+                benchmark::RegisterBenchmark(name.c_str(),
+                                             [f, r, bytes](benchmark::State& s) { bm_quantize(s, f, r, bytes); })
+                    ->Unit(benchmark::kMicrosecond)
+                    ->UseRealTime();
+            }
+    }
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
