@@ -1,0 +1,747 @@
+#include "config/run_config.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <system_error>
+#include <utility>
+#include <variant>
+
+#include <toml++/toml.h>
+
+#include "util/error.hpp"
+
+namespace altgrad::host::config {
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---- Text of values -------------------------------------------------------
+
+// The shortest decimal text that reads back to exactly `d`, always a TOML
+// float (1.0, not 1).
+std::string float_text(double d) {
+    char buf[48];
+    int precision = 1;
+    for (; precision <= 17; ++precision) {
+        std::snprintf(buf, sizeof buf, "%.*g", precision, d);
+        if (std::strtod(buf, nullptr) == d) break;
+    }
+    // %g writes 50 as 5e+01: between 1e-4 and 1e16 prefer the same digits in fixed notation.
+    if (std::strchr(buf, 'e') != nullptr && std::fabs(d) >= 1e-4 && std::fabs(d) < 1e16) {
+        const int exponent = static_cast<int>(std::floor(std::log10(std::fabs(d))));
+        char fixed[48];
+        std::snprintf(fixed, sizeof fixed, "%.*f", std::max(0, precision - 1 - exponent), d);
+        if (std::strtod(fixed, nullptr) == d) std::strcpy(buf, fixed);
+    }
+    std::string s(buf);
+    if (s.find_first_of(".eEni") == std::string::npos) s += ".0";
+    return s;
+}
+
+// A bound in a range description: 1000000 rather than 1e+06, 0.5 as is.
+std::string bound_text(double d) {
+    if (d == std::floor(d) && std::fabs(d) < 1e15) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.0f", d);
+        return buf;
+    }
+    std::string s = float_text(d);
+    return s;
+}
+
+// A TOML basic string, escaped.
+std::string quote(const std::string& s) {
+    std::string out = "\"";
+    for (unsigned char ch : s) {
+        switch (ch) {
+            case '"': out += "\\\""; break;
+            case '\\': out += "\\\\"; break;
+            case '\b': out += "\\b"; break;
+            case '\t': out += "\\t"; break;
+            case '\n': out += "\\n"; break;
+            case '\f': out += "\\f"; break;
+            case '\r': out += "\\r"; break;
+            default:
+                if (ch < 0x20 || ch == 0x7f) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04X", ch);
+                    out += buf;
+                } else {
+                    out += static_cast<char>(ch);
+                }
+        }
+    }
+    return out + "\"";
+}
+
+// What a node holds, for "got ..." in errors (long strings shortened).
+std::string describe(const toml::node& n) {
+    if (const auto* s = n.as_string()) {
+        const std::string& v = s->get();
+        return v.size() > 80 ? quote(v.substr(0, 77)) + "..." : quote(v);
+    }
+    if (const auto* i = n.as_integer()) return std::to_string(i->get());
+    if (const auto* f = n.as_floating_point()) return float_text(f->get());
+    if (const auto* b = n.as_boolean()) return b->get() ? "true" : "false";
+    if (n.is_table()) return "a table";
+    if (n.is_array()) return "an array";
+    return "a date/time";
+}
+
+bool valid_utf8(const std::string& s) {
+    size_t i = 0;
+    while (i < s.size()) {
+        const unsigned char c = static_cast<unsigned char>(s[i]);
+        size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+        if (len == 0 || i + len > s.size()) return false;
+        for (size_t k = 1; k < len; ++k)
+            if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+        i += len;
+    }
+    return true;
+}
+
+std::string trim(const std::string& s) {
+    const size_t b = s.find_first_not_of(" \t");
+    if (b == std::string::npos) return "";
+    const size_t e = s.find_last_not_of(" \t");
+    return s.substr(b, e - b + 1);
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            const size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diag = up;
+        }
+    }
+    return row[b.size()];
+}
+
+std::string leaf_of(const std::string& key) {
+    const size_t dot = key.rfind('.');
+    return dot == std::string::npos ? key : key.substr(dot + 1);
+}
+
+// "; did you mean 'training.max_steps'?" for a near miss (or the same key in
+// another section), else "".
+std::string suggestion(const std::string& key, const std::vector<std::string>& candidates) {
+    const std::string leaf = leaf_of(key);
+    for (const std::string& c : candidates)
+        if (leaf_of(c) == leaf && c != key && c.find('.') != std::string::npos) return "; did you mean '" + c + "'?";
+    const std::string* best = nullptr;
+    size_t best_d = 0;
+    for (const std::string& c : candidates) {
+        const size_t d = edit_distance(key, c);
+        if (best == nullptr || d < best_d) best = &c, best_d = d;
+    }
+    if (best != nullptr && best_d <= std::max<size_t>(2, leaf.size() / 4)) return "; did you mean '" + *best + "'?";
+    return "";
+}
+
+bool valid_format_name(const std::string& s) {
+    if (s.empty() || s.size() > 64) return false;
+    if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9'))) return false;
+    for (char c : s)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    return true;
+}
+
+bool valid_pattern(const std::string& s) {
+    if (s.empty() || s.size() > 256) return false;
+    for (char c : s)
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+              c == '*' || c == '?' || c == '-'))
+            return false;
+    return true;
+}
+
+bool valid_run_name(const std::string& s) {
+    if (s.empty() || s.size() > 128 || s == "." || s == "..") return false;
+    for (unsigned char c : s)
+        if (c < 0x20 || c == 0x7f || c == '/' || c == '\\') return false;
+    return valid_utf8(s);
+}
+
+// ---- The schema -----------------------------------------------------------
+
+enum class kind { integer, number, boolean, text, choice, format };
+
+template <class S>
+struct field {
+    using member_ptr = std::variant<int64_t S::*, double S::*, bool S::*, std::string S::*>;
+    field(const char* k, kind t, member_ptr m) : key(k), type(t), member(m) {}
+
+    const char* key;
+    kind type;
+    member_ptr member;
+    int64_t imin = 0, imax = 0;
+    double dmin = 0, dmax = 0;
+    bool min_open = false, max_open = false;
+    std::vector<std::string> choices;
+};
+
+template <class S>
+field<S> integer(const char* key, int64_t S::*m, int64_t lo, int64_t hi) {
+    field<S> f(key, kind::integer, m);
+    f.imin = lo;
+    f.imax = hi;
+    return f;
+}
+// [lo, hi], with either end open.
+template <class S>
+field<S> number(const char* key, double S::*m, double lo, bool lo_open, double hi, bool hi_open) {
+    field<S> f(key, kind::number, m);
+    f.dmin = lo;
+    f.dmax = hi;
+    f.min_open = lo_open;
+    f.max_open = hi_open;
+    return f;
+}
+template <class S>
+field<S> boolean(const char* key, bool S::*m) {
+    return field<S>(key, kind::boolean, m);
+}
+template <class S>
+field<S> text(const char* key, std::string S::*m) {
+    return field<S>(key, kind::text, m);
+}
+template <class S>
+field<S> choice(const char* key, std::string S::*m, std::vector<std::string> choices) {
+    field<S> f(key, kind::choice, m);
+    f.choices = std::move(choices);
+    return f;
+}
+template <class S>
+field<S> format(const char* key, std::string S::*m) {
+    return field<S>(key, kind::format, m);
+}
+
+template <class S>
+struct section {
+    const char* name;
+    S run_config::*member;
+    std::vector<field<S>> fields;
+};
+
+constexpr int64_t kBillion = 1000000000;
+const std::vector<std::string> kRoundings = {"nearest", "stochastic", "toward-zero"};
+
+const section<model_config>& model_section() {
+    using M = model_config;
+    static const section<M> s{"model", &run_config::model,
+                              {integer("n_layer", &M::n_layer, 1, 64), integer("n_head", &M::n_head, 1, 64),
+                               integer("n_embd", &M::n_embd, 8, 4096), integer("block_size", &M::block_size, 2, 8192),
+                               number("dropout", &M::dropout, 0.0, false, 1.0, true), boolean("bias", &M::bias),
+                               choice("activation", &M::activation, {"gelu", "swiglu"}),
+                               integer("vocab_size", &M::vocab_size, 0, 65535)}};
+    return s;
+}
+
+const section<data_config>& data_section() {
+    using D = data_config;
+    static const section<D> s{"data", &run_config::data,
+                              {text("path", &D::path), choice("format", &D::format, {"auto", "text", "nanogpt"}),
+                               number("val_fraction", &D::val_fraction, 0.0, true, 0.5, false),
+                               integer("vocab_size", &D::vocab_size, 0, 65535)}};
+    return s;
+}
+
+const section<training_config>& training_section() {
+    using T = training_config;
+    static const section<T> s{
+        "training", &run_config::training,
+        {integer("max_steps", &T::max_steps, 1, kBillion), integer("batch_size", &T::batch_size, 1, 65536),
+         number("learning_rate", &T::learning_rate, 0.0, true, 10.0, false),
+         number("min_lr", &T::min_lr, 0.0, false, 10.0, false), integer("warmup_steps", &T::warmup_steps, 0, kBillion),
+         choice("lr_schedule", &T::lr_schedule, {"cosine", "constant"}),
+         number("weight_decay", &T::weight_decay, 0.0, false, 10.0, false),
+         number("beta1", &T::beta1, 0.0, false, 1.0, true), number("beta2", &T::beta2, 0.0, false, 1.0, true),
+         number("grad_clip", &T::grad_clip, 0.0, false, 1e6, false),
+         integer("seed", &T::seed, 0, INT64_MAX), integer("eval_interval", &T::eval_interval, 1, kBillion),
+         integer("eval_batches", &T::eval_batches, 1, 1000000), integer("log_interval", &T::log_interval, 1, kBillion),
+         choice("device", &T::device, {"cpu", "cuda"}), integer("threads", &T::threads, 0, 1024)}};
+    return s;
+}
+
+// Without `rules`, which has a reader of its own.
+const section<quantization_config>& quantization_section() {
+    using Q = quantization_config;
+    static const section<Q> s{
+        "quantization", &run_config::quantization,
+        {boolean("enabled", &Q::enabled), format("weight_format", &Q::weight_format),
+         format("activation_format", &Q::activation_format), format("gradient_format", &Q::gradient_format),
+         choice("forward_rounding", &Q::forward_rounding, kRoundings),
+         choice("backward_rounding", &Q::backward_rounding, kRoundings),
+         choice("overflow", &Q::overflow, {"saturate", "nonfinite"}),
+         choice("scaling", &Q::scaling, {"delayed", "current", "none"}),
+         integer("amax_history_len", &Q::amax_history_len, 1, 1024),
+         choice("amax_compute", &Q::amax_compute, {"max", "most_recent"}), integer("margin", &Q::margin, 0, 64),
+         boolean("shadow_weights", &Q::shadow_weights), integer("diagnostic_interval", &Q::diagnostic_interval, 1, kBillion)}};
+    return s;
+}
+
+const section<output_config>& output_section() {
+    using O = output_config;
+    static const section<O> s{"output", &run_config::output,
+                              {text("dir", &O::dir), integer("checkpoint_interval", &O::checkpoint_interval, 1, kBillion),
+                               integer("keep_checkpoints", &O::keep_checkpoints, 1, 1000)}};
+    return s;
+}
+
+template <class F>
+void for_each_section(F&& f) {
+    f(model_section());
+    f(data_section());
+    f(training_section());
+    f(quantization_section());
+    f(output_section());
+}
+
+const char* const kRulesKey = "quantization.rules";
+const std::vector<std::string> kRuleKeys = {"pattern", "format", "weight", "activation", "gradient"};
+
+// Every dotted key the schema knows, with its kind (sections and rules: none).
+const std::map<std::string, std::optional<kind>>& known_keys() {
+    static const std::map<std::string, std::optional<kind>> keys = [] {
+        std::map<std::string, std::optional<kind>> k;
+        k["name"] = kind::text;
+        for_each_section([&](const auto& s) {
+            k[s.name] = std::nullopt;
+            for (const auto& f : s.fields) k[std::string(s.name) + "." + f.key] = f.type;
+        });
+        k[kRulesKey] = std::nullopt;
+        return k;
+    }();
+    return keys;
+}
+
+std::vector<std::string> known_key_list() {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : known_keys()) out.push_back(k);
+    return out;
+}
+
+bool is_string_kind(kind k) { return k == kind::text || k == kind::choice || k == kind::format; }
+
+// ---- The reader -----------------------------------------------------------
+
+class reader {
+public:
+    reader(std::string file, fs::path source) : file_(std::move(file)), source_(std::move(source)) {}
+
+    // A syntax problem (no '='): a usage error. An unknown key, or the rules: an error.
+    void add_override(const std::string& arg) {
+        const size_t eq = arg.find('=');
+        const std::string key = eq == std::string::npos ? "" : trim(arg.substr(0, eq));
+        if (key.empty())
+            throw usage_error(file_ + ": --set " + arg + ": expected KEY=VALUE, e.g. --set training.max_steps=50");
+        const std::string value = trim(arg.substr(eq + 1));
+        const std::string where = file_ + ": --set " + arg + ": ";
+        if (key == kRulesKey || key.rfind(std::string(kRulesKey) + ".", 0) == 0 ||
+            key.rfind(std::string(kRulesKey) + "[", 0) == 0)
+            throw error(where + "key '" + kRulesKey +
+                        "': overriding the rules from the command line is not supported (edit the config file)");
+        const auto it = known_keys().find(key);
+        if (it == known_keys().end())
+            throw error(where + "key '" + key + "': unknown key (a typo?)" + suggestion(key, known_key_list()));
+        if (!it->second)
+            throw error(where + "key '" + key + "': is a table; set one of its keys, e.g. --set " +
+                        (key == "model" ? "model.n_layer=2" : key + "." + first_key_of(key) + "=..."));
+
+        override_value ov;
+        ov.text = arg;
+        bool parsed = false;
+        try {
+            const std::string doc = "v = " + value;
+            toml::table t = toml::parse(std::string_view(doc), std::string_view("--set"));
+            const toml::node* v = t.get("v");
+            if (t.size() == 1 && v != nullptr && !(is_string_kind(*it->second) && !v->is_string())) {
+                ov.holder = std::move(t);
+                parsed = true;
+            }
+        } catch (const toml::parse_error&) {
+        }
+        if (!parsed) {
+            if (!valid_utf8(value)) throw error(where + "key '" + key + "': the value is not valid UTF-8");
+            ov.holder.insert_or_assign("v", value);
+        }
+        overrides_[key] = std::move(ov);
+    }
+
+    run_config read(const toml::table& doc) const {
+        run_config c;
+        c.source = source_;
+
+        check_unknown_keys(doc);
+
+        if (const toml::node* n = get(&doc, "name")) {
+            if (!n->is_string() || !valid_run_name(n->as_string()->get()))
+                fail("name", "expected a run name (a string, not empty, at most 128 characters, no '/', '\\' or "
+                             "control characters), got " + describe(*n));
+            c.name = n->as_string()->get();
+        } else {
+            c.name = source_.stem().string();
+            if (c.name.empty()) c.name = "run";
+        }
+
+        for_each_section([&](const auto& s) {
+            const toml::table* t = section_table(doc, s.name);
+            for (const auto& f : s.fields) {
+                const std::string key = std::string(s.name) + "." + f.key;
+                if (const toml::node* n = get(t, key)) read_field(f, *n, c.*(s.member), key);
+            }
+        });
+        read_rules(section_table(doc, "quantization"), c.quantization);
+
+        // Cross-key checks.
+        if (c.model.n_embd % c.model.n_head != 0)
+            fail("model.n_embd", "expected a multiple of model.n_head (" + std::to_string(c.model.n_head) +
+                                     origin("model.n_head") + "), got " + std::to_string(c.model.n_embd));
+        if (c.training.min_lr > c.training.learning_rate)
+            fail("training.min_lr", "expected at most training.learning_rate (" +
+                                        float_text(c.training.learning_rate) + origin("training.learning_rate") +
+                                        "), got " + float_text(c.training.min_lr));
+        if (c.training.warmup_steps > c.training.max_steps)
+            fail("training.warmup_steps", "expected at most training.max_steps (" +
+                                              std::to_string(c.training.max_steps) + origin("training.max_steps") +
+                                              "), got " + std::to_string(c.training.warmup_steps));
+        check_rules_reach_layers(c);
+        return c;
+    }
+
+private:
+    struct override_value {
+        std::string text;    // the --set argument as given
+        toml::table holder;  // its value, as holder["v"]
+    };
+
+    std::string file_;
+    fs::path source_;
+    std::map<std::string, override_value> overrides_;
+
+    [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+        std::string message = file_ + ": ";
+        if (const auto it = overrides_.find(key); it != overrides_.end()) message += "--set " + it->second.text + ": ";
+        throw error(message + "key '" + key + "': " + what);
+    }
+
+    // ", from --set KEY=VALUE" when `key` was overridden, for errors about another key.
+    std::string origin(const std::string& key) const {
+        const auto it = overrides_.find(key);
+        return it == overrides_.end() ? "" : ", from --set " + it->second.text;
+    }
+
+    static std::string first_key_of(const std::string& section_name) {
+        std::string first;
+        for_each_section([&](const auto& s) {
+            if (section_name == s.name && !s.fields.empty()) first = s.fields.front().key;
+        });
+        return first;
+    }
+
+    // The value of a dotted key: an override first, else the file's (or null).
+    const toml::node* get(const toml::table* t, const std::string& key) const {
+        if (const auto it = overrides_.find(key); it != overrides_.end()) return it->second.holder.get("v");
+        return t == nullptr ? nullptr : t->get(leaf_of(key));
+    }
+
+    static const toml::table* section_table(const toml::table& doc, const char* name) {
+        const toml::node* n = doc.get(name);
+        return n == nullptr ? nullptr : n->as_table();
+    }
+
+    void check_unknown_keys(const toml::table& doc) const {
+        const std::vector<std::string> candidates = known_key_list();
+        for (auto&& [k, v] : doc) {
+            const std::string key(k.str());
+            const auto it = key.find('.') == std::string::npos ? known_keys().find(key) : known_keys().end();
+            if (it == known_keys().end()) fail(key, "unknown key (a typo?)" + suggestion(key, candidates));
+            if (it->second) continue;  // name
+            if (!v.is_table()) fail(key, "expected a table ([" + key + "]), got " + describe(v));
+            for (auto&& [k2, v2] : *v.as_table()) {
+                const std::string key2 = key + "." + std::string(k2.str());
+                if (known_keys().count(key2) == 0)
+                    fail(key2, "unknown key (a typo?)" + suggestion(key2, candidates));
+            }
+        }
+    }
+
+    template <class S>
+    void read_field(const field<S>& f, const toml::node& n, S& out, const std::string& key) const {
+        switch (f.type) {
+            case kind::integer: {
+                const std::string expected =
+                    "expected an integer " + std::to_string(f.imin) + ".." + std::to_string(f.imax) + ", got ";
+                if (!n.is_integer()) fail(key, expected + describe(n));
+                const int64_t v = n.as_integer()->get();
+                if (v < f.imin || v > f.imax) fail(key, expected + describe(n));
+                out.*std::get<int64_t S::*>(f.member) = v;
+                break;
+            }
+            case kind::number: {
+                const std::string expected = "expected a number in " + std::string(f.min_open ? "(" : "[") +
+                                             bound_text(f.dmin) + ", " + bound_text(f.dmax) +
+                                             (f.max_open ? ")" : "]") + ", got ";
+                double v = 0;
+                if (n.is_integer()) v = static_cast<double>(n.as_integer()->get());
+                else if (n.is_floating_point()) v = n.as_floating_point()->get();
+                else fail(key, expected + describe(n));
+                const bool ok = std::isfinite(v) && (f.min_open ? v > f.dmin : v >= f.dmin) &&
+                                (f.max_open ? v < f.dmax : v <= f.dmax);
+                if (!ok) fail(key, expected + describe(n));
+                out.*std::get<double S::*>(f.member) = v;
+                break;
+            }
+            case kind::boolean:
+                if (!n.is_boolean()) fail(key, "expected true or false, got " + describe(n));
+                out.*std::get<bool S::*>(f.member) = n.as_boolean()->get();
+                break;
+            case kind::text:
+                if (!n.is_string() || n.as_string()->get().empty())
+                    fail(key, "expected a non-empty string, got " + describe(n));
+                out.*std::get<std::string S::*>(f.member) = n.as_string()->get();
+                break;
+            case kind::choice: {
+                const std::string* v = n.is_string() ? &n.as_string()->get() : nullptr;
+                if (v == nullptr || std::find(f.choices.begin(), f.choices.end(), *v) == f.choices.end()) {
+                    std::string list;
+                    for (const std::string& c : f.choices) list += (list.empty() ? "" : ", ") + c;
+                    fail(key, "expected one of " + list + ", got " + describe(n));
+                }
+                out.*std::get<std::string S::*>(f.member) = *v;
+                break;
+            }
+            case kind::format:
+                out.*std::get<std::string S::*>(f.member) = format_name(n, key);
+                break;
+        }
+    }
+
+    std::string format_name(const toml::node& n, const std::string& key) const {
+        if (!n.is_string() || !valid_format_name(n.as_string()->get()))
+            fail(key, "expected a format plugin name ([a-z0-9][a-z0-9_]*, e.g. \"e4m3\" or \"bf16\"), got " +
+                          describe(n));
+        return n.as_string()->get();
+    }
+
+    void read_rules(const toml::table* q, quantization_config& out) const {
+        const toml::node* n = q == nullptr ? nullptr : q->get("rules");
+        if (n == nullptr) return;
+        const toml::array* rules = n->as_array();
+        if (rules == nullptr)
+            fail(kRulesKey, "expected an array of tables ([[quantization.rules]] entries), got " + describe(*n));
+        for (size_t i = 0; i < rules->size(); ++i) {
+            const std::string key = std::string(kRulesKey) + "[" + std::to_string(i) + "]";
+            const toml::node& e = *rules->get(i);
+            if (!e.is_table())
+                fail(key, "expected a table (pattern = \"...\" and format = \"...\"), got " + describe(e));
+            const toml::table& t = *e.as_table();
+            std::vector<std::string> candidates;
+            for (const std::string& k : kRuleKeys) candidates.push_back(key + "." + k);
+            for (auto&& [k, v] : t) {
+                const std::string name(k.str());
+                if (std::find(kRuleKeys.begin(), kRuleKeys.end(), name) == kRuleKeys.end())
+                    fail(key + "." + name, "unknown key (a typo?)" + suggestion(key + "." + name, candidates));
+            }
+            quantization_rule rule;
+            const toml::node* p = t.get("pattern");
+            if (p == nullptr) fail(key + ".pattern", "missing (every rule needs one, e.g. pattern = \"blocks.*.attn.*\")");
+            if (!p->is_string() || !valid_pattern(p->as_string()->get()))
+                fail(key + ".pattern", "expected a layer-name pattern (letters, digits, '_', '-', '.', '*' and '?'), got " +
+                                           describe(*p));
+            rule.pattern = p->as_string()->get();
+            std::optional<std::string> all;
+            if (const toml::node* f = t.get("format")) all = format_name(*f, key + ".format");
+            std::optional<std::string>* directions[] = {&rule.weight, &rule.activation, &rule.gradient};
+            const char* names[] = {"weight", "activation", "gradient"};
+            for (int d = 0; d < 3; ++d) {
+                if (const toml::node* f = t.get(names[d])) *directions[d] = format_name(*f, key + "." + names[d]);
+                else *directions[d] = all;
+            }
+            if (!rule.weight && !rule.activation && !rule.gradient)
+                fail(key, "sets no format: give format (all three directions) or weight, activation or gradient");
+            out.rules.push_back(std::move(rule));
+        }
+    }
+
+    // A rule that matches no layer of the model, or only layers an earlier rule
+    // already takes, is a mistake (a typo in the pattern, or the wrong order).
+    void check_rules_reach_layers(const run_config& c) const {
+        const std::vector<std::string> layers = layer_names(c.model);
+        const auto& rules = c.quantization.rules;
+        for (size_t i = 0; i < rules.size(); ++i) {
+            const std::string key = std::string(kRulesKey) + "[" + std::to_string(i) + "].pattern";
+            bool matches = false, reaches = false;
+            size_t taken_by = 0;
+            std::string taken_layer;
+            for (const std::string& layer : layers) {
+                if (!pattern_matches(rules[i].pattern, layer)) continue;
+                matches = true;
+                size_t j = 0;
+                while (j < i && !pattern_matches(rules[j].pattern, layer)) ++j;
+                if (j == i) {
+                    reaches = true;
+                    break;
+                }
+                if (taken_layer.empty()) taken_by = j, taken_layer = layer;
+            }
+            if (!matches) {
+                std::string hint;
+                const std::string& p = rules[i].pattern;
+                if (p.size() > 7 && p.compare(p.size() - 7, 7, ".weight") == 0)
+                    hint = " (patterns match layer names, without \".weight\")";
+                fail(key, quote(p) + " matches no layer of this model" + hint + "; its layers: " + layer_summary(c.model));
+            }
+            if (!reaches)
+                fail(key, quote(rules[i].pattern) + " never applies: every layer it matches is taken by an earlier rule (" +
+                              kRulesKey + "[" + std::to_string(taken_by) + "], " + quote(rules[taken_by].pattern) +
+                              ", e.g. " + taken_layer + "); the first matching rule wins");
+        }
+    }
+
+    static std::string layer_summary(const model_config& m) {
+        std::string s = "tok_emb, pos_emb, blocks.N.{ln_1, attn.qkv, attn.proj, ln_2, mlp.fc, ";
+        if (m.activation == "swiglu") s += "mlp.gate, ";
+        s += "mlp.proj} for N = 0.." + std::to_string(m.n_layer - 1) + ", ln_f, lm_head";
+        return s;
+    }
+};
+
+run_config parse_impl(const std::string& text, const std::string& file, const fs::path& source,
+                      const std::vector<std::string>& overrides) {
+    toml::table doc;
+    try {
+        doc = toml::parse(std::string_view(text), std::string_view(file));
+    } catch (const toml::parse_error& e) {
+        std::string what(e.description());
+        std::replace(what.begin(), what.end(), '\n', ' ');
+        throw error(file + ":" + std::to_string(e.source().begin.line) + ": not valid TOML: " + what);
+    }
+    reader r(file, source);
+    for (const std::string& o : overrides) r.add_override(o);
+    return r.read(doc);
+}
+
+template <class S>
+std::string value_text(const field<S>& f, const S& s) {
+    switch (f.type) {
+        case kind::integer: return std::to_string(s.*std::get<int64_t S::*>(f.member));
+        case kind::number: return float_text(s.*std::get<double S::*>(f.member));
+        case kind::boolean: return s.*std::get<bool S::*>(f.member) ? "true" : "false";
+        default: return quote(s.*std::get<std::string S::*>(f.member));
+    }
+}
+
+}  // namespace
+
+run_config load_config(const fs::path& file, const std::vector<std::string>& overrides) {
+    const std::string name = file.string();
+    std::error_code ec;
+    if (fs::is_directory(file, ec)) throw error(name + ": is a folder, expected a config file (.toml)");
+    if (!fs::exists(file, ec)) throw error(name + ": no such config file");
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in) throw error(name + ": cannot read the config file");
+    return parse_impl(text.str(), name, file, overrides);
+}
+
+run_config parse_config(const std::string& toml_text, const std::string& source_name,
+                        const std::vector<std::string>& overrides) {
+    return parse_impl(toml_text, source_name, fs::path(source_name), overrides);
+}
+
+std::string to_toml(const run_config& c) {
+    std::ostringstream o;
+    o << "# altgrad-host run config, fully resolved: every key with its value, defaults filled in\n"
+         "# (docs/config.md). Running from this file alone repeats the run.\n";
+    o << "name = " << quote(c.name) << "\n";
+    for_each_section([&](const auto& s) {
+        o << "\n[" << s.name << "]\n";
+        for (const auto& f : s.fields) o << f.key << " = " << value_text(f, c.*(s.member)) << "\n";
+        if (std::string(s.name) == "quantization") {
+            if (c.quantization.rules.empty()) o << "rules = []\n";
+            for (const quantization_rule& r : c.quantization.rules) {
+                o << "\n[[quantization.rules]]\npattern = " << quote(r.pattern) << "\n";
+                if (r.weight) o << "weight = " << quote(*r.weight) << "\n";
+                if (r.activation) o << "activation = " << quote(*r.activation) << "\n";
+                if (r.gradient) o << "gradient = " << quote(*r.gradient) << "\n";
+            }
+        }
+    });
+    return o.str();
+}
+
+bool operator==(const quantization_rule& a, const quantization_rule& b) {
+    return a.pattern == b.pattern && a.weight == b.weight && a.activation == b.activation && a.gradient == b.gradient;
+}
+
+bool operator==(const run_config& a, const run_config& b) {
+    bool equal = a.name == b.name && a.quantization.rules == b.quantization.rules;
+    for_each_section([&](const auto& s) {
+        for (const auto& f : s.fields)
+            std::visit([&](auto member) { equal = equal && (a.*(s.member)).*member == (b.*(s.member)).*member; },
+                       f.member);
+    });
+    return equal;
+}
+
+bool pattern_matches(std::string_view pattern, std::string_view name) {
+    size_t p = 0, n = 0, star = std::string_view::npos, mark = 0;
+    while (n < name.size()) {
+        if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == name[n])) {
+            ++p;
+            ++n;
+        } else if (p < pattern.size() && pattern[p] == '*') {
+            star = p++;
+            mark = n;
+        } else if (star != std::string_view::npos) {
+            p = star + 1;
+            n = ++mark;
+        } else {
+            return false;
+        }
+    }
+    while (p < pattern.size() && pattern[p] == '*') ++p;
+    return p == pattern.size();
+}
+
+std::vector<std::string> layer_names(const model_config& model) {
+    std::vector<std::string> names;
+    for (int64_t i = 0; i < model.n_layer; ++i) {
+        const std::string b = "blocks." + std::to_string(i) + ".";
+        for (const char* part : {"attn.qkv", "attn.proj", "mlp.fc"}) names.push_back(b + part);
+        if (model.activation == "swiglu") names.push_back(b + "mlp.gate");
+        names.push_back(b + "mlp.proj");
+    }
+    names.push_back("lm_head");  // tied to the token embedding
+    return names;
+}
+
+layer_formats formats_for(const quantization_config& q, std::string_view layer) {
+    layer_formats out{q.weight_format, q.activation_format, q.gradient_format, -1};
+    for (size_t i = 0; i < q.rules.size(); ++i) {
+        const quantization_rule& r = q.rules[i];
+        if (!pattern_matches(r.pattern, layer)) continue;
+        if (r.weight) out.weight = *r.weight;
+        if (r.activation) out.activation = *r.activation;
+        if (r.gradient) out.gradient = *r.gradient;
+        out.rule = static_cast<int>(i);
+        break;
+    }
+    return out;
+}
+
+}  // namespace altgrad::host::config

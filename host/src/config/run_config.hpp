@@ -1,0 +1,152 @@
+// The experiment config of `altgrad-host run` (TOML, documented key by key in
+// docs/config.md): read, overridden from the command line (--set KEY=VALUE),
+// validated, defaults filled in, and written back out fully resolved.
+//
+// Every field is named exactly as its key and starts at its default, so a
+// default-constructed run_config is the default config (with an empty name:
+// the loaders fill in the config file's stem).
+//
+// Errors: every problem throws host::error (util/error.hpp) with one line that
+// names the file and the dotted key and says what was expected, e.g.
+//   configs/x.toml: key 'training.max_steps': expected an integer 1..1000000000, got -5
+//   configs/x.toml: key 'training.max_stesp': unknown key (a typo?); did you mean 'training.max_steps'?
+//   configs/x.toml: --set model.activation=relu: key 'model.activation': expected one of gelu, swiglu, got "relu"
+//   configs/x.toml:7: not valid TOML: ...
+// Not checked here (the trainer checks them against the data and the plugin
+// folder): that data.path exists, model.vocab_size / data.vocab_size against
+// the data, and that the named format plugins exist.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace altgrad::host::config {
+
+struct model_config {
+    int64_t n_layer = 4;              // 1..64
+    int64_t n_head = 4;               // 1..64
+    int64_t n_embd = 128;             // 8..4096, divisible by n_head
+    int64_t block_size = 64;          // 2..8192 (context length)
+    double dropout = 0.0;             // [0, 1)
+    bool bias = true;                 // biases in Linear and LayerNorm
+    std::string activation = "gelu";  // "gelu" | "swiglu"
+    int64_t vocab_size = 0;           // 0..65535; 0 = from the data
+};
+
+struct data_config {
+    std::string path = "/usr/share/games/fortunes";  // text file, folder of text files, or nanoGPT folder
+    std::string format = "auto";                     // "auto" | "text" | "nanogpt"
+    double val_fraction = 0.1;                       // (0, 0.5]
+    int64_t vocab_size = 0;                          // 0..65535; 0 = from the data
+};
+
+struct training_config {
+    int64_t max_steps = 500;             // 1..1e9
+    int64_t batch_size = 12;             // 1..65536
+    double learning_rate = 6e-4;         // (0, 10]
+    double min_lr = 6e-5;                // [0, 10], <= learning_rate
+    int64_t warmup_steps = 50;           // 0..1e9, <= max_steps
+    std::string lr_schedule = "cosine";  // "cosine" | "constant"
+    double weight_decay = 0.1;           // [0, 10]
+    double beta1 = 0.9;                  // [0, 1)
+    double beta2 = 0.95;                 // [0, 1)
+    double grad_clip = 1.0;              // [0, 1e6]; 0 = off
+    int64_t seed = 42;                   // 0..2^63-1
+    int64_t eval_interval = 50;          // 1..1e9
+    int64_t eval_batches = 10;           // 1..1e6
+    int64_t log_interval = 10;           // 1..1e9
+    std::string device = "cpu";          // "cpu" | "cuda"
+    int64_t threads = 0;                 // 0..1024; 0 = all cores
+};
+
+// One [[quantization.rules]] entry. The file's `format` key is folded in at
+// load time: it fills whichever of weight/activation/gradient the rule does
+// not set itself. A direction left empty (nullopt) takes the global format.
+struct quantization_rule {
+    std::string pattern;  // glob over layer names: '*' any run (dots too), '?' one character
+    std::optional<std::string> weight, activation, gradient;
+};
+
+struct quantization_config {
+    bool enabled = true;
+    std::string weight_format = "e5m2";       // format plugin names, [a-z0-9][a-z0-9_]*
+    std::string activation_format = "e5m2";
+    std::string gradient_format = "e5m2";
+    std::string forward_rounding = "nearest";      // "nearest" | "stochastic" | "toward-zero"
+    std::string backward_rounding = "stochastic";  // same choices
+    std::string overflow = "saturate";             // "saturate" | "nonfinite"
+    std::string scaling = "delayed";               // "delayed" | "current" | "none"
+    int64_t amax_history_len = 16;                 // 1..1024
+    std::string amax_compute = "max";              // "max" | "most_recent"
+    int64_t margin = 0;                            // 0..64; scale = 2^-margin * format_max / amax
+    bool shadow_weights = true;                    // FP32 master weights
+    int64_t diagnostic_interval = 50;              // 1..1e9
+    std::vector<quantization_rule> rules;          // ordered; the first match wins
+};
+
+struct output_config {
+    std::string dir = "runs";
+    int64_t checkpoint_interval = 100;  // 1..1e9
+    int64_t keep_checkpoints = 2;       // 1..1000
+};
+
+struct run_config {
+    std::string name;  // default: the config file's stem
+    model_config model;
+    data_config data;
+    training_config training;
+    quantization_config quantization;
+    output_config output;
+    std::filesystem::path source;  // the file it was read from (not compared by ==, not written by to_toml)
+};
+
+// Reads `file`, applies `overrides` in order ("training.max_steps=50"; the value
+// is parsed as a TOML value (50, 6e-4, true, "e4m3"); a value that is not valid
+// TOML, like e4m3 or /data/x, is taken as a string, and so is any value given
+// to a string key), validates, fills in defaults. quantization.rules cannot be
+// overridden. Throws host::error (usage_error for an override without '=').
+run_config load_config(const std::filesystem::path& file, const std::vector<std::string>& overrides = {});
+
+// The same from text; `source_name` stands for the file in errors, gives the
+// default name (its stem) and becomes run_config::source.
+run_config parse_config(const std::string& toml_text, const std::string& source_name,
+                        const std::vector<std::string>& overrides = {});
+
+// The fully resolved config as TOML: every key with its value (defaults filled
+// in), in schema order; parse_config(to_toml(c), ...) == c.
+std::string to_toml(const run_config& config);
+
+// Everything but `source`.
+bool operator==(const quantization_rule& a, const quantization_rule& b);
+bool operator==(const run_config& a, const run_config& b);
+inline bool operator!=(const run_config& a, const run_config& b) { return !(a == b); }
+
+// ---- Per-layer formats (for the trainer; the same semantics the loader checks) ----
+
+// Whole-name glob: '*' matches any run of characters (dots included, empty too),
+// '?' exactly one character; everything else matches itself.
+bool pattern_matches(std::string_view pattern, std::string_view name);
+
+// The quantized layers of the model (its linear layers), in model order, as
+// rules see them (no ".weight"): per block N: blocks.N.attn.qkv,
+// blocks.N.attn.proj, blocks.N.mlp.fc, blocks.N.mlp.gate (swiglu only),
+// blocks.N.mlp.proj; then lm_head (tied to the token embedding). Embeddings
+// and LayerNorms stay float32 (their weights are quantized only through the
+// tied head). The loader rejects a rule that matches none of these, or whose
+// every match is taken by an earlier rule, so the model names its layers so.
+std::vector<std::string> layer_names(const model_config& model);
+
+struct layer_formats {
+    std::string weight, activation, gradient;
+    int rule = -1;  // index of the rule that matched, -1 = none (the global formats)
+};
+
+// The formats of one layer: the first rule whose pattern matches decides; the
+// directions it leaves unset take quantization.{weight,activation,gradient}_format.
+layer_formats formats_for(const quantization_config& q, std::string_view layer);
+
+}  // namespace altgrad::host::config

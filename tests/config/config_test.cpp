@@ -1,0 +1,676 @@
+// Experiment configs (host/src/config/run_config.hpp): defaults, errors that
+// name the file and the key, --set overrides, the to_toml round trip, per-layer
+// rules, and every config in configs/.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "config/run_config.hpp"
+#include "util/error.hpp"
+
+namespace altgrad::test {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace host::config;
+
+const char* const kFile = "cfgs/my_run.toml";
+
+// The error parse_config throws, or "" when it accepts the text.
+std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+    try {
+        parse_config(text, kFile, overrides);
+        return "";
+    } catch (const host::error& e) {
+        return e.what();
+    }
+}
+
+// One line, naming the file and the key, saying `what`.
+void expect_error(const std::string& error, const std::string& key, const std::string& what) {
+    EXPECT_EQ(error.rfind(std::string(kFile) + ":", 0), 0u) << "names the file first: " << error;
+    EXPECT_NE(error.find("key '" + key + "'"), std::string::npos) << error;
+    EXPECT_NE(error.find(what), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << "one line: " << error;
+}
+
+// ---- Defaults ----------------------------------------------------------------
+
+TEST(ConfigDefaults, EmptyFileGivesTheSchemaDefaults) {
+    const run_config c = parse_config("", kFile);
+    EXPECT_EQ(c.name, "my_run");  // the file's stem
+    EXPECT_EQ(c.source, fs::path(kFile));
+
+    EXPECT_EQ(c.model.n_layer, 4);
+    EXPECT_EQ(c.model.n_head, 4);
+    EXPECT_EQ(c.model.n_embd, 128);
+    EXPECT_EQ(c.model.block_size, 64);
+    EXPECT_EQ(c.model.dropout, 0.0);
+    EXPECT_TRUE(c.model.bias);
+    EXPECT_EQ(c.model.activation, "gelu");
+    EXPECT_EQ(c.model.vocab_size, 0);
+
+    EXPECT_EQ(c.data.path, "/usr/share/games/fortunes");
+    EXPECT_EQ(c.data.format, "auto");
+    EXPECT_EQ(c.data.val_fraction, 0.1);
+    EXPECT_EQ(c.data.vocab_size, 0);
+
+    EXPECT_EQ(c.training.max_steps, 500);
+    EXPECT_EQ(c.training.batch_size, 12);
+    EXPECT_EQ(c.training.learning_rate, 6e-4);
+    EXPECT_EQ(c.training.min_lr, 6e-5);
+    EXPECT_EQ(c.training.warmup_steps, 50);
+    EXPECT_EQ(c.training.lr_schedule, "cosine");
+    EXPECT_EQ(c.training.weight_decay, 0.1);
+    EXPECT_EQ(c.training.beta1, 0.9);
+    EXPECT_EQ(c.training.beta2, 0.95);
+    EXPECT_EQ(c.training.grad_clip, 1.0);
+    EXPECT_EQ(c.training.seed, 42);
+    EXPECT_EQ(c.training.eval_interval, 50);
+    EXPECT_EQ(c.training.eval_batches, 10);
+    EXPECT_EQ(c.training.log_interval, 10);
+    EXPECT_EQ(c.training.device, "cpu");
+    EXPECT_EQ(c.training.threads, 0);
+
+    EXPECT_TRUE(c.quantization.enabled);
+    EXPECT_EQ(c.quantization.weight_format, "e5m2");
+    EXPECT_EQ(c.quantization.activation_format, "e5m2");
+    EXPECT_EQ(c.quantization.gradient_format, "e5m2");
+    EXPECT_EQ(c.quantization.forward_rounding, "nearest");
+    EXPECT_EQ(c.quantization.backward_rounding, "stochastic");
+    EXPECT_EQ(c.quantization.overflow, "saturate");
+    EXPECT_EQ(c.quantization.scaling, "delayed");
+    EXPECT_EQ(c.quantization.amax_history_len, 16);
+    EXPECT_EQ(c.quantization.amax_compute, "max");
+    EXPECT_EQ(c.quantization.margin, 0);
+    EXPECT_TRUE(c.quantization.shadow_weights);
+    EXPECT_EQ(c.quantization.diagnostic_interval, 50);
+    EXPECT_TRUE(c.quantization.rules.empty());
+
+    EXPECT_EQ(c.output.dir, "runs");
+    EXPECT_EQ(c.output.checkpoint_interval, 100);
+    EXPECT_EQ(c.output.keep_checkpoints, 2);
+}
+
+TEST(ConfigDefaults, DefaultConstructedStructIsTheDefaultConfig) {
+    run_config expected;
+    expected.name = "my_run";
+    EXPECT_TRUE(parse_config("", kFile) == expected);
+    EXPECT_TRUE(parse_config("[model]\n[data]\n[training]\n[quantization]\n[output]\n", kFile) == expected);
+}
+
+TEST(ConfigDefaults, ExplicitNameAndValuesAreRead) {
+    const run_config c = parse_config(R"(
+name = "exp 1"
+[model]
+n_layer = 2
+activation = "swiglu"
+bias = false
+dropout = 0.25
+[training]
+learning_rate = 1     # an integer is accepted for a float key
+min_lr = 0
+device = "cuda"
+seed = 9223372036854775807
+[quantization]
+forward_rounding = "toward-zero"
+overflow = "nonfinite"
+scaling = "current"
+amax_compute = "most_recent"
+)",
+                                      kFile);
+    EXPECT_EQ(c.name, "exp 1");
+    EXPECT_EQ(c.model.n_layer, 2);
+    EXPECT_EQ(c.model.activation, "swiglu");
+    EXPECT_FALSE(c.model.bias);
+    EXPECT_EQ(c.model.dropout, 0.25);
+    EXPECT_EQ(c.training.learning_rate, 1.0);
+    EXPECT_EQ(c.training.min_lr, 0.0);
+    EXPECT_EQ(c.training.device, "cuda");
+    EXPECT_EQ(c.training.seed, INT64_MAX);
+    EXPECT_EQ(c.quantization.forward_rounding, "toward-zero");
+    EXPECT_EQ(c.quantization.overflow, "nonfinite");
+    EXPECT_EQ(c.quantization.scaling, "current");
+    EXPECT_EQ(c.quantization.amax_compute, "most_recent");
+}
+
+TEST(ConfigDefaults, RangeEndsAreAccepted) {
+    EXPECT_EQ(error_of("[model]\nn_layer = 64\nn_head = 64\nn_embd = 4096\nblock_size = 2\nvocab_size = 65535\n"
+                       "[data]\nval_fraction = 0.5\n"
+                       "[training]\nmax_steps = 1000000000\nwarmup_steps = 0\nbatch_size = 65536\n"
+                       "learning_rate = 10\nmin_lr = 10\nweight_decay = 0\nbeta1 = 0\nbeta2 = 0.999999\n"
+                       "grad_clip = 1e6\nthreads = 1024\neval_batches = 1000000\nseed = 0\n"
+                       "[quantization]\namax_history_len = 1024\nmargin = 64\n"
+                       "[output]\nkeep_checkpoints = 1000\ncheckpoint_interval = 1\n"),
+              "");
+}
+
+// ---- Errors --------------------------------------------------------------------
+
+TEST(ConfigErrors, IntegerOutOfRangeHasTheDocumentedMessage) {
+    EXPECT_EQ(error_of("[training]\nmax_steps = -5\n"),
+              std::string(kFile) + ": key 'training.max_steps': expected an integer 1..1000000000, got -5");
+}
+
+TEST(ConfigErrors, IntegerKeysRejectFloatsAndStrings) {
+    expect_error(error_of("[training]\nmax_steps = 50.0\n"), "training.max_steps",
+                 "expected an integer 1..1000000000, got 50.0");
+    expect_error(error_of("[model]\nn_layer = \"4\"\n"), "model.n_layer", "expected an integer 1..64, got \"4\"");
+    expect_error(error_of("[training]\nseed = -1\n"), "training.seed", "expected an integer 0..9223372036854775807");
+    expect_error(error_of("[model]\nn_layer = 65\n"), "model.n_layer", "expected an integer 1..64, got 65");
+    expect_error(error_of("[training]\nthreads = true\n"), "training.threads", "got true");
+}
+
+TEST(ConfigErrors, FloatRangesSayWhichEndIsOpen) {
+    expect_error(error_of("[model]\ndropout = 1\n"), "model.dropout", "expected a number in [0, 1), got 1");
+    expect_error(error_of("[training]\nlearning_rate = 0.0\n"), "training.learning_rate",
+                 "expected a number in (0, 10], got 0.0");
+    expect_error(error_of("[data]\nval_fraction = 0\n"), "data.val_fraction", "expected a number in (0, 0.5], got 0");
+    expect_error(error_of("[training]\nbeta2 = 1.0\n"), "training.beta2", "expected a number in [0, 1)");
+    expect_error(error_of("[training]\ngrad_clip = 2e6\n"), "training.grad_clip",
+                 "expected a number in [0, 1000000], got 2000000.0");
+    expect_error(error_of("[training]\nweight_decay = nan\n"), "training.weight_decay", "got nan");
+    expect_error(error_of("[training]\nbeta1 = inf\n"), "training.beta1", "got inf");
+    expect_error(error_of("[training]\nlearning_rate = \"fast\"\n"), "training.learning_rate", "got \"fast\"");
+}
+
+TEST(ConfigErrors, ChoicesListTheAlternatives) {
+    EXPECT_EQ(error_of("[model]\nactivation = \"relu\"\n"),
+              std::string(kFile) + ": key 'model.activation': expected one of gelu, swiglu, got \"relu\"");
+    expect_error(error_of("[quantization]\nbackward_rounding = \"up\"\n"), "quantization.backward_rounding",
+                 "expected one of nearest, stochastic, toward-zero, got \"up\"");
+    expect_error(error_of("[training]\ndevice = 0\n"), "training.device", "expected one of cpu, cuda, got 0");
+    expect_error(error_of("[data]\nformat = \"csv\"\n"), "data.format", "expected one of auto, text, nanogpt");
+    expect_error(error_of("[quantization]\nscaling = \"Delayed\"\n"), "quantization.scaling",
+                 "expected one of delayed, current, none");
+}
+
+TEST(ConfigErrors, BooleansStringsAndFormatNames) {
+    expect_error(error_of("[model]\nbias = 1\n"), "model.bias", "expected true or false, got 1");
+    expect_error(error_of("[quantization]\nshadow_weights = \"yes\"\n"), "quantization.shadow_weights",
+                 "expected true or false");
+    expect_error(error_of("[data]\npath = \"\"\n"), "data.path", "expected a non-empty string");
+    expect_error(error_of("[output]\ndir = 5\n"), "output.dir", "expected a non-empty string, got 5");
+    expect_error(error_of("[quantization]\nweight_format = \"E4M3\"\n"), "quantization.weight_format",
+                 "expected a format plugin name");
+    expect_error(error_of("[quantization]\ngradient_format = \"e4-m3\"\n"), "quantization.gradient_format",
+                 "got \"e4-m3\"");
+    expect_error(error_of("name = \"a/b\"\n"), "name", "expected a run name");
+    expect_error(error_of("name = \"\"\n"), "name", "expected a run name");
+}
+
+TEST(ConfigErrors, UnknownKeysAreNeverIgnored) {
+    expect_error(error_of("[training]\nmax_stesp = 50\n"), "training.max_stesp",
+                 "unknown key (a typo?); did you mean 'training.max_steps'?");
+    expect_error(error_of("[trainig]\nmax_steps = 50\n"), "trainig", "unknown key (a typo?); did you mean 'training'?");
+    expect_error(error_of("[training]\nn_layer = 2\n"), "training.n_layer", "did you mean 'model.n_layer'?");
+    expect_error(error_of("seed = 1\n"), "seed", "unknown key");
+    expect_error(error_of("[model.extra]\nx = 1\n"), "model.extra", "unknown key");
+    expect_error(error_of("[output]\nzzz = 1\n"), "output.zzz", "unknown key (a typo?)");
+    // A typo is reported even when another key is also wrong further down.
+    expect_error(error_of("[model]\nn_layer = 0\n[output]\ndri = \"x\"\n"), "output.dri", "unknown key");
+}
+
+TEST(ConfigErrors, SectionsMustBeTables) {
+    expect_error(error_of("model = 3\n"), "model", "expected a table ([model]), got 3");
+    expect_error(error_of("[quantization]\nrules = 1\n"), "quantization.rules", "expected an array of tables");
+}
+
+TEST(ConfigErrors, CrossKeyChecks) {
+    expect_error(error_of("[model]\nn_embd = 130\nn_head = 4\n"), "model.n_embd",
+                 "expected a multiple of model.n_head (4), got 130");
+    expect_error(error_of("[training]\nlearning_rate = 1e-5\n"), "training.min_lr",
+                 "expected at most training.learning_rate (1e-05), got 6e-05");
+    expect_error(error_of("[training]\nmax_steps = 10\n"), "training.warmup_steps",
+                 "expected at most training.max_steps (10), got 50");
+    EXPECT_EQ(error_of("[training]\nmax_steps = 10\nwarmup_steps = 10\nmin_lr = 6e-4\n"), "");
+}
+
+TEST(ConfigErrors, SyntaxErrorsGiveTheLine) {
+    const std::string e = error_of("[model]\nn_layer = 4\nn_head = = 2\n");
+    EXPECT_EQ(e.rfind(std::string(kFile) + ":3: not valid TOML", 0), 0u) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    const std::string dup = error_of("[model]\nn_layer = 4\nn_layer = 5\n");
+    EXPECT_EQ(dup.rfind(std::string(kFile) + ":3:", 0), 0u) << dup;
+}
+
+TEST(ConfigErrors, MissingFileAndFolder) {
+    try {
+        load_config("/nonexistent/x.toml");
+        FAIL() << "no error";
+    } catch (const host::error& e) {
+        EXPECT_NE(std::string(e.what()).find("/nonexistent/x.toml: no such config file"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(load_config(ALTGRAD_CONFIGS_DIR), host::error);
+}
+
+// ---- Overrides -----------------------------------------------------------------
+
+TEST(ConfigOverrides, ValuesAreParsedAsToml) {
+    const run_config c = parse_config("[training]\nmax_steps = 100\n", kFile,
+                                      {"training.max_steps=50", "training.learning_rate=1e-3", "model.bias=false",
+                                       "quantization.weight_format=\"e4m3\"", "quantization.activation_format=e3m4",
+                                       "data.path=/tmp/my data", "name=2024", "output.dir = out ",
+                                       "model.dropout=0", "training.min_lr=1e-4"});
+    EXPECT_EQ(c.training.max_steps, 50);
+    EXPECT_EQ(c.training.learning_rate, 1e-3);
+    EXPECT_FALSE(c.model.bias);
+    EXPECT_EQ(c.quantization.weight_format, "e4m3");
+    EXPECT_EQ(c.quantization.activation_format, "e3m4");  // a bare word is a string
+    EXPECT_EQ(c.data.path, "/tmp/my data");
+    EXPECT_EQ(c.name, "2024");  // a string key takes the text, not the number
+    EXPECT_EQ(c.output.dir, "out");
+    EXPECT_EQ(c.model.dropout, 0.0);
+    EXPECT_EQ(c.training.min_lr, 1e-4);
+}
+
+TEST(ConfigOverrides, TheLastOfTwoWins) {
+    EXPECT_EQ(parse_config("", kFile, {"training.seed=1", "training.seed=7"}).training.seed, 7);
+}
+
+TEST(ConfigOverrides, UnknownKeyNamesTheSetArgument) {
+    const std::string e = error_of("", {"training.max_stesp=50"});
+    expect_error(e, "training.max_stesp", "unknown key (a typo?); did you mean 'training.max_steps'?");
+    EXPECT_NE(e.find("--set training.max_stesp=50"), std::string::npos) << e;
+    expect_error(error_of("", {"training=5"}), "training", "is a table");
+    expect_error(error_of("", {"seed=5"}), "seed", "unknown key");
+}
+
+TEST(ConfigOverrides, BadValuesNameTheSetArgument) {
+    const std::string e = error_of("", {"training.max_steps=-5"});
+    EXPECT_EQ(e, std::string(kFile) +
+                     ": --set training.max_steps=-5: key 'training.max_steps': expected an integer 1..1000000000, got -5");
+    expect_error(error_of("", {"training.max_steps=fifty"}), "training.max_steps", "got \"fifty\"");
+    expect_error(error_of("", {"model.activation=relu"}), "model.activation",
+                 "expected one of gelu, swiglu, got \"relu\"");
+    expect_error(error_of("", {"training.learning_rate=.001"}), "training.learning_rate", "got \".001\"");
+}
+
+TEST(ConfigOverrides, RulesCannotBeOverridden) {
+    for (const char* o : {"quantization.rules=[]", "quantization.rules.0.pattern=x", "quantization.rules[0].format=bf16"}) {
+        const std::string e = error_of("", {o});
+        expect_error(e, "quantization.rules", "not supported");
+        EXPECT_NE(e.find(std::string("--set ") + o), std::string::npos) << e;
+    }
+}
+
+TEST(ConfigOverrides, WithoutAnEqualsSignIsAUsageError) {
+    EXPECT_THROW(parse_config("", kFile, {"training.max_steps"}), host::usage_error);
+    EXPECT_THROW(parse_config("", kFile, {"=5"}), host::usage_error);
+}
+
+TEST(ConfigOverrides, CrossKeyErrorsSayWhereTheOtherValueCameFrom) {
+    EXPECT_EQ(error_of("", {"training.max_steps=10"}),
+              std::string(kFile) + ": key 'training.warmup_steps': expected at most training.max_steps "
+                                   "(10, from --set training.max_steps=10), got 50");
+}
+
+TEST(ConfigOverrides, OverrideFixesACrossKeyProblemInTheFile) {
+    EXPECT_EQ(error_of("[training]\nmax_steps = 10\n", {"training.warmup_steps=5"}), "");
+}
+
+// ---- to_toml -------------------------------------------------------------------
+
+TEST(ConfigToToml, DefaultsRoundTripAndEveryKeyIsWritten) {
+    const run_config c = parse_config("", kFile);
+    const std::string text = to_toml(c);
+    EXPECT_TRUE(parse_config(text, "elsewhere/config.toml") == c) << text;
+    for (const char* line : {"name = \"my_run\"", "[model]", "n_layer = 4", "dropout = 0.0", "bias = true",
+                             "activation = \"gelu\"", "path = \"/usr/share/games/fortunes\"", "val_fraction = 0.1",
+                             "learning_rate = 0.0006", "min_lr = 6e-05", "grad_clip = 1.0", "seed = 42",
+                             "weight_decay = 0.1", "beta2 = 0.95", "backward_rounding = \"stochastic\"",
+                             "margin = 0", "rules = []", "[output]", "keep_checkpoints = 2"})
+        EXPECT_NE(text.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << text;
+}
+
+TEST(ConfigToToml, EverythingChangedRoundTrips) {
+    const run_config c = parse_config(R"(
+name = "odd \"name\" with ünïcode"
+[model]
+n_layer = 3
+n_head = 6
+n_embd = 96
+block_size = 128
+dropout = 0.1
+bias = false
+activation = "swiglu"
+vocab_size = 256
+[data]
+path = "data/we\\ird \"dir\"\ttab"
+format = "nanogpt"
+val_fraction = 0.3333333333333333
+vocab_size = 65
+[training]
+max_steps = 1000
+batch_size = 64
+learning_rate = 3e-4
+min_lr = 3.0000000000000004e-05
+warmup_steps = 100
+lr_schedule = "constant"
+weight_decay = 0.0
+beta1 = 0.8
+beta2 = 0.99
+grad_clip = 0.5
+seed = 1234567890123
+eval_interval = 25
+eval_batches = 3
+log_interval = 1
+device = "cuda"
+threads = 8
+[quantization]
+enabled = false
+weight_format = "e4m3"
+activation_format = "e3m4"
+gradient_format = "e5m2"
+forward_rounding = "stochastic"
+backward_rounding = "nearest"
+overflow = "nonfinite"
+scaling = "current"
+amax_history_len = 1024
+amax_compute = "most_recent"
+margin = 3
+shadow_weights = false
+diagnostic_interval = 7
+[[quantization.rules]]
+pattern = "lm_head"
+format = "fp32"
+[[quantization.rules]]
+pattern = "blocks.*.mlp.gate"
+activation = "bf16"
+[[quantization.rules]]
+pattern = "blocks.?.attn.*"
+format = "e4m3"
+gradient = "e5m2"
+[output]
+dir = "/tmp/runs"
+checkpoint_interval = 10
+keep_checkpoints = 5
+)",
+                                      kFile);
+    const std::string text = to_toml(c);
+    const run_config back = parse_config(text, "x.toml");
+    EXPECT_TRUE(back == c) << text;
+    EXPECT_EQ(to_toml(back), text);
+    EXPECT_EQ(back.training.min_lr, 3.0000000000000004e-05);
+    EXPECT_EQ(back.data.val_fraction, 1.0 / 3.0);
+    EXPECT_NE(text.find("weight_decay = 0.0\n"), std::string::npos) << text;
+    EXPECT_EQ(back.data.path, "data/we\\ird \"dir\"\ttab");
+    EXPECT_EQ(back.name, "odd \"name\" with ünïcode");
+}
+
+TEST(ConfigToToml, FloatsStayFloatsAndRoundTripExactly) {
+    for (double v : {1.0, 0.1, 1e-3, 6e-4, 1.0 / 3.0, 0.30000000000000004, 1e-9, 2.5e-7, 9.999999999999998,
+                     10.0, 9.87654321, 5e-324, 1e-4, 0.00012345678901234567, 7.0}) {
+        run_config c = parse_config("", kFile);
+        c.training.learning_rate = v;
+        c.training.min_lr = 0;
+        const std::string text = to_toml(c);
+        const run_config back = parse_config(text, kFile);
+        EXPECT_EQ(back.training.learning_rate, v) << text;
+    }
+}
+
+TEST(ConfigToToml, EqualityIgnoresOnlyTheSource) {
+    run_config a = parse_config("", "a.toml"), b = parse_config("", "b.toml");
+    EXPECT_FALSE(a == b);  // names differ (the stems)
+    b.name = a.name;
+    EXPECT_TRUE(a == b);
+    b.training.beta1 = 0.91;
+    EXPECT_FALSE(a == b);
+    b = a;
+    b.quantization.rules.push_back({"lm_head", std::string("fp32"), std::nullopt, std::nullopt});
+    EXPECT_TRUE(a != b);
+}
+
+// ---- Rules ---------------------------------------------------------------------
+
+TEST(ConfigRules, FormatFillsTheDirectionsTheRuleLeavesOut) {
+    const run_config c = parse_config(R"(
+[quantization]
+weight_format = "e4m3"
+activation_format = "e4m3"
+gradient_format = "e5m2"
+[[quantization.rules]]
+pattern = "lm_head"
+format = "fp32"
+[[quantization.rules]]
+pattern = "blocks.*.attn.*"
+format = "bf16"
+gradient = "e5m2"
+[[quantization.rules]]
+pattern = "blocks.*.mlp.fc"
+activation = "e1m6"
+)",
+                                      kFile);
+    const auto& r = c.quantization.rules;
+    ASSERT_EQ(r.size(), 3u);
+    EXPECT_EQ(r[0], (quantization_rule{"lm_head", std::string("fp32"), std::string("fp32"), std::string("fp32")}));
+    EXPECT_EQ(r[1],
+              (quantization_rule{"blocks.*.attn.*", std::string("bf16"), std::string("bf16"), std::string("e5m2")}));
+    EXPECT_EQ(r[2], (quantization_rule{"blocks.*.mlp.fc", std::nullopt, std::string("e1m6"), std::nullopt}));
+
+    const layer_formats head = formats_for(c.quantization, "lm_head");
+    EXPECT_EQ(head.weight, "fp32");
+    EXPECT_EQ(head.rule, 0);
+    const layer_formats qkv = formats_for(c.quantization, "blocks.3.attn.qkv");
+    EXPECT_EQ(qkv.weight, "bf16");
+    EXPECT_EQ(qkv.activation, "bf16");
+    EXPECT_EQ(qkv.gradient, "e5m2");
+    EXPECT_EQ(qkv.rule, 1);
+    const layer_formats fc = formats_for(c.quantization, "blocks.0.mlp.fc");
+    EXPECT_EQ(fc.weight, "e4m3");  // unset: the global format
+    EXPECT_EQ(fc.activation, "e1m6");
+    EXPECT_EQ(fc.gradient, "e5m2");
+    const layer_formats proj = formats_for(c.quantization, "blocks.0.mlp.proj");
+    EXPECT_EQ(proj.rule, -1);
+    EXPECT_EQ(proj.weight, "e4m3");
+}
+
+TEST(ConfigRules, FirstMatchWins) {
+    const run_config c = parse_config(R"(
+[[quantization.rules]]
+pattern = "blocks.0.*"
+format = "fp32"
+[[quantization.rules]]
+pattern = "blocks.*"
+format = "bf16"
+)",
+                                      kFile);
+    EXPECT_EQ(formats_for(c.quantization, "blocks.0.attn.qkv").weight, "fp32");
+    EXPECT_EQ(formats_for(c.quantization, "blocks.1.attn.qkv").weight, "bf16");
+    EXPECT_EQ(formats_for(c.quantization, "lm_head").weight, "e5m2");
+}
+
+TEST(ConfigRules, PatternGlob) {
+    EXPECT_TRUE(pattern_matches("blocks.*.attn.*", "blocks.0.attn.qkv"));
+    EXPECT_TRUE(pattern_matches("blocks.*.attn.*", "blocks.12.attn.proj"));
+    EXPECT_FALSE(pattern_matches("blocks.*.attn.*", "blocks.0.mlp.fc"));
+    EXPECT_TRUE(pattern_matches("*", "lm_head"));
+    EXPECT_TRUE(pattern_matches("*proj", "blocks.1.mlp.proj"));  // '*' crosses dots
+    EXPECT_TRUE(pattern_matches("lm_head", "lm_head"));
+    EXPECT_FALSE(pattern_matches("lm_head", "lm_head2"));
+    EXPECT_FALSE(pattern_matches("lm", "lm_head"));  // whole name
+    EXPECT_TRUE(pattern_matches("blocks.?.ln_?", "blocks.3.ln_2"));
+    EXPECT_FALSE(pattern_matches("blocks.?.ln_1", "blocks.10.ln_1"));
+    EXPECT_TRUE(pattern_matches("a*b*c", "aXbYbZc"));
+    EXPECT_TRUE(pattern_matches("**", ""));
+    EXPECT_FALSE(pattern_matches("?", ""));
+}
+
+TEST(ConfigRules, LayerNames) {
+    model_config m;
+    m.n_layer = 2;
+    const std::vector<std::string> gelu = layer_names(m);
+    EXPECT_EQ(gelu.size(), 2u * 4 + 1);  // qkv, proj, fc, proj per block; lm_head
+    EXPECT_EQ(gelu.front(), "blocks.0.attn.qkv");
+    EXPECT_EQ(gelu[2], "blocks.0.mlp.fc");
+    EXPECT_EQ(std::count(gelu.begin(), gelu.end(), "tok_emb"), 0);  // embeddings stay float32
+    EXPECT_EQ(gelu.back(), "lm_head");
+    EXPECT_EQ(std::count(gelu.begin(), gelu.end(), "blocks.1.mlp.gate"), 0);
+    m.activation = "swiglu";
+    const std::vector<std::string> swiglu = layer_names(m);
+    EXPECT_EQ(swiglu.size(), 2u * 5 + 1);
+    EXPECT_EQ(std::count(swiglu.begin(), swiglu.end(), "blocks.1.mlp.gate"), 1);
+}
+
+TEST(ConfigRules, Errors) {
+    const std::string rule = "[[quantization.rules]]\n";
+    expect_error(error_of(rule + "format = \"bf16\"\n"), "quantization.rules[0].pattern", "missing");
+    expect_error(error_of(rule + "pattern = \"lm_head\"\n"), "quantization.rules[0]", "sets no format");
+    expect_error(error_of(rule + "pattern = \"lm_head\"\nfromat = \"bf16\"\n"), "quantization.rules[0].fromat",
+                 "unknown key (a typo?); did you mean 'quantization.rules[0].format'?");
+    expect_error(error_of(rule + "pattern = \"lm_head\"\nformat = \"BF16\"\n"), "quantization.rules[0].format",
+                 "expected a format plugin name");
+    expect_error(error_of(rule + "pattern = \"lm_head\"\nweight = 8\n"), "quantization.rules[0].weight", "got 8");
+    expect_error(error_of(rule + "pattern = \"blocks[0]\"\nformat = \"bf16\"\n"), "quantization.rules[0].pattern",
+                 "expected a layer-name pattern");
+    expect_error(error_of(rule + "pattern = 3\nformat = \"bf16\"\n"), "quantization.rules[0].pattern", "got 3");
+    expect_error(error_of("[quantization]\nrules = [1]\n"), "quantization.rules[0]", "expected a table");
+    // Index counts from 0 in file order.
+    expect_error(error_of(rule + "pattern = \"lm_head\"\nformat = \"bf16\"\n" + rule + "pattern = \"x\"\n"),
+                 "quantization.rules[1]", "sets no format");
+}
+
+TEST(ConfigRules, APatternThatMatchesNoLayerIsAnError) {
+    const std::string rule = "[[quantization.rules]]\nformat = \"bf16\"\npattern = ";
+    expect_error(error_of(rule + "\"blocks.*.atn.*\"\n"), "quantization.rules[0].pattern",
+                 "\"blocks.*.atn.*\" matches no layer of this model");
+    expect_error(error_of(rule + "\"lm_head.weight\"\n"), "quantization.rules[0].pattern", "without \".weight\"");
+    expect_error(error_of(rule + "\"blocks.4.*\"\n"), "quantization.rules[0].pattern", "N = 0..3");
+    expect_error(error_of(rule + "\"blocks.*.mlp.gate\"\n"), "quantization.rules[0].pattern", "matches no layer");
+    EXPECT_EQ(error_of("[model]\nactivation = \"swiglu\"\n" + rule + "\"blocks.*.mlp.gate\"\n"), "");
+    // The model size comes from overrides too.
+    expect_error(error_of(rule + "\"blocks.3.*\"\n", {"model.n_layer=2"}), "quantization.rules[0].pattern",
+                 "matches no layer");
+}
+
+TEST(ConfigRules, ARuleShadowedByEarlierOnesIsAnError) {
+    const std::string e = error_of(
+        "[[quantization.rules]]\npattern = \"*\"\nformat = \"bf16\"\n"
+        "[[quantization.rules]]\npattern = \"lm_head\"\nformat = \"fp32\"\n");
+    expect_error(e, "quantization.rules[1].pattern", "never applies");
+    EXPECT_NE(e.find("quantization.rules[0]"), std::string::npos) << e;
+    EXPECT_NE(e.find("first matching rule wins"), std::string::npos) << e;
+    // Partly shadowed is fine: it still decides some layer.
+    EXPECT_EQ(error_of("[[quantization.rules]]\npattern = \"blocks.0.*\"\nformat = \"bf16\"\n"
+                       "[[quantization.rules]]\npattern = \"blocks.*\"\nformat = \"fp32\"\n"),
+              "");
+}
+
+TEST(ConfigRules, InlineArrayOfTablesAndEmptyRules) {
+    const run_config c =
+        parse_config("[quantization]\nrules = [{ pattern = \"lm_head\", format = \"bf16\" }]\n", kFile);
+    ASSERT_EQ(c.quantization.rules.size(), 1u);
+    EXPECT_EQ(*c.quantization.rules[0].weight, "bf16");
+    EXPECT_TRUE(parse_config("[quantization]\nrules = []\n", kFile).quantization.rules.empty());
+}
+
+// ---- configs/ ------------------------------------------------------------------
+
+std::vector<fs::path> config_files() {
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(ALTGRAD_CONFIGS_DIR))
+        if (entry.is_regular_file() && entry.path().extension() == ".toml") files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    return files;
+}
+
+TEST(ConfigFiles, EveryConfigLoadsValidatesAndRoundTrips) {
+    const std::vector<fs::path> files = config_files();
+    EXPECT_GE(files.size(), 9u);
+    for (const fs::path& file : files) {
+        SCOPED_TRACE(file.string());
+        run_config c;
+        try {
+            c = load_config(file);
+        } catch (const host::error& e) {
+            ADD_FAILURE() << e.what();
+            continue;
+        }
+        EXPECT_EQ(c.name, file.stem().string()) << "a config's name is its file's stem";
+        EXPECT_EQ(c.source, file);
+        EXPECT_TRUE(parse_config(to_toml(c), "config.toml") == c);
+        EXPECT_TRUE(load_config(file, {"training.max_steps=50", "training.warmup_steps=5"}).training.max_steps == 50);
+    }
+}
+
+TEST(ConfigFiles, TheSeedExperimentsAreThereWithTheSeedSettings) {
+    const std::set<std::string> expected = {"bf16_baseline", "e5m2_fp8", "e5m2_short", "e4m3_uniform", "e3m4_uniform",
+                                            "e1m6_uniform", "e1m6_postln", "e0m7_uniform", "e7m0_uniform"};
+    for (const std::string& name : expected) {
+        SCOPED_TRACE(name);
+        const fs::path file = fs::path(ALTGRAD_CONFIGS_DIR) / (name + ".toml");
+        ASSERT_TRUE(fs::exists(file));
+        const run_config c = load_config(file);
+        EXPECT_EQ(c.training.max_steps, name == "e5m2_fp8" ? 1000 : 500);
+        EXPECT_EQ(c.training.seed, 42);
+        EXPECT_EQ(c.training.batch_size, 12);
+        EXPECT_EQ(c.training.learning_rate, 6e-4);
+        EXPECT_TRUE(c.quantization.shadow_weights);
+        EXPECT_TRUE(c.quantization.enabled);
+        if (name.size() > 8 && name.compare(name.size() - 8, 8, "_uniform") == 0) {
+            const std::string format = name.substr(0, name.size() - 8);
+            EXPECT_EQ(c.quantization.weight_format, format);
+            EXPECT_EQ(c.quantization.activation_format, format);
+            EXPECT_EQ(c.quantization.gradient_format, format);
+            EXPECT_TRUE(c.quantization.rules.empty());
+        }
+    }
+    const run_config bf16 = load_config(fs::path(ALTGRAD_CONFIGS_DIR) / "bf16_baseline.toml");
+    for (const std::string& layer : layer_names(bf16.model)) {
+        const layer_formats f = formats_for(bf16.quantization, layer);
+        EXPECT_EQ(f.weight + f.activation + f.gradient, "bf16bf16bf16") << layer;
+    }
+    for (const char* name : {"e5m2_short", "e5m2_fp8"}) {
+        const run_config c = load_config(fs::path(ALTGRAD_CONFIGS_DIR) / (std::string(name) + ".toml"));
+        EXPECT_EQ(c.quantization.weight_format + c.quantization.activation_format + c.quantization.gradient_format,
+                  "e5m2e5m2e5m2");
+    }
+}
+
+TEST(ConfigFiles, E1m6PostLnQuantizesOnlyThePostLayerNormInputs) {
+    const run_config c = load_config(fs::path(ALTGRAD_CONFIGS_DIR) / "e1m6_postln.toml");
+    for (const std::string& layer : layer_names(c.model)) {
+        SCOPED_TRACE(layer);
+        const layer_formats f = formats_for(c.quantization, layer);
+        const bool post_ln = pattern_matches("blocks.*.attn.qkv", layer) || pattern_matches("blocks.*.mlp.fc", layer);
+        EXPECT_EQ(f.weight, "bf16");
+        EXPECT_EQ(f.gradient, "bf16");
+        EXPECT_EQ(f.activation, post_ln ? "e1m6" : "bf16");
+    }
+}
+
+TEST(ConfigFiles, LoadConfigReadsAFileWithOverrides) {
+    char dir_template[] = "/tmp/altgrad_config_test_XXXXXX";
+    ASSERT_NE(mkdtemp(dir_template), nullptr);
+    const fs::path dir(dir_template);
+    const fs::path file = dir / "tiny.toml";
+    std::ofstream(file) << "[training]\nmax_steps = 20\nwarmup_steps = 2\n";
+    const run_config c = load_config(file, {"training.max_steps=30"});
+    EXPECT_EQ(c.name, "tiny");
+    EXPECT_EQ(c.training.max_steps, 30);
+    // The resolved config written to a run folder repeats the run by itself.
+    const fs::path resolved = dir / "config.toml";
+    std::ofstream(resolved) << to_toml(c);
+    const run_config again = load_config(resolved);
+    EXPECT_TRUE(again == c);
+    EXPECT_EQ(again.name, "tiny");
+    std::ofstream(file) << "[training]\nmax_steps = 20\nwarmup_steps = 2\nmax_setps = 1\n";
+    try {
+        load_config(file);
+        ADD_FAILURE() << "no error";
+    } catch (const host::error& e) {
+        EXPECT_EQ(std::string(e.what()).rfind(file.string() + ": key 'training.max_setps': unknown key", 0), 0u)
+            << e.what();
+    }
+    fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace altgrad::test
