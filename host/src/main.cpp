@@ -1,6 +1,6 @@
 // altgrad-host: discovers plugins in a folder, loads them on demand, and runs
 // a subcommand. Exit codes: 0 success, 1 an error (bad input, a broken plugin,
-// a failed check), 2 a wrong command line.
+// a failed check), 2 a wrong command line, 3 a training run that stopped early.
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -23,6 +23,7 @@ const std::map<std::string, std::pair<int (*)(const cli::context&, const cli::ar
     {"describe", {&cli::describe_command, "a plugin's parameters; for a format its exact encoding"}},
     {"quantize", {&cli::quantize_command, "numbers from standard input through a format, as hex-floats"}},
     {"conformance", {&cli::conformance_command, "check plugins against the ABI's rules, precisely"}},
+    {"run", {&cli::run_command, "train a GPT on a config, quantized through the format plugins"}},
 };
 
 void print_usage(const po::options_description& global) {

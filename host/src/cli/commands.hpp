@@ -18,5 +18,6 @@ int list_command(const context& ctx, const args& a);
 int describe_command(const context& ctx, const args& a);
 int quantize_command(const context& ctx, const args& a);
 int conformance_command(const context& ctx, const args& a);
+int run_command(const context& ctx, const args& a);
 
 }  // namespace altgrad::host::cli

@@ -1,0 +1,41 @@
+// altgrad-host run: train a GPT on a config, every quantized tensor going
+// through the format plugins (train/trainer.hpp).
+#include <unistd.h>
+
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "train/trainer.hpp"
+#include "util/error.hpp"
+
+namespace altgrad::host::cli {
+
+int run_command(const context& ctx, const args& a) {
+    po::options_description options("run options");
+    train::run_request req;
+    std::string config, out, resume;
+    options.add_options()("config", po::value<std::string>(&config), "the experiment config (TOML, docs/config.md)")(
+        "out", po::value<std::string>(&out), "the run directory (default: <output.dir>/<name>, numbered if taken)")(
+        "set", po::value<std::vector<std::string>>(&req.overrides), "KEY=VALUE config override (repeatable), "
+                                                                     "e.g. --set training.max_steps=50")(
+        "resume", po::value<std::string>(&resume), "continue the run in this directory from its last checkpoint");
+    po::positional_options_description pos;
+    pos.add("config", 1);
+    po::variables_map vm;
+    if (!parse_subcommand("run", "run CONFIG.toml [--out RUN_DIR] [--set KEY=VALUE]... | run --resume RUN_DIR",
+                          options, pos, a, vm))
+        return 0;
+    if (config.empty() == resume.empty())
+        throw usage_error("run: give a CONFIG.toml, or --resume RUN_DIR (not both)");
+    if (!resume.empty() && !out.empty()) throw usage_error("run: --out and --resume exclude each other");
+    req.config = config;
+    req.out = out;
+    req.resume = resume;
+    req.plugins = ctx.plugins;
+    req.live_progress = ::isatty(STDOUT_FILENO) != 0;
+    const train::run_summary s = train::run_training(req, std::cout);
+    return s.stop_reason == "finished" ? 0 : 3;
+}
+
+}  // namespace altgrad::host::cli

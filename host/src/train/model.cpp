@@ -1,0 +1,230 @@
+#include "train/model.hpp"
+
+#include <ATen/Parallel.h>
+
+#include <atomic>
+#include <cmath>
+
+#include "util/error.hpp"
+
+namespace altgrad::host::train {
+
+std::string quant_site::name() const {
+    switch (role) {
+        case ALTGRAD_TENSOR_WEIGHT: return layer + ".weight";
+        case ALTGRAD_TENSOR_ACTIVATION: return layer + ".input";
+        default: return layer + ".output_grad";
+    }
+}
+
+size_t quant_plan::add_linear(const std::string& layer) {
+    const size_t first = sites.size();
+    for (altgrad_tensor_role role : {ALTGRAD_TENSOR_WEIGHT, ALTGRAD_TENSOR_ACTIVATION, ALTGRAD_TENSOR_OUTPUT_GRADIENT}) {
+        quant_site s;
+        s.layer = layer;
+        s.role = role;
+        sites.push_back(std::move(s));
+    }
+    return first;
+}
+
+namespace {
+
+// SplitMix64 finalizer: spreads (seed, step, stream) over the 64-bit seed
+// space the format plugins' generators are keyed with.
+uint64_t mix(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+}  // namespace
+
+torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t stream) {
+    if (!site.format) return t;
+    const torch::Tensor x = t.contiguous();
+    if (x.scalar_type() != torch::kFloat32 || !x.device().is_cpu())
+        throw error("quantize " + site.name() + ": only float32 CPU tensors are supported");
+    const int64_t n = x.numel();
+    const double amax = n == 0 ? 0.0 : x.abs().max().item<double>();
+    const float scale = site.scaling.scale_for(amax);
+    torch::Tensor out = torch::empty_like(x);
+    quantize_options o;
+    o.rounding = site.rounding;
+    o.overflow = site.overflow;
+    o.scale = scale;
+    o.seed = mix(plan.seed ^ mix(plan.step ^ mix(stream)));
+    const float* in = x.data_ptr<float>();
+    float* dst = out.data_ptr<float>();
+    std::atomic<uint64_t> overflow{0}, underflow{0};
+    // Chunks carry their offset, so results do not depend on the thread count.
+    at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {
+        quantize_options chunk = o;
+        chunk.offset = static_cast<uint64_t>(begin);
+        const quantize_counts c =
+            site.format->quantize(in + begin, dst + begin, static_cast<size_t>(end - begin), chunk);
+        overflow += c.overflow;
+        underflow += c.underflow;
+    });
+    site.scaling.record(amax);
+    site.amax = amax;
+    site.scale = scale;
+    site.overflow_count = overflow;
+    site.underflow_count = underflow;
+    site.count = static_cast<uint64_t>(n);
+    return out;
+}
+
+namespace {
+
+struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinearFunction> {
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
+                                 const torch::Tensor& b, quant_plan* plan, int64_t first_site) {
+        const size_t s = static_cast<size_t>(first_site);
+        const torch::Tensor qx = fake_quantize(x, plan->sites[s + 1], *plan, s + 1);
+        const torch::Tensor qw = fake_quantize(w, plan->sites[s], *plan, s);
+        ctx->save_for_backward({qx, qw});
+        ctx->saved_data["plan"] = reinterpret_cast<int64_t>(plan);
+        ctx->saved_data["site"] = first_site;
+        ctx->saved_data["bias"] = b.numel() > 0;
+        torch::Tensor y = torch::matmul(qx, qw.t());
+        if (b.numel() > 0) y = y + b;
+        return y;
+    }
+
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                   torch::autograd::variable_list grads) {
+        const auto saved = ctx->get_saved_variables();
+        const torch::Tensor& qx = saved[0];
+        const torch::Tensor& qw = saved[1];
+        auto* plan = reinterpret_cast<quant_plan*>(ctx->saved_data["plan"].toInt());
+        const size_t s = static_cast<size_t>(ctx->saved_data["site"].toInt());
+        const torch::Tensor qg = fake_quantize(grads[0], plan->sites[s + 2], *plan, s + 2);
+        const int64_t out = qw.size(0), in = qw.size(1);
+        const torch::Tensor g2 = qg.reshape({-1, out});
+        torch::Tensor gx = torch::matmul(qg, qw);
+        torch::Tensor gw = torch::matmul(g2.t(), qx.reshape({-1, in}));
+        torch::Tensor gb = ctx->saved_data["bias"].toBool() ? g2.sum(0) : torch::Tensor();
+        return {gx, gw, gb, torch::Tensor(), torch::Tensor()};
+    }
+};
+
+}  // namespace
+
+torch::Tensor quantized_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                               quant_plan& plan, size_t first_site) {
+    // Autograd functions take defined tensors only: no bias is an empty one.
+    static const torch::Tensor no_bias = torch::zeros({0});
+    return QuantizedLinearFunction::apply(x, w, b.defined() ? b : no_bias, &plan, static_cast<int64_t>(first_site));
+}
+
+// ---------------------------------------------------------------- modules
+
+QuantizedLinearImpl::QuantizedLinearImpl(int64_t in, int64_t out, bool has_bias, quant_plan& plan,
+                                         const std::string& layer)
+    : plan_(&plan), first_site_(plan.add_linear(layer)) {
+    weight = register_parameter("weight", torch::randn({out, in}) * 0.02);
+    if (has_bias) bias = register_parameter("bias", torch::zeros({out}));
+}
+
+torch::Tensor QuantizedLinearImpl::forward(const torch::Tensor& x) {
+    return quantized_linear(x, weight, bias, *plan_, first_site_);
+}
+
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(const gpt_config& c, quant_plan& plan, const std::string& prefix)
+    : n_head_(c.n_head), n_embd_(c.n_embd) {
+    qkv = register_module("qkv", QuantizedLinear(c.n_embd, 3 * c.n_embd, c.bias, plan, prefix + ".qkv"));
+    proj = register_module("proj", QuantizedLinear(c.n_embd, c.n_embd, c.bias, plan, prefix + ".proj"));
+    attn_drop = register_module("attn_drop", torch::nn::Dropout(c.dropout));
+    resid_drop = register_module("resid_drop", torch::nn::Dropout(c.dropout));
+    mask_ = register_buffer("mask", torch::tril(torch::ones({c.block_size, c.block_size})).view(
+                                        {1, 1, c.block_size, c.block_size}));
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+    const int64_t B = x.size(0), T = x.size(1), C = x.size(2), hd = C / n_head_;
+    const auto parts = qkv->forward(x).split(n_embd_, 2);
+    const torch::Tensor q = parts[0].view({B, T, n_head_, hd}).transpose(1, 2);
+    const torch::Tensor k = parts[1].view({B, T, n_head_, hd}).transpose(1, 2);
+    const torch::Tensor v = parts[2].view({B, T, n_head_, hd}).transpose(1, 2);
+    torch::Tensor att = torch::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(hd)));
+    att = att.masked_fill(mask_.index({torch::indexing::Slice(), torch::indexing::Slice(),
+                                       torch::indexing::Slice(0, T), torch::indexing::Slice(0, T)}) == 0,
+                          -std::numeric_limits<float>::infinity());
+    att = attn_drop->forward(torch::softmax(att, -1));
+    const torch::Tensor y = torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
+    return resid_drop->forward(proj->forward(y));
+}
+
+MLPImpl::MLPImpl(const gpt_config& c, quant_plan& plan, const std::string& prefix) : swiglu_(c.swiglu) {
+    // SwiGLU keeps the parameter count of the 4x GELU MLP: hidden = 8/3 C,
+    // rounded up to a multiple of 8.
+    const int64_t hidden = swiglu_ ? ((8 * c.n_embd / 3 + 7) / 8) * 8 : 4 * c.n_embd;
+    fc = register_module("fc", QuantizedLinear(c.n_embd, hidden, c.bias, plan, prefix + ".fc"));
+    if (swiglu_) gate = register_module("gate", QuantizedLinear(c.n_embd, hidden, c.bias, plan, prefix + ".gate"));
+    proj = register_module("proj", QuantizedLinear(hidden, c.n_embd, c.bias, plan, prefix + ".proj"));
+    drop = register_module("drop", torch::nn::Dropout(c.dropout));
+}
+
+torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
+    torch::Tensor h = swiglu_ ? torch::silu(gate->forward(x)) * fc->forward(x) : torch::gelu(fc->forward(x));
+    return drop->forward(proj->forward(h));
+}
+
+BlockImpl::BlockImpl(const gpt_config& c, quant_plan& plan, const std::string& prefix) {
+    ln_1 = register_module("ln_1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd})));
+    attn = register_module("attn", CausalSelfAttention(c, plan, prefix + ".attn"));
+    ln_2 = register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd})));
+    mlp = register_module("mlp", MLP(c, plan, prefix + ".mlp"));
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
+    const torch::Tensor h = x + attn->forward(ln_1->forward(x));
+    return h + mlp->forward(ln_2->forward(h));
+}
+
+GPTImpl::GPTImpl(const gpt_config& c, quant_plan& plan) : config_(c), plan_(&plan) {
+    tok_emb = register_module("tok_emb", torch::nn::Embedding(c.vocab_size, c.n_embd));
+    pos_emb = register_module("pos_emb", torch::nn::Embedding(c.block_size, c.n_embd));
+    drop = register_module("drop", torch::nn::Dropout(c.dropout));
+    blocks = register_module("blocks", torch::nn::ModuleList());
+    for (int64_t i = 0; i < c.n_layer; ++i) blocks->push_back(Block(c, plan, "blocks." + std::to_string(i)));
+    ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd})));
+    head_site_ = plan.add_linear("lm_head");
+
+    // nanoGPT's initialisation: N(0, 0.02), residual projections scaled by
+    // 1/sqrt(2 n_layer), zero biases, unit LayerNorm gains.
+    torch::NoGradGuard no_grad;
+    for (auto& p : named_parameters()) {
+        const std::string& name = p.key();
+        torch::Tensor& t = p.value();
+        if (name.find("ln_") != std::string::npos) {
+            t.fill_(name.size() > 6 && name.compare(name.size() - 6, 6, "weight") == 0 ? 1.0 : 0.0);
+        } else if (name.size() > 4 && name.compare(name.size() - 4, 4, "bias") == 0) {
+            t.zero_();
+        } else {
+            const bool residual = name.find(".proj.weight") != std::string::npos;
+            t.normal_(0.0, residual ? 0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer)) : 0.02);
+        }
+    }
+}
+
+std::pair<torch::Tensor, torch::Tensor> GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& targets) {
+    const int64_t T = idx.size(1);
+    if (T > config_.block_size)
+        throw error("GPT: sequence of " + std::to_string(T) + " tokens exceeds block_size " +
+                    std::to_string(config_.block_size));
+    const torch::Tensor pos = torch::arange(T, torch::TensorOptions().dtype(torch::kLong));
+    torch::Tensor x = drop->forward(tok_emb->forward(idx) + pos_emb->forward(pos));
+    for (const auto& block : *blocks) x = block->as<Block>()->forward(x);
+    x = ln_f->forward(x);
+    // The LM head shares the token embedding's weight (tied), quantized as "lm_head".
+    const torch::Tensor logits = quantized_linear(x, tok_emb->weight, torch::Tensor(), *plan_, head_site_);
+    torch::Tensor loss;
+    if (targets.defined())
+        loss = torch::nn::functional::cross_entropy(logits.view({-1, logits.size(-1)}), targets.view({-1}));
+    return {logits, loss};
+}
+
+}  // namespace altgrad::host::train

@@ -1,0 +1,66 @@
+#include "train/scaling.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "util/error.hpp"
+
+namespace altgrad::host::train {
+
+float scaling_state::power_of_two_scale(double amax) const {
+    const double target = format_max_ / (amax * std::ldexp(1.0, config_.margin));
+    int e = static_cast<int>(std::floor(std::log2(target)));
+    // Keep the scale a normal float32 power of two.
+    e = std::max(-126, std::min(127, e));
+    return std::ldexp(1.0f, e);
+}
+
+float scaling_state::scale_for(double current_amax) {
+    if (config_.mode == scaling_mode::none) return scale_ = 1.0f;
+    double amax = current_amax;
+    if (config_.mode == scaling_mode::delayed && !history_.empty())
+        amax = config_.compute == amax_compute::most_recent ? history_.back()
+                                                            : *std::max_element(history_.begin(), history_.end());
+    if (std::isfinite(amax) && amax > 0) scale_ = power_of_two_scale(amax);
+    return scale_;
+}
+
+void scaling_state::record(double amax) {
+    if (config_.mode != scaling_mode::delayed) return;
+    if (!(std::isfinite(amax) && amax > 0)) return;  // keeps the previous scale
+    history_.push_back(amax);
+    while (static_cast<int>(history_.size()) > config_.history_len) history_.pop_front();
+}
+
+void scaling_state::reset(double format_max) {
+    format_max_ = format_max;
+    scale_ = 1.0f;
+    history_.clear();
+}
+
+std::string scaling_state::serialize() const {
+    std::ostringstream out;
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%a", static_cast<double>(scale_));
+    out << buf << ";";
+    for (size_t k = 0; k < history_.size(); ++k) {
+        std::snprintf(buf, sizeof buf, "%a", history_[k]);
+        out << (k ? "," : "") << buf;
+    }
+    return out.str();
+}
+
+void scaling_state::deserialize(const std::string& s) {
+    const size_t semi = s.find(';');
+    if (semi == std::string::npos) throw error("scaling state \"" + s + "\" is malformed");
+    scale_ = static_cast<float>(std::strtod(s.substr(0, semi).c_str(), nullptr));
+    history_.clear();
+    std::istringstream in(s.substr(semi + 1));
+    std::string item;
+    while (std::getline(in, item, ','))
+        if (!item.empty()) history_.push_back(std::strtod(item.c_str(), nullptr));
+}
+
+}  // namespace altgrad::host::train

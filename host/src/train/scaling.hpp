@@ -1,0 +1,60 @@
+// Per-tensor scaling: the scale s in q(x*s)/s that puts a tensor's range on
+// its format's range.
+//
+// Scales are powers of two: the largest 2^k <= format_max / (amax * 2^margin),
+// so x*s and q/s are exact and scaling adds no rounding of its own.
+//  - delayed (TransformerEngine's recipe): amax comes from a history of the
+//    last `history_len` steps' amaxes (their max, or the most recent), so the
+//    scale is known before the tensor is; the very first use, with an empty
+//    history, uses the tensor's own amax;
+//  - current: amax is the tensor's own, this step;
+//  - none: s = 1.
+// A zero or non-finite amax keeps the previous scale.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace altgrad::host::train {
+
+enum class scaling_mode { none, delayed, current };
+enum class amax_compute { max, most_recent };
+
+struct scaling_config {
+    scaling_mode mode = scaling_mode::delayed;
+    int history_len = 16;
+    amax_compute compute = amax_compute::max;
+    int margin = 0;
+};
+
+class scaling_state {
+public:
+    scaling_state() = default;
+    scaling_state(const scaling_config& c, double format_max) : config_(c), format_max_(format_max) {}
+
+    // The scale to use for a tensor whose own amax is `current_amax`.
+    float scale_for(double current_amax);
+    // Record this use's amax into the history (after quantizing).
+    void record(double amax);
+    // Forget everything (after a format switch).
+    void reset(double format_max);
+
+    float scale() const { return scale_; }
+    const std::deque<double>& amax_history() const { return history_; }
+
+    // For checkpoints: "scale;h0,h1,..." and back.
+    std::string serialize() const;
+    void deserialize(const std::string& s);
+
+private:
+    float power_of_two_scale(double amax) const;
+
+    scaling_config config_;
+    double format_max_ = 1.0;
+    float scale_ = 1.0f;
+    std::deque<double> history_;
+};
+
+}  // namespace altgrad::host::train
