@@ -1,0 +1,268 @@
+// altgrad-host run, end to end: the run directory, determinism, resume after
+// a kill, a third-party format in training, and the errors a user can cause.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kHost = ALTGRAD_HOST_BINARY;
+const std::string kPlugins = ALTGRAD_BUNDLED_PLUGIN_DIR;
+
+struct run_result {
+    int exit_code = -1;
+    std::string out;
+};
+
+run_result run(const std::string& args) {
+    const std::string cmd = kHost + " --plugins " + kPlugins + " " + args + " 2>&1 < /dev/null";
+    run_result r;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int status = ::pclose(p);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+class scratch {
+public:
+    scratch() {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        path = fs::temp_directory_path() /
+               ("altgrad-train-" + std::string(info->name()) + "-" + std::to_string(::getpid()));
+        fs::remove_all(path);
+        fs::create_directories(path);
+        // A small corpus: enough text for a 16-token block in both splits.
+        std::ofstream corpus(path / "corpus.txt");
+        for (int i = 0; i < 60; ++i)
+            corpus << "the quick brown fox jumps over the lazy dog " << i << ". pack my box with five dozen jugs.\n";
+    }
+    ~scratch() { fs::remove_all(path); }
+    fs::path path;
+
+    // A tiny config: one layer, 16 wide, 16-token blocks, single-threaded.
+    // quantization: extra [quantization] keys; tail: appended at the end.
+    fs::path config(const std::string& name, const std::string& quantization = "", const std::string& tail = "") const {
+        const fs::path p = path / (name + ".toml");
+        std::ofstream(p) << "[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\nblock_size = 16\n"
+                         << "[data]\npath = \"" << (path / "corpus.txt").string() << "\"\n"
+                         << "[training]\nmax_steps = 12\nbatch_size = 4\nwarmup_steps = 2\neval_interval = 4\n"
+                         << "eval_batches = 2\nlog_interval = 4\nthreads = 1\nseed = 7\n"
+                         << "[quantization]\ndiagnostic_interval = 4\n" << quantization
+                         << "[output]\ncheckpoint_interval = 4\n" << tail;
+        return p;
+    }
+};
+
+std::vector<std::string> lines_of(const fs::path& file) {
+    std::ifstream in(file);
+    std::vector<std::string> lines;
+    std::string line;
+    while (std::getline(in, line)) lines.push_back(line);
+    return lines;
+}
+
+// The metrics without the wall-clock field, which differs run to run.
+std::vector<std::string> comparable_metrics(const fs::path& run_dir) {
+    std::vector<std::string> out;
+    for (std::string line : lines_of(run_dir / "metrics.jsonl")) {
+        const size_t t = line.find(", \"tokens_per_s\"");
+        if (t != std::string::npos) line = line.substr(0, t) + "}";
+        out.push_back(line);
+    }
+    return out;
+}
+
+TEST(Run, WritesTheRunDirectory) {
+    scratch s;
+    const fs::path out = s.path / "run";
+    const run_result r = run("run " + s.config("tiny").string() + " --out " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("done: finished, 12/12 steps"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("run directory " + out.string()), std::string::npos) << r.out;
+    // The resolved config repeats the run: every section, defaults filled in.
+    const std::string config = [&] {
+        std::ifstream in(out / "config.toml");
+        std::stringstream ss;
+        ss << in.rdbuf();
+        return ss.str();
+    }();
+    for (const char* key : {"max_steps = 12", "n_embd = 16", "weight_format = \"e5m2\"", "backward_rounding = "
+                                                                                         "\"stochastic\"",
+                            "checkpoint_interval = 4", "learning_rate = "})
+        EXPECT_NE(config.find(key), std::string::npos) << key << "\n" << config;
+    const std::vector<std::string> m = lines_of(out / "metrics.jsonl");
+    int steps = 0, evals = 0, stats = 0;
+    for (const std::string& line : m) {
+        if (line.find("\"loss\"") != std::string::npos) {
+            ++steps;
+            for (const char* f : {"\"step\"", "\"lr\"", "\"grad_norm\"", "\"tokens_per_s\""})
+                EXPECT_NE(line.find(f), std::string::npos) << f << " in " << line;
+        }
+        if (line.find("\"val_loss\"") != std::string::npos) ++evals;
+        if (line.find("\"tensor\"") != std::string::npos) {
+            ++stats;
+            for (const char* f : {"\"scale\"", "\"amax\"", "\"overflow\"", "\"underflow\"", "\"format\": \"e5m2\""})
+                EXPECT_NE(line.find(f), std::string::npos) << f << " in " << line;
+        }
+    }
+    EXPECT_EQ(steps, 12);
+    EXPECT_EQ(evals, 4);  // steps 0, 4, 8, 12
+    // 5 quantized layers (qkv, proj, fc, proj, lm_head) x 3 tensors, at steps 4, 8, 12.
+    EXPECT_EQ(stats, 5 * 3 * 3);
+    EXPECT_TRUE(fs::exists(out / "checkpoints" / "step_0000012" / "state.toml"));
+    EXPECT_TRUE(fs::exists(out / "checkpoints" / "step_0000008" / "model.pt"));
+    EXPECT_FALSE(fs::exists(out / "checkpoints" / "step_0000004")) << "keep_checkpoints = 2";
+    EXPECT_TRUE(fs::is_directory(out / "reports"));
+}
+
+TEST(Run, SameConfigAndSeedGiveTheSameLossesBitForBit) {
+    scratch s;
+    const fs::path cfg = s.config("tiny");
+    ASSERT_EQ(run("run " + cfg.string() + " --out " + (s.path / "a").string()).exit_code, 0);
+    ASSERT_EQ(run("run " + cfg.string() + " --out " + (s.path / "b").string()).exit_code, 0);
+    EXPECT_EQ(comparable_metrics(s.path / "a"), comparable_metrics(s.path / "b"));
+    // A different seed trains differently.
+    ASSERT_EQ(run("run " + cfg.string() + " --set training.seed=8 --out " + (s.path / "c").string()).exit_code, 0);
+    EXPECT_NE(comparable_metrics(s.path / "a"), comparable_metrics(s.path / "c"));
+}
+
+TEST(Run, ResumeAfterAKillEqualsAnUninterruptedRun) {
+    scratch s;
+    const fs::path cfg = s.config("long");
+    const std::string common = " --set training.max_steps=200 --set training.eval_interval=20 --set "
+                               "output.checkpoint_interval=10";
+    ASSERT_EQ(run("run " + cfg.string() + common + " --out " + (s.path / "whole").string()).exit_code, 0);
+
+    // Start the same run, kill -9 it once a checkpoint past step 20 exists.
+    const fs::path killed = s.path / "killed";
+    std::vector<std::string> argv_s = {kHost, "--plugins", kPlugins, "run", cfg.string(), "--set",
+                                       "training.max_steps=200", "--set", "training.eval_interval=20", "--set",
+                                       "output.checkpoint_interval=10", "--out", killed.string()};
+    std::vector<char*> argv;
+    for (std::string& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    ASSERT_EQ(posix_spawn(&pid, kHost.c_str(), &actions, nullptr, argv.data(), environ), 0);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!fs::exists(killed / "checkpoints" / "step_0000030") && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    posix_spawn_file_actions_destroy(&actions);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the run finished before it could be killed; make it longer";
+
+    const run_result r = run("run --resume " + killed.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("resumed " + killed.string() + " at step "), std::string::npos) << r.out;
+    EXPECT_EQ(comparable_metrics(s.path / "whole"), comparable_metrics(killed));
+}
+
+TEST(Run, AThirdPartyFormatTrainsWithNoHostChange) {
+    scratch s;
+    // A plugin folder with the test plugin "param_format" (an ExMy shaped by
+    // parameters; its defaults make E4M3) beside a bundled one.
+    const fs::path plugins = s.path / "plugins";
+    fs::create_directories(plugins);
+    fs::copy(fs::path(ALTGRAD_TEST_PLUGIN_DIR) / "param_format", plugins / "param_format");
+    fs::copy(fs::path(kPlugins) / "e5m2", plugins / "e5m2");
+    const fs::path cfg =
+        s.config("third", "weight_format = \"param_format\"\nactivation_format = \"param_format\"\n");
+    const std::string cmd = kHost + " --plugins " + plugins.string() + " run " + cfg.string() + " --out " +
+                            (s.path / "run").string() + " 2>&1";
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    ASSERT_EQ(::pclose(p), 0) << out;
+    int weight_stats = 0;
+    for (const std::string& line : lines_of(s.path / "run" / "metrics.jsonl"))
+        if (line.find("\"role\": \"weight\", \"format\": \"param_format\"") != std::string::npos) ++weight_stats;
+    EXPECT_GT(weight_stats, 0);
+}
+
+TEST(Run, RulesKeepLayersOutOfTheFormat) {
+    scratch s;
+    const fs::path cfg = s.config("rules", "", "[[quantization.rules]]\npattern = \"lm_head\"\nformat = \"bf16\"\n"
+                                           "[[quantization.rules]]\npattern = \"blocks.*.attn.*\"\nformat = \"fp32\"\n");
+    ASSERT_EQ(run("run " + cfg.string() + " --out " + (s.path / "run").string()).exit_code, 0);
+    bool head_bf16 = false, qkv_fp32_absent = true, fc_e5m2 = false;
+    for (const std::string& line : lines_of(s.path / "run" / "metrics.jsonl")) {
+        if (line.find("\"lm_head.weight\"") != std::string::npos && line.find("\"bf16\"") != std::string::npos)
+            head_bf16 = true;
+        if (line.find("\"blocks.0.attn.qkv.") != std::string::npos) qkv_fp32_absent = false;
+        if (line.find("\"blocks.0.mlp.fc.input\"") != std::string::npos && line.find("\"e5m2\"") != std::string::npos)
+            fc_e5m2 = true;
+    }
+    EXPECT_TRUE(head_bf16);
+    EXPECT_TRUE(qkv_fp32_absent) << "fp32 layers are not quantized, so they have no statistics";
+    EXPECT_TRUE(fc_e5m2);
+}
+
+TEST(Run, ShadowWeightsOffChangesTraining) {
+    scratch s;
+    const fs::path cfg = s.config("shadow");
+    ASSERT_EQ(run("run " + cfg.string() + " --out " + (s.path / "on").string()).exit_code, 0);
+    const run_result off =
+        run("run " + cfg.string() + " --set quantization.shadow_weights=false --out " + (s.path / "off").string());
+    ASSERT_EQ(off.exit_code, 0) << off.out;
+    EXPECT_NE(comparable_metrics(s.path / "on"), comparable_metrics(s.path / "off"));
+}
+
+TEST(RunErrors, NameTheFileAndKey) {
+    scratch s;
+    const fs::path cfg = s.config("err");
+    struct bad {
+        std::string args, expect;
+        int code;
+    };
+    const std::vector<bad> cases = {
+        {"run " + cfg.string() + " --set data.path=/nonexistent/corpus", "data.path", 1},
+        {"run " + cfg.string() + " --set model.block_size=4096", "block_size + 1", 1},
+        {"run " + cfg.string() + " --set quantization.weight_format=e9m9", "format 'e9m9'", 1},
+        {"run " + cfg.string() + " --set training.device=cuda", "training.device", 1},
+        {"run " + cfg.string() + " --set training.max_stesp=3", "training.max_stesp", 1},
+        {"run " + cfg.string() + " --set model.vocab_size=10", "vocabulary", 1},
+        {"run " + (s.path / "missing.toml").string(), "missing.toml", 1},
+        {"run --resume " + s.path.string(), "not a run directory", 1},
+        {"run", "give a CONFIG.toml", 2},
+    };
+    for (const bad& b : cases) {
+        const run_result r = run(b.args);
+        EXPECT_EQ(r.exit_code, b.code) << b.args << "\n" << r.out;
+        EXPECT_NE(r.out.find(b.expect), std::string::npos) << b.args << "\n" << r.out;
+        EXPECT_EQ(r.out.find("terminate called"), std::string::npos) << r.out;
+    }
+    // An existing, non-empty --out is refused, not overwritten.
+    ASSERT_EQ(run("run " + cfg.string() + " --out " + (s.path / "r").string()).exit_code, 0);
+    const run_result again = run("run " + cfg.string() + " --out " + (s.path / "r").string());
+    EXPECT_EQ(again.exit_code, 1);
+    EXPECT_NE(again.out.find("exists and is not empty"), std::string::npos) << again.out;
+}
+
+}  // namespace
