@@ -353,7 +353,7 @@ run_summary run_training(const run_request& req, std::ostream& log) {
     int64_t parameters = 0;
     for (const auto& p : params) parameters += p.second.numel();
     log << "run " << c.name << ": " << parameters << " parameters, " << data.description() << "\n"
-        << "run directory " << run_dir.string() << "\n";
+        << "run directory " << run_dir.string() << std::endl;
 
     // ---- the training loop
     const int64_t B = tc.batch_size, T = c.model.block_size;
@@ -372,7 +372,7 @@ run_summary run_training(const run_request& req, std::ostream& log) {
         metrics.write("{\"step\": " + std::to_string(at_step) + ", \"val_loss\": " + json::number(val) + "}");
         summary.final_val_loss = val;
         if (val < summary.best_val_loss) summary.best_val_loss = val;
-        if (!req.live_progress) log << "step " << at_step << ": val loss " << val << "\n";
+        if (!req.live_progress) log << "step " << at_step << ": val loss " << val << std::endl;
         return val;
     };
     if (step == 0) run_eval(0);
@@ -433,7 +433,7 @@ run_summary run_training(const run_request& req, std::ostream& log) {
             log << line << std::flush;
         } else if (step % tc.log_interval == 0 || step == tc.max_steps) {
             log << "step " << step << "/" << tc.max_steps << " loss " << loss_value << " lr " << lr << " "
-                << static_cast<int64_t>(tokens_per_s) << " tok/s ETA " << duration_text(eta) << "\n";
+                << static_cast<int64_t>(tokens_per_s) << " tok/s ETA " << duration_text(eta) << std::endl;
         }
         if (!std::isfinite(loss_value)) {
             summary.stop_reason = "non-finite loss at step " + std::to_string(step);

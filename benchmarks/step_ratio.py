@@ -1,0 +1,19 @@
+#!/usr/bin/env python3
+"""Reads altgrad_train_step_bench's --benchmark_format=json output on stdin and
+prints the quantized / float32 step-time ratio (medians when repetitions were
+run, else the single results)."""
+import json
+import sys
+
+runs = json.load(sys.stdin)["benchmarks"]
+def pick(q):
+    name = f"BM_train_step/quantized:{q}/real_time"
+    rows = [r for r in runs if r["run_name"] == name]
+    med = [r for r in rows if r.get("aggregate_name") == "median"]
+    row = (med or rows)[0]
+    return row["real_time"], row.get("time_unit", "ms")
+
+fp32, unit = pick(0)
+e5m2, _ = pick(1)
+print(f"float32 step {fp32:.2f} {unit}, e5m2 step {e5m2:.2f} {unit}, ratio {e5m2 / fp32:.3f} (target <= 1.5)")
+sys.exit(0 if e5m2 / fp32 <= 1.5 else 1)
