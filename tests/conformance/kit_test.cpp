@@ -151,7 +151,7 @@ TEST(KitPlanted, AbiFromTheFutureFailsAbiVersionAndSkipsTheRest) {
     expect_outcome(r, "load.abi_version", outcome::failed);
     size_t quantize_checks = 0;
     for (const kit::result& x : r.results)
-        if (kit::glob_match("quantize.*", x.check)) {
+        if (altgrad::host::glob_match("quantize.*", x.check)) {
             ++quantize_checks;
             expect_outcome(r, x.check, outcome::skipped);
         }
@@ -209,19 +209,19 @@ TEST(KitBundled, EveryBundledPluginPasses) {
 // ---------------------------------------------------------------- selection
 
 TEST(KitSelection, GlobMatch) {
-    EXPECT_TRUE(kit::glob_match("quantize.*", "quantize.nearest"));
-    EXPECT_TRUE(kit::glob_match("quantize.*", "quantize."));
-    EXPECT_FALSE(kit::glob_match("quantize.*", "load.exports"));
-    EXPECT_FALSE(kit::glob_match("quantize.*", "xquantize.nearest"));
-    EXPECT_TRUE(kit::glob_match("*", ""));
-    EXPECT_TRUE(kit::glob_match("*.threads", "concurrency.threads"));
-    EXPECT_TRUE(kit::glob_match("?", "a"));
-    EXPECT_FALSE(kit::glob_match("?", ""));
-    EXPECT_FALSE(kit::glob_match("?", "ab"));
-    EXPECT_TRUE(kit::glob_match("load.?xports", "load.exports"));
-    EXPECT_FALSE(kit::glob_match("load.?xports", "load.xports"));
-    EXPECT_TRUE(kit::glob_match("q*.?onotone", "quantize.monotone"));
-    EXPECT_FALSE(kit::glob_match("quantize.nearest", "quantize.nearest_even"));
+    EXPECT_TRUE(altgrad::host::glob_match("quantize.*", "quantize.nearest"));
+    EXPECT_TRUE(altgrad::host::glob_match("quantize.*", "quantize."));
+    EXPECT_FALSE(altgrad::host::glob_match("quantize.*", "load.exports"));
+    EXPECT_FALSE(altgrad::host::glob_match("quantize.*", "xquantize.nearest"));
+    EXPECT_TRUE(altgrad::host::glob_match("*", ""));
+    EXPECT_TRUE(altgrad::host::glob_match("*.threads", "concurrency.threads"));
+    EXPECT_TRUE(altgrad::host::glob_match("?", "a"));
+    EXPECT_FALSE(altgrad::host::glob_match("?", ""));
+    EXPECT_FALSE(altgrad::host::glob_match("?", "ab"));
+    EXPECT_TRUE(altgrad::host::glob_match("load.?xports", "load.exports"));
+    EXPECT_FALSE(altgrad::host::glob_match("load.?xports", "load.xports"));
+    EXPECT_TRUE(altgrad::host::glob_match("q*.?onotone", "quantize.monotone"));
+    EXPECT_FALSE(altgrad::host::glob_match("quantize.nearest", "quantize.nearest_even"));
 }
 
 TEST(KitSelection, OnlyRestrictsTheChecksRun) {

@@ -45,7 +45,7 @@ int conformance_command(const context& ctx, const args& a) {
                                     1000000007ull;
     if (!o.only.empty()) {
         bool any = false;
-        for (const kit::check_info& c : kit::format_check_list()) any = any || kit::glob_match(o.only, c.name);
+        for (const kit::check_info& c : kit::format_check_list()) any = any || altgrad::host::glob_match(o.only, c.name);
         if (!any) throw usage_error("conformance: --only '" + o.only + "' matches no check (see --list-checks)");
     }
 

@@ -15,6 +15,7 @@
 #include <toml++/toml.h>
 
 #include "util/error.hpp"
+#include "util/glob.hpp"
 
 namespace altgrad::host::config {
 namespace fs = std::filesystem;
@@ -698,25 +699,7 @@ bool operator==(const run_config& a, const run_config& b) {
     return equal;
 }
 
-bool pattern_matches(std::string_view pattern, std::string_view name) {
-    size_t p = 0, n = 0, star = std::string_view::npos, mark = 0;
-    while (n < name.size()) {
-        if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == name[n])) {
-            ++p;
-            ++n;
-        } else if (p < pattern.size() && pattern[p] == '*') {
-            star = p++;
-            mark = n;
-        } else if (star != std::string_view::npos) {
-            p = star + 1;
-            n = ++mark;
-        } else {
-            return false;
-        }
-    }
-    while (p < pattern.size() && pattern[p] == '*') ++p;
-    return p == pattern.size();
-}
+bool pattern_matches(std::string_view pattern, std::string_view name) { return glob_match(pattern, name); }
 
 std::vector<std::string> layer_names(const model_config& model) {
     std::vector<std::string> names;

@@ -69,25 +69,6 @@ std::vector<plugin_target> all_targets(const fs::path& plugins_dir) {
     return out;
 }
 
-bool glob_match(const std::string& p, const std::string& s) {
-    size_t pi = 0, si = 0, star = std::string::npos, mark = 0;
-    while (si < s.size()) {
-        if (pi < p.size() && (p[pi] == '?' || p[pi] == s[si])) {
-            ++pi;
-            ++si;
-        } else if (pi < p.size() && p[pi] == '*') {
-            star = pi++;
-            mark = si;
-        } else if (star != std::string::npos) {
-            pi = star + 1;
-            si = ++mark;
-        } else {
-            return false;
-        }
-    }
-    while (pi < p.size() && p[pi] == '*') ++pi;
-    return pi == p.size();
-}
 
 // ---------------------------------------------------------------- checks
 

@@ -11,6 +11,7 @@
 
 #include "conformance/result.hpp"
 #include "plugins/manifest.hpp"
+#include "util/glob.hpp"
 
 namespace altgrad::host::conformance {
 
@@ -50,6 +51,5 @@ std::vector<check_info> format_check_list();
 
 plugin_report check_plugin(const plugin_target& target, const options& o);
 
-bool glob_match(const std::string& pattern, const std::string& text);
 
 }  // namespace altgrad::host::conformance

@@ -87,11 +87,14 @@ altgrad_format_ref format_handle::ref() const {
     return altgrad_format_ref{sizeof(altgrad_format_ref), vtable_, instance_, name().c_str()};
 }
 
-quantize_counts format_handle::quantize(const float* in, float* out, size_t n, const quantize_options& o) const {
-    altgrad_quantize_args a{};
+namespace {
+// The fields quantize and encode share (their args structs differ only in
+// the output buffer).
+template <class Args>
+Args conversion_args(const float* in, size_t n, const quantize_options& o) {
+    Args a{};
     a.struct_size = sizeof a;
     a.input = in;
-    a.output = out;
     a.count = n;
     a.scale = o.scale;
     a.rounding = o.rounding;
@@ -99,6 +102,13 @@ quantize_counts format_handle::quantize(const float* in, float* out, size_t n, c
     a.seed = o.seed;
     a.offset = o.offset;
     a.memory = ALTGRAD_MEMORY_HOST;
+    return a;
+}
+}  // namespace
+
+quantize_counts format_handle::quantize(const float* in, float* out, size_t n, const quantize_options& o) const {
+    auto a = conversion_args<altgrad_quantize_args>(in, n, o);
+    a.output = out;
     altgrad_error e = empty_error();
     const altgrad_status s = vtable_->quantize(instance_, &a, &e);
     if (s != ALTGRAD_STATUS_OK) fail("quantize", s, e);
@@ -106,17 +116,8 @@ quantize_counts format_handle::quantize(const float* in, float* out, size_t n, c
 }
 
 quantize_counts format_handle::encode(const float* in, void* codes, size_t n, const quantize_options& o) const {
-    altgrad_encode_args a{};
-    a.struct_size = sizeof a;
-    a.input = in;
+    auto a = conversion_args<altgrad_encode_args>(in, n, o);
     a.codes = codes;
-    a.count = n;
-    a.scale = o.scale;
-    a.rounding = o.rounding;
-    a.overflow = o.overflow;
-    a.seed = o.seed;
-    a.offset = o.offset;
-    a.memory = ALTGRAD_MEMORY_HOST;
     altgrad_error e = empty_error();
     const altgrad_status s = vtable_->encode(instance_, &a, &e);
     if (s != ALTGRAD_STATUS_OK) fail("encode", s, e);
