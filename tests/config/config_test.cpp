@@ -76,7 +76,7 @@ TEST(ConfigDefaults, EmptyFileGivesTheSchemaDefaults) {
     EXPECT_EQ(c.training.eval_batches, 10);
     EXPECT_EQ(c.training.log_interval, 10);
     EXPECT_EQ(c.training.device, "cpu");
-    EXPECT_EQ(c.training.threads, 0);
+    EXPECT_EQ(c.training.threads, 1);
 
     EXPECT_TRUE(c.quantization.enabled);
     EXPECT_EQ(c.quantization.weight_format, "e5m2");

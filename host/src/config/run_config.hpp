@@ -60,7 +60,7 @@ struct training_config {
     int64_t eval_batches = 10;           // 1..1e6
     int64_t log_interval = 10;           // 1..1e9
     std::string device = "cpu";          // "cpu" | "cuda"
-    int64_t threads = 0;                 // 0..1024; 0 = all cores
+    int64_t threads = 1;                 // 0..1024; 0 = all cores
 };
 
 // One [[quantization.rules]] entry. The file's `format` key is folded in at
