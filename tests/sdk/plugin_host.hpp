@@ -1,0 +1,278 @@
+// A minimal host for the tests: loads a bundled format plugin through the C
+// ABI exactly as altgrad-host does (dlopen with RTLD_NOW | RTLD_LOCAL, dlsym of
+// the one entry symbol, an ABI version check, create with an empty parameter
+// list) and wraps get_info, quantize, encode and decode in vector-in,
+// vector-out calls. Libraries stay loaded until the process exits, as in the
+// host, and one instance per plugin is shared by all tests (instances are
+// immutable and thread-safe by contract).
+#pragma once
+
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <altgrad/altgrad.h>
+
+#ifndef ALTGRAD_TEST_PLUGIN_DIR
+#error "ALTGRAD_TEST_PLUGIN_DIR must name the folder of the built plugins"
+#endif
+
+namespace agtest {
+
+inline std::string plugin_library_path(const std::string& name) {
+    return std::string(ALTGRAD_TEST_PLUGIN_DIR) + "/" + name + "/libaltgrad_" + name + ".so";
+}
+
+inline altgrad_error make_error() {
+    altgrad_error e;
+    std::memset(&e, 0, sizeof e);
+    e.struct_size = sizeof e;
+    return e;
+}
+
+struct QuantizeResult {
+    altgrad_status status = ALTGRAD_STATUS_INTERNAL;
+    std::vector<float> out;
+    uint64_t overflow = 0;
+    uint64_t underflow = 0;
+    std::string message;
+};
+
+struct EncodeResult {
+    altgrad_status status = ALTGRAD_STATUS_INTERNAL;
+    std::vector<uint32_t> codes;
+    uint64_t overflow = 0;
+    uint64_t underflow = 0;
+    std::string message;
+};
+
+struct DecodeResult {
+    altgrad_status status = ALTGRAD_STATUS_INTERNAL;
+    std::vector<float> out;
+    std::string message;
+};
+
+// Store an arbitrary int in a C enum field, as a C host may: C++ forbids
+// static_cast-ing a value outside the enumeration's range, memcpy does not.
+template <class E>
+void set_raw_enum(E& field, int value) {
+    static_assert(sizeof(E) == sizeof(int), "C enums are int-sized on this ABI");
+    std::memcpy(&field, &value, sizeof value);
+}
+
+// Everything a conversion call takes besides the data.
+struct Mode {
+    altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
+    altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
+    float scale = 1.0f;
+    uint64_t seed = 0;
+    uint64_t offset = 0;
+};
+
+inline altgrad_quantize_args make_quantize_args(const float* in, float* out, size_t n, const Mode& m) {
+    altgrad_quantize_args a;
+    std::memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.input = in;
+    a.output = out;
+    a.count = n;
+    a.scale = m.scale;
+    a.rounding = m.rounding;
+    a.overflow = m.overflow;
+    a.seed = m.seed;
+    a.offset = m.offset;
+    a.memory = ALTGRAD_MEMORY_HOST;
+    return a;
+}
+
+inline altgrad_encode_args make_encode_args(const float* in, void* codes, size_t n, const Mode& m) {
+    altgrad_encode_args a;
+    std::memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.input = in;
+    a.codes = codes;
+    a.count = n;
+    a.scale = m.scale;
+    a.rounding = m.rounding;
+    a.overflow = m.overflow;
+    a.seed = m.seed;
+    a.offset = m.offset;
+    a.memory = ALTGRAD_MEMORY_HOST;
+    return a;
+}
+
+inline altgrad_decode_args make_decode_args(const void* codes, float* out, size_t n, float scale) {
+    altgrad_decode_args a;
+    std::memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.codes = codes;
+    a.output = out;
+    a.count = n;
+    a.scale = scale;
+    a.memory = ALTGRAD_MEMORY_HOST;
+    return a;
+}
+
+class FormatPlugin {
+public:
+    explicit FormatPlugin(const std::string& name) : name_(name) {
+        const std::string path = plugin_library_path(name);
+        handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (handle_ == nullptr) throw std::runtime_error("dlopen " + path + ": " + dlerror());
+        void* sym = dlsym(handle_, ALTGRAD_ENTRY_SYMBOL);
+        if (sym == nullptr) throw std::runtime_error("dlsym " ALTGRAD_ENTRY_SYMBOL " in " + path);
+        altgrad_entry_fn fn;
+        static_assert(sizeof fn == sizeof sym, "function and object pointers differ in size");
+        std::memcpy(&fn, &sym, sizeof fn);
+        entry_ = fn();
+        if (entry_ == nullptr) throw std::runtime_error(name + ": entry returned NULL");
+        if (entry_->abi_version.major != ALTGRAD_ABI_VERSION_MAJOR ||
+            entry_->abi_version.minor > ALTGRAD_ABI_VERSION_MINOR)
+            throw std::runtime_error(name + ": incompatible ABI version");
+        if (entry_->descriptor == nullptr || entry_->descriptor->kind != ALTGRAD_KIND_FORMAT ||
+            entry_->format == nullptr)
+            throw std::runtime_error(name + ": not a format plugin");
+        vt_ = entry_->format;
+        altgrad_param_list params;
+        std::memset(&params, 0, sizeof params);
+        params.struct_size = sizeof params;
+        params.items = nullptr;
+        params.count = 0;
+        altgrad_error err = make_error();
+        if (vt_->create(&params, &instance_, &err) != ALTGRAD_STATUS_OK)
+            throw std::runtime_error(name + ": create failed: " + err.message);
+        std::memset(&info_, 0, sizeof info_);
+        info_.struct_size = sizeof info_;
+        err = make_error();
+        if (vt_->get_info(instance_, &info_, &err) != ALTGRAD_STATUS_OK)
+            throw std::runtime_error(name + ": get_info failed: " + err.message);
+    }
+    FormatPlugin(const FormatPlugin&) = delete;
+    FormatPlugin& operator=(const FormatPlugin&) = delete;
+    // The instance is destroyed; the library stays loaded (as in the host).
+    ~FormatPlugin() { vt_->destroy(instance_); }
+
+    const std::string& name() const { return name_; }
+    const altgrad_entry* entry() const { return entry_; }
+    const altgrad_format_vtable* vtable() const { return vt_; }
+    const altgrad_format* instance() const { return instance_; }
+    const altgrad_format_info& info() const { return info_; }
+
+    // Raw calls, for argument-checking tests.
+    altgrad_status quantize_raw(altgrad_quantize_args* a, std::string* message = nullptr) const {
+        altgrad_error err = make_error();
+        const altgrad_status st = vt_->quantize(instance_, a, &err);
+        if (message != nullptr) *message = err.message;
+        return st;
+    }
+    altgrad_status encode_raw(altgrad_encode_args* a, std::string* message = nullptr) const {
+        altgrad_error err = make_error();
+        const altgrad_status st = vt_->encode(instance_, a, &err);
+        if (message != nullptr) *message = err.message;
+        return st;
+    }
+    altgrad_status decode_raw(altgrad_decode_args* a, std::string* message = nullptr) const {
+        altgrad_error err = make_error();
+        const altgrad_status st = vt_->decode(instance_, a, &err);
+        if (message != nullptr) *message = err.message;
+        return st;
+    }
+
+    QuantizeResult quantize(const std::vector<float>& in, const Mode& m = Mode{}) const {
+        QuantizeResult r;
+        r.out.assign(in.size(), 0.0f);
+        altgrad_quantize_args a = make_quantize_args(in.data(), r.out.data(), in.size(), m);
+        r.status = quantize_raw(&a, &r.message);
+        r.overflow = a.overflow_count;
+        r.underflow = a.underflow_count;
+        return r;
+    }
+
+    // Quantize one value; convenient for the named edge-case tests.
+    float quantize_one(float x, const Mode& m = Mode{}, uint64_t* overflow = nullptr,
+                       uint64_t* underflow = nullptr) const {
+        const QuantizeResult r = quantize({x}, m);
+        if (r.status != ALTGRAD_STATUS_OK) throw std::runtime_error(name_ + ": quantize failed: " + r.message);
+        if (overflow != nullptr) *overflow = r.overflow;
+        if (underflow != nullptr) *underflow = r.underflow;
+        return r.out[0];
+    }
+
+    EncodeResult encode(const std::vector<float>& in, const Mode& m = Mode{}) const {
+        EncodeResult r;
+        const size_t w = info_.code_bytes;
+        std::vector<unsigned char> raw(in.size() * w + 1, 0);
+        altgrad_encode_args a = make_encode_args(in.data(), raw.data(), in.size(), m);
+        r.status = encode_raw(&a, &r.message);
+        r.overflow = a.overflow_count;
+        r.underflow = a.underflow_count;
+        r.codes.resize(in.size());
+        for (size_t i = 0; i < in.size(); ++i) {
+            if (w == 1) {
+                r.codes[i] = raw[i];
+            } else if (w == 2) {
+                uint16_t c;
+                std::memcpy(&c, raw.data() + 2 * i, 2);
+                r.codes[i] = c;
+            } else {
+                uint32_t c;
+                std::memcpy(&c, raw.data() + 4 * i, 4);
+                r.codes[i] = c;
+            }
+        }
+        return r;
+    }
+
+    DecodeResult decode(const std::vector<uint32_t>& codes, float scale = 1.0f) const {
+        DecodeResult r;
+        const size_t w = info_.code_bytes;
+        std::vector<unsigned char> raw(codes.size() * w + 1, 0);
+        for (size_t i = 0; i < codes.size(); ++i) {
+            if (w == 1) {
+                raw[i] = static_cast<unsigned char>(codes[i]);
+            } else if (w == 2) {
+                const uint16_t c = static_cast<uint16_t>(codes[i]);
+                std::memcpy(raw.data() + 2 * i, &c, 2);
+            } else {
+                std::memcpy(raw.data() + 4 * i, &codes[i], 4);
+            }
+        }
+        r.out.assign(codes.size(), 0.0f);
+        altgrad_decode_args a = make_decode_args(raw.data(), r.out.data(), codes.size(), scale);
+        r.status = decode_raw(&a, &r.message);
+        return r;
+    }
+
+private:
+    std::string name_;
+    void* handle_ = nullptr;
+    const altgrad_entry* entry_ = nullptr;
+    const altgrad_format_vtable* vt_ = nullptr;
+    altgrad_format* instance_ = nullptr;
+    altgrad_format_info info_{};
+};
+
+// The shared instance of a bundled plugin, created on first use.
+inline const FormatPlugin& plugin(const std::string& name) {
+    static std::mutex mu;
+    static std::map<std::string, std::unique_ptr<FormatPlugin>> loaded;
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = loaded.find(name);
+    if (it == loaded.end()) it = loaded.emplace(name, std::make_unique<FormatPlugin>(name)).first;
+    return *it->second;
+}
+
+inline const std::vector<std::string>& bundled_plugin_names() {
+    static const std::vector<std::string> names = {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0",
+                                                   "e0m7", "bf16", "fp16", "fp32"};
+    return names;
+}
+
+}  // namespace agtest
