@@ -84,6 +84,7 @@ struct env {
     std::shared_ptr<const loaded_plugin> plugin;
     std::shared_ptr<format_handle> format;
     std::optional<format_table> table;
+    bool drew_random = false;  // the result depends on the seed: say which
 };
 
 result pass(const std::string& reason) { return {"", outcome::passed, reason, "", "", 0}; }
@@ -153,6 +154,7 @@ bool representable_scaled(float x) { return std::isfinite(x); }
 // Log-uniform magnitudes from well below the smallest value to well above
 // the largest, both signs, plus uniform values inside the range.
 std::vector<float> random_probes(env& e, size_t n) {
+    e.drew_random = true;
     const altgrad_format_info& i = e.format->info();
     const double lo_mag = std::max(i.min_subnormal > 0 ? i.min_subnormal : i.min_normal, 1e-38) / 8;
     const double hi_mag = std::min(i.max_finite * 8, static_cast<double>(FLT_MAX));
@@ -554,6 +556,7 @@ result check_subnormal_boundary(env& e) {
 }
 
 result check_encode_decode(env& e) {
+    e.drew_random = true;
     const altgrad_format_info& i = e.format->info();
     std::vector<float> in = all_probes(e);
     in.push_back(INFINITY);
@@ -644,6 +647,7 @@ bool has_stochastic(const env& e) {
 }
 
 result check_sr_neighbours(env& e) {
+    e.drew_random = true;
     if (!has_stochastic(e)) return skip("the format does not implement stochastic rounding");
     if (!e.table) return needs_table(e);
     std::vector<float> in;
@@ -665,6 +669,7 @@ result check_sr_neighbours(env& e) {
 }
 
 result check_sr_unbiased(env& e) {
+    e.drew_random = true;
     if (!has_stochastic(e)) return skip("the format does not implement stochastic rounding");
     if (!e.table) return needs_table(e);
     const auto& f = e.table->finite();
@@ -710,6 +715,7 @@ result check_sr_unbiased(env& e) {
 }
 
 result check_sr_reproducible(env& e) {
+    e.drew_random = true;
     if (!has_stochastic(e)) return skip("the format does not implement stochastic rounding");
     // Only inputs that are not representable leave the generator a choice.
     std::vector<float> in;
@@ -740,6 +746,7 @@ result check_sr_reproducible(env& e) {
 }
 
 result check_sr_chunking(env& e) {
+    e.drew_random = true;
     if (!has_stochastic(e)) return skip("the format does not implement stochastic rounding");
     const std::vector<float> in = random_probes(e, 5000);
     quantize_options o = mode(ALTGRAD_ROUND_STOCHASTIC);
@@ -768,6 +775,7 @@ result check_sr_chunking(env& e) {
 // -------- concurrency.*
 
 result check_threads(env& e) {
+    e.drew_random = true;
     const altgrad_format_info& i = e.format->info();
     constexpr int kThreads = 8, kRepeats = 10;
     std::vector<std::vector<float>> inputs, serial;
@@ -892,7 +900,10 @@ plugin_report check_plugin(const plugin_target& target, const options& o) {
                     }
                     if (e.format->info().total_bits <= 16) e.table.emplace(*e.format);
                 }
-                return c.run(e);
+                result r = c.run(e);
+                if (e.drew_random && r.status != outcome::skipped)
+                    r.reason += " (seed " + std::to_string(o.seed) + ")";
+                return r;
             });
         }
         r.check = c.name;

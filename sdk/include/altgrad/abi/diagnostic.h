@@ -65,8 +65,9 @@ typedef struct altgrad_diagnostic_vtable {
     /* Which tensors to pass: a bit set of (1u << altgrad_tensor_role). */
     uint32_t (*interests)(const altgrad_diagnostic* diagnostic);
 
-    /* The most values one measure call writes per tensor passed, plus one for
-     * the ALTGRAD_ALL_TENSORS entries. */
+    /* The most values one measure call writes per tensor passed (and at most
+     * as many again for the ALTGRAD_ALL_TENSORS entries): the host sizes the
+     * value buffer to max_values_per_tensor * (tensor_count + 1). */
     size_t (*max_values_per_tensor)(const altgrad_diagnostic* diagnostic);
 
     /* Measure. Empty tensors (count 0) and NaN/Inf elements must be handled. */

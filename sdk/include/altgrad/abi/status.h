@@ -15,6 +15,13 @@
  * results), the caller sets struct_size and the callee writes only fields that
  * fit. So an old plugin works with a new host and the other way round, within
  * one ABI major.
+ *
+ * Arrays of structs (parameter lists, tensor views, observations, actions,
+ * diagnostic values) are strided by the struct_size of their elements: every
+ * element of one array has the same struct_size, set by whoever allocated the
+ * array, and element i starts i * struct_size bytes after the first. Readers
+ * step by that size, never by their own sizeof, so an array of grown structs
+ * still reads correctly (ALTGRAD_ARRAY_AT below).
  */
 #ifndef ALTGRAD_ABI_STATUS_H
 #define ALTGRAD_ABI_STATUS_H
@@ -66,5 +73,9 @@ typedef struct altgrad_error {
  * contain `field`: use before reading or writing any field added after v1.0. */
 #define ALTGRAD_STRUCT_HAS(ptr, type, field) \
     ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
+
+/* Element i of an ABI array whose first element is `first` (see above). */
+#define ALTGRAD_ARRAY_AT(type, first, i) \
+    ((type*)((char*)(first) + (size_t)(i) * (first)->struct_size))
 
 #endif /* ALTGRAD_ABI_STATUS_H */

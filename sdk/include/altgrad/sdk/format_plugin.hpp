@@ -55,7 +55,7 @@ private:
     const altgrad_param& find(const char* key, altgrad_param_type type) const {
         if (list_ != nullptr)
             for (size_t i = 0; i < list_->count; ++i) {
-                const altgrad_param& p = list_->items[i];
+                const altgrad_param& p = *ALTGRAD_ARRAY_AT(const altgrad_param, list_->items, i);
                 if (std::strcmp(p.key, key) != 0) continue;
                 if (p.type != type)
                     throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,

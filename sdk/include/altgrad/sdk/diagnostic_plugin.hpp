@@ -1,0 +1,287 @@
+// AltGrad SDK: turn a C++ diagnostic class into a diagnostic plugin.
+//
+// A diagnostic class D provides:
+//   uint32_t interests() const;              // bit set of (1u << altgrad_tensor_role)
+//   size_t max_values_per_tensor() const;    // see "Buffer size" below
+//   void measure(uint64_t step, const altgrad_tensor_view* tensors, size_t n,
+//                value_sink& out);
+// and a plugin is then a factory plus one macro:
+//
+//   my_diag make(const altgrad::sdk::param_view&) { return my_diag(); }
+//   ALTGRAD_DIAGNOSTIC_PLUGIN("mine", 1, 0, 0, "What it measures", make)
+//
+// The contract the adapter keeps for D:
+//  - measure is called only with checked arguments: tensors is non-NULL when
+//    n > 0, every view is at least ABI 1.0's size, lives in host memory
+//    (device memory is refused with ALTGRAD_STATUS_UNSUPPORTED before D sees
+//    it), has data != NULL when count > 0, and a format_ref of at least v1
+//    size with non-NULL vtable and instance. Elements may still be NaN/Inf and
+//    count may be 0: D handles both (the bundled diagnostics skip non-finite
+//    elements and report NaN for what an empty tensor leaves undefined).
+//  - Results go through value_sink::add(tensor_index, name, value), which
+//    checks the name ([a-z0-9_.]+, shorter than ALTGRAD_VALUE_NAME_CAPACITY),
+//    the index (< n or ALTGRAD_ALL_TENSORS) and the host buffer's capacity,
+//    and throws plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT) otherwise.
+//  - q(x) is computed by calling the tensor's own format, never private
+//    arithmetic: quantize_with(view.format, ...) and format_info_of(...)
+//    call the format's vtable and turn a non-OK status into plugin_error
+//    (with the format's message and name).
+//  - Exceptions never cross the boundary: measure and create report them as a
+//    status and message (detail::guarded). interests and max_values_per_tensor
+//    have no error channel in the ABI: an exception there yields 0.
+//  - Arrays are strided by their elements' struct_size (status.h): the sink
+//    writes value i at ALTGRAD_ARRAY_AT(items, i) with the host's struct_size
+//    kept, and views of a size other than this SDK's are copied into a plain
+//    array of this SDK's altgrad_tensor_view before D sees them.
+//  - On failure the value buffer's count is set to 0 (no partial results).
+//  - Buffer size: the host gives max_values_per_tensor() * (n + 1) entries for
+//    a call with n tensors (one tensor's worth for ALTGRAD_ALL_TENSORS
+//    entries), which is how the ABI's "plus one" is read here.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <altgrad/altgrad.h>
+#include <altgrad/sdk/error.hpp>
+#include <altgrad/sdk/format_plugin.hpp>  // param_view, detail::guarded
+
+namespace altgrad::sdk {
+
+// Appends named scalars to the host's value buffer.
+class value_sink {
+public:
+    // items: the host's array, strided by its elements' struct_size (status.h);
+    // every element's struct_size is set by the host and at least v1's size.
+    value_sink(altgrad_diagnostic_value* items, size_t capacity, size_t tensor_count)
+        : items_(items), capacity_(capacity), tensor_count_(tensor_count) {
+        if (capacity_ > 0) {
+            if (items_ == nullptr) throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, "value buffer items is NULL");
+            stride_ = items_->struct_size;
+            if (!ALTGRAD_STRUCT_HAS(items_, altgrad_diagnostic_value, value))
+                throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
+                                   "value buffer items are smaller than ABI 1.0's (struct_size " +
+                                       std::to_string(stride_) + ")");
+        }
+    }
+
+    static bool valid_name(const char* name) {
+        if (name == nullptr || name[0] == '\0') return false;
+        size_t n = 0;
+        for (; name[n] != '\0'; ++n) {
+            const char c = name[n];
+            if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.')) return false;
+        }
+        return n < ALTGRAD_VALUE_NAME_CAPACITY;
+    }
+
+    void add(uint32_t tensor_index, const char* name, double value) {
+        if (!valid_name(name))
+            throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
+                               std::string("value name '") + (name ? name : "(null)") +
+                                   "' is not [a-z0-9_.]+ of fewer than 64 characters");
+        if (tensor_index != ALTGRAD_ALL_TENSORS && tensor_index >= tensor_count_)
+            throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
+                               "value '" + std::string(name) + "' names tensor " + std::to_string(tensor_index) +
+                                   " of " + std::to_string(tensor_count_));
+        if (count_ >= capacity_)
+            throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
+                               "value buffer is full (capacity " + std::to_string(capacity_) + ") at '" + name + "'");
+        altgrad_diagnostic_value& v = *ALTGRAD_ARRAY_AT(altgrad_diagnostic_value, items_, count_++);
+        const size_t size = stride_;  // the host's element size: keep it, zero what we do not know
+        std::memset(&v, 0, size);
+        v.struct_size = size;
+        v.tensor_index = tensor_index;
+        std::memcpy(v.name, name, std::strlen(name) + 1);
+        v.value = value;
+    }
+
+    size_t count() const { return count_; }
+    size_t capacity() const { return capacity_; }
+
+private:
+    altgrad_diagnostic_value* items_;
+    size_t capacity_;
+    size_t tensor_count_;
+    size_t stride_ = sizeof(altgrad_diagnostic_value);
+    size_t count_ = 0;
+};
+
+struct quantize_result {
+    uint64_t overflow = 0;   // altgrad_quantize_args.overflow_count
+    uint64_t underflow = 0;  // altgrad_quantize_args.underflow_count
+};
+
+namespace detail {
+inline void check_format_ref(const altgrad_format_ref& f) {
+    if (!ALTGRAD_STRUCT_HAS(&f, altgrad_format_ref, name) || f.vtable == nullptr || f.instance == nullptr)
+        invalid("format_ref is smaller than ABI 1.0's or has a NULL vtable or instance");
+}
+inline std::string format_name(const altgrad_format_ref& f) { return f.name ? f.name : "(unnamed)"; }
+inline altgrad_error empty_error() {
+    altgrad_error e{};
+    e.struct_size = sizeof e;
+    return e;
+}
+}  // namespace detail
+
+// The format's info, through its vtable.
+inline altgrad_format_info format_info_of(const altgrad_format_ref& f) {
+    detail::check_format_ref(f);
+    altgrad_format_info info{};
+    info.struct_size = sizeof info;
+    altgrad_error e = detail::empty_error();
+    const altgrad_status s = f.vtable->get_info(f.instance, &info, &e);
+    if (s != ALTGRAD_STATUS_OK)
+        throw plugin_error(s, "format '" + detail::format_name(f) + "': get_info failed: " + e.message);
+    return info;
+}
+
+// q(in * scale) / scale into out, through the format's vtable (host memory).
+inline quantize_result quantize_with(const altgrad_format_ref& f, const float* in, float* out, size_t n, float scale,
+                                     altgrad_rounding rounding,
+                                     altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE) {
+    detail::check_format_ref(f);
+    altgrad_quantize_args a{};
+    a.struct_size = sizeof a;
+    a.input = in;
+    a.output = out;
+    a.count = n;
+    a.scale = scale;
+    a.rounding = rounding;
+    a.overflow = overflow;
+    a.memory = ALTGRAD_MEMORY_HOST;
+    altgrad_error e = detail::empty_error();
+    const altgrad_status s = f.vtable->quantize(f.instance, &a, &e);
+    if (s != ALTGRAD_STATUS_OK)
+        throw plugin_error(s, "format '" + detail::format_name(f) + "': quantize failed: " + e.message);
+    return {a.overflow_count, a.underflow_count};
+}
+
+// The finite elements of a view, in order, into `out`; returns how many were
+// NaN or +-Inf (skipped).
+inline uint64_t finite_elements(const altgrad_tensor_view& t, std::vector<float>& out) {
+    out.clear();
+    out.reserve(t.count);
+    uint64_t skipped = 0;
+    for (size_t i = 0; i < t.count; ++i) {
+        const float x = t.data[i];
+        if (std::isfinite(x)) out.push_back(x);
+        else ++skipped;
+    }
+    return skipped;
+}
+
+// The vtable for diagnostic class D made by Factory(const param_view&).
+template <class D, D (*Factory)(const param_view&)>
+struct diagnostic_adapter {
+    static D& self(altgrad_diagnostic* p) {
+        if (p == nullptr) detail::invalid("diagnostic instance is NULL");
+        return *reinterpret_cast<D*>(p);
+    }
+
+    static altgrad_status create(const altgrad_param_list* params, altgrad_diagnostic** out, altgrad_error* error) {
+        return detail::guarded(error, [&] {
+            if (out == nullptr) detail::invalid("create: out is NULL");
+            *out = reinterpret_cast<altgrad_diagnostic*>(new D(Factory(param_view(params))));
+        });
+    }
+
+    static void destroy(altgrad_diagnostic* p) { delete reinterpret_cast<D*>(p); }
+
+    static uint32_t interests(const altgrad_diagnostic* p) {
+        if (p == nullptr) return 0;
+        try {
+            return reinterpret_cast<const D*>(p)->interests();
+        } catch (...) {
+            return 0;
+        }
+    }
+
+    static size_t max_values_per_tensor(const altgrad_diagnostic* p) {
+        if (p == nullptr) return 0;
+        try {
+            return reinterpret_cast<const D*>(p)->max_values_per_tensor();
+        } catch (...) {
+            return 0;
+        }
+    }
+
+    static void check_view(const altgrad_tensor_view* t, size_t i) {
+        const std::string where = "tensor " + std::to_string(i);
+        if (!ALTGRAD_STRUCT_HAS(t, altgrad_tensor_view, scale)) detail::invalid(where + ": view is smaller than ABI 1.0's");
+        if (t->memory == ALTGRAD_MEMORY_CUDA)
+            throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, where + ": this diagnostic reads host memory only");
+        if (t->memory != ALTGRAD_MEMORY_HOST) detail::invalid(where + ": unknown memory kind");
+        if (t->count > 0 && t->data == nullptr) detail::invalid(where + ": data is NULL with count > 0");
+        detail::check_format_ref(t->format);
+    }
+
+    static altgrad_status measure(altgrad_diagnostic* p, uint64_t step, const altgrad_tensor_view* tensors,
+                                  size_t n, altgrad_value_buffer* values, altgrad_error* error) {
+        if (values != nullptr && ALTGRAD_STRUCT_HAS(values, altgrad_value_buffer, count)) values->count = 0;
+        return detail::guarded(error, [&] {
+            D& d = self(p);
+            if (values == nullptr || !ALTGRAD_STRUCT_HAS(values, altgrad_value_buffer, count))
+                detail::invalid("measure: values is NULL or smaller than ABI 1.0's");
+            if (values->capacity > 0 && values->items == nullptr) detail::invalid("measure: values->items is NULL");
+            if (n > 0 && tensors == nullptr) detail::invalid("measure: tensors is NULL with tensor_count > 0");
+            if (n >= ALTGRAD_ALL_TENSORS) detail::invalid("measure: too many tensors");
+            // The views are strided by their struct_size (status.h); D indexes
+            // them as a plain array, so views of another size are copied into
+            // ours (fields we do not know dropped, fields they lack zeroed).
+            std::vector<altgrad_tensor_view> copies;
+            if (n > 0 && tensors[0].struct_size != sizeof(altgrad_tensor_view)) {
+                if (!ALTGRAD_STRUCT_HAS(&tensors[0], altgrad_tensor_view, scale))
+                    detail::invalid("tensor 0: view is smaller than ABI 1.0's");
+                copies.resize(n);
+                const size_t size = std::min(tensors[0].struct_size, sizeof(altgrad_tensor_view));
+                for (size_t i = 0; i < n; ++i) {
+                    std::memset(&copies[i], 0, sizeof copies[i]);
+                    std::memcpy(&copies[i], ALTGRAD_ARRAY_AT(const altgrad_tensor_view, tensors, i), size);
+                    copies[i].struct_size = sizeof copies[i];
+                }
+                tensors = copies.data();
+            }
+            for (size_t i = 0; i < n; ++i) check_view(&tensors[i], i);
+            value_sink sink(values->items, values->capacity, n);
+            d.measure(step, tensors, n, sink);
+            values->count = sink.count();
+        });
+    }
+
+    static const altgrad_diagnostic_vtable* vtable() {
+        static const altgrad_diagnostic_vtable table = {sizeof(altgrad_diagnostic_vtable), &create, &destroy,
+                                                        &interests, &max_values_per_tensor, &measure};
+        return &table;
+    }
+};
+
+}  // namespace altgrad::sdk
+
+// Export the one entry symbol of a diagnostic plugin library. PARAMS variant:
+// PARAM_SPECS is an array of altgrad_param_spec with static storage.
+#define ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, PARAM_SPECS,          \
+                                              PARAM_COUNT)                                                            \
+    extern "C" ALTGRAD_EXPORT const altgrad_entry* altgrad_plugin_entry(void) {                                      \
+        using altgrad_diagnostic_class_ = decltype(FACTORY(std::declval<const ::altgrad::sdk::param_view&>()));    \
+        static const altgrad_descriptor descriptor = {sizeof(altgrad_descriptor),                                  \
+                                                      ALTGRAD_KIND_DIAGNOSTIC,                                     \
+                                                      NAME,                                                        \
+                                                      {MAJOR, MINOR, PATCH},                                       \
+                                                      DESCRIPTION,                                                 \
+                                                      PARAM_SPECS,                                                 \
+                                                      PARAM_COUNT};                                                \
+        static const altgrad_entry entry = {                                                                      \
+            sizeof(altgrad_entry), ALTGRAD_ABI_VERSION_INIT, &descriptor, nullptr, nullptr,                       \
+            ::altgrad::sdk::diagnostic_adapter<altgrad_diagnostic_class_, &FACTORY>::vtable()};                    \
+        return &entry;                                                                                             \
+    }
+
+#define ALTGRAD_DIAGNOSTIC_PLUGIN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY) \
+    ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, nullptr, 0)
