@@ -41,7 +41,9 @@ TEST(Registry, BundledPluginsAllLoad) {
         EXPECT_EQ(r.status, plugin_status::ok) << r.name() << ": " << r.error;
         names.insert(r.name());
     }
-    EXPECT_EQ(names, (std::set<std::string>{"bf16", "e0m7", "e1m6", "e3m4", "e4m3", "e5m2", "e7m0", "fp16", "fp32"}));
+    EXPECT_EQ(names, (std::set<std::string>{"bf16", "e0m7", "e1m6", "e3m4", "e4m3", "e5m2", "e7m0", "fp16", "fp32",
+                                            "range", "stiffness", "grid_alignment", "partition_clip",
+                                            "mantissa_shift"}));
 }
 
 TEST(Registry, ManifestsAreReadWithoutLoading) {

@@ -1,0 +1,87 @@
+// A created intervention-plugin instance, from the host's side: creation with
+// validated parameters, and observe() once per step returning the plugin's
+// actions as C++ values, checked (kind known, texts NUL-terminated, clip value
+// finite and > 0, tensor and format set for a switch). A plugin's failure
+// becomes a host::error naming the plugin. Not thread-safe: like the ABI says,
+// one thread at a time per handle; separate handles are independent.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <altgrad/altgrad.h>
+
+#include "plugins/loader.hpp"
+
+namespace altgrad::host {
+
+// One action a plugin asked for.
+struct action {
+    altgrad_action_kind kind = ALTGRAD_ACTION_CLIP_GRAD_NORM;
+    double value = 0.0;      // CLIP_GRAD_NORM: the max norm
+    std::string tensor;      // SWITCH_FORMAT: name or '*' pattern
+    std::string format;      // SWITCH_FORMAT: the new format plugin's name
+    std::string reason;      // always
+};
+
+// What the host saw of one tensor (owning strings; see altgrad_tensor_observation).
+struct tensor_observation {
+    std::string name;
+    altgrad_tensor_role role = ALTGRAD_TENSOR_WEIGHT;
+    std::string format;
+    double format_max = 0.0;
+    double overflow_rate = 0.0;
+    double underflow_rate = 0.0;
+    double bit_stall_rate = 0.0;  // NaN: not measured
+};
+
+// Everything seen in one step (see altgrad_observation).
+struct observation {
+    uint64_t step = 0;
+    double loss = 0.0;
+    double grad_norm = 0.0;
+    double learning_rate = 0.0;
+    uint32_t consecutive_nonfinite_steps = 0;
+    std::vector<tensor_observation> tensors;
+};
+
+const char* action_kind_name(altgrad_action_kind kind);
+
+class intervention_handle {
+public:
+    // The smallest action buffer observe() offers; it offers
+    // max(kMinActionCapacity, tensor_count + 16), so a plugin can answer one
+    // action per tensor and a few global ones.
+    static constexpr size_t kMinActionCapacity = 64;
+
+    // Create an instance of `plugin` (an intervention plugin) with user
+    // parameters (key -> text); `where` names their source in errors.
+    static std::shared_ptr<intervention_handle> create(std::shared_ptr<const loaded_plugin> plugin,
+                                                       const std::map<std::string, std::string>& params = {},
+                                                       const std::string& where = "--param");
+    ~intervention_handle();
+    intervention_handle(const intervention_handle&) = delete;
+    intervention_handle& operator=(const intervention_handle&) = delete;
+
+    const std::string& name() const { return plugin_->info.name; }
+    const loaded_plugin& plugin() const { return *plugin_; }
+
+    std::vector<action> observe(const altgrad_observation& o);
+    std::vector<action> observe(const observation& o);
+
+private:
+    intervention_handle() = default;
+    [[noreturn]] void fail(const char* call, altgrad_status s, const altgrad_error& e) const;
+    [[noreturn]] void bad(const std::string& what) const;
+
+    std::shared_ptr<const loaded_plugin> plugin_;  // keeps the code loaded
+    const altgrad_intervention_vtable* vtable_ = nullptr;
+    altgrad_intervention* instance_ = nullptr;
+    std::vector<altgrad_action> buffer_;
+};
+
+}  // namespace altgrad::host
