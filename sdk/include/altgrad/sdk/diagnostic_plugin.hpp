@@ -49,6 +49,7 @@
 
 #include <altgrad/altgrad.h>
 #include <altgrad/sdk/error.hpp>
+#include <altgrad/sdk/export.hpp>
 #include <altgrad/sdk/format_plugin.hpp>  // param_view, detail::guarded
 
 namespace altgrad::sdk {
@@ -266,22 +267,11 @@ struct diagnostic_adapter {
 
 // Export the one entry symbol of a diagnostic plugin library. PARAMS variant:
 // PARAM_SPECS is an array of altgrad_param_spec with static storage.
-#define ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, PARAM_SPECS,          \
-                                              PARAM_COUNT)                                                            \
-    extern "C" ALTGRAD_EXPORT const altgrad_entry* altgrad_plugin_entry(void) {                                      \
-        using altgrad_diagnostic_class_ = decltype(FACTORY(std::declval<const ::altgrad::sdk::param_view&>()));    \
-        static const altgrad_descriptor descriptor = {sizeof(altgrad_descriptor),                                  \
-                                                      ALTGRAD_KIND_DIAGNOSTIC,                                     \
-                                                      NAME,                                                        \
-                                                      {MAJOR, MINOR, PATCH},                                       \
-                                                      DESCRIPTION,                                                 \
-                                                      PARAM_SPECS,                                                 \
-                                                      PARAM_COUNT};                                                \
-        static const altgrad_entry entry = {                                                                      \
-            sizeof(altgrad_entry), ALTGRAD_ABI_VERSION_INIT, &descriptor, nullptr, nullptr,                       \
-            ::altgrad::sdk::diagnostic_adapter<altgrad_diagnostic_class_, &FACTORY>::vtable()};                    \
-        return &entry;                                                                                             \
-    }
+#define ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, PARAM_SPECS,     \
+                                              PARAM_COUNT)                                                       \
+    ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_DIAGNOSTIC, NAME, MAJOR, MINOR, PATCH, DESCRIPTION, PARAM_SPECS, PARAM_COUNT, \
+                      nullptr, nullptr,                                                                          \
+                      (::altgrad::sdk::diagnostic_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()))
 
 #define ALTGRAD_DIAGNOSTIC_PLUGIN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY) \
     ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, nullptr, 0)

@@ -36,6 +36,7 @@
 
 #include <altgrad/altgrad.h>
 #include <altgrad/sdk/error.hpp>
+#include <altgrad/sdk/export.hpp>
 #include <altgrad/sdk/philox.hpp>
 #include <altgrad/sdk/rounding.hpp>
 
@@ -404,20 +405,9 @@ struct format_adapter {
 // Export the one entry symbol of a format plugin library. PARAMS variant:
 // PARAM_SPECS is an array of altgrad_param_spec with static storage.
 #define ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, PARAM_SPECS, PARAM_COUNT) \
-    extern "C" ALTGRAD_EXPORT const altgrad_entry* altgrad_plugin_entry(void) {                                     \
-        using altgrad_format_class_ = decltype(FACTORY(std::declval<const ::altgrad::sdk::param_view&>()));       \
-        static const altgrad_descriptor descriptor = {sizeof(altgrad_descriptor),                                 \
-                                                      ALTGRAD_KIND_FORMAT,                                        \
-                                                      NAME,                                                       \
-                                                      {MAJOR, MINOR, PATCH},                                      \
-                                                      DESCRIPTION,                                                \
-                                                      PARAM_SPECS,                                                \
-                                                      PARAM_COUNT};                                               \
-        static const altgrad_entry entry = {                                                                     \
-            sizeof(altgrad_entry), ALTGRAD_ABI_VERSION_INIT, &descriptor,                                        \
-            ::altgrad::sdk::format_adapter<altgrad_format_class_, &FACTORY>::vtable(), nullptr, nullptr};         \
-        return &entry;                                                                                            \
-    }
+    ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_FORMAT, NAME, MAJOR, MINOR, PATCH, DESCRIPTION, PARAM_SPECS, PARAM_COUNT,          \
+                      (::altgrad::sdk::format_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()), nullptr,   \
+                      nullptr)
 
 #define ALTGRAD_FORMAT_PLUGIN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY) \
     ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, nullptr, 0)

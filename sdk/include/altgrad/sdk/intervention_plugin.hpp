@@ -45,6 +45,7 @@
 
 #include <altgrad/altgrad.h>
 #include <altgrad/sdk/error.hpp>
+#include <altgrad/sdk/export.hpp>
 #include <altgrad/sdk/format_plugin.hpp>  // param_view, detail::guarded, detail::invalid
 
 namespace altgrad::sdk {
@@ -194,22 +195,11 @@ struct intervention_adapter {
 // Export the one entry symbol of an intervention plugin library. PARAMS
 // variant: PARAM_SPECS is an array of altgrad_param_spec with static storage.
 #define ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, PARAM_SPECS,     \
-                                                PARAM_COUNT)                                                      \
-    extern "C" ALTGRAD_EXPORT const altgrad_entry* altgrad_plugin_entry(void) {                                     \
-        using altgrad_intervention_class_ =                                                                       \
-            decltype(FACTORY(std::declval<const ::altgrad::sdk::param_view&>()));                                 \
-        static const altgrad_descriptor descriptor = {sizeof(altgrad_descriptor),                                 \
-                                                      ALTGRAD_KIND_INTERVENTION,                                  \
-                                                      NAME,                                                       \
-                                                      {MAJOR, MINOR, PATCH},                                      \
-                                                      DESCRIPTION,                                                \
-                                                      PARAM_SPECS,                                                \
-                                                      PARAM_COUNT};                                               \
-        static const altgrad_entry entry = {                                                                     \
-            sizeof(altgrad_entry), ALTGRAD_ABI_VERSION_INIT, &descriptor, nullptr,                               \
-            ::altgrad::sdk::intervention_adapter<altgrad_intervention_class_, &FACTORY>::vtable(), nullptr};      \
-        return &entry;                                                                                            \
-    }
+                                                PARAM_COUNT)                                                       \
+    ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_INTERVENTION, NAME, MAJOR, MINOR, PATCH, DESCRIPTION, PARAM_SPECS, PARAM_COUNT, \
+                      nullptr,                                                                                     \
+                      (::altgrad::sdk::intervention_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()),   \
+                      nullptr)
 
 #define ALTGRAD_INTERVENTION_PLUGIN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY) \
     ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, nullptr, 0)
