@@ -74,9 +74,9 @@ void expect_outcome(const kit::plugin_report& r, const std::string& check, outco
         EXPECT_FALSE(x->input.empty()) << check << ": no input\n" << dump(r);
 }
 
-std::vector<std::string> check_names() {
+std::vector<std::string> check_names(altgrad_plugin_kind kind = ALTGRAD_KIND_FORMAT) {
     std::vector<std::string> names;
-    for (const kit::check_info& c : kit::format_check_list()) names.push_back(c.name);
+    for (const kit::check_info& c : kit::check_list(kind)) names.push_back(c.name);
     return names;
 }
 
@@ -190,7 +190,72 @@ TEST(KitPlanted, ExtraExportWarnsAndNamesIt) {
             EXPECT_EQ(y.status, outcome::passed) << y.check << "\n" << dump(r);
 }
 
+// A static global shared by instances: one instance at a time behaves (and
+// create resets it), two live instances disturb each other.
+TEST(KitPlanted, SharedStaticStateFailsInstancesSeparate) {
+    const kit::plugin_report r = check("broken_shared_state");
+    expect_outcome(r, "instances.separate", outcome::failed);
+    const kit::result* x = find(r, "instances.separate");
+    ASSERT_NE(x, nullptr);
+    EXPECT_FALSE(x->hint.empty());
+    EXPECT_NE(x->reason.find("(seed " + std::to_string(kSeed) + ")"), std::string::npos) << x->reason;
+    for (const char* other : {"params.defaults", "answers.deterministic", "observe.nonfinite", "observe.empty"})
+        expect_outcome(r, other, outcome::passed);
+    std::vector<std::string> ran;
+    for (const kit::result& y : r.results) ran.push_back(y.check);
+    EXPECT_EQ(ran, check_names(ALTGRAD_KIND_INTERVENTION)) << dump(r);
+}
+
 // ---------------------------------------------------------------- bundled plugins
+
+// The bundled interventions and diagnostics run their kind's checks (never
+// "not written yet") and pass every one of them.
+TEST(KitBundled, InterventionsAndDiagnosticsPassTheirChecks) {
+    const std::vector<std::pair<std::string, altgrad_plugin_kind>> plugins = {
+        {"partition_clip", ALTGRAD_KIND_INTERVENTION}, {"mantissa_shift", ALTGRAD_KIND_INTERVENTION},
+        {"range", ALTGRAD_KIND_DIAGNOSTIC},           {"stiffness", ALTGRAD_KIND_DIAGNOSTIC},
+        {"grid_alignment", ALTGRAD_KIND_DIAGNOSTIC}};
+    for (const auto& [name, kind] : plugins) {
+        SCOPED_TRACE(name);
+        const kit::plugin_report r = kit::check_plugin(kit::target_by_path(kBundled / name / "manifest.toml"), opts(""));
+        std::vector<std::string> ran;
+        for (const kit::result& x : r.results) ran.push_back(x.check);
+        EXPECT_EQ(ran, check_names(kind)) << dump(r);
+        for (const char* c : {"params.defaults", "instances.separate", "answers.deterministic"})
+            expect_outcome(r, c, outcome::passed);
+        if (kind == ALTGRAD_KIND_INTERVENTION) {
+            expect_outcome(r, "observe.nonfinite", outcome::passed);
+            expect_outcome(r, "observe.empty", outcome::passed);
+        } else {
+            expect_outcome(r, "measure.nonfinite", outcome::passed);
+            expect_outcome(r, "measure.empty", outcome::passed);
+            expect_outcome(r, "measure.names", outcome::passed);
+        }
+        for (const kit::result& x : r.results) {
+            EXPECT_FALSE(kit::is_failure(x.status)) << x.check << "\n" << dump(r);
+            EXPECT_EQ(x.reason.find("not written yet"), std::string::npos) << x.check << "\n" << dump(r);
+        }
+    }
+    // Those with declared ranges really test them.
+    expect_outcome(kit::check_plugin(kit::target_by_path(kBundled / "partition_clip" / "manifest.toml"),
+                                     opts("params.refused")),
+                   "params.refused", outcome::passed);
+}
+
+// --list-checks shows every check once, format names unchanged and first.
+TEST(KitSelection, CheckListCoversEveryKind) {
+    std::vector<std::string> all;
+    for (const kit::check_info& c : kit::all_checks()) all.push_back(c.name);
+    const std::vector<std::string> format = check_names(ALTGRAD_KIND_FORMAT);
+    ASSERT_GE(all.size(), format.size());
+    EXPECT_TRUE(std::equal(format.begin(), format.end(), all.begin()));
+    for (altgrad_plugin_kind kind : {ALTGRAD_KIND_INTERVENTION, ALTGRAD_KIND_DIAGNOSTIC})
+        for (const std::string& n : check_names(kind))
+            EXPECT_EQ(std::count(all.begin(), all.end(), n), 1) << n;
+    for (const char* n : {"params.defaults", "params.refused", "instances.separate", "answers.deterministic",
+                          "observe.nonfinite", "observe.empty", "measure.nonfinite", "measure.empty", "measure.names"})
+        EXPECT_NE(std::find(all.begin(), all.end(), n), all.end()) << n;
+}
 
 TEST(KitBundled, EveryBundledPluginPasses) {
     const std::vector<kit::plugin_target> targets = kit::all_targets(kBundled);
@@ -200,7 +265,10 @@ TEST(KitBundled, EveryBundledPluginPasses) {
         EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want << " is not in " << kBundled;
     for (const kit::plugin_target& t : targets) {
         const kit::plugin_report r = kit::check_plugin(t, opts(""));
-        EXPECT_EQ(r.results.size(), check_names().size()) << dump(r);
+        ASSERT_TRUE(t.info.has_value()) << t.manifest_error;
+        std::vector<std::string> ran;
+        for (const kit::result& x : r.results) ran.push_back(x.check);
+        EXPECT_EQ(ran, check_names(t.info->kind)) << dump(r);
         for (const kit::result& x : r.results)
             EXPECT_FALSE(kit::is_failure(x.status)) << t.label << " " << x.check << "\n" << dump(r);
     }

@@ -34,7 +34,7 @@ int conformance_command(const context& ctx, const args& a) {
                           options, pos, a, vm))
         return 0;
     if (vm.count("list-checks")) {
-        for (const kit::check_info& c : kit::format_check_list())
+        for (const kit::check_info& c : kit::all_checks())
             std::cout << c.name << std::string(30 - std::string(c.name).size(), ' ') << c.description << "\n";
         return 0;
     }
@@ -45,7 +45,7 @@ int conformance_command(const context& ctx, const args& a) {
                                     1000000007ull;
     if (!o.only.empty()) {
         bool any = false;
-        for (const kit::check_info& c : kit::format_check_list()) any = any || altgrad::host::glob_match(o.only, c.name);
+        for (const kit::check_info& c : kit::all_checks()) any = any || altgrad::host::glob_match(o.only, c.name);
         if (!any) throw usage_error("conformance: --only '" + o.only + "' matches no check (see --list-checks)");
     }
 

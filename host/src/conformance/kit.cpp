@@ -8,14 +8,19 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 
 #include "conformance/elf_exports.hpp"
 #include "conformance/format_reference.hpp"
 #include "conformance/isolate.hpp"
+#include "plugins/diagnostic_handle.hpp"
 #include "plugins/format_handle.hpp"
+#include "plugins/intervention_handle.hpp"
 #include "plugins/loader.hpp"
+#include "plugins/params.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host::conformance {
@@ -820,6 +825,578 @@ result check_threads(env& e) {
     return pass(std::to_string(kThreads) + " threads calling quantize at once match the serial results");
 }
 
+// ---------------------------------------------------------------- intervention and diagnostic checks
+
+// Load the plugin through the host; a refusal is load.*'s finding, so skip.
+bool load_for_check(env& e, result& why) {
+    try {
+        e.plugin = load_plugin(*e.target.info);
+        return true;
+    } catch (const std::exception& x) {
+        why = skip(std::string("the plugin does not load (see load.abi_version, load.descriptor): ") + x.what());
+        return false;
+    }
+}
+
+std::string params_text(const std::map<std::string, std::string>& p) {
+    std::string s;
+    for (const auto& [k, v] : p) s += (s.empty() ? "" : ", ") + k + " = \"" + v + "\"";
+    return s.empty() ? "(defaults)" : s;
+}
+
+// Create an instance of the target's kind; throws what the handle throws.
+void create_instance(const env& e, const std::map<std::string, std::string>& params) {
+    if (e.plugin->info.kind == ALTGRAD_KIND_INTERVENTION) intervention_handle::create(e.plugin, params, "conformance");
+    else if (e.plugin->info.kind == ALTGRAD_KIND_DIAGNOSTIC) diagnostic_handle::create(e.plugin, params, "conformance");
+    else format_handle::create(e.plugin, params, "conformance");
+}
+
+result check_params_defaults(env& e) {
+    result r;
+    if (!load_for_check(e, r)) return r;
+    try {
+        create_instance(e, {});
+    } catch (const std::exception& x) {
+        return fail(std::string("create with the manifest's defaults failed: ") + x.what(), "(defaults)",
+                    "the manifest's defaults must be values the plugin's create accepts");
+    }
+    return pass("create with the manifest's defaults (" + std::to_string(e.target.info->params.size()) +
+                " parameters) succeeds");
+}
+
+std::string number_text(double x, bool integer) {
+    if (integer) return std::to_string(static_cast<long long>(x));
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", x);
+    return buf;
+}
+
+result check_params_refused(env& e) {
+    result r;
+    if (!load_for_check(e, r)) return r;
+    const manifest& m = *e.target.info;
+    size_t outside = 0, edges = 0, plugin_refusals = 0;
+    // A value the host must refuse before create ever sees it.
+    auto must_refuse = [&](const std::string& key, const std::string& value) -> std::optional<result> {
+        ++outside;
+        try {
+            resolve_params(m, {{key, value}}, "conformance");
+        } catch (const std::exception& x) {
+            if (std::string(x.what()).empty())
+                return fail("the refusal has no message", key + " = \"" + value + "\"", "");
+            return std::nullopt;
+        }
+        return fail("the host accepted a value outside the declared range", key + " = \"" + value + "\"",
+                    "the host's parameter validation must enforce the manifest's min, max and choices");
+    };
+    // A value inside the declared range (its edge): create may refuse it, but
+    // only as an error with a message, never a crash.
+    auto edge = [&](const std::string& key, const std::string& value) -> std::optional<result> {
+        ++edges;
+        try {
+            create_instance(e, {{key, value}});
+        } catch (const std::exception& x) {
+            const std::string what = x.what();
+            ++plugin_refusals;
+            if (what.empty() || what.find("): no message") != std::string::npos)
+                return fail("create refused a value in the manifest's range without a message: " + what,
+                            key + " = \"" + value + "\"",
+                            "fill altgrad_error.message (throw plugin_error with a message saying what is "
+                            "accepted), or narrow the manifest's min/max to what create accepts");
+        }
+        return std::nullopt;
+    };
+    for (const param_decl& d : m.params) {
+        const bool integer = d.type == ALTGRAD_PARAM_INT;
+        if (d.type == ALTGRAD_PARAM_INT || d.type == ALTGRAD_PARAM_FLOAT) {
+            if (d.min) {
+                const double below = integer ? *d.min - 1 : (*d.min == 0 ? -1e-6 : *d.min - std::fabs(*d.min) * 1e-6);
+                if (auto f = must_refuse(d.key, number_text(below, integer))) return *f;
+                if (auto f = edge(d.key, number_text(*d.min, integer))) return *f;
+            }
+            if (d.max) {
+                const double above = integer ? *d.max + 1 : (*d.max == 0 ? 1e-6 : *d.max + std::fabs(*d.max) * 1e-6);
+                if (auto f = must_refuse(d.key, number_text(above, integer))) return *f;
+                if (auto f = edge(d.key, number_text(*d.max, integer))) return *f;
+            }
+        } else if (d.type == ALTGRAD_PARAM_STRING && !d.choices.empty()) {
+            std::string other = "not_a_choice";
+            while (std::find(d.choices.begin(), d.choices.end(), other) != d.choices.end()) other += "_";
+            if (auto f = must_refuse(d.key, other)) return *f;
+            for (const std::string& c : d.choices)
+                if (auto f = edge(d.key, c)) return *f;
+        }
+    }
+    if (outside == 0) return skip("no parameter declares a min, max or choices");
+    return pass(std::to_string(outside) + " values outside the declared ranges are refused by the host; " +
+                std::to_string(edges) + " values at the edges create or are refused with a message (" +
+                std::to_string(plugin_refusals) + " refused)");
+}
+
+// -------- intervention inputs and answers
+
+const char* const kFormats[] = {"e7m0", "e5m2", "e4m3", "e3m4", "e1m6", "e0m7"};
+const double kFormatMax[] = {4.611686018427388e18, 57344.0, 448.0, 15.5, 1.96875, 0.9921875};
+
+// A plausible, varied step: a few tensors of each role, rates often high
+// enough to make the bundled interventions act, now and then a non-finite
+// loss.
+observation random_observation(env& e, uint64_t step, uint32_t& nonfinite_run) {
+    e.drew_random = true;
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    observation o;
+    o.step = step;
+    const bool bad = u(e.rng) < 0.15;
+    nonfinite_run = bad ? nonfinite_run + 1 : 0;
+    o.loss = bad ? (u(e.rng) < 0.5 ? NAN : INFINITY) : 1.0 + 4.0 * u(e.rng);
+    o.grad_norm = bad ? INFINITY : std::exp2(20.0 * u(e.rng) - 10.0);
+    o.learning_rate = 1e-3 * u(e.rng);
+    o.consecutive_nonfinite_steps = nonfinite_run;
+    const altgrad_tensor_role roles[] = {ALTGRAD_TENSOR_WEIGHT, ALTGRAD_TENSOR_GRADIENT, ALTGRAD_TENSOR_ACTIVATION,
+                                         ALTGRAD_TENSOR_OUTPUT_GRADIENT};
+    for (int layer = 0; layer < 2; ++layer)
+        for (altgrad_tensor_role role : roles) {
+            tensor_observation t;
+            t.name = "blocks." + std::to_string(layer) + ".fc." + std::to_string(static_cast<int>(role));
+            t.role = role;
+            const size_t f = static_cast<size_t>(u(e.rng) * 6) % 6;
+            t.format = kFormats[f];
+            t.format_max = kFormatMax[f];
+            t.overflow_rate = u(e.rng) < 0.1 ? NAN : 0.05 * u(e.rng) * u(e.rng);
+            t.underflow_rate = u(e.rng) < 0.1 ? NAN : u(e.rng);
+            t.bit_stall_rate = role != ALTGRAD_TENSOR_WEIGHT || u(e.rng) < 0.2 ? NAN : u(e.rng);
+            o.tensors.push_back(std::move(t));
+        }
+    return o;
+}
+
+std::vector<observation> random_history(env& e, size_t n) {
+    std::vector<observation> h;
+    uint32_t run = 0;
+    for (size_t k = 0; k < n; ++k) h.push_back(random_observation(e, k, run));
+    return h;
+}
+
+std::string answer_text(const std::vector<action>& acts) {
+    std::string s;
+    for (const action& a : acts)
+        s += std::string("[") + action_kind_name(a.kind) + " " + hex(a.value) + " '" + a.tensor + "' '" + a.format +
+             "' " + a.reason + "]";
+    return s.empty() ? "(no actions)" : s;
+}
+
+std::string observation_text(const observation& o) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "step %llu: loss %s, grad_norm %s, %u non-finite in a row, %zu tensors",
+                  static_cast<unsigned long long>(o.step), hex(o.loss).c_str(), hex(o.grad_norm).c_str(),
+                  o.consecutive_nonfinite_steps, o.tensors.size());
+    return buf;
+}
+
+// -------- diagnostic inputs and answers
+
+// A format instance for the tensors' format_ref: a bundled format from the
+// target's own plugins folder.
+bool load_reference_format(env& e, result& why) {
+    const fs::path dir = e.target.manifest_path.parent_path().parent_path();
+    std::string tried;
+    for (const char* name : {"e5m2", "e3m4", "e4m3"}) {
+        const fs::path m = dir / name / "manifest.toml";
+        std::error_code ec;
+        if (!fs::exists(m, ec)) {
+            tried += std::string(tried.empty() ? "" : ", ") + name;
+            continue;
+        }
+        try {
+            e.format = format_handle::create(load_plugin(read_manifest(m)));
+            return true;
+        } catch (const std::exception& x) {
+            tried += std::string(tried.empty() ? "" : ", ") + name + " (" + x.what() + ")";
+        }
+    }
+    why = skip("needs a format for the tensors' format_ref and found none usable in " + dir.string() + ": " + tried);
+    return false;
+}
+
+// Tensors with owned storage; views point into it.
+struct tensor_set {
+    std::vector<std::string> names;
+    std::vector<std::vector<float>> data, previous;
+    std::vector<altgrad_tensor_view> views;
+};
+
+altgrad_tensor_view view_of(const env& e, const std::string& name, altgrad_tensor_role role, const float* data,
+                            const float* previous, size_t count) {
+    altgrad_tensor_view v{};
+    v.struct_size = sizeof v;
+    v.name = name.c_str();
+    v.role = role;
+    v.data = count ? data : nullptr;
+    v.previous = previous;
+    v.count = count;
+    v.ndim = 1;
+    v.shape[0] = static_cast<int64_t>(count);
+    v.memory = ALTGRAD_MEMORY_HOST;
+    v.format = e.format->ref();
+    v.scale = 1.0f;
+    return v;
+}
+
+// One tensor of each role the diagnostic is interested in (all roles when it
+// declares none), `count` elements each, random magnitudes; `special`
+// sprinkles NaN and +-Inf.
+tensor_set make_tensors(env& e, const diagnostic_handle& d, size_t count, bool special = false) {
+    e.drew_random = true;
+    tensor_set s;
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    std::vector<altgrad_tensor_role> roles;
+    for (int r = ALTGRAD_TENSOR_WEIGHT; r <= ALTGRAD_TENSOR_OUTPUT_GRADIENT; ++r)
+        if (d.interests() == 0 || d.interested_in(static_cast<altgrad_tensor_role>(r)))
+            roles.push_back(static_cast<altgrad_tensor_role>(r));
+    for (size_t k = 0; k < roles.size(); ++k) {
+        s.names.push_back("blocks.0.t" + std::to_string(k));
+        std::vector<float> x(count), p(count);
+        for (size_t i = 0; i < count; ++i) {
+            const double mag = std::exp2(40.0 * u(e.rng) - 24.0);
+            x[i] = static_cast<float>(u(e.rng) < 0.5 ? -mag : mag);
+            p[i] = x[i] * static_cast<float>(1.0 + 0.01 * (u(e.rng) - 0.5));
+            if (u(e.rng) < 0.05) x[i] = 0.0f;
+            if (special) {
+                const double c = u(e.rng);
+                if (c < 0.1) x[i] = NAN;
+                else if (c < 0.2) x[i] = c < 0.15 ? INFINITY : -INFINITY;
+                else if (c < 0.25) p[i] = NAN;
+            }
+        }
+        s.data.push_back(std::move(x));
+        s.previous.push_back(std::move(p));
+    }
+    for (size_t k = 0; k < roles.size(); ++k)
+        s.views.push_back(view_of(e, s.names[k], roles[k], s.data[k].data(),
+                                  roles[k] == ALTGRAD_TENSOR_WEIGHT && count ? s.previous[k].data() : nullptr,
+                                  count));
+    return s;
+}
+
+std::string values_text(const std::vector<diagnostic_value>& vals) {
+    std::string s;
+    for (const diagnostic_value& v : vals)
+        s += "[" + (v.tensor_index == ALTGRAD_ALL_TENSORS ? std::string("all") : std::to_string(v.tensor_index)) +
+             " " + v.name + " " + hex(v.value) + "]";
+    return s.empty() ? "(no values)" : s;
+}
+
+bool same_double(double a, double b) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+bool same_values(const std::vector<diagnostic_value>& a, const std::vector<diagnostic_value>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t k = 0; k < a.size(); ++k)
+        if (a[k].tensor_index != b[k].tensor_index || a[k].name != b[k].name || !same_double(a[k].value, b[k].value))
+            return false;
+    return true;
+}
+
+// The same kind of check for both kinds: a history of inputs, the answer to
+// each as text.
+struct history_runner {
+    virtual ~history_runner() = default;
+    virtual size_t length() const = 0;
+    virtual std::string input(size_t k) const = 0;
+    // A fresh instance; answer(i, k) feeds input k of history `which` to instance i.
+    virtual size_t fresh() = 0;
+    virtual std::string answer(size_t instance, int which, size_t k) = 0;
+    virtual void drop(size_t instance) = 0;
+};
+
+struct intervention_runner : history_runner {
+    env& e;
+    std::vector<observation> h[2];
+    std::vector<std::shared_ptr<intervention_handle>> live;
+    intervention_runner(env& e_, size_t n) : e(e_) {
+        h[0] = random_history(e, n);
+        h[1] = random_history(e, n);
+    }
+    size_t length() const override { return h[0].size(); }
+    std::string input(size_t k) const override { return observation_text(h[0][k]); }
+    size_t fresh() override {
+        live.push_back(intervention_handle::create(e.plugin, {}, "conformance"));
+        return live.size() - 1;
+    }
+    std::string answer(size_t i, int which, size_t k) override { return answer_text(live[i]->observe(h[which][k])); }
+    void drop(size_t i) override { live[i].reset(); }
+};
+
+struct diagnostic_runner : history_runner {
+    env& e;
+    std::vector<tensor_set> h[2];
+    std::vector<std::shared_ptr<diagnostic_handle>> live;
+    diagnostic_runner(env& e_, size_t n) : e(e_) {
+        const std::shared_ptr<diagnostic_handle> probe = diagnostic_handle::create(e.plugin, {}, "conformance");
+        for (int w = 0; w < 2; ++w)
+            for (size_t k = 0; k < n; ++k) h[w].push_back(make_tensors(e, *probe, 64 + k % 5, k % 4 == 3));
+    }
+    size_t length() const override { return h[0].size(); }
+    std::string input(size_t k) const override {
+        return "measure step " + std::to_string(k) + ": " + std::to_string(h[0][k].views.size()) + " tensors of " +
+               std::to_string(h[0][k].views.empty() ? 0 : h[0][k].views[0].count) + " random elements";
+    }
+    size_t fresh() override {
+        live.push_back(diagnostic_handle::create(e.plugin, {}, "conformance"));
+        return live.size() - 1;
+    }
+    std::string answer(size_t i, int which, size_t k) override {
+        return values_text(live[i]->measure(k, h[which][k].views));
+    }
+    void drop(size_t i) override { live[i].reset(); }
+};
+
+std::unique_ptr<history_runner> make_runner(env& e, size_t n) {
+    if (e.plugin->info.kind == ALTGRAD_KIND_INTERVENTION) return std::make_unique<intervention_runner>(e, n);
+    return std::make_unique<diagnostic_runner>(e, n);
+}
+
+bool prepare(env& e, result& why) {
+    if (!load_for_check(e, why)) return false;
+    if (e.plugin->info.kind == ALTGRAD_KIND_DIAGNOSTIC && !load_reference_format(e, why)) return false;
+    try {
+        create_instance(e, {});
+    } catch (const std::exception& x) {
+        why = skip(std::string("the plugin does not create with its defaults (see params.defaults): ") + x.what());
+        return false;
+    }
+    return true;
+}
+
+result check_separate_body(env& e);
+
+result check_separate(env& e) {
+    result why;
+    if (!prepare(e, why)) return why;
+    try {
+        return check_separate_body(e);
+    } catch (const std::exception& x) {
+        return fail(std::string("a call failed: ") + x.what(), "a random history of 40 inputs with the default parameters",
+                    "every input the host can send must be answered without error (see the other checks for "
+                    "which)");
+    }
+}
+
+result check_separate_body(env& e) {
+    constexpr size_t kSteps = 40;
+    std::unique_ptr<history_runner> run = make_runner(e, kSteps);
+    std::vector<std::string> alone[2];
+    for (int w = 0; w < 2; ++w) {
+        const size_t i = run->fresh();
+        for (size_t k = 0; k < kSteps; ++k) alone[w].push_back(run->answer(i, w, k));
+        run->drop(i);
+    }
+    const size_t a = run->fresh(), b = run->fresh();
+    for (size_t k = 0; k < kSteps; ++k)
+        for (int w = 0; w < 2; ++w) {
+            const std::string got = run->answer(w == 0 ? a : b, w, k);
+            if (got != alone[w][k])
+                return fail("instance " + std::string(w == 0 ? "A" : "B") + " answered differently beside another "
+                                "instance than alone at step " + std::to_string(k) + ": " + got + " vs alone " +
+                                alone[w][k],
+                            "two instances with the default parameters, each fed its own " +
+                                std::to_string(kSteps) + "-step random history, calls interleaved A, B, A, B, ...",
+                            "keep all state in the instance: no static or global variables that instances share");
+        }
+    return pass("two instances fed interleaved histories of " + std::to_string(kSteps) +
+                " steps answer exactly as each does alone");
+}
+
+result check_deterministic_body(env& e);
+
+result check_deterministic(env& e) {
+    result why;
+    if (!prepare(e, why)) return why;
+    try {
+        return check_deterministic_body(e);
+    } catch (const std::exception& x) {
+        return fail(std::string("a call failed: ") + x.what(), "a random history of 40 inputs with the default parameters",
+                    "every input the host can send must be answered without error (see the other checks for "
+                    "which)");
+    }
+}
+
+result check_deterministic_body(env& e) {
+    constexpr size_t kSteps = 40;
+    std::unique_ptr<history_runner> run = make_runner(e, kSteps);
+    std::vector<std::string> first;
+    const size_t x = run->fresh();
+    for (size_t k = 0; k < kSteps; ++k) first.push_back(run->answer(x, 0, k));
+    run->drop(x);
+    const size_t y = run->fresh();
+    for (size_t k = 0; k < kSteps; ++k) {
+        const std::string got = run->answer(y, 0, k);
+        if (got != first[k])
+            return fail("a second fresh instance answered differently at step " + std::to_string(k) + ": " + got +
+                            " vs " + first[k],
+                        run->input(k) + " (after the same " + std::to_string(k) + " earlier inputs)",
+                        "answers must depend only on the parameters and the inputs so far: no clocks, no "
+                        "unseeded randomness, no uninitialised state");
+    }
+    return pass("two fresh instances fed the same " + std::to_string(kSteps) + " inputs give identical answers");
+}
+
+// -------- intervention-only
+
+result check_observe_nonfinite(env& e) {
+    result why;
+    if (!prepare(e, why)) return why;
+    const std::shared_ptr<intervention_handle> h = intervention_handle::create(e.plugin, {}, "conformance");
+    uint32_t run = 0;
+    observation base = random_observation(e, 0, run);
+    const double specials[] = {NAN, INFINITY, -INFINITY};
+    uint64_t step = 0;
+    for (double s : specials)
+        for (int field = 0; field < 7; ++field) {
+            observation o = base;
+            o.step = step++;
+            o.consecutive_nonfinite_steps = static_cast<uint32_t>(step);
+            const char* what = "";
+            switch (field) {
+                case 0: o.loss = s; what = "loss"; break;
+                case 1: o.grad_norm = s; what = "grad_norm"; break;
+                case 2: o.learning_rate = s; what = "learning_rate"; break;
+                case 3: for (auto& t : o.tensors) t.overflow_rate = s; what = "every overflow_rate"; break;
+                case 4: for (auto& t : o.tensors) t.underflow_rate = s; what = "every underflow_rate"; break;
+                case 5: for (auto& t : o.tensors) t.bit_stall_rate = s; what = "every bit_stall_rate"; break;
+                default:
+                    for (auto& t : o.tensors) t.format_max = s;
+                    o.loss = o.grad_norm = s;
+                    what = "every format_max, loss and grad_norm";
+            }
+            try {
+                h->observe(o);
+            } catch (const std::exception& x) {
+                return fail(std::string("observe failed: ") + x.what(),
+                            std::string(what) + " = " + hex(s) + " (" + observation_text(o) + ")",
+                            "NaN and Inf are ordinary inputs (a diverging run is what interventions are for): "
+                            "answer no action or a valid one, never an error or an invalid action");
+            }
+        }
+    return pass("21 steps with NaN, +Inf and -Inf in the loss, gradient norm, learning rate, rates and format_max "
+                "were observed without error");
+}
+
+result check_observe_empty(env& e) {
+    result why;
+    if (!prepare(e, why)) return why;
+    const std::shared_ptr<intervention_handle> h = intervention_handle::create(e.plugin, {}, "conformance");
+    for (uint64_t step = 0; step < 5; ++step) {
+        observation o;
+        o.step = step;
+        o.loss = step == 2 ? NAN : 1.0;
+        o.grad_norm = step == 2 ? INFINITY : 1.0;
+        o.consecutive_nonfinite_steps = step == 2 ? 1 : 0;
+        o.learning_rate = 1e-3;
+        try {
+            h->observe(o);
+        } catch (const std::exception& x) {
+            return fail(std::string("observe failed: ") + x.what(), observation_text(o) + " (tensors = NULL)",
+                        "a step may observe no tensors: tensors is NULL and tensor_count 0");
+        }
+    }
+    return pass("5 steps with no tensors (tensors NULL, count 0) were observed without error");
+}
+
+// -------- diagnostic-only
+
+result check_measure_nonfinite(env& e) {
+    result why;
+    if (!prepare(e, why)) return why;
+    const std::shared_ptr<diagnostic_handle> d = diagnostic_handle::create(e.plugin, {}, "conformance");
+    for (uint64_t step = 0; step < 4; ++step) {
+        tensor_set s = make_tensors(e, *d, 257, true);
+        if (step == 3)  // all of one kind
+            for (size_t k = 0; k < s.data.size(); ++k)
+                std::fill(s.data[k].begin(), s.data[k].end(), k % 2 ? INFINITY : NAN);
+        try {
+            d->measure(step, s.views);
+        } catch (const std::exception& x) {
+            return fail(std::string("measure failed: ") + x.what(),
+                        std::to_string(s.views.size()) + " tensors of 257 elements, " +
+                            (step == 3 ? "every element NaN or every element Inf" : "about 10% NaN and 10% +-Inf"),
+                        "NaN and Inf elements must be handled: skip them or answer NaN, never an error");
+        }
+    }
+    return pass("tensors with NaN and +-Inf elements (some, and all) measure without error");
+}
+
+result check_measure_empty(env& e) {
+    result why;
+    if (!prepare(e, why)) return why;
+    const std::shared_ptr<diagnostic_handle> d = diagnostic_handle::create(e.plugin, {}, "conformance");
+    try {
+        tensor_set s = make_tensors(e, *d, 0);
+        d->measure(0, s.views);
+        tensor_set t = make_tensors(e, *d, 16);
+        tensor_set z = make_tensors(e, *d, 0);
+        d->measure(1, t.views);
+        d->measure(2, z.views);  // after a non-empty call, with state to compare against
+        d->measure(3, nullptr, 0);
+    } catch (const std::exception& x) {
+        return fail(std::string("measure failed: ") + x.what(),
+                    "tensors of count 0 (data NULL), also after a call with 16 elements, and a call with no tensors",
+                    "empty tensors (count 0) must be handled: answer NaN or nothing, never an error");
+    }
+    return pass("count-0 tensors and a call with no tensors measure without error");
+}
+
+bool good_name(const std::string& n) {
+    if (n.empty()) return false;
+    for (char c : n)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.')) return false;
+    return true;
+}
+
+result check_measure_names(env& e) {
+    result why;
+    if (!prepare(e, why)) return why;
+    const std::shared_ptr<diagnostic_handle> d = diagnostic_handle::create(e.plugin, {}, "conformance");
+    const size_t per = d->max_values_per_tensor();
+    size_t total = 0, calls = 0;
+    std::vector<std::pair<std::string, tensor_set>> inputs;
+    for (size_t k = 0; k < 6; ++k)
+        inputs.emplace_back(std::to_string(k % 3 == 2 ? 0 : 100) + " elements" + (k % 2 ? ", NaN and Inf" : ""),
+                            make_tensors(e, *d, k % 3 == 2 ? 0 : 100, k % 2 == 1));
+    for (auto& [text, s] : inputs) {
+        const size_t n = s.views.size();
+        std::vector<diagnostic_value> vals;
+        try {
+            vals = d->measure(calls, s.views);
+        } catch (const std::exception& x) {
+            return fail(std::string("measure failed: ") + x.what(), std::to_string(n) + " tensors of " + text,
+                        "names are [a-z0-9_.]+, tensor_index < tensor_count or ALTGRAD_ALL_TENSORS, and at most "
+                        "max_values_per_tensor * (tensor_count + 1) values");
+        }
+        ++calls;
+        if (vals.size() > per * (n + 1))
+            return fail(std::to_string(vals.size()) + " values exceed max_values_per_tensor " + std::to_string(per) +
+                            " x (" + std::to_string(n) + " + 1)",
+                        std::to_string(n) + " tensors of " + text, "raise max_values_per_tensor or write fewer");
+        for (const diagnostic_value& v : vals) {
+            if (!good_name(v.name))
+                return fail("value name '" + v.name + "' is not [a-z0-9_.]+", std::to_string(n) + " tensors of " + text,
+                            "use lower-case letters, digits, '_' and '.' only");
+            if (v.tensor_index != ALTGRAD_ALL_TENSORS && v.tensor_index >= n)
+                return fail("value '" + v.name + "' names tensor " + std::to_string(v.tensor_index) + " of " +
+                                std::to_string(n),
+                            std::to_string(n) + " tensors of " + text,
+                            "tensor_index is an index into this call's tensors, or ALTGRAD_ALL_TENSORS");
+        }
+        total += vals.size();
+    }
+    return pass(std::to_string(total) + " values from " + std::to_string(calls) +
+                " calls have valid names and indices, within max_values_per_tensor " + std::to_string(per) +
+                " x (n + 1)");
+}
+
 // ---------------------------------------------------------------- registry
 
 struct check_def {
@@ -863,6 +1440,77 @@ const std::vector<check_def>& format_checks() {
     return checks;
 }
 
+// The load checks, which every kind runs first.
+std::vector<check_def> load_checks() {
+    const std::vector<check_def>& f = format_checks();
+    std::vector<check_def> out;
+    for (const check_def& c : f)
+        if (std::string(c.name).rfind("load.", 0) == 0) out.push_back(c);
+    return out;
+}
+
+// Checks for intervention and diagnostic plugins load the plugin themselves
+// (a diagnostic also loads a bundled format for its tensors' format_ref).
+const std::vector<check_def>& shared_instance_checks() {
+    static const std::vector<check_def> checks = {
+        {"params.defaults", "intervention, diagnostic: create with the manifest's defaults succeeds", false,
+         check_params_defaults},
+        {"params.refused",
+         "intervention, diagnostic: values just outside a declared min, max or choices are refused; create refuses "
+         "only with a message",
+         false, check_params_refused},
+        {"instances.separate", "intervention, diagnostic: two instances answer only from their own history", false,
+         check_separate},
+        {"answers.deterministic", "intervention, diagnostic: the same inputs to fresh instances, the same answers",
+         false, check_deterministic},
+    };
+    return checks;
+}
+
+const std::vector<check_def>& intervention_only_checks() {
+    static const std::vector<check_def> checks = {
+        {"observe.nonfinite", "intervention: NaN/Inf loss, grad_norm, rates and format_max are observed", false,
+         check_observe_nonfinite},
+        {"observe.empty", "intervention: a step with no tensors is observed", false, check_observe_empty},
+    };
+    return checks;
+}
+
+const std::vector<check_def>& diagnostic_only_checks() {
+    static const std::vector<check_def> checks = {
+        {"measure.nonfinite", "diagnostic: tensors with NaN/Inf elements measure without error", false,
+         check_measure_nonfinite},
+        {"measure.empty", "diagnostic: count-0 tensors measure without error", false, check_measure_empty},
+        {"measure.names", "diagnostic: names [a-z0-9_.]+, valid indices, at most max_values_per_tensor*(n+1)",
+         false, check_measure_names},
+    };
+    return checks;
+}
+
+// The checks run for a plugin of `kind`, in run order.
+std::vector<check_def> checks_for(altgrad_plugin_kind kind) {
+    if (kind == ALTGRAD_KIND_FORMAT) return format_checks();
+    std::vector<check_def> out = load_checks();
+    const std::vector<check_def>& shared = shared_instance_checks();
+    out.insert(out.end(), shared.begin(), shared.end());
+    const std::vector<check_def>& own =
+        kind == ALTGRAD_KIND_INTERVENTION ? intervention_only_checks() : diagnostic_only_checks();
+    out.insert(out.end(), own.begin(), own.end());
+    return out;
+}
+
+const char* kinds_of(const check_def& c) {
+    const std::string n = c.name;
+    if (n.rfind("load.", 0) == 0) return "format, intervention, diagnostic";
+    for (const check_def& x : shared_instance_checks())
+        if (n == x.name) return "intervention, diagnostic";
+    for (const check_def& x : intervention_only_checks())
+        if (n == x.name) return "intervention";
+    for (const check_def& x : diagnostic_only_checks())
+        if (n == x.name) return "diagnostic";
+    return "format";
+}
+
 uint64_t check_seed(uint64_t seed, const std::string& name) {
     uint64_t h = seed ^ 0x9E3779B97F4A7C15ull;
     for (char c : name) h = (h ^ static_cast<uint8_t>(c)) * 0x100000001B3ull;
@@ -871,22 +1519,30 @@ uint64_t check_seed(uint64_t seed, const std::string& name) {
 
 }  // namespace
 
-std::vector<check_info> format_check_list() {
+std::vector<check_info> all_checks() {
     std::vector<check_info> out;
-    for (const check_def& c : format_checks()) out.push_back({c.name, c.description});
+    for (const check_def& c : format_checks()) out.push_back({c.name, c.description, kinds_of(c)});
+    for (const auto* list : {&shared_instance_checks(), &intervention_only_checks(), &diagnostic_only_checks()})
+        for (const check_def& c : *list) out.push_back({c.name, c.description, kinds_of(c)});
+    return out;
+}
+
+std::vector<check_info> check_list(altgrad_plugin_kind kind) {
+    std::vector<check_info> out;
+    for (const check_def& c : checks_for(kind)) out.push_back({c.name, c.description, kinds_of(c)});
     return out;
 }
 
 plugin_report check_plugin(const plugin_target& target, const options& o) {
     plugin_report report;
     report.target = target;
-    const bool is_format = !target.info || target.info->kind == ALTGRAD_KIND_FORMAT;
-    for (const check_def& c : format_checks()) {
+    // An invalid manifest has no kind: it gets the format list, whose every
+    // check but load.manifest skips.
+    const altgrad_plugin_kind kind = target.info ? target.info->kind : ALTGRAD_KIND_FORMAT;
+    for (const check_def& c : checks_for(kind)) {
         if (!o.only.empty() && !glob_match(o.only, c.name)) continue;
         result r;
-        if (!is_format && c.needs_format) {
-            r = skip(std::string("checks for ") + kind_name(target.info->kind) + " plugins are not written yet");
-        } else if (!target.info && std::string(c.name) != "load.manifest") {
+        if (!target.info && std::string(c.name) != "load.manifest") {
             r = skip("the manifest is invalid (see load.manifest)");
         } else {
             r = run_isolated(c.name, o.timeout_seconds, [&]() -> result {

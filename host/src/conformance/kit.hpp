@@ -44,10 +44,17 @@ struct plugin_report {
 struct check_info {
     const char* name;
     const char* description;
+    const char* kinds;  // the plugin kinds it runs for, e.g. "intervention, diagnostic"
 };
 
-// Every check the kit knows for format plugins, in run order.
-std::vector<check_info> format_check_list();
+// Every check the kit knows, each once: the format checks in run order (the
+// load.* checks among them run for every kind), then those for intervention
+// and diagnostic plugins (their descriptions begin with the kinds);
+// --list-checks prints this.
+std::vector<check_info> all_checks();
+
+// The checks run for a plugin of `kind`, in run order.
+std::vector<check_info> check_list(altgrad_plugin_kind kind);
 
 plugin_report check_plugin(const plugin_target& target, const options& o);
 
