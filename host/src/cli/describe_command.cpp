@@ -74,19 +74,6 @@ std::string param_summary(const param_decl& p) {
     return s + ")" + (p.description.empty() ? "" : ": " + p.description);
 }
 
-std::vector<float> all_code_values(const format_handle& f) {
-    const altgrad_format_info& i = f.info();
-    const size_t n = size_t{1} << i.total_bits;
-    std::vector<uint8_t> codes(n * i.code_bytes);
-    for (size_t c = 0; c < n; ++c) {
-        if (i.code_bytes == 1) codes[c] = static_cast<uint8_t>(c);
-        else reinterpret_cast<uint16_t*>(codes.data())[c] = static_cast<uint16_t>(c);
-    }
-    std::vector<float> values(n);
-    f.decode(codes.data(), values.data(), n);
-    return values;
-}
-
 }  // namespace
 
 int describe_command(const context& ctx, const args& a) {
@@ -139,7 +126,7 @@ int describe_command(const context& ctx, const args& a) {
                       << ", \"min_normal\": " << json::number(i.min_normal)
                       << ", \"min_subnormal\": " << json::number(i.min_subnormal) << "}";
             if (table) {
-                const std::vector<float> values = all_code_values(*f);
+                const std::vector<float> values = f->decode_all_codes();
                 std::cout << ", \"codes\": [";
                 for (size_t c = 0; c < values.size(); ++c)
                     std::cout << (c ? ", " : "") << "{\"code\": " << c << ", \"value\": " << json::number(values[c])
@@ -175,7 +162,7 @@ int describe_command(const context& ctx, const args& a) {
                   << "memory          host" << ((i.memory_kinds & (1u << ALTGRAD_MEMORY_CUDA)) ? ", cuda" : "")
                   << "\n";
         if (table) {
-            const std::vector<float> values = all_code_values(*f);
+            const std::vector<float> values = f->decode_all_codes();
             std::cout << "\nCODE    BITS" << std::string(i.total_bits > 4 ? i.total_bits - 4 : 0, ' ')
                       << "  VALUE\n";
             for (size_t c = 0; c < values.size(); ++c) {

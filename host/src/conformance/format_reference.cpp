@@ -19,13 +19,7 @@ format_table::format_table(const format_handle& f)
     const altgrad_format_info& info = f.info();
     if (info.total_bits > 16) throw error("format_table: more than 16 bits");
     code_count_ = 1u << info.total_bits;
-    std::vector<uint8_t> codes(size_t{code_count_} * info.code_bytes);
-    for (uint32_t c = 0; c < code_count_; ++c) {
-        if (info.code_bytes == 1) codes[c] = static_cast<uint8_t>(c);
-        else reinterpret_cast<uint16_t*>(codes.data())[c] = static_cast<uint16_t>(c);
-    }
-    by_code_.resize(code_count_);
-    f.decode(codes.data(), by_code_.data(), code_count_);
+    by_code_ = f.decode_all_codes();
     for (uint32_t c = 0; c < code_count_; ++c) {
         const float v = by_code_[c];
         if (std::isnan(v)) ++nan_codes_;

@@ -20,6 +20,7 @@
 #include "plugins/format_handle.hpp"
 #include "plugins/intervention_handle.hpp"
 #include "plugins/loader.hpp"
+#include "plugins/registry.hpp"
 #include "plugins/params.hpp"
 #include "util/error.hpp"
 
@@ -62,15 +63,9 @@ plugin_target target_by_path(const fs::path& path) {
 }
 
 std::vector<plugin_target> all_targets(const fs::path& plugins_dir) {
-    std::error_code ec;
-    if (!fs::is_directory(plugins_dir, ec)) throw error("--plugins " + plugins_dir.string() + ": not a folder");
-    std::vector<fs::path> manifests;
-    for (const fs::directory_entry& sub : fs::directory_iterator(plugins_dir, ec))
-        if (sub.is_directory(ec) && fs::exists(sub.path() / "manifest.toml", ec))
-            manifests.push_back(sub.path() / "manifest.toml");
-    std::sort(manifests.begin(), manifests.end());
     std::vector<plugin_target> out;
-    for (const fs::path& m : manifests) out.push_back(target_from_manifest(m.parent_path().filename().string(), m));
+    for (const fs::path& m : find_manifests(plugins_dir))
+        out.push_back(target_from_manifest(m.parent_path().filename().string(), m));
     return out;
 }
 

@@ -137,4 +137,17 @@ void format_handle::decode(const void* codes, float* out, size_t n, float scale)
     if (s != ALTGRAD_STATUS_OK) fail("decode", s, e);
 }
 
+std::vector<float> format_handle::decode_all_codes() const {
+    if (info_.total_bits > 16) throw error("plugin '" + name() + "': more than 16 bits: too many codes to list");
+    const size_t n = size_t{1} << info_.total_bits;
+    std::vector<uint8_t> codes(n * info_.code_bytes);
+    for (size_t c = 0; c < n; ++c) {
+        if (info_.code_bytes == 1) codes[c] = static_cast<uint8_t>(c);
+        else reinterpret_cast<uint16_t*>(codes.data())[c] = static_cast<uint16_t>(c);
+    }
+    std::vector<float> values(n);
+    decode(codes.data(), values.data(), n);
+    return values;
+}
+
 }  // namespace altgrad::host

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <altgrad/altgrad.h>
 
@@ -49,6 +50,8 @@ public:
     quantize_counts quantize(const float* in, float* out, size_t n, const quantize_options& o) const;
     quantize_counts encode(const float* in, void* codes, size_t n, const quantize_options& o) const;
     void decode(const void* codes, float* out, size_t n, float scale = 1.0f) const;
+    // The value of every code, in code order (formats of at most 16 bits).
+    std::vector<float> decode_all_codes() const;
 
 private:
     format_handle() = default;

@@ -12,7 +12,7 @@ std::string plugin_record::name() const {
     return info ? info->name : manifest_path.parent_path().filename().string();
 }
 
-registry::registry(const fs::path& dir) : dir_(dir) {
+std::vector<fs::path> find_manifests(const fs::path& dir) {
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) throw error("--plugins " + dir.string() + ": not a folder");
     std::vector<fs::path> manifests;
@@ -22,6 +22,11 @@ registry::registry(const fs::path& dir) : dir_(dir) {
     }
     if (ec) throw error("--plugins " + dir.string() + ": " + ec.message());
     std::sort(manifests.begin(), manifests.end());
+    return manifests;
+}
+
+registry::registry(const fs::path& dir) : dir_(dir) {
+    const std::vector<fs::path> manifests = find_manifests(dir);
 
     std::map<std::string, std::vector<size_t>> by_name;
     for (const fs::path& m : manifests) {

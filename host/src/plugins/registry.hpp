@@ -28,6 +28,9 @@ struct plugin_record {
     std::string name() const;
 };
 
+// Every <dir>/<sub>/manifest.toml, sorted. Throws when dir is not a folder.
+std::vector<std::filesystem::path> find_manifests(const std::filesystem::path& dir);
+
 class registry {
 public:
     // Read every <dir>/<sub>/manifest.toml. Throws when dir is not a folder.

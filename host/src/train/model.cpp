@@ -41,39 +41,70 @@ uint64_t mix(uint64_t x) {
 
 }  // namespace
 
-torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t stream) {
-    if (!site.format) return t;
-    const torch::Tensor x = t.contiguous();
-    if (x.scalar_type() != torch::kFloat32 || !x.device().is_cpu())
-        throw error("quantize " + site.name() + ": only float32 CPU tensors are supported");
-    const int64_t n = x.numel();
-    const double amax = n == 0 ? 0.0 : x.abs().max().item<double>();
-    const float scale = site.scaling.scale_for(amax);
-    torch::Tensor out = torch::empty_like(x);
+namespace {
+
+// q(in*s)/s into out through the format plugin, chunked over LibTorch's
+// threads; chunks carry their offset, so results do not depend on the thread
+// count. The stochastic-rounding seed is a hash of (seed, step, stream).
+quantize_counts quantize_chunked(const format_handle& format, const float* in, float* out, int64_t n,
+                                 quantize_options o, const quant_plan& plan, uint64_t stream) {
+    o.seed = mix(plan.seed ^ mix(plan.step ^ mix(stream)));
+    std::atomic<uint64_t> overflow{0}, underflow{0};
+    at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {
+        quantize_options chunk = o;
+        chunk.offset = static_cast<uint64_t>(begin);
+        const quantize_counts c = format.quantize(in + begin, out + begin, static_cast<size_t>(end - begin), chunk);
+        overflow += c.overflow;
+        underflow += c.underflow;
+    });
+    return {overflow, underflow};
+}
+
+quantize_options options_of(const quant_site& site, float scale) {
     quantize_options o;
     o.rounding = site.rounding;
     o.overflow = site.overflow;
     o.scale = scale;
-    o.seed = mix(plan.seed ^ mix(plan.step ^ mix(stream)));
-    const float* in = x.data_ptr<float>();
-    float* dst = out.data_ptr<float>();
-    std::atomic<uint64_t> overflow{0}, underflow{0};
-    // Chunks carry their offset, so results do not depend on the thread count.
-    at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {
-        quantize_options chunk = o;
-        chunk.offset = static_cast<uint64_t>(begin);
-        const quantize_counts c =
-            site.format->quantize(in + begin, dst + begin, static_cast<size_t>(end - begin), chunk);
-        overflow += c.overflow;
-        underflow += c.underflow;
-    });
+    return o;
+}
+
+void check_cpu_float(const torch::Tensor& x, const quant_site& site) {
+    if (x.scalar_type() != torch::kFloat32 || !x.device().is_cpu())
+        throw error("quantize " + site.name() + ": only float32 CPU tensors are supported");
+}
+
+}  // namespace
+
+torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t stream) {
+    if (!site.format) return t;
+    const torch::Tensor x = t.contiguous();
+    check_cpu_float(x, site);
+    const int64_t n = x.numel();
+    double amax = 0.0;
+    if (n > 0) {  // one pass, no |x| temporary; NaN propagates as from abs().max()
+        const auto [lo, hi] = torch::aminmax(x);
+        amax = std::max(std::fabs(lo.item<double>()), std::fabs(hi.item<double>()));
+        if (std::isnan(lo.item<double>()) || std::isnan(hi.item<double>())) amax = NAN;
+    }
+    const float scale = site.scaling.scale_for(amax);
+    torch::Tensor out = torch::empty_like(x);
+    const quantize_counts c = quantize_chunked(*site.format, x.data_ptr<float>(), out.data_ptr<float>(), n,
+                                               options_of(site, scale), plan, stream);
     site.scaling.record(amax);
     site.amax = amax;
     site.scale = scale;
-    site.overflow_count = overflow;
-    site.underflow_count = underflow;
+    site.overflow_count = c.overflow;
+    site.underflow_count = c.underflow;
     site.count = static_cast<uint64_t>(n);
     return out;
+}
+
+void store_in_format(torch::Tensor& w, const quant_site& site, const quant_plan& plan, uint64_t stream) {
+    if (!site.format) return;
+    check_cpu_float(w, site);
+    if (!w.is_contiguous()) throw error("store " + site.name() + ": the parameter is not contiguous");
+    float* data = w.data_ptr<float>();
+    quantize_chunked(*site.format, data, data, w.numel(), options_of(site, site.scale), plan, stream);
 }
 
 namespace {

@@ -54,6 +54,11 @@ struct quant_plan {
 // updating the site's scaling state and statistics. CPU float32 tensors.
 torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t stream);
 
+// w = q(w*s)/s in place, with the site's format, rounding and last scale,
+// touching neither its scaling state nor its statistics: how weights live
+// when there are no FP32 master weights.
+void store_in_format(torch::Tensor& w, const quant_site& site, const quant_plan& plan, uint64_t stream);
+
 // y = q(x) q(w)^T + b, with q(dy) in the backward pass.
 torch::Tensor quantized_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                                quant_plan& plan, size_t first_site);

@@ -401,14 +401,9 @@ run_summary run_training(const run_request& req, std::ostream& log) {
             // No master copy: the weights live in their format, and an update
             // too small to move a weight to another code is lost (bit stall).
             torch::NoGradGuard no_grad;
-            for (quant_site& s : t.plan.sites)
-                if (s.role == ALTGRAD_TENSOR_WEIGHT && s.format) {
-                    torch::Tensor& w = params.at(parameter_of(s));
-                    quant_site store = s;  // same format and scale, its own statistics
-                    store.scaling = scaling_state(scaling_config{scaling_mode::none, 1, amax_compute::max, 0}, 1.0);
-                    const float scale = s.scale;
-                    w.copy_(fake_quantize(w * scale, store, t.plan, t.plan.sites.size()) / scale);
-                }
+            for (const quant_site& s : t.plan.sites)
+                if (s.role == ALTGRAD_TENSOR_WEIGHT)
+                    store_in_format(params.at(parameter_of(s)), s, t.plan, t.plan.sites.size());
         }
         ++step;
 
