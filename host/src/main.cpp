@@ -24,6 +24,7 @@ const std::map<std::string, std::pair<int (*)(const cli::context&, const cli::ar
     {"quantize", {&cli::quantize_command, "numbers from standard input through a format, as hex-floats"}},
     {"conformance", {&cli::conformance_command, "check plugins against the ABI's rules, precisely"}},
     {"run", {&cli::run_command, "train a GPT on a config, quantized through the format plugins"}},
+    {"report", {&cli::report_command, "a markdown report with figures from run directories"}},
 };
 
 void print_usage(const po::options_description& global) {
@@ -71,7 +72,9 @@ int main(int argc, char** argv) {
         if (!vm.count("plugins")) {
             const bool wants_help = std::find(rest.begin(), rest.end(), "--help") != rest.end() ||
                                     std::find(rest.begin(), rest.end(), "-h") != rest.end();
-            if (!wants_help && command != "conformance") throw altgrad::host::usage_error("--plugins DIR is required");
+            // conformance can take library paths; report reads run directories only.
+            if (!wants_help && command != "conformance" && command != "report")
+                throw altgrad::host::usage_error("--plugins DIR is required");
         } else {
             ctx.plugins = vm["plugins"].as<std::string>();
         }

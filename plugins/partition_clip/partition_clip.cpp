@@ -8,7 +8,9 @@
 // e.g. E3M4 (max 15.5) with base 1 clips at 15.5 / 57344 = 2.70e-4.
 //
 // Decisions:
-//   - Which tensors: only gradient tensors (role ALTGRAD_TENSOR_GRADIENT),
+//   - Which tensors: only gradient tensors (roles ALTGRAD_TENSOR_GRADIENT and
+//     ALTGRAD_TENSOR_OUTPUT_GRADIENT: the trainer quantizes layers' output
+//     gradients, from which the parameter gradients are computed),
 //     both to trigger and for the range. Clipping the global gradient norm
 //     acts on parameter gradients; overflow in weights or activations is not
 //     something it can fix.
@@ -55,7 +57,7 @@ public:
         const altgrad_tensor_observation* narrowest = nullptr;
         for (size_t i = 0; i < o.tensor_count; ++i) {
             const altgrad_tensor_observation& t = altgrad::sdk::observed_tensor(o, i);
-            if (t.role != ALTGRAD_TENSOR_GRADIENT) continue;
+            if (t.role != ALTGRAD_TENSOR_GRADIENT && t.role != ALTGRAD_TENSOR_OUTPUT_GRADIENT) continue;
             if (!std::isnan(t.overflow_rate) && (worst == nullptr || t.overflow_rate > worst->overflow_rate))
                 worst = &t;
             if (std::isfinite(t.format_max) && t.format_max > 0.0 &&

@@ -4,7 +4,8 @@
 // has no M: its values are NaN.
 // Scale: the format sees y = fl(w*s); S is taken of y and divided by s, so it
 // is in the units of w. Subnormal-range values follow the formula, not the
-// (constant) subnormal spacing.
+// (constant) subnormal spacing. The formula is the SDK's stiffness_of, shared
+// with grad_stiffness.
 // Per weight tensor, over its finite non-zero elements: stiffness_mean,
 // stiffness_median (the mean of the middle two for an even count),
 // stiffness_min, stiffness_max, and nonfinite_count (NaN/Inf skipped). No
@@ -31,14 +32,8 @@ public:
             const altgrad_format_info info = sdk::format_info_of(t.format);
             s_.clear();
             for (const float w : x_) {
-                const float y = w * t.scale;
-                if (w == 0.0f || y == 0.0f || !std::isfinite(y)) continue;
-                int e = 0;
-                std::frexp(static_cast<double>(y), &e);  // |y| = m * 2^e, m in [0.5, 1): floor(log2|y|) = e - 1
-                const int m = static_cast<int>(info.mantissa_bits);
-                if (info.family == ALTGRAD_FAMILY_FLOAT) s_.push_back(std::ldexp(1.0, e - 1 - m) / t.scale);
-                else if (info.family == ALTGRAD_FAMILY_FIXED_POINT) s_.push_back(std::ldexp(1.0, -m) / t.scale);
-                else s_.push_back(std::numeric_limits<double>::quiet_NaN());
+                const double s = sdk::stiffness_of(info, w, t.scale);  // NaN: zero, overflowed or codebook
+                if (w != 0.0f && !std::isnan(s)) s_.push_back(s);
             }
             const double nan = std::numeric_limits<double>::quiet_NaN();
             double mean = nan, median = nan, lo = nan, hi = nan;

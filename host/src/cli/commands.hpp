@@ -19,5 +19,6 @@ int describe_command(const context& ctx, const args& a);
 int quantize_command(const context& ctx, const args& a);
 int conformance_command(const context& ctx, const args& a);
 int run_command(const context& ctx, const args& a);
+int report_command(const context& ctx, const args& a);
 
 }  // namespace altgrad::host::cli

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <array>
 #include <map>
 #include <sstream>
 #include <system_error>
@@ -177,7 +178,7 @@ bool valid_run_name(const std::string& s) {
 
 // ---- The schema -----------------------------------------------------------
 
-enum class kind { integer, number, boolean, text, choice, format };
+enum class kind { integer, number, boolean, text, choice, format, names };
 
 template <class S>
 struct field {
@@ -293,6 +294,20 @@ const section<quantization_config>& quantization_section() {
     return s;
 }
 
+const section<failure_config>& failure_section() {
+    using F = failure_config;
+    static const section<F> s{"failure", &run_config::failure,
+                              {number("bit_stall", &F::bit_stall, 0.0, false, 1.0, false),
+                               number("min_progress", &F::min_progress, 0.0, false, 1.0, false),
+                               number("overflow", &F::overflow, 0.0, false, 1.0, false),
+                               number("vanishing", &F::vanishing, 0.0, false, 1.0, false),
+                               number("near_zero", &F::near_zero, 0.0, false, 1.0, false),
+                               number("early_stop", &F::early_stop, 0.0, false, 1.0, false),
+                               integer("patience", &F::patience, 1, 1000000),
+                               integer("max_nonfinite_steps", &F::max_nonfinite_steps, 1, 1000000)}};
+    return s;
+}
+
 const section<output_config>& output_section() {
     using O = output_config;
     static const section<O> s{"output", &run_config::output,
@@ -307,10 +322,26 @@ void for_each_section(F&& f) {
     f(data_section());
     f(training_section());
     f(quantization_section());
+    f(failure_section());
     f(output_section());
 }
 
 const char* const kRulesKey = "quantization.rules";
+
+// The plugin lists and their parameter tables: [stability] interventions and
+// [stability.params.NAME], [diagnostics] plugins and [diagnostics.params.NAME].
+struct plugin_list {
+    const char* section;   // "stability"
+    const char* list;      // "interventions"
+    std::vector<std::string>* names;
+    plugin_params* params;
+    std::string list_key() const { return std::string(section) + "." + list; }
+    std::string params_key() const { return std::string(section) + ".params"; }
+};
+std::vector<plugin_list> plugin_lists(run_config& c) {
+    return {{"stability", "interventions", &c.stability.interventions, &c.stability.params},
+            {"diagnostics", "plugins", &c.diagnostics.plugins, &c.diagnostics.params}};
+}
 const std::vector<std::string> kRuleKeys = {"pattern", "format", "weight", "activation", "gradient"};
 
 // Every dotted key the schema knows, with its kind (sections and rules: none).
@@ -323,6 +354,12 @@ const std::map<std::string, std::optional<kind>>& known_keys() {
             for (const auto& f : s.fields) k[std::string(s.name) + "." + f.key] = f.type;
         });
         k[kRulesKey] = std::nullopt;
+        run_config c;
+        for (const plugin_list& l : plugin_lists(c)) {
+            k[l.section] = std::nullopt;
+            k[l.list_key()] = kind::names;
+            k[l.params_key()] = std::nullopt;
+        }
         return k;
     }();
     return keys;
@@ -335,6 +372,45 @@ std::vector<std::string> known_key_list() {
 }
 
 bool is_string_kind(kind k) { return k == kind::text || k == kind::choice || k == kind::format; }
+
+// "stability.params.NAME.KEY" -> {"stability.params", NAME, KEY}; else nullopt.
+std::optional<std::array<std::string, 3>> split_param_key(const std::string& key) {
+    run_config c;
+    for (const plugin_list& l : plugin_lists(c)) {
+        const std::string prefix = l.params_key() + ".";
+        if (key.rfind(prefix, 0) != 0) continue;
+        const std::string rest = key.substr(prefix.size());
+        const size_t dot = rest.find('.');
+        if (dot == std::string::npos || dot == 0 || dot + 1 == rest.size()) return std::nullopt;
+        return std::array<std::string, 3>{l.params_key(), rest.substr(0, dot), rest.substr(dot + 1)};
+    }
+    return std::nullopt;
+}
+
+// A plugin parameter's value as the text resolve_params reads: a string's
+// contents, or the TOML text of a number or boolean; nullopt for anything else.
+std::optional<std::string> param_text(const toml::node& n) {
+    if (const auto* v = n.as_string()) return v->get();
+    if (const auto* v = n.as_integer()) return std::to_string(v->get());
+    if (const auto* v = n.as_floating_point()) return float_text(v->get());
+    if (const auto* v = n.as_boolean()) return std::string(v->get() ? "true" : "false");
+    return std::nullopt;
+}
+
+// How to_toml writes a parameter text back: bare when it reads as a TOML
+// number or boolean, so the type survives a round trip; else a string.
+std::string param_toml(const std::string& text) {
+    try {
+        const std::string doc = "v = " + text;
+        toml::table t = toml::parse(std::string_view(doc));
+        const toml::node* v = t.get("v");
+        if (t.size() == 1 && v != nullptr && (v->is_integer() || v->is_floating_point() || v->is_boolean()) &&
+            param_text(*v) == text)
+            return text;
+    } catch (const toml::parse_error&) {
+    }
+    return quote(text);
+}
 
 // ---- The reader -----------------------------------------------------------
 
@@ -354,6 +430,21 @@ public:
             key.rfind(std::string(kRulesKey) + "[", 0) == 0)
             throw error(where + "key '" + kRulesKey +
                         "': overriding the rules from the command line is not supported (edit the config file)");
+        if (const auto p = split_param_key(key)) {
+            std::optional<std::string> text;
+            try {
+                const std::string doc = "v = " + value;
+                toml::table t = toml::parse(std::string_view(doc), std::string_view("--set"));
+                if (t.size() == 1 && t.get("v") != nullptr) text = param_text(*t.get("v"));
+            } catch (const toml::parse_error&) {
+            }
+            if (!text) {
+                if (!valid_utf8(value)) throw error(where + "key '" + key + "': the value is not valid UTF-8");
+                text = value;
+            }
+            param_overrides_[(*p)[0]][(*p)[1]][(*p)[2]] = {*text, arg};
+            return;
+        }
         const auto it = known_keys().find(key);
         if (it == known_keys().end())
             throw error(where + "key '" + key + "': unknown key (a typo?)" + suggestion(key, known_key_list()));
@@ -405,6 +496,7 @@ public:
             }
         });
         read_rules(section_table(doc, "quantization"), c.quantization);
+        for (const plugin_list& l : plugin_lists(c)) read_plugin_list(doc, l);
 
         // Cross-key checks.
         if (c.model.n_embd % c.model.n_head != 0)
@@ -431,6 +523,9 @@ private:
     std::string file_;
     fs::path source_;
     std::map<std::string, override_value> overrides_;
+    // --set stability.params.NAME.KEY=VALUE: params key -> NAME -> KEY -> (value text, the argument).
+    std::map<std::string, std::map<std::string, std::map<std::string, std::pair<std::string, std::string>>>>
+        param_overrides_;
 
     [[noreturn]] void fail(const std::string& key, const std::string& what) const {
         std::string message = file_ + ": ";
@@ -446,6 +541,9 @@ private:
 
     static std::string first_key_of(const std::string& section_name) {
         std::string first;
+        run_config c;
+        for (const plugin_list& l : plugin_lists(c))
+            if (section_name == l.section) first = l.list;
         for_each_section([&](const auto& s) {
             if (section_name == s.name && !s.fields.empty()) first = s.fields.front().key;
         });
@@ -527,6 +625,65 @@ private:
             case kind::format:
                 out.*std::get<std::string S::*>(f.member) = format_name(n, key);
                 break;
+            case kind::names:
+                break;  // plugin lists have a reader of their own
+        }
+    }
+
+    // [SECTION] LIST = ["a", "b"] (or, from --set, "a,b") and [SECTION.params.NAME] tables.
+    void read_plugin_list(const toml::table& doc, const plugin_list& l) const {
+        const std::string key = l.list_key();
+        const toml::table* section = section_table(doc, l.section);
+        if (const toml::node* n = get(section, key)) {
+            std::vector<std::string> given;
+            if (const auto* s = n->as_string()) {
+                std::string item;
+                std::istringstream in(s->get());
+                while (std::getline(in, item, ',')) given.push_back(trim(item));
+            } else if (const auto* a = n->as_array()) {
+                for (const toml::node& e : *a) {
+                    if (!e.is_string()) fail(key, "expected an array of plugin names, got an element " + describe(e));
+                    given.push_back(e.as_string()->get());
+                }
+            } else {
+                fail(key, "expected an array of plugin names, e.g. [\"mantissa_shift\"], got " + describe(*n));
+            }
+            for (const std::string& name : given) {
+                if (!valid_format_name(name))
+                    fail(key, "expected plugin names ([a-z0-9][a-z0-9_]*), got " + quote(name));
+                if (std::find(l.names->begin(), l.names->end(), name) != l.names->end())
+                    fail(key, quote(name) + " is listed twice");
+                l.names->push_back(name);
+            }
+        }
+        const std::string pkey = l.params_key();
+        const toml::node* p = section == nullptr ? nullptr : section->get("params");
+        if (p != nullptr && !p->is_table()) fail(pkey, "expected a table of tables ([" + pkey + ".NAME]), got " + describe(*p));
+        auto check_enabled = [&](const std::string& name, const std::string& where) {
+            if (std::find(l.names->begin(), l.names->end(), name) == l.names->end())
+                fail(where, "parameters for '" + name + "', which is not in " + key + " (enable it there)");
+        };
+        if (p != nullptr) {
+            for (auto&& [k, v] : *p->as_table()) {
+                const std::string name(k.str()), where = pkey + "." + name;
+                if (!v.is_table()) fail(where, "expected a table of parameters, got " + describe(v));
+                check_enabled(name, where);
+                for (auto&& [k2, v2] : *v.as_table()) {
+                    const std::string param(k2.str());
+                    const std::optional<std::string> text = param_text(v2);
+                    if (!text) fail(where + "." + param, "expected a string, number or boolean, got " + describe(v2));
+                    (*l.params)[name][param] = *text;
+                }
+            }
+        }
+        if (const auto it = param_overrides_.find(pkey); it != param_overrides_.end()) {
+            for (const auto& [name, values] : it->second)
+                for (const auto& [param, given] : values) {
+                    if (std::find(l.names->begin(), l.names->end(), name) == l.names->end())
+                        throw error(file_ + ": --set " + given.second + ": key '" + pkey + "." + name +
+                                    "': parameters for '" + name + "', which is not in " + key + " (enable it there)");
+                    (*l.params)[name][param] = given.first;
+                }
         }
     }
 
@@ -680,6 +837,16 @@ std::string to_toml(const run_config& c) {
                 if (r.activation) o << "activation = " << quote(*r.activation) << "\n";
                 if (r.gradient) o << "gradient = " << quote(*r.gradient) << "\n";
             }
+            run_config copy = c;
+            for (const plugin_list& l : plugin_lists(copy)) {
+                o << "\n[" << l.section << "]\n" << l.list << " = [";
+                for (size_t i = 0; i < l.names->size(); ++i) o << (i ? ", " : "") << quote((*l.names)[i]);
+                o << "]\n";
+                for (const auto& [name, values] : *l.params) {
+                    o << "\n[" << l.params_key() << "." << name << "]\n";
+                    for (const auto& [param, text] : values) o << param << " = " << param_toml(text) << "\n";
+                }
+            }
         }
     });
     return o.str();
@@ -690,7 +857,9 @@ bool operator==(const quantization_rule& a, const quantization_rule& b) {
 }
 
 bool operator==(const run_config& a, const run_config& b) {
-    bool equal = a.name == b.name && a.quantization.rules == b.quantization.rules;
+    bool equal = a.name == b.name && a.quantization.rules == b.quantization.rules &&
+                 a.stability.interventions == b.stability.interventions && a.stability.params == b.stability.params &&
+                 a.diagnostics.plugins == b.diagnostics.plugins && a.diagnostics.params == b.diagnostics.params;
     for_each_section([&](const auto& s) {
         for (const auto& f : s.fields)
             std::visit([&](auto member) { equal = equal && (a.*(s.member)).*member == (b.*(s.member)).*member; },

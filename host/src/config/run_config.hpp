@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -88,6 +89,39 @@ struct quantization_config {
     std::vector<quantization_rule> rules;          // ordered; the first match wins
 };
 
+// Parameters for plugins, as given: plugin name -> key -> value text (a TOML
+// string's contents, or the TOML text of a number or boolean). Checked against
+// each plugin's manifest when the trainer loads it, not here.
+using plugin_params = std::map<std::string, std::map<std::string, std::string>>;
+
+// [stability]: the intervention plugins, asked every step in this order.
+struct stability_config {
+    std::vector<std::string> interventions;  // plugin names
+    plugin_params params;                    // [stability.params.NAME]; NAME must be enabled
+};
+
+// [diagnostics]: the diagnostic plugins, run every quantization.diagnostic_interval steps.
+struct diagnostics_config {
+    std::vector<std::string> plugins;  // plugin names
+    plugin_params params;              // [diagnostics.params.NAME]; NAME must be enabled
+};
+
+// [failure]: when a run counts as collapsed (the seeds' thresholds). A rate
+// condition collapses the run once it has held at `patience` consecutive
+// measurements; the first of them is the step the evidence appeared.
+struct failure_config {
+    double bit_stall = 0.5;             // [0, 1] weight bit-stall rate (all weights, by element)
+    double min_progress = 0.01;         // [0, 1] relative loss improvement per diagnostic interval
+                                        // below which a high bit-stall rate counts as a stall
+    double overflow = 0.1;              // [0, 1] overflow rate of the worst quantized tensor
+    double vanishing = 0.7;             // [0, 1] fraction of near-zero parameter-gradient elements
+    double near_zero = 1e-8;            // [0, 1] |g| at or below which a gradient element is near zero
+    double early_stop = 0.1;            // [0, 1] a run that stops before this fraction of max_steps
+    int64_t patience = 3;               // 1..1e6 consecutive measurements
+    int64_t max_nonfinite_steps = 10;   // 1..1e6 consecutive non-finite steps tolerated while an
+                                        // intervention may act (none enabled: the first stops the run)
+};
+
 struct output_config {
     std::string dir = "runs";
     int64_t checkpoint_interval = 100;  // 1..1e9
@@ -100,6 +134,9 @@ struct run_config {
     data_config data;
     training_config training;
     quantization_config quantization;
+    stability_config stability;
+    diagnostics_config diagnostics;
+    failure_config failure;
     output_config output;
     std::filesystem::path source;  // the file it was read from (not compared by ==, not written by to_toml)
 };

@@ -1049,7 +1049,10 @@ tensor_set make_tensors(env& e, const diagnostic_handle& d, size_t count, bool s
         if (d.interests() == 0 || d.interested_in(static_cast<altgrad_tensor_role>(r)))
             roles.push_back(static_cast<altgrad_tensor_role>(r));
     for (size_t k = 0; k < roles.size(); ++k) {
-        s.names.push_back("blocks.0.t" + std::to_string(k));
+        // A gradient is named like its weight, as the trainer does, so diagnostics that pair them can.
+        s.names.push_back(roles[k] == ALTGRAD_TENSOR_GRADIENT && k > 0 && roles[0] == ALTGRAD_TENSOR_WEIGHT
+                              ? s.names[0]
+                              : "blocks.0.t" + std::to_string(k));
         std::vector<float> x(count), p(count);
         for (size_t i = 0; i < count; ++i) {
             const double mag = std::exp2(40.0 * u(e.rng) - 24.0);
@@ -1070,6 +1073,13 @@ tensor_set make_tensors(env& e, const diagnostic_handle& d, size_t count, bool s
         s.views.push_back(view_of(e, s.names[k], roles[k], s.data[k].data(),
                                   roles[k] == ALTGRAD_TENSOR_WEIGHT && count ? s.previous[k].data() : nullptr,
                                   count));
+    // Attention probabilities are [batch, head, query, key], as the trainer hands them.
+    for (size_t k = 0; k < roles.size(); ++k)
+        if (roles[k] == ALTGRAD_TENSOR_ATTENTION_PROBS) {
+            s.views[k].ndim = 4;
+            const int64_t shape[4] = {1, 1, 1, static_cast<int64_t>(count)};
+            for (int d = 0; d < 4; ++d) s.views[k].shape[d] = shape[d];
+        }
     return s;
 }
 

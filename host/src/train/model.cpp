@@ -76,6 +76,7 @@ void check_cpu_float(const torch::Tensor& x, const quant_site& site) {
 }  // namespace
 
 torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t stream) {
+    if (plan.capture && site.role != ALTGRAD_TENSOR_WEIGHT) site.captured = t.detach();
     if (!site.format) return t;
     const torch::Tensor x = t.contiguous();
     check_cpu_float(x, site);
@@ -96,6 +97,21 @@ torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quan
     site.overflow_count = c.overflow;
     site.underflow_count = c.underflow;
     site.count = static_cast<uint64_t>(n);
+    return out;
+}
+
+torch::Tensor quantize_nearest(const torch::Tensor& t, const quant_site& site) {
+    const torch::Tensor x = t.contiguous();
+    torch::Tensor out = torch::empty_like(x);
+    if (!site.format) return out.copy_(x);
+    check_cpu_float(x, site);
+    quantize_options o;
+    o.scale = site.scale;
+    const float* in = x.data_ptr<float>();
+    float* dst = out.data_ptr<float>();
+    at::parallel_for(0, x.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
+        site.format->quantize(in + begin, dst + begin, static_cast<size_t>(end - begin), o);
+    });
     return out;
 }
 
@@ -164,7 +180,7 @@ torch::Tensor QuantizedLinearImpl::forward(const torch::Tensor& x) {
 }
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(const gpt_config& c, quant_plan& plan, const std::string& prefix)
-    : n_head_(c.n_head), n_embd_(c.n_embd) {
+    : n_head_(c.n_head), n_embd_(c.n_embd), plan_(&plan), probs_name_(prefix + ".probs") {
     qkv = register_module("qkv", QuantizedLinear(c.n_embd, 3 * c.n_embd, c.bias, plan, prefix + ".qkv"));
     proj = register_module("proj", QuantizedLinear(c.n_embd, c.n_embd, c.bias, plan, prefix + ".proj"));
     attn_drop = register_module("attn_drop", torch::nn::Dropout(c.dropout));
@@ -183,7 +199,9 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
     att = att.masked_fill(mask_.index({torch::indexing::Slice(), torch::indexing::Slice(),
                                        torch::indexing::Slice(0, T), torch::indexing::Slice(0, T)}) == 0,
                           -std::numeric_limits<float>::infinity());
-    att = attn_drop->forward(torch::softmax(att, -1));
+    att = torch::softmax(att, -1);
+    if (plan_->capture) plan_->attention_probs.emplace_back(probs_name_, att.detach());
+    att = attn_drop->forward(att);
     const torch::Tensor y = torch::matmul(att, v).transpose(1, 2).contiguous().view({B, T, C});
     return resid_drop->forward(proj->forward(y));
 }

@@ -10,6 +10,7 @@
 // ln_f.*; the LM head is tied to tok_emb.weight and quantized as "lm_head".
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -38,6 +39,13 @@ struct quant_site {
     double amax = 0;
     float scale = 1;
     uint64_t overflow_count = 0, underflow_count = 0, count = 0;
+    double overflow_rate() const { return count ? static_cast<double>(overflow_count) / count : NAN; }
+    double underflow_rate() const { return count ? static_cast<double>(underflow_count) / count : NAN; }
+    // Weights: the last bit-stall measurement (NaN before the second).
+    double bit_stall_rate = NAN;
+    // Activations and output gradients: the last input, unquantized, kept
+    // only while quant_plan::capture is on (for diagnostics).
+    torch::Tensor captured;
 };
 
 // Every site of a model, and what keys stochastic rounding: (seed, step, site).
@@ -45,6 +53,10 @@ struct quant_plan {
     std::vector<quant_site> sites;
     uint64_t seed = 0;
     uint64_t step = 0;  // set by the trainer before each step's forward
+    // On a diagnostic step: keep each site's input (quant_site::captured) and
+    // every attention layer's softmax output, for the diagnostic plugins.
+    bool capture = false;
+    std::vector<std::pair<std::string, torch::Tensor>> attention_probs;  // "blocks.N.attn.probs", [B, H, T, T]
 
     // Register a linear layer's three sites; returns the index of the first.
     size_t add_linear(const std::string& layer);
@@ -58,6 +70,14 @@ torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quan
 // touching neither its scaling state nor its statistics: how weights live
 // when there are no FP32 master weights.
 void store_in_format(torch::Tensor& w, const quant_site& site, const quant_plan& plan, uint64_t stream);
+
+// The parameter that holds a weight site's tensor (the LM head is tied to tok_emb).
+inline std::string parameter_of(const quant_site& s) { return s.layer == "lm_head" ? "tok_emb.weight" : s.layer + ".weight"; }
+
+// q(t*s)/s with the site's format at its last scale, round-to-nearest-even
+// and saturating, into a new tensor; touches no state. What a measurement
+// compares (stochastic rounding would make equal inputs differ).
+torch::Tensor quantize_nearest(const torch::Tensor& t, const quant_site& site);
 
 // y = q(x) q(w)^T + b, with q(dy) in the backward pass.
 torch::Tensor quantized_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
@@ -93,6 +113,8 @@ public:
 
 private:
     int64_t n_head_, n_embd_;
+    quant_plan* plan_;
+    std::string probs_name_;  // "blocks.N.attn.probs"
     QuantizedLinear qkv{nullptr}, proj{nullptr};
     torch::nn::Dropout attn_drop{nullptr}, resid_drop{nullptr};
     torch::Tensor mask_;

@@ -6,15 +6,22 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <deque>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
 #include "config/run_config.hpp"
 #include "data/dataset.hpp"
 #include "plugins/registry.hpp"
+#include "stability/failure.hpp"
+#include "stability/failure_report.hpp"
+#include "stability/plugin_set.hpp"
+#include "train/measure.hpp"
 #include "train/model.hpp"
+#include "util/glob.hpp"
 #include "util/error.hpp"
 #include "util/json.hpp"
 
@@ -76,37 +83,70 @@ void write_file_atomically(const fs::path& path, const std::string& text) {
 
 // ------------------------------------------------------------ the plan
 
+// The format plugins of a run, created once each by name. "fp32" is no
+// plugin here: float32 is what the model computes in, so nothing to do.
+class format_library {
+public:
+    format_library(registry& plugins, std::string where) : plugins_(plugins), where_(std::move(where)) {}
+
+    std::shared_ptr<const format_handle> get(const std::string& name) {
+        if (name == "fp32") return nullptr;
+        return load(name);
+    }
+    // The fp32 plugin itself: the format diagnostics see for float32 tensors.
+    std::shared_ptr<const format_handle> fp32() { return load("fp32"); }
+
+private:
+    std::shared_ptr<const format_handle> load(const std::string& name) {
+        auto it = handles_.find(name);
+        if (it != handles_.end()) return it->second;
+        try {
+            return handles_[name] = format_handle::create(plugins_.load(name));
+        } catch (const error& e) {
+            throw error(where_ + ": format '" + name + "': " + e.what());
+        }
+    }
+    registry& plugins_;
+    std::string where_;
+    std::map<std::string, std::shared_ptr<const format_handle>> handles_;
+};
+
 // Give every quantization site its format plugin, rounding and scaling, from
 // the config's global formats and per-layer rules.
-void assign_formats(quant_plan& plan, const config::run_config& c, registry& plugins) {
+void assign_formats(quant_plan& plan, const config::run_config& c, format_library& formats) {
     const config::quantization_config& q = c.quantization;
-    std::map<std::string, std::shared_ptr<const format_handle>> handles;
-    auto handle = [&](const std::string& name) -> std::shared_ptr<const format_handle> {
-        if (name == "fp32") return nullptr;  // float32 is what the model computes in: nothing to do
-        auto it = handles.find(name);
-        if (it != handles.end()) return it->second;
-        std::shared_ptr<const format_handle> h;
-        try {
-            h = format_handle::create(plugins.load(name));
-        } catch (const error& e) {
-            throw error(c.source.string() + ": quantization: format '" + name + "': " + e.what());
-        }
-        return handles[name] = h;
-    };
     for (quant_site& s : plan.sites) {
         if (!q.enabled) continue;
         const config::layer_formats f = config::formats_for(q, s.layer);
         const bool backward = s.role == ALTGRAD_TENSOR_OUTPUT_GRADIENT;
-        s.format = handle(s.role == ALTGRAD_TENSOR_WEIGHT ? f.weight : s.role == ALTGRAD_TENSOR_ACTIVATION ? f.activation
-                                                                                                           : f.gradient);
+        s.format = formats.get(s.role == ALTGRAD_TENSOR_WEIGHT ? f.weight : s.role == ALTGRAD_TENSOR_ACTIVATION ? f.activation
+                                                                                                                : f.gradient);
         s.rounding = rounding_of(backward ? q.backward_rounding : q.forward_rounding);
         s.overflow = q.overflow == "nonfinite" ? ALTGRAD_OVERFLOW_NONFINITE : ALTGRAD_OVERFLOW_SATURATE;
         s.scaling = scaling_state(scaling_of(q), s.format ? s.format->info().max_finite : 1.0);
     }
 }
 
-// The parameter that holds a weight site's tensor (the LM head is tied).
-std::string parameter_of(const quant_site& s) { return s.layer == "lm_head" ? "tok_emb.weight" : s.layer + ".weight"; }
+std::string format_name_of(const quant_site& s) { return s.format ? s.format->name() : "fp32"; }
+
+// A format switch asked by an intervention: every site whose name matches
+// `pattern` and is in another format moves to `to`, with fresh scaling (the
+// old amax history says nothing about the new range).
+struct format_switch {
+    std::string tensor, from, to;
+};
+std::vector<format_switch> switch_formats(quant_plan& plan, const std::string& pattern, const std::string& to,
+                                          format_library& formats) {
+    std::vector<format_switch> done;
+    for (quant_site& s : plan.sites) {
+        if (!glob_match(pattern, s.name()) || format_name_of(s) == to) continue;
+        const std::string from = format_name_of(s);
+        s.format = formats.get(to);
+        s.scaling.reset(s.format ? s.format->info().max_finite : 1.0);
+        done.push_back({s.name(), from, to});
+    }
+    return done;
+}
 
 // ------------------------------------------------------------ metrics
 
@@ -138,13 +178,33 @@ void truncate_metrics(const fs::path& path, int64_t last_step) {
 
 std::string quant_stats_line(int64_t step, const quant_site& s) {
     std::ostringstream o;
+    const bool weight = s.role == ALTGRAD_TENSOR_WEIGHT;
     o << "{\"step\": " << step << ", \"tensor\": " << json::quote(s.name()) << ", \"role\": "
       << json::quote(s.role == ALTGRAD_TENSOR_WEIGHT ? "weight" : s.role == ALTGRAD_TENSOR_ACTIVATION ? "activation"
                                                                                                       : "gradient")
       << ", \"format\": " << json::quote(s.format ? s.format->name() : "fp32") << ", \"scale\": "
       << json::number(s.scale) << ", \"amax\": " << json::number(s.amax) << ", \"overflow\": " << s.overflow_count
-      << ", \"underflow\": " << s.underflow_count << ", \"count\": " << s.count << "}";
+      << ", \"underflow\": " << s.underflow_count << ", \"count\": " << s.count;
+    if (weight) o << ", \"bit_stall_rate\": " << json::number(s.bit_stall_rate);
+    o << "}";
     return o.str();
+}
+
+std::string diagnostic_line(int64_t step, const diagnostic_record& r) {
+    std::ostringstream o;
+    o << "{\"step\": " << step << ", \"diagnostic\": " << json::quote(r.diagnostic) << ", \"tensor\": "
+      << json::quote(r.tensor) << ", \"role\": " << json::quote(r.role) << ", \"values\": {";
+    for (size_t i = 0; i < r.values.size(); ++i)
+        o << (i ? ", " : "") << json::quote(r.values[i].first) << ": " << json::number(r.values[i].second);
+    o << "}}";
+    return o.str();
+}
+
+// {"step", "event", "plugin", "reason", ...extra}: extra is pre-rendered `, "key": value` text.
+std::string event_line(int64_t step, const std::string& event, const std::string& plugin, const std::string& reason,
+                       const std::string& extra = "") {
+    return "{\"step\": " + std::to_string(step) + ", \"event\": " + json::quote(event) + ", \"plugin\": " +
+           json::quote(plugin) + ", \"reason\": " + json::quote(reason) + extra + "}";
 }
 
 // ------------------------------------------------------------ checkpoints
@@ -173,6 +233,7 @@ struct trainer_state {
     GPT model{nullptr};
     std::unique_ptr<torch::optim::AdamW> optimizer;
     quant_plan plan;
+    bit_stall_meter stall;
 };
 
 void save_checkpoint(const fs::path& run_dir, int64_t step, trainer_state& t, int64_t keep) {
@@ -192,6 +253,14 @@ void save_checkpoint(const fs::path& run_dir, int64_t step, trainer_state& t, in
           << "\n\n[scaling]\n";
     for (const quant_site& s : t.plan.sites)
         state << json::quote(s.name()) << " = " << json::quote(s.scaling.serialize()) << "\n";
+    state << "\n[formats]\n";
+    for (const quant_site& s : t.plan.sites) state << json::quote(s.name()) << " = " << json::quote(format_name_of(s)) << "\n";
+    {
+        // Undefined entries (non-weights, or before the first snapshot) are saved as empty tensors.
+        std::vector<torch::Tensor> snaps;
+        for (const torch::Tensor& x : t.stall.snapshots()) snaps.push_back(x.defined() ? x : torch::empty({0}));
+        torch::save(snaps, (tmp / "bit_stall.pt").string());
+    }
     write_file_atomically(tmp / "state.toml", state.str());
     fs::remove_all(final_dir);
     fs::rename(tmp, final_dir);  // atomic: a crash leaves a .tmp- folder, never a half checkpoint
@@ -203,7 +272,7 @@ void save_checkpoint(const fs::path& run_dir, int64_t step, trainer_state& t, in
     for (size_t k = 0; k + static_cast<size_t>(keep) < all.size(); ++k) fs::remove_all(all[k]);
 }
 
-int64_t load_checkpoint(const fs::path& dir, trainer_state& t) {
+int64_t load_checkpoint(const fs::path& dir, trainer_state& t, format_library& formats) {
     torch::load(t.model, (dir / "model.pt").string());
     torch::load(*t.optimizer, (dir / "optimizer.pt").string());
     {
@@ -216,17 +285,32 @@ int64_t load_checkpoint(const fs::path& dir, trainer_state& t) {
     std::ifstream in(dir / "state.toml");
     std::string line;
     int64_t step = -1;
-    std::map<std::string, std::string> scaling;
+    std::map<std::string, std::string> scaling, format;
+    std::map<std::string, std::string>* section = &scaling;
     while (std::getline(in, line)) {
         if (line.rfind("step = ", 0) == 0) step = std::strtoll(line.c_str() + 7, nullptr, 10);
+        if (line == "[formats]") section = &format;
         const size_t eq = line.find("\" = \"");
         if (line.size() > 2 && line[0] == '"' && eq != std::string::npos)
-            scaling[line.substr(1, eq - 1)] = line.substr(eq + 5, line.size() - eq - 6);
+            (*section)[line.substr(1, eq - 1)] = line.substr(eq + 5, line.size() - eq - 6);
     }
     if (step < 0) throw error((dir / "state.toml").string() + ": key 'step': missing");
     for (quant_site& s : t.plan.sites) {
+        // Formats first (an intervention may have switched some), then their scaling.
+        const auto f = format.find(s.name());
+        if (f != format.end() && f->second != format_name_of(s)) {
+            s.format = formats.get(f->second);
+            s.scaling.reset(s.format ? s.format->info().max_finite : 1.0);
+        }
         const auto it = scaling.find(s.name());
         if (it != scaling.end()) s.scaling.deserialize(it->second);
+    }
+    if (fs::exists(dir / "bit_stall.pt")) {
+        std::vector<torch::Tensor> snaps;
+        torch::load(snaps, (dir / "bit_stall.pt").string());
+        for (torch::Tensor& x : snaps)
+            if (x.numel() == 0) x = torch::Tensor();
+        t.stall.restore(std::move(snaps));
     }
     return step;
 }
@@ -264,6 +348,148 @@ struct frozen_scaling {
     std::vector<scaling_state> saved;
 };
 
+// ------------------------------------------------------------ stability
+
+// What the interventions see of step `step` (0-based, as the ABI counts).
+observation observe_step(uint64_t step, double loss, double grad_norm, double lr, uint32_t nonfinite_run,
+                         const quant_plan& plan, bool stall_fresh) {
+    observation o;
+    o.step = step;
+    o.loss = loss;
+    o.grad_norm = grad_norm;
+    o.learning_rate = lr;
+    o.consecutive_nonfinite_steps = nonfinite_run;
+    for (const quant_site& s : plan.sites) {
+        if (!s.format) continue;
+        tensor_observation t;
+        t.name = s.name();
+        t.role = s.role;
+        t.format = s.format->name();
+        t.format_max = s.format->info().max_finite;
+        t.overflow_rate = s.overflow_rate();
+        t.underflow_rate = s.underflow_rate();
+        t.bit_stall_rate = s.role == ALTGRAD_TENSOR_WEIGHT && stall_fresh ? s.bit_stall_rate : NAN;
+        o.tensors.push_back(std::move(t));
+    }
+    return o;
+}
+
+// The interventions' answers folded into what this step does.
+struct step_actions {
+    double clip = INFINITY;  // the smallest max norm asked for
+    bool skip = false;
+    std::vector<stability::plugin_action> switches;  // applied after the step
+};
+
+// Clip the global gradient norm (known: `norm`) to `max_norm`, as clip_grad_norm_ does.
+void clip_gradients(const std::vector<torch::Tensor>& params, double max_norm, double norm) {
+    if (!(norm > max_norm)) return;
+    torch::NoGradGuard no_grad;
+    const double factor = max_norm / (norm + 1e-6);
+    for (const torch::Tensor& p : params)
+        if (p.grad().defined()) p.grad().mul_(factor);
+}
+
+// What summary.json and the failure report need of the run's history.
+struct run_history {
+    std::vector<format_switch> switches;
+    std::vector<int64_t> switch_steps;
+    std::vector<std::string> switch_plugins;
+    std::map<std::string, std::map<std::string, int64_t>> interventions;  // plugin -> action kind -> count
+    std::vector<std::string> events;                                        // one line each, for the report
+    std::deque<stability::trend_row> trend;                                 // the last steps
+    std::deque<stability::diagnostic_mean> diagnostics;                     // the last snapshots
+};
+
+void remember_diagnostics(run_history& h, int64_t step, const std::vector<diagnostic_record>& records) {
+    std::map<std::string, std::pair<double, int>> sums;  // diagnostic.value -> (sum, n) over tensors
+    for (const diagnostic_record& r : records)
+        for (const auto& [name, value] : r.values)
+            if (std::isfinite(value)) {
+                auto& s = sums[r.diagnostic + "." + name];
+                s.first += value;
+                ++s.second;
+            }
+    for (const auto& [name, s] : sums) h.diagnostics.push_back({step, name, s.first / s.second});
+    // Keep the last three snapshots.
+    std::set<int64_t> steps;
+    for (const auto& d : h.diagnostics) steps.insert(d.step);
+    while (steps.size() > 3) {
+        const int64_t oldest = *steps.begin();
+        steps.erase(steps.begin());
+        while (!h.diagnostics.empty() && h.diagnostics.front().step == oldest) h.diagnostics.pop_front();
+    }
+}
+
+stability::failure_context failure_context_of(const config::run_config& c, const stability::verdict& v,
+                                              const fs::path& checkpoint, double lr, const quant_plan& plan,
+                                              const std::map<std::string, torch::Tensor>& params,
+                                              const run_history& h) {
+    stability::failure_context x;
+    x.config = c;
+    x.collapse = v;
+    x.checkpoint = checkpoint.string();
+    x.learning_rate = lr;
+    std::vector<torch::Tensor> weights;
+    for (const quant_site& s : plan.sites) {
+        stability::tensor_state t;
+        t.name = s.name();
+        t.role = s.role == ALTGRAD_TENSOR_WEIGHT ? "weight" : s.role == ALTGRAD_TENSOR_ACTIVATION ? "activation" : "gradient";
+        t.format = format_name_of(s);
+        if (s.format && s.format->info().family != ALTGRAD_FAMILY_CODEBOOK)
+            t.mantissa_bits = static_cast<int>(s.format->info().mantissa_bits);
+        t.overflow_rate = s.overflow_rate();
+        t.underflow_rate = s.underflow_rate();
+        t.bit_stall_rate = s.bit_stall_rate;
+        x.tensors.push_back(t);
+        if (s.role == ALTGRAD_TENSOR_WEIGHT && s.format) weights.push_back(params.at(parameter_of(s)).detach().abs().flatten());
+    }
+    if (!weights.empty()) x.median_abs_weight = torch::cat(weights).median().item<double>();
+    x.nonfinite_gradients = nonfinite_gradients(params);
+    x.trend.assign(h.trend.begin(), h.trend.end());
+    x.diagnostics.assign(h.diagnostics.begin(), h.diagnostics.end());
+    x.events = h.events;
+    return x;
+}
+
+void write_summary(const fs::path& run_dir, const config::run_config& c, const run_summary& s,
+                   const std::string& status, const stability::verdict& v, const run_history& h) {
+    std::ostringstream o;
+    o << "{\"name\": " << json::quote(c.name) << ", \"status\": " << json::quote(status)
+      << ", \"failure_mode\": " << json::quote(stability::failure_mode_name(v.mode)) << ", \"failure_step\": "
+      << (v.mode == stability::failure_mode::none ? "null" : std::to_string(v.evidence_step))
+      << ", \"failure_evidence\": " << json::quote(v.evidence) << ", \"steps_done\": " << s.steps_done
+      << ", \"max_steps\": " << s.max_steps << ", \"seed\": " << c.training.seed
+      << ", \"final_train_loss\": " << json::number(s.final_train_loss)
+      << ", \"final_val_loss\": " << json::number(s.final_val_loss)
+      << ", \"best_val_loss\": " << json::number(s.best_val_loss) << ", \"seconds\": " << json::number(s.seconds)
+      << ", \"formats\": {\"weight\": " << json::quote(c.quantization.weight_format)
+      << ", \"activation\": " << json::quote(c.quantization.activation_format)
+      << ", \"gradient\": " << json::quote(c.quantization.gradient_format) << "}, \"switches\": [";
+    for (size_t i = 0; i < h.switches.size(); ++i)
+        o << (i ? ", " : "") << "{\"step\": " << h.switch_steps[i] << ", \"tensor\": " << json::quote(h.switches[i].tensor)
+          << ", \"from\": " << json::quote(h.switches[i].from) << ", \"to\": " << json::quote(h.switches[i].to)
+          << ", \"plugin\": " << json::quote(h.switch_plugins[i]) << "}";
+    o << "], \"interventions\": {";
+    bool first = true;
+    for (const auto& [plugin, kinds] : h.interventions) {
+        o << (first ? "" : ", ") << json::quote(plugin) << ": {";
+        first = false;
+        bool first_kind = true;
+        for (const auto& [kind, n] : kinds) {
+            o << (first_kind ? "" : ", ") << json::quote(kind) << ": " << n;
+            first_kind = false;
+        }
+        o << "}";
+    }
+    o << "}}\n";
+    write_file_atomically(run_dir / "summary.json", o.str());
+}
+
+bool is_diagnostic_step(int64_t steps_done, const config::run_config& c) {
+    return steps_done % c.quantization.diagnostic_interval == 0 || steps_done == c.training.max_steps;
+}
+
 }  // namespace
 
 run_summary run_training(const run_request& req, std::ostream& log) {
@@ -289,9 +515,6 @@ run_summary run_training(const run_request& req, std::ostream& log) {
         } else if (fs::exists(run_dir) && !fs::is_empty(run_dir)) {
             throw error("--out " + run_dir.string() + ": exists and is not empty (use --resume to continue a run)");
         }
-        fs::create_directories(run_dir / "checkpoints");
-        fs::create_directories(run_dir / "reports");
-        write_file_atomically(run_dir / "config.toml", config::to_toml(c));
     }
     const config::training_config& tc = c.training;
     if (tc.device == "cuda")
@@ -301,7 +524,7 @@ run_summary run_training(const run_request& req, std::ostream& log) {
                                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     at::set_num_threads(threads);
 
-    // ---- data, plugins, model, optimizer
+    // ---- data, plugins, model, optimizer (all checked before the run directory is made)
     data::data_options dopt;
     dopt.path = c.data.path;
     dopt.format = c.data.format;
@@ -310,6 +533,10 @@ run_summary run_training(const run_request& req, std::ostream& log) {
     const data::dataset data = data::load_dataset(dopt, c.source.string() + ": data.path");
     data::check_block_size(data, c.model.block_size, c.model.vocab_size, c.source.string() + ": model");
     registry plugins(req.plugins);
+    format_library formats(plugins, c.source.string() + ": quantization");
+    stability::intervention_set interventions(c, plugins);
+    stability::diagnostic_set diagnostics(c, plugins);
+    const std::shared_ptr<const format_handle> fp32 = diagnostics.empty() ? nullptr : formats.fp32();
 
     torch::manual_seed(static_cast<uint64_t>(tc.seed));
     trainer_state t;
@@ -324,7 +551,7 @@ run_summary run_training(const run_request& req, std::ostream& log) {
     g.bias = c.model.bias;
     g.swiglu = c.model.activation == "swiglu";
     t.model = GPT(g, t.plan);
-    assign_formats(t.plan, c, plugins);
+    assign_formats(t.plan, c, formats);
 
     std::vector<torch::Tensor> decay, no_decay;
     for (auto& p : t.model->named_parameters()) (p.value().dim() >= 2 ? decay : no_decay).push_back(p.value());
@@ -339,20 +566,30 @@ run_summary run_training(const run_request& req, std::ostream& log) {
 
     std::map<std::string, torch::Tensor> params;
     for (auto& p : t.model->named_parameters()) params[p.key()] = p.value();
+    const std::vector<torch::Tensor> parameters = t.model->parameters();
+    const weight_lookup weight_of = [&](const quant_site& s) { return params.at(parameter_of(s)); };
 
+    if (!resuming) {
+        fs::create_directories(run_dir / "checkpoints");
+        fs::create_directories(run_dir / "reports");
+        write_file_atomically(run_dir / "config.toml", config::to_toml(c));
+    }
     int64_t step = 0;
     if (resuming) {
         const auto ckpt = latest_checkpoint(run_dir);
         if (!ckpt) throw error("--resume " + run_dir.string() + ": no complete checkpoint in checkpoints/");
-        step = load_checkpoint(ckpt->second, t);
+        step = load_checkpoint(ckpt->second, t, formats);
         truncate_metrics(run_dir / "metrics.jsonl", step);
+        fs::remove(run_dir / "summary.json");
         log << "resumed " << run_dir.string() << " at step " << step << "\n";
+    } else {
+        t.stall.advance(t.plan, weight_of);  // the first bit-stall measurement compares against the initial weights
     }
     metrics_log metrics(run_dir / "metrics.jsonl", resuming);
 
-    int64_t parameters = 0;
-    for (const auto& p : params) parameters += p.second.numel();
-    log << "run " << c.name << ": " << parameters << " parameters, " << data.description() << "\n"
+    int64_t parameter_count = 0;
+    for (const auto& p : params) parameter_count += p.second.numel();
+    log << "run " << c.name << ": " << parameter_count << " parameters, " << data.description() << "\n"
         << "run directory " << run_dir.string() << std::endl;
 
     // ---- the training loop
@@ -375,77 +612,190 @@ run_summary run_training(const run_request& req, std::ostream& log) {
         if (!req.live_progress) log << "step " << at_step << ": val loss " << val << std::endl;
         return val;
     };
-    if (step == 0) run_eval(0);
+    stability::failure_detector detector(c.failure, !interventions.empty(), tc.max_steps);
+    stability::verdict outcome;  // mode none: finished
+    run_history history;
+    uint32_t nonfinite_run = 0;
+    bool stall_fresh = false;  // bit stall was measured at the end of the previous step
+    double window_loss_sum = 0;  // training losses since the last measurement
+    int64_t window_loss_n = 0;
+    double lr = learning_rate_at(tc, step);
     const auto loop_start = std::chrono::steady_clock::now();
     const int64_t first_step = step;
-    while (step < tc.max_steps) {
-        const auto step_start = std::chrono::steady_clock::now();
-        const double lr = learning_rate_at(tc, step);
-        for (auto& group : t.optimizer->param_groups())
-            static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+    try {
+        if (step == 0) run_eval(0);
+        while (step < tc.max_steps) {
+            const auto step_start = std::chrono::steady_clock::now();
+            lr = learning_rate_at(tc, step);
+            for (auto& group : t.optimizer->param_groups())
+                static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
 
-        data::fill_batch(data, data::split::train, static_cast<uint64_t>(tc.seed), static_cast<uint64_t>(step), B, T,
-                         xb.data(), yb.data());
-        t.plan.step = static_cast<uint64_t>(step);
-        const torch::Tensor x = torch::from_blob(xb.data(), {B, T}, long_opts);
-        const torch::Tensor y = torch::from_blob(yb.data(), {B, T}, long_opts);
+            data::fill_batch(data, data::split::train, static_cast<uint64_t>(tc.seed), static_cast<uint64_t>(step), B,
+                             T, xb.data(), yb.data());
+            t.plan.step = static_cast<uint64_t>(step);
+            t.plan.capture = !diagnostics.empty() && is_diagnostic_step(step + 1, c);
+            const torch::Tensor x = torch::from_blob(xb.data(), {B, T}, long_opts);
+            const torch::Tensor y = torch::from_blob(yb.data(), {B, T}, long_opts);
 
-        t.optimizer->zero_grad();
-        const torch::Tensor loss = t.model->forward(x, y).second;  // quantizes weights and activations
-        loss.backward();                                             // quantizes output gradients
-        const double grad_norm =
-            tc.grad_clip > 0 ? torch::nn::utils::clip_grad_norm_(t.model->parameters(), tc.grad_clip)
-                             : torch::nn::utils::clip_grad_norm_(t.model->parameters(), INFINITY);
-        t.optimizer->step();
-        if (!c.quantization.shadow_weights) {
-            // No master copy: the weights live in their format, and an update
-            // too small to move a weight to another code is lost (bit stall).
-            torch::NoGradGuard no_grad;
-            for (const quant_site& s : t.plan.sites)
-                if (s.role == ALTGRAD_TENSOR_WEIGHT)
-                    store_in_format(params.at(parameter_of(s)), s, t.plan, t.plan.sites.size());
+            // ---- forward and backward: quantizes weights, activations, then output gradients
+            t.optimizer->zero_grad();
+            const torch::Tensor loss = t.model->forward(x, y).second;
+            loss.backward();
+            const double loss_value = loss.item<double>();
+            const double grad_norm = torch::nn::utils::clip_grad_norm_(parameters, INFINITY);  // measures only
+            const bool finite = std::isfinite(loss_value) && std::isfinite(grad_norm);
+            nonfinite_run = finite ? 0 : nonfinite_run + 1;
+            const int64_t done = step + 1;  // metrics and events count steps done
+
+            // ---- interventions: every plugin sees the step and may clip, skip or switch
+            step_actions todo;
+            if (!interventions.empty()) {
+                const observation seen = observe_step(static_cast<uint64_t>(step), loss_value, grad_norm, lr,
+                                                      nonfinite_run, t.plan, stall_fresh);
+                for (stability::plugin_action& a : interventions.observe(seen)) {
+                    ++history.interventions[a.plugin][action_kind_name(a.what.kind)];
+                    if (a.what.kind == ALTGRAD_ACTION_CLIP_GRAD_NORM) {
+                        todo.clip = std::min(todo.clip, a.what.value);
+                        metrics.write(event_line(done, "clip_grad_norm", a.plugin, a.what.reason,
+                                                 ", \"value\": " + json::number(a.what.value)));
+                    } else if (a.what.kind == ALTGRAD_ACTION_SKIP_STEP) {
+                        todo.skip = true;
+                        metrics.write(event_line(done, "skip_step", a.plugin, a.what.reason));
+                        history.events.push_back("step " + std::to_string(done) + ": " + a.plugin + " skipped the update: " + a.what.reason);
+                    } else {
+                        todo.switches.push_back(std::move(a));
+                    }
+                }
+            }
+            if (!finite) {
+                metrics.write(event_line(done, "nonfinite", "host",
+                                         "loss " + json::number(loss_value) + ", gradient norm " + json::number(grad_norm) +
+                                             ": update skipped"));
+            }
+
+            // ---- the update
+            if (finite && !todo.skip) {
+                const double max_norm = std::min(tc.grad_clip > 0 ? tc.grad_clip : INFINITY, todo.clip);
+                clip_gradients(parameters, max_norm, grad_norm);
+                t.optimizer->step();
+                if (!c.quantization.shadow_weights) {
+                    // No master copy: the weights live in their format, and an update
+                    // too small to move a weight to another code is lost (bit stall).
+                    torch::NoGradGuard no_grad;
+                    for (const quant_site& s : t.plan.sites)
+                        if (s.role == ALTGRAD_TENSOR_WEIGHT)
+                            store_in_format(params.at(parameter_of(s)), s, t.plan, t.plan.sites.size());
+                }
+            }
+            step = done;
+
+            // ---- measurements: every step the cheap ones, every diagnostic interval the rest
+            const worst_rates rates = worst_quantization_rates(t.plan);
+            const double sparsity = grad_sparsity(parameters, c.failure.near_zero);
+            stability::step_evidence evidence;
+            evidence.step = step;
+            evidence.loss = loss_value;
+            evidence.finite = finite;
+            evidence.grad_sparsity = sparsity;
+            evidence.overflow_rate = rates.overflow;
+            stall_fresh = is_diagnostic_step(step, c);
+            std::vector<diagnostic_record> records;
+            if (std::isfinite(loss_value)) window_loss_sum += loss_value, ++window_loss_n;
+            if (stall_fresh) {
+                evidence.bit_stall_rate = t.stall.measure(t.plan, weight_of);
+                evidence.window_loss = window_loss_n ? window_loss_sum / window_loss_n : NAN;
+                evidence.updates_lost = !c.quantization.shadow_weights;
+                window_loss_sum = 0, window_loss_n = 0;
+                if (!diagnostics.empty()) records = run_diagnostics(diagnostics, t.plan, weight_of, t.stall, *fp32, step);
+                release_captures(t.plan);
+                t.stall.advance(t.plan, weight_of);
+            }
+
+            const double step_seconds = seconds_since(step_start);
+            const double tokens_per_s = static_cast<double>(B * T) / std::max(step_seconds, 1e-9);
+            summary.final_train_loss = loss_value;
+            metrics.write("{\"step\": " + std::to_string(step) + ", \"loss\": " + json::number(loss_value) +
+                          ", \"lr\": " + json::number(lr) + ", \"grad_norm\": " + json::number(grad_norm) +
+                          ", \"tokens_per_s\": " + json::number(tokens_per_s) + ", \"grad_sparsity\": " +
+                          json::number(sparsity) + ", \"overflow_rate\": " + json::number(rates.overflow) +
+                          ", \"underflow_rate\": " + json::number(rates.underflow) + "}");
+            if (stall_fresh) {
+                for (const quant_site& s : t.plan.sites)
+                    if (s.format) metrics.write(quant_stats_line(step, s));
+                for (const diagnostic_record& r : records) metrics.write(diagnostic_line(step, r));
+                remember_diagnostics(history, step, records);
+            }
+            history.trend.push_back({step, loss_value, grad_norm, sparsity, rates.overflow, evidence.bit_stall_rate});
+            if (history.trend.size() > 10) history.trend.pop_front();
+
+            // ---- format switches asked for above take effect from the next step
+            for (const stability::plugin_action& a : todo.switches) {
+                for (const format_switch& sw : switch_formats(t.plan, a.what.tensor, a.what.format, formats)) {
+                    metrics.write(event_line(step, "switch_format", a.plugin, a.what.reason,
+                                             ", \"tensor\": " + json::quote(sw.tensor) + ", \"from\": " +
+                                                 json::quote(sw.from) + ", \"to\": " + json::quote(sw.to)));
+                    history.switches.push_back(sw);
+                    history.switch_steps.push_back(step);
+                    history.switch_plugins.push_back(a.plugin);
+                    history.events.push_back("step " + std::to_string(step) + ": " + a.plugin + " switched " + sw.tensor +
+                                             " from " + sw.from + " to " + sw.to + ": " + a.what.reason);
+                    if (!req.live_progress)
+                        log << "step " << step << ": " << a.plugin << " switched " << sw.tensor << " " << sw.from
+                            << " -> " << sw.to << std::endl;
+                }
+            }
+
+            const double elapsed = seconds_since(loop_start);
+            const double eta = elapsed / static_cast<double>(step - first_step) * static_cast<double>(tc.max_steps - step);
+            if (req.live_progress) {
+                char line[160];
+                std::snprintf(line, sizeof line, "\rstep %lld/%lld | loss %.4f | %.0f tok/s | ETA %s   ",
+                              static_cast<long long>(step), static_cast<long long>(tc.max_steps), loss_value,
+                              tokens_per_s, duration_text(eta).c_str());
+                log << line << std::flush;
+            } else if (step % tc.log_interval == 0 || step == tc.max_steps) {
+                log << "step " << step << "/" << tc.max_steps << " loss " << loss_value << " lr " << lr << " "
+                    << static_cast<int64_t>(tokens_per_s) << " tok/s ETA " << duration_text(eta) << std::endl;
+            }
+
+            // ---- failure detection: a collapse leaves a checkpoint, an event and a report, and stops the run
+            if (const std::optional<stability::verdict> v = detector.observe(evidence)) {
+                outcome = *v;
+                summary.stop_reason = std::string(stability::failure_mode_name(v->mode)) + " at step " +
+                                      std::to_string(v->evidence_step) + ": " + v->evidence;
+                metrics.write(event_line(step, "collapse", "host", v->evidence,
+                                         ", \"mode\": " + json::quote(stability::failure_mode_name(v->mode)) +
+                                             ", \"evidence_step\": " + std::to_string(v->evidence_step)));
+                save_checkpoint(run_dir, step, t, c.output.keep_checkpoints);
+                const fs::path ckpt = fs::relative(checkpoint_dir(run_dir, step), run_dir);
+                write_file_atomically(run_dir / "reports" / "failure.md",
+                                      stability::failure_report_markdown(
+                                          failure_context_of(c, *v, ckpt, lr, t.plan, params, history)));
+                if (req.live_progress) log << "\n";
+                log << "collapsed: " << summary.stop_reason << "\nfailure report " << (run_dir / "reports" / "failure.md").string()
+                    << std::endl;
+                break;
+            }
+            if (step % tc.eval_interval == 0 || step == tc.max_steps) run_eval(step);
+            if (step % c.output.checkpoint_interval == 0 || step == tc.max_steps)
+                save_checkpoint(run_dir, step, t, c.output.keep_checkpoints);
         }
-        ++step;
-
-        const double loss_value = loss.item<double>();
-        const double step_seconds = seconds_since(step_start);
-        const double tokens_per_s = static_cast<double>(B * T) / std::max(step_seconds, 1e-9);
-        summary.final_train_loss = loss_value;
-        metrics.write("{\"step\": " + std::to_string(step) + ", \"loss\": " + json::number(loss_value) +
-                      ", \"lr\": " + json::number(lr) + ", \"grad_norm\": " + json::number(grad_norm) +
-                      ", \"tokens_per_s\": " + json::number(tokens_per_s) + "}");
-        if (step % c.quantization.diagnostic_interval == 0 || step == tc.max_steps)
-            for (const quant_site& s : t.plan.sites)
-                if (s.format) metrics.write(quant_stats_line(step, s));
-
-        const double elapsed = seconds_since(loop_start);
-        const double eta = elapsed / static_cast<double>(step - first_step) * static_cast<double>(tc.max_steps - step);
-        if (req.live_progress) {
-            char line[160];
-            std::snprintf(line, sizeof line, "\rstep %lld/%lld | loss %.4f | %.0f tok/s | ETA %s   ",
-                          static_cast<long long>(step), static_cast<long long>(tc.max_steps), loss_value, tokens_per_s,
-                          duration_text(eta).c_str());
-            log << line << std::flush;
-        } else if (step % tc.log_interval == 0 || step == tc.max_steps) {
-            log << "step " << step << "/" << tc.max_steps << " loss " << loss_value << " lr " << lr << " "
-                << static_cast<int64_t>(tokens_per_s) << " tok/s ETA " << duration_text(eta) << std::endl;
-        }
-        if (!std::isfinite(loss_value)) {
-            summary.stop_reason = "non-finite loss at step " + std::to_string(step);
-            save_checkpoint(run_dir, step, t, c.output.keep_checkpoints);
-            break;
-        }
-        if (step % tc.eval_interval == 0 || step == tc.max_steps) run_eval(step);
-        if (step % c.output.checkpoint_interval == 0 || step == tc.max_steps)
-            save_checkpoint(run_dir, step, t, c.output.keep_checkpoints);
+    } catch (const error& e) {
+        // A plugin or I/O failure mid-run: record how far it got, then report the error as usual.
+        summary.steps_done = step;
+        summary.seconds = seconds_since(start_time);
+        write_summary(run_dir, c, summary, "error", detector.stopped_early(step, e.what()), history);
+        throw;
     }
-    if (req.live_progress) log << "\n";
+    if (req.live_progress && outcome.mode == stability::failure_mode::none) log << "\n";
     summary.steps_done = step;
     summary.seconds = seconds_since(start_time);
+    write_summary(run_dir, c, summary, outcome.mode == stability::failure_mode::none ? "finished" : "collapsed", outcome,
+                  history);
     log << "done: " << summary.stop_reason << ", " << summary.steps_done << "/" << summary.max_steps
         << " steps, final train loss " << summary.final_train_loss << ", final val loss " << summary.final_val_loss
         << " (best " << summary.best_val_loss << "), " << duration_text(summary.seconds) << "\n"
-        << "run directory " << run_dir.string() << " (config.toml, metrics.jsonl, checkpoints/)\n"
+        << "run directory " << run_dir.string() << " (config.toml, metrics.jsonl, summary.json, checkpoints/, reports/)\n"
         << "corpus unigram entropy " << data.unigram_entropy_nats() << " nats/char\n";
     return summary;
 }

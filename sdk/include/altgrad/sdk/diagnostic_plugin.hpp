@@ -23,9 +23,11 @@
 //    the index (< n or ALTGRAD_ALL_TENSORS) and the host buffer's capacity,
 //    and throws plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT) otherwise.
 //  - q(x) is computed by calling the tensor's own format, never private
-//    arithmetic: quantize_with(view.format, ...) and format_info_of(...)
-//    call the format's vtable and turn a non-OK status into plugin_error
-//    (with the format's message and name).
+//    arithmetic: quantize_with(view.format, ...), encode_with, decode_with
+//    and format_info_of(...) call the format's vtable and turn a non-OK
+//    status into plugin_error (with the format's message and name).
+//    stiffness_of(info, w, scale) is the grid-spacing formula the stiffness
+//    diagnostics share.
 //  - Exceptions never cross the boundary: measure and create report them as a
 //    status and message (detail::guarded). interests and max_values_per_tensor
 //    have no error channel in the ABI: an exception there yields 0.
@@ -43,6 +45,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -162,6 +165,83 @@ inline quantize_result quantize_with(const altgrad_format_ref& f, const float* i
     if (s != ALTGRAD_STATUS_OK)
         throw plugin_error(s, "format '" + detail::format_name(f) + "': quantize failed: " + e.message);
     return {a.overflow_count, a.underflow_count};
+}
+
+// Codes of q(in * scale) into `codes` (n codes of format_info_of(f).code_bytes
+// bytes each: read them with code_at), through the format's vtable (host
+// memory). A NaN input into a format without a NaN code is refused by the
+// format (ALTGRAD_STATUS_NOT_REPRESENTABLE): pass finite inputs only.
+inline quantize_result encode_with(const altgrad_format_ref& f, const float* in, void* codes, size_t n, float scale,
+                                   altgrad_rounding rounding,
+                                   altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE) {
+    detail::check_format_ref(f);
+    altgrad_encode_args a{};
+    a.struct_size = sizeof a;
+    a.input = in;
+    a.codes = codes;
+    a.count = n;
+    a.scale = scale;
+    a.rounding = rounding;
+    a.overflow = overflow;
+    a.memory = ALTGRAD_MEMORY_HOST;
+    altgrad_error e = detail::empty_error();
+    const altgrad_status s = f.vtable->encode(f.instance, &a, &e);
+    if (s != ALTGRAD_STATUS_OK)
+        throw plugin_error(s, "format '" + detail::format_name(f) + "': encode failed: " + e.message);
+    return {a.overflow_count, a.underflow_count};
+}
+
+// value(code) / scale of n codes into out, through the format's vtable.
+inline void decode_with(const altgrad_format_ref& f, const void* codes, float* out, size_t n, float scale) {
+    detail::check_format_ref(f);
+    altgrad_decode_args a{};
+    a.struct_size = sizeof a;
+    a.codes = codes;
+    a.output = out;
+    a.count = n;
+    a.scale = scale;
+    a.memory = ALTGRAD_MEMORY_HOST;
+    altgrad_error e = detail::empty_error();
+    const altgrad_status s = f.vtable->decode(f.instance, &a, &e);
+    if (s != ALTGRAD_STATUS_OK)
+        throw plugin_error(s, "format '" + detail::format_name(f) + "': decode failed: " + e.message);
+}
+
+// Code i of an encode/decode buffer whose codes are code_bytes (1, 2 or 4)
+// bytes wide, native endian (format.h), and the reverse.
+inline uint32_t code_at(const void* codes, uint32_t code_bytes, size_t i) {
+    if (code_bytes == 1) return static_cast<const uint8_t*>(codes)[i];
+    if (code_bytes == 2) return static_cast<const uint16_t*>(codes)[i];
+    return static_cast<const uint32_t*>(codes)[i];
+}
+inline void put_code(void* codes, uint32_t code_bytes, size_t i, uint32_t code) {
+    if (code_bytes == 1) static_cast<uint8_t*>(codes)[i] = static_cast<uint8_t>(code);
+    else if (code_bytes == 2) static_cast<uint16_t*>(codes)[i] = static_cast<uint16_t>(code);
+    else static_cast<uint32_t*>(codes)[i] = code;
+}
+
+// Stiffness: the grid spacing a weight w sits on, in the units of w, for a
+// format described by `info` at per-tensor scale s (q(w*s)/s):
+//   FLOAT:       S = 2^(floor(log2|y|) - M) / s, y = fl(w*s) the float32
+//                product the format sees, M = mantissa_bits. Subnormal-range
+//                values follow the formula, not the (constant) subnormal
+//                spacing.
+//   FIXED_POINT: S = 2^-fraction_bits / s, one constant spacing (1/128 for E0M7).
+//   CODEBOOK:    NaN (no M; its spacing is a table's, not a formula's).
+// NaN where y is zero or not finite (log2 0 is undefined; callers skip those
+// elements). Shared by the stiffness and grad_stiffness diagnostics so both
+// measure the same S.
+inline double stiffness_of(const altgrad_format_info& info, float w, float scale) {
+    const float y = w * scale;
+    if (y == 0.0f || !std::isfinite(y)) return std::numeric_limits<double>::quiet_NaN();
+    const int m = static_cast<int>(info.mantissa_bits);
+    if (info.family == ALTGRAD_FAMILY_FLOAT) {
+        int e = 0;
+        std::frexp(static_cast<double>(y), &e);  // |y| = f * 2^e, f in [0.5, 1): floor(log2|y|) = e - 1
+        return std::ldexp(1.0, e - 1 - m) / scale;
+    }
+    if (info.family == ALTGRAD_FAMILY_FIXED_POINT) return std::ldexp(1.0, -m) / scale;
+    return std::numeric_limits<double>::quiet_NaN();
 }
 
 // The finite elements of a view, in order, into `out`; returns how many were

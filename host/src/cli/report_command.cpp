@@ -1,0 +1,57 @@
+// altgrad-host report: read run directories (finished, collapsed or
+// interrupted) and write a markdown report with figures (docs/report.md).
+// Exit 2 for no run directory or a path that is not one; 1 when the report
+// cannot be written. Damaged runs are lines in the report, not errors.
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/options.hpp"
+#include "report/report.hpp"
+#include "report/run_record.hpp"
+#include "util/error.hpp"
+
+namespace altgrad::host::cli {
+
+int report_command(const context&, const args& a) {
+    namespace rep = altgrad::host::report;
+    po::options_description options("report options");
+    std::vector<std::string> dirs;
+    rep::report_options o;
+    std::string out_dir;
+    options.add_options()("out,o", po::value<std::string>(&out_dir)->default_value("report"),
+                          "the report folder: report.md and figures/ (made if missing; files in it are replaced)")(
+        "gnuplot", po::value<std::string>(&o.gnuplot)->default_value("gnuplot"),
+        "the gnuplot program that draws the figures")("no-figures", "write the report without figures")(
+        "run", po::value<std::vector<std::string>>(&dirs), "run directory (repeatable)");
+    po::positional_options_description pos;
+    pos.add("run", -1);
+    po::variables_map vm;
+    if (!parse_subcommand("report", "report RUN_DIR... [-o OUT_DIR] [--gnuplot PROGRAM] [--no-figures]", options, pos,
+                          a, vm))
+        return 0;
+    if (dirs.empty()) throw usage_error("report: give one or more run directories");
+    o.out_dir = out_dir;
+    o.figures = vm.count("no-figures") == 0;
+
+    std::vector<rep::run_record> runs;
+    for (const std::string& d : dirs) {
+        std::error_code ec;
+        if (!std::filesystem::exists(d, ec)) throw usage_error("report: " + d + ": no such run directory");
+        if (!std::filesystem::is_directory(d, ec)) throw usage_error("report: " + d + ": not a folder (expected a run directory)");
+        if (!rep::is_run_dir(d))
+            throw usage_error("report: " + d + ": not a run directory (no config.toml, metrics.jsonl or summary.json)");
+    }
+    for (const std::string& d : dirs) runs.push_back(rep::read_run(d));
+
+    const rep::report_output out = rep::write_report(runs, o);
+    size_t problems = 0;
+    for (const rep::run_record& r : runs) problems += r.problems.size();
+    std::cout << "report: " << out.markdown.string() << " (" << runs.size() << (runs.size() == 1 ? " run, " : " runs, ")
+              << out.figures << (out.figures == 1 ? " figure" : " figures") << ")\n";
+    if (!out.figures_missing.empty()) std::cout << "figures: " << out.figures_missing << "\n";
+    if (problems > 0)
+        std::cout << problems << " note(s) on missing or damaged files: see the report's Runs section\n";
+    return 0;
+}
+
+}  // namespace altgrad::host::cli

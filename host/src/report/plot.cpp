@@ -1,0 +1,157 @@
+#include "report/plot.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace altgrad::host::report {
+
+namespace fs = std::filesystem;
+
+int run_program(const std::vector<std::string>& argv, const fs::path& log) {
+    if (argv.empty()) return 127;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_t pid = 0;
+    const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) return 127;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return 127;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return 127;
+}
+
+std::string gnuplot_quote(const std::string& s) {
+    std::string out = "'";
+    for (const char c : s) {
+        if (c == '\'') out += "''";
+        else if (c == '\n' || c == '\r') out += ' ';
+        else out += c;
+    }
+    return out + "'";
+}
+
+plotter::plotter(fs::path figures_dir, std::string program) : dir_(std::move(figures_dir)), program_(std::move(program)) {}
+
+const std::string& plotter::unavailable() {
+    if (probed_) return unavailable_;
+    probed_ = true;
+    std::error_code ec;
+    fs::create_directories(dir_, ec);
+    if (ec) {
+        unavailable_ = dir_.string() + ": cannot create the folder (" + ec.message() + ")";
+        return unavailable_;
+    }
+    const fs::path log = dir_ / ".probe.log";
+    // The first image terminal this gnuplot has: gnuplot-nox has pngcairo; a
+    // build without cairo may have libgd's png; every gnuplot has svg.
+    for (const auto& [terminal, extension] :
+         {std::pair<std::string, std::string>{"pngcairo", "png"}, {"png", "png"}, {"svg", "svg"}}) {
+        const int rc = run_program({program_, "-e", "set terminal " + terminal}, log);
+        if (rc == 127) {
+            unavailable_ = "gnuplot not found ('" + program_ + "' could not be run; install gnuplot-nox)";
+            break;
+        }
+        if (rc == 0) {
+            terminal_ = terminal;
+            extension_ = extension;
+            break;
+        }
+    }
+    if (unavailable_.empty() && terminal_.empty())
+        unavailable_ = "'" + program_ + "' has none of the terminals pngcairo, png, svg";
+    fs::remove(log, ec);
+    return unavailable_;
+}
+
+bool plotter::draw(const figure& f, std::string& image, std::string& why) {
+    if (!unavailable().empty()) {
+        why = unavailable_;
+        return false;
+    }
+    std::error_code ec;
+    fs::create_directories(dir_ / "data", ec);
+    std::ostringstream plot;
+    size_t drawn = 0;
+    for (size_t i = 0; i < f.lines.size(); ++i) {
+        const series& s = f.lines[i];
+        const std::string data = "data/" + f.stem + "-" + std::to_string(i) + ".dat";
+        std::ofstream out(dir_ / data);
+        size_t n = 0;
+        out << "# step\t" << s.title << "\n";
+        for (const point& p : s.points) {
+            if (!std::isfinite(p.value) || (f.log_y && !(p.value > 0))) continue;
+            char buf[64];
+            std::snprintf(buf, sizeof buf, "%lld\t%.9g\n", static_cast<long long>(p.step), p.value);
+            out << buf;
+            ++n;
+        }
+        if (!out) {
+            why = (dir_ / data).string() + ": cannot write";
+            return false;
+        }
+        if (n == 0) continue;  // gnuplot refuses a file with no points
+        plot << (drawn++ ? ", \\\n     " : "plot ") << gnuplot_quote(data) << " using 1:2 with "
+             << (s.with_points ? "linespoints pt 7 ps 0.6 lw 2" : "lines lw 1.2");
+        if (s.color > 0) plot << " lc " << s.color;
+        if (s.dashed) plot << " dt 2";
+        plot << " title " << gnuplot_quote(s.title);
+    }
+    if (drawn == 0) {
+        why = "no data to plot";
+        return false;
+    }
+    image = f.stem + "." + extension_;
+    const std::string script = f.stem + ".gp";
+    {
+        std::ofstream gp(dir_ / script);
+        // noenhanced: run names hold '_', which enhanced text would subscript.
+        gp << "# " << f.title << " (altgrad-host report). Redraw: cd into this folder, gnuplot " << script << "\n"
+           << "set terminal " << terminal_ << " size 960,540 noenhanced\n"
+           << "set output " << gnuplot_quote(image) << "\n"
+           << "set title " << gnuplot_quote(f.title) << "\n"
+           << "set xlabel 'step'\n"
+           << "set ylabel " << gnuplot_quote(f.ylabel) << "\n"
+           << "set grid\n"
+           << "set key below\n"
+           << (f.log_y ? "set logscale y 2\n" : "") << plot.str() << "\n";
+        if (!gp) {
+            why = (dir_ / script).string() + ": cannot write";
+            return false;
+        }
+    }
+    const fs::path log = dir_ / (f.stem + ".log");
+    // The -e cd makes the script's relative paths work wherever the report is.
+    const fs::path abs_dir = fs::absolute(dir_, ec);
+    const int rc = run_program({program_, "-e", "cd " + gnuplot_quote(abs_dir.string()), script}, log);
+    if (rc != 0) {
+        why = "gnuplot failed on " + script + " (exit status " + std::to_string(rc) + "; see " + (f.stem + ".log") + ")";
+        return false;
+    }
+    if (!fs::exists(dir_ / image, ec) || fs::file_size(dir_ / image, ec) == 0) {
+        why = "gnuplot wrote no " + image + " (see " + f.stem + ".log)";
+        return false;
+    }
+    fs::remove(log, ec);
+    return true;
+}
+
+}  // namespace altgrad::host::report

@@ -1,0 +1,61 @@
+// Figures for `altgrad-host report`, drawn by gnuplot (Debian's gnuplot-nox):
+// one .dat file per series and one .gp script per figure, both kept beside
+// the image so a figure can be restyled and redrawn by hand. A missing gnuplot
+// or a failing script is a reason string, never an exception.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "report/run_record.hpp"
+
+namespace altgrad::host::report {
+
+struct series {
+    std::string title;
+    std::vector<point> points;  // non-finite values are left out (a gap in the line)
+    bool with_points = false;   // lines and points (sparse series: validation loss)
+    bool dashed = false;
+    int color = 0;  // 0: the next of gnuplot's colours; N > 0: colour N (several series of one run)
+};
+
+struct figure {
+    std::string stem;  // file name without extension, [A-Za-z0-9._-]
+    std::string title, ylabel;
+    bool log_y = false;
+    std::vector<series> lines;
+};
+
+class plotter {
+public:
+    // `program`: the gnuplot to run (a name looked up in PATH, or a path).
+    plotter(std::filesystem::path figures_dir, std::string program);
+
+    // Empty when figures can be drawn; else why not (gnuplot missing, no
+    // image terminal). Probes gnuplot once: pngcairo, else png, else svg.
+    const std::string& unavailable();
+    // The image file extension chosen ("png" or "svg").
+    const std::string& extension() const { return extension_; }
+
+    // Draws `f` into figures_dir/<stem>.<ext>; returns the image's file name,
+    // or throws nothing and sets `why` on failure.
+    bool draw(const figure& f, std::string& image, std::string& why);
+
+private:
+    std::filesystem::path dir_;
+    std::string program_;
+    bool probed_ = false;
+    std::string unavailable_;
+    std::string terminal_, extension_;
+};
+
+// Runs `argv` (argv[0] looked up in PATH when it has no '/') with stdin from
+// /dev/null and stdout and stderr into `log`; the exit status, 127 when it
+// could not be started, 128+N when killed by signal N.
+int run_program(const std::vector<std::string>& argv, const std::filesystem::path& log);
+
+// A gnuplot single-quoted string literal.
+std::string gnuplot_quote(const std::string& s);
+
+}  // namespace altgrad::host::report

@@ -1,0 +1,542 @@
+#include "report/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "report/plot.hpp"
+#include "util/error.hpp"
+
+namespace altgrad::host::report {
+
+namespace {
+
+// The seeds' failure classification: a tensor overflowing on more than 10% of
+// its elements is an overflow failure; "occasional" bit-stall failures are at
+// most half the runs.
+constexpr double kOverflowFailure = 0.10;
+constexpr double kE7m0FailureRate = 0.90;
+constexpr double kE0m7RateLow = 0.40, kE0m7RateHigh = 0.60;
+
+std::string fixed(double x, int digits = 4) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+    return buf;
+}
+
+std::string loss_text(const std::optional<double>& x) {
+    if (!x) return "—";
+    if (!std::isfinite(*x)) return "nan";
+    return fixed(*x);
+}
+
+std::string percent(double x) {
+    if (x == 0) return "0%";
+    char buf[64];
+    if (x >= 0.01) std::snprintf(buf, sizeof buf, "%.1f%%", 100 * x);
+    else std::snprintf(buf, sizeof buf, "%.2g%%", 100 * x);
+    return buf;
+}
+
+std::string ratio(size_t a, size_t b) {
+    return std::to_string(a) + "/" + std::to_string(b) + " (" +
+           percent(b ? static_cast<double>(a) / static_cast<double>(b) : 0) + ")";
+}
+
+// Markdown table cells: a '|' would end the cell, a newline the row.
+std::string cell(const std::string& s) {
+    std::string out;
+    for (const char c : s) {
+        if (c == '|') out += "\\|";
+        else if (c == '\n' || c == '\r') out += ' ';
+        else out += c;
+    }
+    return out;
+}
+
+std::string label(const run_record& r) {
+    std::string s = r.dir.generic_string();
+    while (s.size() > 1 && s.back() == '/') s.pop_back();
+    return s;
+}
+
+// Short names for figures and verdicts: the folder's name, with as many parent
+// folders as it takes to tell the runs apart.
+std::map<const run_record*, std::string> short_labels(const std::vector<run_record>& runs) {
+    std::map<const run_record*, std::string> out;
+    for (int depth = 1; depth <= 64; ++depth) {
+        std::map<std::string, int> seen;
+        for (const run_record& r : runs) {
+            std::vector<std::string> parts;
+            for (const fs::path& p : r.dir)
+                if (!p.empty() && p != "/" && p != ".") parts.push_back(p.string());
+            std::string name;
+            for (size_t i = parts.size() > static_cast<size_t>(depth) ? parts.size() - depth : 0; i < parts.size(); ++i)
+                name += (name.empty() ? "" : "/") + parts[i];
+            out[&r] = name.empty() ? label(r) : name;
+            ++seen[out[&r]];
+        }
+        if (std::all_of(seen.begin(), seen.end(), [](const auto& kv) { return kv.second == 1; })) return out;
+    }
+    for (const run_record& r : runs) out[&r] = label(r);
+    return out;
+}
+
+std::string link_to(const fs::path& target, const fs::path& out_dir) {
+    std::error_code ec;
+    const fs::path rel = fs::relative(fs::absolute(target, ec), fs::absolute(out_dir, ec), ec);
+    return (ec || rel.empty() ? fs::absolute(target, ec) : rel).generic_string();
+}
+
+std::string upper(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return s;
+}
+
+// "e7m0→e5m2 on 24 tensors (steps 3–5)" per pair of formats.
+std::string switches_text(const run_record& r) {
+    struct agg {
+        std::set<std::string> tensors;
+        int64_t first = INT64_MAX, last = INT64_MIN;
+    };
+    std::map<std::pair<std::string, std::string>, agg> by_pair;
+    for (const format_switch& s : r.switches) {
+        agg& a = by_pair[{s.from, s.to}];
+        a.tensors.insert(s.tensor);
+        a.first = std::min(a.first, s.step);
+        a.last = std::max(a.last, s.step);
+    }
+    std::string out;
+    for (const auto& [pair, a] : by_pair) {
+        out += std::string(out.empty() ? "" : "; ") + pair.first + "→" + pair.second + " on " +
+               std::to_string(a.tensors.size()) + (a.tensors.size() == 1 ? " tensor" : " tensors") +
+               (a.first == a.last ? " at step " + std::to_string(a.first)
+                                  : " (steps " + std::to_string(a.first) + "–" + std::to_string(a.last) + ")");
+    }
+    return out;
+}
+
+std::string interventions_text(const run_record& r) {
+    std::string out;
+    for (const auto& [plugin, events] : r.interventions)
+        for (const auto& [event, count] : events)
+            out += std::string(out.empty() ? "" : ", ") + plugin + " " + event + " ×" + std::to_string(count);
+    return out.empty() ? "none" : out;
+}
+
+std::string failure_text(const run_record& r, const fs::path& out_dir) {
+    std::string out;
+    if (r.has_summary) {
+        out = r.failure_mode.empty() ? "?" : r.failure_mode;
+        if (r.failure_step) out += " at step " + std::to_string(*r.failure_step);
+    } else {
+        out = r.first_nonfinite_step ? "loss non-finite at step " + std::to_string(*r.first_nonfinite_step) : "—";
+    }
+    if (!r.failure_report.empty()) out += " ([report](" + link_to(r.failure_report, out_dir) + "))";
+    return out;
+}
+
+std::string opt_int(const std::optional<int64_t>& x) { return x ? std::to_string(*x) : "?"; }
+
+std::vector<const run_record*> uniform_runs(const std::vector<run_record>& runs, const std::string& format) {
+    std::vector<const run_record*> out;
+    for (const run_record& r : runs)
+        if (r.uniform_format == format) out.push_back(&r);
+    return out;
+}
+
+// "2/3 failed (66.7%): nan_loss at step 7, bit_stall at step 40"
+std::string failures_of(const std::vector<const run_record*>& sel, size_t& decided, size_t& failed) {
+    decided = failed = 0;
+    std::string modes;
+    size_t listed = 0, rescued = 0;
+    for (const run_record* r : sel) {
+        if (!r->decided()) continue;
+        ++decided;
+        rescued += !r->failed() && !r->switches.empty();
+        if (!r->failed()) continue;
+        ++failed;
+        if (++listed <= 6)
+            modes += std::string(modes.empty() ? "" : ", ") + (r->failure_mode.empty() ? "?" : r->failure_mode) +
+                     (r->failure_step ? " at step " + std::to_string(*r->failure_step) : "");
+    }
+    if (listed > 6) modes += ", …";
+    std::string out = ratio(failed, decided) + " runs failed";
+    if (!modes.empty()) out += ": " + modes;
+    // A run an intervention kept going by switching formats did not fail, but the format alone might have.
+    if (rescued > 0) out += "; " + std::to_string(rescued) + " of those that did not fail switched formats during the run";
+    const size_t undecided = sel.size() - decided;
+    if (undecided > 0) out += "; " + std::to_string(undecided) + " interrupted or errored, not counted";
+    return out;
+}
+
+std::string not_tested_text(const std::vector<const run_record*>& sel, const std::string& format) {
+    if (sel.empty()) return "no run with " + upper(format) + " for every tensor";
+    return std::to_string(sel.size()) + " run(s), none finished or collapsed (interrupted or errored)";
+}
+
+// Supported when the failure rate lies in (low, high] (or [low, high] with low_inclusive).
+hypothesis_verdict judge_failure_rate(const std::vector<run_record>& runs, const std::string& format,
+                                      const std::string& hypothesis, double low, bool low_inclusive, double high) {
+    hypothesis_verdict v{upper(format), hypothesis, "", ""};
+    const auto sel = uniform_runs(runs, format);
+    size_t decided = 0, failed = 0;
+    v.observed = failures_of(sel, decided, failed);
+    if (decided == 0) {
+        v.observed = not_tested_text(sel, format);
+        v.verdict = "not tested by these runs";
+        return v;
+    }
+    const double rate = static_cast<double>(failed) / static_cast<double>(decided);
+    v.verdict = (rate > low || (low_inclusive && rate == low)) && rate <= high ? "supported" : "contradicted";
+    if (decided == 1) v.observed += " (one run: a single seed decides)";
+    return v;
+}
+
+hypothesis_verdict judge_overflow(const std::vector<run_record>& runs, const std::string& format,
+                                  const std::string& hypothesis, const std::vector<std::string>& roles) {
+    const auto names = short_labels(runs);
+    hypothesis_verdict v{upper(format), hypothesis, "", ""};
+    const auto sel = uniform_runs(runs, format);
+    peak top;
+    size_t decided = 0, overflow_failures = 0;
+    for (const run_record* r : sel) {
+        for (const std::string& role : roles) {
+            const auto it = r->max_overflow.find(role);
+            if (it != r->max_overflow.end() && it->second.measured())
+                top.offer(it->second.rate, names.at(r) + ": " + it->second.tensor, it->second.step);
+        }
+        if (r->decided()) {
+            ++decided;
+            overflow_failures += r->failed() && r->failure_mode == "overflow";
+        }
+    }
+    if (!top.measured() && decided == 0) {
+        v.observed = not_tested_text(sel, format) + (sel.empty() ? "" : "; no overflow measured");
+        v.verdict = "not tested by these runs";
+        return v;
+    }
+    std::string what = roles.size() == 1 ? roles[0] + " tensor" : "tensor";
+    v.observed = top.measured() ? "largest " + what + " overflow rate " + percent(top.rate) + " (" + top.tensor +
+                                      ", step " + std::to_string(top.step) + ")"
+                                : "no " + what + " overflow measured";
+    v.observed += "; overflow failures " + ratio(overflow_failures, decided);
+    v.verdict = overflow_failures > 0 || top.rate > kOverflowFailure ? "supported" : "contradicted";
+    return v;
+}
+
+hypothesis_verdict judge_balanced(const std::vector<run_record>& runs, const std::string& format) {
+    const auto names = short_labels(runs);
+    hypothesis_verdict v{upper(format),
+                         "trains; fails at most occasionally, and then by bit_stall (no other failure mode; "
+                         "bit_stall failures in at most half the runs)",
+                         "", ""};
+    const auto sel = uniform_runs(runs, format);
+    size_t decided = 0, failed = 0, stalls = 0;
+    v.observed = failures_of(sel, decided, failed);
+    if (decided == 0) {
+        v.observed = not_tested_text(sel, format);
+        v.verdict = "not tested by these runs";
+        return v;
+    }
+    peak stall;
+    for (const run_record* r : sel) {
+        if (r->failed() && r->failure_mode == "bit_stall") ++stalls;
+        if (r->max_bit_stall.measured())
+            stall.offer(r->max_bit_stall.rate, names.at(r) + ": " + r->max_bit_stall.tensor, r->max_bit_stall.step);
+    }
+    if (stall.measured())
+        v.observed += "; largest bit-stall rate " + percent(stall.rate) + " (" + stall.tensor + ", step " +
+                      std::to_string(stall.step) + ")";
+    v.verdict = failed == stalls && 2 * stalls <= decided ? "supported" : "contradicted";
+    return v;
+}
+
+std::string sanitize(const std::string& s) {
+    std::string out;
+    for (const char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
+    return out.empty() ? "run" : out;
+}
+
+}  // namespace
+
+std::vector<group_summary> group_runs(const std::vector<run_record>& runs) {
+    std::vector<group_summary> groups;
+    for (const run_record& r : runs) {
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const group_summary& g) { return g.name == r.name; });
+        if (it == groups.end()) {
+            groups.push_back({});
+            it = groups.end() - 1;
+            it->name = r.name;
+            it->formats = r.formats;
+        }
+        group_summary& g = *it;
+        g.runs.push_back(&r);
+        g.finished += r.status == "finished";
+        g.decided += r.decided();
+        g.failed += r.failed();
+        g.interrupted += !r.has_summary;
+        if (r.status == "finished" && r.final_val_loss && std::isfinite(*r.final_val_loss))
+            g.final_val.push_back(*r.final_val_loss);
+    }
+    for (group_summary& g : groups) {
+        const size_t n = g.final_val.size();
+        if (n == 0) continue;
+        double sum = 0;
+        for (double x : g.final_val) sum += x;
+        g.mean = sum / static_cast<double>(n);
+        double ss = 0;
+        for (double x : g.final_val) ss += (x - g.mean) * (x - g.mean);
+        g.sd = n > 1 ? std::sqrt(ss / static_cast<double>(n - 1)) : 0;
+    }
+    // The baseline: the config named bf16_baseline, else one whose every run is BF16 throughout.
+    auto all_bf16 = [](const group_summary& g) {
+        return std::all_of(g.runs.begin(), g.runs.end(), [](const run_record* r) { return r->uniform_format == "bf16"; });
+    };
+    auto it = std::find_if(groups.begin(), groups.end(), [](const group_summary& g) { return g.name == "bf16_baseline"; });
+    if (it == groups.end()) it = std::find_if(groups.begin(), groups.end(), all_bf16);
+    if (it != groups.end()) it->baseline = true;
+    return groups;
+}
+
+std::vector<hypothesis_verdict> judge_hypotheses(const std::vector<run_record>& runs) {
+    std::vector<hypothesis_verdict> out;
+    out.push_back(judge_failure_rate(runs, "e7m0",
+                                     "fails in more than 90% of runs (by nan_loss or bit_stall: only powers of two)",
+                                     kE7m0FailureRate, false, 1.0));
+    out.push_back(judge_overflow(runs, "e0m7",
+                                 "overflows on unnormalised tensors (range [-1, 1)): a tensor over 10% overflowed, "
+                                 "or a run failed by overflow",
+                                 {"weight", "activation", "gradient"}));
+    out.push_back(judge_failure_rate(runs, "e0m7", "fails in 40–60% of runs", kE0m7RateLow, true, kE0m7RateHigh));
+    out.push_back(judge_overflow(runs, "e1m6",
+                                 "overflows on large gradients (range ±2): a gradient tensor over 10% overflowed, "
+                                 "or a run failed by overflow",
+                                 {"gradient"}));
+    out.push_back(judge_balanced(runs, "e3m4"));
+    out.push_back(judge_balanced(runs, "e5m2"));
+    return out;
+}
+
+std::string run_table_header() {
+    return "| run | config | seed | formats | steps | status | final val loss | best val loss | failure | "
+           "interventions |\n|---|---|---|---|---|---|---|---|---|---|";
+}
+
+std::string run_row(const run_record& r, const fs::path& out_dir) {
+    std::string formats = r.formats.empty() ? "?" : r.formats;
+    const std::string sw = switches_text(r);
+    if (!sw.empty()) formats += "; switched " + sw;
+    const std::string steps = opt_int(r.steps_done) + "/" + opt_int(r.max_steps);
+    std::ostringstream o;
+    o << "| `" << cell(label(r)) << "` | " << cell(r.name) << " | " << opt_int(r.seed) << " | " << cell(formats)
+      << " | " << steps << " | " << cell(r.status) << " | " << loss_text(r.final_val_loss) << " | "
+      << loss_text(r.best_val_loss) << " | " << cell(failure_text(r, out_dir)) << " | " << cell(interventions_text(r))
+      << " |";
+    return o.str();
+}
+
+report_output write_report(const std::vector<run_record>& runs, const report_options& options) {
+    report_output result;
+    std::error_code ec;
+    fs::create_directories(options.out_dir, ec);
+    if (ec) throw error(options.out_dir.string() + ": cannot create the report folder (" + ec.message() + ")");
+    result.markdown = options.out_dir / "report.md";
+
+    const std::vector<group_summary> groups = group_runs(runs);
+    const group_summary* baseline = nullptr;
+    for (const group_summary& g : groups)
+        if (g.baseline) baseline = &g;
+
+    std::ostringstream md;
+    size_t finished = 0, collapsed = 0, errored = 0, interrupted = 0;
+    for (const run_record& r : runs) {
+        finished += r.status == "finished";
+        collapsed += r.status == "collapsed";
+        errored += r.has_summary && r.status != "finished" && r.status != "collapsed";
+        interrupted += !r.has_summary;
+    }
+    md << "# AltGrad run report\n\n"
+       << runs.size() << (runs.size() == 1 ? " run" : " runs") << " of " << groups.size()
+       << (groups.size() == 1 ? " config" : " configs") << ": " << finished << " finished, " << collapsed
+       << " collapsed, " << errored << " stopped by an error, " << interrupted
+       << " interrupted (no summary.json). Made by `altgrad-host report`; docs/report.md explains each part.\n\n";
+
+    // ---- Runs
+    md << "## Runs\n\n" << run_table_header() << "\n";
+    for (const run_record& r : runs) md << run_row(r, options.out_dir) << "\n";
+    // The classifier's one-line evidence, too long for a cell.
+    bool any_evidence = false;
+    for (const run_record& r : runs) {
+        if (r.failure_evidence.empty() || r.failure_mode == "none") continue;
+        if (!any_evidence) md << "\nFailure evidence (summary.json):\n\n";
+        any_evidence = true;
+        md << "- `" << label(r) << "`: " << r.failure_mode
+           << (r.failure_step ? " at step " + std::to_string(*r.failure_step) : "") << ": " << r.failure_evidence << "\n";
+    }
+    bool any_problem = false;
+    for (const run_record& r : runs) any_problem = any_problem || !r.problems.empty();
+    if (any_problem) {
+        md << "\nWhat is missing or damaged in the run directories (read around it):\n\n";
+        for (const run_record& r : runs)
+            for (const std::string& p : r.problems) md << "- `" << label(r) << "`: " << p << "\n";
+    }
+
+    // ---- Comparison across seeds
+    md << "\n## Formats compared across seeds\n\n";
+    if (baseline != nullptr)
+        md << "Baseline: `" << baseline->name << "` (" << baseline->runs.size()
+           << (baseline->runs.size() == 1 ? " run" : " runs") << "). ";
+    else
+        md << "No BF16 baseline among these runs (a config named bf16_baseline, or one with BF16 for every tensor): "
+              "no differences shown. ";
+    md << "Final validation loss over the finished runs of each config (mean ± sample standard deviation, and "
+          "the range); failure rate over the runs that finished or collapsed.\n\n"
+       << "| config | formats | runs | seeds | final val loss | range | vs baseline | failure rate | not counted |\n"
+       << "|---|---|---|---|---|---|---|---|---|\n";
+    for (const group_summary& g : groups) {
+        std::set<int64_t> seeds;
+        for (const run_record* r : g.runs)
+            if (r->seed) seeds.insert(*r->seed);
+        std::string seed_text;
+        for (int64_t s : seeds) seed_text += (seed_text.empty() ? "" : ", ") + std::to_string(s);
+        std::string val = "—", range = "—", vs = "—";
+        if (!g.final_val.empty()) {
+            val = fixed(g.mean) + (g.final_val.size() > 1 ? " ± " + fixed(g.sd) : "") + " (n=" +
+                  std::to_string(g.final_val.size()) + ")";
+            const auto [lo, hi] = std::minmax_element(g.final_val.begin(), g.final_val.end());
+            range = fixed(*lo) + "–" + fixed(*hi);
+            if (g.baseline) vs = "baseline";
+            else if (baseline != nullptr && !baseline->final_val.empty()) {
+                const double d = g.mean - baseline->mean;
+                vs = (d >= 0 ? "+" : "") + fixed(d) + " (" + (d >= 0 ? "+" : "") + fixed(100 * d / baseline->mean, 1) +
+                     "%)";
+            }
+        } else if (g.baseline) {
+            vs = "baseline";
+        }
+        const std::string rate = g.decided ? ratio(g.failed, g.decided) : "—";
+        const size_t errored = g.runs.size() - g.decided - g.interrupted;
+        std::string not_counted;
+        if (g.interrupted) not_counted = std::to_string(g.interrupted) + " interrupted";
+        if (errored) not_counted += (not_counted.empty() ? "" : ", ") + std::to_string(errored) + " errored";
+        md << "| " << cell(g.name) << " | " << cell(g.formats.empty() ? "?" : g.formats) << " | " << g.runs.size()
+           << " | " << (seed_text.empty() ? "?" : seed_text) << " | " << val << " | " << range << " | " << vs << " | "
+           << rate << " | " << not_counted << " |\n";
+    }
+
+    // ---- Hypotheses
+    md << "\n## Failure modes: hypothesised and observed\n\n"
+       << "The seeds' hypotheses, each judged from these runs alone (a run counts for a format when that format "
+          "is used for every quantized tensor at the start; a run counts for a failure rate when it finished or "
+          "collapsed).\n\n"
+       << "| format | hypothesis (seeds) | observed | verdict |\n|---|---|---|---|\n";
+    for (const hypothesis_verdict& h : judge_hypotheses(runs))
+        md << "| " << h.format << " | " << cell(h.hypothesis) << " | " << cell(h.observed) << " | **" << h.verdict
+           << "** |\n";
+
+    // ---- Figures
+    md << "\n## Figures\n\n";
+    std::vector<figure> figures;
+    const auto names = short_labels(runs);
+    std::set<std::string> stems;
+    auto unique_stem = [&](const std::string& s) {
+        std::string stem = sanitize(s);
+        for (int k = 2; !stems.insert(stem).second; ++k) stem = sanitize(s) + "-" + std::to_string(k);
+        return stem;
+    };
+    for (const group_summary& g : groups) {
+        figure f;
+        f.stem = unique_stem("loss-" + g.name);
+        f.title = "Loss: " + g.name + (baseline != nullptr && !g.baseline ? " against " + baseline->name : "");
+        f.ylabel = "loss (nats/token)";
+        int color = 0;
+        for (const run_record* r : g.runs) {
+            ++color;
+            f.lines.push_back({names.at(r) + " train", r->train_loss, false, false, color});
+            f.lines.push_back({names.at(r) + " val", r->val_loss, true, false, color});
+        }
+        if (baseline != nullptr && !g.baseline)
+            for (const run_record* r : baseline->runs)
+                f.lines.push_back({names.at(r) + " val (baseline)", r->val_loss, true, true, ++color});
+        figures.push_back(f);
+    }
+    if (groups.size() > 1) {
+        figure f;
+        f.stem = unique_stem("val_loss-all");
+        f.title = "Validation loss: every run";
+        f.ylabel = "validation loss (nats/token)";
+        for (const run_record& r : runs) f.lines.push_back({names.at(&r), r.val_loss, true, false, 0});
+        figures.push_back(f);
+    }
+    const std::map<std::string, std::pair<std::string, std::string>> diag_titles = {
+        {"bit_stall", {"Bit-stall rate (fraction of weight elements unchanged since the last measurement)", "bit-stall rate"}},
+        {"overflow", {"Overflow rate (the largest of any quantized tensor)", "overflow rate"}},
+        {"underflow", {"Underflow rate (the largest of any quantized tensor)", "underflow rate"}},
+        {"grad_sparsity", {"Gradient sparsity (fraction of gradient elements near zero)", "gradient sparsity"}},
+        {"stiffness", {"Stiffness (mean S = 2^(floor(log2|w|) - M))", "mean stiffness"}},
+    };
+    std::vector<std::string> no_data;
+    for (const char* key : kDiagnosticSeries) {
+        figure f;
+        f.stem = unique_stem(std::string("diag-") + key);
+        f.title = diag_titles.at(key).first;
+        f.ylabel = diag_titles.at(key).second;
+        f.log_y = std::string(key) == "stiffness";
+        bool any = false;
+        for (const run_record& r : runs) {
+            const auto it = r.diagnostics.find(key);
+            if (it == r.diagnostics.end() || it->second.empty()) continue;
+            any = true;
+            f.lines.push_back({names.at(&r), it->second, it->second.size() < 60, false, 0});
+        }
+        if (any) figures.push_back(f);
+        else no_data.push_back(key);
+    }
+
+    std::vector<std::string> failures;
+    if (!options.figures) {
+        result.figures_missing = "not asked for (--no-figures)";
+    } else {
+        plotter plot(options.out_dir / "figures", options.gnuplot);
+        if (!plot.unavailable().empty()) {
+            result.figures_missing = plot.unavailable();
+        } else {
+            for (const figure& f : figures) {
+                std::string image, why;
+                if (plot.draw(f, image, why)) {
+                    ++result.figures;
+                    md << "![" << f.title << "](figures/" << image << ")\n\n";
+                } else {
+                    failures.push_back(f.stem + ": " + why);
+                }
+            }
+            if (!failures.empty())
+                result.figures_missing = std::to_string(failures.size()) + " figure(s) failed";
+        }
+    }
+    if (!options.figures || result.figures == 0) {
+        if (!options.figures) md << "No figures: not asked for (--no-figures).\n";
+        else if (failures.empty()) md << "No figures: " << result.figures_missing << ".\n";
+    }
+    for (const std::string& f : failures) md << "- not drawn: " << f << "\n";
+    if (!no_data.empty()) {
+        md << (failures.empty() ? "" : "\n") << "No data in these runs for:";
+        for (size_t i = 0; i < no_data.size(); ++i) md << (i ? ", " : " ") << no_data[i];
+        md << " (measured at every quantization.diagnostic_interval; stiffness needs the stiffness diagnostic).\n";
+    }
+    if (result.figures > 0)
+        md << "\nEach figure's data (`figures/data/*.dat`) and gnuplot script (`figures/*.gp`) are kept beside it.\n";
+
+    std::ofstream out(result.markdown, std::ios::binary | std::ios::trunc);
+    out << md.str();
+    out.flush();
+    if (!out) throw error(result.markdown.string() + ": cannot write");
+    return result;
+}
+
+}  // namespace altgrad::host::report

@@ -1,0 +1,93 @@
+// One run directory (docs/training.md, "The run directory") read into what
+// `altgrad-host report` shows about it. Reading never throws for what is in
+// the folder: a missing, unreadable or half-written file becomes a line in
+// `problems` and the record holds what could be read.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace altgrad::host::report {
+
+namespace fs = std::filesystem;
+
+struct point {
+    int64_t step = 0;
+    double value = 0;  // NaN where the run wrote null (a non-finite value)
+};
+
+// The largest rate seen of one kind, and where.
+struct peak {
+    double rate = -1;  // < 0: never measured
+    std::string tensor;
+    int64_t step = -1;
+    bool measured() const { return rate >= 0; }
+    void offer(double r, const std::string& t, int64_t s);
+};
+
+struct format_switch {
+    int64_t step = 0;
+    std::string tensor, from, to, plugin;
+};
+
+// The diagnostic series a record keeps (keys of run_record::diagnostics).
+// overflow / underflow: the largest rate of any quantized tensor at that step;
+// bit_stall: the fraction of all weight elements whose quantized value did not
+// change since the previous measurement; grad_sparsity: the per-step line's;
+// stiffness: the stiffness diagnostic's stiffness_mean (its all-tensor value,
+// else the mean over tensors).
+inline const char* const kDiagnosticSeries[] = {"bit_stall", "overflow", "underflow", "grad_sparsity", "stiffness"};
+
+struct run_record {
+    fs::path dir;
+    std::string name;  // the config's name (else summary.json's, else the folder's)
+
+    // From summary.json, else config.toml, else metrics.jsonl.
+    std::optional<int64_t> seed, max_steps, steps_done;
+
+    // Formats at the start of the run. `formats` is for people ("e5m2"; "bf16;
+    // blocks.*.mlp.fc: a e1m6"); `uniform_format` is the one format of every
+    // quantized tensor, empty when the layers or directions differ or it is not known.
+    std::string formats;
+    std::string uniform_format;
+    std::vector<format_switch> switches;  // made during the run
+
+    // "finished", "collapsed", "error" (summary.json's status) or "interrupted"
+    // (no summary.json: killed, or still running).
+    std::string status = "interrupted";
+    bool has_summary = false;
+    std::string failure_mode;  // summary.json's ("none" when it did not fail); empty without one
+    std::optional<int64_t> failure_step;
+    std::string failure_evidence;
+    std::optional<double> final_train_loss, final_val_loss, best_val_loss;  // NaN: not finite
+    std::map<std::string, std::map<std::string, int64_t>> interventions;    // plugin -> event -> count
+    std::optional<int64_t> last_checkpoint;  // newest complete checkpoints/step_N
+    std::optional<int64_t> first_nonfinite_step;  // first step whose loss was written null
+    fs::path failure_report;                      // reports/failure.md when it exists
+    int64_t repeated_steps = 0;                   // steps written twice (a resume); the last line kept
+
+    std::vector<std::string> problems;  // one line each, without the folder's name
+
+    std::vector<point> train_loss, val_loss;  // by step
+    std::map<std::string, std::vector<point>> diagnostics;  // see kDiagnosticSeries
+    std::map<std::string, peak> max_overflow;  // by role: weight, activation, gradient (per tensor)
+    peak max_bit_stall;                        // over weight tensors
+
+    // A run that reached an outcome: it has a summary and did not stop on an error.
+    bool decided() const { return has_summary && status != "error"; }
+    // A decided run that failed (collapsed, or classified with a failure mode).
+    bool failed() const { return decided() && (status == "collapsed" || (!failure_mode.empty() && failure_mode != "none")); }
+};
+
+// Whether `dir` looks like a run directory: a folder holding config.toml,
+// metrics.jsonl or summary.json.
+bool is_run_dir(const fs::path& dir);
+
+// Reads the run directory `dir` (which is_run_dir).
+run_record read_run(const fs::path& dir);
+
+}  // namespace altgrad::host::report

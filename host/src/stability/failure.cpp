@@ -1,0 +1,89 @@
+#include "stability/failure.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace altgrad::host::stability {
+
+const char* failure_mode_name(failure_mode m) {
+    switch (m) {
+        case failure_mode::none: return "none";
+        case failure_mode::nan_loss: return "nan_loss";
+        case failure_mode::bit_stall: return "bit_stall";
+        case failure_mode::overflow: return "overflow";
+        case failure_mode::early_stop: return "early_stop";
+        case failure_mode::gradient_vanishing: return "gradient_vanishing";
+        case failure_mode::unknown: return "unknown";
+    }
+    return "unknown";
+}
+
+namespace {
+
+std::string percent(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * x);
+    return buf;
+}
+
+}  // namespace
+
+void failure_detector::track(streak& s, double value, double threshold, int64_t step) {
+    if (std::isnan(value)) return;  // not measured this step: the streak neither grows nor breaks
+    if (value > threshold) s.hit(step, value);
+    else s.miss();
+}
+
+std::optional<verdict> failure_detector::observe(const step_evidence& e) {
+    if (e.finite) nonfinite_.miss();
+    else nonfinite_.hit(e.step, e.loss);
+    if (!std::isnan(e.bit_stall_rate)) {
+        // Stalled: the rate is high, the updates are really lost, and the loss stopped improving.
+        const bool progress = !(std::isfinite(e.window_loss) && std::isfinite(previous_window_loss_)) ||
+                              e.window_loss < previous_window_loss_ * (1.0 - c_.min_progress);
+        if (e.updates_lost && e.bit_stall_rate > c_.bit_stall && !progress) bit_stall_.hit(e.step, e.bit_stall_rate);
+        else bit_stall_.miss();
+        previous_window_loss_ = e.window_loss;
+    }
+    track(overflow_, e.overflow_rate, c_.overflow, e.step);
+    track(vanishing_, e.grad_sparsity, c_.vanishing, e.step);
+
+    verdict v;
+    v.decided_step = e.step;
+    const int64_t tolerated = interventions_ ? c_.max_nonfinite_steps : 0;
+    if (nonfinite_.length > tolerated) {
+        v.mode = failure_mode::nan_loss;
+        v.evidence_step = nonfinite_.first_step;
+        v.evidence = "loss or gradient not finite from step " + std::to_string(nonfinite_.first_step) + ", " +
+                     std::to_string(nonfinite_.length) + " step(s) in a row" +
+                     (interventions_ ? " (" + std::to_string(tolerated) + " tolerated while interventions act)" : "");
+        return v;
+    }
+    const auto decided = [&](const streak& s, failure_mode mode, const char* what, double threshold) {
+        v.mode = mode;
+        v.evidence_step = s.first_step;
+        v.evidence = std::string(what) + " above " + percent(threshold) + " at " + std::to_string(s.length) +
+                     " consecutive measurements from step " + std::to_string(s.first_step) + " (" +
+                     percent(s.first_value) + " then, " + percent(s.last_value) + " now)";
+        return v;
+    };
+    if (bit_stall_.length >= c_.patience)
+        return decided(bit_stall_, failure_mode::bit_stall, "weight bit-stall rate (loss not improving)", c_.bit_stall);
+    if (overflow_.length >= c_.patience) return decided(overflow_, failure_mode::overflow, "overflow rate", c_.overflow);
+    if (vanishing_.length >= c_.patience)
+        return decided(vanishing_, failure_mode::gradient_vanishing, "near-zero gradient fraction", c_.vanishing);
+    return std::nullopt;
+}
+
+verdict failure_detector::stopped_early(int64_t steps_done, const std::string& why) const {
+    verdict v;
+    v.decided_step = steps_done;
+    v.evidence_step = steps_done;
+    const bool early = static_cast<double>(steps_done) < c_.early_stop * static_cast<double>(max_steps_);
+    v.mode = early ? failure_mode::early_stop : failure_mode::unknown;
+    v.evidence = "stopped at step " + std::to_string(steps_done) + " of " + std::to_string(max_steps_) +
+                 (early ? " (before " + percent(c_.early_stop) + " of the run)" : "") + ": " + why;
+    return v;
+}
+
+}  // namespace altgrad::host::stability

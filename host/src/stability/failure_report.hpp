@@ -1,0 +1,56 @@
+// reports/failure.md: what a collapsed run leaves for a post-mortem. The
+// trainer gathers the evidence into a failure_context; this turns it into
+// markdown: the exact step and reason, gradient sparsity, the weights whose
+// quantized values did not move, the last measurements as a trend, the
+// resolved config, and recommendations that follow from those numbers (each
+// one cites the number it rests on; none is printed without its evidence).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/run_config.hpp"
+#include "stability/failure.hpp"
+
+namespace altgrad::host::stability {
+
+// One quantized tensor at the collapse (rates NaN where not measured).
+struct tensor_state {
+    std::string name;    // "blocks.0.mlp.fc.weight"
+    std::string role;    // "weight" | "activation" | "gradient"
+    std::string format;  // active format plugin
+    int mantissa_bits = -1;  // of that format (-1: not a float/fixed-point format)
+    double overflow_rate = NAN, underflow_rate = NAN, bit_stall_rate = NAN;
+};
+
+// One row of the trend (a step line of metrics.jsonl, with the latest measurements).
+struct trend_row {
+    int64_t step = 0;
+    double loss = NAN, grad_norm = NAN, grad_sparsity = NAN, overflow_rate = NAN, bit_stall_rate = NAN;
+};
+
+// One diagnostic value averaged over the tensors it was measured on, at one step.
+struct diagnostic_mean {
+    int64_t step = 0;
+    std::string name;  // "stiffness.stiffness_mean"
+    double value = NAN;
+};
+
+struct failure_context {
+    config::run_config config;
+    verdict collapse;
+    std::string checkpoint;                      // the checkpoint saved at the collapse (run-dir relative)
+    double learning_rate = NAN;                  // at the collapse
+    double median_abs_weight = NAN;              // over all quantized weights
+    std::vector<trend_row> trend;                // the last steps, oldest first
+    std::vector<tensor_state> tensors;           // every quantized tensor
+    std::vector<std::string> nonfinite_gradients;  // parameters whose gradient had NaN/Inf at the collapse
+    std::vector<diagnostic_mean> diagnostics;    // the last diagnostic snapshots
+    std::vector<std::string> events;             // interventions' actions so far, one line each
+};
+
+std::string failure_report_markdown(const failure_context& c);
+
+}  // namespace altgrad::host::stability

@@ -1,0 +1,59 @@
+#include "stability/plugin_set.hpp"
+
+#include "util/error.hpp"
+
+namespace altgrad::host::stability {
+
+namespace {
+
+// Load `name` and create it with its parameters; errors say where it was enabled.
+template <class Handle>
+std::shared_ptr<Handle> create_from_config(const config::run_config& c, registry& plugins, const std::string& name,
+                                           const config::plugin_params& params, const std::string& list_key,
+                                           const std::string& params_key) {
+    const std::string file = c.source.string();
+    std::shared_ptr<const loaded_plugin> plugin;
+    try {
+        plugin = plugins.load(name);
+    } catch (const error& e) {
+        throw error(file + ": key '" + list_key + "': " + e.what());
+    }
+    const auto it = params.find(name);
+    static const std::map<std::string, std::string> none;
+    try {
+        return Handle::create(plugin, it == params.end() ? none : it->second, file + ": " + params_key + "." + name);
+    } catch (const error& e) {
+        const std::string what = e.what();
+        // Handle::create names the params source itself; a kind mismatch does not.
+        throw error(what.rfind(file, 0) == 0 ? what : file + ": key '" + list_key + "': " + what);
+    }
+}
+
+}  // namespace
+
+intervention_set::intervention_set(const config::run_config& c, registry& plugins) {
+    for (const std::string& name : c.stability.interventions)
+        handles_.push_back(create_from_config<intervention_handle>(c, plugins, name, c.stability.params,
+                                                                   "stability.interventions", "stability.params"));
+}
+
+std::vector<plugin_action> intervention_set::observe(const observation& o) {
+    std::vector<plugin_action> out;
+    for (const auto& h : handles_)
+        for (action& a : h->observe(o)) out.push_back({h->name(), std::move(a)});
+    return out;
+}
+
+diagnostic_set::diagnostic_set(const config::run_config& c, registry& plugins) {
+    for (const std::string& name : c.diagnostics.plugins)
+        handles_.push_back(create_from_config<diagnostic_handle>(c, plugins, name, c.diagnostics.params,
+                                                                 "diagnostics.plugins", "diagnostics.params"));
+}
+
+uint32_t diagnostic_set::interests() const {
+    uint32_t all = 0;
+    for (const auto& h : handles_) all |= h->interests();
+    return all;
+}
+
+}  // namespace altgrad::host::stability

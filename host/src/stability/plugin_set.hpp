@@ -1,0 +1,49 @@
+// The intervention and diagnostic plugins a run config enables, created once
+// with their [stability.params.NAME] / [diagnostics.params.NAME] parameters
+// (validated against each manifest; errors name the config file and key).
+// No LibTorch here: the trainer builds the observations and tensor views.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/run_config.hpp"
+#include "plugins/diagnostic_handle.hpp"
+#include "plugins/intervention_handle.hpp"
+#include "plugins/registry.hpp"
+
+namespace altgrad::host::stability {
+
+// An action with the plugin that asked for it.
+struct plugin_action {
+    std::string plugin;
+    action what;
+};
+
+class intervention_set {
+public:
+    intervention_set(const config::run_config& c, registry& plugins);
+    bool empty() const { return handles_.empty(); }
+
+    // Every plugin, in config order, sees the same observation; their actions in that order.
+    std::vector<plugin_action> observe(const observation& o);
+
+private:
+    std::vector<std::shared_ptr<intervention_handle>> handles_;
+};
+
+class diagnostic_set {
+public:
+    diagnostic_set(const config::run_config& c, registry& plugins);
+    bool empty() const { return handles_.empty(); }
+    const std::vector<std::shared_ptr<diagnostic_handle>>& handles() const { return handles_; }
+
+    // The union of the plugins' interests (bit set of 1u << altgrad_tensor_role).
+    uint32_t interests() const;
+
+private:
+    std::vector<std::shared_ptr<diagnostic_handle>> handles_;
+};
+
+}  // namespace altgrad::host::stability

@@ -1,0 +1,616 @@
+// altgrad-host report on synthetic run directories written here to the
+// contract of docs/training.md ("The run directory"): finished, collapsed,
+// interrupted, resumed, truncated mid-line, missing files; the rows, the
+// comparison, the hypothesis verdicts, the figures and the command line.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "report/report.hpp"
+#include "report/run_record.hpp"
+
+namespace altgrad::host::report {
+namespace {
+
+// gtest only (gmock is a separate Debian package): "haystack contains needle".
+#define EXPECT_CONTAINS(haystack, needle)                                                      \
+    do {                                                                                       \
+        const std::string h_ = (haystack), n_ = (needle);                                      \
+        EXPECT_NE(h_.find(n_), std::string::npos) << "missing: " << n_ << "\nin:\n" << h_; \
+    } while (0)
+
+const std::string kHost = ALTGRAD_HOST_BINARY;
+
+class scratch {
+public:
+    scratch() {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        path_ = fs::temp_directory_path() / ("altgrad-report-" + std::string(info->test_suite_name()) + "-" +
+                                             info->name() + "-" + std::to_string(::getpid()));
+        fs::remove_all(path_);
+        fs::create_directories(path_);
+    }
+    ~scratch() { fs::remove_all(path_); }
+    const fs::path& path() const { return path_; }
+
+private:
+    fs::path path_;
+};
+
+void write(const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << text;
+}
+
+std::string read(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+std::string config_toml(const std::string& name, const std::string& format, int64_t seed, int64_t max_steps) {
+    return "name = \"" + name + "\"\n\n[training]\nmax_steps = " + std::to_string(max_steps) + "\nseed = " +
+           std::to_string(seed) + "\nwarmup_steps = 0\n\n[quantization]\nweight_format = \"" + format +
+           "\"\nactivation_format = \"" + format + "\"\ngradient_format = \"" + format + "\"\n";
+}
+
+std::string num(double x) {
+    if (!std::isfinite(x)) return "null";
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", x);
+    return buf;
+}
+
+// The metrics lines of docs/training.md.
+std::string loss_line(int64_t step, double loss, double overflow = 0) {
+    return "{\"step\": " + std::to_string(step) + ", \"loss\": " + num(loss) +
+           ", \"lr\": 0.0006, \"grad_norm\": 1.5, \"tokens_per_s\": 9000, \"grad_sparsity\": 0.01, \"overflow_rate\": " +
+           num(overflow) + ", \"underflow_rate\": 0.02}\n";
+}
+std::string val_line(int64_t step, double val) {
+    return "{\"step\": " + std::to_string(step) + ", \"val_loss\": " + num(val) + "}\n";
+}
+std::string tensor_line(int64_t step, const std::string& tensor, const std::string& role, const std::string& format,
+                        int64_t overflow, int64_t count, const std::string& bit_stall = "") {
+    return "{\"step\": " + std::to_string(step) + ", \"tensor\": \"" + tensor + "\", \"role\": \"" + role +
+           "\", \"format\": \"" + format + "\", \"scale\": 1, \"amax\": 0.5, \"overflow\": " + std::to_string(overflow) +
+           ", \"underflow\": 0, \"count\": " + std::to_string(count) +
+           (bit_stall.empty() ? "" : ", \"bit_stall_rate\": " + bit_stall) + "}\n";
+}
+std::string stiffness_line(int64_t step, double mean) {
+    return "{\"step\": " + std::to_string(step) +
+           ", \"diagnostic\": \"stiffness\", \"tensor\": \"*\", \"role\": \"all\", \"values\": {\"stiffness_mean\": " +
+           num(mean) + ", \"stiffness_max\": 1}}\n";
+}
+std::string switch_line(int64_t step, const std::string& tensor, const std::string& from, const std::string& to) {
+    return "{\"step\": " + std::to_string(step) +
+           ", \"event\": \"switch_format\", \"plugin\": \"mantissa_shift\", \"reason\": \"3 non-finite steps\", "
+           "\"tensor\": \"" +
+           tensor + "\", \"from\": \"" + from + "\", \"to\": \"" + to + "\"}\n";
+}
+
+std::string summary_json(const std::string& name, const std::string& status, const std::string& mode,
+                         const std::string& failure_step, int64_t steps_done, int64_t max_steps, int64_t seed,
+                         double final_val, double best_val, const std::string& format,
+                         const std::string& switches = "[]", const std::string& interventions = "{}") {
+    return "{\"name\": \"" + name + "\", \"status\": \"" + status + "\", \"failure_mode\": \"" + mode +
+           "\", \"failure_step\": " + failure_step + ", \"failure_evidence\": \"x\", \"steps_done\": " +
+           std::to_string(steps_done) + ", \"max_steps\": " + std::to_string(max_steps) +
+           ", \"seed\": " + std::to_string(seed) + ", \"final_train_loss\": 2.5, \"final_val_loss\": " + num(final_val) +
+           ", \"best_val_loss\": " + num(best_val) + ", \"seconds\": 40.1, \"formats\": {\"weight\": \"" + format +
+           "\", \"activation\": \"" + format + "\", \"gradient\": \"" + format + "\"}, \"switches\": " + switches +
+           ", \"interventions\": " + interventions + "}\n";
+}
+
+// A run that finished all its steps.
+fs::path finished_run(const fs::path& root, const std::string& dir, const std::string& name, const std::string& format,
+                      int64_t seed, double final_val, const std::string& extra_metrics = "") {
+    const fs::path d = root / dir;
+    write(d / "config.toml", config_toml(name, format, seed, 500));
+    std::string m = val_line(0, 4.7);
+    for (int64_t s = 1; s <= 500; s += 50) m += loss_line(s, 4.0 - s / 250.0);
+    m += tensor_line(250, "blocks.0.mlp.fc.weight", "weight", format, 0, 1000, "0.25") +
+         tensor_line(500, "blocks.0.mlp.fc.weight", "weight", format, 0, 1000, "0.125") + stiffness_line(250, 0.01) +
+         stiffness_line(500, 0.008);
+    m += val_line(250, final_val + 0.5) + loss_line(500, 2.5) + val_line(500, final_val) + extra_metrics;
+    write(d / "metrics.jsonl", m);
+    write(d / "summary.json",
+          summary_json(name, "finished", "none", "null", 500, 500, seed, final_val, final_val, format));
+    return d;
+}
+
+// An E7M0 run that collapsed at step 7 after the mantissa shift switched two tensors.
+fs::path collapsed_run(const fs::path& root) {
+    const fs::path d = root / "e7m0";
+    write(d / "config.toml", config_toml("e7m0_uniform", "e7m0", 42, 500));
+    std::string m = val_line(0, 4.9);
+    for (int64_t s = 1; s <= 6; ++s) m += loss_line(s, 4.5);
+    m += switch_line(3, "blocks.0.attn.qkv.weight", "e7m0", "e5m2") +
+         switch_line(5, "blocks.1.attn.qkv.weight", "e7m0", "e5m2") + loss_line(7, NAN) +
+         "{\"step\": 7, \"event\": \"nonfinite\", \"plugin\": \"host\", \"reason\": \"loss\"}\n"
+         "{\"step\": 7, \"event\": \"collapse\", \"plugin\": \"host\", \"reason\": \"nan\", \"mode\": \"nan_loss\", "
+         "\"evidence_step\": 7}\n";
+    write(d / "metrics.jsonl", m);
+    write(d / "summary.json",
+          summary_json("e7m0_uniform", "collapsed", "nan_loss", "7", 7, 500, 42, NAN, 4.1, "e7m0",
+                       "[{\"step\": 3, \"tensor\": \"blocks.0.attn.qkv.weight\", \"from\": \"e7m0\", \"to\": \"e5m2\", "
+                       "\"plugin\": \"mantissa_shift\"}, {\"step\": 5, \"tensor\": \"blocks.1.attn.qkv.weight\", "
+                       "\"from\": \"e7m0\", \"to\": \"e5m2\", \"plugin\": \"mantissa_shift\"}]",
+                       "{\"mantissa_shift\": {\"switch_format\": 2}}"));
+    write(d / "reports" / "failure.md", "# failure\n");
+    write(d / "checkpoints" / "step_0000007" / "state.toml", "step = 7\n");
+    return d;
+}
+
+// Killed at step 30 of 500: no summary.json, a checkpoint at step 30.
+fs::path interrupted_run(const fs::path& root) {
+    const fs::path d = root / "e3m4-killed";
+    write(d / "config.toml", config_toml("e3m4_uniform", "e3m4", 42, 500));
+    std::string m = val_line(0, 4.7);
+    for (int64_t s = 1; s <= 30; ++s) m += loss_line(s, 4.0 - s * 0.01);
+    m += val_line(25, 3.9);
+    write(d / "metrics.jsonl", m);
+    write(d / "checkpoints" / "step_0000030" / "state.toml", "step = 30\n");
+    write(d / "checkpoints" / "step_0000020" / "model.pt", "");  // incomplete: no state.toml
+    write(d / "checkpoints" / ".tmp-step_0000040" / "state.toml", "step = 40\n");
+    return d;
+}
+
+std::string row_of(const run_record& r) { return run_row(r, r.dir.parent_path() / "report"); }
+
+bool has_problem(const run_record& r, const std::string& text) {
+    for (const std::string& p : r.problems)
+        if (p.find(text) != std::string::npos) return true;
+    return false;
+}
+
+std::string problems_of(const run_record& r) {
+    std::string s;
+    for (const std::string& p : r.problems) s += p + "\n";
+    return s;
+}
+
+// ---- One run's row -------------------------------------------------------------
+
+TEST(ReportRow, FinishedRun) {
+    scratch tmp;
+    const run_record r = read_run(finished_run(tmp.path(), "e5m2-s1", "e5m2_short", "e5m2", 1, 2.55));
+    EXPECT_EQ(r.status, "finished");
+    EXPECT_TRUE(r.problems.empty()) << problems_of(r);
+    EXPECT_EQ(row_of(r), "| `" + r.dir.generic_string() +
+                             "` | e5m2_short | 1 | e5m2 | 500/500 | finished | 2.5500 | 2.5500 | none | none |");
+}
+
+TEST(ReportRow, CollapsedRunSaysTheModeTheStepTheSwitchesAndTheInterventions) {
+    scratch tmp;
+    const run_record r = read_run(collapsed_run(tmp.path()));
+    EXPECT_EQ(r.status, "collapsed");
+    EXPECT_TRUE(r.failed());
+    EXPECT_TRUE(r.problems.empty()) << problems_of(r);
+    const std::string row = row_of(r);
+    EXPECT_CONTAINS(row, "| e7m0_uniform | 42 | e7m0; switched e7m0→e5m2 on 2 tensors (steps 3–5) | 7/500 | "
+                               "collapsed | nan | 4.1000 | nan_loss at step 7 ([report](../e7m0/reports/failure.md)) | "
+                               "mantissa_shift switch_format ×2 |");
+    EXPECT_EQ(r.first_nonfinite_step, 7);
+
+    report_options o;
+    o.out_dir = tmp.path() / "report";
+    o.figures = false;
+    write_report({r}, o);
+    EXPECT_CONTAINS(read(o.out_dir / "report.md"),
+                    "Failure evidence (summary.json):\n\n- `" + r.dir.generic_string() + "`: nan_loss at step 7: x\n");
+}
+
+TEST(ReportRow, InterruptedRunShowsStepsFromTheMetricsAndTheLastCheckpoint) {
+    scratch tmp;
+    const run_record r = read_run(interrupted_run(tmp.path()));
+    EXPECT_FALSE(r.has_summary);
+    EXPECT_EQ(r.last_checkpoint, 30);
+    EXPECT_CONTAINS(row_of(r), "| e3m4_uniform | 42 | e3m4 | 30/500 | interrupted | 3.9000 | 3.9000 | — | none |");
+    EXPECT_TRUE(has_problem(r, "no summary.json: interrupted or still running; steps from metrics.jsonl, last "
+                               "checkpoint at step 30"))
+        << problems_of(r);
+    EXPECT_FALSE(r.decided());
+}
+
+TEST(ReportRow, ResumedRunKeepsTheLastLineOfARepeatedStep) {
+    scratch tmp;
+    const fs::path d = tmp.path() / "resumed";
+    write(d / "config.toml", config_toml("e4m3_uniform", "e4m3", 3, 40));
+    std::string m = val_line(0, 4.7);
+    for (int64_t s = 1; s <= 25; ++s) m += loss_line(s, 3.0);
+    m += val_line(20, 3.5);
+    // Resumed from the checkpoint at step 20: steps 21.. and the step-20 evaluation again.
+    m += val_line(20, 3.4);
+    for (int64_t s = 21; s <= 40; ++s) m += loss_line(s, 2.0);
+    m += val_line(40, 3.1) + switch_line(22, "lm_head.weight", "e4m3", "e5m2");
+    write(d / "metrics.jsonl", m);
+    write(d / "summary.json", summary_json("e4m3_uniform", "finished", "none", "null", 40, 40, 3, 3.1, 3.1, "e4m3"));
+    const run_record r = read_run(d);
+    EXPECT_EQ(r.repeated_steps, 5);  // steps 21..25
+    EXPECT_TRUE(has_problem(r, "metrics.jsonl: 5 steps written twice (a resume); the later lines kept"))
+        << problems_of(r);
+    ASSERT_EQ(r.train_loss.size(), 40u);
+    EXPECT_EQ(r.train_loss[21].step, 22);
+    EXPECT_EQ(r.train_loss[21].value, 2.0);
+    ASSERT_EQ(r.val_loss.size(), 3u);
+    EXPECT_EQ(r.val_loss[1].value, 3.4);
+    // With a summary, the switches are summary.json's (none here), not the events'.
+    EXPECT_TRUE(r.switches.empty());
+    EXPECT_CONTAINS(row_of(r), "| e4m3_uniform | 3 | e4m3 | 40/40 | finished | 3.1000 | 3.1000 | none | none |");
+
+    // Without summary.json the same metrics give the row: last occurrences, the switch from the events.
+    fs::remove(d / "summary.json");
+    const run_record k = read_run(d);
+    EXPECT_EQ(k.final_val_loss, 3.1);
+    EXPECT_EQ(k.best_val_loss, 3.1);
+    EXPECT_CONTAINS(row_of(k), "| e4m3; switched e4m3→e5m2 on 1 tensor at step 22 | 40/40 | interrupted | 3.1000 | "
+                                     "3.1000 | — | mantissa_shift switch_format ×1 |");
+}
+
+TEST(ReportRow, TruncatedLinesAreSkippedAndSaid) {
+    scratch tmp;
+    const fs::path d = tmp.path() / "cut";
+    write(d / "config.toml", config_toml("e5m2_short", "e5m2", 42, 500));
+    // Killed mid-write at step 12, resumed (appending after the cut line), killed again mid-line.
+    std::string m = val_line(0, 4.7);
+    for (int64_t s = 1; s <= 11; ++s) m += loss_line(s, 3.0);
+    m += "{\"step\": 12, \"loss\": 2.\n";  // line 13
+    for (int64_t s = 12; s <= 15; ++s) m += loss_line(s, 2.9);
+    m += "garbage\n";  // line 18
+    m += "{\"step\": 16, \"tensor\": \"blocks.0.mlp.fc.we";  // line 19, no newline
+    write(d / "metrics.jsonl", m);
+    const run_record r = read_run(d);
+    EXPECT_TRUE(has_problem(r, "metrics.jsonl: line 13 truncated (skipped)")) << problems_of(r);
+    EXPECT_TRUE(has_problem(r, "metrics.jsonl: line 18: not JSON, at offset 0: expected a value (skipped)"))
+        << problems_of(r);
+    EXPECT_TRUE(has_problem(r, "metrics.jsonl: line 19 truncated (skipped)")) << problems_of(r);
+    EXPECT_EQ(r.steps_done, 15);
+    EXPECT_CONTAINS(row_of(r), "| 15/500 | interrupted | 4.7000 | 4.7000 | — | none |");
+}
+
+TEST(ReportRow, MissingAndHalfWrittenFilesAreLinesNotCrashes) {
+    scratch tmp;
+    // Only a config.
+    const fs::path a = tmp.path() / "only-config";
+    write(a / "config.toml", config_toml("e1m6_uniform", "e1m6", 42, 500));
+    const run_record ra = read_run(a);
+    EXPECT_TRUE(has_problem(ra, "no metrics.jsonl")) << problems_of(ra);
+    EXPECT_CONTAINS(row_of(ra), "| e1m6_uniform | 42 | e1m6 | ?/500 | interrupted | — | — | — | none |");
+
+    // A half-written summary.json and a config that does not load.
+    const fs::path b = tmp.path() / "half";
+    write(b / "config.toml", "name = \"x\"\n[training]\nmax_steps = -5\n");
+    write(b / "metrics.jsonl", loss_line(1, 3.0));
+    write(b / "summary.json", "{\"name\": \"x\", \"status\": \"fini");
+    const run_record rb = read_run(b);
+    EXPECT_FALSE(rb.has_summary);
+    EXPECT_EQ(rb.status, "interrupted");
+    EXPECT_TRUE(has_problem(rb, "summary.json: half-written")) << problems_of(rb);
+    EXPECT_TRUE(has_problem(rb, "config.toml: ")) << problems_of(rb);
+    EXPECT_TRUE(has_problem(rb, "max_steps")) << problems_of(rb);
+    EXPECT_EQ(rb.name, "x");  // read directly when the loader refuses the file
+
+    // Only metrics: the name is the folder's.
+    const fs::path c = tmp.path() / "bare-metrics";
+    write(c / "metrics.jsonl", loss_line(1, 3.0) + loss_line(2, 2.9));
+    const run_record rc = read_run(c);
+    EXPECT_EQ(rc.name, "bare-metrics");
+    EXPECT_TRUE(has_problem(rc, "no config.toml")) << problems_of(rc);
+    EXPECT_CONTAINS(row_of(rc), "| bare-metrics | ? | ? | 2/? | interrupted |");
+
+    // A collapse without its report.
+    const fs::path e = collapsed_run(tmp.path());
+    fs::remove_all(e / "reports");
+    EXPECT_TRUE(has_problem(read_run(e), "no reports/failure.md"));
+}
+
+TEST(ReportRow, MixedFormatsShowTheRules) {
+    scratch tmp;
+    const fs::path d = tmp.path() / "postln";
+    write(d / "config.toml",
+          "name = \"e1m6_postln\"\n[quantization]\nweight_format = \"bf16\"\nactivation_format = \"bf16\"\n"
+          "gradient_format = \"bf16\"\n[[quantization.rules]]\npattern = \"blocks.*.mlp.fc\"\nactivation = \"e1m6\"\n");
+    write(d / "metrics.jsonl", "");
+    const run_record r = read_run(d);
+    EXPECT_EQ(r.formats, "bf16; blocks.*.mlp.fc: a e1m6");
+    EXPECT_EQ(r.uniform_format, "");
+}
+
+// ---- Comparison and hypotheses ---------------------------------------------------
+
+std::string diag_overflow(int64_t step, const std::string& role_tensor, const std::string& role, const std::string& format,
+                          int64_t overflow) {
+    return tensor_line(step, role_tensor, role, format, overflow, 1000);
+}
+
+TEST(ReportGroups, MeanAndSpreadAgainstTheBaseline) {
+    scratch tmp;
+    std::vector<run_record> runs = {
+        read_run(finished_run(tmp.path(), "e5m2-s1", "e5m2_short", "e5m2", 1, 2.5)),
+        read_run(finished_run(tmp.path(), "e5m2-s2", "e5m2_short", "e5m2", 2, 2.7)),
+        read_run(finished_run(tmp.path(), "bf16", "bf16_baseline", "bf16", 42, 2.4)),
+        read_run(interrupted_run(tmp.path())),
+    };
+    const std::vector<group_summary> groups = group_runs(runs);
+    ASSERT_EQ(groups.size(), 3u);
+    EXPECT_EQ(groups[0].name, "e5m2_short");
+    EXPECT_NEAR(groups[0].mean, 2.6, 1e-12);
+    EXPECT_NEAR(groups[0].sd, std::sqrt(0.02), 1e-12);
+    EXPECT_TRUE(groups[1].baseline);
+    EXPECT_EQ(groups[2].interrupted, 1u);
+
+    report_options o;
+    o.out_dir = tmp.path() / "report";
+    o.figures = false;
+    write_report(runs, o);
+    const std::string md = read(o.out_dir / "report.md");
+    EXPECT_CONTAINS(md, "4 runs of 3 configs: 3 finished, 0 collapsed, 0 stopped by an error, 1 interrupted");
+    EXPECT_CONTAINS(md, "Baseline: `bf16_baseline` (1 run).");
+    EXPECT_CONTAINS(md, "| e5m2_short | e5m2 | 2 | 1, 2 | 2.6000 ± 0.1414 (n=2) | 2.5000–2.7000 | +0.2000 (+8.3%) | "
+                              "0/2 (0%) |  |");
+    EXPECT_CONTAINS(md, "| bf16_baseline | bf16 | 1 | 42 | 2.4000 (n=1) | 2.4000–2.4000 | baseline | 0/1 (0%) |  |");
+    EXPECT_CONTAINS(md, "| e3m4_uniform | e3m4 | 1 | 42 | — | — | — | — | 1 interrupted |");
+    EXPECT_CONTAINS(md, "No figures: not asked for (--no-figures).");
+    // Every run has its row, and the notes name the run.
+    for (const run_record& r : runs) EXPECT_CONTAINS(md, row_of(r).substr(0, 20));
+    EXPECT_CONTAINS(md, "- `" + runs[3].dir.generic_string() + "`: no summary.json");
+}
+
+TEST(ReportGroups, NoBaselineIsSaid) {
+    scratch tmp;
+    std::vector<run_record> runs = {read_run(finished_run(tmp.path(), "a", "e5m2_short", "e5m2", 1, 2.5))};
+    report_options o;
+    o.out_dir = tmp.path() / "report";
+    o.figures = false;
+    write_report(runs, o);
+    EXPECT_CONTAINS(read(o.out_dir / "report.md"), "No BF16 baseline among these runs");
+}
+
+const hypothesis_verdict& verdict_of(const std::vector<hypothesis_verdict>& v, const std::string& format,
+                                     const std::string& words) {
+    for (const hypothesis_verdict& h : v)
+        if (h.format == format && h.hypothesis.find(words) != std::string::npos) return h;
+    static const hypothesis_verdict none{};
+    ADD_FAILURE() << "no hypothesis " << format << " / " << words;
+    return none;
+}
+
+TEST(ReportHypotheses, JudgedFromTheRuns) {
+    scratch tmp;
+    std::vector<run_record> runs = {
+        read_run(collapsed_run(tmp.path())),
+        read_run(finished_run(tmp.path(), "e5m2-s1", "e5m2_short", "e5m2", 1, 2.5)),
+        read_run(finished_run(tmp.path(), "e5m2-s2", "e5m2_short", "e5m2", 2, 2.7)),
+        read_run(finished_run(tmp.path(), "e1m6", "e1m6_uniform", "e1m6", 42, 3.0,
+                              diag_overflow(50, "blocks.2.mlp.proj.output_grad", "gradient", "e1m6", 200) +
+                                  diag_overflow(50, "blocks.0.mlp.fc.input", "activation", "e1m6", 900))),
+        read_run(interrupted_run(tmp.path())),
+    };
+    const auto v = judge_hypotheses(runs);
+    const hypothesis_verdict& e7 = verdict_of(v, "E7M0", "more than 90%");
+    EXPECT_EQ(e7.verdict, "supported");
+    EXPECT_EQ(e7.observed, "1/1 (100.0%) runs failed: nan_loss at step 7 (one run: a single seed decides)");
+    EXPECT_EQ(verdict_of(v, "E0M7", "unnormalised").verdict, "not tested by these runs");
+    EXPECT_EQ(verdict_of(v, "E0M7", "40–60%").verdict, "not tested by these runs");
+    const hypothesis_verdict& e1 = verdict_of(v, "E1M6", "large gradients");
+    EXPECT_EQ(e1.verdict, "supported");
+    // The activation's 90% does not count for a hypothesis about gradients.
+    EXPECT_CONTAINS(e1.observed, "largest gradient tensor overflow rate 20.0% (");
+    EXPECT_CONTAINS(e1.observed, "blocks.2.mlp.proj.output_grad, step 50); overflow failures 0/1 (0%)");
+    const hypothesis_verdict& e3 = verdict_of(v, "E3M4", "bit_stall");
+    EXPECT_EQ(e3.verdict, "not tested by these runs");
+    EXPECT_EQ(e3.observed, "1 run(s), none finished or collapsed (interrupted or errored)");
+    const hypothesis_verdict& e5 = verdict_of(v, "E5M2", "bit_stall");
+    EXPECT_EQ(e5.verdict, "supported");
+    EXPECT_CONTAINS(e5.observed, "0/2 (0%) runs failed; largest bit-stall rate 25.0% (");
+
+    // The same hypotheses contradicted: E7M0 trains, E1M6 gradients stay in range, E5M2 overflows.
+    std::vector<run_record> other = {
+        read_run(finished_run(tmp.path(), "e7m0-ok", "e7m0_uniform", "e7m0", 42, 3.5)),
+        read_run(finished_run(tmp.path(), "e1m6-ok", "e1m6_uniform", "e1m6", 42, 3.0,
+                              diag_overflow(50, "blocks.2.mlp.proj.output_grad", "gradient", "e1m6", 3))),
+        read_run(finished_run(tmp.path(), "e0m7-a", "e0m7_uniform", "e0m7", 1, 3.0)),
+    };
+    // The E7M0 run kept going because the mantissa shift switched a tensor to E5M2: said, not a failure.
+    write(other[0].dir / "summary.json",
+          summary_json("e7m0_uniform", "finished", "none", "null", 500, 500, 42, 3.5, 3.5, "e7m0",
+                       "[{\"step\": 3, \"tensor\": \"lm_head.weight\", \"from\": \"e7m0\", \"to\": \"e5m2\", "
+                       "\"plugin\": \"mantissa_shift\"}]"));
+    other[0] = read_run(other[0].dir);
+    const fs::path bad = finished_run(tmp.path(), "e5m2-bad", "e5m2_short", "e5m2", 3, 3.0);
+    write(bad / "summary.json", summary_json("e5m2_short", "collapsed", "overflow", "90", 90, 500, 3, NAN, 3.9, "e5m2"));
+    other.push_back(read_run(bad));
+    const auto w = judge_hypotheses(other);
+    EXPECT_EQ(verdict_of(w, "E7M0", "more than 90%").verdict, "contradicted");
+    EXPECT_EQ(verdict_of(w, "E7M0", "more than 90%").observed,
+              "0/1 (0%) runs failed; 1 of those that did not fail switched formats during the run (one run: a single "
+              "seed decides)");
+    EXPECT_EQ(verdict_of(w, "E1M6", "large gradients").verdict, "contradicted");
+    EXPECT_CONTAINS(verdict_of(w, "E1M6", "large gradients").observed, "overflow rate 0.3% (");
+    EXPECT_EQ(verdict_of(w, "E0M7", "unnormalised").verdict, "contradicted");
+    EXPECT_EQ(verdict_of(w, "E0M7", "40–60%").verdict, "contradicted");
+    EXPECT_EQ(verdict_of(w, "E5M2", "bit_stall").verdict, "contradicted");
+    EXPECT_CONTAINS(verdict_of(w, "E5M2", "bit_stall").observed, "1/1 (100.0%) runs failed: overflow at step 90");
+}
+
+TEST(ReportHypotheses, E0m7RateBoundsAreInclusive) {
+    scratch tmp;
+    std::vector<run_record> runs;
+    for (int s = 0; s < 5; ++s) {
+        const fs::path d = finished_run(tmp.path(), "e0m7-" + std::to_string(s), "e0m7_uniform", "e0m7", s, 3.0);
+        if (s < 2)  // 2 of 5 = 40%
+            write(d / "summary.json",
+                  summary_json("e0m7_uniform", "collapsed", "overflow", "10", 10, 500, s, NAN, 4.0, "e0m7"));
+        runs.push_back(read_run(d));
+    }
+    const auto v = judge_hypotheses(runs);
+    EXPECT_EQ(verdict_of(v, "E0M7", "40–60%").verdict, "supported");
+    EXPECT_EQ(verdict_of(v, "E0M7", "unnormalised").verdict, "supported");
+}
+
+// ---- Figures ------------------------------------------------------------------
+
+bool have_gnuplot() { return std::system("gnuplot --version > /dev/null 2>&1") == 0; }
+
+TEST(ReportFigures, DrawnWithGnuplotAndLinkedRelatively) {
+    if (!have_gnuplot()) GTEST_SKIP() << "no gnuplot on PATH";
+    scratch tmp;
+    std::vector<run_record> runs = {
+        read_run(finished_run(tmp.path(), "e5m2-s1", "e5m2_short", "e5m2", 1, 2.5)),
+        read_run(finished_run(tmp.path(), "bf16", "bf16_baseline", "bf16", 42, 2.4)),
+        read_run(collapsed_run(tmp.path())),
+    };
+    report_options o;
+    o.out_dir = tmp.path() / "out";
+    const report_output out = write_report(runs, o);
+    EXPECT_EQ(out.figures_missing, "");
+    const std::string md = read(out.markdown);
+    // Loss per config (3), validation loss of all, and the five diagnostic series.
+    EXPECT_EQ(out.figures, 9u) << md;
+    for (const char* stem : {"loss-e5m2_short", "loss-bf16_baseline", "loss-e7m0_uniform", "val_loss-all",
+                             "diag-bit_stall", "diag-overflow", "diag-underflow", "diag-grad_sparsity",
+                             "diag-stiffness"}) {
+        const std::string image = std::string(stem) + ".png";
+        EXPECT_CONTAINS(md, "](figures/" + image + ")");
+        EXPECT_GT(fs::file_size(o.out_dir / "figures" / image), 1000u) << image;
+        EXPECT_TRUE(fs::exists(o.out_dir / "figures" / (std::string(stem) + ".gp"))) << stem;
+        EXPECT_FALSE(fs::exists(o.out_dir / "figures" / (std::string(stem) + ".log"))) << stem;
+    }
+    EXPECT_TRUE(fs::exists(o.out_dir / "figures" / "data" / "loss-e5m2_short-0.dat"));
+    // PNG magic.
+    EXPECT_EQ(read(o.out_dir / "figures" / "loss-e5m2_short.png").substr(1, 3), "PNG");
+}
+
+TEST(ReportFigures, MissingGnuplotStillGivesTheReportAndSaysSo) {
+    scratch tmp;
+    std::vector<run_record> runs = {read_run(finished_run(tmp.path(), "a", "e5m2_short", "e5m2", 1, 2.5))};
+    report_options o;
+    o.out_dir = tmp.path() / "out";
+    o.gnuplot = (tmp.path() / "no-such-gnuplot").string();
+    const report_output out = write_report(runs, o);
+    EXPECT_EQ(out.figures, 0u);
+    const std::string md = read(out.markdown);
+    EXPECT_CONTAINS(md, "No figures: gnuplot not found ('" + o.gnuplot + "' could not be run; install gnuplot-nox).");
+    EXPECT_CONTAINS(md, "| e5m2_short | 1 | e5m2 | 500/500 | finished |");
+}
+
+TEST(ReportFigures, AFailingGnuplotIsALineInTheReport) {
+    scratch tmp;
+    // A "gnuplot" that has terminals but fails every script.
+    const fs::path fake = tmp.path() / "fake-gnuplot";
+    write(fake, "#!/bin/sh\n[ \"$1\" = -e ] && [ $# -eq 2 ] && exit 0\necho 'bad script' >&2\nexit 1\n");
+    fs::permissions(fake, fs::perms::owner_all);
+    std::vector<run_record> runs = {read_run(finished_run(tmp.path(), "a", "e5m2_short", "e5m2", 1, 2.5))};
+    report_options o;
+    o.out_dir = tmp.path() / "out";
+    o.gnuplot = fake.string();
+    const report_output out = write_report(runs, o);
+    EXPECT_EQ(out.figures, 0u);
+    const std::string md = read(out.markdown);
+    EXPECT_CONTAINS(md, "- not drawn: loss-e5m2_short: gnuplot failed on loss-e5m2_short.gp (exit status 1; see "
+                              "loss-e5m2_short.log)");
+    EXPECT_EQ(read(o.out_dir / "figures" / "loss-e5m2_short.log"), "bad script\n");
+}
+
+// ---- The command line ----------------------------------------------------------
+
+struct result {
+    int exit_code = -1;
+    std::string out;
+};
+
+result shell(const std::string& command) {
+    result r;
+    FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+    if (p == nullptr) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int status = ::pclose(p);
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+result host(const std::string& args) { return shell(kHost + " " + args); }
+
+TEST(ReportCli, WritesTheReportWithoutAPluginFolder) {
+    scratch tmp;
+    const fs::path a = finished_run(tmp.path(), "e5m2-s1", "e5m2_short", "e5m2", 1, 2.5);
+    const fs::path b = collapsed_run(tmp.path());
+    const fs::path out = tmp.path() / "rep";
+    const result r = host("report " + a.string() + " " + b.string() + " -o " + out.string() + " --no-figures");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(r.out, "report: " + (out / "report.md").string() + " (2 runs, 0 figures)\nfigures: not asked for (--no-figures)\n");
+    const std::string md = read(out / "report.md");
+    EXPECT_CONTAINS(md, "| `" + a.generic_string() + "` | e5m2_short | 1 | e5m2 | 500/500 | finished |");
+    EXPECT_CONTAINS(md, "| `" + b.generic_string() + "` | e7m0_uniform | 42 |");
+    EXPECT_CONTAINS(md, "nan_loss at step 7 ([report](../e7m0/reports/failure.md))");
+}
+
+TEST(ReportCli, DefaultFolderIsReportInTheCurrentDirectory) {
+    scratch tmp;
+    finished_run(tmp.path(), "run", "e5m2_short", "e5m2", 1, 2.5);
+    const result r = shell("cd " + tmp.path().string() + " && " + kHost + " report --no-figures run");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_CONTAINS(read(tmp.path() / "report" / "report.md"), "| `run` | e5m2_short |");
+}
+
+TEST(ReportCli, WrongArgumentsAreUsageErrorsNamingThePath) {
+    scratch tmp;
+    fs::create_directories(tmp.path() / "empty");
+    write(tmp.path() / "file.txt", "x");
+    const fs::path good = finished_run(tmp.path(), "good", "e5m2_short", "e5m2", 1, 2.5);
+    const std::string out = " -o " + (tmp.path() / "rep").string();
+
+    result r = host("report" + out);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "altgrad-host: report: give one or more run directories (see altgrad-host --help)\n");
+
+    r = host("report " + good.string() + " " + (tmp.path() / "nope").string() + out);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "altgrad-host: report: " + (tmp.path() / "nope").string() +
+                         ": no such run directory (see altgrad-host --help)\n");
+
+    r = host("report " + (tmp.path() / "empty").string() + out);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "altgrad-host: report: " + (tmp.path() / "empty").string() +
+                         ": not a run directory (no config.toml, metrics.jsonl or summary.json) (see altgrad-host "
+                         "--help)\n");
+
+    r = host("report " + (tmp.path() / "file.txt").string() + out);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_CONTAINS(r.out, "file.txt: not a folder (expected a run directory)");
+    EXPECT_FALSE(fs::exists(tmp.path() / "rep"));  // nothing written on an error
+
+    r = host("report --bogus " + good.string());
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_CONTAINS(r.out, "report: unrecognised option '--bogus'");
+
+    r = host("report --help");
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_CONTAINS(r.out, "usage: altgrad-host [--plugins DIR] report RUN_DIR... [-o OUT_DIR]");
+}
+
+TEST(ReportCli, AReportFolderThatCannotBeMadeIsAnError) {
+    scratch tmp;
+    const fs::path good = finished_run(tmp.path(), "good", "e5m2_short", "e5m2", 1, 2.5);
+    write(tmp.path() / "blocker", "x");
+    const result r = host("report " + good.string() + " --no-figures -o " + (tmp.path() / "blocker" / "rep").string());
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_CONTAINS(r.out, "altgrad-host: error: " + (tmp.path() / "blocker" / "rep").string() +
+                                 ": cannot create the report folder");
+}
+
+}  // namespace
+}  // namespace altgrad::host::report
