@@ -571,6 +571,359 @@ TEST(ConfigRules, InlineArrayOfTablesAndEmptyRules) {
     EXPECT_TRUE(parse_config("[quantization]\nrules = []\n", kFile).quantization.rules.empty());
 }
 
+// ---- Plugin lists, their parameters, and [failure] ------------------------------
+
+TEST(ConfigPlugins, DefaultsAreEmptyListsAndTheDocumentedFailureThresholds) {
+    const run_config c = parse_config("", kFile);
+    EXPECT_TRUE(c.stability.interventions.empty());
+    EXPECT_TRUE(c.stability.params.empty());
+    EXPECT_TRUE(c.diagnostics.plugins.empty());
+    EXPECT_TRUE(c.diagnostics.params.empty());
+    EXPECT_EQ(c.failure.bit_stall, 0.5);
+    EXPECT_EQ(c.failure.min_progress, 0.01);
+    EXPECT_EQ(c.failure.overflow, 0.1);
+    EXPECT_EQ(c.failure.vanishing, 0.7);
+    EXPECT_EQ(c.failure.near_zero, 1e-8);
+    EXPECT_EQ(c.failure.early_stop, 0.1);
+    EXPECT_EQ(c.failure.patience, 3);
+    EXPECT_EQ(c.failure.max_nonfinite_steps, 10);
+
+    run_config expected;
+    expected.name = "my_run";
+    EXPECT_TRUE(c == expected);
+    EXPECT_TRUE(parse_config("[stability]\n[diagnostics]\n[failure]\n", kFile) == expected);
+    EXPECT_TRUE(parse_config("[stability]\ninterventions = []\n[diagnostics]\nplugins = []\n", kFile) == expected);
+}
+
+TEST(ConfigPlugins, ListsAndParametersAreRead) {
+    const run_config c = parse_config(R"(
+[stability]
+interventions = ["mantissa_shift", "partition_clip"]
+[stability.params.mantissa_shift]
+chain = "e7m0>e5m2"
+nan_patience = 3
+stall_threshold = 0.25
+verbose = true
+[diagnostics]
+plugins = ["stiffness", "bit_stall"]
+[diagnostics.params.stiffness]
+sample = 1024
+relative = false
+[failure]
+bit_stall = 0.6
+min_progress = 0
+overflow = 0.2
+vanishing = 0.9
+near_zero = 1e-6
+early_stop = 0.25
+patience = 5
+max_nonfinite_steps = 20
+)",
+                                      kFile);
+    EXPECT_EQ(c.stability.interventions, (std::vector<std::string>{"mantissa_shift", "partition_clip"}));
+    const plugin_params expected_stability = {
+        {"mantissa_shift", {{"chain", "e7m0>e5m2"}, {"nan_patience", "3"}, {"stall_threshold", "0.25"}, {"verbose", "true"}}}};
+    EXPECT_EQ(c.stability.params, expected_stability);  // partition_clip: no table, no entry
+    EXPECT_EQ(c.diagnostics.plugins, (std::vector<std::string>{"stiffness", "bit_stall"}));
+    const plugin_params expected_diagnostics = {{"stiffness", {{"sample", "1024"}, {"relative", "false"}}}};
+    EXPECT_EQ(c.diagnostics.params, expected_diagnostics);
+    EXPECT_EQ(c.failure.bit_stall, 0.6);
+    EXPECT_EQ(c.failure.min_progress, 0.0);
+    EXPECT_EQ(c.failure.overflow, 0.2);
+    EXPECT_EQ(c.failure.vanishing, 0.9);
+    EXPECT_EQ(c.failure.near_zero, 1e-6);
+    EXPECT_EQ(c.failure.early_stop, 0.25);
+    EXPECT_EQ(c.failure.patience, 5);
+    EXPECT_EQ(c.failure.max_nonfinite_steps, 20);
+}
+
+TEST(ConfigPlugins, ListOrderIsKept) {
+    const run_config c = parse_config("[stability]\ninterventions = [\"partition_clip\", \"mantissa_shift\"]\n", kFile);
+    EXPECT_EQ(c.stability.interventions, (std::vector<std::string>{"partition_clip", "mantissa_shift"}));
+}
+
+TEST(ConfigPlugins, InlineParamsTablesAreRead) {
+    const run_config c = parse_config(
+        "[stability]\ninterventions = [\"mantissa_shift\"]\nparams = { mantissa_shift = { nan_patience = 2 } }\n", kFile);
+    EXPECT_EQ(c.stability.params.at("mantissa_shift").at("nan_patience"), "2");
+}
+
+TEST(ConfigPlugins, EverythingRoundTripsThroughToToml) {
+    const run_config c = parse_config(R"(
+[quantization]
+weight_format = "e7m0"
+[[quantization.rules]]
+pattern = "lm_head"
+format = "bf16"
+[stability]
+interventions = ["mantissa_shift", "partition_clip"]
+[stability.params.mantissa_shift]
+chain = "e7m0>e5m2,e1m6>e3m4"
+nan_patience = "3"
+stall_threshold = 0.25
+tiny = 1e-8
+offset = -2
+on = false
+empty = ""
+odd = "say \"hi\" \\ back"
+looks_true = "true"
+looks_float = "1.0"
+not_quite_a_number = "1e5"
+with_hash = "1 # not a comment"
+[stability.params.partition_clip]
+threshold = 0.1
+[diagnostics]
+plugins = ["stiffness"]
+[diagnostics.params.stiffness]
+sample = 4096
+[failure]
+bit_stall = 0.75
+min_progress = 0.005
+overflow = 0.3
+vanishing = 0.95
+near_zero = 0
+early_stop = 1
+patience = 1000000
+max_nonfinite_steps = 1
+)",
+                                      kFile);
+    const auto& ms = c.stability.params.at("mantissa_shift");
+    EXPECT_EQ(ms.at("chain"), "e7m0>e5m2,e1m6>e3m4");
+    EXPECT_EQ(ms.at("nan_patience"), "3");
+    EXPECT_EQ(ms.at("tiny"), "1e-08");
+    EXPECT_EQ(ms.at("offset"), "-2");
+    EXPECT_EQ(ms.at("on"), "false");
+    EXPECT_EQ(ms.at("empty"), "");
+    EXPECT_EQ(ms.at("odd"), "say \"hi\" \\ back");
+
+    const std::string text = to_toml(c);
+    const run_config back = parse_config(text, "x.toml");
+    EXPECT_TRUE(back == c) << text;
+    EXPECT_EQ(back.stability.params, c.stability.params) << text;
+    EXPECT_EQ(back.diagnostics.params, c.diagnostics.params) << text;
+    EXPECT_EQ(to_toml(back), text);
+    for (const char* line : {"[stability]", "interventions = [\"mantissa_shift\", \"partition_clip\"]",
+                             "[stability.params.mantissa_shift]", "chain = \"e7m0>e5m2,e1m6>e3m4\"",
+                             "stall_threshold = 0.25", "on = false", "not_quite_a_number = \"1e5\"",
+                             "[stability.params.partition_clip]", "[diagnostics]", "plugins = [\"stiffness\"]",
+                             "[diagnostics.params.stiffness]", "sample = 4096", "[failure]", "bit_stall = 0.75",
+                             "near_zero = 0.0", "early_stop = 1.0", "patience = 1000000", "max_nonfinite_steps = 1"})
+        EXPECT_NE(text.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << text;
+}
+
+TEST(ConfigPlugins, DefaultListsAreWrittenToo) {
+    const std::string text = to_toml(parse_config("", kFile));
+    for (const char* line : {"[stability]", "interventions = []", "[diagnostics]", "plugins = []", "[failure]",
+                             "bit_stall = 0.5", "min_progress = 0.01", "overflow = 0.1", "vanishing = 0.7",
+                             "near_zero = 1e-08", "early_stop = 0.1", "patience = 3", "max_nonfinite_steps = 10"})
+        EXPECT_NE(text.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << text;
+}
+
+TEST(ConfigPlugins, AParameterNameThatIsNoBareKeyRoundTrips) {
+    const run_config c = parse_config(
+        "[stability]\ninterventions = [\"mantissa_shift\"]\n[stability.params.mantissa_shift]\n"
+        "\"with space\" = 1\n\"a.b\" = \"x\"\n",
+        kFile);
+    EXPECT_EQ(c.stability.params.at("mantissa_shift").at("with space"), "1");
+    EXPECT_EQ(c.stability.params.at("mantissa_shift").at("a.b"), "x");
+    const std::string text = to_toml(c);
+    std::string e;
+    try {
+        EXPECT_TRUE(parse_config(text, "x.toml") == c) << text;
+    } catch (const std::exception& ex) {
+        ADD_FAILURE() << ex.what() << "\n" << text;
+    }
+}
+
+TEST(ConfigPlugins, ParamsForAPluginNotInTheList) {
+    const std::string e = error_of(
+        "[stability]\ninterventions = [\"mantissa_shift\"]\n[stability.params.partition_clip]\nthreshold = 0.1\n");
+    EXPECT_EQ(e, std::string(kFile) + ": key 'stability.params.partition_clip': parameters for 'partition_clip', "
+                                      "which is not in stability.interventions (enable it there)");
+    expect_error(error_of("[stability.params.mantissa_shift]\nnan_patience = 2\n"), "stability.params.mantissa_shift",
+                 "which is not in stability.interventions");
+    expect_error(error_of("[diagnostics]\nplugins = [\"stiffness\"]\n[diagnostics.params.kurtosis]\nx = 1\n"),
+                 "diagnostics.params.kurtosis", "parameters for 'kurtosis', which is not in diagnostics.plugins");
+    // Enabled in the other list is not enabled here.
+    expect_error(error_of("[diagnostics]\nplugins = [\"stiffness\"]\n[stability.params.stiffness]\nx = 1\n"),
+                 "stability.params.stiffness", "which is not in stability.interventions");
+}
+
+TEST(ConfigPlugins, ListErrors) {
+    EXPECT_EQ(error_of("[stability]\ninterventions = [\"mantissa_shift\", \"mantissa_shift\"]\n"),
+              std::string(kFile) + ": key 'stability.interventions': \"mantissa_shift\" is listed twice");
+    expect_error(error_of("[diagnostics]\nplugins = [\"Stiffness\"]\n"), "diagnostics.plugins",
+                 "expected plugin names ([a-z0-9][a-z0-9_]*), got \"Stiffness\"");
+    expect_error(error_of("[diagnostics]\nplugins = [\"grid-alignment\"]\n"), "diagnostics.plugins",
+                 "got \"grid-alignment\"");
+    expect_error(error_of("[stability]\ninterventions = [\"\"]\n"), "stability.interventions",
+                 "expected plugin names");
+    expect_error(error_of("[stability]\ninterventions = [1]\n"), "stability.interventions",
+                 "expected an array of plugin names, got an element 1");
+    expect_error(error_of("[stability]\ninterventions = 3\n"), "stability.interventions",
+                 "expected an array of plugin names, e.g. [\"mantissa_shift\"], got 3");
+    expect_error(error_of("[diagnostics]\nplugins = { a = 1 }\n"), "diagnostics.plugins", "got a table");
+    expect_error(error_of("stability = 1\n"), "stability", "expected a table ([stability]), got 1");
+}
+
+TEST(ConfigPlugins, ParamsErrors) {
+    const std::string enabled = "[stability]\ninterventions = [\"mantissa_shift\"]\n";
+    expect_error(error_of(enabled + "params = 3\n"), "stability.params",
+                 "expected a table of tables ([stability.params.NAME]), got 3");
+    expect_error(error_of(enabled + "params = { mantissa_shift = 3 }\n"), "stability.params.mantissa_shift",
+                 "expected a table of parameters, got 3");
+    expect_error(error_of(enabled + "params = { mantissa_shift = \"nan_patience=3\" }\n"),
+                 "stability.params.mantissa_shift", "expected a table of parameters, got \"nan_patience=3\"");
+    expect_error(error_of(enabled + "[stability.params.mantissa_shift]\nchain = [\"e7m0\", \"e5m2\"]\n"),
+                 "stability.params.mantissa_shift.chain", "expected a string, number or boolean, got an array");
+    expect_error(error_of(enabled + "[stability.params.mantissa_shift.chain]\nfrom = \"e7m0\"\n"),
+                 "stability.params.mantissa_shift.chain", "expected a string, number or boolean, got a table");
+    expect_error(error_of(enabled + "[stability.params.mantissa_shift]\nwhen = 1979-05-27\n"),
+                 "stability.params.mantissa_shift.when", "got a date/time");
+    expect_error(error_of("[diagnostics]\nplugins = [\"stiffness\"]\n[diagnostics.params.stiffness]\nx = []\n"),
+                 "diagnostics.params.stiffness.x", "got an array");
+}
+
+TEST(ConfigPlugins, UnknownKeysInTheNewSections) {
+    expect_error(error_of("[failure]\npatince = 2\n"), "failure.patince",
+                 "unknown key (a typo?); did you mean 'failure.patience'?");
+    expect_error(error_of("[failure]\nmax_nonfinite_step = 2\n"), "failure.max_nonfinite_step",
+                 "did you mean 'failure.max_nonfinite_steps'?");
+    expect_error(error_of("[failure]\nbitstall = 0.5\n"), "failure.bitstall", "did you mean 'failure.bit_stall'?");
+    expect_error(error_of("[stability]\nintervention = [\"mantissa_shift\"]\n"), "stability.intervention",
+                 "did you mean 'stability.interventions'?");
+    expect_error(error_of("[diagnostics]\nplugin = [\"stiffness\"]\n"), "diagnostics.plugin",
+                 "did you mean 'diagnostics.plugins'?");
+    expect_error(error_of("[failures]\npatience = 2\n"), "failures", "did you mean 'failure'?");
+    // A failure key in the wrong section points at its section.
+    expect_error(error_of("[training]\npatience = 2\n"), "training.patience", "did you mean 'failure.patience'?");
+}
+
+TEST(ConfigPlugins, FailureValuesOutOfRange) {
+    EXPECT_EQ(error_of("[failure]\npatience = 0\n"),
+              std::string(kFile) + ": key 'failure.patience': expected an integer 1..1000000, got 0");
+    expect_error(error_of("[failure]\npatience = 1000001\n"), "failure.patience", "expected an integer 1..1000000");
+    expect_error(error_of("[failure]\nmax_nonfinite_steps = 0\n"), "failure.max_nonfinite_steps",
+                 "expected an integer 1..1000000, got 0");
+    expect_error(error_of("[failure]\npatience = 2.0\n"), "failure.patience", "got 2.0");
+    expect_error(error_of("[failure]\nbit_stall = 1.5\n"), "failure.bit_stall", "expected a number in [0, 1], got 1.5");
+    expect_error(error_of("[failure]\noverflow = -0.1\n"), "failure.overflow", "expected a number in [0, 1], got -0.1");
+    expect_error(error_of("[failure]\nvanishing = 2\n"), "failure.vanishing", "expected a number in [0, 1], got 2");
+    expect_error(error_of("[failure]\nnear_zero = -1e-9\n"), "failure.near_zero", "expected a number in [0, 1]");
+    expect_error(error_of("[failure]\nmin_progress = nan\n"), "failure.min_progress", "got nan");
+    expect_error(error_of("[failure]\nearly_stop = \"half\"\n"), "failure.early_stop", "got \"half\"");
+    // The ends of [0, 1] are accepted.
+    EXPECT_EQ(error_of("[failure]\nbit_stall = 0\noverflow = 1\nvanishing = 1.0\nearly_stop = 0\n"
+                       "patience = 1\nmax_nonfinite_steps = 1000000\n"),
+              "");
+}
+
+TEST(ConfigPluginOverrides, CommaSeparatedList) {
+    const run_config c = parse_config("", kFile, {"stability.interventions=mantissa_shift,partition_clip"});
+    EXPECT_EQ(c.stability.interventions, (std::vector<std::string>{"mantissa_shift", "partition_clip"}));
+    EXPECT_EQ(parse_config("", kFile, {"diagnostics.plugins= stiffness , bit_stall "}).diagnostics.plugins,
+              (std::vector<std::string>{"stiffness", "bit_stall"}));
+    EXPECT_EQ(parse_config("", kFile, {"diagnostics.plugins=\"stiffness,ulp\""}).diagnostics.plugins,
+              (std::vector<std::string>{"stiffness", "ulp"}));
+    EXPECT_EQ(parse_config("", kFile, {"stability.interventions=mantissa_shift"}).stability.interventions,
+              (std::vector<std::string>{"mantissa_shift"}));
+}
+
+TEST(ConfigPluginOverrides, TomlArrayList) {
+    const run_config c = parse_config("", kFile, {"stability.interventions=[\"mantissa_shift\"]"});
+    EXPECT_EQ(c.stability.interventions, (std::vector<std::string>{"mantissa_shift"}));
+    EXPECT_TRUE(parse_config("", kFile, {"stability.interventions=[]"}).stability.interventions.empty());
+}
+
+TEST(ConfigPluginOverrides, TheListReplacesTheFiles) {
+    const std::string file = "[stability]\ninterventions = [\"partition_clip\"]\n";
+    EXPECT_EQ(parse_config(file, kFile, {"stability.interventions=mantissa_shift"}).stability.interventions,
+              (std::vector<std::string>{"mantissa_shift"}));
+    EXPECT_TRUE(parse_config(file, kFile, {"stability.interventions=[]"}).stability.interventions.empty());
+    EXPECT_TRUE(parse_config(file, kFile, {"stability.interventions="}).stability.interventions.empty());
+    // The file's params for the plugin the override removed are now an error.
+    expect_error(error_of(file + "[stability.params.partition_clip]\nthreshold = 0.2\n",
+                          {"stability.interventions=mantissa_shift"}),
+                 "stability.params.partition_clip", "which is not in stability.interventions");
+}
+
+TEST(ConfigPluginOverrides, BadListValuesNameTheSetArgument) {
+    const std::string e = error_of("", {"stability.interventions=mantissa_shift,Partition_clip"});
+    EXPECT_EQ(e, std::string(kFile) + ": --set stability.interventions=mantissa_shift,Partition_clip: key "
+                                      "'stability.interventions': expected plugin names ([a-z0-9][a-z0-9_]*), got "
+                                      "\"Partition_clip\"");
+    expect_error(error_of("", {"stability.interventions=a,a"}), "stability.interventions", "\"a\" is listed twice");
+    expect_error(error_of("", {"stability.interventions=a,,b"}), "stability.interventions", "got \"\"");
+    expect_error(error_of("", {"diagnostics.plugins=5"}), "diagnostics.plugins", "expected an array of plugin names");
+    expect_error(error_of("", {"diagnostics.plugins=[5]"}), "diagnostics.plugins", "got an element 5");
+}
+
+TEST(ConfigPluginOverrides, AParameter) {
+    const std::string enabled = "[stability]\ninterventions = [\"mantissa_shift\"]\n";
+    const run_config c = parse_config(enabled, kFile,
+                                      {"stability.params.mantissa_shift.nan_patience=5",
+                                       "stability.params.mantissa_shift.chain=e7m0>e5m2,e1m6>e3m4",
+                                       "stability.params.mantissa_shift.threshold=0.25",
+                                       "stability.params.mantissa_shift.verbose=true",
+                                       "stability.params.mantissa_shift.quoted=\"3\""});
+    const plugin_params expected = {{"mantissa_shift",
+                                     {{"nan_patience", "5"},
+                                      {"chain", "e7m0>e5m2,e1m6>e3m4"},
+                                      {"threshold", "0.25"},
+                                      {"verbose", "true"},
+                                      {"quoted", "3"}}}};
+    EXPECT_EQ(c.stability.params, expected);
+    // It round-trips like a parameter from the file.
+    const std::string text = to_toml(c);
+    EXPECT_TRUE(parse_config(text, "x.toml") == c) << text;
+
+    // Over the file's value; the last of two wins.
+    const run_config d = parse_config(enabled + "[stability.params.mantissa_shift]\nnan_patience = 2\nkeep = 1\n",
+                                      kFile,
+                                      {"stability.params.mantissa_shift.nan_patience=4",
+                                       "stability.params.mantissa_shift.nan_patience=5"});
+    EXPECT_EQ(d.stability.params.at("mantissa_shift").at("nan_patience"), "5");
+    EXPECT_EQ(d.stability.params.at("mantissa_shift").at("keep"), "1");
+
+    // Enabled from the command line too.
+    const run_config e = parse_config("", kFile,
+                                      {"stability.params.mantissa_shift.nan_patience=5",
+                                       "stability.interventions=mantissa_shift"});
+    EXPECT_EQ(e.stability.params.at("mantissa_shift").at("nan_patience"), "5");
+    EXPECT_EQ(parse_config("[diagnostics]\nplugins = [\"stiffness\"]\n", kFile,
+                           {"diagnostics.params.stiffness.sample=64"})
+                  .diagnostics.params.at("stiffness")
+                  .at("sample"),
+              "64");
+}
+
+TEST(ConfigPluginOverrides, AParameterForAPluginNotEnabled) {
+    const std::string e = error_of("", {"stability.params.mantissa_shift.nan_patience=5"});
+    EXPECT_EQ(e, std::string(kFile) + ": --set stability.params.mantissa_shift.nan_patience=5: key "
+                                      "'stability.params.mantissa_shift': parameters for 'mantissa_shift', which is "
+                                      "not in stability.interventions (enable it there)");
+    expect_error(error_of("[stability]\ninterventions = [\"partition_clip\"]\n",
+                          {"stability.params.mantissa_shift.nan_patience=5"}),
+                 "stability.params.mantissa_shift", "which is not in stability.interventions");
+    expect_error(error_of("", {"diagnostics.params.stiffness.sample=64"}), "diagnostics.params.stiffness",
+                 "which is not in diagnostics.plugins");
+}
+
+TEST(ConfigPluginOverrides, FailureKeys) {
+    const run_config c = parse_config("", kFile, {"failure.patience=5", "failure.bit_stall=0.75",
+                                                  "failure.max_nonfinite_steps=2", "failure.near_zero=0"});
+    EXPECT_EQ(c.failure.patience, 5);
+    EXPECT_EQ(c.failure.bit_stall, 0.75);
+    EXPECT_EQ(c.failure.max_nonfinite_steps, 2);
+    EXPECT_EQ(c.failure.near_zero, 0.0);
+    EXPECT_EQ(error_of("", {"failure.patience=0"}),
+              std::string(kFile) +
+                  ": --set failure.patience=0: key 'failure.patience': expected an integer 1..1000000, got 0");
+    expect_error(error_of("", {"failure.bit_stall=2"}), "failure.bit_stall", "expected a number in [0, 1], got 2");
+    expect_error(error_of("", {"failure.patince=2"}), "failure.patince", "did you mean 'failure.patience'?");
+    expect_error(error_of("", {"failure=1"}), "failure", "is a table");
+}
+
 // ---- configs/ ------------------------------------------------------------------
 
 std::vector<fs::path> config_files() {

@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -266,3 +268,200 @@ TEST(RunErrors, NameTheFileAndKey) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- stability
+
+std::string file_text(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// The number after `"key": ` in a JSON line (NaN when absent or null).
+double number_in(const std::string& line, const std::string& key) {
+    const size_t at = line.find("\"" + key + "\": ");
+    if (at == std::string::npos) return NAN;
+    const char* p = line.c_str() + at + key.size() + 4;
+    if (std::strncmp(p, "null", 4) == 0) return NAN;
+    return std::strtod(p, nullptr);
+}
+
+bool has(const std::string& line, const std::string& text) { return line.find(text) != std::string::npos; }
+
+// The seeds' E7M0 experiment with the weights stored in E7M0 (no FP32 master
+// copy): 150 steps, bit stall measured every 25.
+const std::string kE7m0Stored = std::string(ALTGRAD_CONFIG_DIR) + "/e7m0_uniform.toml"
+                                " --set quantization.shadow_weights=false --set training.max_steps=150"
+                                " --set quantization.diagnostic_interval=25 --set training.eval_interval=50"
+                                " --set output.checkpoint_interval=50";
+
+TEST(Stability, E7m0StoredInItsFormatCollapsesAtTheFirstStalledStep) {
+    scratch s;
+    const fs::path out = s.path / "e7m0";
+    const run_result r = run("run " + kE7m0Stored + " --out " + out.string());
+    ASSERT_EQ(r.exit_code, 3) << r.out;
+    const std::string summary = file_text(out / "summary.json");
+    EXPECT_TRUE(has(summary, "\"status\": \"collapsed\"")) << summary;
+    EXPECT_TRUE(has(summary, "\"failure_mode\": \"bit_stall\"")) << summary;
+
+    // From metrics.jsonl alone, the rule of docs/training.md: at each measurement the
+    // element-weighted bit stall of the weights, and the mean loss since the last one;
+    // stalled = rate > 50% and the loss improved by less than 1% on the previous window.
+    std::map<int64_t, std::pair<double, double>> stall;  // step -> (stalled elements, elements)
+    std::map<int64_t, double> window_loss;
+    double loss_sum = 0;
+    int loss_n = 0;
+    int64_t collapse_event_step = -1;
+    for (const std::string& line : lines_of(out / "metrics.jsonl")) {
+        const int64_t step = static_cast<int64_t>(number_in(line, "step"));
+        if (has(line, "\"loss\"")) loss_sum += number_in(line, "loss"), ++loss_n;
+        if (has(line, "\"role\": \"weight\"") && has(line, "\"bit_stall_rate\"")) {
+            const double rate = number_in(line, "bit_stall_rate"), count = number_in(line, "count");
+            stall[step].first += rate * count;
+            stall[step].second += count;
+            if (!window_loss.count(step)) window_loss[step] = loss_sum / loss_n, loss_sum = 0, loss_n = 0;
+        }
+        if (has(line, "\"event\": \"collapse\"")) collapse_event_step = step;
+    }
+    ASSERT_GE(stall.size(), 3u);
+    int64_t first_stalled = -1, streak = 0;
+    double previous_loss = NAN;
+    for (const auto& [step, se] : stall) {
+        const bool stalled = se.first / se.second > 0.5 && std::isfinite(previous_loss) &&
+                             !(window_loss[step] < previous_loss * 0.99);
+        previous_loss = window_loss[step];
+        if (!stalled) {
+            streak = 0;
+            continue;
+        }
+        if (streak++ == 0) first_stalled = step;
+        if (streak == 3) break;
+    }
+    ASSERT_EQ(streak, 3) << "no three stalled measurements in a row in metrics.jsonl";
+    EXPECT_EQ(collapse_event_step, stall.rbegin()->first);
+
+    const std::string report = file_text(out / "reports" / "failure.md");
+    EXPECT_TRUE(has(report, "| failure mode | **bit_stall** |")) << report;
+    EXPECT_TRUE(has(report, "| collapse step (first evidence) | " + std::to_string(first_stalled) + " |")) << report;
+    EXPECT_TRUE(has(report, "quantization.shadow_weights = true")) << report;  // the evidence-led recommendation
+    EXPECT_TRUE(has(report, "## Config (resolved)")) << report;
+    // A checkpoint of the collapse step, for the post-mortem.
+    char ckpt[32];
+    std::snprintf(ckpt, sizeof ckpt, "step_%07lld", static_cast<long long>(collapse_event_step));
+    EXPECT_TRUE(fs::exists(out / "checkpoints" / ckpt / "state.toml")) << ckpt;
+}
+
+TEST(Stability, MantissaShiftMovesE7m0ToE5m2AndTheRunFinishes) {
+    scratch s;
+    const fs::path out = s.path / "e7m0-shift";
+    const run_result r = run("run " + kE7m0Stored + " --set stability.interventions=mantissa_shift --out " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_TRUE(has(r.out, "mantissa_shift switched blocks.0.attn.qkv.weight e7m0 -> e5m2")) << r.out;
+    EXPECT_TRUE(has(r.out, "done: finished, 150/150 steps")) << r.out;
+    const std::string summary = file_text(out / "summary.json");
+    EXPECT_TRUE(has(summary, "\"status\": \"finished\"")) << summary;
+    EXPECT_TRUE(has(summary, "\"from\": \"e7m0\", \"to\": \"e5m2\", \"plugin\": \"mantissa_shift\"")) << summary;
+    // Every switch is an event with the plugin's reason; afterwards the weights train in E5M2.
+    int switches = 0;
+    int64_t switch_step = -1;
+    bool e5m2_weights_after = false;
+    for (const std::string& line : lines_of(out / "metrics.jsonl")) {
+        if (has(line, "\"event\": \"switch_format\"")) {
+            ++switches;
+            switch_step = static_cast<int64_t>(number_in(line, "step"));
+            EXPECT_TRUE(has(line, "\"plugin\": \"mantissa_shift\"") && has(line, "bit-stall rate")) << line;
+        }
+        if (switch_step > 0 && number_in(line, "step") > switch_step && has(line, "\"role\": \"weight\"") &&
+            has(line, "\"format\": \"e5m2\""))
+            e5m2_weights_after = true;
+    }
+    // 4 blocks x 4 linear layers + the LM head: 17 weight tensors switched, once each.
+    EXPECT_EQ(switches, 17);
+    EXPECT_TRUE(e5m2_weights_after);
+}
+
+TEST(Stability, NonFiniteLossStopsWithACheckpointAndAReport) {
+    scratch s;
+    // E1M6 (max 1.97, with Inf) on unscaled activations with overflow to Inf: the
+    // LayerNorm outputs overflow at once.
+    const fs::path cfg = s.config("nan", "overflow = \"nonfinite\"\nscaling = \"none\"\nactivation_format = \"e1m6\"\n");
+    const fs::path out = s.path / "nan";
+    const run_result r = run("run " + cfg.string() + " --out " + out.string());
+    ASSERT_EQ(r.exit_code, 3) << r.out;
+    const std::string summary = file_text(out / "summary.json");
+    EXPECT_TRUE(has(summary, "\"failure_mode\": \"nan_loss\", \"failure_step\": 1")) << summary;
+    EXPECT_TRUE(fs::exists(out / "checkpoints" / "step_0000001" / "state.toml"));
+    const std::string report = file_text(out / "reports" / "failure.md");
+    EXPECT_TRUE(has(report, "| collapse step (first evidence) | 1 |")) << report;
+    EXPECT_TRUE(has(report, "quantization.overflow = \\\"saturate\\\"") || has(report, "overflow = \"saturate\"")) << report;
+    EXPECT_TRUE(has(report, "blocks.0.attn.qkv.input (e1m6")) << report;
+}
+
+TEST(Stability, WithMantissaShiftANonFiniteRunSwitchesAndGoesOn) {
+    scratch s;
+    const fs::path cfg = s.config("nan-shift", "overflow = \"nonfinite\"\nscaling = \"none\"\nactivation_format = \"e1m6\"\n");
+    const fs::path out = s.path / "nan-shift";
+    const run_result r = run("run " + cfg.string() + " --set stability.interventions=mantissa_shift --out " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    // nan_patience 3: steps 1-3 are non-finite and skipped, then every E1M6 tensor moves to E3M4.
+    int nonfinite = 0;
+    int64_t first_switch = -1;
+    for (const std::string& line : lines_of(out / "metrics.jsonl")) {
+        if (has(line, "\"event\": \"nonfinite\"")) ++nonfinite;
+        if (has(line, "\"event\": \"switch_format\"") && first_switch < 0) {
+            first_switch = static_cast<int64_t>(number_in(line, "step"));
+            EXPECT_TRUE(has(line, "\"from\": \"e1m6\", \"to\": \"e3m4\"")) << line;
+        }
+    }
+    EXPECT_EQ(nonfinite, 3);
+    EXPECT_EQ(first_switch, 3);
+    EXPECT_TRUE(has(file_text(out / "summary.json"), "\"status\": \"finished\""));
+}
+
+TEST(Stability, EveryDiagnosticWritesItsValuesAndBitStallAgreesWithTheHost) {
+    scratch s;
+    const fs::path cfg = s.config(
+        "diag", "",
+        "[diagnostics]\nplugins = [\"range\", \"stiffness\", \"grid_alignment\", \"bit_stall\", \"ulp\", "
+        "\"grad_stiffness\", \"kurtosis\", \"attention_entropy\"]\n");
+    const fs::path out = s.path / "diag";
+    const run_result r = run("run " + cfg.string() + " --out " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    std::map<std::string, int> lines_per_diagnostic;
+    std::map<std::string, std::string> host_stall;  // "step tensor" -> the host's bit_stall_rate text
+    std::vector<std::string> plugin_stall;
+    for (const std::string& line : lines_of(out / "metrics.jsonl")) {
+        const size_t d = line.find("\"diagnostic\": \"");
+        if (d != std::string::npos) ++lines_per_diagnostic[line.substr(d + 15, line.find('"', d + 15) - d - 15)];
+        if (has(line, "\"diagnostic\": \"bit_stall\"")) plugin_stall.push_back(line);
+        if (has(line, "\"role\": \"weight\", \"format\""))
+            host_stall[std::to_string(static_cast<int64_t>(number_in(line, "step"))) + " " +
+                       line.substr(line.find("\"tensor\": ") + 10, line.find(", \"role\"") - line.find("\"tensor\": ") - 10)] =
+                std::to_string(number_in(line, "bit_stall_rate"));
+    }
+    for (const char* name : {"range", "stiffness", "grid_alignment", "bit_stall", "ulp", "grad_stiffness", "kurtosis",
+                             "attention_entropy"})
+        EXPECT_GT(lines_per_diagnostic[name], 0) << name;
+    const std::vector<std::string> m = lines_of(out / "metrics.jsonl");
+    const auto any = [&](const std::string& a, const std::string& b) {
+        for (const std::string& line : m)
+            if (has(line, a) && has(line, b)) return true;
+        return false;
+    };
+    EXPECT_TRUE(any("\"diagnostic\": \"attention_entropy\"", "\"tensor\": \"blocks.0.attn.probs\"")) << "attention probs";
+    EXPECT_TRUE(any("\"diagnostic\": \"kurtosis\"", "\"tensor\": \"blocks.0.attn.qkv.input\"")) << "activations";
+    EXPECT_TRUE(any("\"diagnostic\": \"grad_stiffness\"", "\"role\": \"gradient\"")) << "gradients";
+    EXPECT_TRUE(any("\"diagnostic\": \"range\"", "\"role\": \"output_gradient\"")) << "output gradients";
+    // The plugin and the host measure bit stall by the same definition on the same tensors.
+    int compared = 0;
+    for (const std::string& line : plugin_stall) {
+        const std::string tensor = line.substr(line.find("\"tensor\": ") + 10, line.find(", \"role\"") - line.find("\"tensor\": ") - 10);
+        const std::string key = std::to_string(static_cast<int64_t>(number_in(line, "step"))) + " " + tensor;
+        const double plugin = number_in(line, "bit_stall_rate");
+        if (!host_stall.count(key) || std::isnan(plugin)) continue;
+        EXPECT_EQ(std::to_string(plugin), host_stall[key]) << key;
+        ++compared;
+    }
+    EXPECT_GT(compared, 0);
+}

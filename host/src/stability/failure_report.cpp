@@ -17,6 +17,8 @@ std::string num(double x, const char* fmt = "%.4g") {
     std::snprintf(buf, sizeof buf, fmt, x);
     return buf;
 }
+// A measured value that may itself be the problem: NaN and Inf said, not hidden.
+std::string shown(double x) { return std::isfinite(x) ? num(x) : std::isnan(x) ? "nan" : x > 0 ? "inf" : "-inf"; }
 std::string pct(double x) { return std::isnan(x) ? "-" : num(100.0 * x, "%.1f") + "%"; }
 
 // The worst tensors by a rate, highest first, at most `n`, above `floor`.
@@ -154,7 +156,7 @@ std::string failure_report_markdown(const failure_context& x) {
     o << "## Gradients\n\n";
     if (last) o << "Gradient sparsity (parameter-gradient elements with |g| <= " << num(x.config.failure.near_zero)
                 << ") at step " << last->step << ": " << pct(last->grad_sparsity) << "; gradient norm "
-                << num(last->grad_norm) << ".\n";
+                << shown(last->grad_norm) << ".\n";
     if (!x.nonfinite_gradients.empty()) {
         o << "Parameters with non-finite gradients at the collapse:";
         for (const std::string& n : x.nonfinite_gradients) o << " `" << n << "`";
@@ -193,7 +195,7 @@ std::string failure_report_markdown(const failure_context& x) {
     o << "\n## Trend (the last steps)\n\n| step | loss | grad norm | grad sparsity | worst overflow | bit stall |\n"
          "|---|---|---|---|---|---|\n";
     for (const trend_row& r : x.trend)
-        o << "| " << r.step << " | " << num(r.loss) << " | " << num(r.grad_norm) << " | " << pct(r.grad_sparsity) << " | "
+        o << "| " << r.step << " | " << shown(r.loss) << " | " << shown(r.grad_norm) << " | " << pct(r.grad_sparsity) << " | "
           << pct(r.overflow_rate) << " | " << pct(r.bit_stall_rate) << " |\n";
 
     if (!x.diagnostics.empty()) {

@@ -1,0 +1,574 @@
+// Failure detection and the failure report (host/src/stability/): the detector
+// on hand-built step_evidence sequences (every expected verdict reasoned from
+// failure.hpp's rules, not read off the code), and the report's markdown on
+// hand-built failure_contexts.
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "config/run_config.hpp"
+#include "stability/failure.hpp"
+#include "stability/failure_report.hpp"
+
+namespace altgrad::test {
+namespace {
+
+using namespace host::stability;
+using host::config::failure_config;
+using host::config::run_config;
+
+// A finite step with nothing measured.
+step_evidence finite_step(int64_t step, double loss = 4.0) {
+    step_evidence e;
+    e.step = step;
+    e.loss = loss;
+    return e;
+}
+
+step_evidence nonfinite_step(int64_t step) {
+    step_evidence e;
+    e.step = step;
+    e.loss = NAN;
+    e.finite = false;
+    return e;
+}
+
+step_evidence overflow_step(int64_t step, double rate) {
+    step_evidence e = finite_step(step);
+    e.overflow_rate = rate;
+    return e;
+}
+
+step_evidence sparsity_step(int64_t step, double rate) {
+    step_evidence e = finite_step(step);
+    e.grad_sparsity = rate;
+    return e;
+}
+
+// A bit-stall measurement (every diagnostic interval).
+step_evidence stall_step(int64_t step, double rate, double window_loss, bool updates_lost) {
+    step_evidence e = finite_step(step, window_loss);
+    e.bit_stall_rate = rate;
+    e.window_loss = window_loss;
+    e.updates_lost = updates_lost;
+    return e;
+}
+
+// ---- failure_mode_name -----------------------------------------------------------
+
+TEST(FailureModeName, EveryMode) {
+    EXPECT_STREQ(failure_mode_name(failure_mode::none), "none");
+    EXPECT_STREQ(failure_mode_name(failure_mode::nan_loss), "nan_loss");
+    EXPECT_STREQ(failure_mode_name(failure_mode::bit_stall), "bit_stall");
+    EXPECT_STREQ(failure_mode_name(failure_mode::overflow), "overflow");
+    EXPECT_STREQ(failure_mode_name(failure_mode::early_stop), "early_stop");
+    EXPECT_STREQ(failure_mode_name(failure_mode::gradient_vanishing), "gradient_vanishing");
+    EXPECT_STREQ(failure_mode_name(failure_mode::unknown), "unknown");
+}
+
+// ---- nan_loss --------------------------------------------------------------------
+
+TEST(FailureDetector, WithoutInterventionsTheFirstNonFiniteStepIsNanLoss) {
+    failure_detector d(failure_config{}, /*interventions_enabled=*/false, 500);
+    for (int64_t s = 1; s <= 3; ++s) EXPECT_FALSE(d.observe(finite_step(s))) << s;
+    const std::optional<verdict> v = d.observe(nonfinite_step(4));
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->mode, failure_mode::nan_loss);
+    EXPECT_EQ(v->evidence_step, 4);
+    EXPECT_EQ(v->decided_step, 4);
+    EXPECT_NE(v->evidence.find("from step 4"), std::string::npos) << v->evidence;
+    EXPECT_EQ(d.consecutive_nonfinite(), 1u);
+}
+
+TEST(FailureDetector, AStepWithAFiniteLossButANonFiniteGradientCountsToo) {
+    failure_detector d(failure_config{}, false, 500);
+    step_evidence e = finite_step(7, 3.5);  // loss finite, gradient norm not: `finite` says both
+    e.finite = false;
+    const std::optional<verdict> v = d.observe(e);
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->mode, failure_mode::nan_loss);
+    EXPECT_EQ(v->evidence_step, 7);
+}
+
+TEST(FailureDetector, WithInterventionsMaxNonFiniteStepsAreToleratedThenNanLoss) {
+    failure_config c;
+    c.max_nonfinite_steps = 3;
+    failure_detector d(c, /*interventions_enabled=*/true, 500);
+    EXPECT_FALSE(d.observe(finite_step(1)));
+    // Three in a row are tolerated (an intervention may act on them).
+    for (int64_t s = 2; s <= 4; ++s) {
+        EXPECT_FALSE(d.observe(nonfinite_step(s))) << s;
+        EXPECT_EQ(d.consecutive_nonfinite(), static_cast<uint32_t>(s - 1));
+    }
+    // A finite step in between resets the count.
+    EXPECT_FALSE(d.observe(finite_step(5)));
+    EXPECT_EQ(d.consecutive_nonfinite(), 0u);
+    for (int64_t s = 6; s <= 8; ++s) EXPECT_FALSE(d.observe(nonfinite_step(s))) << s;
+    // The fourth in a row is one too many: decided here, evidence from the first of this run (6, not 2).
+    const std::optional<verdict> v = d.observe(nonfinite_step(9));
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->mode, failure_mode::nan_loss);
+    EXPECT_EQ(v->evidence_step, 6);
+    EXPECT_EQ(v->decided_step, 9);
+    EXPECT_EQ(d.consecutive_nonfinite(), 4u);
+    EXPECT_NE(v->evidence.find("from step 6, 4 step(s) in a row"), std::string::npos) << v->evidence;
+    EXPECT_NE(v->evidence.find("3 tolerated"), std::string::npos) << v->evidence;
+}
+
+TEST(FailureDetector, TheDefaultToleranceIsTenNonFiniteSteps) {
+    failure_detector d(failure_config{}, true, 500);
+    for (int64_t s = 100; s < 110; ++s) EXPECT_FALSE(d.observe(nonfinite_step(s))) << s;
+    const std::optional<verdict> v = d.observe(nonfinite_step(110));
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->mode, failure_mode::nan_loss);
+    EXPECT_EQ(v->evidence_step, 100);
+    EXPECT_EQ(v->decided_step, 110);
+}
+
+// ---- overflow and gradient_vanishing ----------------------------------------------
+
+TEST(FailureDetector, OverflowAboveThresholdForPatienceStepsFromTheFirstOfTheStreak) {
+    failure_detector d(failure_config{}, false, 500);  // overflow 0.1, patience 3
+    EXPECT_FALSE(d.observe(overflow_step(1, 0.2)));
+    EXPECT_FALSE(d.observe(overflow_step(2, 0.3)));
+    EXPECT_FALSE(d.observe(overflow_step(3, 0.05)));  // a dip below: the streak restarts
+    EXPECT_FALSE(d.observe(overflow_step(4, 0.2)));
+    EXPECT_FALSE(d.observe(overflow_step(5, NAN)));   // not measured: neither grows nor breaks
+    EXPECT_FALSE(d.observe(finite_step(6)));          // the same (overflow_rate defaults to NaN)
+    EXPECT_FALSE(d.observe(overflow_step(7, 0.15)));  // 2 of 3
+    const std::optional<verdict> v = d.observe(overflow_step(8, 0.11));
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->mode, failure_mode::overflow);
+    EXPECT_EQ(v->evidence_step, 4);
+    EXPECT_EQ(v->decided_step, 8);
+    EXPECT_NE(v->evidence.find("above 10.0%"), std::string::npos) << v->evidence;
+    EXPECT_NE(v->evidence.find("3 consecutive measurements from step 4 (20.0% then, 11.0% now)"), std::string::npos)
+        << v->evidence;
+}
+
+TEST(FailureDetector, ARateAtTheThresholdIsNotAbove) {
+    failure_detector d(failure_config{}, false, 500);
+    EXPECT_FALSE(d.observe(overflow_step(1, 0.5)));
+    EXPECT_FALSE(d.observe(overflow_step(2, 0.5)));
+    EXPECT_FALSE(d.observe(overflow_step(3, 0.1)));  // equal to failure.overflow: breaks the streak
+    EXPECT_FALSE(d.observe(overflow_step(4, 0.5)));
+    EXPECT_FALSE(d.observe(overflow_step(5, 0.5)));
+    const std::optional<verdict> v = d.observe(overflow_step(6, 0.5));
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->evidence_step, 4);
+}
+
+TEST(FailureDetector, PatienceOneDecidesAtTheFirstStepAbove) {
+    failure_config c;
+    c.patience = 1;
+    failure_detector d(c, false, 500);
+    EXPECT_FALSE(d.observe(overflow_step(1, 0.05)));
+    const std::optional<verdict> v = d.observe(overflow_step(2, 0.5));
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->mode, failure_mode::overflow);
+    EXPECT_EQ(v->evidence_step, 2);
+    EXPECT_EQ(v->decided_step, 2);
+}
+
+TEST(FailureDetector, GradientVanishingAboveThresholdForPatienceSteps) {
+    failure_detector d(failure_config{}, false, 500);  // vanishing 0.7, patience 3
+    EXPECT_FALSE(d.observe(sparsity_step(10, 0.9)));
+    EXPECT_FALSE(d.observe(sparsity_step(11, 0.6)));  // below: resets
+    EXPECT_FALSE(d.observe(sparsity_step(12, 0.8)));
+    EXPECT_FALSE(d.observe(sparsity_step(13, NAN)));
+    EXPECT_FALSE(d.observe(sparsity_step(14, 0.75)));
+    const std::optional<verdict> v = d.observe(sparsity_step(15, 0.95));
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->mode, failure_mode::gradient_vanishing);
+    EXPECT_EQ(v->evidence_step, 12);
+    EXPECT_EQ(v->decided_step, 15);
+}
+
+TEST(FailureDetector, NonFiniteStepsDoNotBreakARateStreak) {
+    // With interventions the tolerated non-finite steps still carry rates.
+    failure_detector d(failure_config{}, true, 500);
+    EXPECT_FALSE(d.observe(overflow_step(1, 0.5)));
+    step_evidence e = nonfinite_step(2);
+    e.overflow_rate = 0.6;
+    EXPECT_FALSE(d.observe(e));
+    const std::optional<verdict> v = d.observe(overflow_step(3, 0.7));
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->mode, failure_mode::overflow);
+    EXPECT_EQ(v->evidence_step, 1);
+}
+
+// ---- bit_stall --------------------------------------------------------------------
+
+TEST(FailureDetector, BitStallWithMasterWeightsNeverCollapses) {
+    failure_detector d(failure_config{}, false, 100000);
+    // Every weight frozen and the loss flat, but the updates accumulate in FP32 master weights.
+    for (int64_t s = 50; s <= 1000; s += 50) EXPECT_FALSE(d.observe(stall_step(s, 1.0, 5.0, false))) << s;
+}
+
+TEST(FailureDetector, BitStallWhileTheLossImprovesNeverCollapses) {
+    failure_detector d(failure_config{}, false, 100000);  // min_progress 0.01
+    double loss = 10.0;
+    for (int64_t s = 50; s <= 1000; s += 50) {
+        EXPECT_FALSE(d.observe(stall_step(s, 0.9, loss, true))) << s;
+        loss *= 0.98;  // 2% better per interval: more than min_progress
+    }
+}
+
+TEST(FailureDetector, BitStallWithoutProgressForPatienceMeasurements) {
+    failure_detector d(failure_config{}, false, 100000);  // bit_stall 0.5, min_progress 0.01, patience 3
+    // The first measurement has no previous window: it counts as progress.
+    EXPECT_FALSE(d.observe(stall_step(50, 0.9, 5.0, true)));
+    // Steps between measurements (bit stall NaN) neither grow nor break the streak.
+    EXPECT_FALSE(d.observe(finite_step(51)));
+    // 4.99 is not below 5.0 * 0.99 = 4.95: no progress, stall 1 of 3.
+    EXPECT_FALSE(d.observe(stall_step(100, 0.9, 4.99, true)));
+    EXPECT_FALSE(d.observe(finite_step(101)));
+    EXPECT_FALSE(d.observe(stall_step(150, 0.8, 4.98, true)));  // 4.98 >= 4.99 * 0.99: 2 of 3
+    const std::optional<verdict> v = d.observe(stall_step(200, 0.7, 4.985, true));  // worse: 3 of 3
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->mode, failure_mode::bit_stall);
+    EXPECT_EQ(v->evidence_step, 100);
+    EXPECT_EQ(v->decided_step, 200);
+    EXPECT_NE(v->evidence.find("from step 100 (90.0% then, 70.0% now)"), std::string::npos) << v->evidence;
+}
+
+TEST(FailureDetector, TheFirstMeasurementCountsAsProgress) {
+    failure_detector d(failure_config{}, false, 100000);
+    // A flat loss from the start: the first measurement cannot count (no previous window),
+    // so the third stalled one is the fourth measurement, and the evidence starts at the second.
+    EXPECT_FALSE(d.observe(stall_step(50, 1.0, 5.0, true)));
+    EXPECT_FALSE(d.observe(stall_step(100, 1.0, 5.0, true)));
+    EXPECT_FALSE(d.observe(stall_step(150, 1.0, 5.0, true)));
+    const std::optional<verdict> v = d.observe(stall_step(200, 1.0, 5.0, true));
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->mode, failure_mode::bit_stall);
+    EXPECT_EQ(v->evidence_step, 100);
+    EXPECT_EQ(v->decided_step, 200);
+}
+
+TEST(FailureDetector, BitStallStreakBreaksOnProgressOrALowRate) {
+    failure_detector d(failure_config{}, false, 100000);
+    EXPECT_FALSE(d.observe(stall_step(50, 0.9, 5.0, true)));   // first: progress
+    EXPECT_FALSE(d.observe(stall_step(100, 0.9, 5.0, true)));  // stall 1
+    EXPECT_FALSE(d.observe(stall_step(150, 0.9, 5.0, true)));  // stall 2
+    EXPECT_FALSE(d.observe(stall_step(200, 0.9, 4.0, true)));  // 4.0 < 4.95: progress, resets
+    EXPECT_FALSE(d.observe(stall_step(250, 0.9, 4.0, true)));  // stall 1
+    EXPECT_FALSE(d.observe(stall_step(300, 0.5, 4.0, true)));  // rate not above 0.5: resets
+    EXPECT_FALSE(d.observe(stall_step(350, 0.9, 4.0, true)));  // stall 1
+    EXPECT_FALSE(d.observe(stall_step(400, 0.9, 4.0, false))); // master weights now: resets
+    EXPECT_FALSE(d.observe(stall_step(450, 0.9, 4.0, true)));  // stall 1
+    EXPECT_FALSE(d.observe(stall_step(500, 0.9, 4.0, true)));  // stall 2
+    const std::optional<verdict> v = d.observe(stall_step(550, 0.9, 4.0, true));
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->evidence_step, 450);
+}
+
+// ---- Priority --------------------------------------------------------------------
+
+TEST(FailureDetector, NanLossWinsOverACoincidingOverflow) {
+    failure_detector d(failure_config{}, false, 500);
+    EXPECT_FALSE(d.observe(overflow_step(1, 0.5)));
+    EXPECT_FALSE(d.observe(overflow_step(2, 0.5)));
+    step_evidence e = nonfinite_step(3);
+    e.overflow_rate = 0.5;  // overflow's third step too
+    const std::optional<verdict> v = d.observe(e);
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->mode, failure_mode::nan_loss);
+    EXPECT_EQ(v->evidence_step, 3);
+}
+
+TEST(FailureDetector, BitStallThenOverflowThenVanishing) {
+    failure_config c;
+    c.patience = 1;
+    {
+        failure_detector d(c, false, 500);
+        EXPECT_FALSE(d.observe(stall_step(50, 0.9, 5.0, true)));  // first measurement: progress
+        step_evidence e = stall_step(100, 0.9, 5.0, true);
+        e.overflow_rate = 0.5;
+        e.grad_sparsity = 0.9;
+        const std::optional<verdict> v = d.observe(e);
+        ASSERT_TRUE(v);
+        EXPECT_EQ(v->mode, failure_mode::bit_stall);
+    }
+    {
+        failure_detector d(c, false, 500);
+        step_evidence e = overflow_step(1, 0.5);
+        e.grad_sparsity = 0.9;
+        const std::optional<verdict> v = d.observe(e);
+        ASSERT_TRUE(v);
+        EXPECT_EQ(v->mode, failure_mode::overflow);
+    }
+    {
+        failure_detector d(c, false, 500);
+        step_evidence e = nonfinite_step(1);
+        e.overflow_rate = 0.5;
+        e.grad_sparsity = 0.9;
+        const std::optional<verdict> v = d.observe(e);
+        ASSERT_TRUE(v);
+        EXPECT_EQ(v->mode, failure_mode::nan_loss);
+    }
+}
+
+// ---- stopped_early ---------------------------------------------------------------
+
+TEST(FailureDetector, StoppedEarlyBeforeTheEarlyStopFractionElseUnknown) {
+    failure_detector d(failure_config{}, false, 500);  // early_stop 0.1: before step 50
+    const verdict early = d.stopped_early(49, "out of memory");
+    EXPECT_EQ(early.mode, failure_mode::early_stop);
+    EXPECT_EQ(early.evidence_step, 49);
+    EXPECT_EQ(early.decided_step, 49);
+    EXPECT_NE(early.evidence.find("stopped at step 49 of 500"), std::string::npos) << early.evidence;
+    EXPECT_NE(early.evidence.find("out of memory"), std::string::npos) << early.evidence;
+    EXPECT_NE(early.evidence.find("before 10.0%"), std::string::npos) << early.evidence;
+
+    EXPECT_EQ(d.stopped_early(50, "x").mode, failure_mode::unknown);  // at the fraction: not before it
+    const verdict late = d.stopped_early(400, "disk full");
+    EXPECT_EQ(late.mode, failure_mode::unknown);
+    EXPECT_EQ(late.evidence_step, 400);
+    EXPECT_NE(late.evidence.find("disk full"), std::string::npos) << late.evidence;
+    EXPECT_EQ(late.evidence.find("before"), std::string::npos) << late.evidence;
+
+    failure_config c;
+    c.early_stop = 0.5;
+    EXPECT_EQ(failure_detector(c, false, 500).stopped_early(249, "x").mode, failure_mode::early_stop);
+    EXPECT_EQ(failure_detector(c, false, 500).stopped_early(250, "x").mode, failure_mode::unknown);
+    c.early_stop = 0.0;
+    EXPECT_EQ(failure_detector(c, false, 500).stopped_early(0, "x").mode, failure_mode::unknown);
+}
+
+// ---- The failure report ------------------------------------------------------------
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// An E7M0 run with its weights stored in the format, stalled.
+failure_context bit_stall_context() {
+    failure_context x;
+    x.config = host::config::parse_config(
+        "[quantization]\nweight_format = \"e7m0\"\nshadow_weights = false\n", "runs/e7m0_stall.toml");
+    x.collapse.mode = failure_mode::bit_stall;
+    x.collapse.evidence_step = 150;
+    x.collapse.decided_step = 250;
+    x.collapse.evidence = "weight bit-stall rate (loss not improving) above 50.0%";
+    x.checkpoint = "checkpoints/step_250.pt";
+    x.learning_rate = 6e-4;
+    x.median_abs_weight = 0.02;
+    tensor_state qkv{"blocks.0.attn.qkv.weight", "weight", "e7m0", 0, 0.0, 0.0, 0.6};
+    tensor_state fc{"blocks.0.mlp.fc.weight", "weight", "e7m0", 0, 0.0, 0.0, 1.0};
+    tensor_state head{"lm_head.weight", "weight", "e7m0", 0, 0.0, 0.0, 0.2};
+    tensor_state act{"blocks.0.mlp.fc.activation", "activation", "e5m2", 2, 0.0, 0.0, NAN};
+    x.tensors = {qkv, fc, head, act};
+    trend_row a;
+    a.step = 240;
+    a.loss = 5.5;
+    a.grad_norm = 1.25;
+    a.grad_sparsity = 0.1;
+    a.overflow_rate = 0.0;
+    trend_row b;
+    b.step = 250;
+    b.loss = 5.49;
+    b.grad_norm = 1.1;
+    b.grad_sparsity = 0.12;
+    b.overflow_rate = 0.0;
+    b.bit_stall_rate = 0.8;
+    x.trend = {a, b};
+    x.diagnostics = {{200, "stiffness.stiffness_mean", 0.5},
+                     {250, "stiffness.stiffness_mean", 0.75},
+                     {250, "grid_alignment.alignment_mean", 0.9}};
+    x.events = {"step 120: mantissa_shift moved blocks.0.mlp.fc.weight e7m0 > e5m2"};
+    return x;
+}
+
+TEST(FailureReport, BitStallWithWeightsInTheirFormat) {
+    const failure_context x = bit_stall_context();
+    const std::string md = failure_report_markdown(x);
+    SCOPED_TRACE(md);
+    EXPECT_EQ(md.rfind("# Failure report: e7m0_stall\n", 0), 0u);
+    EXPECT_TRUE(has(md, "| failure mode | **bit_stall** |\n"));
+    EXPECT_TRUE(has(md, "| collapse step (first evidence) | 150 |\n"));
+    EXPECT_TRUE(has(md, "| decided at step | 250 of 500 |\n"));
+    EXPECT_TRUE(has(md, "| evidence | weight bit-stall rate (loss not improving) above 50.0% |\n"));
+    EXPECT_TRUE(has(md, "| checkpoint | `checkpoints/step_250.pt` |\n"));
+    EXPECT_TRUE(has(md, "| learning rate | 0.0006 |\n"));
+
+    // Gradients, from the last trend row.
+    EXPECT_TRUE(has(md, "Gradient sparsity (parameter-gradient elements with |g| <= 1e-08) at step 250: 12.0%; "
+                        "gradient norm 1.1.\n"));
+
+    // The weight that kept every value (rate 1.0) is named; the table is by rate, highest first.
+    EXPECT_TRUE(has(md, "1 of 3 weight tensors kept every quantized value since the previous measurement: "
+                        "`blocks.0.mlp.fc.weight`\n"));
+    const size_t fc = md.find("| blocks.0.mlp.fc.weight | e7m0 | 100.0% |\n");
+    const size_t qkv = md.find("| blocks.0.attn.qkv.weight | e7m0 | 60.0% |\n");
+    const size_t head = md.find("| lm_head.weight | e7m0 | 20.0% |\n");
+    ASSERT_NE(fc, std::string::npos);
+    ASSERT_NE(qkv, std::string::npos);
+    ASSERT_NE(head, std::string::npos);
+    EXPECT_LT(fc, qkv);
+    EXPECT_LT(qkv, head);
+    EXPECT_FALSE(has(md, "| blocks.0.mlp.fc.activation |"));  // weights only
+
+    // The trend, oldest first, "-" where not measured.
+    const size_t r240 = md.find("| 240 | 5.5 | 1.25 | 10.0% | 0.0% | - |\n");
+    const size_t r250 = md.find("| 250 | 5.49 | 1.1 | 12.0% | 0.0% | 80.0% |\n");
+    ASSERT_NE(r240, std::string::npos);
+    ASSERT_NE(r250, std::string::npos);
+    EXPECT_LT(r240, r250);
+
+    // Diagnostics: one column per step, one row per value (by name), "-" where not measured.
+    EXPECT_TRUE(has(md, "| value | step 200 | step 250 |\n|---|---|---|\n"));
+    EXPECT_TRUE(has(md, "| grid_alignment.alignment_mean | - | 0.9 |\n"));
+    EXPECT_TRUE(has(md, "| stiffness.stiffness_mean | 0.5 | 0.75 |\n"));
+
+    EXPECT_TRUE(has(md, "## Interventions\n\n- step 120: mantissa_shift moved blocks.0.mlp.fc.weight e7m0 > e5m2\n"));
+
+    // Recommendations. median |w| = 0.02: floor(log2 0.02) = -6 (2^-6 = 0.015625 <= 0.02 < 0.03125);
+    // M = 0: neighbours 2^-6 apart, half gap 0.5 * 2^-6 = 0.0078125, "%.4g" -> 0.007812.
+    EXPECT_TRUE(has(md, "- Set `quantization.shadow_weights = true`"));
+    EXPECT_TRUE(has(md, "At the median weight |w| = 0.02 the format's half gap is 0.007812, against a learning rate "
+                        "of 0.0006"));
+    EXPECT_TRUE(has(md, "- Or store with `quantization.forward_rounding = \"stochastic\"`"));
+    // Most stalled: above failure.bit_stall (0.5) only, highest first.
+    EXPECT_TRUE(has(md, "- Most stalled: blocks.0.mlp.fc.weight (e7m0, 100.0%), blocks.0.attn.qkv.weight (e7m0, "
+                        "60.0%); their format has 0 mantissa bit(s)"));
+    EXPECT_TRUE(has(md, "- Enable `mantissa_shift`"));
+    EXPECT_FALSE(has(md, "None follow"));
+
+    // The resolved config, as to_toml writes it.
+    EXPECT_TRUE(has(md, "## Config (resolved)\n\n```toml\n" + host::config::to_toml(x.config) + "```\n"));
+    EXPECT_TRUE(has(md, "shadow_weights = false\n"));
+}
+
+TEST(FailureReport, BitStallHalfGapFollowsTheMantissaBits) {
+    failure_context x = bit_stall_context();
+    // E3M4 weights at median |w| = 0.3: floor(log2 0.3) = -2, half gap 0.5 * 2^(-2-4) = 2^-7 = 0.0078125.
+    x.median_abs_weight = 0.3;
+    for (tensor_state& t : x.tensors)
+        if (t.role == "weight") t.format = "e3m4", t.mantissa_bits = 4;
+    const std::string md = failure_report_markdown(x);
+    EXPECT_TRUE(has(md, "At the median weight |w| = 0.3 the format's half gap is 0.007812,")) << md;
+    EXPECT_TRUE(has(md, "their format has 4 mantissa bit(s)")) << md;
+    // 1.0: floor(log2 1) = 0, M = 4: 0.5 * 2^-4 = 0.03125.
+    x.median_abs_weight = 1.0;
+    EXPECT_TRUE(has(failure_report_markdown(x), "|w| = 1 the format's half gap is 0.03125,"));
+}
+
+TEST(FailureReport, BitStallWithMasterWeightsOrTheInterventionOnSaysLess) {
+    failure_context x = bit_stall_context();
+    x.config.quantization.shadow_weights = true;
+    x.config.stability.interventions = {"mantissa_shift"};
+    const std::string md = failure_report_markdown(x);
+    EXPECT_FALSE(has(md, "shadow_weights = true`")) << md;
+    EXPECT_FALSE(has(md, "half gap")) << md;
+    EXPECT_FALSE(has(md, "Or store with")) << md;
+    EXPECT_FALSE(has(md, "Enable `mantissa_shift`")) << md;
+    EXPECT_TRUE(has(md, "- Most stalled: blocks.0.mlp.fc.weight")) << md;
+}
+
+TEST(FailureReport, NanLossWithNonFiniteOverflowRecommendsSaturate) {
+    failure_context x;
+    x.config = host::config::parse_config(
+        "[quantization]\noverflow = \"nonfinite\"\n[stability]\ninterventions = [\"mantissa_shift\"]\n", "e4m3_nan.toml");
+    x.collapse.mode = failure_mode::nan_loss;
+    x.collapse.evidence_step = 31;
+    x.collapse.decided_step = 41;
+    x.collapse.evidence = "loss or gradient not finite from step 31";
+    x.learning_rate = 6e-4;
+    x.tensors = {{"blocks.1.mlp.proj.grad", "gradient", "e4m3", 3, 0.25, 0.0, NAN},
+                 {"blocks.1.attn.qkv.weight", "weight", "e4m3", 3, 0.0, 0.0, NAN},
+                 {"blocks.1.mlp.fc.act", "activation", "e4m3", 3, 0.5, 0.0, NAN}};
+    x.nonfinite_gradients = {"a.weight", "b.weight", "c.weight", "d.weight", "e.weight"};
+    trend_row r1, r2, r3, r4;
+    r1.step = 38, r1.loss = 3.0;
+    r2.step = 39, r2.loss = 4.0;
+    r3.step = 40, r3.loss = 5.0;
+    r4.step = 41, r4.loss = NAN;
+    x.trend = {r1, r2, r3, r4};
+    const std::string md = failure_report_markdown(x);
+    SCOPED_TRACE(md);
+    EXPECT_TRUE(has(md, "| failure mode | **nan_loss** |\n"));
+    EXPECT_TRUE(has(md, "| collapse step (first evidence) | 31 |\n"));
+    EXPECT_TRUE(has(md, "| checkpoint | `none` |\n"));
+    // The worst overflow first.
+    EXPECT_TRUE(has(md, "- Set `quantization.overflow = \"saturate\"`: with `nonfinite`, values past the format's max "
+                        "became Inf, and blocks.1.mlp.fc.act (e4m3, 50.0%), blocks.1.mlp.proj.grad (e4m3, 25.0%) "
+                        "overflowed at the collapse."));
+    EXPECT_FALSE(has(md, "Give the overflowing tensors more range"));
+    EXPECT_TRUE(has(md, "Parameters with non-finite gradients at the collapse: `a.weight` `b.weight` `c.weight` "
+                        "`d.weight` `e.weight`\n"));
+    EXPECT_TRUE(has(md, "- The first non-finite gradients were in a.weight, b.weight, c.weight, d.weight and 1 more:"));
+    // Lowest finite loss 3, last finite 5 > 1.5 * 3.
+    EXPECT_TRUE(has(md, "- The loss rose from 3 to 5 before it stopped being finite: lower `training.learning_rate` "
+                        "(now 0.0006) or `training.grad_clip` (now 1)"));
+    EXPECT_TRUE(has(md, "| 41 | - | - | - | - | - |\n"));
+    EXPECT_TRUE(has(md, "Bit stall had not been measured yet (it is measured every "
+                        "`quantization.diagnostic_interval` = 50 steps).\n"));
+    EXPECT_FALSE(has(md, "Enable `mantissa_shift`"));  // it is enabled
+    EXPECT_FALSE(has(md, "None follow"));
+}
+
+TEST(FailureReport, NanLossWithSaturateRecommendsRangeAndNoOverflowNoSaturate) {
+    failure_context x;
+    x.config = host::config::parse_config("", "e4m3_nan.toml");  // overflow = "saturate"
+    x.collapse.mode = failure_mode::nan_loss;
+    x.tensors = {{"blocks.1.mlp.proj.grad", "gradient", "e4m3", 3, 0.25, 0.0, NAN}};
+    std::string md = failure_report_markdown(x);
+    EXPECT_FALSE(has(md, "quantization.overflow = \"saturate\"`:")) << md;
+    EXPECT_TRUE(has(md, "- Give the overflowing tensors more range (a format with more exponent bits for them, or "
+                        "`quantization.margin` > 0): blocks.1.mlp.proj.grad (e4m3, 25.0%) overflowed at the collapse."))
+        << md;
+    EXPECT_TRUE(has(md, "- Enable `mantissa_shift`")) << md;
+
+    // With nonfinite but nothing overflowing there is no evidence for saturate.
+    x.config.quantization.overflow = "nonfinite";
+    x.tensors[0].overflow_rate = 0.0;
+    md = failure_report_markdown(x);
+    EXPECT_FALSE(has(md, "saturate")) << md;
+    EXPECT_FALSE(has(md, "more range")) << md;
+}
+
+TEST(FailureReport, NothingToRecommendSaysNoneFollow) {
+    failure_context x;
+    x.config = host::config::parse_config("", "fine.toml");
+    x.collapse = failure_detector(x.config.failure, false, 500).stopped_early(12, "out of memory");
+    const std::string md = failure_report_markdown(x);
+    EXPECT_TRUE(has(md, "| failure mode | **early_stop** |\n")) << md;
+    EXPECT_TRUE(has(md, "## Recommendations\n\nNone follow from the evidence recorded here.\n")) << md;
+    EXPECT_TRUE(has(md, "| learning rate | - |\n")) << md;
+    EXPECT_FALSE(has(md, "## Diagnostics")) << md;
+    EXPECT_FALSE(has(md, "## Interventions")) << md;
+
+    // An overflow collapse with no tensor over and partition_clip on: nothing follows either.
+    x.config.stability.interventions = {"partition_clip"};
+    x.collapse.mode = failure_mode::overflow;
+    x.tensors = {{"blocks.0.mlp.fc.weight", "weight", "e5m2", 2, 0.0, 0.0, NAN}};
+    EXPECT_TRUE(has(failure_report_markdown(x), "None follow from the evidence recorded here.\n"));
+}
+
+TEST(FailureReport, OverflowAndVanishingRecommendations) {
+    failure_context x;
+    x.config = host::config::parse_config("[quantization]\nmargin = 2\n", "ovf.toml");
+    x.collapse.mode = failure_mode::overflow;
+    x.tensors = {{"blocks.0.mlp.fc.act", "activation", "e4m3", 3, 0.3, 0.0, NAN}};
+    std::string md = failure_report_markdown(x);
+    EXPECT_TRUE(has(md, "- Overflowing: blocks.0.mlp.fc.act (e4m3, 30.0%). Raise `quantization.margin` (now 2)")) << md;
+    EXPECT_TRUE(has(md, "- Enable `partition_clip`")) << md;
+
+    x.collapse.mode = failure_mode::gradient_vanishing;
+    x.config.quantization.scaling = "none";
+    x.tensors = {{"blocks.0.mlp.fc.grad", "gradient", "e4m3", 3, 0.0, 0.8, NAN},
+                 {"blocks.0.mlp.proj.grad", "gradient", "e4m3", 3, 0.0, 0.4, NAN}};  // not above 50%
+    md = failure_report_markdown(x);
+    EXPECT_TRUE(has(md, "- Gradients flushed to zero in blocks.0.mlp.fc.grad (e4m3, 80.0%): give them more range "
+                        "(`quantization.gradient_format = \"e5m2\"`) and per-tensor scaling"))
+        << md;
+    EXPECT_FALSE(has(md, "blocks.0.mlp.proj.grad (")) << md;
+    x.tensors.pop_back();
+    x.tensors[0].underflow_rate = 0.1;
+    EXPECT_TRUE(has(failure_report_markdown(x), "- No gradient tensor underflowed much"));
+}
+
+}  // namespace
+}  // namespace altgrad::test
