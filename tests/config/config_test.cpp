@@ -722,17 +722,22 @@ TEST(ConfigPlugins, DefaultListsAreWrittenToo) {
 TEST(ConfigPlugins, AParameterNameThatIsNoBareKeyRoundTrips) {
     const run_config c = parse_config(
         "[stability]\ninterventions = [\"mantissa_shift\"]\n[stability.params.mantissa_shift]\n"
-        "\"with space\" = 1\n\"a.b\" = \"x\"\n",
-        kFile);
-    EXPECT_EQ(c.stability.params.at("mantissa_shift").at("with space"), "1");
-    EXPECT_EQ(c.stability.params.at("mantissa_shift").at("a.b"), "x");
+        "\"with space\" = 1\n\"a.b\" = \"x\"\n\"\" = true\n\"qu\\\"ote\" = 2\n",
+        kFile, {"stability.params.mantissa_shift.x.y=3"});  // --set: the key is everything after the name
+    const auto& p = c.stability.params.at("mantissa_shift");
+    EXPECT_EQ(p.at("with space"), "1");
+    EXPECT_EQ(p.at("a.b"), "x");
+    EXPECT_EQ(p.at(""), "true");
+    EXPECT_EQ(p.at("qu\"ote"), "2");
+    EXPECT_EQ(p.at("x.y"), "3");
     const std::string text = to_toml(c);
-    std::string e;
     try {
         EXPECT_TRUE(parse_config(text, "x.toml") == c) << text;
     } catch (const std::exception& ex) {
         ADD_FAILURE() << ex.what() << "\n" << text;
     }
+    EXPECT_NE(text.find("\"a.b\" = \"x\"\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("\"x.y\" = 3\n"), std::string::npos) << text;
 }
 
 TEST(ConfigPlugins, ParamsForAPluginNotInTheList) {
@@ -921,7 +926,11 @@ TEST(ConfigPluginOverrides, FailureKeys) {
                   ": --set failure.patience=0: key 'failure.patience': expected an integer 1..1000000, got 0");
     expect_error(error_of("", {"failure.bit_stall=2"}), "failure.bit_stall", "expected a number in [0, 1], got 2");
     expect_error(error_of("", {"failure.patince=2"}), "failure.patince", "did you mean 'failure.patience'?");
-    expect_error(error_of("", {"failure=1"}), "failure", "is a table");
+    expect_error(error_of("", {"failure=1"}), "failure", "is a table; set one of its keys, e.g. --set failure.bit_stall=...");
+    expect_error(error_of("", {"stability=1"}), "stability", "e.g. --set stability.interventions=...");
+    expect_error(error_of("", {"stability.params=1"}), "stability.params",
+                 "is a table; set one of its keys, e.g. --set stability.params.NAME.KEY=...");
+    expect_error(error_of("", {"diagnostics.params=1"}), "diagnostics.params", "e.g. --set diagnostics.params.NAME.KEY=...");
 }
 
 // ---- configs/ ------------------------------------------------------------------

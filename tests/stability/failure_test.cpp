@@ -481,10 +481,10 @@ TEST(FailureReport, NanLossWithNonFiniteOverflowRecommendsSaturate) {
                  {"blocks.1.mlp.fc.act", "activation", "e4m3", 3, 0.5, 0.0, NAN}};
     x.nonfinite_gradients = {"a.weight", "b.weight", "c.weight", "d.weight", "e.weight"};
     trend_row r1, r2, r3, r4;
-    r1.step = 38, r1.loss = 3.0;
-    r2.step = 39, r2.loss = 4.0;
-    r3.step = 40, r3.loss = 5.0;
-    r4.step = 41, r4.loss = NAN;
+    r1.step = 38, r1.loss = 3.0, r1.grad_norm = 0.5;
+    r2.step = 39, r2.loss = 4.0, r2.grad_norm = 2.0;
+    r3.step = 40, r3.loss = 5.0, r3.grad_norm = 8.0;
+    r4.step = 41, r4.loss = NAN, r4.grad_norm = INFINITY;
     x.trend = {r1, r2, r3, r4};
     const std::string md = failure_report_markdown(x);
     SCOPED_TRACE(md);
@@ -502,7 +502,10 @@ TEST(FailureReport, NanLossWithNonFiniteOverflowRecommendsSaturate) {
     // Lowest finite loss 3, last finite 5 > 1.5 * 3.
     EXPECT_TRUE(has(md, "- The loss rose from 3 to 5 before it stopped being finite: lower `training.learning_rate` "
                         "(now 0.0006) or `training.grad_clip` (now 1)"));
-    EXPECT_TRUE(has(md, "| 41 | - | - | - | - | - |\n"));
+    // A non-finite loss or norm is said, not hidden; rates not measured are "-".
+    EXPECT_TRUE(has(md, "| 40 | 5 | 8 | - | - | - |\n"));
+    EXPECT_TRUE(has(md, "| 41 | nan | inf | - | - | - |\n"));
+    EXPECT_TRUE(has(md, "at step 41: -; gradient norm inf.\n"));
     EXPECT_TRUE(has(md, "Bit stall had not been measured yet (it is measured every "
                         "`quantization.diagnostic_interval` = 50 steps).\n"));
     EXPECT_FALSE(has(md, "Enable `mantissa_shift`"));  // it is enabled

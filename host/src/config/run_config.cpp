@@ -82,6 +82,16 @@ std::string quote(const std::string& s) {
     return out + "\"";
 }
 
+// A key as TOML text: bare when it may be (A-Za-z0-9_-), else quoted, so a
+// parameter named "a.b" or "with space" is one key again when read back.
+std::string key_text(const std::string& k) {
+    bool bare = !k.empty();
+    for (unsigned char ch : k)
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-'))
+            bare = false;
+    return bare ? k : quote(k);
+}
+
 // What a node holds, for "got ..." in errors (long strings shortened).
 std::string describe(const toml::node& n) {
     if (const auto* s = n.as_string()) {
@@ -542,8 +552,10 @@ private:
     static std::string first_key_of(const std::string& section_name) {
         std::string first;
         run_config c;
-        for (const plugin_list& l : plugin_lists(c))
+        for (const plugin_list& l : plugin_lists(c)) {
             if (section_name == l.section) first = l.list;
+            if (section_name == l.params_key()) first = "NAME.KEY";
+        }
         for_each_section([&](const auto& s) {
             if (section_name == s.name && !s.fields.empty()) first = s.fields.front().key;
         });
@@ -844,7 +856,7 @@ std::string to_toml(const run_config& c) {
                 o << "]\n";
                 for (const auto& [name, values] : *l.params) {
                     o << "\n[" << l.params_key() << "." << name << "]\n";
-                    for (const auto& [param, text] : values) o << param << " = " << param_toml(text) << "\n";
+                    for (const auto& [param, text] : values) o << key_text(param) << " = " << param_toml(text) << "\n";
                 }
             }
         }
