@@ -17,6 +17,10 @@ std::string quant_site::name() const {
     }
 }
 
+const char* quant_site::role_name() const {
+    return role == ALTGRAD_TENSOR_WEIGHT ? "weight" : role == ALTGRAD_TENSOR_ACTIVATION ? "activation" : "gradient";
+}
+
 size_t quant_plan::add_linear(const std::string& layer) {
     const size_t first = sites.size();
     for (altgrad_tensor_role role : {ALTGRAD_TENSOR_WEIGHT, ALTGRAD_TENSOR_ACTIVATION, ALTGRAD_TENSOR_OUTPUT_GRADIENT}) {
@@ -43,12 +47,14 @@ uint64_t mix(uint64_t x) {
 
 namespace {
 
+// The stochastic-rounding seed of one tensor's quantization: a hash of (run seed, step, stream).
+uint64_t seed_of(const quant_plan& plan, uint64_t stream) { return mix(plan.seed ^ mix(plan.step ^ mix(stream))); }
+
 // q(in*s)/s into out through the format plugin, chunked over LibTorch's
 // threads; chunks carry their offset, so results do not depend on the thread
-// count. The stochastic-rounding seed is a hash of (seed, step, stream).
+// count.
 quantize_counts quantize_chunked(const format_handle& format, const float* in, float* out, int64_t n,
-                                 quantize_options o, const quant_plan& plan, uint64_t stream) {
-    o.seed = mix(plan.seed ^ mix(plan.step ^ mix(stream)));
+                                 const quantize_options& o) {
     std::atomic<uint64_t> overflow{0}, underflow{0};
     at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {
         quantize_options chunk = o;
@@ -89,8 +95,9 @@ torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quan
     }
     const float scale = site.scaling.scale_for(amax);
     torch::Tensor out = torch::empty_like(x);
-    const quantize_counts c = quantize_chunked(*site.format, x.data_ptr<float>(), out.data_ptr<float>(), n,
-                                               options_of(site, scale), plan, stream);
+    quantize_options o = options_of(site, scale);
+    o.seed = seed_of(plan, stream);
+    const quantize_counts c = quantize_chunked(*site.format, x.data_ptr<float>(), out.data_ptr<float>(), n, o);
     site.scaling.record(amax);
     site.amax = amax;
     site.scale = scale;
@@ -105,13 +112,9 @@ torch::Tensor quantize_nearest(const torch::Tensor& t, const quant_site& site) {
     torch::Tensor out = torch::empty_like(x);
     if (!site.format) return out.copy_(x);
     check_cpu_float(x, site);
-    quantize_options o;
+    quantize_options o;  // nearest-even, saturating: no seed needed
     o.scale = site.scale;
-    const float* in = x.data_ptr<float>();
-    float* dst = out.data_ptr<float>();
-    at::parallel_for(0, x.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
-        site.format->quantize(in + begin, dst + begin, static_cast<size_t>(end - begin), o);
-    });
+    quantize_chunked(*site.format, x.data_ptr<float>(), out.data_ptr<float>(), x.numel(), o);
     return out;
 }
 
@@ -120,7 +123,9 @@ void store_in_format(torch::Tensor& w, const quant_site& site, const quant_plan&
     check_cpu_float(w, site);
     if (!w.is_contiguous()) throw error("store " + site.name() + ": the parameter is not contiguous");
     float* data = w.data_ptr<float>();
-    quantize_chunked(*site.format, data, data, w.numel(), options_of(site, site.scale), plan, stream);
+    quantize_options o = options_of(site, site.scale);
+    o.seed = seed_of(plan, stream);
+    quantize_chunked(*site.format, data, data, w.numel(), o);
 }
 
 namespace {

@@ -180,8 +180,7 @@ std::string quant_stats_line(int64_t step, const quant_site& s) {
     std::ostringstream o;
     const bool weight = s.role == ALTGRAD_TENSOR_WEIGHT;
     o << "{\"step\": " << step << ", \"tensor\": " << json::quote(s.name()) << ", \"role\": "
-      << json::quote(s.role == ALTGRAD_TENSOR_WEIGHT ? "weight" : s.role == ALTGRAD_TENSOR_ACTIVATION ? "activation"
-                                                                                                      : "gradient")
+      << json::quote(s.role_name())
       << ", \"format\": " << json::quote(s.format ? s.format->name() : "fp32") << ", \"scale\": "
       << json::number(s.scale) << ", \"amax\": " << json::number(s.amax) << ", \"overflow\": " << s.overflow_count
       << ", \"underflow\": " << s.underflow_count << ", \"count\": " << s.count;
@@ -392,9 +391,12 @@ void clip_gradients(const std::vector<torch::Tensor>& params, double max_norm, d
 
 // What summary.json and the failure report need of the run's history.
 struct run_history {
-    std::vector<format_switch> switches;
-    std::vector<int64_t> switch_steps;
-    std::vector<std::string> switch_plugins;
+    struct switch_record {
+        int64_t step;
+        std::string plugin;
+        format_switch what;
+    };
+    std::vector<switch_record> switches;
     std::map<std::string, std::map<std::string, int64_t>> interventions;  // plugin -> action kind -> count
     std::vector<std::string> events;                                        // one line each, for the report
     std::deque<stability::trend_row> trend;                                 // the last steps
@@ -434,7 +436,7 @@ stability::failure_context failure_context_of(const config::run_config& c, const
     for (const quant_site& s : plan.sites) {
         stability::tensor_state t;
         t.name = s.name();
-        t.role = s.role == ALTGRAD_TENSOR_WEIGHT ? "weight" : s.role == ALTGRAD_TENSOR_ACTIVATION ? "activation" : "gradient";
+        t.role = s.role_name();
         t.format = format_name_of(s);
         if (s.format && s.format->info().family != ALTGRAD_FAMILY_CODEBOOK)
             t.mantissa_bits = static_cast<int>(s.format->info().mantissa_bits);
@@ -467,9 +469,10 @@ void write_summary(const fs::path& run_dir, const config::run_config& c, const r
       << ", \"activation\": " << json::quote(c.quantization.activation_format)
       << ", \"gradient\": " << json::quote(c.quantization.gradient_format) << "}, \"switches\": [";
     for (size_t i = 0; i < h.switches.size(); ++i)
-        o << (i ? ", " : "") << "{\"step\": " << h.switch_steps[i] << ", \"tensor\": " << json::quote(h.switches[i].tensor)
-          << ", \"from\": " << json::quote(h.switches[i].from) << ", \"to\": " << json::quote(h.switches[i].to)
-          << ", \"plugin\": " << json::quote(h.switch_plugins[i]) << "}";
+        o << (i ? ", " : "") << "{\"step\": " << h.switches[i].step << ", \"tensor\": "
+          << json::quote(h.switches[i].what.tensor) << ", \"from\": " << json::quote(h.switches[i].what.from)
+          << ", \"to\": " << json::quote(h.switches[i].what.to) << ", \"plugin\": " << json::quote(h.switches[i].plugin)
+          << "}";
     o << "], \"interventions\": {";
     bool first = true;
     for (const auto& [plugin, kinds] : h.interventions) {
@@ -734,9 +737,7 @@ run_summary run_training(const run_request& req, std::ostream& log) {
                     metrics.write(event_line(step, "switch_format", a.plugin, a.what.reason,
                                              ", \"tensor\": " + json::quote(sw.tensor) + ", \"from\": " +
                                                  json::quote(sw.from) + ", \"to\": " + json::quote(sw.to)));
-                    history.switches.push_back(sw);
-                    history.switch_steps.push_back(step);
-                    history.switch_plugins.push_back(a.plugin);
+                    history.switches.push_back({step, a.plugin, sw});
                     history.events.push_back("step " + std::to_string(step) + ": " + a.plugin + " switched " + sw.tensor +
                                              " from " + sw.from + " to " + sw.to + ": " + a.what.reason);
                     if (!req.live_progress)

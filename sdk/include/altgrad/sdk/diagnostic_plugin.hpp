@@ -132,6 +132,12 @@ inline altgrad_error empty_error() {
     e.struct_size = sizeof e;
     return e;
 }
+// A format call's status: OK passes, anything else becomes plugin_error with
+// the format's name and message.
+inline void check_format_call(const altgrad_format_ref& f, const char* call, altgrad_status s, const altgrad_error& e) {
+    if (s != ALTGRAD_STATUS_OK)
+        throw plugin_error(s, "format '" + format_name(f) + "': " + call + " failed: " + e.message);
+}
 }  // namespace detail
 
 // The format's info, through its vtable.
@@ -141,8 +147,7 @@ inline altgrad_format_info format_info_of(const altgrad_format_ref& f) {
     info.struct_size = sizeof info;
     altgrad_error e = detail::empty_error();
     const altgrad_status s = f.vtable->get_info(f.instance, &info, &e);
-    if (s != ALTGRAD_STATUS_OK)
-        throw plugin_error(s, "format '" + detail::format_name(f) + "': get_info failed: " + e.message);
+    detail::check_format_call(f, "get_info", s, e);
     return info;
 }
 
@@ -162,8 +167,7 @@ inline quantize_result quantize_with(const altgrad_format_ref& f, const float* i
     a.memory = ALTGRAD_MEMORY_HOST;
     altgrad_error e = detail::empty_error();
     const altgrad_status s = f.vtable->quantize(f.instance, &a, &e);
-    if (s != ALTGRAD_STATUS_OK)
-        throw plugin_error(s, "format '" + detail::format_name(f) + "': quantize failed: " + e.message);
+    detail::check_format_call(f, "quantize", s, e);
     return {a.overflow_count, a.underflow_count};
 }
 
@@ -186,8 +190,7 @@ inline quantize_result encode_with(const altgrad_format_ref& f, const float* in,
     a.memory = ALTGRAD_MEMORY_HOST;
     altgrad_error e = detail::empty_error();
     const altgrad_status s = f.vtable->encode(f.instance, &a, &e);
-    if (s != ALTGRAD_STATUS_OK)
-        throw plugin_error(s, "format '" + detail::format_name(f) + "': encode failed: " + e.message);
+    detail::check_format_call(f, "encode", s, e);
     return {a.overflow_count, a.underflow_count};
 }
 
@@ -203,8 +206,7 @@ inline void decode_with(const altgrad_format_ref& f, const void* codes, float* o
     a.memory = ALTGRAD_MEMORY_HOST;
     altgrad_error e = detail::empty_error();
     const altgrad_status s = f.vtable->decode(f.instance, &a, &e);
-    if (s != ALTGRAD_STATUS_OK)
-        throw plugin_error(s, "format '" + detail::format_name(f) + "': decode failed: " + e.message);
+    detail::check_format_call(f, "decode", s, e);
 }
 
 // Code i of an encode/decode buffer whose codes are code_bytes (1, 2 or 4)
