@@ -17,8 +17,17 @@
 // Extra flag (besides Google Benchmark's): --altgrad_plugin_dir=DIR, the
 // folder holding <name>/libaltgrad_<name>.so (default: the build's, or the
 // ALTGRAD_PLUGIN_DIR environment variable). Ratios to copy: benchmarks/ratios.py.
+//
+// Built with ALTGRAD_CUDA, the program also times the plugins on GPU buffers:
+//   cuda_quantize/<format>/<mode>/<size>   size: 16MiB 256MiB
+//   cuda_copy/device/<size>                cudaMemcpyAsync, device to device
+// on the default stream with device_counts set (asynchronous, as a trainer
+// would call it), each iteration timed by CUDA events (manual time).
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
+#ifdef ALTGRAD_BENCH_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include <altgrad/altgrad.h>
 
@@ -237,6 +246,118 @@ void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding r
     state.counters["overflow_frac"] = static_cast<double>(overflow) / static_cast<double>(d.count);
 }
 
+#ifdef ALTGRAD_BENCH_CUDA
+// ---- The same on the GPU ----------------------------------------------------
+
+const size_case kCudaSizes[] = {{"16MiB", size_t{16} << 20}, {"256MiB", size_t{256} << 20}};
+
+// Per size: device input, output and counts, and CUDA events for timing.
+struct device_data {
+    size_t count = 0;
+    float* input = nullptr;
+    float* output = nullptr;
+    uint64_t* counts = nullptr;
+    cudaEvent_t start{}, stop{};
+};
+
+bool cuda_ok(benchmark::State& state, cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return true;
+    state.SkipWithError((std::string(what) + ": " + cudaGetErrorString(e)).c_str());
+    return false;
+}
+
+device_data* device_data_for(benchmark::State& state, size_t bytes) {
+    static std::map<size_t, device_data> cache;
+    device_data& d = cache[bytes];
+    if (d.count != 0) return &d;
+    if (!cuda_ok(state, cudaMalloc(&d.input, bytes), "cudaMalloc") ||
+        !cuda_ok(state, cudaMalloc(&d.output, bytes), "cudaMalloc") ||
+        !cuda_ok(state, cudaMalloc(&d.counts, 2 * sizeof(uint64_t)), "cudaMalloc") ||
+        !cuda_ok(state, cudaEventCreate(&d.start), "cudaEventCreate") ||
+        !cuda_ok(state, cudaEventCreate(&d.stop), "cudaEventCreate"))
+        return nullptr;
+    d.count = bytes / sizeof(float);
+    return &d;
+}
+
+// Time `call` per iteration with events on the default stream.
+template <class Call>
+void time_on_device(benchmark::State& state, device_data& d, Call&& call) {
+    for (auto _ : state) {
+        cudaEventRecord(d.start);
+        if (!call()) return;
+        cudaEventRecord(d.stop);
+        if (!cuda_ok(state, cudaEventSynchronize(d.stop), "cudaEventSynchronize")) return;
+        float ms = 0;
+        cudaEventElapsedTime(&ms, d.start, d.stop);
+        state.SetIterationTime(ms / 1e3);
+    }
+    set_throughput(state, d.count);
+}
+
+void bm_cuda_copy(benchmark::State& state, size_t bytes) {
+    device_data* d = device_data_for(state, bytes);
+    if (d == nullptr) return;
+    time_on_device(state, *d, [&] {
+        return cuda_ok(state, cudaMemcpyAsync(d->output, d->input, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpyAsync");
+    });
+}
+
+void bm_cuda_quantize(benchmark::State& state, std::string format, altgrad_rounding rounding, size_t bytes) {
+    plugin& p = plugin_for(format);
+    if (!p.error.empty() || (p.info.memory_kinds & (1u << ALTGRAD_MEMORY_CUDA)) == 0) {
+        state.SkipWithError(p.error.empty() ? "the plugin has no CUDA implementation" : p.error.c_str());
+        return;
+    }
+    device_data* d = device_data_for(state, bytes);
+    if (d == nullptr) return;
+    // The CPU benchmark's input for this format, uploaded.
+    size_data& h = data_for(bytes);
+    const float factor = static_cast<float>(p.info.max_finite / 2.0 / h.amax);
+    for (size_t i = 0; i < h.count; ++i) h.input[i] = h.normal[i] * factor;
+    if (!cuda_ok(state, cudaMemcpy(d->input, h.input.get(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy")) return;
+
+    altgrad_quantize_args args{};
+    args.struct_size = sizeof args;
+    args.input = d->input;
+    args.output = d->output;
+    args.count = d->count;
+    args.scale = 1.0f;
+    args.rounding = rounding;
+    args.overflow = ALTGRAD_OVERFLOW_SATURATE;
+    args.seed = kRoundingSeed;
+    args.memory = ALTGRAD_MEMORY_CUDA;
+    args.device_counts = d->counts;
+    altgrad_error err{};
+    err.struct_size = sizeof err;
+    time_on_device(state, *d, [&] {
+        if (p.vtable->quantize(p.instance, &args, &err) == ALTGRAD_STATUS_OK) return true;
+        state.SkipWithError(err.message);
+        return false;
+    });
+}
+
+void register_cuda_benchmarks() {
+    for (const size_case& sz : kCudaSizes) {
+        const size_t bytes = sz.bytes;
+        benchmark::RegisterBenchmark((std::string("cuda_copy/device/") + sz.name).c_str(),
+                                     [bytes](benchmark::State& s) { bm_cuda_copy(s, bytes); })
+            ->Unit(benchmark::kMicrosecond)
+            ->UseManualTime();
+        for (const char* format : kFormats)
+            for (const mode& m : kModes) {
+                const std::string name = std::string("cuda_quantize/") + format + "/" + m.name + "/" + sz.name;
+                const std::string f = format;
+                const altgrad_rounding r = m.rounding;
+                benchmark::RegisterBenchmark(name.c_str(),
+                                             [f, r, bytes](benchmark::State& s) { bm_cuda_quantize(s, f, r, bytes); })
+                    ->Unit(benchmark::kMicrosecond)
+                    ->UseManualTime();
+            }
+    }
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -277,6 +398,9 @@ int main(int argc, char** argv) {
                     ->UseRealTime();
             }
     }
+#ifdef ALTGRAD_BENCH_CUDA
+    register_cuda_benchmarks();
+#endif
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
     return 0;

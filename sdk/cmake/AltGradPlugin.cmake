@@ -1,13 +1,20 @@
 # altgrad_add_plugin(NAME <name> SOURCES <src>... MANIFEST <manifest.toml>
-#                    [OUTPUT_DIR <dir>] [INSTALL_DIR <dir>])
+#                    [OUTPUT_DIR <dir>] [INSTALL_DIR <dir>] [CUDA])
 #
 # Builds lib altgrad_<name>.so into <OUTPUT_DIR>/<name>/ beside a copy of the
 # manifest, ready for `altgrad-host --plugins <OUTPUT_DIR>`. Only the entry
 # symbol is exported (a version script), and undefined symbols fail the link
 # rather than the load. With INSTALL_DIR, `cmake --install` puts the pair in
 # <INSTALL_DIR>/<name>/.
+#
+# CUDA: for a format plugin whose class has kernel() (see format_plugin.hpp),
+# compile SOURCES with nvcc so that it also takes CUDA device buffers. Takes
+# effect only where the project has enabled the CUDA language
+# (enable_language(CUDA)); elsewhere the plugin is built for the host alone.
+# The CUDA runtime is linked statically (CMake's default), so the library
+# needs only the NVIDIA driver at run time, and none on a machine without GPU.
 function(altgrad_add_plugin)
-  cmake_parse_arguments(ARG "" "NAME;MANIFEST;OUTPUT_DIR;INSTALL_DIR" "SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "CUDA" "NAME;MANIFEST;OUTPUT_DIR;INSTALL_DIR" "SOURCES" ${ARGN})
   if(NOT ARG_NAME OR NOT ARG_SOURCES OR NOT ARG_MANIFEST)
     message(FATAL_ERROR "altgrad_add_plugin: NAME, SOURCES and MANIFEST are required")
   endif()
@@ -19,6 +26,10 @@ function(altgrad_add_plugin)
     endif()
   endif()
   set(target "altgrad_plugin_${ARG_NAME}")
+  get_property(languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if(ARG_CUDA AND "CUDA" IN_LIST languages)
+    set_source_files_properties(${ARG_SOURCES} PROPERTIES LANGUAGE CUDA)
+  endif()
   add_library(${target} MODULE ${ARG_SOURCES})
   target_link_libraries(${target} PRIVATE AltGrad::sdk)
   set_target_properties(${target} PROPERTIES
@@ -26,6 +37,7 @@ function(altgrad_add_plugin)
     PREFIX "lib"
     LIBRARY_OUTPUT_DIRECTORY "${ARG_OUTPUT_DIR}/${ARG_NAME}"
     CXX_VISIBILITY_PRESET hidden
+    CUDA_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON)
   # Export the entry symbol and nothing else, not even the std:: template
   # instances that default visibility would leak.

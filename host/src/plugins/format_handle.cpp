@@ -101,7 +101,8 @@ Args conversion_args(const float* in, size_t n, const quantize_options& o) {
     a.overflow = o.overflow;
     a.seed = o.seed;
     a.offset = o.offset;
-    a.memory = ALTGRAD_MEMORY_HOST;
+    a.memory = o.memory;
+    a.device_index = o.device_index;
     return a;
 }
 }  // namespace

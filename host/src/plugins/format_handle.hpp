@@ -24,6 +24,11 @@ struct quantize_options {
     float scale = 1.0f;
     uint64_t seed = 0;
     uint64_t offset = 0;
+    // Where the buffers live. CUDA work goes on the device's default stream
+    // (cuda_stream NULL), which is LibTorch's current stream: the host never
+    // sets another, so plugin kernels and LibTorch's stay in order.
+    altgrad_memory_kind memory = ALTGRAD_MEMORY_HOST;
+    int32_t device_index = 0;
 };
 
 struct quantize_counts {
@@ -46,6 +51,8 @@ public:
     const altgrad_format_info& info() const { return info_; }
     const loaded_plugin& plugin() const { return *plugin_; }
     altgrad_format_ref ref() const;
+    // Whether the plugin takes buffers of this kind (info().memory_kinds).
+    bool accepts(altgrad_memory_kind memory) const { return (info_.memory_kinds & (1u << memory)) != 0; }
 
     quantize_counts quantize(const float* in, float* out, size_t n, const quantize_options& o) const;
     quantize_counts encode(const float* in, void* codes, size_t n, const quantize_options& o) const;

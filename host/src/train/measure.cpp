@@ -83,7 +83,8 @@ struct view_set {
 
     void add(const std::string& name, altgrad_tensor_role role, const torch::Tensor& t, const torch::Tensor& previous,
              const format_handle& format, float scale) {
-        const torch::Tensor data = t.detach().contiguous();
+        // Diagnostic plugins read host memory: a GPU run's tensors are copied here.
+        const torch::Tensor data = t.detach().to(torch::kCPU).contiguous();
         keep.push_back(data);
         names.push_back(name);
         altgrad_tensor_view v{};
@@ -91,7 +92,7 @@ struct view_set {
         v.role = role;
         v.data = data.data_ptr<float>();
         if (previous.defined()) {
-            keep.push_back(previous.contiguous());
+            keep.push_back(previous.to(torch::kCPU).contiguous());
             v.previous = keep.back().data_ptr<float>();
         }
         v.count = static_cast<size_t>(data.numel());

@@ -50,16 +50,25 @@ namespace {
 // The stochastic-rounding seed of one tensor's quantization: a hash of (run seed, step, stream).
 uint64_t seed_of(const quant_plan& plan, uint64_t stream) { return mix(plan.seed ^ mix(plan.step ^ mix(stream))); }
 
-// q(in*s)/s into out through the format plugin, chunked over LibTorch's
-// threads; chunks carry their offset, so results do not depend on the thread
-// count.
-quantize_counts quantize_chunked(const format_handle& format, const float* in, float* out, int64_t n,
-                                 const quantize_options& o) {
+// q(in*s)/s of a float32 tensor into out (same size and device) through the
+// format plugin. CPU: chunked over LibTorch's threads; chunks carry their
+// offset, so results do not depend on the thread count. CUDA: one call on the
+// device's default stream, whose counts make it wait for the result.
+quantize_counts quantize_tensor(const format_handle& format, const torch::Tensor& in, torch::Tensor& out,
+                                quantize_options o) {
+    const float* src = in.data_ptr<float>();
+    float* dst = out.data_ptr<float>();
+    const int64_t n = in.numel();
+    if (in.device().is_cuda()) {
+        o.memory = ALTGRAD_MEMORY_CUDA;
+        o.device_index = in.device().index();
+        return format.quantize(src, dst, static_cast<size_t>(n), o);
+    }
     std::atomic<uint64_t> overflow{0}, underflow{0};
     at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {
         quantize_options chunk = o;
         chunk.offset = static_cast<uint64_t>(begin);
-        const quantize_counts c = format.quantize(in + begin, out + begin, static_cast<size_t>(end - begin), chunk);
+        const quantize_counts c = format.quantize(src + begin, dst + begin, static_cast<size_t>(end - begin), chunk);
         overflow += c.overflow;
         underflow += c.underflow;
     });
@@ -74,9 +83,15 @@ quantize_options options_of(const quant_site& site, float scale) {
     return o;
 }
 
-void check_cpu_float(const torch::Tensor& x, const quant_site& site) {
-    if (x.scalar_type() != torch::kFloat32 || !x.device().is_cpu())
-        throw error("quantize " + site.name() + ": only float32 CPU tensors are supported");
+// A tensor the site's format plugin can take: float32, on the CPU, or on a
+// GPU when the plugin has a CUDA implementation.
+void check_quantizable(const torch::Tensor& x, const quant_site& site) {
+    if (x.scalar_type() != torch::kFloat32) throw error("quantize " + site.name() + ": only float32 tensors are supported");
+    if (x.device().is_cuda() && !site.format->accepts(ALTGRAD_MEMORY_CUDA))
+        throw error("quantize " + site.name() + ": format plugin '" + site.format->name() +
+                    "' has no CUDA implementation (build it with ALTGRAD_CUDA=ON, or train on cpu)");
+    if (!x.device().is_cpu() && !x.device().is_cuda())
+        throw error("quantize " + site.name() + ": tensors on " + x.device().str() + " are not supported");
 }
 
 }  // namespace
@@ -85,7 +100,7 @@ torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quan
     if (plan.capture && site.role != ALTGRAD_TENSOR_WEIGHT) site.captured = t.detach();
     if (!site.format) return t;
     const torch::Tensor x = t.contiguous();
-    check_cpu_float(x, site);
+    check_quantizable(x, site);
     const int64_t n = x.numel();
     double amax = 0.0;
     if (n > 0) {  // one pass, no |x| temporary; NaN propagates as from abs().max()
@@ -97,7 +112,7 @@ torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quan
     torch::Tensor out = torch::empty_like(x);
     quantize_options o = options_of(site, scale);
     o.seed = seed_of(plan, stream);
-    const quantize_counts c = quantize_chunked(*site.format, x.data_ptr<float>(), out.data_ptr<float>(), n, o);
+    const quantize_counts c = quantize_tensor(*site.format, x, out, o);
     site.scaling.record(amax);
     site.amax = amax;
     site.scale = scale;
@@ -111,21 +126,20 @@ torch::Tensor quantize_nearest(const torch::Tensor& t, const quant_site& site) {
     const torch::Tensor x = t.contiguous();
     torch::Tensor out = torch::empty_like(x);
     if (!site.format) return out.copy_(x);
-    check_cpu_float(x, site);
+    check_quantizable(x, site);
     quantize_options o;  // nearest-even, saturating: no seed needed
     o.scale = site.scale;
-    quantize_chunked(*site.format, x.data_ptr<float>(), out.data_ptr<float>(), x.numel(), o);
+    quantize_tensor(*site.format, x, out, o);
     return out;
 }
 
 void store_in_format(torch::Tensor& w, const quant_site& site, const quant_plan& plan, uint64_t stream) {
     if (!site.format) return;
-    check_cpu_float(w, site);
+    check_quantizable(w, site);
     if (!w.is_contiguous()) throw error("store " + site.name() + ": the parameter is not contiguous");
-    float* data = w.data_ptr<float>();
     quantize_options o = options_of(site, site.scale);
     o.seed = seed_of(plan, stream);
-    quantize_chunked(*site.format, data, data, w.numel(), o);
+    quantize_tensor(*site.format, w, w, o);  // in place
 }
 
 namespace {
@@ -167,8 +181,8 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
 torch::Tensor quantized_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                                quant_plan& plan, size_t first_site) {
     // Autograd functions take defined tensors only: no bias is an empty one.
-    static const torch::Tensor no_bias = torch::zeros({0});
-    return QuantizedLinearFunction::apply(x, w, b.defined() ? b : no_bias, &plan, static_cast<int64_t>(first_site));
+    const torch::Tensor bias = b.defined() ? b : torch::zeros({0}, w.options());
+    return QuantizedLinearFunction::apply(x, w, bias, &plan, static_cast<int64_t>(first_site));
 }
 
 // ---------------------------------------------------------------- modules
@@ -269,7 +283,7 @@ std::pair<torch::Tensor, torch::Tensor> GPTImpl::forward(const torch::Tensor& id
     if (T > config_.block_size)
         throw error("GPT: sequence of " + std::to_string(T) + " tokens exceeds block_size " +
                     std::to_string(config_.block_size));
-    const torch::Tensor pos = torch::arange(T, torch::TensorOptions().dtype(torch::kLong));
+    const torch::Tensor pos = torch::arange(T, idx.options().dtype(torch::kLong));
     torch::Tensor x = drop->forward(tok_emb->forward(idx) + pos_emb->forward(pos));
     for (const auto& block : *blocks) x = block->as<Block>()->forward(x);
     x = ln_f->forward(x);

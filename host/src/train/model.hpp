@@ -64,7 +64,8 @@ struct quant_plan {
 };
 
 // q(t*s)/s through the site's format plugin (identity when it has none),
-// updating the site's scaling state and statistics. CPU float32 tensors.
+// updating the site's scaling state and statistics. Float32 tensors on the
+// CPU, or on a GPU when the site's format plugin has a CUDA implementation.
 torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t stream);
 
 // w = q(w*s)/s in place, with the site's format, rounding and last scale,

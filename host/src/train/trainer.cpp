@@ -129,6 +129,23 @@ void assign_formats(quant_plan& plan, const config::run_config& c, format_librar
 
 std::string format_name_of(const quant_site& s) { return s.format ? s.format->name() : "fp32"; }
 
+// Where training runs: the CPU, or the first CUDA GPU when the config asks
+// for one, LibTorch can reach one, and every format plugin in use takes
+// device buffers (a format an intervention switches to later is checked when
+// it is first used).
+torch::Device training_device(const config::run_config& c, const quant_plan& plan) {
+    if (c.training.device != "cuda") return torch::kCPU;
+    const std::string key = c.source.string() + ": key 'training.device': \"cuda\"";
+    if (!torch::cuda::is_available())
+        throw error(key + " needs a LibTorch built with CUDA and a visible GPU, and this process has no usable one "
+                    "(torch::cuda::is_available() is false; use \"cpu\")");
+    for (const quant_site& s : plan.sites)
+        if (s.format && !s.format->accepts(ALTGRAD_MEMORY_CUDA))
+            throw error(key + ": format plugin '" + s.format->name() + "' (" + s.name() +
+                        ") has no CUDA implementation (build the plugins with ALTGRAD_CUDA=ON, or use \"cpu\")");
+    return torch::Device(torch::kCUDA, 0);
+}
+
 // A format switch asked by an intervention: every site whose name matches
 // `pattern` and is in another format moves to `to`, with fresh scaling (the
 // old amax history says nothing about the new range).
@@ -327,8 +344,9 @@ double evaluate(trainer_state& t, const data::dataset& d, const config::run_conf
         data::fill_batch(d, data::split::val, static_cast<uint64_t>(c.training.seed), static_cast<uint64_t>(i), B, T,
                          x.data(), y.data());
         const auto opts = torch::TensorOptions().dtype(torch::kLong);
-        const torch::Tensor xt = torch::from_blob(x.data(), {B, T}, opts);
-        const torch::Tensor yt = torch::from_blob(y.data(), {B, T}, opts);
+        const torch::Device device = t.model->parameters().front().device();
+        const torch::Tensor xt = torch::from_blob(x.data(), {B, T}, opts).to(device);
+        const torch::Tensor yt = torch::from_blob(y.data(), {B, T}, opts).to(device);
         total += t.model->forward(xt, yt).second.item<double>();
     }
     t.model->train();
@@ -520,9 +538,6 @@ run_summary run_training(const run_request& req, std::ostream& log) {
         }
     }
     const config::training_config& tc = c.training;
-    if (tc.device == "cuda")
-        throw error(c.source.string() + ": key 'training.device': \"cuda\" needs a LibTorch built with CUDA and format "
-                    "plugins with a CUDA implementation; this build has neither (use \"cpu\")");
     const int threads = tc.threads > 0 ? static_cast<int>(tc.threads)
                                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     at::set_num_threads(threads);
@@ -555,6 +570,8 @@ run_summary run_training(const run_request& req, std::ostream& log) {
     g.swiglu = c.model.activation == "swiglu";
     t.model = GPT(g, t.plan);
     assign_formats(t.plan, c, formats);
+    const torch::Device device = training_device(c, t.plan);
+    t.model->to(device);  // before the optimizer is made: it holds the parameters
 
     std::vector<torch::Tensor> decay, no_decay;
     for (auto& p : t.model->named_parameters()) (p.value().dim() >= 2 ? decay : no_decay).push_back(p.value());
@@ -637,8 +654,8 @@ run_summary run_training(const run_request& req, std::ostream& log) {
                              T, xb.data(), yb.data());
             t.plan.step = static_cast<uint64_t>(step);
             t.plan.capture = !diagnostics.empty() && is_diagnostic_step(step + 1, c);
-            const torch::Tensor x = torch::from_blob(xb.data(), {B, T}, long_opts);
-            const torch::Tensor y = torch::from_blob(yb.data(), {B, T}, long_opts);
+            const torch::Tensor x = torch::from_blob(xb.data(), {B, T}, long_opts).to(device);
+            const torch::Tensor y = torch::from_blob(yb.data(), {B, T}, long_opts).to(device);
 
             // ---- forward and backward: quantizes weights, activations, then output gradients
             t.optimizer->zero_grad();

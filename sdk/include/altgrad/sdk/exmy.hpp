@@ -14,6 +14,12 @@
 // shifted right by d = 23 - M bits (more in the subnormal range), the dropped
 // bits become the fraction handed to round_away (rounding.hpp), and the result
 // is rebuilt from the kept bits, so nothing depends on the FPU rounding mode.
+//
+// The element arithmetic lives in exmy_kernel: a trivially copyable value
+// holding the constants derived from the spec, whose functions run on the host
+// and, in a plugin compiled by nvcc, on the GPU (ALTGRAD_SDK_HD), so both
+// sides compute the same bits. exmy_format validates the spec, builds the
+// kernel, and adds what only the host needs (info, a decode table).
 #pragma once
 
 #include <cfloat>
@@ -50,79 +56,15 @@ struct exmy_spec {
     exmy_specials specials;
 };
 
-class exmy_format {
+class exmy_format;
+
+// The per-element arithmetic of one ExMy format (see above). Made only by
+// exmy_format; copied by value into CUDA kernels.
+class exmy_kernel {
 public:
-    explicit exmy_format(const exmy_spec& spec) : spec_(spec) {
-        const int E = spec.exponent_bits, M = spec.mantissa_bits;
-        if (E < 1 || E > 8) fail("exponent_bits must be 1..8, got " + std::to_string(E));
-        if (M < 0 || M > 23) fail("mantissa_bits must be 0..23, got " + std::to_string(M));
-        emin_f_ = 1 - spec.bias + 127;  // biased float32 exponent of the min normal
-        if (emin_f_ < 1)
-            fail("bias " + std::to_string(spec.bias) + " puts the smallest normal below float32's");
-        if (emin_f_ > 1 && emin_f_ - M < 1)
-            fail("subnormals of this format lie below float32's normal range");
-        mag_bits_ = static_cast<uint32_t>(E + M);
-        mag_mask_ = (1u << mag_bits_) - 1u;
-        switch (spec.specials) {
-            case exmy_specials::ieee: max_code_ = ((1u << E) - 1u) << M; max_code_ -= 1u; break;
-            case exmy_specials::finite_nan:
-            case exmy_specials::p3109: max_code_ = mag_mask_ - 1u; break;
-            case exmy_specials::finite: max_code_ = mag_mask_; break;
-        }
-        if (spec.specials == exmy_specials::ieee && M == 0)
-            fail("an IEEE-style format needs at least one mantissa bit for NaN");
-        const double max = code_value(max_code_);
-        if (!(max <= FLT_MAX)) fail("max finite exceeds float32's range");
-        max_bits_ = float_bits(static_cast<float>(max));
-        d_normal_ = static_cast<uint32_t>(23 - M);
-        sub_exponent_adjust_ = static_cast<uint32_t>(emin_f_ - 127 - M) << 23;
-        parity_adjust_ = static_cast<uint32_t>(spec.bias + 1) & 1u;
-        mantissa_bits_ = static_cast<uint32_t>(M);
-        const bool has_inf = spec.specials == exmy_specials::ieee || spec.specials == exmy_specials::p3109;
-        const bool has_nan = spec.specials != exmy_specials::finite;
-        nonfinite_bits_ = has_inf ? kInfBits : has_nan ? kQuietNanBits : max_bits_;
-        signed_zero_ = spec.specials != exmy_specials::p3109;
-        if (total_bits() <= 16) {
-            decode_table_.resize(size_t{1} << total_bits());
-            for (uint32_t c = 0; c < decode_table_.size(); ++c) decode_table_[c] = decode_slow(c);
-        }
-    }
-
-    uint32_t total_bits() const { return mag_bits_ + 1u; }
-
-    altgrad_format_info info() const {
-        altgrad_format_info i{};
-        i.struct_size = sizeof i;
-        i.family = ALTGRAD_FAMILY_FLOAT;
-        i.total_bits = total_bits();
-        i.code_bytes = total_bits() <= 8 ? 1u : total_bits() <= 16 ? 2u : 4u;
-        i.exponent_bits = static_cast<uint32_t>(spec_.exponent_bits);
-        i.mantissa_bits = mantissa_bits_;
-        i.bias = spec_.bias;
-        i.is_signed = 1;
-        i.zero = signed_zero_ ? ALTGRAD_ZERO_SIGNED : ALTGRAD_ZERO_UNSIGNED;
-        i.has_subnormals = mantissa_bits_ > 0 ? 1u : 0u;
-        i.has_inf = nonfinite_bits_ == kInfBits ? 1u : 0u;
-        switch (spec_.specials) {
-            case exmy_specials::ieee: i.nan_code_count = 2u * ((1u << mantissa_bits_) - 1u); break;
-            case exmy_specials::finite_nan: i.nan_code_count = 2; break;
-            case exmy_specials::p3109: i.nan_code_count = 1; break;
-            case exmy_specials::finite: i.nan_code_count = 0; break;
-        }
-        i.canonical_nan_code = nan_code();
-        i.max_finite = code_value(max_code_);
-        i.lowest_finite = -i.max_finite;
-        i.min_normal = code_value(1u << mantissa_bits_);
-        i.min_subnormal = mantissa_bits_ > 0 ? code_value(1u) : 0.0;
-        i.rounding_modes = (1u << ALTGRAD_ROUND_NEAREST_EVEN) | (1u << ALTGRAD_ROUND_STOCHASTIC) |
-                           (1u << ALTGRAD_ROUND_TOWARD_ZERO);
-        i.memory_kinds = 1u << ALTGRAD_MEMORY_HOST;
-        return i;
-    }
-
     // Fake-quantize one scaled float32 (given and returned as bits).
     template <altgrad_rounding R, altgrad_overflow O>
-    uint32_t quantize_bits(uint32_t bits, uint32_t random, element_counts& counts) const {
+    ALTGRAD_SDK_HD uint32_t quantize_bits(uint32_t bits, uint32_t random, element_counts& counts) const {
         const uint32_t sign = bits & kSignBit;
         const uint32_t a = bits ^ sign;
         const uint32_t mag = round_magnitude<R>(a, random);
@@ -170,42 +112,55 @@ public:
     // Encode one scaled float32 (as bits) into a code. NaN into a format
     // without NaN sets `unrepresentable`.
     template <altgrad_rounding R, altgrad_overflow O>
-    uint32_t encode_bits(uint32_t bits, uint32_t random, element_counts& counts,
-                         bool& unrepresentable) const {
+    ALTGRAD_SDK_HD uint32_t encode_bits(uint32_t bits, uint32_t random, element_counts& counts,
+                                        bool& unrepresentable) const {
         const uint32_t r = quantize_bits<R, O>(bits, random, counts);
         const uint32_t sign = (r & kSignBit) ? (1u << mag_bits_) : 0u;
         const uint32_t a = r & ~kSignBit;
         if (a > kInfBits) {
-            if (spec_.specials == exmy_specials::finite) unrepresentable = true;
+            if (specials_ == exmy_specials::finite) unrepresentable = true;
             return nan_code();
         }
         if (a == kInfBits) return sign | inf_magnitude_code();
         return sign | magnitude_code(a);
     }
 
-    // Decode one code; codes wider than total_bits must be rejected before.
-    float decode(uint32_t code) const {
-        return decode_table_.empty() ? decode_slow(code) : decode_table_[code];
+    // The value of one code; codes wider than total_bits must be rejected
+    // before. Exact: m * 2^k with m < 2^24 and the result inside float32's
+    // range (checked at construction).
+    ALTGRAD_SDK_HD float decode(uint32_t code) const {
+        const bool negative = (code >> mag_bits_) & 1u;
+        const uint32_t c = code & mag_mask_;
+        const uint32_t e = c >> mantissa_bits_, m = c & ((1u << mantissa_bits_) - 1u);
+        const float nan = bits_float(kQuietNanBits), inf = bits_float(kInfBits);
+        switch (specials_) {
+            case exmy_specials::ieee:
+                if (e == (1u << exponent_bits_) - 1u) return m != 0 ? nan : negative ? -inf : inf;
+                break;
+            case exmy_specials::finite_nan:
+                if (c == mag_mask_) return nan;
+                break;
+            case exmy_specials::p3109:
+                if (c == 0 && negative) return nan;
+                if (c == mag_mask_) return negative ? -inf : inf;
+                break;
+            case exmy_specials::finite: break;
+        }
+        const float v = e == 0 ? ldexpf(static_cast<float>(m), 1 - bias_ - static_cast<int>(mantissa_bits_))
+                               : ldexpf(static_cast<float>((1u << mantissa_bits_) + m),
+                                        static_cast<int>(e) - bias_ - static_cast<int>(mantissa_bits_));
+        return negative ? -v : v;
     }
+
+    ALTGRAD_SDK_HD uint32_t total_bits() const { return mag_bits_ + 1u; }
 
 private:
-    [[noreturn]] static void fail(const std::string& why) {
-        throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, "exmy: " + why);
-    }
-
-    // Value of a magnitude code, computed in double (exact for every format
-    // this class accepts).
-    double code_value(uint32_t c) const {
-        const int M = spec_.mantissa_bits;
-        const uint32_t e = c >> M, m = c & ((1u << M) - 1u);
-        if (e == 0) return std::ldexp(static_cast<double>(m), 1 - spec_.bias - M);
-        return std::ldexp(static_cast<double>((1u << M) + m), static_cast<int>(e) - spec_.bias - M);
-    }
+    friend class exmy_format;
 
     // Round a finite magnitude (float32 bits `a`, no sign) onto the grid.
     // Garbage for Inf/NaN inputs; the caller overrides those.
     template <altgrad_rounding R>
-    uint32_t round_magnitude(uint32_t a, uint32_t random) const {
+    ALTGRAD_SDK_HD uint32_t round_magnitude(uint32_t a, uint32_t random) const {
         const uint32_t E = a >> 23;
         const uint32_t eff = E | static_cast<uint32_t>(E == 0);  // float32 subnormals: exponent 1
         const uint32_t sig = (a & 0x7FFFFFu) | (static_cast<uint32_t>(E != 0) << 23);
@@ -268,10 +223,10 @@ private:
         return nonfinite_bits_;
     }
 
-    uint32_t nan_code() const {
-        switch (spec_.specials) {
+    ALTGRAD_SDK_HD uint32_t nan_code() const {
+        switch (specials_) {
             case exmy_specials::ieee:
-                return (((1u << spec_.exponent_bits) - 1u) << mantissa_bits_) | (1u << (mantissa_bits_ - 1u));
+                return (((1u << exponent_bits_) - 1u) << mantissa_bits_) | (1u << (mantissa_bits_ - 1u));
             case exmy_specials::finite_nan: return mag_mask_;
             case exmy_specials::p3109: return mag_mask_ + 1u;
             case exmy_specials::finite: return 0u;
@@ -279,13 +234,12 @@ private:
         return 0u;
     }
 
-    uint32_t inf_magnitude_code() const {
-        return spec_.specials == exmy_specials::ieee ? ((1u << spec_.exponent_bits) - 1u) << mantissa_bits_
-                                                     : mag_mask_;
+    ALTGRAD_SDK_HD uint32_t inf_magnitude_code() const {
+        return specials_ == exmy_specials::ieee ? ((1u << exponent_bits_) - 1u) << mantissa_bits_ : mag_mask_;
     }
 
     // Code of a finite float32 magnitude that is exactly on the grid.
-    uint32_t magnitude_code(uint32_t a) const {
+    ALTGRAD_SDK_HD uint32_t magnitude_code(uint32_t a) const {
         if (a == 0) return 0u;
         const uint32_t E = a >> 23;
         const uint32_t eff = E | static_cast<uint32_t>(E == 0);
@@ -297,36 +251,133 @@ private:
         return sig >> (d_normal_ + static_cast<uint32_t>(emin_f_ - static_cast<int32_t>(eff)));
     }
 
-    float decode_slow(uint32_t code) const {
-        const bool negative = (code >> mag_bits_) & 1u;
-        const uint32_t c = code & mag_mask_;
-        const float nan = bits_float(kQuietNanBits);
-        switch (spec_.specials) {
-            case exmy_specials::ieee:
-                if ((c >> mantissa_bits_) == (1u << spec_.exponent_bits) - 1u) {
-                    if ((c & ((1u << mantissa_bits_) - 1u)) != 0) return nan;
-                    return negative ? -INFINITY : INFINITY;
-                }
-                break;
+    exmy_specials specials_ = exmy_specials::ieee;
+    uint32_t exponent_bits_ = 0, mantissa_bits_ = 0;
+    int32_t bias_ = 0;
+    int32_t emin_f_ = 0;  // biased float32 exponent of the format's min normal
+    uint32_t mag_bits_ = 0, mag_mask_ = 0, max_bits_ = 0;
+    uint32_t d_normal_ = 0, sub_exponent_adjust_ = 0, parity_adjust_ = 0;
+    uint32_t nonfinite_bits_ = 0;
+    bool signed_zero_ = true;
+};
+
+class exmy_format {
+public:
+    explicit exmy_format(const exmy_spec& spec) : spec_(spec) {
+        const int E = spec.exponent_bits, M = spec.mantissa_bits;
+        if (E < 1 || E > 8) fail("exponent_bits must be 1..8, got " + std::to_string(E));
+        if (M < 0 || M > 23) fail("mantissa_bits must be 0..23, got " + std::to_string(M));
+        exmy_kernel& k = kernel_;
+        k.specials_ = spec.specials;
+        k.exponent_bits_ = static_cast<uint32_t>(E);
+        k.mantissa_bits_ = static_cast<uint32_t>(M);
+        k.bias_ = spec.bias;
+        k.emin_f_ = 1 - spec.bias + 127;
+        if (k.emin_f_ < 1)
+            fail("bias " + std::to_string(spec.bias) + " puts the smallest normal below float32's");
+        if (k.emin_f_ > 1 && k.emin_f_ - M < 1)
+            fail("subnormals of this format lie below float32's normal range");
+        k.mag_bits_ = static_cast<uint32_t>(E + M);
+        k.mag_mask_ = (1u << k.mag_bits_) - 1u;
+        switch (spec.specials) {
+            case exmy_specials::ieee: max_code_ = (((1u << E) - 1u) << M) - 1u; break;
             case exmy_specials::finite_nan:
-                if (c == mag_mask_) return nan;
-                break;
-            case exmy_specials::p3109:
-                if (c == 0 && negative) return nan;
-                if (c == mag_mask_) return negative ? -INFINITY : INFINITY;
-                break;
-            case exmy_specials::finite: break;
+            case exmy_specials::p3109: max_code_ = k.mag_mask_ - 1u; break;
+            case exmy_specials::finite: max_code_ = k.mag_mask_; break;
         }
-        const float v = static_cast<float>(code_value(c));
-        return negative ? -v : v;
+        if (spec.specials == exmy_specials::ieee && M == 0)
+            fail("an IEEE-style format needs at least one mantissa bit for NaN");
+        const double max = code_value(max_code_);
+        if (!(max <= FLT_MAX)) fail("max finite exceeds float32's range");
+        k.max_bits_ = float_bits(static_cast<float>(max));
+        k.d_normal_ = static_cast<uint32_t>(23 - M);
+        k.sub_exponent_adjust_ = static_cast<uint32_t>(k.emin_f_ - 127 - M) << 23;
+        k.parity_adjust_ = static_cast<uint32_t>(spec.bias + 1) & 1u;
+        const bool has_inf = spec.specials == exmy_specials::ieee || spec.specials == exmy_specials::p3109;
+        const bool has_nan = spec.specials != exmy_specials::finite;
+        k.nonfinite_bits_ = has_inf ? kInfBits : has_nan ? kQuietNanBits : k.max_bits_;
+        k.signed_zero_ = spec.specials != exmy_specials::p3109;
+        if (total_bits() <= 16) {
+            decode_table_.resize(size_t{1} << total_bits());
+            for (uint32_t c = 0; c < decode_table_.size(); ++c) decode_table_[c] = kernel_.decode(c);
+        }
+    }
+
+    uint32_t total_bits() const { return kernel_.total_bits(); }
+
+    // The element arithmetic, for the adapter's CUDA kernels.
+    const exmy_kernel& kernel() const { return kernel_; }
+
+    altgrad_format_info info() const {
+        const uint32_t M = kernel_.mantissa_bits_;
+        altgrad_format_info i{};
+        i.struct_size = sizeof i;
+        i.family = ALTGRAD_FAMILY_FLOAT;
+        i.total_bits = total_bits();
+        i.code_bytes = total_bits() <= 8 ? 1u : total_bits() <= 16 ? 2u : 4u;
+        i.exponent_bits = static_cast<uint32_t>(spec_.exponent_bits);
+        i.mantissa_bits = M;
+        i.bias = spec_.bias;
+        i.is_signed = 1;
+        i.zero = kernel_.signed_zero_ ? ALTGRAD_ZERO_SIGNED : ALTGRAD_ZERO_UNSIGNED;
+        i.has_subnormals = M > 0 ? 1u : 0u;
+        i.has_inf = kernel_.nonfinite_bits_ == kInfBits ? 1u : 0u;
+        switch (spec_.specials) {
+            case exmy_specials::ieee: i.nan_code_count = 2u * ((1u << M) - 1u); break;
+            case exmy_specials::finite_nan: i.nan_code_count = 2; break;
+            case exmy_specials::p3109: i.nan_code_count = 1; break;
+            case exmy_specials::finite: i.nan_code_count = 0; break;
+        }
+        i.canonical_nan_code = kernel_.nan_code();
+        i.max_finite = code_value(max_code_);
+        i.lowest_finite = -i.max_finite;
+        i.min_normal = code_value(1u << M);
+        i.min_subnormal = M > 0 ? code_value(1u) : 0.0;
+        i.rounding_modes = (1u << ALTGRAD_ROUND_NEAREST_EVEN) | (1u << ALTGRAD_ROUND_STOCHASTIC) |
+                           (1u << ALTGRAD_ROUND_TOWARD_ZERO);
+        i.memory_kinds = 1u << ALTGRAD_MEMORY_HOST;
+        return i;
+    }
+
+    template <altgrad_rounding R, altgrad_overflow O>
+    uint32_t quantize_bits(uint32_t bits, uint32_t random, element_counts& counts) const {
+        return kernel_.quantize_bits<R, O>(bits, random, counts);
+    }
+
+    template <altgrad_rounding R, altgrad_overflow O>
+    ALTGRAD_SDK_INLINE uint32_t quantize_bits_branchless(uint32_t bits, uint32_t random,
+                                                         element_counts& counts) const {
+        return kernel_.quantize_bits_branchless<R, O>(bits, random, counts);
+    }
+
+    template <altgrad_rounding R, altgrad_overflow O>
+    uint32_t encode_bits(uint32_t bits, uint32_t random, element_counts& counts, bool& unrepresentable) const {
+        return kernel_.encode_bits<R, O>(bits, random, counts, unrepresentable);
+    }
+
+    // Decode one code; codes wider than total_bits must be rejected before.
+    float decode(uint32_t code) const {
+        return decode_table_.empty() ? kernel_.decode(code) : decode_table_[code];
+    }
+
+private:
+    [[noreturn]] static void fail(const std::string& why) {
+        throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, "exmy: " + why);
+    }
+
+    // Value of a magnitude code, computed in double (exact for every format
+    // this class accepts, and finite where float32's range is exceeded, which
+    // is what the constructor checks with it).
+    double code_value(uint32_t c) const {
+        const int M = spec_.mantissa_bits;
+        const uint32_t e = c >> M, m = c & ((1u << M) - 1u);
+        if (e == 0) return std::ldexp(static_cast<double>(m), 1 - spec_.bias - M);
+        return std::ldexp(static_cast<double>((1u << M) + m), static_cast<int>(e) - spec_.bias - M);
     }
 
     exmy_spec spec_;
-    int32_t emin_f_ = 0;
-    uint32_t mag_bits_ = 0, mag_mask_ = 0, max_code_ = 0, max_bits_ = 0;
-    uint32_t d_normal_ = 0, sub_exponent_adjust_ = 0, parity_adjust_ = 0, mantissa_bits_ = 0;
-    uint32_t nonfinite_bits_ = 0;
-    bool signed_zero_ = true;
+    exmy_kernel kernel_;
+    uint32_t max_code_ = 0;
     std::vector<float> decode_table_;
 };
 

@@ -9,6 +9,9 @@
 // and stochastic rounding moves away from zero with the P3109 StochasticA rule; the sign is applied
 // after, then the range [-2^(B-1), 2^(B-1) - 1] decides overflow. Having no
 // Inf or NaN, the format saturates under both overflow modes.
+//
+// The class is trivially copyable and its element functions run on the host
+// and, in a plugin compiled by nvcc, on the GPU: it is its own kernel().
 #pragma once
 
 #include <cmath>
@@ -43,6 +46,9 @@ public:
     }
 
     uint32_t total_bits() const { return static_cast<uint32_t>(spec_.total_bits); }
+
+    // The element arithmetic, for the adapter's CUDA kernels.
+    const fixed_point_format& kernel() const { return *this; }
 
     altgrad_format_info info() const {
         altgrad_format_info i{};
@@ -80,7 +86,7 @@ public:
         return static_cast<uint32_t>(k) & ((1u << spec_.total_bits) - 1u);
     }
 
-    float decode(uint32_t code) const {
+    ALTGRAD_SDK_HD float decode(uint32_t code) const {
         int64_t k = code;
         if (k > kmax_) k -= int64_t{1} << spec_.total_bits;  // sign-extend
         return static_cast<float>(static_cast<double>(k) * step_);

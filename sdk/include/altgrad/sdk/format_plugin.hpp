@@ -23,6 +23,13 @@
 // (seed, offset + i), tallies overflow and underflow, writes codes of the right
 // width, and turns exceptions into status codes and messages. The loop is
 // compiled twice, for AVX2 and for baseline x86-64, and picked at run time.
+//
+// CUDA: when nvcc compiles the plugin (altgrad_add_plugin's CUDA keyword) and
+// the format class also provides
+//   const K& kernel() const;   // K trivially copyable, element functions ALTGRAD_SDK_HD
+// (exmy_format and fixed_point_format do), the adapter accepts
+// ALTGRAD_MEMORY_CUDA buffers too and runs K's element functions in the
+// kernels of cuda_kernels.cuh; info().memory_kinds says so.
 #pragma once
 
 #include <cmath>
@@ -152,7 +159,7 @@ __attribute__((always_inline)) inline void quantize_body(const F& f, const float
 
 // x86-64 gets an AVX2 build of the loop, picked at run time; other targets
 // (aarch64 and friends) compile the baseline loop only.
-#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define ALTGRAD_SDK_X86_DISPATCH 1
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
 __attribute__((target("avx2"))) void quantize_avx2(const F& f, const float* in, float* out, size_t n, float s,
@@ -231,6 +238,30 @@ void dispatch_modes(altgrad_rounding rounding, altgrad_overflow overflow, Fn&& f
     throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, why);
 }
 
+// Whether F offers its element arithmetic for the GPU (see the top).
+template <class F, class = void>
+struct has_device_kernel : std::false_type {};
+template <class F>
+struct has_device_kernel<F, std::void_t<decltype(std::declval<const F&>().kernel())>> : std::true_type {};
+
+// Whether this build of the adapter runs F on CUDA buffers.
+template <class F>
+constexpr bool runs_on_cuda() {
+#ifdef __CUDACC__
+    return has_device_kernel<F>::value;
+#else
+    return false;
+#endif
+}
+
+// The memory kind of a call must be one info.memory_kinds lists.
+inline void check_memory(const altgrad_format_info& info, altgrad_memory_kind memory) {
+    if (memory != ALTGRAD_MEMORY_HOST && memory != ALTGRAD_MEMORY_CUDA)
+        invalid("unknown memory kind " + std::to_string(static_cast<int>(memory)));
+    if ((info.memory_kinds & (1u << memory)) == 0)
+        throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, "this format plugin has no CUDA implementation");
+}
+
 // Checks common to quantize and encode.
 inline void check_conversion(const altgrad_format_info& info, const void* in, const void* out, size_t count,
                              float scale, altgrad_rounding rounding, altgrad_overflow overflow,
@@ -244,11 +275,7 @@ inline void check_conversion(const altgrad_format_info& info, const void* in, co
         invalid("unknown overflow mode " + std::to_string(static_cast<int>(overflow)));
     if ((info.rounding_modes & (1u << rounding)) == 0)
         throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, "this format does not implement that rounding mode");
-    if (memory != ALTGRAD_MEMORY_HOST) {
-        if (memory == ALTGRAD_MEMORY_CUDA)
-            throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, "this format plugin has no CUDA implementation");
-        invalid("unknown memory kind " + std::to_string(static_cast<int>(memory)));
-    }
+    check_memory(info, memory);
 }
 
 // Run body, turning exceptions into a status and a message.
@@ -274,6 +301,24 @@ altgrad_status guarded(altgrad_error* error, Body&& body) noexcept {
 
 }  // namespace detail
 
+// The CUDA side, defined in cuda_kernels.cuh, which only nvcc compiles; the
+// adapter calls these only where detail::runs_on_cuda<F>().
+namespace cuda {
+template <class K>
+void quantize(const K& kernel, altgrad_quantize_args& args);
+template <class K>
+void encode(const K& kernel, altgrad_encode_args& args, uint32_t code_bytes);
+template <class K>
+void decode(const K& kernel, altgrad_decode_args& args, uint32_t code_bytes, uint32_t total_bits);
+}  // namespace cuda
+}  // namespace altgrad::sdk
+
+#ifdef __CUDACC__
+#include <altgrad/sdk/cuda_kernels.cuh>
+#endif
+
+namespace altgrad::sdk {
+
 // The vtable for format class F made by Factory(const param_view&).
 template <class F, F (*Factory)(const param_view&)>
 struct format_adapter {
@@ -291,7 +336,8 @@ struct format_adapter {
         return detail::guarded(error, [&] {
             if (out == nullptr) detail::invalid("create: out is NULL");
             F format = Factory(param_view(params));
-            const altgrad_format_info info = format.info();
+            altgrad_format_info info = format.info();
+            if constexpr (detail::runs_on_cuda<F>()) info.memory_kinds |= 1u << ALTGRAD_MEMORY_CUDA;
             *out = reinterpret_cast<altgrad_format*>(new instance{std::move(format), info});
         });
     }
@@ -318,6 +364,10 @@ struct format_adapter {
             if (a->output != a->input && a->count > 0 && a->output < a->input + a->count &&
                 a->input < a->output + a->count)
                 detail::invalid("quantize: output overlaps input without being the same buffer");
+            if (a->memory == ALTGRAD_MEMORY_CUDA) {
+                if constexpr (detail::runs_on_cuda<F>()) cuda::quantize(s.format.kernel(), *a);
+                return;
+            }
             element_counts counts;
             detail::dispatch_modes(a->rounding, a->overflow, [&](auto r, auto o) {
                 constexpr altgrad_rounding R = decltype(r)::value;
@@ -337,6 +387,10 @@ struct format_adapter {
                 detail::invalid("encode: args is NULL or smaller than the v1 struct");
             detail::check_conversion(s.info, a->input, a->codes, a->count, a->scale, a->rounding, a->overflow,
                                      a->memory);
+            if (a->memory == ALTGRAD_MEMORY_CUDA) {
+                if constexpr (detail::runs_on_cuda<F>()) cuda::encode(s.format.kernel(), *a, s.info.code_bytes);
+                return;
+            }
             element_counts counts;
             size_t first_bad = SIZE_MAX;
             const uint32_t width = s.info.code_bytes;
@@ -375,10 +429,12 @@ struct format_adapter {
                 detail::invalid("decode: codes or output is NULL with count > 0");
             if (!(std::isfinite(a->scale) && a->scale > 0.0f))
                 detail::invalid("decode: scale must be finite and > 0");
-            if (a->memory == ALTGRAD_MEMORY_CUDA)
-                throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, "this format plugin has no CUDA implementation");
-            if (a->memory != ALTGRAD_MEMORY_HOST)
-                detail::invalid("decode: unknown memory kind " + std::to_string(static_cast<int>(a->memory)));
+            detail::check_memory(s.info, a->memory);
+            if (a->memory == ALTGRAD_MEMORY_CUDA) {
+                if constexpr (detail::runs_on_cuda<F>())
+                    cuda::decode(s.format.kernel(), *a, s.info.code_bytes, s.format.total_bits());
+                return;
+            }
             const uint32_t width = s.info.code_bytes;
             const uint64_t limit = uint64_t{1} << s.format.total_bits();
             for (size_t i = 0; i < a->count; ++i) {

@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <altgrad/sdk/rounding.hpp>
+
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #endif
@@ -23,7 +25,7 @@ struct philox_block {
 };
 
 // Philox4x32 with 10 rounds on counter (c0, c1, c2, c3) and key (k0, k1).
-inline philox_block philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
+ALTGRAD_SDK_HD inline philox_block philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
                                   uint32_t k0, uint32_t k1) {
     constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
     constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
@@ -42,7 +44,7 @@ inline philox_block philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_
 }
 
 // The 32 random bits of element `index` under `seed`.
-inline uint32_t random_bits(uint64_t seed, uint64_t index) {
+ALTGRAD_SDK_HD inline uint32_t random_bits(uint64_t seed, uint64_t index) {
     const uint64_t block = index >> 2;
     const philox_block r = philox4x32_10(static_cast<uint32_t>(block),
                                          static_cast<uint32_t>(block >> 32), 0u, 0u,

@@ -16,9 +16,21 @@
 
 #include <altgrad/abi/format.h>
 
+// A per-element helper runs on both sides: in the adapter's host loops and,
+// when the plugin is compiled by nvcc, in its CUDA kernels (cuda_kernels.cuh).
+// ALTGRAD_SDK_HD marks such a function for both; it is empty for a plain C++
+// compiler.
+#ifdef __CUDACC__
+#define ALTGRAD_SDK_HD __host__ __device__
+#else
+#define ALTGRAD_SDK_HD
+#endif
+
 // Force inlining of a per-element helper into the adapter's element loop, so
 // the loop is compiled (and vectorized) for the loop's target, AVX2 included.
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(__CUDACC__)
+#define ALTGRAD_SDK_INLINE __host__ __device__ __forceinline__
+#elif defined(__GNUC__) || defined(__clang__)
 #define ALTGRAD_SDK_INLINE __attribute__((always_inline)) inline
 #elif defined(_MSC_VER)
 #define ALTGRAD_SDK_INLINE __forceinline
@@ -29,15 +41,23 @@
 namespace altgrad::sdk {
 
 ALTGRAD_SDK_INLINE uint32_t float_bits(float x) {
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(x);
+#else
     uint32_t b;
     std::memcpy(&b, &x, sizeof b);
     return b;
+#endif
 }
 
 ALTGRAD_SDK_INLINE float bits_float(uint32_t b) {
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(b);
+#else
     float x;
     std::memcpy(&x, &b, sizeof x);
     return x;
+#endif
 }
 
 constexpr uint32_t kSignBit = 0x80000000u;

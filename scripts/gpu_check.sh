@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Run ON A GPU MACHINE (the device tool's), after scripts/gpu_prepare.sh here:
+#   run(command="scripts/gpu_check.sh [STEPS]", carry=[".device"])
+# It unpacks the carried .debs into a prefix of their own (not /), finds the
+# LibTorch 2.x (CUDA) inside the machine's PyTorch, builds AltGrad with
+# ALTGRAD_CUDA=ON into build-gpu/, and then, each step logged into $OUT (or
+# gpu-out/ when OUT is unset):
+#   test     the whole CTest suite, the CUDA tests (label cuda) included
+#   bench    the quantize benchmark on the CPU and on the GPU
+#   train    configs/e5m2_short.toml on the GPU, and the CPU for comparison
+# STEPS defaults to "test bench train".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+steps="${1:-test bench train}"
+out="${OUT:-$PWD/gpu-out}"
+mkdir -p "$out"
+prefix=/tmp/altgrad-deps
+log() { echo "gpu_check: $*" | tee -a "$out/summary.txt"; }
+
+# ---- dependencies
+mkdir -p "$prefix"
+for deb in .device/debs/*.deb; do dpkg -x "$deb" "$prefix"; done
+torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)') || { log "no PyTorch"; exit 1; }
+log "torch $(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)')"
+log "nvcc $(nvcc --version | tail -1)"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu /' | tee -a "$out/summary.txt"
+
+# ---- build
+cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DALTGRAD_CUDA=ON \
+  -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" -DBoost_ROOT="$prefix/usr" \
+  > "$out/configure.log" 2>&1 || { log "configure failed"; tail -30 "$out/configure.log"; exit 1; }
+cmake --build build-gpu -j "$(nproc)" > "$out/build.log" 2>&1 || {
+  log "build failed"; grep -m20 -B2 -A8 "error" "$out/build.log"; exit 1; }
+log "build ok"
+corpus="$prefix/usr/share/games/fortunes"
+# The tests and configs read the default corpus at its Debian path.
+[ -e /usr/share/games/fortunes ] || { mkdir -p /usr/share/games && ln -s "$corpus" /usr/share/games/fortunes; }
+
+for step in $steps; do
+  case "$step" in
+    test)
+      (cd build-gpu && ctest -j 8 --output-on-failure --timeout 600) > "$out/ctest.log" 2>&1
+      log "ctest exit $?: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -1)"
+      grep -E "^\s+[0-9]+ - " "$out/ctest.log" | head -40 | tee -a "$out/summary.txt" ;;
+    bench)
+      # GPU: every format and mode; CPU (one core): the same plugins built by nvcc, large arrays.
+      build-gpu/altgrad_quantize_bench --benchmark_filter='^cuda_|/64MiB' --benchmark_repetitions=3 \
+        --benchmark_report_aggregates_only=true > "$out/quantize_bench.txt" 2>&1
+      log "quantize bench exit $?"
+      grep -E "median" "$out/quantize_bench.txt" | grep -E "e5m2|copy" | tee -a "$out/summary.txt" ;;
+    train)
+      for device in cuda cpu; do
+        rm -rf "/tmp/run-$device"
+        build-gpu/altgrad-host --plugins build-gpu/plugins run configs/e5m2_short.toml --out "/tmp/run-$device" \
+          --set training.device=$device --set data.path="$corpus" > "$out/train_$device.log" 2>&1
+        log "train $device exit $?: $(tail -4 "$out/train_$device.log" | head -1)"
+      done ;;
+    *) log "unknown step $step" ;;
+  esac
+done

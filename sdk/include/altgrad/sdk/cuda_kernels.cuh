@@ -1,0 +1,300 @@
+// AltGrad SDK: the CUDA side of the format adapter (format_plugin.hpp).
+//
+// Included by format_plugin.hpp only when nvcc compiles the plugin (the
+// CUDA keyword of altgrad_add_plugin does that). A format class whose
+// kernel() returns a trivially copyable value with the element functions
+// marked ALTGRAD_SDK_HD (exmy_kernel, fixed_point_format) then accepts
+// ALTGRAD_MEMORY_CUDA buffers with no code of its own: the kernels below run
+// the very element functions the host loop runs, so GPU and CPU results are
+// the same bits, counts included.
+//
+// The rules of the ABI (abi/format.h) as they apply here:
+//  - Scaling is fl(x*s), then the element function, then fl(r/s), each
+//    correctly rounded (__fmul_rn, __fdiv_rn: immune to --use_fast_math).
+//    The host loop skips the multiply for s == 1 and multiplies by 1/s for a
+//    power of two; both give the same bits as these two operations.
+//  - Stochastic rounding: each thread owns one Philox block, that is the four
+//    elements whose global index (offset + i) shares index >> 2, so element i
+//    draws word (offset + i) & 3 of block (offset + i) >> 2: the bits of
+//    random_bits(seed, offset + i), as on the host.
+//  - Work is enqueued on args.cuda_stream on device args.device_index; the
+//    calling thread's current device is restored before returning.
+//  - quantize with device_counts set is asynchronous: the counts are added to
+//    that device memory by atomics. Otherwise (and always for encode and
+//    decode, which must report bad elements) the call waits for its stream.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include <altgrad/altgrad.h>
+#include <altgrad/sdk/error.hpp>
+#include <altgrad/sdk/philox.hpp>
+#include <altgrad/sdk/rounding.hpp>
+
+namespace altgrad::sdk::cuda {
+
+constexpr unsigned kThreads = 256;
+constexpr unsigned kMaxBlocks = 8192;  // grid-stride beyond this
+constexpr unsigned long long kNoElement = ~0ull;
+
+// Map a CUDA error to a plugin_error naming the call: no usable GPU or driver
+// is UNSUPPORTED (the request cannot be served on this machine), a failed
+// allocation OUT_OF_MEMORY, anything else INTERNAL.
+inline void check(cudaError_t e, const char* what) {
+    if (e == cudaSuccess) return;
+    altgrad_status status = ALTGRAD_STATUS_INTERNAL;
+    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver || e == cudaErrorNoKernelImageForDevice)
+        status = ALTGRAD_STATUS_UNSUPPORTED;
+    if (e == cudaErrorMemoryAllocation) status = ALTGRAD_STATUS_OUT_OF_MEMORY;
+    throw plugin_error(status, std::string("CUDA ") + what + ": " + cudaGetErrorString(e));
+}
+
+// The four-element group of thread g: global element indices
+// [first + 4g, first + 4g + 4), first = offset rounded down to a multiple of
+// four, and the Philox words for them when the rounding is stochastic.
+struct element_group {
+    uint64_t base;  // global index of lane 0
+    philox_block random;
+};
+
+template <altgrad_rounding R>
+__device__ __forceinline__ element_group group_of(uint64_t g, uint64_t offset, uint64_t seed) {
+    element_group e;
+    e.base = (offset & ~uint64_t{3}) + 4u * g;
+    if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) {
+        const uint64_t block = e.base >> 2;
+        e.random = philox4x32_10(static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u, 0u,
+                                 static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+    } else {
+        e.random = {{0u, 0u, 0u, 0u}};
+    }
+    return e;
+}
+
+inline uint64_t group_count(uint64_t offset, size_t n) {
+    return n == 0 ? 0 : (((offset & 3u) + n) + 3u) / 4u;
+}
+
+inline unsigned grid_for(uint64_t groups) {
+    const uint64_t blocks = (groups + kThreads - 1) / kThreads;
+    return static_cast<unsigned>(blocks < kMaxBlocks ? (blocks > 0 ? blocks : 1) : kMaxBlocks);
+}
+
+// Sum a thread's tallies over its warp and add them once per warp.
+__device__ __forceinline__ void add_counts(element_counts c, unsigned long long* counts) {
+    unsigned long long overflow = c.overflow, underflow = c.underflow;
+    for (int delta = 16; delta > 0; delta /= 2) {
+        overflow += __shfl_down_sync(0xFFFFFFFFu, overflow, delta);
+        underflow += __shfl_down_sync(0xFFFFFFFFu, underflow, delta);
+    }
+    if ((threadIdx.x & 31u) == 0) {
+        if (overflow != 0) atomicAdd(&counts[0], overflow);
+        if (underflow != 0) atomicAdd(&counts[1], underflow);
+    }
+}
+
+template <class K, altgrad_rounding R, altgrad_overflow O>
+__global__ void quantize_kernel(K k, const float* in, float* out, size_t n, float s, uint64_t seed, uint64_t offset,
+                                uint64_t groups, unsigned long long* counts) {
+    element_counts c;
+    for (uint64_t g = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; g < groups;
+         g += uint64_t{gridDim.x} * blockDim.x) {
+        const element_group e = group_of<R>(g, offset, seed);
+        for (unsigned lane = 0; lane < 4; ++lane) {
+            const uint64_t index = e.base + lane;
+            if (index < offset || index - offset >= n) continue;
+            const size_t i = static_cast<size_t>(index - offset);
+            const uint32_t q = k.template quantize_bits<R, O>(float_bits(__fmul_rn(in[i], s)), e.random.word[lane], c);
+            out[i] = __fdiv_rn(bits_float(q), s);
+        }
+    }
+    add_counts(c, counts);  // every thread of the block reaches this, as the shuffle needs
+}
+
+template <class K, altgrad_rounding R, altgrad_overflow O, class Code>
+__global__ void encode_kernel(K k, const float* in, Code* codes, size_t n, float s, uint64_t seed, uint64_t offset,
+                              uint64_t groups, unsigned long long* counts, unsigned long long* first_bad) {
+    element_counts c;
+    for (uint64_t g = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; g < groups;
+         g += uint64_t{gridDim.x} * blockDim.x) {
+        const element_group e = group_of<R>(g, offset, seed);
+        for (unsigned lane = 0; lane < 4; ++lane) {
+            const uint64_t index = e.base + lane;
+            if (index < offset || index - offset >= n) continue;
+            const size_t i = static_cast<size_t>(index - offset);
+            bool bad = false;
+            const uint32_t code =
+                k.template encode_bits<R, O>(float_bits(__fmul_rn(in[i], s)), e.random.word[lane], c, bad);
+            if (bad) atomicMin(first_bad, static_cast<unsigned long long>(i));
+            codes[i] = static_cast<Code>(code);
+        }
+    }
+    add_counts(c, counts);
+}
+
+template <class K, class Code>
+__global__ void decode_kernel(K k, const Code* codes, float* out, size_t n, float s, uint64_t limit,
+                              unsigned long long* first_bad) {
+    for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
+        const uint32_t code = codes[i];
+        if (code >= limit) atomicMin(first_bad, static_cast<unsigned long long>(i));
+        const float v = k.decode(code < limit ? code : 0u);
+        out[i] = s == 1.0f ? v : __fdiv_rn(v, s);
+    }
+}
+
+// Makes device_index current for the scope and restores the caller's device.
+class device_scope {
+public:
+    explicit device_scope(int32_t device) {
+        check(cudaGetDevice(&previous_), "cudaGetDevice");
+        if (device != previous_) check(cudaSetDevice(device), "cudaSetDevice");
+    }
+    ~device_scope() { cudaSetDevice(previous_); }
+    device_scope(const device_scope&) = delete;
+    device_scope& operator=(const device_scope&) = delete;
+
+private:
+    int previous_ = 0;
+};
+
+// Checks that p (count elements) is memory the device can reach, so a host
+// pointer passed as CUDA memory is an INVALID_ARGUMENT, not a kernel fault.
+inline void check_device_pointer(const void* p, size_t count, const char* what) {
+    if (count == 0) return;
+    cudaPointerAttributes attributes{};
+    const cudaError_t e = cudaPointerGetAttributes(&attributes, p);
+    if (e != cudaSuccess || (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged)) {
+        cudaGetLastError();  // a failed query leaves its error behind; take it
+        throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
+                           std::string(what) + " is not CUDA device memory (memory = ALTGRAD_MEMORY_CUDA)");
+    }
+}
+
+// Scratch device memory for one call: tallies and the first bad element,
+// on the call's stream; copies them back and waits when asked.
+class scratch {
+public:
+    explicit scratch(cudaStream_t stream) : stream_(stream) {
+        check(cudaMallocAsync(reinterpret_cast<void**>(&words_), 3 * sizeof(unsigned long long), stream),
+              "cudaMallocAsync");
+        // Counts start at 0, the first bad element at kNoElement (all ones).
+        check(cudaMemsetAsync(words_, 0, 2 * sizeof(unsigned long long), stream), "cudaMemsetAsync");
+        check(cudaMemsetAsync(words_ + 2, 0xFF, sizeof(unsigned long long), stream), "cudaMemsetAsync");
+    }
+    ~scratch() { cudaFreeAsync(words_, stream_); }
+    scratch(const scratch&) = delete;
+    scratch& operator=(const scratch&) = delete;
+
+    unsigned long long* counts() const { return words_; }
+    unsigned long long* first_bad() const { return words_ + 2; }
+
+    // Wait for the stream and read the three words back.
+    void read(unsigned long long (&host)[3]) const {
+        check(cudaMemcpyAsync(host, words_, sizeof host, cudaMemcpyDeviceToHost, stream_), "cudaMemcpyAsync");
+        check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+    }
+
+private:
+    cudaStream_t stream_;
+    unsigned long long* words_ = nullptr;
+};
+
+template <class K>
+void quantize(const K& k, altgrad_quantize_args& a) {
+    static_assert(std::is_trivially_copyable<K>::value, "a format's kernel() must be trivially copyable");
+    if (a.count == 0) return;
+    const device_scope device(a.device_index);
+    check_device_pointer(a.input, a.count, "quantize: input");
+    check_device_pointer(a.output, a.count, "quantize: output");
+    const cudaStream_t stream = static_cast<cudaStream_t>(a.cuda_stream);
+    const uint64_t groups = group_count(a.offset, a.count);
+    auto launch = [&](unsigned long long* counts) {
+        detail::dispatch_modes(a.rounding, a.overflow, [&](auto r, auto o) {
+            constexpr altgrad_rounding R = decltype(r)::value;
+            constexpr altgrad_overflow O = decltype(o)::value;
+            quantize_kernel<K, R, O><<<grid_for(groups), kThreads, 0, stream>>>(
+                k, a.input, a.output, a.count, a.scale, a.seed, a.offset, groups, counts);
+        });
+        check(cudaGetLastError(), "quantize kernel launch");
+    };
+    if (a.device_counts != nullptr) {
+        check_device_pointer(a.device_counts, 2, "quantize: device_counts");
+        launch(reinterpret_cast<unsigned long long*>(a.device_counts));
+        return;
+    }
+    const scratch tally(stream);
+    launch(tally.counts());
+    unsigned long long host[3];
+    tally.read(host);
+    a.overflow_count = host[0];
+    a.underflow_count = host[1];
+}
+
+template <class K>
+void encode(const K& k, altgrad_encode_args& a, uint32_t code_bytes) {
+    static_assert(std::is_trivially_copyable<K>::value, "a format's kernel() must be trivially copyable");
+    if (a.count == 0) return;
+    const device_scope device(a.device_index);
+    check_device_pointer(a.input, a.count, "encode: input");
+    check_device_pointer(a.codes, a.count, "encode: codes");
+    const cudaStream_t stream = static_cast<cudaStream_t>(a.cuda_stream);
+    const uint64_t groups = group_count(a.offset, a.count);
+    if (a.device_counts != nullptr) check_device_pointer(a.device_counts, 2, "encode: device_counts");
+    const scratch tally(stream);
+    unsigned long long* counts =
+        a.device_counts != nullptr ? reinterpret_cast<unsigned long long*>(a.device_counts) : tally.counts();
+    detail::dispatch_modes(a.rounding, a.overflow, [&](auto r, auto o) {
+        constexpr altgrad_rounding R = decltype(r)::value;
+        constexpr altgrad_overflow O = decltype(o)::value;
+        auto run = [&](auto* codes) {
+            using Code = std::remove_pointer_t<decltype(codes)>;
+            encode_kernel<K, R, O, Code><<<grid_for(groups), kThreads, 0, stream>>>(
+                k, a.input, codes, a.count, a.scale, a.seed, a.offset, groups, counts, tally.first_bad());
+        };
+        if (code_bytes == 1) run(static_cast<uint8_t*>(a.codes));
+        else if (code_bytes == 2) run(static_cast<uint16_t*>(a.codes));
+        else run(static_cast<uint32_t*>(a.codes));
+    });
+    check(cudaGetLastError(), "encode kernel launch");
+    unsigned long long host[3];
+    tally.read(host);  // waits: a NaN the format cannot hold must be reported
+    if (a.device_counts == nullptr) {
+        a.overflow_count = host[0];
+        a.underflow_count = host[1];
+    }
+    if (host[2] != kNoElement)
+        throw plugin_error(ALTGRAD_STATUS_NOT_REPRESENTABLE,
+                           "encode: element " + std::to_string(host[2]) + " is NaN and this format has no NaN code");
+}
+
+template <class K>
+void decode(const K& k, altgrad_decode_args& a, uint32_t code_bytes, uint32_t total_bits) {
+    static_assert(std::is_trivially_copyable<K>::value, "a format's kernel() must be trivially copyable");
+    if (a.count == 0) return;
+    const device_scope device(a.device_index);
+    check_device_pointer(a.codes, a.count, "decode: codes");
+    check_device_pointer(a.output, a.count, "decode: output");
+    const cudaStream_t stream = static_cast<cudaStream_t>(a.cuda_stream);
+    const uint64_t limit = uint64_t{1} << total_bits;
+    const scratch tally(stream);
+    auto run = [&](const auto* codes) {
+        using Code = std::remove_const_t<std::remove_pointer_t<decltype(codes)>>;
+        decode_kernel<K, Code><<<grid_for((a.count + 3) / 4), kThreads, 0, stream>>>(k, codes, a.output, a.count,
+                                                                                      a.scale, limit, tally.first_bad());
+    };
+    if (code_bytes == 1) run(static_cast<const uint8_t*>(a.codes));
+    else if (code_bytes == 2) run(static_cast<const uint16_t*>(a.codes));
+    else run(static_cast<const uint32_t*>(a.codes));
+    check(cudaGetLastError(), "decode kernel launch");
+    unsigned long long host[3];
+    tally.read(host);
+    if (host[2] != kNoElement)
+        detail::invalid("decode: the code at element " + std::to_string(host[2]) + " has bits above total_bits");
+}
+
+}  // namespace altgrad::sdk::cuda
