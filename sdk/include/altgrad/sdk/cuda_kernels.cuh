@@ -9,14 +9,10 @@
 // the same bits, counts included.
 //
 // The rules of the ABI (abi/format.h) as they apply here:
-//  - Scaling is fl(x*s), then the element function, then fl(r/s), each
-//    correctly rounded (__fmul_rn, __fdiv_rn: immune to --use_fast_math).
-//    The host loop skips the multiply for s == 1 and multiplies by 1/s for a
-//    power of two; both give the same bits as these two operations.
-//  - Stochastic rounding: each thread owns one Philox block, that is the four
-//    elements whose global index (offset + i) shares index >> 2, so element i
-//    draws word (offset + i) & 3 of block (offset + i) >> 2: the bits of
-//    random_bits(seed, offset + i), as on the host.
+//  - What one thread does to one group of four elements (scaling, random
+//    bits, the element function) is in element_groups.hpp, which the CPU
+//    tests run too; this file adds the grid-stride loops, the tallies and the
+//    CUDA runtime calls.
 //  - Work is enqueued on args.cuda_stream on device args.device_index; the
 //    calling thread's current device is restored before returning.
 //  - quantize with device_counts set is asynchronous: the counts are added to
@@ -31,15 +27,13 @@
 #include <type_traits>
 
 #include <altgrad/altgrad.h>
+#include <altgrad/sdk/element_groups.hpp>
 #include <altgrad/sdk/error.hpp>
-#include <altgrad/sdk/philox.hpp>
-#include <altgrad/sdk/rounding.hpp>
 
 namespace altgrad::sdk::cuda {
 
 constexpr unsigned kThreads = 256;
 constexpr unsigned kMaxBlocks = 8192;  // grid-stride beyond this
-constexpr unsigned long long kNoElement = ~0ull;
 
 // Map a CUDA error to a plugin_error naming the call: no usable GPU or driver
 // is UNSUPPORTED (the request cannot be served on this machine), a failed
@@ -51,32 +45,6 @@ inline void check(cudaError_t e, const char* what) {
         status = ALTGRAD_STATUS_UNSUPPORTED;
     if (e == cudaErrorMemoryAllocation) status = ALTGRAD_STATUS_OUT_OF_MEMORY;
     throw plugin_error(status, std::string("CUDA ") + what + ": " + cudaGetErrorString(e));
-}
-
-// The four-element group of thread g: global element indices
-// [first + 4g, first + 4g + 4), first = offset rounded down to a multiple of
-// four, and the Philox words for them when the rounding is stochastic.
-struct element_group {
-    uint64_t base;  // global index of lane 0
-    philox_block random;
-};
-
-template <altgrad_rounding R>
-__device__ __forceinline__ element_group group_of(uint64_t g, uint64_t offset, uint64_t seed) {
-    element_group e;
-    e.base = (offset & ~uint64_t{3}) + 4u * g;
-    if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) {
-        const uint64_t block = e.base >> 2;
-        e.random = philox4x32_10(static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u, 0u,
-                                 static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
-    } else {
-        e.random = {{0u, 0u, 0u, 0u}};
-    }
-    return e;
-}
-
-inline uint64_t group_count(uint64_t offset, size_t n) {
-    return n == 0 ? 0 : (((offset & 3u) + n) + 3u) / 4u;
 }
 
 inline unsigned grid_for(uint64_t groups) {
@@ -97,21 +65,16 @@ __device__ __forceinline__ void add_counts(element_counts c, unsigned long long*
     }
 }
 
+// Grid-stride loops over the groups of element_groups.hpp: thread t does
+// groups t, t + grid size, ...
+
 template <class K, altgrad_rounding R, altgrad_overflow O>
 __global__ void quantize_kernel(K k, const float* in, float* out, size_t n, float s, uint64_t seed, uint64_t offset,
                                 uint64_t groups, unsigned long long* counts) {
     element_counts c;
     for (uint64_t g = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; g < groups;
-         g += uint64_t{gridDim.x} * blockDim.x) {
-        const element_group e = group_of<R>(g, offset, seed);
-        for (unsigned lane = 0; lane < 4; ++lane) {
-            const uint64_t index = e.base + lane;
-            if (index < offset || index - offset >= n) continue;
-            const size_t i = static_cast<size_t>(index - offset);
-            const uint32_t q = k.template quantize_bits<R, O>(float_bits(__fmul_rn(in[i], s)), e.random.word[lane], c);
-            out[i] = __fdiv_rn(bits_float(q), s);
-        }
-    }
+         g += uint64_t{gridDim.x} * blockDim.x)
+        quantize_group<K, R, O>(k, in, out, n, s, seed, offset, g, c);
     add_counts(c, counts);  // every thread of the block reaches this, as the shuffle needs
 }
 
@@ -121,17 +84,8 @@ __global__ void encode_kernel(K k, const float* in, Code* codes, size_t n, float
     element_counts c;
     for (uint64_t g = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; g < groups;
          g += uint64_t{gridDim.x} * blockDim.x) {
-        const element_group e = group_of<R>(g, offset, seed);
-        for (unsigned lane = 0; lane < 4; ++lane) {
-            const uint64_t index = e.base + lane;
-            if (index < offset || index - offset >= n) continue;
-            const size_t i = static_cast<size_t>(index - offset);
-            bool bad = false;
-            const uint32_t code =
-                k.template encode_bits<R, O>(float_bits(__fmul_rn(in[i], s)), e.random.word[lane], c, bad);
-            if (bad) atomicMin(first_bad, static_cast<unsigned long long>(i));
-            codes[i] = static_cast<Code>(code);
-        }
+        const uint64_t bad = encode_group<K, R, O, Code>(k, in, codes, n, s, seed, offset, g, c);
+        if (bad != kNoElement) atomicMin(first_bad, static_cast<unsigned long long>(bad));
     }
     add_counts(c, counts);
 }
@@ -140,10 +94,9 @@ template <class K, class Code>
 __global__ void decode_kernel(K k, const Code* codes, float* out, size_t n, float s, uint64_t limit,
                               unsigned long long* first_bad) {
     for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
-        const uint32_t code = codes[i];
-        if (code >= limit) atomicMin(first_bad, static_cast<unsigned long long>(i));
-        const float v = k.decode(code < limit ? code : 0u);
-        out[i] = s == 1.0f ? v : __fdiv_rn(v, s);
+        bool bad = false;
+        out[i] = decode_element(k, codes, i, s, limit, bad);
+        if (bad) atomicMin(first_bad, static_cast<unsigned long long>(i));
     }
 }
 
@@ -267,7 +220,7 @@ void encode(const K& k, altgrad_encode_args& a, uint32_t code_bytes) {
         a.overflow_count = host[0];
         a.underflow_count = host[1];
     }
-    if (host[2] != kNoElement)
+    if (host[2] != static_cast<unsigned long long>(kNoElement))
         throw plugin_error(ALTGRAD_STATUS_NOT_REPRESENTABLE,
                            "encode: element " + std::to_string(host[2]) + " is NaN and this format has no NaN code");
 }
@@ -293,7 +246,7 @@ void decode(const K& k, altgrad_decode_args& a, uint32_t code_bytes, uint32_t to
     check(cudaGetLastError(), "decode kernel launch");
     unsigned long long host[3];
     tally.read(host);
-    if (host[2] != kNoElement)
+    if (host[2] != static_cast<unsigned long long>(kNoElement))
         detail::invalid("decode: the code at element " + std::to_string(host[2]) + " has bits above total_bits");
 }
 
