@@ -20,7 +20,8 @@ log() { echo "gpu_check: $*" | tee -a "$out/summary.txt"; }
 # ---- dependencies
 mkdir -p "$prefix"
 for deb in .device/debs/*.deb; do dpkg -x "$deb" "$prefix"; done
-torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)') || { log "no PyTorch"; exit 1; }
+torch_prefix="${TORCH_PREFIX:-$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')}" \
+  || { log "no PyTorch (set TORCH_PREFIX to a LibTorch's cmake folder)"; exit 1; }
 log "torch $(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)')"
 log "nvcc $(nvcc --version | tail -1)"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu /' | tee -a "$out/summary.txt"
@@ -39,9 +40,13 @@ corpus="$prefix/usr/share/games/fortunes"
 for step in $steps; do
   case "$step" in
     test)
-      (cd build-gpu && ctest -j 8 --output-on-failure --timeout 600) > "$out/ctest.log" 2>&1
-      log "ctest exit $?: $(grep -E 'tests passed|tests failed' "$out/ctest.log" | tail -1)"
-      grep -E "^\s+[0-9]+ - " "$out/ctest.log" | head -40 | tee -a "$out/summary.txt" ;;
+      # The CPU suite (the plugins built by nvcc, on host buffers), then the GPU tests.
+      for label in "-LE cuda" "-L cuda"; do
+        name=ctest$(echo "$label" | tr -d ' ')
+        (cd build-gpu && ctest -j 8 $label --output-on-failure --timeout 600) > "$out/$name.log" 2>&1
+        log "ctest $label exit $?: $(grep -E 'tests passed|tests failed' "$out/$name.log" | tail -1)"
+        grep -E "^\s+[0-9]+ - " "$out/$name.log" | head -20 | tee -a "$out/summary.txt"
+      done ;;
     bench)
       # GPU: every format and mode; CPU (one core): the same plugins built by nvcc, large arrays.
       build-gpu/altgrad_quantize_bench --benchmark_filter='^cuda_|/64MiB' --benchmark_repetitions=3 \

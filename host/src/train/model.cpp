@@ -104,9 +104,9 @@ torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quan
     const int64_t n = x.numel();
     double amax = 0.0;
     if (n > 0) {  // one pass, no |x| temporary; NaN propagates as from abs().max()
-        const auto [lo, hi] = torch::aminmax(x);
-        amax = std::max(std::fabs(lo.item<double>()), std::fabs(hi.item<double>()));
-        if (std::isnan(lo.item<double>()) || std::isnan(hi.item<double>())) amax = NAN;
+        const auto [lo_t, hi_t] = torch::aminmax(x);
+        const double lo = lo_t.item<double>(), hi = hi_t.item<double>();  // one read each (a GPU sync each)
+        amax = std::isnan(lo) || std::isnan(hi) ? NAN : std::max(std::fabs(lo), std::fabs(hi));
     }
     const float scale = site.scaling.scale_for(amax);
     torch::Tensor out = torch::empty_like(x);
