@@ -337,7 +337,9 @@ struct format_adapter {
             if (out == nullptr) detail::invalid("create: out is NULL");
             F format = Factory(param_view(params));
             altgrad_format_info info = format.info();
-            if constexpr (detail::runs_on_cuda<F>()) info.memory_kinds |= 1u << ALTGRAD_MEMORY_CUDA;
+            // The adapter owns the device path: CUDA is listed exactly when it can run F there.
+            constexpr uint32_t cuda_bit = 1u << ALTGRAD_MEMORY_CUDA;
+            info.memory_kinds = (info.memory_kinds & ~cuda_bit) | (detail::runs_on_cuda<F>() ? cuda_bit : 0u);
             *out = reinterpret_cast<altgrad_format*>(new instance{std::move(format), info});
         });
     }
