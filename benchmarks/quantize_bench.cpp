@@ -188,6 +188,22 @@ void set_throughput(benchmark::State& state, size_t count) {
     state.SetBytesProcessed(n * 8);  // 4 bytes read + 4 written per element
 }
 
+// What every timed quantize call passes: scale 1, saturate, the fixed seed, host memory.
+altgrad_quantize_args bench_args(const float* in, float* out, size_t count, altgrad_rounding rounding) {
+    altgrad_quantize_args args{};
+    args.struct_size = sizeof args;
+    args.input = in;
+    args.output = out;
+    args.count = count;
+    args.scale = 1.0f;
+    args.rounding = rounding;
+    args.overflow = ALTGRAD_OVERFLOW_SATURATE;
+    args.seed = kRoundingSeed;
+    args.offset = 0;
+    args.memory = ALTGRAD_MEMORY_HOST;
+    return args;
+}
+
 void bm_copy(benchmark::State& state, size_t bytes) {
     size_data& d = data_for(bytes);
     std::memcpy(d.input.get(), d.normal.get(), bytes);
@@ -211,17 +227,7 @@ void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding r
     const float factor = static_cast<float>(p.info.max_finite / 2.0 / d.amax);
     for (size_t i = 0; i < d.count; ++i) d.input[i] = d.normal[i] * factor;
 
-    altgrad_quantize_args args{};
-    args.struct_size = sizeof args;
-    args.input = d.input.get();
-    args.output = d.output.get();
-    args.count = d.count;
-    args.scale = 1.0f;
-    args.rounding = rounding;
-    args.overflow = ALTGRAD_OVERFLOW_SATURATE;
-    args.seed = kRoundingSeed;
-    args.offset = 0;
-    args.memory = ALTGRAD_MEMORY_HOST;
+    altgrad_quantize_args args = bench_args(d.input.get(), d.output.get(), d.count, rounding);
     altgrad_error err{};
     err.struct_size = sizeof err;
 
@@ -317,15 +323,7 @@ void bm_cuda_quantize(benchmark::State& state, std::string format, altgrad_round
     for (size_t i = 0; i < h.count; ++i) h.input[i] = h.normal[i] * factor;
     if (!cuda_ok(state, cudaMemcpy(d->input, h.input.get(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy")) return;
 
-    altgrad_quantize_args args{};
-    args.struct_size = sizeof args;
-    args.input = d->input;
-    args.output = d->output;
-    args.count = d->count;
-    args.scale = 1.0f;
-    args.rounding = rounding;
-    args.overflow = ALTGRAD_OVERFLOW_SATURATE;
-    args.seed = kRoundingSeed;
+    altgrad_quantize_args args = bench_args(d->input, d->output, d->count, rounding);
     args.memory = ALTGRAD_MEMORY_CUDA;
     args.device_counts = d->counts;
     altgrad_error err{};

@@ -76,12 +76,13 @@ struct Mode {
     uint64_t offset = 0;
 };
 
-inline altgrad_quantize_args make_quantize_args(const float* in, float* out, size_t n, const Mode& m) {
-    altgrad_quantize_args a;
+// The fields quantize and encode args share (they differ only in the output).
+template <class Args>
+Args make_conversion_args(const float* in, size_t n, const Mode& m) {
+    Args a;
     std::memset(&a, 0, sizeof a);
     a.struct_size = sizeof a;
     a.input = in;
-    a.output = out;
     a.count = n;
     a.scale = m.scale;
     a.rounding = m.rounding;
@@ -92,19 +93,15 @@ inline altgrad_quantize_args make_quantize_args(const float* in, float* out, siz
     return a;
 }
 
+inline altgrad_quantize_args make_quantize_args(const float* in, float* out, size_t n, const Mode& m) {
+    auto a = make_conversion_args<altgrad_quantize_args>(in, n, m);
+    a.output = out;
+    return a;
+}
+
 inline altgrad_encode_args make_encode_args(const float* in, void* codes, size_t n, const Mode& m) {
-    altgrad_encode_args a;
-    std::memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.input = in;
+    auto a = make_conversion_args<altgrad_encode_args>(in, n, m);
     a.codes = codes;
-    a.count = n;
-    a.scale = m.scale;
-    a.rounding = m.rounding;
-    a.overflow = m.overflow;
-    a.seed = m.seed;
-    a.offset = m.offset;
-    a.memory = ALTGRAD_MEMORY_HOST;
     return a;
 }
 

@@ -333,7 +333,7 @@ int64_t load_checkpoint(const fs::path& dir, trainer_state& t, format_library& f
 
 // ------------------------------------------------------------ evaluation
 
-double evaluate(trainer_state& t, const data::dataset& d, const config::run_config& c) {
+double evaluate(trainer_state& t, const data::dataset& d, const config::run_config& c, const torch::Device& device) {
     torch::NoGradGuard no_grad;
     t.model->eval();
     double total = 0;
@@ -344,7 +344,6 @@ double evaluate(trainer_state& t, const data::dataset& d, const config::run_conf
         data::fill_batch(d, data::split::val, static_cast<uint64_t>(c.training.seed), static_cast<uint64_t>(i), B, T,
                          x.data(), y.data());
         const auto opts = torch::TensorOptions().dtype(torch::kLong);
-        const torch::Device device = t.model->parameters().front().device();
         const torch::Tensor xt = torch::from_blob(x.data(), {B, T}, opts).to(device);
         const torch::Tensor yt = torch::from_blob(y.data(), {B, T}, opts).to(device);
         total += t.model->forward(xt, yt).second.item<double>();
@@ -625,7 +624,7 @@ run_summary run_training(const run_request& req, std::ostream& log) {
     summary.stop_reason = "finished";
     auto run_eval = [&](int64_t at_step) {
         frozen_scaling keep(t.plan);
-        const double val = evaluate(t, data, c);
+        const double val = evaluate(t, data, c, device);
         metrics.write("{\"step\": " + std::to_string(at_step) + ", \"val_loss\": " + json::number(val) + "}");
         summary.final_val_loss = val;
         if (val < summary.best_val_loss) summary.best_val_loss = val;

@@ -138,6 +138,20 @@ inline void check_format_call(const altgrad_format_ref& f, const char* call, alt
     if (s != ALTGRAD_STATUS_OK)
         throw plugin_error(s, "format '" + format_name(f) + "': " + call + " failed: " + e.message);
 }
+// The fields quantize_with and encode_with share (their args structs differ
+// only in the output buffer): host memory, seed and offset 0.
+template <class Args>
+Args conversion_args(const float* in, size_t n, float scale, altgrad_rounding rounding, altgrad_overflow overflow) {
+    Args a{};
+    a.struct_size = sizeof a;
+    a.input = in;
+    a.count = n;
+    a.scale = scale;
+    a.rounding = rounding;
+    a.overflow = overflow;
+    a.memory = ALTGRAD_MEMORY_HOST;
+    return a;
+}
 }  // namespace detail
 
 // The format's info, through its vtable.
@@ -156,15 +170,8 @@ inline quantize_result quantize_with(const altgrad_format_ref& f, const float* i
                                      altgrad_rounding rounding,
                                      altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE) {
     detail::check_format_ref(f);
-    altgrad_quantize_args a{};
-    a.struct_size = sizeof a;
-    a.input = in;
+    auto a = detail::conversion_args<altgrad_quantize_args>(in, n, scale, rounding, overflow);
     a.output = out;
-    a.count = n;
-    a.scale = scale;
-    a.rounding = rounding;
-    a.overflow = overflow;
-    a.memory = ALTGRAD_MEMORY_HOST;
     altgrad_error e = detail::empty_error();
     const altgrad_status s = f.vtable->quantize(f.instance, &a, &e);
     detail::check_format_call(f, "quantize", s, e);
@@ -179,15 +186,8 @@ inline quantize_result encode_with(const altgrad_format_ref& f, const float* in,
                                    altgrad_rounding rounding,
                                    altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE) {
     detail::check_format_ref(f);
-    altgrad_encode_args a{};
-    a.struct_size = sizeof a;
-    a.input = in;
+    auto a = detail::conversion_args<altgrad_encode_args>(in, n, scale, rounding, overflow);
     a.codes = codes;
-    a.count = n;
-    a.scale = scale;
-    a.rounding = rounding;
-    a.overflow = overflow;
-    a.memory = ALTGRAD_MEMORY_HOST;
     altgrad_error e = detail::empty_error();
     const altgrad_status s = f.vtable->encode(f.instance, &a, &e);
     detail::check_format_call(f, "encode", s, e);
