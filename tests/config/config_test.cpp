@@ -914,6 +914,23 @@ TEST(ConfigPluginOverrides, AParameterForAPluginNotEnabled) {
                  "which is not in diagnostics.plugins");
 }
 
+// As in the file, a parameter value is a string, number or boolean: an array
+// or inline table from --set is refused, not passed on as the text "[1]".
+TEST(ConfigPluginOverrides, AnArrayOrTableIsNoParameterValue) {
+    const std::string file = "[stability]\ninterventions = [\"mantissa_shift\"]\n";
+    EXPECT_EQ(error_of(file, {"stability.params.mantissa_shift.nan_patience=[1]"}),
+              std::string(kFile) + ": --set stability.params.mantissa_shift.nan_patience=[1]: key "
+                                   "'stability.params.mantissa_shift.nan_patience': expected a string, number or "
+                                   "boolean, got an array");
+    expect_error(error_of(file, {"stability.params.mantissa_shift.chain={a=1}"}),
+                 "stability.params.mantissa_shift.chain", "expected a string, number or boolean");
+    // A bare word is still a string.
+    EXPECT_EQ(parse_config(file, kFile, {"stability.params.mantissa_shift.chain=e7m0>e5m2"})
+                  .stability.params.at("mantissa_shift")
+                  .at("chain"),
+              "e7m0>e5m2");
+}
+
 TEST(ConfigPluginOverrides, FailureKeys) {
     const run_config c = parse_config("", kFile, {"failure.patience=5", "failure.bit_stall=0.75",
                                                   "failure.max_nonfinite_steps=2", "failure.near_zero=0"});

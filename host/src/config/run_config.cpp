@@ -445,7 +445,13 @@ public:
             try {
                 const std::string doc = "v = " + value;
                 toml::table t = toml::parse(std::string_view(doc), std::string_view("--set"));
-                if (t.size() == 1 && t.get("v") != nullptr) text = param_text(*t.get("v"));
+                if (t.size() == 1 && t.get("v") != nullptr) {
+                    text = param_text(*t.get("v"));
+                    // As in the file: an array or a table is no parameter value.
+                    if (!text)
+                        throw error(where + "key '" + key + "': expected a string, number or boolean, got " +
+                                    describe(*t.get("v")));
+                }
             } catch (const toml::parse_error&) {
             }
             if (!text) {
