@@ -27,6 +27,8 @@
 //     (precision; it stalls because its grid has powers of two only), while
 //     E1M6 and E0M7 trade mantissa bits for exponent bits (range; they
 //     overflow and go non-finite). Format names are compared case-insensitively.
+//   - Saved state (checkpoints): the (tensor, from-format) switches already
+//     asked for, so a resumed run does not ask for them again.
 //   - chain is parsed at create: comma-separated "from>to" pairs of format
 //     names [a-z0-9_]+ (case folded, spaces around names allowed), from != to,
 //     each format at most once as a source, no cycles; an empty chain is
@@ -137,6 +139,25 @@ public:
             asked.emplace_back(name, from);
         }
         asked_.insert(asked.begin(), asked.end());
+    }
+
+    // Saved state: the switches already asked for (the chain is a parameter).
+    void save_state(altgrad::sdk::state_writer& w) const {
+        w.put_u32(1);  // layout version
+        w.put_u64(asked_.size());
+        for (const auto& [tensor, from] : asked_) {
+            w.put_string(tensor);
+            w.put_string(from);
+        }
+    }
+    void load_state(altgrad::sdk::state_reader& r) {
+        r.expect_layout(1);
+        std::set<std::pair<std::string, std::string>> asked;
+        for (uint64_t n = r.get_u64("switch count"); n > 0; --n) {
+            std::string tensor = r.get_string("tensor name");
+            asked.emplace(std::move(tensor), r.get_string("format name"));
+        }
+        asked_ = std::move(asked);
     }
 
 private:

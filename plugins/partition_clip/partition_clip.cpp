@@ -25,6 +25,7 @@
 //     when it works and oscillate (clip, no overflow, unclip, overflow, ...).
 //     The notes ask for "activate on overflow detection (not always-on)",
 //     which this satisfies: nothing happens until overflow is seen.
+//   - "On" is saved in checkpoints, so a resumed run keeps clipping.
 //   - It clips in the activation step itself (that step's gradient overflowed).
 //   - NaN rates (not measured) never trigger; NaN/Inf loss or grad_norm are
 //     irrelevant here. A step with no gradient tensor with a valid
@@ -86,6 +87,21 @@ public:
             activated_step_ = o.step;
             activated_rate_ = worst->overflow_rate;
         }
+    }
+
+    // Saved state: whether clipping is on, and since when (for the reason text).
+    void save_state(altgrad::sdk::state_writer& w) const {
+        w.put_u32(1);  // layout version
+        w.put_bool(active_);
+        w.put_u64(activated_step_);
+        w.put_f64(activated_rate_);
+    }
+    void load_state(altgrad::sdk::state_reader& r) {
+        r.expect_layout(1);
+        const bool active = r.get_bool("active");
+        const uint64_t step = r.get_u64("activation step");
+        const double rate = r.get_f64("activation overflow rate");
+        active_ = active, activated_step_ = step, activated_rate_ = rate;
     }
 
 private:

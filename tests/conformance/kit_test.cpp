@@ -206,6 +206,25 @@ TEST(KitPlanted, SharedStaticStateFailsInstancesSeparate) {
     EXPECT_EQ(ran, check_names(ALTGRAD_KIND_INTERVENTION)) << dump(r);
 }
 
+// save_state leaves out that clipping is on: a restored instance answers
+// differently from the original, which state.resume names. A plugin that
+// saves no state skips it.
+TEST(KitPlanted, ForgetfulSavedStateFailsStateResume) {
+    const kit::plugin_report r = check("broken_forgetful_state");
+    expect_outcome(r, "state.resume", outcome::failed);
+    const kit::result* x = find(r, "state.resume");
+    ASSERT_NE(x, nullptr);
+    EXPECT_NE(x->reason.find("the restored instance answered (no actions) where the original answered "
+                             "[clip_grad_norm"),
+              std::string::npos)
+        << x->reason;
+    EXPECT_FALSE(x->hint.empty());
+    for (const char* other : {"params.defaults", "instances.separate", "answers.deterministic", "observe.nonfinite",
+                              "observe.empty"})
+        expect_outcome(r, other, outcome::passed);
+    expect_outcome(check("broken_shared_state", "state.*"), "state.resume", outcome::skipped);
+}
+
 // ---------------------------------------------------------------- bundled plugins
 
 // The bundled interventions and diagnostics run their kind's checks (never
@@ -226,6 +245,7 @@ TEST(KitBundled, InterventionsAndDiagnosticsPassTheirChecks) {
         if (kind == ALTGRAD_KIND_INTERVENTION) {
             expect_outcome(r, "observe.nonfinite", outcome::passed);
             expect_outcome(r, "observe.empty", outcome::passed);
+            expect_outcome(r, "state.resume", outcome::passed);  // both save their state
         } else {
             expect_outcome(r, "measure.nonfinite", outcome::passed);
             expect_outcome(r, "measure.empty", outcome::passed);
@@ -253,7 +273,8 @@ TEST(KitSelection, CheckListCoversEveryKind) {
         for (const std::string& n : check_names(kind))
             EXPECT_EQ(std::count(all.begin(), all.end(), n), 1) << n;
     for (const char* n : {"params.defaults", "params.refused", "instances.separate", "answers.deterministic",
-                          "observe.nonfinite", "observe.empty", "measure.nonfinite", "measure.empty", "measure.names"})
+                          "observe.nonfinite", "observe.empty", "state.resume", "measure.nonfinite", "measure.empty",
+                          "measure.names"})
         EXPECT_NE(std::find(all.begin(), all.end(), n), all.end()) << n;
 }
 

@@ -78,7 +78,7 @@ TEST(Registry, AbiMinorFromTheFutureIsRefusedNamingBothVersions) {
     registry reg(dir.path());
     const std::string e = load_error(reg, "abi_future");
     EXPECT_NE(e.find("ABI 1.99"), std::string::npos) << e;
-    EXPECT_NE(e.find("ABI 1.0"), std::string::npos) << e;
+    EXPECT_NE(e.find("ABI 1.1"), std::string::npos) << e;  // the host's
     EXPECT_NE(e.find("newer host"), std::string::npos) << e;
 }
 
@@ -88,8 +88,21 @@ TEST(Registry, AbiMajorMismatchInTheManifestIsRefused) {
     registry reg(dir.path());
     const std::string e = load_error(reg, "e5m2");
     EXPECT_NE(e.find("ABI 2.0"), std::string::npos) << e;
-    EXPECT_NE(e.find("ABI 1.0"), std::string::npos) << e;
+    EXPECT_NE(e.find("ABI 1.1"), std::string::npos) << e;  // the host's
     EXPECT_NE(e.find("major versions differ"), std::string::npos) << e;
+}
+
+// ABI 1.1: save_state and load_state come as a pair.
+TEST(Registry, SaveStateWithoutLoadStateIsRefused) {
+    scratch_dir dir;
+    dir.add_plugin("s",
+                   "[plugin]\nkind = \"intervention\"\nname = \"state_half\"\nversion = \"1.0.0\"\n"
+                   "abi_version = \"1.1\"\nlibrary = \"libaltgrad_state_half.so\"\ndescription = \"test\"\n",
+                   kTestPlugins / "state_half" / "libaltgrad_state_half.so");
+    registry reg(dir.path());
+    const std::string e = load_error(reg, "state_half");
+    EXPECT_NE(e.find("intervention table"), std::string::npos) << e;
+    EXPECT_NE(e.find("save_state and load_state must be set together"), std::string::npos) << e;
 }
 
 TEST(Registry, DescriptorMustMatchManifest) {

@@ -225,6 +225,59 @@ TEST(MantissaShift, NaNFieldsAndEmptyTensorListsAreHandled) {
     EXPECT_TRUE(h->observe(o).empty());
 }
 
+// ---- saved state (ABI 1.1) ------------------------------------------------
+
+TEST(PartitionClip, SavedStateKeepsClippingOnInAFreshInstance) {
+    auto original = make("partition_clip");
+    ASSERT_EQ(original->observe(step(0, {tensor("g", ALTGRAD_TENSOR_GRADIENT, "e3m4", 15.5, 0.5)})).size(), 1u);
+    ASSERT_TRUE(original->saves_state());
+    auto restored = make("partition_clip");
+    restored->load_state(original->save_state());
+    // No overflow now: only an instance that knows clipping is on clips.
+    const observation calm = step(1, {tensor("g", ALTGRAD_TENSOR_GRADIENT, "e3m4", 15.5, 0.0)});
+    const auto a = restored->observe(calm);
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_DOUBLE_EQ(a[0].value, 15.5 / 57344.0);
+    EXPECT_NE(a[0].reason.find("since step 0"), std::string::npos) << a[0].reason;
+    EXPECT_EQ(a[0].reason, original->observe(calm)[0].reason);
+    EXPECT_TRUE(make("partition_clip")->observe(calm).empty());
+}
+
+TEST(MantissaShift, SavedStateRemembersTheSwitchesAskedFor) {
+    const std::vector<tensor_observation> ts = {tensor("fc.weight", ALTGRAD_TENSOR_WEIGHT, "e7m0", 4.6e18)};
+    auto original = make("mantissa_shift");
+    ASSERT_EQ(original->observe(step(3, ts, 3)).size(), 1u);
+    auto restored = make("mantissa_shift");
+    restored->load_state(original->save_state());
+    // Still reported in e7m0 (the switch not applied yet): not asked again.
+    EXPECT_TRUE(restored->observe(step(4, ts, 4)).empty());
+    EXPECT_EQ(make("mantissa_shift")->observe(step(4, ts, 4)).size(), 1u);
+}
+
+TEST(Interventions, UnreadableSavedStateIsRefusedNamingThePluginAndWhat) {
+    auto original = make("mantissa_shift");
+    ASSERT_EQ(original->observe(step(3, {tensor("w", ALTGRAD_TENSOR_WEIGHT, "e7m0", 4.6e18)}, 3)).size(), 1u);
+    const std::string good = original->save_state();
+    std::string other_layout = good;
+    other_layout[0] = '\x02';  // little-endian u32 layout version 2
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {good.substr(0, good.size() - 1), "runs past the end"},
+        {good + "x", "1 byte(s) left unread"},
+        {other_layout, "layout version 2, this plugin reads 1"},
+        {"", "layout version runs past the end"},
+    };
+    for (const auto& [bytes, why] : cases) {
+        try {
+            make("mantissa_shift")->load_state(bytes);
+            ADD_FAILURE() << "accepted a state of " << bytes.size() << " bytes";
+        } catch (const host::error& e) {
+            const std::string m = e.what();
+            EXPECT_NE(m.find("plugin 'mantissa_shift': load_state failed (invalid argument)"), std::string::npos) << m;
+            EXPECT_NE(m.find(why), std::string::npos) << m;
+        }
+    }
+}
+
 TEST(Interventions, FormatPluginIsNotAnIntervention) {
     EXPECT_THROW(intervention_handle::create(bundled().load("e3m4")), host::error);
 }

@@ -18,6 +18,7 @@
 #include <altgrad/sdk/exmy.hpp>
 #include <altgrad/sdk/fixed_point.hpp>
 #include <altgrad/sdk/format_plugin.hpp>
+#include <altgrad/sdk/state.hpp>
 
 #include "test_common.hpp"
 
@@ -738,6 +739,78 @@ TEST(Adapter, CodebookWithoutNanEncodesNanAsNotRepresentable) {
     ASSERT_EQ(a.vt->quantize(a.f, &q, &err), ALTGRAD_STATUS_OK);
     EXPECT_TRUE(std::isnan(out[3]));
     EXPECT_EQ(out[2], kNF4[12]);  // 0.5 is below the midpoint 0.50166 of 0.4407 and 0.5626
+}
+
+// ---- saved state (state.hpp) ----------------------------------------------
+
+// The byte layout is fixed (little-endian, IEEE bits for doubles), so the
+// expected bytes are written out by hand: 1.0 is 0x3FF0000000000000.
+TEST(StateWriter, WritesFixedWidthLittleEndian) {
+    sdk::state_writer w;
+    w.put_u32(0x01020304u);
+    w.put_bool(true);
+    w.put_f64(1.0);
+    w.put_string("ab");
+    w.put_i64(-2);
+    const std::string expected = std::string("\x04\x03\x02\x01", 4) + std::string("\x01", 1) +
+                                 std::string("\x00\x00\x00\x00\x00\x00\xf0\x3f", 8) +
+                                 std::string("\x02\x00\x00\x00\x00\x00\x00\x00", 8) + "ab" +
+                                 std::string("\xfe\xff\xff\xff\xff\xff\xff\xff", 8);
+    EXPECT_EQ(w.bytes(), expected);
+}
+
+TEST(StateReader, ReadsBackWhatWasWrittenBitForBit) {
+    sdk::state_writer w;
+    w.put_u32(7);
+    w.put_u64(0xfedcba9876543210ull);
+    w.put_i64(std::numeric_limits<int64_t>::min());
+    w.put_bool(false);
+    w.put_f64(-0.0);
+    w.put_f64(std::numeric_limits<double>::quiet_NaN());
+    w.put_f64(std::numeric_limits<double>::denorm_min());
+    w.put_string(std::string("x\0y", 3));
+    sdk::state_reader r(w.bytes().data(), w.bytes().size());
+    r.expect_layout(7);
+    EXPECT_EQ(r.get_u64(), 0xfedcba9876543210ull);
+    EXPECT_EQ(r.get_i64(), std::numeric_limits<int64_t>::min());
+    EXPECT_FALSE(r.get_bool());
+    const double zero = r.get_f64();
+    EXPECT_EQ(zero, 0.0);
+    EXPECT_TRUE(std::signbit(zero));
+    EXPECT_TRUE(std::isnan(r.get_f64()));
+    EXPECT_EQ(r.get_f64(), std::numeric_limits<double>::denorm_min());
+    EXPECT_EQ(r.get_string(), std::string("x\0y", 3));
+    EXPECT_EQ(r.remaining(), 0u);
+    EXPECT_NO_THROW(r.finish());
+}
+
+// Each bad state is INVALID_ARGUMENT with a message saying what was wrong.
+TEST(StateReader, RefusesBadBytesSayingWhat) {
+    const auto refusal = [](const std::string& bytes, auto read) {
+        sdk::state_reader r(bytes.data(), bytes.size());
+        try {
+            read(r);
+            return std::string("accepted");
+        } catch (const sdk::plugin_error& e) {
+            EXPECT_EQ(e.status(), ALTGRAD_STATUS_INVALID_ARGUMENT);
+            return std::string(e.what());
+        }
+    };
+    EXPECT_EQ(refusal(std::string("\x01\x00\x00", 3), [](sdk::state_reader& r) { r.get_u32("count"); }),
+              "saved state: count runs past the end (3 bytes)");
+    EXPECT_EQ(refusal(std::string("\x02", 1), [](sdk::state_reader& r) { r.get_bool("active"); }),
+              "saved state: active is 2, not 0 or 1");
+    EXPECT_EQ(refusal(std::string("\x05\x00\x00\x00\x00\x00\x00\x00" "abc", 11),
+                      [](sdk::state_reader& r) { r.get_string("name"); }),
+              "saved state: name of 5 bytes runs past the end");
+    EXPECT_EQ(refusal(std::string("\x03\x00\x00\x00", 4), [](sdk::state_reader& r) { r.expect_layout(1); }),
+              "saved state: layout version 3, this plugin reads 1");
+    EXPECT_EQ(refusal(std::string("\x01\x00", 2),
+                      [](sdk::state_reader& r) {
+                          r.get_bool();
+                          r.finish();
+                      }),
+              "saved state: 1 byte(s) left unread");
 }
 
 }  // namespace

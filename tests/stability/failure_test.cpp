@@ -12,6 +12,7 @@
 #include "config/run_config.hpp"
 #include "stability/failure.hpp"
 #include "stability/failure_report.hpp"
+#include "util/error.hpp"
 
 namespace altgrad::test {
 namespace {
@@ -147,6 +148,39 @@ TEST(FailureDetector, OverflowAboveThresholdForPatienceStepsFromTheFirstOfTheStr
     EXPECT_NE(v->evidence.find("above 10.0%"), std::string::npos) << v->evidence;
     EXPECT_NE(v->evidence.find("3 consecutive measurements from step 4 (20.0% then, 11.0% now)"), std::string::npos)
         << v->evidence;
+}
+
+// What a checkpoint keeps of the detector: a detector restored from the text
+// two steps into an overflow streak decides at the third step, with the
+// streak's first step and value, as the original does; a fresh one does not.
+TEST(FailureDetector, ARestoredDetectorContinuesItsStreaks) {
+    failure_detector original(failure_config{}, false, 500);  // overflow 0.1, patience 3
+    EXPECT_FALSE(original.observe(overflow_step(1, 0.2)));
+    EXPECT_FALSE(original.observe(overflow_step(2, 0.3)));
+    EXPECT_FALSE(original.observe(stall_step(2, 0.1, 3.25, false)));  // sets the previous window loss
+    failure_detector restored(failure_config{}, false, 500);
+    restored.deserialize(original.serialize(), "state.toml");
+    EXPECT_EQ(restored.serialize(), original.serialize());
+    const std::optional<verdict> v = restored.observe(overflow_step(3, 0.4));
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->mode, failure_mode::overflow);
+    EXPECT_EQ(v->evidence_step, 1);
+    EXPECT_NE(v->evidence.find("from step 1 (20.0% then, 40.0% now)"), std::string::npos) << v->evidence;
+    failure_detector fresh(failure_config{}, false, 500);
+    EXPECT_FALSE(fresh.observe(overflow_step(3, 0.4)));
+}
+
+TEST(FailureDetector, MalformedSavedStateIsAnErrorNamingWhere) {
+    failure_detector d(failure_config{}, false, 500);
+    for (const std::string& bad : std::vector<std::string>{"", "1 2 3", d.serialize().replace(0, 1, "x")}) {
+        try {
+            d.deserialize(bad, "ckpt/state.toml: [loop] failure_detector");
+            ADD_FAILURE() << "accepted \"" << bad << "\"";
+        } catch (const host::error& e) {
+            EXPECT_NE(std::string(e.what()).find("ckpt/state.toml: [loop] failure_detector"), std::string::npos)
+                << e.what();
+        }
+    }
 }
 
 TEST(FailureDetector, ARateAtTheThresholdIsNotAbove) {

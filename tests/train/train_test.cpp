@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <string>
@@ -34,8 +35,8 @@ struct run_result {
     std::string out;
 };
 
-run_result run(const std::string& args) {
-    const std::string cmd = kHost + " --plugins " + kPlugins + " " + args + " 2>&1 < /dev/null";
+run_result run(const std::string& args, const std::string& plugins = kPlugins) {
+    const std::string cmd = kHost + " --plugins " + plugins + " " + args + " 2>&1 < /dev/null";
     run_result r;
     FILE* p = ::popen(cmd.c_str(), "r");
     char buf[4096];
@@ -182,6 +183,47 @@ TEST(Run, ResumeAfterAKillEqualsAnUninterruptedRun) {
     ASSERT_EQ(r.exit_code, 0) << r.out;
     EXPECT_NE(r.out.find("resumed " + killed.string() + " at step "), std::string::npos) << r.out;
     EXPECT_EQ(comparable_metrics(s.path / "whole"), comparable_metrics(killed));
+}
+
+// counting_clip (a test plugin) clips every step to 0.05 x (1 + steps it saw
+// before), and saves that count in checkpoints: a run resumed from its step-4
+// checkpoint must repeat the uninterrupted run's metrics, clip events included.
+TEST(Run, ResumeRestoresAnInterventionsSavedState) {
+    scratch s;
+    const fs::path plugins = s.path / "plugins";
+    fs::create_directories(plugins);
+    fs::copy(fs::path(ALTGRAD_TEST_PLUGIN_DIR) / "counting_clip", plugins / "counting_clip");
+    fs::copy(fs::path(kPlugins) / "e5m2", plugins / "e5m2");
+    const fs::path cfg = s.config("counting", "", "keep_checkpoints = 5\n[stability]\ninterventions = [\"counting_clip\"]\n");
+    const fs::path whole = s.path / "whole", resumed = s.path / "resumed";
+    const run_result w = run("run " + cfg.string() + " --out " + whole.string(), plugins.string());
+    ASSERT_EQ(w.exit_code, 0) << w.out;
+    ASSERT_TRUE(fs::exists(whole / "checkpoints" / "step_0000004" / "interventions" / "counting_clip.state"));
+
+    // The same run as if it had stopped after its step-4 checkpoint.
+    fs::copy(whole, resumed, fs::copy_options::recursive);
+    fs::remove_all(resumed / "checkpoints" / "step_0000008");
+    fs::remove_all(resumed / "checkpoints" / "step_0000012");
+    const run_result r = run("run --resume " + resumed.string(), plugins.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("at step 4"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("starts afresh"), std::string::npos) << r.out;
+    int clips = 0;
+    bool fifth = false;
+    for (const std::string& line : lines_of(resumed / "metrics.jsonl")) {
+        if (line.find("\"clip_grad_norm\"") == std::string::npos) continue;
+        ++clips;
+        // The first step after the resume: the plugin has seen steps 0..3.
+        if (line.find("\"step\": 5,") != std::string::npos)
+            fifth = line.find("seen 4 steps before this one") != std::string::npos;
+    }
+    EXPECT_EQ(clips, 12);
+    EXPECT_TRUE(fifth);
+    EXPECT_EQ(comparable_metrics(whole), comparable_metrics(resumed));
+    // summary.json counts the whole run's actions, those before the resume too.
+    std::ifstream summary(resumed / "summary.json");
+    const std::string text((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("\"interventions\": {\"counting_clip\": {\"clip_grad_norm\": 12}}"), std::string::npos) << text;
 }
 
 TEST(Run, AThirdPartyFormatTrainsWithNoHostChange) {

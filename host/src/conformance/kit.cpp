@@ -1310,6 +1310,78 @@ result check_observe_empty(env& e) {
     return pass("5 steps with no tensors (tensors NULL, count 0) were observed without error");
 }
 
+result check_state_resume_body(env& e);
+
+result check_state_resume(env& e) {
+    result why;
+    if (!prepare(e, why)) return why;
+    if (!intervention_handle::create(e.plugin, {}, "conformance")->saves_state())
+        return skip("the plugin saves no state (no save_state/load_state): a resumed run starts it afresh");
+    try {
+        return check_state_resume_body(e);
+    } catch (const std::exception& x) {
+        return fail(std::string("a call failed: ") + x.what(),
+                    "a random history of 40 steps, saved after 0, 13 and 27 of them and loaded into a fresh instance",
+                    "save_state must succeed in every state observe can reach, and load_state must accept what "
+                    "save_state wrote");
+    }
+}
+
+// A step after which nothing is wrong: finite loss and gradient, no overflow,
+// underflow or stall. State is what makes an instance answer these
+// differently (clipping left on), so the kit replays them after a resume too.
+observation calm(observation o) {
+    o.loss = 2.0;
+    o.grad_norm = 1.0;
+    o.consecutive_nonfinite_steps = 0;
+    for (tensor_observation& t : o.tensors) t.overflow_rate = t.underflow_rate = t.bit_stall_rate = 0.0;
+    return o;
+}
+
+result check_state_resume_body(env& e) {
+    constexpr size_t kSteps = 40;
+    const std::vector<observation> h = random_history(e, kSteps);
+    for (const size_t split : {size_t{0}, size_t{13}, size_t{27}})
+        for (const bool calm_after : {false, true}) {
+            const std::shared_ptr<intervention_handle> original =
+                intervention_handle::create(e.plugin, {}, "conformance");
+            for (size_t k = 0; k < split; ++k) original->observe(h[k]);
+            const std::string bytes = original->save_state();
+            const std::string where = "saved after " + std::to_string(split) + " steps of a random history (" +
+                                      std::to_string(bytes.size()) + " bytes)";
+            if (original->save_state() != bytes)
+                return fail("saving twice in a row gave different bytes", where,
+                            "save_state must not change the instance, and must write the same bytes for the same "
+                            "state");
+            if (!bytes.empty()) {
+                try {
+                    intervention_handle::create(e.plugin, {}, "conformance")
+                        ->load_state(bytes.substr(0, bytes.size() - 1));
+                    return fail("a state cut short by one byte was accepted", where,
+                                "load_state must refuse bytes it cannot read with INVALID_ARGUMENT (the SDK's "
+                                "state_reader does): a truncated checkpoint must not resume silently");
+                } catch (const error&) {
+                }
+            }
+            const std::shared_ptr<intervention_handle> restored =
+                intervention_handle::create(e.plugin, {}, "conformance");
+            restored->load_state(bytes);
+            for (size_t k = split; k < kSteps; ++k) {
+                const observation o = calm_after ? calm(h[k]) : h[k];
+                const std::string want = answer_text(original->observe(o));
+                const std::string got = answer_text(restored->observe(o));
+                if (got != want)
+                    return fail("the restored instance answered " + got + " where the original answered " + want,
+                                where + ", then " + (calm_after ? "calm steps (finite, no overflow): " : "") +
+                                    observation_text(o),
+                                "save_state must write everything later answers depend on, and load_state "
+                                "restore it");
+            }
+        }
+    return pass("states saved after 0, 13 and 27 of 40 random steps, loaded into fresh instances, give the original's "
+                "answers to the rest of the history and to calm steps; a state cut short is refused");
+}
+
 // -------- diagnostic-only
 
 result check_measure_nonfinite(env& e) {
@@ -1477,6 +1549,10 @@ const std::vector<check_def>& intervention_only_checks() {
         {"observe.nonfinite", "intervention: NaN/Inf loss, grad_norm, rates and format_max are observed", false,
          check_observe_nonfinite},
         {"observe.empty", "intervention: a step with no tensors is observed", false, check_observe_empty},
+        {"state.resume",
+         "intervention: a fresh instance loaded with a saved state answers as the original (skipped when the plugin "
+         "saves no state)",
+         false, check_state_resume},
     };
     return checks;
 }

@@ -106,6 +106,41 @@ std::vector<action> intervention_handle::observe(const altgrad_observation& o) {
     return out;
 }
 
+bool intervention_handle::saves_state() const {
+    return ALTGRAD_STRUCT_HAS(vtable_, altgrad_intervention_vtable, load_state) && vtable_->save_state != nullptr &&
+           vtable_->load_state != nullptr;
+}
+
+namespace {
+altgrad_status append_to_string(const altgrad_state_writer* w, const void* data, size_t size) {
+    if (size == 0) return ALTGRAD_STATUS_OK;
+    if (data == nullptr) return ALTGRAD_STATUS_INVALID_ARGUMENT;
+    try {
+        static_cast<std::string*>(w->context)->append(static_cast<const char*>(data), size);
+        return ALTGRAD_STATUS_OK;
+    } catch (...) {
+        return ALTGRAD_STATUS_OUT_OF_MEMORY;
+    }
+}
+}  // namespace
+
+std::string intervention_handle::save_state() const {
+    if (!saves_state()) throw error("plugin '" + name() + "': save_state: the plugin does not save its state");
+    std::string bytes;
+    const altgrad_state_writer writer{sizeof(altgrad_state_writer), &bytes, &append_to_string};
+    altgrad_error e = empty_error();
+    const altgrad_status s = vtable_->save_state(instance_, &writer, &e);
+    if (s != ALTGRAD_STATUS_OK) fail("save_state", s, e);
+    return bytes;
+}
+
+void intervention_handle::load_state(const std::string& bytes) {
+    if (!saves_state()) throw error("plugin '" + name() + "': load_state: the plugin does not load a state");
+    altgrad_error e = empty_error();
+    const altgrad_status s = vtable_->load_state(instance_, bytes.data(), bytes.size(), &e);
+    if (s != ALTGRAD_STATUS_OK) fail("load_state", s, e);
+}
+
 std::vector<action> intervention_handle::observe(const observation& o) {
     std::vector<altgrad_tensor_observation> tensors(o.tensors.size());
     for (size_t i = 0; i < o.tensors.size(); ++i) {

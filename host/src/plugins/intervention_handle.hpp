@@ -73,6 +73,13 @@ public:
     std::vector<action> observe(const altgrad_observation& o);
     std::vector<action> observe(const observation& o);
 
+    // Whether the plugin saves its state (ABI 1.1 save_state/load_state).
+    bool saves_state() const;
+    // The instance's state as the plugin's own bytes; requires saves_state().
+    std::string save_state() const;
+    // Give a fresh instance a state from save_state() of the same plugin.
+    void load_state(const std::string& bytes);
+
 private:
     intervention_handle() = default;
     [[noreturn]] void fail(const char* call, altgrad_status s, const altgrad_error& e) const;

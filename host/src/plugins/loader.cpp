@@ -83,6 +83,8 @@ void check_tables(const checker& c, const altgrad_entry* e) {
             if (!has_bytes(v->struct_size, offsetof(altgrad_intervention_vtable, observe) + sizeof v->observe))
                 c.fail("intervention table", "struct_size is smaller than ABI 1.0's");
             if (!v->create || !v->destroy || !v->observe) c.fail("intervention table", "a function pointer is NULL");
+            if (ALTGRAD_STRUCT_HAS(v, altgrad_intervention_vtable, load_state) && !v->save_state != !v->load_state)
+                c.fail("intervention table", "save_state and load_state must be set together (or both NULL)");
             break;
         }
         case ALTGRAD_KIND_DIAGNOSTIC: {

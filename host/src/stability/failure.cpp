@@ -2,6 +2,11 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <vector>
+
+#include "util/error.hpp"
 
 namespace altgrad::host::stability {
 
@@ -84,6 +89,45 @@ verdict failure_detector::stopped_early(int64_t steps_done, const std::string& w
     v.evidence = "stopped at step " + std::to_string(steps_done) + " of " + std::to_string(max_steps_) +
                  (early ? " (before " + percent(c_.early_stop) + " of the run)" : "") + ": " + why;
     return v;
+}
+
+// Four streaks (length first_step first_value last_value), then the previous
+// window loss; doubles as C99 hex floats, so they come back bit for bit.
+std::string failure_detector::serialize() const {
+    std::ostringstream out;
+    char buf[48];
+    for (const streak* s : {&nonfinite_, &bit_stall_, &overflow_, &vanishing_}) {
+        out << s->length << " " << s->first_step << " ";
+        std::snprintf(buf, sizeof buf, "%a %a ", s->first_value, s->last_value);
+        out << buf;
+    }
+    std::snprintf(buf, sizeof buf, "%a", previous_window_loss_);
+    out << buf;
+    return out.str();
+}
+
+void failure_detector::deserialize(const std::string& text, const std::string& where) {
+    std::istringstream in(text);
+    std::string word;
+    std::vector<std::string> words;
+    while (in >> word) words.push_back(word);
+    if (words.size() != 17) throw error(where + ": failure detector state \"" + text + "\" is malformed");
+    size_t k = 0;
+    const auto number = [&](bool integer) {
+        const std::string& w = words[k++];
+        char* end = nullptr;
+        const double v = integer ? static_cast<double>(std::strtoll(w.c_str(), &end, 10)) : std::strtod(w.c_str(), &end);
+        if (end == w.c_str() || *end != '\0')
+            throw error(where + ": failure detector state: \"" + w + "\" is not a number");
+        return v;
+    };
+    for (streak* s : {&nonfinite_, &bit_stall_, &overflow_, &vanishing_}) {
+        s->length = static_cast<int64_t>(number(true));
+        s->first_step = static_cast<int64_t>(number(true));
+        s->first_value = number(false);
+        s->last_value = number(false);
+    }
+    previous_window_loss_ = number(false);
 }
 
 }  // namespace altgrad::host::stability

@@ -68,6 +68,12 @@ public:
     // The verdict for a run that stopped at `steps_done` on an error (not a collapse).
     verdict stopped_early(int64_t steps_done, const std::string& why) const;
 
+    // The streaks and the last window loss as one line of text, for
+    // checkpoints, so a resumed run decides as the uninterrupted one would.
+    std::string serialize() const;
+    // Throws host::error naming `where` when `text` is not serialize()'s.
+    void deserialize(const std::string& text, const std::string& where);
+
 private:
     struct streak {
         int64_t length = 0, first_step = -1;

@@ -29,6 +29,9 @@ public:
     // Every plugin, in config order, sees the same observation; their actions in that order.
     std::vector<plugin_action> observe(const observation& o);
 
+    // In config order; names are unique (the config refuses a name twice).
+    const std::vector<std::shared_ptr<intervention_handle>>& handles() const { return handles_; }
+
 private:
     std::vector<std::shared_ptr<intervention_handle>> handles_;
 };

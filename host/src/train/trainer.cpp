@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <deque>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -24,6 +25,7 @@
 #include "util/glob.hpp"
 #include "util/error.hpp"
 #include "util/json.hpp"
+#include "util/json_value.hpp"
 
 namespace altgrad::host::train {
 namespace fs = std::filesystem;
@@ -245,14 +247,126 @@ std::optional<std::pair<int64_t, fs::path>> latest_checkpoint(const fs::path& ru
     return best;
 }
 
+// What summary.json and the failure report need of the run's history.
+struct run_history {
+    struct switch_record {
+        int64_t step;
+        std::string plugin;
+        format_switch what;
+    };
+    std::vector<switch_record> switches;
+    std::map<std::string, std::map<std::string, int64_t>> interventions;  // plugin -> action kind -> count
+    std::vector<std::string> events;                                        // one line each, for the report
+    std::deque<stability::trend_row> trend;                                 // the last steps
+    std::deque<stability::diagnostic_mean> diagnostics;                     // the last snapshots
+};
+
+// "switches": [...], "interventions": {...}: as summary.json has them.
+void write_switches_and_interventions(std::ostream& o, const run_history& h) {
+    o << "\"switches\": [";
+    for (size_t i = 0; i < h.switches.size(); ++i)
+        o << (i ? ", " : "") << "{\"step\": " << h.switches[i].step << ", \"tensor\": "
+          << json::quote(h.switches[i].what.tensor) << ", \"from\": " << json::quote(h.switches[i].what.from)
+          << ", \"to\": " << json::quote(h.switches[i].what.to) << ", \"plugin\": " << json::quote(h.switches[i].plugin)
+          << "}";
+    o << "], \"interventions\": {";
+    bool first = true;
+    for (const auto& [plugin, kinds] : h.interventions) {
+        o << (first ? "" : ", ") << json::quote(plugin) << ": {";
+        first = false;
+        bool first_kind = true;
+        for (const auto& [kind, n] : kinds) {
+            o << (first_kind ? "" : ", ") << json::quote(kind) << ": " << n;
+            first_kind = false;
+        }
+        o << "}";
+    }
+    o << "}";
+}
+
+// The history as JSON, kept in checkpoints so that summary.json and the
+// failure report of a resumed run cover the whole run. Non-finite numbers
+// become null and come back as NaN.
+std::string history_json(const run_history& h) {
+    std::ostringstream o;
+    o << "{";
+    write_switches_and_interventions(o, h);
+    o << ", \"events\": [";
+    for (size_t i = 0; i < h.events.size(); ++i) o << (i ? ", " : "") << json::quote(h.events[i]);
+    o << "], \"trend\": [";
+    for (size_t i = 0; i < h.trend.size(); ++i) {
+        const stability::trend_row& r = h.trend[i];
+        o << (i ? ", " : "") << "[" << r.step << ", " << json::number(r.loss) << ", " << json::number(r.grad_norm) << ", "
+          << json::number(r.grad_sparsity) << ", " << json::number(r.overflow_rate) << ", "
+          << json::number(r.bit_stall_rate) << "]";
+    }
+    o << "], \"diagnostics\": [";
+    for (size_t i = 0; i < h.diagnostics.size(); ++i)
+        o << (i ? ", " : "") << "[" << h.diagnostics[i].step << ", " << json::quote(h.diagnostics[i].name) << ", "
+          << json::number(h.diagnostics[i].value) << "]";
+    o << "]}\n";
+    return o.str();
+}
+
+run_history history_from_json(const std::string& text, const std::string& where) {
+    const json::value v = json::parse(text);
+    const auto bad = [&](const std::string& what) { return error(where + ": " + what); };
+    const auto list = [&](const char* key) -> const std::vector<json::value>& {
+        const json::value* a = v.find(key);
+        if (a == nullptr || !a->is_array()) throw bad(std::string("'") + key + "' is missing or not an array");
+        return a->items();
+    };
+    const auto num = [](const json::value& x) { return x.is_number() ? x.as_number() : NAN; };
+    run_history h;
+    for (const json::value& r : list("switches")) {
+        const auto step = r.number_at("step");
+        const auto plugin = r.string_at("plugin"), tensor = r.string_at("tensor"), from = r.string_at("from"),
+                   to = r.string_at("to");
+        if (!step || !plugin || !tensor || !from || !to) throw bad("a switch lacks step, plugin, tensor, from or to");
+        h.switches.push_back({static_cast<int64_t>(*step), *plugin, {*tensor, *from, *to}});
+    }
+    const json::value* counts = v.find("interventions");
+    if (counts == nullptr || !counts->is_object()) throw bad("'interventions' is missing or not an object");
+    for (const auto& [plugin, kinds] : counts->members())
+        for (const auto& [kind, n] : kinds.members()) h.interventions[plugin][kind] = static_cast<int64_t>(num(n));
+    for (const json::value& e : list("events")) h.events.push_back(e.as_string());
+    for (const json::value& r : list("trend")) {
+        if (r.items().size() != 6) throw bad("a trend row does not have 6 numbers");
+        const auto& x = r.items();
+        h.trend.push_back({static_cast<int64_t>(num(x[0])), num(x[1]), num(x[2]), num(x[3]), num(x[4]), num(x[5])});
+    }
+    for (const json::value& r : list("diagnostics")) {
+        if (r.items().size() != 3) throw bad("a diagnostics row does not have step, name and value");
+        h.diagnostics.push_back({static_cast<int64_t>(num(r.items()[0])), r.items()[1].as_string(), num(r.items()[2])});
+    }
+    return h;
+}
+
+// Everything a checkpoint holds, so that a resumed run repeats the
+// uninterrupted one: the model and optimizer, the quantization plan (formats,
+// scaling), the bit-stall snapshots, the loop's own counters, the failure
+// detector's streaks and the interventions' saved states.
 struct trainer_state {
     GPT model{nullptr};
     std::unique_ptr<torch::optim::AdamW> optimizer;
     quant_plan plan;
     bit_stall_meter stall;
+    uint32_t nonfinite_run = 0;    // consecutive non-finite steps, the last one included
+    bool stall_fresh = false;      // bit stall was measured at the end of the previous step
+    double window_loss_sum = 0;    // finite training losses since the last measurement
+    int64_t window_loss_n = 0;
+    stability::failure_detector* detector = nullptr;
+    stability::intervention_set* interventions = nullptr;
+    run_history history;
 };
 
-void save_checkpoint(const fs::path& run_dir, int64_t step, trainer_state& t, int64_t keep) {
+std::string hex_float(double v) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%a", v);
+    return buf;
+}
+
+void save_checkpoint(const fs::path& run_dir, int64_t step, const trainer_state& t, int64_t keep) {
     const fs::path final_dir = checkpoint_dir(run_dir, step);
     const fs::path tmp = run_dir / "checkpoints" / (".tmp-" + final_dir.filename().string());
     fs::remove_all(tmp);
@@ -264,9 +378,21 @@ void save_checkpoint(const fs::path& run_dir, int64_t step, trainer_state& t, in
         std::lock_guard<std::mutex> lock(gen.mutex());
         torch::save(gen.get_state(), (tmp / "rng.pt").string());
     }
+    for (const auto& h : t.interventions->handles()) {
+        if (!h->saves_state()) continue;
+        fs::create_directories(tmp / "interventions");
+        write_file_atomically(tmp / "interventions" / (h->name() + ".state"), h->save_state());
+    }
+    write_file_atomically(tmp / "history.json", history_json(t.history));
     std::ostringstream state;
     state << "# AltGrad checkpoint: written last, so its presence marks a complete checkpoint.\nstep = " << step
-          << "\n\n[scaling]\n";
+          << "\n\n[loop]\n\"nonfinite_run\" = \"" << t.nonfinite_run << "\"\n\"stall_fresh\" = \""
+          << (t.stall_fresh ? 1 : 0) << "\"\n\"window_loss_sum\" = \"" << hex_float(t.window_loss_sum)
+          << "\"\n\"window_loss_n\" = \"" << t.window_loss_n << "\"\n\"failure_detector\" = \""
+          << t.detector->serialize() << "\"\n\n[bit_stall_rate]\n";
+    for (const quant_site& s : t.plan.sites)
+        if (s.role == ALTGRAD_TENSOR_WEIGHT) state << json::quote(s.name()) << " = \"" << hex_float(s.bit_stall_rate) << "\"\n";
+    state << "\n[scaling]\n";
     for (const quant_site& s : t.plan.sites)
         state << json::quote(s.name()) << " = " << json::quote(s.scaling.serialize()) << "\n";
     state << "\n[formats]\n";
@@ -298,19 +424,37 @@ int64_t load_checkpoint(const fs::path& dir, trainer_state& t, format_library& f
         std::lock_guard<std::mutex> lock(gen.mutex());
         gen.set_state(rng);
     }
+    const std::string where = (dir / "state.toml").string();
     std::ifstream in(dir / "state.toml");
     std::string line;
     int64_t step = -1;
-    std::map<std::string, std::string> scaling, format;
-    std::map<std::string, std::string>* section = &scaling;
+    std::map<std::string, std::map<std::string, std::string>> sections;  // [section] -> "key" = "value"
+    std::string section;
     while (std::getline(in, line)) {
         if (line.rfind("step = ", 0) == 0) step = std::strtoll(line.c_str() + 7, nullptr, 10);
-        if (line == "[formats]") section = &format;
+        if (line.size() > 2 && line.front() == '[' && line.back() == ']') section = line.substr(1, line.size() - 2);
         const size_t eq = line.find("\" = \"");
         if (line.size() > 2 && line[0] == '"' && eq != std::string::npos)
-            (*section)[line.substr(1, eq - 1)] = line.substr(eq + 5, line.size() - eq - 6);
+            sections[section][line.substr(1, eq - 1)] = line.substr(eq + 5, line.size() - eq - 6);
     }
-    if (step < 0) throw error((dir / "state.toml").string() + ": key 'step': missing");
+    if (step < 0) throw error(where + ": key 'step': missing");
+    const std::map<std::string, std::string>& scaling = sections["scaling"];
+    const std::map<std::string, std::string>& format = sections["formats"];
+    // Checkpoints from before [loop] existed resume with fresh counters.
+    const std::map<std::string, std::string>& loop = sections["loop"];
+    const auto loop_value = [&](const char* key) -> const std::string* {
+        const auto it = loop.find(key);
+        return it == loop.end() ? nullptr : &it->second;
+    };
+    if (const std::string* v = loop_value("nonfinite_run")) t.nonfinite_run = static_cast<uint32_t>(std::stoul(*v));
+    if (const std::string* v = loop_value("stall_fresh")) t.stall_fresh = *v == "1";
+    if (const std::string* v = loop_value("window_loss_sum")) t.window_loss_sum = std::strtod(v->c_str(), nullptr);
+    if (const std::string* v = loop_value("window_loss_n")) t.window_loss_n = std::stoll(*v);
+    if (const std::string* v = loop_value("failure_detector")) t.detector->deserialize(*v, where + ": [loop] failure_detector");
+    for (quant_site& s : t.plan.sites) {
+        const auto it = sections["bit_stall_rate"].find(s.name());
+        if (it != sections["bit_stall_rate"].end()) s.bit_stall_rate = std::strtod(it->second.c_str(), nullptr);
+    }
     for (quant_site& s : t.plan.sites) {
         // Formats first (an intervention may have switched some), then their scaling.
         const auto f = format.find(s.name());
@@ -328,7 +472,42 @@ int64_t load_checkpoint(const fs::path& dir, trainer_state& t, format_library& f
             if (x.numel() == 0) x = torch::Tensor();
         t.stall.restore(std::move(snaps));
     }
+    if (fs::exists(dir / "history.json")) {
+        std::ifstream h(dir / "history.json");
+        const std::string text((std::istreambuf_iterator<char>(h)), std::istreambuf_iterator<char>());
+        try {
+            t.history = history_from_json(text, (dir / "history.json").string());
+        } catch (const json::parse_error& e) {
+            throw error((dir / "history.json").string() + ": " + e.what());
+        }
+    }
     return step;
+}
+
+// Give each intervention the state it saved in checkpoint `dir`; one line of
+// the log for each that starts afresh, saying why.
+void restore_interventions(const fs::path& dir, stability::intervention_set& interventions, std::ostream& log) {
+    for (const auto& h : interventions.handles()) {
+        const fs::path file = dir / "interventions" / (h->name() + ".state");
+        if (fs::exists(file)) {
+            if (!h->saves_state())
+                throw error(file.string() + ": intervention '" + h->name() +
+                            "' saved a state, but this build of the plugin cannot load one (no load_state)");
+            std::ifstream in(file, std::ios::binary);
+            const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            try {
+                h->load_state(bytes);
+            } catch (const error& e) {
+                throw error(file.string() + ": " + e.what());
+            }
+        } else if (h->saves_state()) {
+            log << "intervention " << h->name() << ": no saved state in " << dir.string()
+                << " (it was not enabled then); it starts afresh\n";
+        } else {
+            log << "intervention " << h->name()
+                << ": the plugin saves no state (ABI 1.0 or stateless); it starts afresh\n";
+        }
+    }
 }
 
 // ------------------------------------------------------------ evaluation
@@ -406,20 +585,6 @@ void clip_gradients(const std::vector<torch::Tensor>& params, double max_norm, d
         if (p.grad().defined()) p.grad().mul_(factor);
 }
 
-// What summary.json and the failure report need of the run's history.
-struct run_history {
-    struct switch_record {
-        int64_t step;
-        std::string plugin;
-        format_switch what;
-    };
-    std::vector<switch_record> switches;
-    std::map<std::string, std::map<std::string, int64_t>> interventions;  // plugin -> action kind -> count
-    std::vector<std::string> events;                                        // one line each, for the report
-    std::deque<stability::trend_row> trend;                                 // the last steps
-    std::deque<stability::diagnostic_mean> diagnostics;                     // the last snapshots
-};
-
 void remember_diagnostics(run_history& h, int64_t step, const std::vector<diagnostic_record>& records) {
     std::map<std::string, std::pair<double, int>> sums;  // diagnostic.value -> (sum, n) over tensors
     for (const diagnostic_record& r : records)
@@ -484,25 +649,9 @@ void write_summary(const fs::path& run_dir, const config::run_config& c, const r
       << ", \"best_val_loss\": " << json::number(s.best_val_loss) << ", \"seconds\": " << json::number(s.seconds)
       << ", \"formats\": {\"weight\": " << json::quote(c.quantization.weight_format)
       << ", \"activation\": " << json::quote(c.quantization.activation_format)
-      << ", \"gradient\": " << json::quote(c.quantization.gradient_format) << "}, \"switches\": [";
-    for (size_t i = 0; i < h.switches.size(); ++i)
-        o << (i ? ", " : "") << "{\"step\": " << h.switches[i].step << ", \"tensor\": "
-          << json::quote(h.switches[i].what.tensor) << ", \"from\": " << json::quote(h.switches[i].what.from)
-          << ", \"to\": " << json::quote(h.switches[i].what.to) << ", \"plugin\": " << json::quote(h.switches[i].plugin)
-          << "}";
-    o << "], \"interventions\": {";
-    bool first = true;
-    for (const auto& [plugin, kinds] : h.interventions) {
-        o << (first ? "" : ", ") << json::quote(plugin) << ": {";
-        first = false;
-        bool first_kind = true;
-        for (const auto& [kind, n] : kinds) {
-            o << (first_kind ? "" : ", ") << json::quote(kind) << ": " << n;
-            first_kind = false;
-        }
-        o << "}";
-    }
-    o << "}}\n";
+      << ", \"gradient\": " << json::quote(c.quantization.gradient_format) << "}, ";
+    write_switches_and_interventions(o, h);
+    o << "}\n";
     write_file_atomically(run_dir / "summary.json", o.str());
 }
 
@@ -556,7 +705,10 @@ run_summary run_training(const run_request& req, std::ostream& log) {
     const std::shared_ptr<const format_handle> fp32 = diagnostics.empty() ? nullptr : formats.fp32();
 
     torch::manual_seed(static_cast<uint64_t>(tc.seed));
+    stability::failure_detector detector(c.failure, !interventions.empty(), tc.max_steps);
     trainer_state t;
+    t.detector = &detector;
+    t.interventions = &interventions;
     t.plan.seed = static_cast<uint64_t>(tc.seed);
     gpt_config g;
     g.vocab_size = c.model.vocab_size > 0 ? c.model.vocab_size : data.vocab_size();
@@ -598,6 +750,7 @@ run_summary run_training(const run_request& req, std::ostream& log) {
         const auto ckpt = latest_checkpoint(run_dir);
         if (!ckpt) throw error("--resume " + run_dir.string() + ": no complete checkpoint in checkpoints/");
         step = load_checkpoint(ckpt->second, t, formats);
+        restore_interventions(ckpt->second, interventions, log);
         truncate_metrics(run_dir / "metrics.jsonl", step);
         fs::remove(run_dir / "summary.json");
         log << "resumed " << run_dir.string() << " at step " << step << "\n";
@@ -631,13 +784,8 @@ run_summary run_training(const run_request& req, std::ostream& log) {
         if (!req.live_progress) log << "step " << at_step << ": val loss " << val << std::endl;
         return val;
     };
-    stability::failure_detector detector(c.failure, !interventions.empty(), tc.max_steps);
     stability::verdict outcome;  // mode none: finished
-    run_history history;
-    uint32_t nonfinite_run = 0;
-    bool stall_fresh = false;  // bit stall was measured at the end of the previous step
-    double window_loss_sum = 0;  // training losses since the last measurement
-    int64_t window_loss_n = 0;
+    run_history& history = t.history;  // saved in checkpoints
     double lr = learning_rate_at(tc, step);
     const auto loop_start = std::chrono::steady_clock::now();
     const int64_t first_step = step;
@@ -663,14 +811,14 @@ run_summary run_training(const run_request& req, std::ostream& log) {
             const double loss_value = loss.item<double>();
             const double grad_norm = torch::nn::utils::clip_grad_norm_(parameters, INFINITY);  // measures only
             const bool finite = std::isfinite(loss_value) && std::isfinite(grad_norm);
-            nonfinite_run = finite ? 0 : nonfinite_run + 1;
+            t.nonfinite_run = finite ? 0 : t.nonfinite_run + 1;
             const int64_t done = step + 1;  // metrics and events count steps done
 
             // ---- interventions: every plugin sees the step and may clip, skip or switch
             step_actions todo;
             if (!interventions.empty()) {
                 const observation seen = observe_step(static_cast<uint64_t>(step), loss_value, grad_norm, lr,
-                                                      nonfinite_run, t.plan, stall_fresh);
+                                                      t.nonfinite_run, t.plan, t.stall_fresh);
                 for (stability::plugin_action& a : interventions.observe(seen)) {
                     ++history.interventions[a.plugin][action_kind_name(a.what.kind)];
                     if (a.what.kind == ALTGRAD_ACTION_CLIP_GRAD_NORM) {
@@ -717,14 +865,14 @@ run_summary run_training(const run_request& req, std::ostream& log) {
             evidence.finite = finite;
             evidence.grad_sparsity = sparsity;
             evidence.overflow_rate = rates.overflow;
-            stall_fresh = is_diagnostic_step(step, c);
+            t.stall_fresh = is_diagnostic_step(step, c);
             std::vector<diagnostic_record> records;
-            if (std::isfinite(loss_value)) window_loss_sum += loss_value, ++window_loss_n;
-            if (stall_fresh) {
+            if (std::isfinite(loss_value)) t.window_loss_sum += loss_value, ++t.window_loss_n;
+            if (t.stall_fresh) {
                 evidence.bit_stall_rate = t.stall.measure(t.plan, weight_of);
-                evidence.window_loss = window_loss_n ? window_loss_sum / window_loss_n : NAN;
+                evidence.window_loss = t.window_loss_n ? t.window_loss_sum / t.window_loss_n : NAN;
                 evidence.updates_lost = !c.quantization.shadow_weights;
-                window_loss_sum = 0, window_loss_n = 0;
+                t.window_loss_sum = 0, t.window_loss_n = 0;
                 if (!diagnostics.empty()) records = run_diagnostics(diagnostics, t.plan, weight_of, t.stall, *fp32, step);
                 release_captures(t.plan);
                 t.stall.advance(t.plan, weight_of);
@@ -738,7 +886,7 @@ run_summary run_training(const run_request& req, std::ostream& log) {
                           ", \"tokens_per_s\": " + json::number(tokens_per_s) + ", \"grad_sparsity\": " +
                           json::number(sparsity) + ", \"overflow_rate\": " + json::number(rates.overflow) +
                           ", \"underflow_rate\": " + json::number(rates.underflow) + "}");
-            if (stall_fresh) {
+            if (t.stall_fresh) {
                 for (const quant_site& s : t.plan.sites)
                     if (s.format) metrics.write(quant_stats_line(step, s));
                 for (const diagnostic_record& r : records) metrics.write(diagnostic_line(step, r));

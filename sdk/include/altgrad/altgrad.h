@@ -6,6 +6,7 @@
  *   abi/params.h        typed parameters
  *   abi/format.h        number-format plugins
  *   abi/tensor.h        borrowed tensor views
+ *   abi/state.h         saved plugin state (1.1)
  *   abi/intervention.h  stability-intervention plugins
  *   abi/diagnostic.h    diagnostic plugins
  *   abi/entry.h         the one exported symbol and the descriptor
@@ -21,6 +22,7 @@
 #include "abi/params.h"
 #include "abi/format.h"
 #include "abi/tensor.h"
+#include "abi/state.h"
 #include "abi/intervention.h"
 #include "abi/diagnostic.h"
 #include "abi/entry.h"

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "params.h"
+#include "state.h"
 #include "status.h"
 #include "tensor.h"
 
@@ -106,6 +107,24 @@ typedef struct altgrad_intervention_vtable {
     altgrad_status (*observe)(altgrad_intervention* intervention,
                               const altgrad_observation* observation,
                               altgrad_action_buffer* actions, altgrad_error* error);
+
+    /* Since ABI 1.1. Both set, or both NULL (the host refuses a plugin with
+     * one of them). NULL, or a vtable whose struct_size ends before them (an
+     * ABI 1.0 plugin), means the instance has no state to save: on resume it
+     * starts afresh, and the host says so. Same threading as observe. */
+
+    /* Write the instance's state (see state.h) through `writer`, without
+     * changing the instance. On a non-OK status the host keeps no part of it. */
+    altgrad_status (*save_state)(const altgrad_intervention* intervention, const altgrad_state_writer* writer,
+                                 altgrad_error* error);
+
+    /* Give an instance that has observed nothing yet the state in the `size`
+     * bytes at `data` (host-owned, valid during the call), as written by
+     * save_state of this plugin. Bytes it cannot read (cut short, an unknown
+     * layout version) are INVALID_ARGUMENT, with a message saying what; the
+     * host then stops the resume and destroys the instance. */
+    altgrad_status (*load_state)(altgrad_intervention* intervention, const void* data, size_t size,
+                                 altgrad_error* error);
 } altgrad_intervention_vtable;
 
 #ifdef __cplusplus

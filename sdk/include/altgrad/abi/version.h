@@ -12,7 +12,12 @@
 #include <stdint.h>
 
 #define ALTGRAD_ABI_VERSION_MAJOR 1u
-#define ALTGRAD_ABI_VERSION_MINOR 0u
+#define ALTGRAD_ABI_VERSION_MINOR 1u
+
+/* History of minors (each adds only; a 1.0 plugin loads in a 1.1 host):
+ *   1.0  formats, interventions, diagnostics, parameters, tensor views
+ *   1.1  interventions may save and load their state (state.h)
+ */
 
 #ifdef __cplusplus
 extern "C" {

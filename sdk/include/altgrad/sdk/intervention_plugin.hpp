@@ -16,6 +16,14 @@
 // or ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(..., make, kParams, count) with
 // a static altgrad_param_spec array matching the manifest's [parameters].
 //
+// Saved state (ABI 1.1): a class whose state changes with what it observes
+// also defines, as a pair,
+//   void save_state(altgrad::sdk::state_writer& w) const;
+//   void load_state(altgrad::sdk::state_reader& r);
+// (see altgrad/sdk/state.hpp) so a resumed run continues where it stopped.
+// The adapter exports them when both exist; a class with one of them does not
+// compile. After load_state it checks that every byte was read.
+//
 // What the adapter guarantees to I before observe() runs:
 //   - the observation and the action buffer are non-NULL and at least as large
 //     as their ABI 1.0 structs (struct_size checked), tensors is non-NULL when
@@ -41,12 +49,14 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include <altgrad/altgrad.h>
 #include <altgrad/sdk/error.hpp>
 #include <altgrad/sdk/export.hpp>
 #include <altgrad/sdk/format_plugin.hpp>  // param_view, detail::guarded, detail::invalid
+#include <altgrad/sdk/state.hpp>
 
 namespace altgrad::sdk {
 
@@ -132,11 +142,29 @@ private:
     altgrad_action_buffer& buffer_;
 };
 
+namespace detail {
+template <class I, class = void>
+struct saves_state : std::false_type {};
+template <class I>
+struct saves_state<I, std::void_t<decltype(std::declval<const I&>().save_state(std::declval<state_writer&>()))>>
+    : std::true_type {};
+template <class I, class = void>
+struct loads_state : std::false_type {};
+template <class I>
+struct loads_state<I, std::void_t<decltype(std::declval<I&>().load_state(std::declval<state_reader&>()))>>
+    : std::true_type {};
+}  // namespace detail
+
 // The vtable for intervention class I made by Factory(const param_view&).
 template <class I, I (*Factory)(const param_view&)>
 struct intervention_adapter {
-    static I& self(altgrad_intervention* p) {
-        if (p == nullptr) detail::invalid("observe: intervention instance is NULL");
+    static constexpr bool kHasState = detail::saves_state<I>::value;
+    static_assert(kHasState == detail::loads_state<I>::value,
+                  "an intervention class defines save_state(state_writer&) const and load_state(state_reader&) "
+                  "together, or neither");
+
+    static I& self(altgrad_intervention* p, const char* call) {
+        if (p == nullptr) detail::invalid(std::string(call) + ": intervention instance is NULL");
         return *reinterpret_cast<I*>(p);
     }
 
@@ -173,7 +201,7 @@ struct intervention_adapter {
             actions->count = 0;
             if (actions->capacity > 0 && actions->items == nullptr)
                 detail::invalid("observe: action items is NULL with capacity > 0");
-            I& instance = self(p);
+            I& instance = self(p, "observe");
             check_observation(o);
             action_sink sink(*actions);
             instance.observe(*o, sink);
@@ -183,9 +211,38 @@ struct intervention_adapter {
         return s;
     }
 
+    static altgrad_status save_state(const altgrad_intervention* p, const altgrad_state_writer* writer,
+                                     altgrad_error* error) {
+        return detail::guarded(error, [&] {
+            if (p == nullptr) detail::invalid("save_state: intervention instance is NULL");
+            if (writer == nullptr || !ALTGRAD_STRUCT_HAS(writer, altgrad_state_writer, write) ||
+                writer->write == nullptr)
+                detail::invalid("save_state: writer is NULL, smaller than the v1.1 struct, or has no write");
+            state_writer w;
+            if constexpr (kHasState) reinterpret_cast<const I*>(p)->save_state(w);
+            const std::string& bytes = w.bytes();
+            const altgrad_status s = writer->write(writer, bytes.data(), bytes.size());
+            if (s != ALTGRAD_STATUS_OK) throw plugin_error(s, "save_state: the host's writer refused the bytes");
+        });
+    }
+
+    static altgrad_status load_state(altgrad_intervention* p, const void* data, size_t size, altgrad_error* error) {
+        return detail::guarded(error, [&] {
+            self(p, "load_state");
+            if (data == nullptr && size > 0) detail::invalid("load_state: data is NULL with size > 0");
+            state_reader r(data, size);
+            if constexpr (kHasState) self(p, "load_state").load_state(r);
+            r.finish();
+        });
+    }
+
     static const altgrad_intervention_vtable* vtable() {
-        static const altgrad_intervention_vtable table = {sizeof(altgrad_intervention_vtable), &create, &destroy,
-                                                          &observe};
+        static const altgrad_intervention_vtable table = {sizeof(altgrad_intervention_vtable),
+                                                          &create,
+                                                          &destroy,
+                                                          &observe,
+                                                          kHasState ? &save_state : nullptr,
+                                                          kHasState ? &load_state : nullptr};
         return &table;
     }
 };
