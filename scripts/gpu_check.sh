@@ -7,7 +7,8 @@
 # gpu-out/ when OUT is unset):
 #   test     the whole CTest suite, the CUDA tests (label cuda) included
 #   bench    the quantize benchmark on the CPU and on the GPU
-#   train    configs/e5m2_short.toml on the GPU, and the CPU for comparison
+#   train    configs/e5m2_short.toml on the GPU, and the CPU for comparison; a GPU
+#            run with dropout resumed from a checkpoint against the same run whole
 # STEPS defaults to "test bench train".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -59,7 +60,24 @@ for step in $steps; do
         build-gpu/altgrad-host --plugins build-gpu/plugins run configs/e5m2_short.toml --out "/tmp/run-$device" \
           --set training.device=$device --set data.path="$corpus" > "$out/train_$device.log" 2>&1
         log "train $device exit $?: $(tail -4 "$out/train_$device.log" | head -1)"
-      done ;;
+      done
+      # Resume on the GPU with dropout: 40 steps whole, then the same run resumed
+      # from its step-20 checkpoint; the metrics (less tokens_per_s) must agree.
+      rm -rf /tmp/resume-whole /tmp/resume-cut
+      build-gpu/altgrad-host --plugins build-gpu/plugins run configs/e5m2_short.toml --out /tmp/resume-whole \
+        --set training.device=cuda --set data.path="$corpus" --set training.max_steps=40 \
+        --set training.warmup_steps=5 --set model.dropout=0.1 --set output.checkpoint_interval=20 --set output.keep_checkpoints=5 \
+        > "$out/resume_whole.log" 2>&1
+      log "resume: whole run exit $?"
+      cp -r /tmp/resume-whole /tmp/resume-cut && rm -rf /tmp/resume-cut/checkpoints/step_0000040
+      build-gpu/altgrad-host --plugins build-gpu/plugins run --resume /tmp/resume-cut > "$out/resume_cut.log" 2>&1
+      log "resume: resumed run exit $?"
+      if [[ -s /tmp/resume-whole/metrics.jsonl ]] && diff <(sed 's/, "tokens_per_s": [^,}]*//' /tmp/resume-whole/metrics.jsonl) \
+              <(sed 's/, "tokens_per_s": [^,}]*//' /tmp/resume-cut/metrics.jsonl) > "$out/resume_diff.txt"; then
+        log "resume on cuda with dropout: metrics equal"
+      else
+        log "resume on cuda with dropout: metrics DIFFER (resume_diff.txt)"
+      fi ;;
     *) log "unknown step $step" ;;
   esac
 done

@@ -344,8 +344,9 @@ run_history history_from_json(const std::string& text, const std::string& where)
 
 // Everything a checkpoint holds, so that a resumed run repeats the
 // uninterrupted one: the model and optimizer, the quantization plan (formats,
-// scaling), the bit-stall snapshots, the loop's own counters, the failure
-// detector's streaks and the interventions' saved states.
+// scaling), the bit-stall snapshots, the random generators (CPU, and the
+// GPU's when training there), the loop's own counters, the failure
+// detector's streaks, the interventions' saved states and the run history.
 struct trainer_state {
     GPT model{nullptr};
     std::unique_ptr<torch::optim::AdamW> optimizer;
@@ -358,12 +359,32 @@ struct trainer_state {
     stability::failure_detector* detector = nullptr;
     stability::intervention_set* interventions = nullptr;
     run_history history;
+    torch::Device device{torch::kCPU};  // where the model trains
 };
 
 std::string hex_float(double v) {
     char buf[40];
     std::snprintf(buf, sizeof buf, "%a", v);
     return buf;
+}
+
+// LibTorch's default random generator of `device` (dropout draws from it).
+at::Generator default_generator(const torch::Device& device) {
+    return device.is_cuda() ? at::globalContext().defaultGenerator(device) : at::detail::getDefaultCPUGenerator();
+}
+
+void save_generator(const torch::Device& device, const fs::path& file) {
+    at::Generator gen = default_generator(device);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    torch::save(gen.get_state(), file.string());
+}
+
+void load_generator(const torch::Device& device, const fs::path& file) {
+    torch::Tensor state;
+    torch::load(state, file.string());
+    at::Generator gen = default_generator(device);
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    gen.set_state(state);
 }
 
 void save_checkpoint(const fs::path& run_dir, int64_t step, const trainer_state& t, int64_t keep) {
@@ -373,11 +394,8 @@ void save_checkpoint(const fs::path& run_dir, int64_t step, const trainer_state&
     fs::create_directories(tmp);
     torch::save(t.model, (tmp / "model.pt").string());
     torch::save(*t.optimizer, (tmp / "optimizer.pt").string());
-    {
-        auto gen = at::detail::getDefaultCPUGenerator();
-        std::lock_guard<std::mutex> lock(gen.mutex());
-        torch::save(gen.get_state(), (tmp / "rng.pt").string());
-    }
+    save_generator(torch::Device(torch::kCPU), tmp / "rng.pt");
+    if (t.device.is_cuda()) save_generator(t.device, tmp / "rng_cuda.pt");  // dropout on the GPU
     for (const auto& h : t.interventions->handles()) {
         if (!h->saves_state()) continue;
         fs::create_directories(tmp / "interventions");
@@ -417,13 +435,8 @@ void save_checkpoint(const fs::path& run_dir, int64_t step, const trainer_state&
 int64_t load_checkpoint(const fs::path& dir, trainer_state& t, format_library& formats) {
     torch::load(t.model, (dir / "model.pt").string());
     torch::load(*t.optimizer, (dir / "optimizer.pt").string());
-    {
-        torch::Tensor rng;
-        torch::load(rng, (dir / "rng.pt").string());
-        auto gen = at::detail::getDefaultCPUGenerator();
-        std::lock_guard<std::mutex> lock(gen.mutex());
-        gen.set_state(rng);
-    }
+    load_generator(torch::Device(torch::kCPU), dir / "rng.pt");
+    if (t.device.is_cuda() && fs::exists(dir / "rng_cuda.pt")) load_generator(t.device, dir / "rng_cuda.pt");
     const std::string where = (dir / "state.toml").string();
     std::ifstream in(dir / "state.toml");
     std::string line;
@@ -722,6 +735,7 @@ run_summary run_training(const run_request& req, std::ostream& log) {
     t.model = GPT(g, t.plan);
     assign_formats(t.plan, c, formats);
     const torch::Device device = training_device(c, t.plan);
+    t.device = device;
     t.model->to(device);  // before the optimizer is made: it holds the parameters
 
     std::vector<torch::Tensor> decay, no_decay;
