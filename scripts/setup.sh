@@ -14,7 +14,7 @@ packages=(
   libgtest-dev libbenchmark-dev        # tests and benchmarks
   libtorch-dev libopenblas0-pthread    # tensors and autograd for the trainer, a fast BLAS
   fortunes                             # the default text corpus
-  python3                              # benchmark post-processing
+  python3                              # benchmark post-processing, the LibTorch 2.x check
 )
 
 missing=()
