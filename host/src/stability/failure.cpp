@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "util/error.hpp"
+#include "util/numbers.hpp"
 
 namespace altgrad::host::stability {
 
@@ -95,14 +96,10 @@ verdict failure_detector::stopped_early(int64_t steps_done, const std::string& w
 // window loss; doubles as C99 hex floats, so they come back bit for bit.
 std::string failure_detector::serialize() const {
     std::ostringstream out;
-    char buf[48];
-    for (const streak* s : {&nonfinite_, &bit_stall_, &overflow_, &vanishing_}) {
-        out << s->length << " " << s->first_step << " ";
-        std::snprintf(buf, sizeof buf, "%a %a ", s->first_value, s->last_value);
-        out << buf;
-    }
-    std::snprintf(buf, sizeof buf, "%a", previous_window_loss_);
-    out << buf;
+    for (const streak* s : {&nonfinite_, &bit_stall_, &overflow_, &vanishing_})
+        out << s->length << " " << s->first_step << " " << hex_float(s->first_value) << " " << hex_float(s->last_value)
+            << " ";
+    out << hex_float(previous_window_loss_);
     return out.str();
 }
 

@@ -26,6 +26,7 @@
 #include "util/error.hpp"
 #include "util/json.hpp"
 #include "util/json_value.hpp"
+#include "util/numbers.hpp"
 
 namespace altgrad::host::train {
 namespace fs = std::filesystem;
@@ -328,7 +329,10 @@ run_history history_from_json(const std::string& text, const std::string& where)
     const json::value* counts = v.find("interventions");
     if (counts == nullptr || !counts->is_object()) throw bad("'interventions' is missing or not an object");
     for (const auto& [plugin, kinds] : counts->members())
-        for (const auto& [kind, n] : kinds.members()) h.interventions[plugin][kind] = static_cast<int64_t>(num(n));
+        for (const auto& [kind, n] : kinds.members()) {
+            if (!n.is_number()) throw bad("the count of " + plugin + " " + kind + " is not a number");
+            h.interventions[plugin][kind] = static_cast<int64_t>(n.as_number());
+        }
     for (const json::value& e : list("events")) h.events.push_back(e.as_string());
     for (const json::value& r : list("trend")) {
         if (r.items().size() != 6) throw bad("a trend row does not have 6 numbers");
@@ -361,12 +365,6 @@ struct trainer_state {
     run_history history;
     torch::Device device{torch::kCPU};  // where the model trains
 };
-
-std::string hex_float(double v) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%a", v);
-    return buf;
-}
 
 // LibTorch's default random generator of `device` (dropout draws from it).
 at::Generator default_generator(const torch::Device& device) {
