@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "plugins/format_handle.hpp"
+#include "plugins/intervention_handle.hpp"
 #include "plugins/registry.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
@@ -103,6 +104,24 @@ TEST(Registry, SaveStateWithoutLoadStateIsRefused) {
     const std::string e = load_error(reg, "state_half");
     EXPECT_NE(e.find("intervention table"), std::string::npos) << e;
     EXPECT_NE(e.find("save_state and load_state must be set together"), std::string::npos) << e;
+}
+
+// A plugin built with the 1.0 headers loads in the 1.1 host, which reads its
+// shorter vtable as saving no state (and never calls past struct_size).
+TEST(Registry, AnAbi10InterventionLoadsAndSavesNoState) {
+    scratch_dir dir;
+    dir.add_plugin("a",
+                   "[plugin]\nkind = \"intervention\"\nname = \"abi10_intervention\"\nversion = \"1.0.0\"\n"
+                   "abi_version = \"1.0\"\nlibrary = \"libaltgrad_abi10_intervention.so\"\ndescription = \"test\"\n",
+                   kTestPlugins / "abi10_intervention" / "libaltgrad_abi10_intervention.so");
+    registry reg(dir.path());
+    const auto h = host::intervention_handle::create(reg.load("abi10_intervention"));
+    EXPECT_FALSE(h->saves_state());
+    EXPECT_THROW(h->save_state(), host::error);
+    host::observation o;
+    const std::vector<host::action> a = h->observe(o);
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_EQ(a[0].value, 1.0);
 }
 
 TEST(Registry, DescriptorMustMatchManifest) {

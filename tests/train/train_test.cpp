@@ -226,6 +226,29 @@ TEST(Run, ResumeRestoresAnInterventionsSavedState) {
     EXPECT_NE(text.find("\"interventions\": {\"counting_clip\": {\"clip_grad_norm\": 12}}"), std::string::npos) << text;
 }
 
+// An intervention plugin without save_state (here one built as ABI 1.0
+// headers build it) starts afresh on resume, and the log says so.
+TEST(Run, ResumeSaysWhichInterventionsStartAfresh) {
+    scratch s;
+    const fs::path plugins = s.path / "plugins";
+    fs::create_directories(plugins);
+    fs::copy(fs::path(ALTGRAD_TEST_PLUGIN_DIR) / "abi10_intervention", plugins / "abi10_intervention");
+    fs::copy(fs::path(kPlugins) / "e5m2", plugins / "e5m2");
+    const fs::path cfg =
+        s.config("abi10", "", "keep_checkpoints = 5\n[stability]\ninterventions = [\"abi10_intervention\"]\n");
+    const fs::path run_dir = s.path / "run";
+    ASSERT_EQ(run("run " + cfg.string() + " --out " + run_dir.string(), plugins.string()).exit_code, 0);
+    EXPECT_FALSE(fs::exists(run_dir / "checkpoints" / "step_0000004" / "interventions"));
+    fs::remove_all(run_dir / "checkpoints" / "step_0000008");
+    fs::remove_all(run_dir / "checkpoints" / "step_0000012");
+    const run_result r = run("run --resume " + run_dir.string(), plugins.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("intervention abi10_intervention: the plugin saves no state (ABI 1.0 or stateless); it "
+                         "starts afresh"),
+              std::string::npos)
+        << r.out;
+}
+
 TEST(Run, AThirdPartyFormatTrainsWithNoHostChange) {
     scratch s;
     // A plugin folder with the test plugin "param_format" (an ExMy shaped by
