@@ -2,17 +2,33 @@
 // observed, and which saves that in checkpoints (ABI 1.1). Every step it clips
 // the gradient norm to 0.05 x (1 + the number of steps it has seen before this
 // one), so a resumed run repeats the uninterrupted one only if the count comes
-// back from the checkpoint.
+// back from the checkpoint. Its reasons echo part of each observation.
 #include <altgrad/sdk/intervention_plugin.hpp>
 
+#include <cstdio>
 #include <string>
 
 namespace {
 
 class counting_clip {
 public:
-    void observe(const altgrad_observation&, altgrad::sdk::action_sink& out) {
-        out.clip(0.05 * static_cast<double>(1 + seen_), "seen " + std::to_string(seen_) + " steps before this one");
+    void observe(const altgrad_observation& o, altgrad::sdk::action_sink& out) {
+        // The reason also echoes what the host observed (the first weight's
+        // bit-stall rate, NaN unless measured after the previous step, and
+        // the non-finite run), so the run's metrics show whether a resumed
+        // host observes what the uninterrupted one did.
+        char stall[64] = "no weight";
+        for (size_t i = 0; i < o.tensor_count; ++i) {
+            const altgrad_tensor_observation& t = altgrad::sdk::observed_tensor(o, i);
+            if (t.role == ALTGRAD_TENSOR_WEIGHT) {
+                std::snprintf(stall, sizeof stall, "%a", t.bit_stall_rate);
+                break;
+            }
+        }
+        out.clip(0.05 * static_cast<double>(1 + seen_), "seen " + std::to_string(seen_) +
+                                                            " steps before this one; weight stall " + stall +
+                                                            "; non-finite run " +
+                                                            std::to_string(o.consecutive_nonfinite_steps));
         ++seen_;
     }
     void save_state(altgrad::sdk::state_writer& w) const {
