@@ -37,7 +37,6 @@
 
 #include <cctype>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
@@ -102,12 +101,6 @@ std::map<std::string, std::string> parse_chain(const std::string& chain) {
     return next;
 }
 
-std::string format_double(const char* fmt, double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, fmt, v);
-    return buf;
-}
-
 class mantissa_shift {
 public:
     mantissa_shift(int64_t nan_patience, double stall_threshold, std::map<std::string, std::string> next)
@@ -132,8 +125,8 @@ public:
                       std::to_string(patience_);
             if (stalled)
                 why += std::string(why.empty() ? "" : " and ") + "weight bit-stall rate " +
-                       format_double("%.4g", t.bit_stall_rate) + " > stall_threshold " +
-                       format_double("%.4g", stall_threshold_);
+                       action_sink::number_text("%.4g", t.bit_stall_rate) + " > stall_threshold " +
+                       action_sink::number_text("%.4g", stall_threshold_);
             why += ": " + from + " -> " + successor->second + " for '" + action_sink::fit(name, 80) + "'";
             out.switch_format(name, successor->second, action_sink::fit(why));
             asked.emplace_back(name, from);

@@ -33,19 +33,12 @@
 #include <altgrad/sdk/intervention_plugin.hpp>
 
 #include <cmath>
-#include <cstdio>
 #include <string>
 
 namespace {
 
 using altgrad::sdk::action_sink;
 using altgrad::sdk::param_view;
-
-std::string format_double(const char* fmt, double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, fmt, v);
-    return buf;
-}
 
 class partition_clip {
 public:
@@ -68,18 +61,17 @@ public:
         const bool activates = !active_ && worst != nullptr && worst->overflow_rate > threshold_;
         if ((active_ || activates) && narrowest != nullptr) {
             const double value = base_ * narrowest->format_max / e5m2_max_;
+            const auto num = &action_sink::number_text;
             std::string why;
             if (activates)
-                why = "gradient overflow rate " + format_double("%.4g", worst->overflow_rate * 100.0) + "% on '" +
-                      action_sink::fit(worst->name, 60) + "' > threshold " +
-                      format_double("%.4g", threshold_ * 100.0) + "%: clipping on";
+                why = "gradient overflow rate " + num("%.4g", worst->overflow_rate * 100.0) + "% on '" +
+                      action_sink::fit(worst->name, 60) + "' > threshold " + num("%.4g", threshold_ * 100.0) +
+                      "%: clipping on";
             else
                 why = "clipping on since step " + std::to_string(activated_step_) + " (gradient overflow rate " +
-                      format_double("%.4g", activated_rate_ * 100.0) + "% > threshold " +
-                      format_double("%.4g", threshold_ * 100.0) + "%)";
-            why += "; clip norm " + format_double("%.6g", base_) + " x " + action_sink::fit(narrowest->format, 24) +
-                   " max " + format_double("%.6g", narrowest->format_max) + " / " +
-                   format_double("%.6g", e5m2_max_) + " = " + format_double("%.6g", value);
+                      num("%.4g", activated_rate_ * 100.0) + "% > threshold " + num("%.4g", threshold_ * 100.0) + "%)";
+            why += "; clip norm " + num("%.6g", base_) + " x " + action_sink::fit(narrowest->format, 24) + " max " +
+                   num("%.6g", narrowest->format_max) + " / " + num("%.6g", e5m2_max_) + " = " + num("%.6g", value);
             out.clip(value, action_sink::fit(why));
         }
         if (activates) {  // only after the action was written

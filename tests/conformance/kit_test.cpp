@@ -88,8 +88,8 @@ TEST(KitPlanted, WrongDeclaredMaxFailsDeclaredRange) {
     expect_outcome(r, "codes.roundtrip", outcome::passed);  // the codes themselves are right
     const kit::result* x = find(r, "codes.declared_range");
     ASSERT_NE(x, nullptr);
-    EXPECT_NE(x->reason.find(kit::hex(480.0)), std::string::npos) << x->reason;
-    EXPECT_NE(x->reason.find(kit::hex(448.0)), std::string::npos) << x->reason;
+    EXPECT_NE(x->reason.find(kit::hex_float(480.0)), std::string::npos) << x->reason;
+    EXPECT_NE(x->reason.find(kit::hex_float(448.0)), std::string::npos) << x->reason;
 }
 
 TEST(KitPlanted, TiesAwayFromZeroFailTiesToEven) {

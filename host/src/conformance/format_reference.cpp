@@ -8,12 +8,6 @@
 
 namespace altgrad::host::conformance {
 
-std::string hex(double x) {
-    char buf[48];
-    std::snprintf(buf, sizeof buf, "%a", x);
-    return buf;
-}
-
 format_table::format_table(const format_handle& f)
     : family_(f.info().family), mantissa_bits_(f.info().mantissa_bits) {
     const altgrad_format_info& info = f.info();
@@ -105,8 +99,8 @@ format_table::expectation format_table::expect(float x, altgrad_rounding roundin
         }
         e.value = overflow_value(positive, rounding, overflow, false);
         e.overflow = true;
-        e.why = next ? "rounds beyond the extreme value " + hex(edge) + " (the next step would be " + hex(*next) + ")"
-                     : "beyond the extreme value " + hex(edge);
+        e.why = next ? "rounds beyond the extreme value " + hex_float(edge) + " (the next step would be " + hex_float(*next) + ")"
+                     : "beyond the extreme value " + hex_float(edge);
         return e;
     }
     const auto n = neighbours(x);
@@ -123,12 +117,12 @@ format_table::expectation format_table::expect(float x, altgrad_rounding roundin
     if (rounding == ALTGRAD_ROUND_NEAREST_EVEN) {
         const double d_toward = std::fabs(xd - toward.value), d_away = std::fabs(static_cast<double>(away.value) - xd);
         up = d_away < d_toward || (d_away == d_toward && toward.code % 2 == 1);
-        e.why = d_away == d_toward ? "a tie between " + hex(lo.value) + " (code " + std::to_string(lo.code) + ") and " +
-                                         hex(hi.value) + " (code " + std::to_string(hi.code) +
+        e.why = d_away == d_toward ? "a tie between " + hex_float(lo.value) + " (code " + std::to_string(lo.code) + ") and " +
+                                         hex_float(hi.value) + " (code " + std::to_string(hi.code) +
                                          "): ties go to the even code"
-                                   : "nearest of " + hex(lo.value) + " and " + hex(hi.value);
+                                   : "nearest of " + hex_float(lo.value) + " and " + hex_float(hi.value);
     } else {
-        e.why = "toward zero between " + hex(lo.value) + " and " + hex(hi.value);
+        e.why = "toward zero between " + hex_float(lo.value) + " and " + hex_float(hi.value);
     }
     e.value = (up ? away : toward).value;
     if (e.value == 0.0f) {

@@ -12,6 +12,7 @@
 #include <altgrad/altgrad.h>
 
 #include "plugins/format_handle.hpp"
+#include "util/numbers.hpp"
 
 namespace altgrad::host::conformance {
 
@@ -69,7 +70,7 @@ private:
     std::optional<double> next_above_max_, next_below_lowest_;
 };
 
-// "0x1.8p+0" for messages.
-std::string hex(double x);
+// "0x1.8p+0" for messages: the host's one hex-float writer.
+using host::hex_float;
 
 }  // namespace altgrad::host::conformance

@@ -104,7 +104,7 @@ bool same(float a, float b) {
 std::string mode_text(const quantize_options& o) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "rounding %s, overflow %s, scale %s", rounding_name(o.rounding),
-                  overflow_name(o.overflow), hex(o.scale).c_str());
+                  overflow_name(o.overflow), hex_float(o.scale).c_str());
     return buf;
 }
 
@@ -185,8 +185,8 @@ result against_reference(env& e, const std::vector<float>& inputs, const quantiz
         const format_table::expectation want = e.table->expect(scaled, o.rounding, o.overflow);
         const float want_value = want.value / o.scale;
         if (!same(got[k], want_value))
-            return fail("got " + hex(got[k]) + ", expected " + hex(want_value) + ": " + want.why,
-                        "x = " + hex(inputs[k]) + " (" + mode_text(o) + ")", hint);
+            return fail("got " + hex_float(got[k]) + ", expected " + hex_float(want_value) + ": " + want.why,
+                        "x = " + hex_float(inputs[k]) + " (" + mode_text(o) + ")", hint);
     }
     return pass(std::to_string(inputs.size()) + " inputs match the model built from the format's own codes");
 }
@@ -331,7 +331,7 @@ result check_code_roundtrip(env& e) {
         if (!std::isnan(values[which[k]]) && got != want && same(values[got], values[want]))
             continue;
         if (got != want)
-            return fail("code " + std::to_string(want) + " decodes to " + hex(values[which[k]]) +
+            return fail("code " + std::to_string(want) + " decodes to " + hex_float(values[which[k]]) +
                             " which encodes to code " + std::to_string(got),
                         "code " + std::to_string(which[k]),
                         std::isnan(values[which[k]]) ? "NaN must encode to the canonical NaN code the info declares"
@@ -346,11 +346,11 @@ result check_declared_range(env& e) {
     const altgrad_format_info& i = e.format->info();
     const char* hint = "the format info must describe what the codes actually decode to";
     if (i.max_finite != t.max())
-        return fail("declares max_finite " + hex(i.max_finite) + " but the largest finite code value is " +
-                        hex(t.max()), "get_info().max_finite", hint);
+        return fail("declares max_finite " + hex_float(i.max_finite) + " but the largest finite code value is " +
+                        hex_float(t.max()), "get_info().max_finite", hint);
     if (i.lowest_finite != t.lowest())
-        return fail("declares lowest_finite " + hex(i.lowest_finite) + " but the lowest finite code value is " +
-                        hex(t.lowest()), "get_info().lowest_finite", hint);
+        return fail("declares lowest_finite " + hex_float(i.lowest_finite) + " but the lowest finite code value is " +
+                        hex_float(t.lowest()), "get_info().lowest_finite", hint);
     double smallest = 0;
     for (const table_entry& x : t.finite())
         if (x.value > 0) {
@@ -359,8 +359,8 @@ result check_declared_range(env& e) {
         }
     const double declared_smallest = i.min_subnormal > 0 ? i.min_subnormal : i.min_normal;
     if (declared_smallest != smallest)
-        return fail("declares the smallest positive value as " + hex(declared_smallest) + " but the codes give " +
-                        hex(smallest), "get_info().min_subnormal / min_normal", hint);
+        return fail("declares the smallest positive value as " + hex_float(declared_smallest) + " but the codes give " +
+                        hex_float(smallest), "get_info().min_subnormal / min_normal", hint);
     if ((i.has_inf != 0) != (t.has_pos_inf() || t.has_neg_inf()))
         return fail(std::string("declares has_inf = ") + (i.has_inf ? "1" : "0") + " but the codes " +
                         (i.has_inf ? "have no Inf" : "include Inf"), "get_info().has_inf", hint);
@@ -369,9 +369,9 @@ result check_declared_range(env& e) {
                         std::to_string(t.nan_codes()) + " codes decode to NaN", "get_info().nan_code_count", hint);
     if (i.nan_code_count > 0 && !std::isnan(t.by_code()[i.canonical_nan_code]))
         return fail("the canonical NaN code " + std::to_string(i.canonical_nan_code) + " decodes to " +
-                        hex(t.by_code()[i.canonical_nan_code]), "get_info().canonical_nan_code", hint);
-    return pass("max " + hex(i.max_finite) + ", lowest " + hex(i.lowest_finite) + ", smallest positive " +
-                hex(smallest) + " match the codes");
+                        hex_float(t.by_code()[i.canonical_nan_code]), "get_info().canonical_nan_code", hint);
+    return pass("max " + hex_float(i.max_finite) + ", lowest " + hex_float(i.lowest_finite) + ", smallest positive " +
+                hex_float(smallest) + " match the codes");
 }
 
 // -------- quantize.*
@@ -412,8 +412,8 @@ result check_idempotent(env& e) {
         const std::vector<float> twice = quantize(e, once, o);
         for (size_t k = 0; k < in.size(); ++k)
             if (!same(once[k], twice[k]))
-                return fail("q(x) = " + hex(once[k]) + " but q(q(x)) = " + hex(twice[k]),
-                            "x = " + hex(in[k]) + " (" + mode_text(o) + ")",
+                return fail("q(x) = " + hex_float(once[k]) + " but q(q(x)) = " + hex_float(twice[k]),
+                            "x = " + hex_float(in[k]) + " (" + mode_text(o) + ")",
                             "a representable value must come back unchanged");
     }
     return pass("q(q(x)) = q(x) under every implemented rounding mode");
@@ -428,9 +428,9 @@ result check_monotone(env& e) {
         const std::vector<float> out = quantize(e, in, o);
         for (size_t k = 1; k < in.size(); ++k)
             if (out[k] < out[k - 1])
-                return fail("x1 = " + hex(in[k - 1]) + " < x2 = " + hex(in[k]) + " but q(x1) = " + hex(out[k - 1]) +
-                                " > q(x2) = " + hex(out[k]),
-                            "x1 = " + hex(in[k - 1]) + ", x2 = " + hex(in[k]) + " (" + mode_text(o) + ")",
+                return fail("x1 = " + hex_float(in[k - 1]) + " < x2 = " + hex_float(in[k]) + " but q(x1) = " + hex_float(out[k - 1]) +
+                                " > q(x2) = " + hex_float(out[k]),
+                            "x1 = " + hex_float(in[k - 1]) + ", x2 = " + hex_float(in[k]) + " (" + mode_text(o) + ")",
                             "quantize must never reorder values");
     }
     return pass("x1 <= x2 implies q(x1) <= q(x2) on " + std::to_string(in.size()) + " sorted inputs");
@@ -451,11 +451,11 @@ result check_sign_symmetric(env& e) {
         const std::vector<float> p = quantize(e, in, o), n = quantize(e, neg, o);
         for (size_t k = 0; k < in.size(); ++k)
             if (p[k] != -n[k])
-                return fail("q(x) = " + hex(p[k]) + " but q(-x) = " + hex(n[k]),
-                            "x = " + hex(in[k]) + " (" + mode_text(o) + ")",
+                return fail("q(x) = " + hex_float(p[k]) + " but q(-x) = " + hex_float(n[k]),
+                            "x = " + hex_float(in[k]) + " (" + mode_text(o) + ")",
                             "round the magnitude, then apply the sign");
     }
-    return pass("q(-x) = -q(x) for |x| <= " + hex(bound));
+    return pass("q(-x) = -q(x) for |x| <= " + hex_float(bound));
 }
 
 std::vector<float> beyond_range(const format_table& t) {
@@ -498,13 +498,13 @@ result check_specials(env& e) {
             const std::vector<float> out = quantize(e, in, o);
             for (int k = 0; k < 2; ++k)
                 if (!std::isnan(out[k]))
-                    return fail("NaN gave " + hex(out[k]), "x = " + hex(in[k]) + " (" + mode_text(o) + ")",
+                    return fail("NaN gave " + hex_float(out[k]), "x = " + hex_float(in[k]) + " (" + mode_text(o) + ")",
                                 "quantize must keep NaN visible: NaN in, NaN out, in every format");
             if (!same(out[2], 0.0f))
-                return fail("+0 gave " + hex(out[2]), "x = 0x0p+0 (" + mode_text(o) + ")", "zero is exact");
+                return fail("+0 gave " + hex_float(out[2]), "x = 0x0p+0 (" + mode_text(o) + ")", "zero is exact");
             const bool signed_zero = i.zero == ALTGRAD_ZERO_SIGNED;
             if (!(same(out[3], -0.0f) || (!signed_zero && same(out[3], 0.0f))))
-                return fail("-0 gave " + hex(out[3]), "x = -0x0p+0 (" + mode_text(o) + ")",
+                return fail("-0 gave " + hex_float(out[3]), "x = -0x0p+0 (" + mode_text(o) + ")",
                             "-0 stays -0 where the format has a negative zero, else becomes +0");
         }
     }
@@ -574,8 +574,8 @@ result check_encode_decode(env& e) {
             e.format->decode(codes.data(), d.data(), in.size());
             for (size_t k = 0; k < in.size(); ++k)
                 if (!same(q[k], d[k]))
-                    return fail("quantize gave " + hex(q[k]) + " but decode(encode(x)) gave " + hex(d[k]),
-                                "x = " + hex(in[k]) + " (" + mode_text(o) + ", seed " + std::to_string(o.seed) + ")",
+                    return fail("quantize gave " + hex_float(q[k]) + " but decode(encode(x)) gave " + hex_float(d[k]),
+                                "x = " + hex_float(in[k]) + " (" + mode_text(o) + ", seed " + std::to_string(o.seed) + ")",
                                 "quantize, encode and decode must share one rounding");
         }
     }
@@ -659,9 +659,9 @@ result check_sr_neighbours(env& e) {
     for (size_t k = 0; k < in.size(); ++k) {
         const auto n = e.table->neighbours(in[k]);
         if (!(out[k] == n->first.value || out[k] == n->second.value))
-            return fail("got " + hex(out[k]) + ", not one of the neighbours " + hex(n->first.value) + " and " +
-                            hex(n->second.value),
-                        "x = " + hex(in[k]) + " (stochastic, seed " + std::to_string(o.seed) + ", offset " +
+            return fail("got " + hex_float(out[k]) + ", not one of the neighbours " + hex_float(n->first.value) + " and " +
+                            hex_float(n->second.value),
+                        "x = " + hex_float(in[k]) + " (stochastic, seed " + std::to_string(o.seed) + ", offset " +
                             std::to_string(k) + ")",
                         "stochastic rounding picks one of the two neighbouring values");
     }
@@ -701,10 +701,10 @@ result check_sr_unbiased(env& e) {
             const double mean = sum / draws;
             const double bound = 5 * (hi - lo) * std::sqrt(p * (1 - p) / draws);
             if (std::fabs(mean - x) > bound)
-                return fail("mean of " + std::to_string(draws) + " draws is " + hex(mean) + ", " +
+                return fail("mean of " + std::to_string(draws) + " draws is " + hex_float(mean) + ", " +
                                 std::to_string((mean - x) / (hi - lo)) + " steps from x; the 5-sigma bound is " +
                                 std::to_string(bound / (hi - lo)) + " steps",
-                            "x = " + hex(x) + " between " + hex(lo) + " and " + hex(hi) + " (seed " +
+                            "x = " + hex_float(x) + " between " + hex_float(lo) + " and " + hex_float(hi) + " (seed " +
                                 std::to_string(o.seed) + ")",
                             "round away from zero with probability equal to the distance from the lower neighbour "
                             "divided by the gap");
@@ -732,8 +732,8 @@ result check_sr_reproducible(env& e) {
     const std::vector<float> a = quantize(e, in, o), b = quantize(e, in, o);
     for (size_t k = 0; k < in.size(); ++k)
         if (!same(a[k], b[k]))
-            return fail("two calls with the same seed and offset differ: " + hex(a[k]) + " vs " + hex(b[k]),
-                        "x = " + hex(in[k]) + " (seed " + std::to_string(o.seed) + ", offset " +
+            return fail("two calls with the same seed and offset differ: " + hex_float(a[k]) + " vs " + hex_float(b[k]),
+                        "x = " + hex_float(in[k]) + " (seed " + std::to_string(o.seed) + ", offset " +
                             std::to_string(o.offset + k) + ")",
                         "draw the random bits from (seed, offset + i) only");
     o.seed += 1;
@@ -764,8 +764,8 @@ result check_sr_chunking(env& e) {
         for (size_t k = 0; k < in.size(); ++k)
             if (!same(out[k], whole[k]))
                 return fail("in pieces of " + std::to_string(piece) + " element " + std::to_string(k) + " gave " +
-                                hex(out[k]) + ", in one call " + hex(whole[k]),
-                            "x = " + hex(in[k]) + " (seed " + std::to_string(o.seed) + ", offset " +
+                                hex_float(out[k]) + ", in one call " + hex_float(whole[k]),
+                            "x = " + hex_float(in[k]) + " (seed " + std::to_string(o.seed) + ", offset " +
                                 std::to_string(o.offset + k) + ")",
                             "element i must draw from (seed, offset + i), whatever the call's length");
     }
@@ -801,8 +801,8 @@ result check_threads(env& e) {
                     for (size_t k = 0; k < out.size(); ++k)
                         if (!same(out[k], serial[t][k])) {
                             problems[t] = "thread " + std::to_string(t) + " element " + std::to_string(k) + ": " +
-                                          hex(out[k]) + " concurrently, " + hex(serial[t][k]) + " alone|x = " +
-                                          hex(inputs[t][k]) + " (" + mode_text(modes[t]) + ")";
+                                          hex_float(out[k]) + " concurrently, " + hex_float(serial[t][k]) + " alone|x = " +
+                                          hex_float(inputs[t][k]) + " (" + mode_text(modes[t]) + ")";
                             break;
                         }
                 }
@@ -975,7 +975,7 @@ std::vector<observation> random_history(env& e, size_t n) {
 std::string answer_text(const std::vector<action>& acts) {
     std::string s;
     for (const action& a : acts)
-        s += std::string("[") + action_kind_name(a.kind) + " " + hex(a.value) + " '" + a.tensor + "' '" + a.format +
+        s += std::string("[") + action_kind_name(a.kind) + " " + hex_float(a.value) + " '" + a.tensor + "' '" + a.format +
              "' " + a.reason + "]";
     return s.empty() ? "(no actions)" : s;
 }
@@ -983,7 +983,7 @@ std::string answer_text(const std::vector<action>& acts) {
 std::string observation_text(const observation& o) {
     char buf[200];
     std::snprintf(buf, sizeof buf, "step %llu: loss %s, grad_norm %s, %u non-finite in a row, %zu tensors",
-                  static_cast<unsigned long long>(o.step), hex(o.loss).c_str(), hex(o.grad_norm).c_str(),
+                  static_cast<unsigned long long>(o.step), hex_float(o.loss).c_str(), hex_float(o.grad_norm).c_str(),
                   o.consecutive_nonfinite_steps, o.tensors.size());
     return buf;
 }
@@ -1087,7 +1087,7 @@ std::string values_text(const std::vector<diagnostic_value>& vals) {
     std::string s;
     for (const diagnostic_value& v : vals)
         s += "[" + (v.tensor_index == ALTGRAD_ALL_TENSORS ? std::string("all") : std::to_string(v.tensor_index)) +
-             " " + v.name + " " + hex(v.value) + "]";
+             " " + v.name + " " + hex_float(v.value) + "]";
     return s.empty() ? "(no values)" : s;
 }
 
@@ -1280,7 +1280,7 @@ result check_observe_nonfinite(env& e) {
                 h->observe(o);
             } catch (const std::exception& x) {
                 return fail(std::string("observe failed: ") + x.what(),
-                            std::string(what) + " = " + hex(s) + " (" + observation_text(o) + ")",
+                            std::string(what) + " = " + hex_float(s) + " (" + observation_text(o) + ")",
                             "NaN and Inf are ordinary inputs (a diverging run is what interventions are for): "
                             "answer no action or a valid one, never an error or an invalid action");
             }

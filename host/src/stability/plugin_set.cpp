@@ -1,5 +1,8 @@
 #include "stability/plugin_set.hpp"
 
+#include <fstream>
+#include <iterator>
+
 #include "util/error.hpp"
 
 namespace altgrad::host::stability {
@@ -54,6 +57,48 @@ uint32_t diagnostic_set::interests() const {
     uint32_t all = 0;
     for (const auto& h : handles_) all |= h->interests();
     return all;
+}
+
+namespace {
+std::filesystem::path state_file(const std::filesystem::path& dir, const intervention_handle& h) {
+    return dir / "interventions" / (h.name() + ".state");
+}
+}  // namespace
+
+void intervention_set::save_states(const std::filesystem::path& dir) const {
+    for (const auto& h : handles_) {
+        if (!h->saves_state()) continue;
+        const std::filesystem::path file = state_file(dir, *h);
+        std::filesystem::create_directories(file.parent_path());
+        const std::string bytes = h->save_state();
+        std::ofstream out(file, std::ios::binary);
+        out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+        if (!out.flush()) throw error(file.string() + ": cannot write the intervention's state");
+    }
+}
+
+void intervention_set::load_states(const std::filesystem::path& dir, std::ostream& log) {
+    for (const auto& h : handles_) {
+        const std::filesystem::path file = state_file(dir, *h);
+        if (std::filesystem::exists(file)) {
+            if (!h->saves_state())
+                throw error(file.string() + ": intervention '" + h->name() +
+                            "' saved a state, but this build of the plugin cannot load one (no load_state)");
+            std::ifstream in(file, std::ios::binary);
+            const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            try {
+                h->load_state(bytes);
+            } catch (const error& e) {
+                throw error(file.string() + ": " + e.what());
+            }
+        } else if (h->saves_state()) {
+            log << "intervention " << h->name() << ": no saved state in " << dir.string()
+                << " (it was not enabled then); it starts afresh\n";
+        } else {
+            log << "intervention " << h->name()
+                << ": the plugin saves no state (ABI 1.0 or stateless); it starts afresh\n";
+        }
+    }
 }
 
 }  // namespace altgrad::host::stability

@@ -4,7 +4,9 @@
 // No LibTorch here: the trainer builds the observations and tensor views.
 #pragma once
 
+#include <filesystem>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -29,8 +31,13 @@ public:
     // Every plugin, in config order, sees the same observation; their actions in that order.
     std::vector<plugin_action> observe(const observation& o);
 
-    // In config order; names are unique (the config refuses a name twice).
-    const std::vector<std::shared_ptr<intervention_handle>>& handles() const { return handles_; }
+    // Checkpoint folder `dir` gets interventions/NAME.state for each plugin
+    // that saves its state (ABI 1.1). Throws host::error naming the file.
+    void save_states(const std::filesystem::path& dir) const;
+    // Each instance (fresh, nothing observed yet) gets the state saved in
+    // `dir`; one line of `log` for each that starts afresh, saying why. A
+    // state its plugin cannot load is an error naming the file.
+    void load_states(const std::filesystem::path& dir, std::ostream& log);
 
 private:
     std::vector<std::shared_ptr<intervention_handle>> handles_;

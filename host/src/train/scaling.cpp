@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "util/error.hpp"
+#include "util/numbers.hpp"
 
 namespace altgrad::host::train {
 
@@ -42,13 +43,8 @@ void scaling_state::reset(double format_max) {
 
 std::string scaling_state::serialize() const {
     std::ostringstream out;
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%a", static_cast<double>(scale_));
-    out << buf << ";";
-    for (size_t k = 0; k < history_.size(); ++k) {
-        std::snprintf(buf, sizeof buf, "%a", history_[k]);
-        out << (k ? "," : "") << buf;
-    }
+    out << hex_float(scale_) << ";";
+    for (size_t k = 0; k < history_.size(); ++k) out << (k ? "," : "") << hex_float(history_[k]);
     return out.str();
 }
 

@@ -294,11 +294,7 @@ void save_checkpoint(const fs::path& run_dir, int64_t step, const trainer_state&
     torch::save(*t.optimizer, (tmp / "optimizer.pt").string());
     save_generator(torch::Device(torch::kCPU), tmp / "rng.pt");
     if (t.device.is_cuda()) save_generator(t.device, tmp / "rng_cuda.pt");  // dropout on the GPU
-    for (const auto& h : t.interventions->handles()) {
-        if (!h->saves_state()) continue;
-        fs::create_directories(tmp / "interventions");
-        write_file_atomically(tmp / "interventions" / (h->name() + ".state"), h->save_state());
-    }
+    t.interventions->save_states(tmp);
     write_file_atomically(tmp / "history.json", history_json(t.history));
     std::ostringstream state;
     state << "# AltGrad checkpoint: written last, so its presence marks a complete checkpoint.\nstep = " << step
@@ -393,32 +389,6 @@ int64_t load_checkpoint(const fs::path& dir, trainer_state& t, format_library& f
         }
     }
     return step;
-}
-
-// Give each intervention the state it saved in checkpoint `dir`; one line of
-// the log for each that starts afresh, saying why.
-void restore_interventions(const fs::path& dir, stability::intervention_set& interventions, std::ostream& log) {
-    for (const auto& h : interventions.handles()) {
-        const fs::path file = dir / "interventions" / (h->name() + ".state");
-        if (fs::exists(file)) {
-            if (!h->saves_state())
-                throw error(file.string() + ": intervention '" + h->name() +
-                            "' saved a state, but this build of the plugin cannot load one (no load_state)");
-            std::ifstream in(file, std::ios::binary);
-            const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-            try {
-                h->load_state(bytes);
-            } catch (const error& e) {
-                throw error(file.string() + ": " + e.what());
-            }
-        } else if (h->saves_state()) {
-            log << "intervention " << h->name() << ": no saved state in " << dir.string()
-                << " (it was not enabled then); it starts afresh\n";
-        } else {
-            log << "intervention " << h->name()
-                << ": the plugin saves no state (ABI 1.0 or stateless); it starts afresh\n";
-        }
-    }
 }
 
 // ------------------------------------------------------------ evaluation
@@ -662,7 +632,7 @@ run_summary run_training(const run_request& req, std::ostream& log) {
         const auto ckpt = latest_checkpoint(run_dir);
         if (!ckpt) throw error("--resume " + run_dir.string() + ": no complete checkpoint in checkpoints/");
         step = load_checkpoint(ckpt->second, t, formats);
-        restore_interventions(ckpt->second, interventions, log);
+        interventions.load_states(ckpt->second, log);
         truncate_metrics(run_dir / "metrics.jsonl", step);
         fs::remove(run_dir / "summary.json");
         log << "resumed " << run_dir.string() << " at step " << step << "\n";

@@ -88,8 +88,7 @@ public:
         i.lowest_finite = values_.front();
         const auto pos = std::upper_bound(values_.begin(), values_.end(), 0.0f);
         i.min_normal = pos == values_.end() ? 0.0 : *pos;
-        i.rounding_modes = (1u << ALTGRAD_ROUND_NEAREST_EVEN) | (1u << ALTGRAD_ROUND_STOCHASTIC) |
-                           (1u << ALTGRAD_ROUND_TOWARD_ZERO);
+        i.rounding_modes = kAllRoundingModes;
         i.memory_kinds = 1u << ALTGRAD_MEMORY_HOST;
         return i;
     }

@@ -333,8 +333,7 @@ public:
         i.lowest_finite = -i.max_finite;
         i.min_normal = code_value(1u << M);
         i.min_subnormal = M > 0 ? code_value(1u) : 0.0;
-        i.rounding_modes = (1u << ALTGRAD_ROUND_NEAREST_EVEN) | (1u << ALTGRAD_ROUND_STOCHASTIC) |
-                           (1u << ALTGRAD_ROUND_TOWARD_ZERO);
+        i.rounding_modes = kAllRoundingModes;
         i.memory_kinds = 1u << ALTGRAD_MEMORY_HOST;
         return i;
     }

@@ -63,8 +63,7 @@ public:
         i.lowest_finite = static_cast<double>(kmin_) * step_;
         i.min_normal = step_;
         i.min_subnormal = 0.0;
-        i.rounding_modes = (1u << ALTGRAD_ROUND_NEAREST_EVEN) | (1u << ALTGRAD_ROUND_STOCHASTIC) |
-                           (1u << ALTGRAD_ROUND_TOWARD_ZERO);
+        i.rounding_modes = kAllRoundingModes;
         i.memory_kinds = 1u << ALTGRAD_MEMORY_HOST;
         return i;
     }

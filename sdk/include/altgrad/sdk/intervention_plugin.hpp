@@ -47,6 +47,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -102,6 +103,14 @@ public:
         altgrad_action& a = next(reason);
         a.kind = ALTGRAD_ACTION_SKIP_STEP;
         commit();
+    }
+
+    // One number as printf's `fmt` (one conversion, e.g. "%.4g") writes it,
+    // for building reasons.
+    static std::string number_text(const char* fmt, double v) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, fmt, v);
+        return buf;
     }
 
     // Cut `text` so that it fits an action text field (for building reasons

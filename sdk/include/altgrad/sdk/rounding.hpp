@@ -60,6 +60,11 @@ ALTGRAD_SDK_INLINE float bits_float(uint32_t b) {
 #endif
 }
 
+// altgrad_format_info.rounding_modes of a format that rounds every way the
+// SDK's helpers do (ExMy, codebook, fixed point).
+constexpr uint32_t kAllRoundingModes =
+    (1u << ALTGRAD_ROUND_NEAREST_EVEN) | (1u << ALTGRAD_ROUND_STOCHASTIC) | (1u << ALTGRAD_ROUND_TOWARD_ZERO);
+
 constexpr uint32_t kSignBit = 0x80000000u;
 constexpr uint32_t kInfBits = 0x7F800000u;
 constexpr uint32_t kQuietNanBits = 0x7FC00000u;
