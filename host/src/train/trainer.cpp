@@ -257,7 +257,6 @@ struct trainer_state {
     quant_plan plan;
     bit_stall_meter stall;
     uint32_t nonfinite_run = 0;    // consecutive non-finite steps, the last one included
-    bool stall_fresh = false;      // bit stall was measured at the end of the previous step
     double window_loss_sum = 0;    // finite training losses since the last measurement
     int64_t window_loss_n = 0;
     stability::failure_detector* detector = nullptr;
@@ -298,9 +297,8 @@ void save_checkpoint(const fs::path& run_dir, int64_t step, const trainer_state&
     write_file_atomically(tmp / "history.json", history_json(t.history));
     std::ostringstream state;
     state << "# AltGrad checkpoint: written last, so its presence marks a complete checkpoint.\nstep = " << step
-          << "\n\n[loop]\n\"nonfinite_run\" = \"" << t.nonfinite_run << "\"\n\"stall_fresh\" = \""
-          << (t.stall_fresh ? 1 : 0) << "\"\n\"window_loss_sum\" = \"" << hex_float(t.window_loss_sum)
-          << "\"\n\"window_loss_n\" = \"" << t.window_loss_n << "\"\n\"failure_detector\" = \""
+          << "\n\n[loop]\n\"nonfinite_run\" = \"" << t.nonfinite_run << "\"\n\"window_loss_sum\" = \""
+          << hex_float(t.window_loss_sum) << "\"\n\"window_loss_n\" = \"" << t.window_loss_n << "\"\n\"failure_detector\" = \""
           << t.detector->serialize() << "\"\n\n[bit_stall_rate]\n";
     for (const quant_site& s : t.plan.sites)
         if (s.role == ALTGRAD_TENSOR_WEIGHT) state << json::quote(s.name()) << " = \"" << hex_float(s.bit_stall_rate) << "\"\n";
@@ -354,7 +352,6 @@ int64_t load_checkpoint(const fs::path& dir, trainer_state& t, format_library& f
         return it == loop.end() ? nullptr : &it->second;
     };
     if (const std::string* v = loop_value("nonfinite_run")) t.nonfinite_run = static_cast<uint32_t>(std::stoul(*v));
-    if (const std::string* v = loop_value("stall_fresh")) t.stall_fresh = *v == "1";
     if (const std::string* v = loop_value("window_loss_sum")) t.window_loss_sum = std::strtod(v->c_str(), nullptr);
     if (const std::string* v = loop_value("window_loss_n")) t.window_loss_n = std::stoll(*v);
     if (const std::string* v = loop_value("failure_detector")) t.detector->deserialize(*v, where + ": [loop] failure_detector");
@@ -667,6 +664,9 @@ run_summary run_training(const run_request& req, std::ostream& log) {
         return val;
     };
     stability::verdict outcome;  // mode none: finished
+    // Bit stall was measured at the end of the previous step: derived from the
+    // step, so a checkpoint needs no copy of it.
+    bool stall_fresh = step > 0 && is_diagnostic_step(step, c);
     run_history& history = t.history;  // saved in checkpoints
     double lr = learning_rate_at(tc, step);
     const auto loop_start = std::chrono::steady_clock::now();
@@ -700,7 +700,7 @@ run_summary run_training(const run_request& req, std::ostream& log) {
             step_actions todo;
             if (!interventions.empty()) {
                 const observation seen = observe_step(static_cast<uint64_t>(step), loss_value, grad_norm, lr,
-                                                      t.nonfinite_run, t.plan, t.stall_fresh);
+                                                      t.nonfinite_run, t.plan, stall_fresh);
                 for (stability::plugin_action& a : interventions.observe(seen)) {
                     ++history.interventions[a.plugin][action_kind_name(a.what.kind)];
                     if (a.what.kind == ALTGRAD_ACTION_CLIP_GRAD_NORM) {
@@ -747,10 +747,10 @@ run_summary run_training(const run_request& req, std::ostream& log) {
             evidence.finite = finite;
             evidence.grad_sparsity = sparsity;
             evidence.overflow_rate = rates.overflow;
-            t.stall_fresh = is_diagnostic_step(step, c);
+            stall_fresh = is_diagnostic_step(step, c);
             std::vector<diagnostic_record> records;
             if (std::isfinite(loss_value)) t.window_loss_sum += loss_value, ++t.window_loss_n;
-            if (t.stall_fresh) {
+            if (stall_fresh) {
                 evidence.bit_stall_rate = t.stall.measure(t.plan, weight_of);
                 evidence.window_loss = t.window_loss_n ? t.window_loss_sum / t.window_loss_n : NAN;
                 evidence.updates_lost = !c.quantization.shadow_weights;
@@ -768,7 +768,7 @@ run_summary run_training(const run_request& req, std::ostream& log) {
                           ", \"tokens_per_s\": " + json::number(tokens_per_s) + ", \"grad_sparsity\": " +
                           json::number(sparsity) + ", \"overflow_rate\": " + json::number(rates.overflow) +
                           ", \"underflow_rate\": " + json::number(rates.underflow) + "}");
-            if (t.stall_fresh) {
+            if (stall_fresh) {
                 for (const quant_site& s : t.plan.sites)
                     if (s.format) metrics.write(quant_stats_line(step, s));
                 for (const diagnostic_record& r : records) metrics.write(diagnostic_line(step, r));
