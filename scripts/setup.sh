@@ -14,6 +14,7 @@ packages=(
   libgtest-dev libbenchmark-dev        # tests and benchmarks
   libtorch-dev libopenblas0-pthread    # tensors and autograd for the trainer, a fast BLAS
   fortunes                             # the default text corpus
+  gnuplot-nox                          # report figures (the report tests draw them)
   python3                              # benchmark post-processing, the LibTorch 2.x check
 )
 

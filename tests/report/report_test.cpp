@@ -461,10 +461,11 @@ TEST(ReportHypotheses, E0m7RateBoundsAreInclusive) {
 
 // ---- Figures ------------------------------------------------------------------
 
+// scripts/setup.sh installs gnuplot-nox: without it these fail, never skip.
 bool have_gnuplot() { return std::system("gnuplot --version > /dev/null 2>&1") == 0; }
 
 TEST(ReportFigures, DrawnWithGnuplotAndLinkedRelatively) {
-    if (!have_gnuplot()) GTEST_SKIP() << "no gnuplot on PATH";
+    ASSERT_TRUE(have_gnuplot()) << "no gnuplot on PATH (scripts/setup.sh installs gnuplot-nox)";
     scratch tmp;
     std::vector<run_record> runs = {
         read_run(finished_run(tmp.path(), "e5m2-s1", "e5m2_short", "e5m2", 1, 2.5)),
@@ -490,6 +491,44 @@ TEST(ReportFigures, DrawnWithGnuplotAndLinkedRelatively) {
     EXPECT_TRUE(fs::exists(o.out_dir / "figures" / "data" / "loss-e5m2_short-0.dat"));
     // PNG magic.
     EXPECT_EQ(read(o.out_dir / "figures" / "loss-e5m2_short.png").substr(1, 3), "PNG");
+}
+
+// A run directory from someone else is data, never code: a run name that
+// ends the script's comment line or a string with a newline, or ends a
+// comment with a backslash, must not reach gnuplot as a command.
+TEST(ReportFigures, AHostileRunNameRunsNothing) {
+    ASSERT_TRUE(have_gnuplot()) << "no gnuplot on PATH (scripts/setup.sh installs gnuplot-nox)";
+    scratch tmp;
+    const fs::path marker = tmp.path() / "pwned";
+    // In summary.json (JSON escapes) and in config.toml (TOML escapes).
+    const std::string json_name = "evil\\nsystem \\\"touch " + marker.string() + "-json\\\"\\n#";
+    const std::string toml_name = "evil\\nsystem 'touch " + marker.string() + "-toml'\\n\\\\";
+    const fs::path a = finished_run(tmp.path(), "a", "ok", "e5m2", 1, 2.5);
+    write(a / "summary.json", summary_json(json_name, "finished", "none", "null", 500, 500, 1, 2.5, 2.5, "e5m2"));
+    fs::remove(a / "config.toml");  // the name then comes from summary.json
+    const fs::path b = finished_run(tmp.path(), "b", "ok2", "e4m3", 1, 2.5);
+    write(b / "config.toml", config_toml(toml_name, "e4m3", 1, 500));
+    fs::remove(b / "summary.json");  // the name then comes from config.toml
+    std::vector<run_record> runs = {read_run(a), read_run(b)};
+    ASSERT_NE(runs[0].name.find('\n'), std::string::npos) << "the test must plant a newline: " << runs[0].name;
+    ASSERT_NE(runs[1].name.find('\n'), std::string::npos) << "the test must plant a newline: " << runs[1].name;
+    report_options o;
+    o.out_dir = tmp.path() / "out";
+    const report_output out = write_report(runs, o);
+    EXPECT_FALSE(fs::exists(marker.string() + "-json")) << "summary.json's name ran a command";
+    EXPECT_FALSE(fs::exists(marker.string() + "-toml")) << "config.toml's name ran a command";
+    EXPECT_EQ(out.figures_missing, "") << read(out.markdown);
+    // Every line of every script is one of ours: a comment, a set or a plot (with its continuations).
+    for (const auto& e : fs::directory_iterator(o.out_dir / "figures")) {
+        if (e.path().extension() != ".gp") continue;
+        std::istringstream gp(read(e.path()));
+        std::string line;
+        while (std::getline(gp, line)) {
+            const bool ours = line.rfind("# ", 0) == 0 || line.rfind("set ", 0) == 0 ||
+                              line.rfind("plot ", 0) == 0 || line.rfind("     '", 0) == 0 || line.empty();
+            EXPECT_TRUE(ours) << e.path().filename() << ": " << line;
+        }
+    }
 }
 
 TEST(ReportFigures, MissingGnuplotStillGivesTheReportAndSaysSo) {

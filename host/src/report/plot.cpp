@@ -39,11 +39,21 @@ int run_program(const std::vector<std::string>& argv, const fs::path& log) {
     return 127;
 }
 
+std::string gnuplot_text(const std::string& s) {
+    std::string out;
+    for (const char c : s) {
+        const auto u = static_cast<unsigned char>(c);
+        out += u < 0x20 || u == 0x7f ? ' ' : c;
+    }
+    // A comment line ending in a backslash would swallow the next line.
+    while (!out.empty() && out.back() == '\\') out.back() = ' ';
+    return out;
+}
+
 std::string gnuplot_quote(const std::string& s) {
     std::string out = "'";
-    for (const char c : s) {
+    for (const char c : gnuplot_text(s)) {
         if (c == '\'') out += "''";
-        else if (c == '\n' || c == '\r') out += ' ';
         else out += c;
     }
     return out + "'";
@@ -96,7 +106,7 @@ bool plotter::draw(const figure& f, std::string& image, std::string& why) {
         const std::string data = "data/" + f.stem + "-" + std::to_string(i) + ".dat";
         std::ofstream out(dir_ / data);
         size_t n = 0;
-        out << "# step\t" << s.title << "\n";
+        out << "# step\t" << gnuplot_text(s.title) << "\n";
         for (const point& p : s.points) {
             if (!std::isfinite(p.value) || (f.log_y && !(p.value > 0))) continue;
             char buf[64];
@@ -124,7 +134,7 @@ bool plotter::draw(const figure& f, std::string& image, std::string& why) {
     {
         std::ofstream gp(dir_ / script);
         // noenhanced: run names hold '_', which enhanced text would subscript.
-        gp << "# " << f.title << " (altgrad-host report). Redraw: cd into this folder, gnuplot " << script << "\n"
+        gp << "# " << gnuplot_text(f.title) << " (altgrad-host report). Redraw: cd into this folder, gnuplot " << script << "\n"
            << "set terminal " << terminal_ << " size 960,540 noenhanced\n"
            << "set output " << gnuplot_quote(image) << "\n"
            << "set title " << gnuplot_quote(f.title) << "\n"

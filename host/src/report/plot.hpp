@@ -55,7 +55,16 @@ private:
 // could not be started, 128+N when killed by signal N.
 int run_program(const std::vector<std::string>& argv, const std::filesystem::path& log);
 
-// A gnuplot single-quoted string literal.
+// Text read from a run directory (run names, config values) made safe to
+// stand in a gnuplot script or data file: control characters become spaces
+// (a newline would end a comment or string and start a command of the
+// attacker's choosing) and a trailing backslash goes (it continues a comment
+// onto the next line). Every such text reaches a script through this.
+std::string gnuplot_text(const std::string& s);
+
+// A gnuplot single-quoted string literal of gnuplot_text(s). Inside single
+// quotes gnuplot substitutes neither `backquotes` nor @macros (checked with
+// gnuplot 5.4), so the rest is literal; a quote is doubled.
 std::string gnuplot_quote(const std::string& s);
 
 }  // namespace altgrad::host::report
