@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every config in configs/ for a few steps and prints each run's losses
+# (training loss per step, validation loss per evaluation) as exact hex-floats,
+# one line each: "CONFIG STEP loss|val_loss HEX". Two builds that train alike
+# print the same lines, so a refactoring proves it changed no number with:
+#   scripts/loss_fingerprint.sh > before.txt   # on the old build
+#   scripts/loss_fingerprint.sh > after.txt    # on the new build
+#   diff before.txt after.txt
+# Usage: scripts/loss_fingerprint.sh [STEPS (60)] [HOST (build/altgrad-host)] [PLUGINS (build/plugins)]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+steps="${1:-60}"
+host="${2:-build/altgrad-host}"
+plugins="${3:-build/plugins}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+for config in configs/*.toml; do
+  name="$(basename "$config" .toml)"
+  # A collapse (exit 3) is a result too; any other failure is not.
+  rc=0
+  "$host" --plugins "$plugins" run "$config" --out "$work/$name" --set training.max_steps="$steps" \
+    --set training.eval_interval=20 --set output.dir="$work" > "$work/$name.log" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then
+    echo "loss_fingerprint: $config failed (exit $rc):" >&2
+    tail -5 "$work/$name.log" >&2
+    exit 1
+  fi
+  /usr/bin/python3 - "$name" "$work/$name/metrics.jsonl" <<'PY'
+import json, sys
+name, path = sys.argv[1], sys.argv[2]
+for line in open(path):
+    rec = json.loads(line)
+    for key in ("loss", "val_loss"):
+        if key in rec:
+            v = rec[key]
+            print(name, rec["step"], key, "null" if v is None else float(v).hex())
+PY
+done
