@@ -11,11 +11,13 @@ packages=(
   cmake g++ make                       # toolchain
   libboost-dev libboost-program-options-dev   # Boost.DLL (headers), Boost.Program_Options
   libtomlplusplus-dev                  # manifests and configs
+  nlohmann-json3-dev                   # the run directory's JSON (metrics, summaries, checkpoint state)
   libgtest-dev libbenchmark-dev        # tests and benchmarks
   libtorch-dev libopenblas0-pthread    # tensors and autograd for the trainer, a fast BLAS
   fortunes                             # the default text corpus
   gnuplot-nox                          # report figures (the report tests draw them)
   python3                              # benchmark post-processing, the LibTorch 2.x check
+  python3-pandas                       # the pandas example of docs/training.md, run as a test
 )
 
 missing=()

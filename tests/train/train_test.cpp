@@ -20,6 +20,9 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "run/files.hpp"
 
 extern char** environ;
 
@@ -77,11 +80,30 @@ public:
     }
 };
 
+// A JSON value as text with ", " and ": " between members (the host writes
+// metrics lines compactly); the assertions below search that form.
+std::string spaced(const nlohmann::ordered_json& j) {
+    if (j.is_object()) {
+        std::string s = "{";
+        for (auto it = j.begin(); it != j.end(); ++it)
+            s += (it == j.begin() ? "" : ", ") + nlohmann::ordered_json(it.key()).dump() + ": " + spaced(it.value());
+        return s + "}";
+    }
+    if (j.is_array()) {
+        std::string s = "[";
+        for (size_t k = 0; k < j.size(); ++k) s += (k ? ", " : "") + spaced(j[k]);
+        return s + "]";
+    }
+    return j.dump();
+}
+
+// The lines of a file; metrics.jsonl's each re-spaced by spaced().
 std::vector<std::string> lines_of(const fs::path& file) {
     std::ifstream in(file);
     std::vector<std::string> lines;
     std::string line;
-    while (std::getline(in, line)) lines.push_back(line);
+    while (std::getline(in, line))
+        lines.push_back(file.extension() == ".jsonl" ? spaced(nlohmann::ordered_json::parse(line)) : line);
     return lines;
 }
 
@@ -133,7 +155,11 @@ TEST(Run, WritesTheRunDirectory) {
     EXPECT_EQ(evals, 4);  // steps 0, 4, 8, 12
     // 5 quantized layers (qkv, proj, fc, proj, lm_head) x 3 tensors, at steps 4, 8, 12.
     EXPECT_EQ(stats, 5 * 3 * 3);
-    EXPECT_TRUE(fs::exists(out / "checkpoints" / "step_0000012" / "state.toml"));
+    EXPECT_TRUE(fs::exists(out / "checkpoints" / "step_0000012" / "state.json"));
+    // Every line carries its kind and the run's id (the run directory's name).
+    for (const std::string& line : m)
+        EXPECT_EQ(line.rfind("{\"kind\": ", 0), 0u) << line;
+    EXPECT_EQ(::altgrad::host::run::read_metrics(out / "metrics.jsonl").run_id, "run");
     EXPECT_TRUE(fs::exists(out / "checkpoints" / "step_0000008" / "model.pt"));
     EXPECT_FALSE(fs::exists(out / "checkpoints" / "step_0000004")) << "keep_checkpoints = 2";
     EXPECT_TRUE(fs::is_directory(out / "reports"));
@@ -224,9 +250,8 @@ TEST(Run, ResumeRestoresAnInterventionsSavedState) {
     EXPECT_TRUE(fifth);
     EXPECT_EQ(comparable_metrics(whole), comparable_metrics(resumed));
     // summary.json counts the whole run's actions, those before the resume too.
-    std::ifstream summary(resumed / "summary.json");
-    const std::string text((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
-    EXPECT_NE(text.find("\"interventions\": {\"counting_clip\": {\"clip_grad_norm\": 12}}"), std::string::npos) << text;
+    const ::altgrad::host::run::summary_record summary = ::altgrad::host::run::read_summary(resumed / "summary.json");
+    EXPECT_EQ(summary.interventions.at("counting_clip").at("clip_grad_norm"), 12);
 }
 
 // An intervention plugin without save_state (here one built as ABI 1.0
@@ -417,7 +442,7 @@ TEST(Stability, E7m0StoredInItsFormatCollapsesAtTheFirstStalledStep) {
     // A checkpoint of the collapse step, for the post-mortem.
     char ckpt[32];
     std::snprintf(ckpt, sizeof ckpt, "step_%07lld", static_cast<long long>(collapse_event_step));
-    EXPECT_TRUE(fs::exists(out / "checkpoints" / ckpt / "state.toml")) << ckpt;
+    EXPECT_TRUE(fs::exists(out / "checkpoints" / ckpt / "state.json")) << ckpt;
 }
 
 TEST(Stability, MantissaShiftMovesE7m0ToE5m2AndTheRunFinishes) {
@@ -429,7 +454,11 @@ TEST(Stability, MantissaShiftMovesE7m0ToE5m2AndTheRunFinishes) {
     EXPECT_TRUE(has(r.out, "done: finished, 150/150 steps")) << r.out;
     const std::string summary = file_text(out / "summary.json");
     EXPECT_TRUE(has(summary, "\"status\": \"finished\"")) << summary;
-    EXPECT_TRUE(has(summary, "\"from\": \"e7m0\", \"to\": \"e5m2\", \"plugin\": \"mantissa_shift\"")) << summary;
+    const auto switches_made = ::altgrad::host::run::read_summary(out / "summary.json").switches;
+    ASSERT_FALSE(switches_made.empty()) << summary;
+    EXPECT_EQ(switches_made[0].from, "e7m0");
+    EXPECT_EQ(switches_made[0].to, "e5m2");
+    EXPECT_EQ(switches_made[0].plugin, "mantissa_shift");
     // Every switch is an event with the plugin's reason; afterwards the weights train in E5M2.
     int switches = 0;
     int64_t switch_step = -1;
@@ -458,8 +487,10 @@ TEST(Stability, NonFiniteLossStopsWithACheckpointAndAReport) {
     const run_result r = run("run " + cfg.string() + " --out " + out.string());
     ASSERT_EQ(r.exit_code, 3) << r.out;
     const std::string summary = file_text(out / "summary.json");
-    EXPECT_TRUE(has(summary, "\"failure_mode\": \"nan_loss\", \"failure_step\": 1")) << summary;
-    EXPECT_TRUE(fs::exists(out / "checkpoints" / "step_0000001" / "state.toml"));
+    const auto nan_summary = ::altgrad::host::run::read_summary(out / "summary.json");
+    EXPECT_EQ(nan_summary.failure_mode, "nan_loss") << summary;
+    EXPECT_EQ(nan_summary.failure_step, std::optional<int64_t>(1)) << summary;
+    EXPECT_TRUE(fs::exists(out / "checkpoints" / "step_0000001" / "state.json"));
     const std::string report = file_text(out / "reports" / "failure.md");
     EXPECT_TRUE(has(report, "| collapse step (first evidence) | 1 |")) << report;
     EXPECT_TRUE(has(report, "quantization.overflow = \\\"saturate\\\"") || has(report, "overflow = \"saturate\"")) << report;

@@ -11,7 +11,7 @@
 #include <toml++/toml.h>
 
 #include "config/run_config.hpp"
-#include "util/json_value.hpp"
+#include "run/files.hpp"
 
 namespace altgrad::host::report {
 
@@ -26,33 +26,13 @@ namespace {
 
 // The metrics lines a file may repeat (a resume), keyed so the last one wins.
 struct metrics_data {
-    std::map<int64_t, double> loss;
-    std::map<int64_t, json::value> step_lines;  // the whole per-step line
+    std::map<int64_t, run::train_line> train;
     std::map<int64_t, double> val;
-    std::map<std::pair<int64_t, std::string>, json::value> tensors;
-    std::map<std::tuple<int64_t, std::string, std::string>, json::value> diagnostics;
-    std::map<std::tuple<int64_t, std::string, std::string, std::string>, json::value> events;
+    std::map<std::pair<int64_t, std::string>, run::tensor_line> tensors;
+    std::map<std::tuple<int64_t, std::string, std::string>, run::diagnostic_line> diagnostics;
+    std::map<std::tuple<int64_t, std::string, std::string, std::string>, run::event_line> events;
     std::set<int64_t> repeated;
 };
-
-std::optional<std::string> read_text(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-double number_or_nan(const json::value* v) {
-    return v != nullptr && v->is_number() ? v->as_number() : NAN;
-}
-
-std::optional<int64_t> integer_of(const json::value* v) {
-    if (v == nullptr || !v->is_number()) return std::nullopt;
-    const double d = v->as_number();
-    if (!(d == std::floor(d)) || std::fabs(d) > 9e15) return std::nullopt;
-    return static_cast<int64_t>(d);
-}
 
 // ---- config.toml ----------------------------------------------------------------
 
@@ -120,148 +100,75 @@ void read_config(const fs::path& file, run_record& r) {
 // ---- summary.json -----------------------------------------------------------------
 
 void read_summary(const fs::path& file, run_record& r) {
-    const std::optional<std::string> text = read_text(file);
-    if (!text) {
-        r.problems.push_back("summary.json: cannot read");
-        return;
-    }
-    json::value s;
+    run::summary_record s;
     try {
-        s = json::parse(*text);
-    } catch (const json::parse_error& e) {
-        r.problems.push_back(std::string("summary.json: ") + (e.truncated ? "half-written" : "not valid JSON") + " (" +
-                             e.what() + "): the run counts as interrupted");
-        return;
-    }
-    if (!s.is_object()) {
-        r.problems.push_back("summary.json: not a JSON object: the run counts as interrupted");
+        s = run::read_summary(file);
+    } catch (const run::summary_error& e) {
+        const std::string what = e.what();
+        const std::string reason = what.rfind(file.string() + ": ", 0) == 0 ? what.substr(file.string().size() + 2) : what;
+        r.problems.push_back("summary.json: " + reason + ": the run counts as interrupted");
         return;
     }
     r.has_summary = true;
-    if (auto v = s.string_at("status")) r.status = *v;
-    else {
-        r.status = "error";
-        r.problems.push_back("summary.json: key 'status' missing");
+    r.status = s.status;
+    if (r.name.empty()) r.name = s.name;
+    r.failure_mode = s.failure_mode;
+    r.failure_step = s.failure_step;
+    r.failure_evidence = s.failure_evidence;
+    r.steps_done = s.steps_done;
+    r.max_steps = s.max_steps;
+    r.seed = s.seed;
+    r.final_train_loss = s.final_train_loss;
+    r.final_val_loss = s.final_val_loss;
+    r.best_val_loss = s.best_val_loss;
+    if (r.formats.empty()) {
+        const run::formats_record& f = s.formats;
+        r.formats = (f.weight == f.activation && f.activation == f.gradient)
+                        ? f.weight
+                        : "w " + f.weight + ", a " + f.activation + ", g " + f.gradient;
+        if (f.weight == f.activation && f.activation == f.gradient) r.uniform_format = f.weight;
     }
-    if (r.name.empty())
-        if (auto v = s.string_at("name")) r.name = *v;
-    r.failure_mode = s.string_at("failure_mode").value_or("");
-    r.failure_step = integer_of(s.find("failure_step"));
-    r.failure_evidence = s.string_at("failure_evidence").value_or("");
-    if (auto v = integer_of(s.find("steps_done"))) r.steps_done = v;
-    if (auto v = integer_of(s.find("max_steps"))) r.max_steps = v;
-    if (auto v = integer_of(s.find("seed"))) r.seed = v;
-    // Present but null means "not finite"; absent means "take it from the metrics".
-    auto loss = [&](const char* key, std::optional<double>& out) {
-        if (const json::value* v = s.find(key)) out = number_or_nan(v);
-    };
-    loss("final_train_loss", r.final_train_loss);
-    loss("final_val_loss", r.final_val_loss);
-    loss("best_val_loss", r.best_val_loss);
-    if (r.formats.empty())
-        if (const json::value* f = s.find("formats"); f != nullptr && f->is_object()) {
-            const std::string w = f->string_at("weight").value_or("?"), a = f->string_at("activation").value_or("?"),
-                              g = f->string_at("gradient").value_or("?");
-            r.formats = (w == a && a == g) ? w : "w " + w + ", a " + a + ", g " + g;
-            if (w == a && a == g && w != "?") r.uniform_format = w;
-        }
-    if (const json::value* sw = s.find("switches"); sw != nullptr && sw->is_array()) {
-        for (const json::value& x : sw->items()) {
-            if (!x.is_object()) continue;
-            format_switch f;
-            f.step = integer_of(x.find("step")).value_or(-1);
-            f.tensor = x.string_at("tensor").value_or("?");
-            f.from = x.string_at("from").value_or("?");
-            f.to = x.string_at("to").value_or("?");
-            f.plugin = x.string_at("plugin").value_or("");
-            r.switches.push_back(f);
-        }
-    }
-    if (const json::value* iv = s.find("interventions"); iv != nullptr && iv->is_object()) {
-        for (const auto& [plugin, events] : iv->members()) {
-            if (!events.is_object()) continue;
-            for (const auto& [event, count] : events.members())
-                if (auto n = integer_of(&count)) r.interventions[plugin][event] = *n;
-        }
-    }
+    r.switches = s.switches;
+    r.interventions = s.interventions;
 }
 
 // ---- metrics.jsonl ----------------------------------------------------------------
 
 void read_metrics(const fs::path& file, run_record& r, metrics_data& m) {
-    const std::optional<std::string> text = read_text(file);
-    if (!text) {
-        r.problems.push_back("metrics.jsonl: cannot read");
-        return;
+    run::metrics_contents contents = run::read_metrics(file);
+    for (std::string& p : contents.problems) r.problems.push_back(std::move(p));
+    r.run_id = contents.run_id;
+    std::set<int64_t> train_seen;
+    for (const run::metrics_line& line : contents.lines) {
+        if (const auto* t = std::get_if<run::train_line>(&line)) {
+            if (!train_seen.insert(t->step).second) m.repeated.insert(t->step);
+            m.train[t->step] = *t;
+        } else if (const auto* v = std::get_if<run::val_line>(&line)) {
+            m.val[v->step] = v->val_loss;
+        } else if (const auto* x = std::get_if<run::tensor_line>(&line)) {
+            m.tensors[{x->step, x->tensor}] = *x;
+        } else if (const auto* d = std::get_if<run::diagnostic_line>(&line)) {
+            m.diagnostics[{d->step, d->diagnostic, d->tensor}] = *d;
+        } else if (const auto* e = std::get_if<run::event_line>(&line)) {
+            m.events[{e->step, e->event, e->plugin, e->tensor}] = *e;
+        }
     }
-    std::vector<std::string> bad;  // the first few, then a count
-    size_t bad_count = 0;
-    auto complain = [&](const std::string& what) {
-        if (++bad_count <= 5) bad.push_back(what);
-    };
-    std::set<int64_t> loss_seen;
-    size_t line_no = 0;
-    for (size_t pos = 0; pos < text->size();) {
-        size_t end = text->find('\n', pos);
-        if (end == std::string::npos) end = text->size();
-        const std::string_view line(text->data() + pos, end - pos);
-        pos = end + 1;
-        ++line_no;
-        if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-        json::value v;
-        try {
-            v = json::parse(line);
-        } catch (const json::parse_error& e) {
-            // Cut off by a kill mid-write: at the end of the file, or (after a
-            // resume appended to it) in the middle.
-            if (e.truncated) complain("metrics.jsonl: line " + std::to_string(line_no) + " truncated (skipped)");
-            else complain("metrics.jsonl: line " + std::to_string(line_no) + ": not JSON, " + e.what() + " (skipped)");
-            continue;
-        }
-        const std::optional<int64_t> step = v.is_object() ? integer_of(v.find("step")) : std::nullopt;
-        if (!step || v.members().size() < 2) {
-            complain("metrics.jsonl: line " + std::to_string(line_no) + ": no \"step\" (skipped)");
-            continue;
-        }
-        // Lines are told apart by their second key (docs/training.md).
-        const std::string& kind = v.members()[1].first;
-        if (kind == "loss") {
-            if (!loss_seen.insert(*step).second) m.repeated.insert(*step);
-            m.loss[*step] = number_or_nan(v.find("loss"));
-            m.step_lines[*step] = v;
-        } else if (kind == "val_loss") {
-            m.val[*step] = number_or_nan(v.find("val_loss"));
-        } else if (kind == "tensor") {
-            m.tensors[{*step, v.string_at("tensor").value_or("?")}] = v;
-        } else if (kind == "diagnostic") {
-            m.diagnostics[{*step, v.string_at("diagnostic").value_or("?"), v.string_at("tensor").value_or("?")}] = v;
-        } else if (kind == "event") {
-            m.events[{*step, v.string_at("event").value_or("?"), v.string_at("plugin").value_or("?"),
-                      v.string_at("tensor").value_or("")}] = v;
-        }
-        // Other kinds: from a newer host; not an error.
-    }
-    if (!text->empty() && text->back() != '\n' && bad_count == 0)
-        complain("metrics.jsonl: the last line has no newline (the run may still be writing)");
-    for (std::string& b : bad) r.problems.push_back(std::move(b));
-    if (bad_count > bad.size())
-        r.problems.push_back("metrics.jsonl: " + std::to_string(bad_count - bad.size()) + " more bad lines (skipped)");
 }
 
 // The series and peaks of the record, from the deduplicated metrics.
 void digest_metrics(const metrics_data& m, run_record& r) {
-    for (const auto& [step, loss] : m.loss) {
-        r.train_loss.push_back({step, loss});
-        if (!std::isfinite(loss) && !r.first_nonfinite_step) r.first_nonfinite_step = step;
+    for (const auto& [step, line] : m.train) {
+        r.train_loss.push_back({step, line.loss});
+        if (!std::isfinite(line.loss) && !r.first_nonfinite_step) r.first_nonfinite_step = step;
     }
     for (const auto& [step, val] : m.val) r.val_loss.push_back({step, val});
     r.repeated_steps = static_cast<int64_t>(m.repeated.size());
 
-    std::map<int64_t, double> overflow, underflow;  // from the per-step lines
-    for (const auto& [step, line] : m.step_lines) {
-        if (auto x = line.number_at("overflow_rate")) overflow[step] = *x;
-        if (auto x = line.number_at("underflow_rate")) underflow[step] = *x;
-        if (auto x = line.number_at("grad_sparsity")) r.diagnostics["grad_sparsity"].push_back({step, *x});
+    std::map<int64_t, double> overflow, underflow;  // from the per-step lines (null: not measured)
+    for (const auto& [step, line] : m.train) {
+        if (!std::isnan(line.overflow_rate)) overflow[step] = line.overflow_rate;
+        if (!std::isnan(line.underflow_rate)) underflow[step] = line.underflow_rate;
+        if (!std::isnan(line.grad_sparsity)) r.diagnostics["grad_sparsity"].push_back({step, line.grad_sparsity});
     }
     // Per tensor lines: peaks by role, and the per-step series where the step lines lack them.
     std::map<int64_t, double> t_overflow, t_underflow;
@@ -269,18 +176,15 @@ void digest_metrics(const metrics_data& m, run_record& r) {
     for (const auto& [key, line] : m.tensors) {
         const int64_t step = key.first;
         const std::string& tensor = key.second;
-        const double count = line.number_at("count").value_or(0);
+        const double count = static_cast<double>(line.count);
         if (!(count > 0)) continue;
-        const std::string role = line.string_at("role").value_or("?");
-        if (auto o = line.number_at("overflow")) {
-            r.max_overflow[role].offer(*o / count, tensor, step);
-            t_overflow[step] = std::max(t_overflow.count(step) ? t_overflow[step] : 0.0, *o / count);
-        }
-        if (auto u = line.number_at("underflow"))
-            t_underflow[step] = std::max(t_underflow.count(step) ? t_underflow[step] : 0.0, *u / count);
-        if (auto b = line.number_at("bit_stall_rate")) {
-            r.max_bit_stall.offer(*b, tensor, step);
-            stall[step].first += *b * count;
+        const double o = static_cast<double>(line.overflow) / count, u = static_cast<double>(line.underflow) / count;
+        r.max_overflow[line.role].offer(o, tensor, step);
+        t_overflow[step] = std::max(t_overflow.count(step) ? t_overflow[step] : 0.0, o);
+        t_underflow[step] = std::max(t_underflow.count(step) ? t_underflow[step] : 0.0, u);
+        if (line.bit_stall_rate && !std::isnan(*line.bit_stall_rate)) {
+            r.max_bit_stall.offer(*line.bit_stall_rate, tensor, step);
+            stall[step].first += *line.bit_stall_rate * count;
             stall[step].second += count;
         }
     }
@@ -294,13 +198,12 @@ void digest_metrics(const metrics_data& m, run_record& r) {
     std::map<int64_t, double> stiff_all;
     for (const auto& [key, line] : m.diagnostics) {
         if (std::get<1>(key) != "stiffness") continue;
-        const json::value* values = line.find("values");
-        if (values == nullptr || !values->is_object()) continue;
-        const std::optional<double> x = values->number_at("stiffness_mean");
-        if (!x || !std::isfinite(*x)) continue;
-        if (std::get<2>(key) == "*") stiff_all[std::get<0>(key)] = *x;
+        const auto it = std::find_if(line.values.begin(), line.values.end(),
+                                     [](const auto& v) { return v.first == "stiffness_mean"; });
+        if (it == line.values.end() || !std::isfinite(it->second)) continue;
+        if (std::get<2>(key) == "*") stiff_all[std::get<0>(key)] = it->second;
         else {
-            stiff_mean[std::get<0>(key)].first += *x;
+            stiff_mean[std::get<0>(key)].first += it->second;
             stiff_mean[std::get<0>(key)].second += 1;
         }
     }
@@ -311,27 +214,9 @@ void digest_metrics(const metrics_data& m, run_record& r) {
     // Events: switches and intervention counts, where there is no summary.json to give them.
     if (r.has_summary) return;
     for (const auto& [key, line] : m.events) {
-        const std::string& event = std::get<1>(key);
-        const std::string& plugin = std::get<2>(key);
-        if (event == "switch_format")
-            r.switches.push_back({std::get<0>(key), line.string_at("tensor").value_or("?"),
-                                  line.string_at("from").value_or("?"), line.string_at("to").value_or("?"), plugin});
-        if (plugin != "host") ++r.interventions[plugin][event];
+        if (line.event == "switch_format") r.switches.push_back({line.step, line.plugin, line.tensor, line.from, line.to});
+        if (line.plugin != "host") ++r.interventions[line.plugin][line.event];
     }
-}
-
-std::optional<int64_t> newest_checkpoint(const fs::path& dir) {
-    std::optional<int64_t> best;
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir / "checkpoints", ec)) {
-        const std::string n = e.path().filename().string();
-        if (n.rfind("step_", 0) != 0 || !fs::exists(e.path() / "state.toml", ec)) continue;
-        char* end = nullptr;
-        const long long step = std::strtoll(n.c_str() + 5, &end, 10);
-        if (end == nullptr || *end != '\0') continue;
-        if (!best || step > *best) best = step;
-    }
-    return best;
 }
 
 }  // namespace
@@ -355,7 +240,7 @@ run_record read_run(const fs::path& dir) {
     if (fs::exists(dir / "metrics.jsonl", ec)) read_metrics(dir / "metrics.jsonl", r, m);
     else r.problems.push_back("no metrics.jsonl");
     digest_metrics(m, r);
-    r.last_checkpoint = newest_checkpoint(dir);
+    if (const auto latest = run::latest_checkpoint(dir)) r.last_checkpoint = latest->step;
     if (fs::exists(dir / "reports" / "failure.md", ec)) r.failure_report = dir / "reports" / "failure.md";
 
     if (r.name.empty()) {

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "run/records.hpp"
+
 namespace altgrad::host::report {
 
 namespace fs = std::filesystem;
@@ -29,10 +31,7 @@ struct peak {
     void offer(double r, const std::string& t, int64_t s);
 };
 
-struct format_switch {
-    int64_t step = 0;
-    std::string tensor, from, to, plugin;
-};
+using run::format_switch;
 
 // The diagnostic series a record keeps (keys of run_record::diagnostics).
 // overflow / underflow: the largest rate of any quantized tensor at that step;
@@ -45,6 +44,7 @@ inline const char* const kDiagnosticSeries[] = {"bit_stall", "overflow", "underf
 struct run_record {
     fs::path dir;
     std::string name;  // the config's name (else summary.json's, else the folder's)
+    std::string run_id;  // metrics.jsonl's (empty for runs of hosts before run ids)
 
     // From summary.json, else config.toml, else metrics.jsonl.
     std::optional<int64_t> seed, max_steps, steps_done;

@@ -94,37 +94,23 @@ verdict failure_detector::stopped_early(int64_t steps_done, const std::string& w
 
 // Four streaks (length first_step first_value last_value), then the previous
 // window loss; doubles as C99 hex floats, so they come back bit for bit.
-std::string failure_detector::serialize() const {
-    std::ostringstream out;
-    for (const streak* s : {&nonfinite_, &bit_stall_, &overflow_, &vanishing_})
-        out << s->length << " " << s->first_step << " " << hex_float(s->first_value) << " " << hex_float(s->last_value)
-            << " ";
-    out << hex_float(previous_window_loss_);
-    return out.str();
+run::detector_record failure_detector::state() const {
+    const auto out = [](const streak& s) { return run::streak_record{s.length, s.first_step, s.first_value, s.last_value}; };
+    return {out(nonfinite_), out(bit_stall_), out(overflow_), out(vanishing_), previous_window_loss_};
 }
 
-void failure_detector::deserialize(const std::string& text, const std::string& where) {
-    std::istringstream in(text);
-    std::string word;
-    std::vector<std::string> words;
-    while (in >> word) words.push_back(word);
-    if (words.size() != 17) throw error(where + ": failure detector state \"" + text + "\" is malformed");
-    size_t k = 0;
-    const auto number = [&](bool integer) {
-        const std::string& w = words[k++];
-        char* end = nullptr;
-        const double v = integer ? static_cast<double>(std::strtoll(w.c_str(), &end, 10)) : std::strtod(w.c_str(), &end);
-        if (end == w.c_str() || *end != '\0')
-            throw error(where + ": failure detector state: \"" + w + "\" is not a number");
-        return v;
+void failure_detector::restore(const run::detector_record& r) {
+    const auto in = [](const run::streak_record& x, streak& s) {
+        s.length = x.length;
+        s.first_step = x.first_step;
+        s.first_value = x.first_value;
+        s.last_value = x.last_value;
     };
-    for (streak* s : {&nonfinite_, &bit_stall_, &overflow_, &vanishing_}) {
-        s->length = static_cast<int64_t>(number(true));
-        s->first_step = static_cast<int64_t>(number(true));
-        s->first_value = number(false);
-        s->last_value = number(false);
-    }
-    previous_window_loss_ = number(false);
+    in(r.nonfinite, nonfinite_);
+    in(r.bit_stall, bit_stall_);
+    in(r.overflow, overflow_);
+    in(r.vanishing, vanishing_);
+    previous_window_loss_ = r.previous_window_loss;
 }
 
 }  // namespace altgrad::host::stability

@@ -28,6 +28,7 @@
 #include <string>
 
 #include "config/run_config.hpp"
+#include "run/records.hpp"
 
 namespace altgrad::host::stability {
 
@@ -68,11 +69,10 @@ public:
     // The verdict for a run that stopped at `steps_done` on an error (not a collapse).
     verdict stopped_early(int64_t steps_done, const std::string& why) const;
 
-    // The streaks and the last window loss as one line of text, for
-    // checkpoints, so a resumed run decides as the uninterrupted one would.
-    std::string serialize() const;
-    // Throws host::error naming `where` when `text` is not serialize()'s.
-    void deserialize(const std::string& text, const std::string& where);
+    // The streaks and the last window loss, for checkpoints, so a resumed
+    // run decides as the uninterrupted one would.
+    run::detector_record state() const;
+    void restore(const run::detector_record& r);
 
 private:
     struct streak {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/run_config.hpp"
+#include "run/records.hpp"
 #include "stability/failure.hpp"
 
 namespace altgrad::host::stability {
@@ -25,18 +26,9 @@ struct tensor_state {
     double overflow_rate = NAN, underflow_rate = NAN, bit_stall_rate = NAN;
 };
 
-// One row of the trend (a step line of metrics.jsonl, with the latest measurements).
-struct trend_row {
-    int64_t step = 0;
-    double loss = NAN, grad_norm = NAN, grad_sparsity = NAN, overflow_rate = NAN, bit_stall_rate = NAN;
-};
-
-// One diagnostic value averaged over the tensors it was measured on, at one step.
-struct diagnostic_mean {
-    int64_t step = 0;
-    std::string name;  // "stiffness.stiffness_mean"
-    double value = NAN;
-};
+// The recent trend and the last diagnostic snapshots, as the run's history keeps them.
+using run::diagnostic_mean;
+using run::trend_row;
 
 struct failure_context {
     config::run_config config;

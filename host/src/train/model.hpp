@@ -1,7 +1,7 @@
-// The GPT the trainer trains (nanoGPT's architecture in LibTorch C++), and
-// the one place where its tensors meet the format plugins: quantized linear
-// layers whose forward quantizes the weight and the input activation and
-// whose backward quantizes the output gradient (straight-through estimator).
+// The GPT the trainer trains (nanoGPT's architecture in LibTorch C++). Its
+// linear layers are the quantized ones of train/quant_plan.hpp: their forward
+// quantizes the weight and the input activation and their backward the
+// output gradient (straight-through estimator).
 //
 // Parameter names are stable and are what config rules and reports use:
 // tok_emb.weight, pos_emb.weight, blocks.N.ln_1.{weight,bias},
@@ -20,70 +20,9 @@
 
 #include <altgrad/altgrad.h>
 
-#include "plugins/format_handle.hpp"
-#include "train/scaling.hpp"
+#include "train/quant_plan.hpp"
 
 namespace altgrad::host::train {
-
-// One tensor the model quantizes: a layer's weight, its input activation or
-// its output gradient.
-struct quant_site {
-    std::string layer;                // "blocks.0.attn.qkv"
-    altgrad_tensor_role role = ALTGRAD_TENSOR_WEIGHT;
-    std::string name() const;         // layer + ".weight" | ".input" | ".output_grad"
-    const char* role_name() const;    // "weight" | "activation" | "gradient" (metrics and reports)
-    std::shared_ptr<const format_handle> format;  // null: stays float32
-    altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
-    altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
-    scaling_state scaling;
-    // The last use, for metrics.
-    double amax = 0;
-    float scale = 1;
-    uint64_t overflow_count = 0, underflow_count = 0, count = 0;
-    double overflow_rate() const { return count ? static_cast<double>(overflow_count) / count : NAN; }
-    double underflow_rate() const { return count ? static_cast<double>(underflow_count) / count : NAN; }
-    // Weights: the last bit-stall measurement (NaN before the second).
-    double bit_stall_rate = NAN;
-    // Activations and output gradients: the last input, unquantized, kept
-    // only while quant_plan::capture is on (for diagnostics).
-    torch::Tensor captured;
-};
-
-// Every site of a model, and what keys stochastic rounding: (seed, step, site).
-struct quant_plan {
-    std::vector<quant_site> sites;
-    uint64_t seed = 0;
-    uint64_t step = 0;  // set by the trainer before each step's forward
-    // On a diagnostic step: keep each site's input (quant_site::captured) and
-    // every attention layer's softmax output, for the diagnostic plugins.
-    bool capture = false;
-    std::vector<std::pair<std::string, torch::Tensor>> attention_probs;  // "blocks.N.attn.probs", [B, H, T, T]
-
-    // Register a linear layer's three sites; returns the index of the first.
-    size_t add_linear(const std::string& layer);
-};
-
-// q(t*s)/s through the site's format plugin (identity when it has none),
-// updating the site's scaling state and statistics. Float32 tensors on the
-// CPU, or on a GPU when the site's format plugin has a CUDA implementation.
-torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t stream);
-
-// w = q(w*s)/s in place, with the site's format, rounding and last scale,
-// touching neither its scaling state nor its statistics: how weights live
-// when there are no FP32 master weights.
-void store_in_format(torch::Tensor& w, const quant_site& site, const quant_plan& plan, uint64_t stream);
-
-// The parameter that holds a weight site's tensor (the LM head is tied to tok_emb).
-inline std::string parameter_of(const quant_site& s) { return s.layer == "lm_head" ? "tok_emb.weight" : s.layer + ".weight"; }
-
-// q(t*s)/s with the site's format at its last scale, round-to-nearest-even
-// and saturating, into a new tensor; touches no state. What a measurement
-// compares (stochastic rounding would make equal inputs differ).
-torch::Tensor quantize_nearest(const torch::Tensor& t, const quant_site& site);
-
-// y = q(x) q(w)^T + b, with q(dy) in the backward pass.
-torch::Tensor quantized_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
-                               quant_plan& plan, size_t first_site);
 
 struct gpt_config {
     int64_t vocab_size = 0;

@@ -41,22 +41,13 @@ void scaling_state::reset(double format_max) {
     history_.clear();
 }
 
-std::string scaling_state::serialize() const {
-    std::ostringstream out;
-    out << hex_float(scale_) << ";";
-    for (size_t k = 0; k < history_.size(); ++k) out << (k ? "," : "") << hex_float(history_[k]);
-    return out.str();
+run::scaling_record scaling_state::record_state() const {
+    return {scale_, std::vector<double>(history_.begin(), history_.end())};
 }
 
-void scaling_state::deserialize(const std::string& s) {
-    const size_t semi = s.find(';');
-    if (semi == std::string::npos) throw error("scaling state \"" + s + "\" is malformed");
-    scale_ = static_cast<float>(std::strtod(s.substr(0, semi).c_str(), nullptr));
-    history_.clear();
-    std::istringstream in(s.substr(semi + 1));
-    std::string item;
-    while (std::getline(in, item, ','))
-        if (!item.empty()) history_.push_back(std::strtod(item.c_str(), nullptr));
+void scaling_state::restore(const run::scaling_record& r) {
+    scale_ = r.scale;
+    history_.assign(r.amax_history.begin(), r.amax_history.end());
 }
 
 }  // namespace altgrad::host::train

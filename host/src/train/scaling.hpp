@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "run/records.hpp"
+
 namespace altgrad::host::train {
 
 enum class scaling_mode { none, delayed, current };
@@ -44,9 +46,9 @@ public:
     float scale() const { return scale_; }
     const std::deque<double>& amax_history() const { return history_; }
 
-    // For checkpoints: "scale;h0,h1,..." and back.
-    std::string serialize() const;
-    void deserialize(const std::string& s);
+    // For checkpoints: the scale and the amax history, and back.
+    run::scaling_record record_state() const;
+    void restore(const run::scaling_record& r);
 
 private:
     float power_of_two_scale(double amax) const;

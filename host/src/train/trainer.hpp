@@ -1,10 +1,6 @@
 // `altgrad-host run`: train the GPT of model.hpp on a config, every quantized
-// tensor going through the format plugins, into a run directory:
-//   config.toml    the fully resolved config (repeatable from it alone)
-//   metrics.jsonl  one JSON object per line: per step, per evaluation, and
-//                  per-tensor quantization statistics at the diagnostic interval
-//   checkpoints/   step_NNNNNNN/ folders, written atomically
-//   reports/       (failure reports arrive with the stability issue)
+// tensor going through the format plugins, into a run directory (its files:
+// run/records.hpp; the loop: train/training_run.hpp).
 // No LibTorch types here, so the CLI does not pull LibTorch's headers in.
 #pragma once
 

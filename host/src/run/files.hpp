@@ -1,0 +1,99 @@
+// One writer and one reader for each file of a run directory (run/records.hpp
+// says what each holds). JSON goes through nlohmann-json. Writers check every
+// write and throw host::error naming the file; readers throw host::error
+// naming the file, the line where there is one, and the key, except
+// read_metrics, which reads what it can (a run may have been killed mid-line)
+// and says what it skipped.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "run/records.hpp"
+#include "util/error.hpp"
+
+namespace altgrad::host::run {
+
+namespace fs = std::filesystem;
+
+// ---- paths ------------------------------------------------------------------------
+
+fs::path config_file(const fs::path& run_dir);    // config.toml
+fs::path metrics_file(const fs::path& run_dir);   // metrics.jsonl
+fs::path summary_file(const fs::path& run_dir);   // summary.json
+fs::path reports_dir(const fs::path& run_dir);    // reports/
+fs::path checkpoints_dir(const fs::path& run_dir);  // checkpoints/
+fs::path checkpoint_dir(const fs::path& run_dir, int64_t step);  // checkpoints/step_NNNNNNN
+fs::path state_file(const fs::path& checkpoint);  // step_N/state.json
+
+// A complete checkpoint folder: step_N holding state.json (written last). A
+// folder holding the state.toml of hosts before state.json is `legacy`: the
+// report counts it, a resume refuses it.
+struct checkpoint_ref {
+    int64_t step = 0;
+    fs::path dir;
+    bool legacy = false;
+};
+std::vector<checkpoint_ref> complete_checkpoints(const fs::path& run_dir);  // oldest first
+std::optional<checkpoint_ref> latest_checkpoint(const fs::path& run_dir);
+
+// Writes `text` to `path` through a temporary file and a rename, so a reader
+// sees the old file or the new one, never half of one.
+void write_file_atomically(const fs::path& path, const std::string& text);
+
+// ---- metrics.jsonl ---------------------------------------------------------------
+
+class metrics_writer {
+public:
+    // Opens `file` for appending (a resume) or truncates it (a new run).
+    metrics_writer(fs::path file, std::string run_id, bool append);
+    // One line, flushed: a line a killed run wrote is on disk.
+    void write(const metrics_line& line);
+
+private:
+    fs::path file_;
+    std::string run_id_;
+    std::ofstream out_;
+};
+
+// The text of one metrics line (without the newline).
+std::string metrics_line_text(const metrics_line& line, const std::string& run_id);
+
+struct metrics_contents {
+    std::vector<metrics_line> lines;  // in file order
+    std::string run_id;               // of the last line that has one
+    // One line each, "metrics.jsonl: line 7 truncated (skipped)": the first
+    // few bad lines, then a count.
+    std::vector<std::string> problems;
+};
+// Lines without "kind" (hosts before it) are told apart by their keys; lines
+// of a kind this host does not know (a newer one) are skipped silently.
+metrics_contents read_metrics(const fs::path& file);
+
+// Keeps the lines of steps <= last_step (a resumed run rewrites what follows);
+// a half-written line goes too.
+void truncate_metrics(const fs::path& file, int64_t last_step);
+
+// ---- summary.json -----------------------------------------------------------------
+
+void write_summary(const fs::path& run_dir, const summary_record& s);
+// Throws summary_error "DIR/summary.json: ..." naming the line or key;
+// `truncated` tells a half-written file (a run killed while writing it).
+struct summary_error : error {
+    summary_error(const std::string& what, bool cut_short) : error(what), truncated(cut_short) {}
+    bool truncated;
+};
+summary_record read_summary(const fs::path& file);
+
+// ---- checkpoints/step_N/state.json ---------------------------------------------------
+
+void write_checkpoint_state(const fs::path& checkpoint, const checkpoint_state& s);
+// Refuses (host::error naming the file and key) a state that is malformed,
+// of another layout version, or whose step is not the folder's.
+checkpoint_state read_checkpoint_state(const fs::path& checkpoint);
+
+}  // namespace altgrad::host::run

@@ -1,0 +1,177 @@
+// The run directory's contents as typed records: everything `altgrad-host run`
+// writes into a run directory and everything `--resume`, `report` and any
+// later consumer read back from it. The records are plain data; run/files.hpp
+// writes and reads them (JSON through nlohmann-json), one writer and one
+// reader each. No LibTorch, no trainer types: this room is a leaf, and the
+// trainer, the stability code and the report all come to it.
+//
+// A run directory (docs/training.md, "The run directory"):
+//   config.toml             the fully resolved config (config/run_config.hpp writes it)
+//   metrics.jsonl           one metrics_line per line, each with its kind and the run's id
+//   summary.json            summary_record, written when the run ends (or fails)
+//   checkpoints/step_N/     model.pt, optimizer.pt, rng.pt, bit_stall.pt (LibTorch archives),
+//                           interventions/NAME.state (plugin-owned bytes), and state.json
+//                           (checkpoint_state), written last: its presence marks a complete checkpoint
+//   reports/failure.md      the failure report of a collapsed run
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace altgrad::host::run {
+
+// ---- metrics.jsonl ----------------------------------------------------------------
+// Every line is a JSON object whose first keys are "kind", "run_id" and "step"
+// (steps done when it was written). Non-finite numbers are written as null.
+
+// kind "train": one optimizer step.
+struct train_line {
+    int64_t step = 0;
+    double loss = NAN, lr = NAN, grad_norm = NAN, tokens_per_s = NAN;
+    double grad_sparsity = NAN;   // fraction of near-zero parameter-gradient elements
+    double overflow_rate = NAN;   // the worst quantized tensor's, this step
+    double underflow_rate = NAN;
+};
+
+// kind "val": one evaluation on the validation split.
+struct val_line {
+    int64_t step = 0;
+    double val_loss = NAN;
+};
+
+// kind "tensor": one quantized tensor at a diagnostic step.
+struct tensor_line {
+    int64_t step = 0;
+    std::string tensor, role, format;
+    double scale = NAN, amax = NAN;
+    uint64_t overflow = 0, underflow = 0, count = 0;  // elements at the tensor's last use
+    std::optional<double> bit_stall_rate;             // weights only
+};
+
+// kind "diagnostic": what one diagnostic plugin said about one tensor ("*": all).
+struct diagnostic_line {
+    int64_t step = 0;
+    std::string diagnostic, tensor, role;
+    std::vector<std::pair<std::string, double>> values;  // in the plugin's order
+};
+
+// kind "event": something happened: "clip_grad_norm" (value), "skip_step",
+// "switch_format" (tensor, from, to), "nonfinite" (plugin "host"), "collapse"
+// (plugin "host"; mode, evidence_step).
+struct event_line {
+    int64_t step = 0;
+    std::string event, plugin, reason;
+    std::optional<double> value;
+    std::string tensor, from, to;  // switch_format
+    std::string mode;              // collapse
+    std::optional<int64_t> evidence_step;
+};
+
+using metrics_line = std::variant<train_line, val_line, tensor_line, diagnostic_line, event_line>;
+
+// "train", "val", "tensor", "diagnostic", "event".
+const char* kind_name(const metrics_line& line);
+int64_t step_of(const metrics_line& line);
+
+// ---- the run's history (summary.json, the failure report, checkpoints) -------------------
+
+// One tensor moved from one format to another by an intervention.
+struct format_switch {
+    int64_t step = 0;
+    std::string plugin, tensor, from, to;
+};
+
+// One row of the recent trend (a train line with the latest measurements).
+struct trend_row {
+    int64_t step = 0;
+    double loss = NAN, grad_norm = NAN, grad_sparsity = NAN, overflow_rate = NAN, bit_stall_rate = NAN;
+};
+
+// One diagnostic value averaged over the tensors it was measured on, at one step.
+struct diagnostic_mean {
+    int64_t step = 0;
+    std::string name;  // "stiffness.stiffness_mean"
+    double value = NAN;
+};
+
+// What summary.json and the failure report need of the run so far; kept in
+// checkpoints, so a resumed run reports the whole run.
+struct run_history {
+    std::vector<format_switch> switches;
+    std::map<std::string, std::map<std::string, int64_t>> interventions;  // plugin -> action kind -> count
+    std::vector<std::string> events;                                        // one line each, for the report
+    std::deque<trend_row> trend;                                            // the last steps
+    std::deque<diagnostic_mean> diagnostics;                                // the last snapshots
+    // Evaluations so far: the summary's final and best validation loss cover
+    // the whole run, across resumes.
+    double last_val_loss = NAN, best_val_loss = NAN;
+};
+
+// ---- summary.json -------------------------------------------------------------------
+
+struct formats_record {
+    std::string weight, activation, gradient;
+};
+
+struct summary_record {
+    std::string run_id, name;
+    std::string status;        // "finished", "collapsed", "error"
+    std::string failure_mode;  // "none", "nan_loss", ... (stability/failure.hpp)
+    std::optional<int64_t> failure_step;
+    std::string failure_evidence;
+    int64_t steps_done = 0, max_steps = 0, seed = 0;
+    double final_train_loss = NAN, final_val_loss = NAN, best_val_loss = NAN;  // null: not finite / none
+    double seconds = NAN;
+    formats_record formats;  // the global formats at the start
+    std::vector<format_switch> switches;
+    std::map<std::string, std::map<std::string, int64_t>> interventions;
+};
+
+// ---- checkpoints/step_N/state.json ----------------------------------------------------
+// Everything of a checkpoint that is not a tensor. Numbers are exact: finite
+// doubles round-trip through JSON's decimal form, and non-finite ones are
+// written as the strings "nan", "inf", "-inf".
+
+// Delayed scaling of one tensor (train/scaling.hpp).
+struct scaling_record {
+    float scale = 1.0f;
+    std::vector<double> amax_history;  // oldest first
+};
+
+// One quantization site: its current format (interventions switch them), its
+// scaling and its last measured bit-stall rate.
+struct site_record {
+    std::string name, format;
+    double bit_stall_rate = NAN;
+    scaling_record scaling;
+};
+
+// The failure detector's streaks (stability/failure.hpp).
+struct streak_record {
+    int64_t length = 0, first_step = -1;
+    double first_value = 0, last_value = 0;
+};
+struct detector_record {
+    streak_record nonfinite, bit_stall, overflow, vanishing;
+    double previous_window_loss = NAN;
+};
+
+struct checkpoint_state {
+    static constexpr int kVersion = 1;  // state.json's layout; a newer one is refused
+    std::string run_id;
+    int64_t step = 0;          // steps done; must equal the folder's step_N
+    double window_loss_sum = 0;  // finite training losses since the last measurement
+    int64_t window_loss_n = 0;
+    detector_record detector;
+    std::vector<site_record> sites;  // in the model's site order
+    run_history history;
+};
+
+}  // namespace altgrad::host::run

@@ -1,0 +1,57 @@
+// Checkpoints: everything a resumed run needs to repeat the uninterrupted one.
+// A checkpoint is a folder checkpoints/step_N/ (run/files.hpp names it):
+//   model.pt, optimizer.pt          the model and AdamW state (LibTorch archives)
+//   rng.pt, rng_cuda.pt             LibTorch's default generators (dropout; CUDA only on a GPU run)
+//   bit_stall.pt                    the bit-stall meter's weight snapshots
+//   interventions/NAME.state        each intervention's own bytes (ABI 1.1)
+//   state.json                      run::checkpoint_state: the quantization plan, the loop's
+//                                   counters, the failure detector, the run history
+// written into a hidden .tmp- folder, state.json last, then renamed into
+// place: a crash leaves a .tmp- folder, never a half checkpoint.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <ostream>
+
+#include <torch/torch.h>
+
+#include "run/records.hpp"
+#include "stability/failure.hpp"
+#include "stability/plugin_set.hpp"
+#include "train/measure.hpp"
+#include "train/model.hpp"
+#include "train/quant_plan.hpp"
+
+namespace altgrad::host::train {
+
+// What a checkpoint saves and restores, by reference into the training run.
+struct checkpointed {
+    GPT& model;
+    torch::optim::AdamW& optimizer;
+    quant_plan& plan;
+    bit_stall_meter& stall;
+    stability::failure_detector& detector;
+    stability::intervention_set& interventions;
+    run::run_history& history;
+    double& window_loss_sum;  // finite training losses since the last measurement
+    int64_t& window_loss_n;
+    torch::Device device;     // where the model trains (a GPU run saves the GPU's generator too)
+};
+
+// Saves checkpoints/step_<step>/ and keeps the newest `keep` checkpoints.
+void save_checkpoint(const std::filesystem::path& run_dir, const std::string& run_id, int64_t step,
+                     const checkpointed& c, int64_t keep);
+
+// Restores the newest complete checkpoint of `run_dir`; returns its step and
+// the run id. Refuses (host::error naming the file) a checkpoint of an older
+// host, one whose state.json does not match its folder or this model.
+struct resumed {
+    int64_t step = 0;
+    std::string run_id;
+};
+resumed load_latest_checkpoint(const std::filesystem::path& run_dir, const checkpointed& c, format_library& formats,
+                               std::ostream& log);
+
+}  // namespace altgrad::host::train

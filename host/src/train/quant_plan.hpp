@@ -1,0 +1,127 @@
+// The quantization plan: every tensor the model quantizes (a site: a linear
+// layer's weight, input activation or output gradient), the format plugin,
+// rounding and scaling each one has, and the calls that quantize through
+// them. The trainer assigns formats from the config once and switches them
+// when an intervention asks; the model's layers call fake_quantize.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include <altgrad/altgrad.h>
+
+#include "config/run_config.hpp"
+#include "plugins/format_handle.hpp"
+#include "plugins/registry.hpp"
+#include "run/records.hpp"
+#include "train/scaling.hpp"
+
+namespace altgrad::host::train {
+
+// One tensor the model quantizes: a layer's weight, its input activation or
+// its output gradient.
+struct quant_site {
+    std::string layer;                // "blocks.0.attn.qkv"
+    altgrad_tensor_role role = ALTGRAD_TENSOR_WEIGHT;
+    std::string name() const;         // layer + ".weight" | ".input" | ".output_grad"
+    const char* role_name() const;    // "weight" | "activation" | "gradient" (metrics and reports)
+    std::shared_ptr<const format_handle> format;  // null: stays float32
+    altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
+    altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
+    scaling_state scaling;
+    // The last use, for metrics.
+    double amax = 0;
+    float scale = 1;
+    uint64_t overflow_count = 0, underflow_count = 0, count = 0;
+    double overflow_rate() const { return count ? static_cast<double>(overflow_count) / count : NAN; }
+    double underflow_rate() const { return count ? static_cast<double>(underflow_count) / count : NAN; }
+    // Weights: the last bit-stall measurement (NaN before the second).
+    double bit_stall_rate = NAN;
+    // Activations and output gradients: the last input, unquantized, kept
+    // only while quant_plan::capture is on (for diagnostics).
+    torch::Tensor captured;
+};
+
+// Every site of a model, and what keys stochastic rounding: (seed, step, site).
+struct quant_plan {
+    std::vector<quant_site> sites;
+    uint64_t seed = 0;
+    uint64_t step = 0;  // set by the trainer before each step's forward
+    // On a diagnostic step: keep each site's input (quant_site::captured) and
+    // every attention layer's softmax output, for the diagnostic plugins.
+    bool capture = false;
+    std::vector<std::pair<std::string, torch::Tensor>> attention_probs;  // "blocks.N.attn.probs", [B, H, T, T]
+
+    // Register a linear layer's three sites; returns the index of the first.
+    size_t add_linear(const std::string& layer);
+};
+
+// q(t*s)/s through the site's format plugin (identity when it has none),
+// updating the site's scaling state and statistics. Float32 tensors on the
+// CPU, or on a GPU when the site's format plugin has a CUDA implementation.
+torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t stream);
+
+// w = q(w*s)/s in place, with the site's format, rounding and last scale,
+// touching neither its scaling state nor its statistics: how weights live
+// when there are no FP32 master weights.
+void store_in_format(torch::Tensor& w, const quant_site& site, const quant_plan& plan, uint64_t stream);
+
+// The parameter that holds a weight site's tensor (the LM head is tied to tok_emb).
+inline std::string parameter_of(const quant_site& s) { return s.layer == "lm_head" ? "tok_emb.weight" : s.layer + ".weight"; }
+
+// q(t*s)/s with the site's format at its last scale, round-to-nearest-even
+// and saturating, into a new tensor; touches no state. What a measurement
+// compares (stochastic rounding would make equal inputs differ).
+torch::Tensor quantize_nearest(const torch::Tensor& t, const quant_site& site);
+
+// y = q(x) q(w)^T + b, with q(dy) in the backward pass.
+torch::Tensor quantized_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
+                               quant_plan& plan, size_t first_site);
+
+
+// The format plugins of a run, created once each by name. "fp32" is no
+// plugin here: float32 is what the model computes in, so nothing to do.
+class format_library {
+public:
+    // `where` names the config in errors ("configs/x.toml: quantization").
+    format_library(registry& plugins, std::string where) : plugins_(plugins), where_(std::move(where)) {}
+    // The plugin of format `name`; null for "fp32".
+    std::shared_ptr<const format_handle> get(const std::string& name);
+    // The fp32 plugin itself: the format diagnostics see for float32 tensors.
+    std::shared_ptr<const format_handle> fp32() { return load("fp32"); }
+
+private:
+    std::shared_ptr<const format_handle> load(const std::string& name);
+    registry& plugins_;
+    std::string where_;
+    std::map<std::string, std::shared_ptr<const format_handle>> handles_;
+};
+
+// "fp32" for a site that stays float32, else its format plugin's name.
+std::string format_name_of(const quant_site& s);
+
+// Give every site its format plugin, rounding, overflow and scaling, from the
+// config's global formats and per-layer rules.
+void assign_formats(quant_plan& plan, const config::run_config& c, format_library& formats);
+
+// A format switch asked for by an intervention: every site whose name matches
+// `pattern` and is in another format moves to `to`, with fresh scaling (the
+// old amax history says nothing about the new range). Returns what moved
+// (step and plugin left for the caller).
+std::vector<run::format_switch> switch_formats(quant_plan& plan, const std::string& pattern, const std::string& to,
+                                               format_library& formats);
+
+// Each site's format, scaling and bit-stall rate, for checkpoints, and back:
+// restore_sites refuses (host::error naming `where`) a list that does not
+// name the plan's sites in order.
+std::vector<run::site_record> site_records(const quant_plan& plan);
+void restore_sites(quant_plan& plan, const std::vector<run::site_record>& records, format_library& formats,
+                   const std::string& where);
+
+}  // namespace altgrad::host::train

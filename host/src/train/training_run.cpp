@@ -1,0 +1,562 @@
+#include "train/training_run.hpp"
+
+#include <ATen/Parallel.h>
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <thread>
+
+#include "stability/failure_report.hpp"
+#include "util/error.hpp"
+#include "util/json.hpp"
+
+namespace altgrad::host::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+std::string duration_text(double seconds) {
+    if (!std::isfinite(seconds) || seconds < 0) return "?";
+    const int64_t s = static_cast<int64_t>(seconds + 0.5);
+    char buf[32];
+    if (s >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600),
+                                 static_cast<long long>(s / 60 % 60));
+    else if (s >= 60) std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60),
+                                    static_cast<long long>(s % 60));
+    else std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
+    return buf;
+}
+
+// The config of a new run (CONFIG.toml), or of a resumed one (its config.toml).
+config::run_config load_run_config(const run_request& req) {
+    if (req.resume.empty()) return config::load_config(req.config, req.overrides);
+    if (!fs::exists(run::config_file(req.resume)))
+        throw error("--resume " + req.resume.string() + ": no config.toml (not a run directory)");
+    return config::load_config(run::config_file(req.resume), req.overrides);
+}
+
+// --out, or <output.dir>/<name> (then -2, -3, ... when taken).
+fs::path new_run_dir(const run_request& req, const config::run_config& c) {
+    if (!req.out.empty()) {
+        if (fs::exists(req.out) && !fs::is_empty(req.out))
+            throw error("--out " + req.out.string() + ": exists and is not empty (use --resume to continue a run)");
+        return req.out;
+    }
+    fs::path dir = fs::path(c.output.dir) / c.name;
+    for (int k = 2; fs::exists(dir); ++k) dir = fs::path(c.output.dir) / (c.name + "-" + std::to_string(k));
+    return dir;
+}
+
+data::dataset load_run_data(const config::run_config& c) {
+    data::data_options o;
+    o.path = c.data.path;
+    o.format = c.data.format;
+    o.val_fraction = c.data.val_fraction;
+    o.vocab_size = c.data.vocab_size;
+    data::dataset d = data::load_dataset(o, c.source.string() + ": data.path");
+    data::check_block_size(d, c.model.block_size, c.model.vocab_size, c.source.string() + ": model");
+    return d;
+}
+
+// Clip the global gradient norm (known: `norm`) to `max_norm`, as clip_grad_norm_ does.
+void clip_gradients(const std::vector<torch::Tensor>& params, double max_norm, double norm) {
+    if (!(norm > max_norm)) return;
+    torch::NoGradGuard no_grad;
+    const double factor = max_norm / (norm + 1e-6);
+    for (const torch::Tensor& p : params)
+        if (p.grad().defined()) p.grad().mul_(factor);
+}
+
+// Evaluation must not disturb the delayed-scaling histories of training.
+struct frozen_scaling {
+    explicit frozen_scaling(quant_plan& p) : plan(p) {
+        for (const quant_site& s : p.sites) saved.push_back(s.scaling);
+    }
+    ~frozen_scaling() {
+        for (size_t k = 0; k < saved.size(); ++k) plan.sites[k].scaling = saved[k];
+    }
+    quant_plan& plan;
+    std::vector<scaling_state> saved;
+};
+
+// What the interventions see of step `step` (0-based, as the ABI counts).
+observation observe_step(uint64_t step, double loss, double grad_norm, double lr, uint32_t nonfinite_run,
+                         const quant_plan& plan, bool stall_fresh) {
+    observation o;
+    o.step = step;
+    o.loss = loss;
+    o.grad_norm = grad_norm;
+    o.learning_rate = lr;
+    o.consecutive_nonfinite_steps = nonfinite_run;
+    for (const quant_site& s : plan.sites) {
+        if (!s.format) continue;
+        tensor_observation t;
+        t.name = s.name();
+        t.role = s.role;
+        t.format = s.format->name();
+        t.format_max = s.format->info().max_finite;
+        t.overflow_rate = s.overflow_rate();
+        t.underflow_rate = s.underflow_rate();
+        t.bit_stall_rate = s.role == ALTGRAD_TENSOR_WEIGHT && stall_fresh ? s.bit_stall_rate : NAN;
+        o.tensors.push_back(std::move(t));
+    }
+    return o;
+}
+
+// The last three diagnostic snapshots, each value averaged over its tensors.
+void remember_diagnostics(run::run_history& h, int64_t step, const std::vector<diagnostic_record>& records) {
+    std::map<std::string, std::pair<double, int>> sums;  // diagnostic.value -> (sum, n) over tensors
+    for (const diagnostic_record& r : records)
+        for (const auto& [name, value] : r.values)
+            if (std::isfinite(value)) {
+                auto& s = sums[r.diagnostic + "." + name];
+                s.first += value;
+                ++s.second;
+            }
+    for (const auto& [name, s] : sums) h.diagnostics.push_back({step, name, s.first / s.second});
+    std::set<int64_t> steps;
+    for (const auto& d : h.diagnostics) steps.insert(d.step);
+    while (steps.size() > 3) {
+        const int64_t oldest = *steps.begin();
+        steps.erase(steps.begin());
+        while (!h.diagnostics.empty() && h.diagnostics.front().step == oldest) h.diagnostics.pop_front();
+    }
+}
+
+stability::failure_context failure_context_of(const config::run_config& c, const stability::verdict& v,
+                                              const fs::path& checkpoint, double lr, const quant_plan& plan,
+                                              const std::map<std::string, torch::Tensor>& params,
+                                              const run::run_history& h) {
+    stability::failure_context x;
+    x.config = c;
+    x.collapse = v;
+    x.checkpoint = checkpoint.string();
+    x.learning_rate = lr;
+    std::vector<torch::Tensor> weights;
+    for (const quant_site& s : plan.sites) {
+        stability::tensor_state t;
+        t.name = s.name();
+        t.role = s.role_name();
+        t.format = format_name_of(s);
+        if (s.format && s.format->info().family != ALTGRAD_FAMILY_CODEBOOK)
+            t.mantissa_bits = static_cast<int>(s.format->info().mantissa_bits);
+        t.overflow_rate = s.overflow_rate();
+        t.underflow_rate = s.underflow_rate();
+        t.bit_stall_rate = s.bit_stall_rate;
+        x.tensors.push_back(t);
+        if (s.role == ALTGRAD_TENSOR_WEIGHT && s.format) weights.push_back(params.at(parameter_of(s)).detach().abs().flatten());
+    }
+    if (!weights.empty()) x.median_abs_weight = torch::cat(weights).median().item<double>();
+    x.nonfinite_gradients = nonfinite_gradients(params);
+    x.trend.assign(h.trend.begin(), h.trend.end());
+    x.diagnostics.assign(h.diagnostics.begin(), h.diagnostics.end());
+    x.events = h.events;
+    return x;
+}
+
+// Where training runs: the CPU, or the first CUDA GPU when the config asks
+// for one, LibTorch can reach one, and every format plugin in use takes
+// device buffers (a format an intervention switches to later is checked when
+// it is first used).
+torch::Device training_device(const config::run_config& c, const quant_plan& plan) {
+    if (c.training.device != "cuda") return torch::kCPU;
+    const std::string key = c.source.string() + ": key 'training.device': \"cuda\"";
+    if (!torch::cuda::is_available())
+        throw error(key + " needs a LibTorch built with CUDA and a visible GPU, and this process has no usable one "
+                    "(torch::cuda::is_available() is false; use \"cpu\")");
+    for (const quant_site& s : plan.sites)
+        if (s.format && !s.format->accepts(ALTGRAD_MEMORY_CUDA))
+            throw error(key + ": format plugin '" + s.format->name() + "' (" + s.name() +
+                        ") has no CUDA implementation (build the plugins with ALTGRAD_CUDA=ON, or use \"cpu\")");
+    return torch::Device(torch::kCUDA, 0);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ set up
+
+training_run::training_run(const run_request& req, std::ostream& log)
+    : log_(log),
+      live_progress_(req.live_progress),
+      start_time_(std::chrono::steady_clock::now()),
+      c_(load_run_config(req)),
+      run_dir_(req.resume.empty() ? new_run_dir(req, c_) : req.resume),
+      resuming_(!req.resume.empty()),
+      data_(load_run_data(c_)),
+      plugins_(req.plugins),
+      formats_(plugins_, c_.source.string() + ": quantization"),
+      interventions_(c_, plugins_),
+      diagnostics_(c_, plugins_),
+      fp32_(diagnostics_.empty() ? nullptr : formats_.fp32()),
+      detector_(c_.failure, !interventions_.empty(), c_.training.max_steps) {
+    // Deliberately: LibTorch starts with one intra-op thread on small machines.
+    at::set_num_threads(c_.training.threads > 0 ? static_cast<int>(c_.training.threads)
+                                                : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    build_model_and_optimizer();
+    open_run_directory();
+    int64_t parameter_count = 0;
+    for (const auto& p : params_) parameter_count += p.second.numel();
+    log_ << "run " << c_.name << ": " << parameter_count << " parameters, " << data_.description() << "\n"
+         << "run directory " << run_dir_.string() << std::endl;
+}
+
+void training_run::build_model_and_optimizer() {
+    const config::training_config& tc = c_.training;
+    torch::manual_seed(static_cast<uint64_t>(tc.seed));
+    plan_.seed = static_cast<uint64_t>(tc.seed);
+    gpt_config g;
+    g.vocab_size = c_.model.vocab_size > 0 ? c_.model.vocab_size : data_.vocab_size();
+    g.block_size = c_.model.block_size;
+    g.n_layer = c_.model.n_layer;
+    g.n_head = c_.model.n_head;
+    g.n_embd = c_.model.n_embd;
+    g.dropout = c_.model.dropout;
+    g.bias = c_.model.bias;
+    g.swiglu = c_.model.activation == "swiglu";
+    model_ = GPT(g, plan_);
+    assign_formats(plan_, c_, formats_);
+    device_ = training_device(c_, plan_);
+    model_->to(device_);  // before the optimizer is made: it holds the parameters
+
+    // AdamW with weight decay on matrices only (nanoGPT's groups).
+    std::vector<torch::Tensor> decay, no_decay;
+    for (auto& p : model_->named_parameters()) (p.value().dim() >= 2 ? decay : no_decay).push_back(p.value());
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(
+                                   torch::optim::AdamWOptions(tc.learning_rate)
+                                       .betas({tc.beta1, tc.beta2})
+                                       .weight_decay(tc.weight_decay)));
+    groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(
+                                      torch::optim::AdamWOptions(tc.learning_rate).betas({tc.beta1, tc.beta2}).weight_decay(0.0)));
+    optimizer_ = std::make_unique<torch::optim::AdamW>(std::move(groups));
+
+    for (auto& p : model_->named_parameters()) params_[p.key()] = p.value();
+    parameters_ = model_->parameters();
+    weight_of_ = [this](const quant_site& s) { return params_.at(parameter_of(s)); };
+    xb_.resize(static_cast<size_t>(tc.batch_size * c_.model.block_size));
+    yb_.resize(xb_.size());
+}
+
+void training_run::open_run_directory() {
+    if (resuming_) {
+        if (!fs::is_regular_file(run::metrics_file(run_dir_)))
+            throw error(run::metrics_file(run_dir_).string() +
+                        ": missing (a resumed run would lose its history; restore the file or start again)");
+        const resumed r = load_latest_checkpoint(run_dir_, checkpointed_parts(), formats_, log_);
+        step_ = r.step;
+        run_id_ = r.run_id;
+        run::truncate_metrics(run::metrics_file(run_dir_), step_);
+        fs::remove(run::summary_file(run_dir_));
+        log_ << "resumed " << run_dir_.string() << " at step " << step_ << "\n";
+    } else {
+        run_id_ = run_dir_.filename().string();
+        fs::create_directories(run::checkpoints_dir(run_dir_));
+        fs::create_directories(run::reports_dir(run_dir_));
+        run::write_file_atomically(run::config_file(run_dir_), config::to_toml(c_));
+        stall_.advance(plan_, weight_of_);  // the first bit-stall measurement compares against the initial weights
+    }
+    metrics_.emplace(run::metrics_file(run_dir_), run_id_, resuming_);
+    // Bit stall was measured at the end of the previous step: derived from the step.
+    stall_fresh_ = step_ > 0 && is_diagnostic_step(step_);
+    first_step_ = step_;
+}
+
+checkpointed training_run::checkpointed_parts() {
+    return {model_, *optimizer_, plan_, stall_, detector_, interventions_, history_, window_loss_sum_, window_loss_n_,
+            device_};
+}
+
+// ------------------------------------------------------------------ the loop
+
+run_summary training_run::run() {
+    const int64_t max_steps = c_.training.max_steps;
+    loop_start_ = std::chrono::steady_clock::now();
+    try {
+        if (step_ == 0) evaluate();
+        while (step_ < max_steps) {
+            const auto step_start = std::chrono::steady_clock::now();
+            const step_result r = forward_backward();       // quantizes weights, activations, output gradients
+            const step_actions todo = ask_interventions(r);  // clip, skip, switch formats
+            update(r, todo);
+            ++step_;
+            const stability::step_evidence evidence = measure(r, seconds_since(step_start));
+            apply_switches(todo);  // from the next step on
+            report_progress(r);
+            if (const std::optional<stability::verdict> v = detector_.observe(evidence)) {
+                collapse(*v);
+                return finish("collapsed", *v);
+            }
+            if (step_ % c_.training.eval_interval == 0 || step_ == max_steps) evaluate();
+            if (step_ % c_.output.checkpoint_interval == 0 || step_ == max_steps) checkpoint();
+        }
+    } catch (const error& e) {
+        // A plugin or I/O failure mid-run: record how far it got, then report the error as usual.
+        finish("error", detector_.stopped_early(step_, e.what()));
+        throw;
+    }
+    if (live_progress_) log_ << "\n";
+    return finish("finished", stability::verdict{});
+}
+
+// ------------------------------------------------------------------ phases
+
+training_run::step_result training_run::forward_backward() {
+    const config::training_config& tc = c_.training;
+    lr_ = learning_rate_at(step_);
+    for (auto& group : optimizer_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr_);
+    const int64_t B = tc.batch_size, T = c_.model.block_size;
+    data::fill_batch(data_, data::split::train, static_cast<uint64_t>(tc.seed), static_cast<uint64_t>(step_), B, T,
+                     xb_.data(), yb_.data());
+    plan_.step = static_cast<uint64_t>(step_);
+    plan_.capture = !diagnostics_.empty() && is_diagnostic_step(step_ + 1);
+    const auto long_opts = torch::TensorOptions().dtype(torch::kLong);
+    const torch::Tensor x = torch::from_blob(xb_.data(), {B, T}, long_opts).to(device_);
+    const torch::Tensor y = torch::from_blob(yb_.data(), {B, T}, long_opts).to(device_);
+
+    optimizer_->zero_grad();
+    const torch::Tensor loss = model_->forward(x, y).second;
+    loss.backward();
+    step_result r;
+    r.loss = loss.item<double>();
+    r.grad_norm = torch::nn::utils::clip_grad_norm_(parameters_, INFINITY);  // measures only
+    r.finite = std::isfinite(r.loss) && std::isfinite(r.grad_norm);
+    return r;
+}
+
+training_run::step_actions training_run::ask_interventions(const step_result& r) {
+    step_actions todo;
+    const int64_t done = step_ + 1;  // metrics and events count steps done
+    // The detector has seen every step before this one.
+    const uint32_t nonfinite_run = r.finite ? 0 : detector_.consecutive_nonfinite() + 1;
+    if (!interventions_.empty()) {
+        const observation seen = observe_step(static_cast<uint64_t>(step_), r.loss, r.grad_norm, lr_, nonfinite_run,
+                                              plan_, stall_fresh_);
+        for (stability::plugin_action& a : interventions_.observe(seen)) {
+            ++history_.interventions[a.plugin][action_kind_name(a.what.kind)];
+            if (a.what.kind == ALTGRAD_ACTION_CLIP_GRAD_NORM) {
+                todo.clip = std::min(todo.clip, a.what.value);
+                run::event_line e{done, "clip_grad_norm", a.plugin, a.what.reason};
+                e.value = a.what.value;
+                event(std::move(e));
+            } else if (a.what.kind == ALTGRAD_ACTION_SKIP_STEP) {
+                todo.skip = true;
+                event({done, "skip_step", a.plugin, a.what.reason});
+                history_.events.push_back("step " + std::to_string(done) + ": " + a.plugin +
+                                          " skipped the update: " + a.what.reason);
+            } else {
+                todo.switches.push_back(std::move(a));
+            }
+        }
+    }
+    if (!r.finite)
+        event({done, "nonfinite", "host",
+               "loss " + json::number(r.loss) + ", gradient norm " + json::number(r.grad_norm) +
+                   ": update skipped"});
+    return todo;
+}
+
+void training_run::update(const step_result& r, const step_actions& todo) {
+    if (!r.finite || todo.skip) return;
+    const double max_norm = std::min(c_.training.grad_clip > 0 ? c_.training.grad_clip : INFINITY, todo.clip);
+    clip_gradients(parameters_, max_norm, r.grad_norm);
+    optimizer_->step();
+    if (!c_.quantization.shadow_weights) {
+        // No master copy: the weights live in their format, and an update
+        // too small to move a weight to another code is lost (bit stall).
+        torch::NoGradGuard no_grad;
+        for (const quant_site& s : plan_.sites)
+            if (s.role == ALTGRAD_TENSOR_WEIGHT) store_in_format(params_.at(parameter_of(s)), s, plan_, plan_.sites.size());
+    }
+}
+
+stability::step_evidence training_run::measure(const step_result& r, double step_seconds) {
+    // Every step the cheap measurements, every diagnostic interval the rest.
+    const worst_rates rates = worst_quantization_rates(plan_);
+    const double sparsity = grad_sparsity(parameters_, c_.failure.near_zero);
+    stability::step_evidence evidence;
+    evidence.step = step_;
+    evidence.loss = r.loss;
+    evidence.finite = r.finite;
+    evidence.grad_sparsity = sparsity;
+    evidence.overflow_rate = rates.overflow;
+    stall_fresh_ = is_diagnostic_step(step_);
+    std::vector<diagnostic_record> records;
+    if (std::isfinite(r.loss)) window_loss_sum_ += r.loss, ++window_loss_n_;
+    if (stall_fresh_) {
+        evidence.bit_stall_rate = stall_.measure(plan_, weight_of_);
+        evidence.window_loss = window_loss_n_ ? window_loss_sum_ / window_loss_n_ : NAN;
+        evidence.updates_lost = !c_.quantization.shadow_weights;
+        window_loss_sum_ = 0, window_loss_n_ = 0;
+        if (!diagnostics_.empty()) records = run_diagnostics(diagnostics_, plan_, weight_of_, stall_, *fp32_, step_);
+        release_captures(plan_);
+        stall_.advance(plan_, weight_of_);
+    }
+
+    tokens_per_s_ = static_cast<double>(c_.training.batch_size * c_.model.block_size) / std::max(step_seconds, 1e-9);
+    metrics_->write(run::train_line{step_, r.loss, lr_, r.grad_norm, tokens_per_s_, sparsity, rates.overflow,
+                                    rates.underflow});
+    if (stall_fresh_) {
+        for (const quant_site& s : plan_.sites) {
+            if (!s.format) continue;
+            run::tensor_line t{step_, s.name(), s.role_name(), format_name_of(s), s.scale, s.amax,
+                               s.overflow_count, s.underflow_count, s.count, std::nullopt};
+            if (s.role == ALTGRAD_TENSOR_WEIGHT) t.bit_stall_rate = s.bit_stall_rate;
+            metrics_->write(t);
+        }
+        for (const diagnostic_record& d : records)
+            metrics_->write(run::diagnostic_line{step_, d.diagnostic, d.tensor, d.role, d.values});
+        remember_diagnostics(history_, step_, records);
+    }
+    history_.trend.push_back({step_, r.loss, r.grad_norm, sparsity, rates.overflow, evidence.bit_stall_rate});
+    if (history_.trend.size() > 10) history_.trend.pop_front();
+    return evidence;
+}
+
+void training_run::apply_switches(const step_actions& todo) {
+    for (const stability::plugin_action& a : todo.switches) {
+        for (run::format_switch sw : switch_formats(plan_, a.what.tensor, a.what.format, formats_)) {
+            sw.step = step_;
+            sw.plugin = a.plugin;
+            run::event_line e{step_, "switch_format", a.plugin, a.what.reason};
+            e.tensor = sw.tensor, e.from = sw.from, e.to = sw.to;
+            event(std::move(e));
+            history_.switches.push_back(sw);
+            history_.events.push_back("step " + std::to_string(step_) + ": " + a.plugin + " switched " + sw.tensor +
+                                      " from " + sw.from + " to " + sw.to + ": " + a.what.reason);
+            if (!live_progress_)
+                log_ << "step " << step_ << ": " << a.plugin << " switched " << sw.tensor << " " << sw.from << " -> "
+                     << sw.to << std::endl;
+        }
+    }
+}
+
+void training_run::report_progress(const step_result& r) {
+    const int64_t max_steps = c_.training.max_steps;
+    const double eta = seconds_since(loop_start_) / static_cast<double>(step_ - first_step_) *
+                       static_cast<double>(max_steps - step_);
+    if (live_progress_) {
+        char line[160];
+        std::snprintf(line, sizeof line, "\rstep %lld/%lld | loss %.4f | %.0f tok/s | ETA %s   ",
+                      static_cast<long long>(step_), static_cast<long long>(max_steps), r.loss, tokens_per_s_,
+                      duration_text(eta).c_str());
+        log_ << line << std::flush;
+    } else if (step_ % c_.training.log_interval == 0 || step_ == max_steps) {
+        log_ << "step " << step_ << "/" << max_steps << " loss " << r.loss << " lr " << lr_ << " "
+             << static_cast<int64_t>(tokens_per_s_) << " tok/s ETA " << duration_text(eta) << std::endl;
+    }
+}
+
+// A collapse leaves an event, a checkpoint and a failure report.
+void training_run::collapse(const stability::verdict& v) {
+    stop_reason_ = std::string(stability::failure_mode_name(v.mode)) + " at step " + std::to_string(v.evidence_step) +
+                   ": " + v.evidence;
+    run::event_line e{step_, "collapse", "host", v.evidence};
+    e.mode = stability::failure_mode_name(v.mode);
+    e.evidence_step = v.evidence_step;
+    event(std::move(e));
+    checkpoint();
+    const fs::path ckpt = fs::relative(run::checkpoint_dir(run_dir_, step_), run_dir_);
+    const fs::path report = run::reports_dir(run_dir_) / "failure.md";
+    run::write_file_atomically(report, stability::failure_report_markdown(failure_context_of(
+                                           c_, v, ckpt, lr_, plan_, params_, history_)));
+    if (live_progress_) log_ << "\n";
+    log_ << "collapsed: " << stop_reason_ << "\nfailure report " << report.string() << std::endl;
+}
+
+void training_run::evaluate() {
+    frozen_scaling keep(plan_);
+    torch::NoGradGuard no_grad;
+    model_->eval();
+    double total = 0;
+    const int64_t B = c_.training.batch_size, T = c_.model.block_size;
+    std::vector<int64_t> x(static_cast<size_t>(B * T)), y(x.size());
+    for (int64_t i = 0; i < c_.training.eval_batches; ++i) {
+        // Evaluation batches are the same every time: steps 0..eval_batches-1 of the split.
+        data::fill_batch(data_, data::split::val, static_cast<uint64_t>(c_.training.seed), static_cast<uint64_t>(i), B, T,
+                         x.data(), y.data());
+        const auto opts = torch::TensorOptions().dtype(torch::kLong);
+        const torch::Tensor xt = torch::from_blob(x.data(), {B, T}, opts).to(device_);
+        const torch::Tensor yt = torch::from_blob(y.data(), {B, T}, opts).to(device_);
+        total += model_->forward(xt, yt).second.item<double>();
+    }
+    model_->train();
+    const double val = total / static_cast<double>(c_.training.eval_batches);
+    metrics_->write(run::val_line{step_, val});
+    history_.last_val_loss = val;
+    if (!std::isnan(val) && !(val >= history_.best_val_loss)) history_.best_val_loss = val;  // NaN best: none yet
+    if (!live_progress_) log_ << "step " << step_ << ": val loss " << val << std::endl;
+}
+
+void training_run::checkpoint() {
+    save_checkpoint(run_dir_, run_id_, step_, checkpointed_parts(), c_.output.keep_checkpoints);
+}
+
+run_summary training_run::finish(const std::string& status, const stability::verdict& v) {
+    run_summary s;
+    s.run_dir = run_dir_;
+    s.steps_done = step_;
+    s.max_steps = c_.training.max_steps;
+    s.final_train_loss = history_.trend.empty() ? NAN : history_.trend.back().loss;
+    s.final_val_loss = history_.last_val_loss;
+    s.best_val_loss = std::isnan(history_.best_val_loss) ? INFINITY : history_.best_val_loss;
+    s.seconds = seconds_since(start_time_);
+    s.stop_reason = status == "error" ? v.evidence : stop_reason_;
+
+    run::summary_record r;
+    r.run_id = run_id_;
+    r.name = c_.name;
+    r.status = status;
+    r.failure_mode = stability::failure_mode_name(v.mode);
+    if (v.mode != stability::failure_mode::none) r.failure_step = v.evidence_step;
+    r.failure_evidence = v.evidence;
+    r.steps_done = s.steps_done;
+    r.max_steps = s.max_steps;
+    r.seed = c_.training.seed;
+    r.final_train_loss = s.final_train_loss;
+    r.final_val_loss = s.final_val_loss;
+    r.best_val_loss = s.best_val_loss;
+    r.seconds = s.seconds;
+    r.formats = {c_.quantization.weight_format, c_.quantization.activation_format, c_.quantization.gradient_format};
+    r.switches = history_.switches;
+    r.interventions = history_.interventions;
+    run::write_summary(run_dir_, r);
+    if (status == "error") return s;
+    log_ << "done: " << s.stop_reason << ", " << s.steps_done << "/" << s.max_steps << " steps, final train loss "
+         << s.final_train_loss << ", final val loss " << s.final_val_loss << " (best " << s.best_val_loss << "), "
+         << duration_text(s.seconds) << "\n"
+         << "run directory " << run_dir_.string() << " (config.toml, metrics.jsonl, summary.json, checkpoints/, reports/)\n"
+         << "corpus unigram entropy " << data_.unigram_entropy_nats() << " nats/char\n";
+    return s;
+}
+
+// ------------------------------------------------------------------ small pieces
+
+// Linear warm-up, then cosine decay to min_lr at max_steps (nanoGPT's
+// schedule), or constant. `step` is 0-based.
+double training_run::learning_rate_at(int64_t step) const {
+    const config::training_config& t = c_.training;
+    if (step < t.warmup_steps) return t.learning_rate * static_cast<double>(step + 1) / static_cast<double>(t.warmup_steps + 1);
+    if (t.lr_schedule == "constant") return t.learning_rate;
+    const double span = static_cast<double>(std::max<int64_t>(1, t.max_steps - t.warmup_steps));
+    const double ratio = std::min(1.0, static_cast<double>(step - t.warmup_steps) / span);
+    return t.min_lr + 0.5 * (1.0 + std::cos(M_PI * ratio)) * (t.learning_rate - t.min_lr);
+}
+
+bool training_run::is_diagnostic_step(int64_t steps_done) const {
+    return steps_done % c_.quantization.diagnostic_interval == 0 || steps_done == c_.training.max_steps;
+}
+
+void training_run::event(run::event_line e) { metrics_->write(run::metrics_line(std::move(e))); }
+
+run_summary run_training(const run_request& request, std::ostream& log) {
+    training_run run(request, log);
+    return run.run();
+}
+
+}  // namespace altgrad::host::train

@@ -1,0 +1,123 @@
+// One training run, as named phases (nanoGPT's loop, with the format plugins
+// in it). run() is the loop; each phase is one member:
+//   set up        the constructor: config, data, plugins, model, optimizer,
+//                 run directory (new, or resumed from its latest checkpoint)
+//   step          forward_backward: one batch through the quantized model
+//   intervene     ask_interventions: what the stability plugins want (clip,
+//                 skip, switch formats); apply_switches after the update
+//   update        update: the optimizer step, unless skipped or non-finite
+//   measure       measure: per-step rates, and bit stall and the diagnostic
+//                 plugins at the diagnostic interval
+//   evaluate      evaluate: validation loss, scaling frozen
+//   checkpoint    checkpoint: train/checkpoint.hpp
+//   finish        finish: summary.json, the closing lines of the log
+// The run directory's files are written through run/files.hpp only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "config/run_config.hpp"
+#include "data/dataset.hpp"
+#include "plugins/registry.hpp"
+#include "run/files.hpp"
+#include "run/records.hpp"
+#include "stability/failure.hpp"
+#include "stability/plugin_set.hpp"
+#include "train/checkpoint.hpp"
+#include "train/measure.hpp"
+#include "train/model.hpp"
+#include "train/quant_plan.hpp"
+#include "train/trainer.hpp"
+
+namespace altgrad::host::train {
+
+class training_run {
+public:
+    // Set up: everything is checked before the run directory is made.
+    training_run(const run_request& request, std::ostream& log);
+    // The loop; returns when the run finished or collapsed (throws host::error
+    // when a plugin or the disk fails, after writing summary.json).
+    run_summary run();
+
+private:
+    // What one step produced.
+    struct step_result {
+        double loss = NAN, grad_norm = NAN;
+        bool finite = true;  // loss and gradient norm both finite
+    };
+    // The interventions' answers folded into what this step does.
+    struct step_actions {
+        double clip = INFINITY;  // the smallest max norm asked for
+        bool skip = false;
+        std::vector<stability::plugin_action> switches;  // applied after the update
+    };
+
+    step_result forward_backward();
+    step_actions ask_interventions(const step_result& r);
+    void update(const step_result& r, const step_actions& todo);
+    stability::step_evidence measure(const step_result& r, double step_seconds);
+    void apply_switches(const step_actions& todo);
+    void report_progress(const step_result& r);
+    void collapse(const stability::verdict& v);
+    void evaluate();
+    void checkpoint();
+    run_summary finish(const std::string& status, const stability::verdict& v);
+
+    void open_run_directory();
+    void build_model_and_optimizer();
+    double learning_rate_at(int64_t step) const;
+    bool is_diagnostic_step(int64_t steps_done) const;
+    void event(run::event_line e);
+
+    std::ostream& log_;
+    bool live_progress_;
+    std::chrono::steady_clock::time_point start_time_;
+    config::run_config c_;
+    std::filesystem::path run_dir_;
+    bool resuming_;
+    std::string run_id_;
+    data::dataset data_;
+    registry plugins_;
+    format_library formats_;
+    stability::intervention_set interventions_;
+    stability::diagnostic_set diagnostics_;
+    std::shared_ptr<const format_handle> fp32_;  // the format diagnostics see for float32 tensors
+    stability::failure_detector detector_;
+
+    quant_plan plan_;
+    GPT model_{nullptr};
+    std::unique_ptr<torch::optim::AdamW> optimizer_;
+    torch::Device device_{torch::kCPU};
+    std::map<std::string, torch::Tensor> params_;  // by name
+    std::vector<torch::Tensor> parameters_;
+    weight_lookup weight_of_;
+    bit_stall_meter stall_;
+    std::optional<run::metrics_writer> metrics_;
+
+    // The loop's state (checkpointed, with the history).
+    int64_t step_ = 0;             // steps done
+    double lr_ = NAN;              // this step's learning rate
+    double window_loss_sum_ = 0;   // finite training losses since the last measurement
+    int64_t window_loss_n_ = 0;
+    bool stall_fresh_ = false;     // bit stall was measured at the end of the previous step
+    double tokens_per_s_ = NAN;    // of the last step
+    run::run_history history_;
+    std::string stop_reason_ = "finished";
+    int64_t first_step_ = 0;       // where this process started (for the ETA)
+    std::chrono::steady_clock::time_point loop_start_;
+    std::vector<int64_t> xb_, yb_;  // the batch, token ids
+
+    checkpointed checkpointed_parts();
+};
+
+}  // namespace altgrad::host::train

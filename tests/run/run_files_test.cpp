@@ -1,0 +1,328 @@
+// The run directory's records (host/src/run/): each writer against its
+// reader, exact numbers through the checkpoint state, the metrics lines of
+// hosts before "kind", and damaged files refused naming the file and key.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "run/files.hpp"
+
+namespace altgrad::host::run {
+namespace {
+
+class scratch {
+public:
+    scratch() {
+        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+        path_ = fs::temp_directory_path() / ("altgrad-run-" + std::string(info->name()) + "-" + std::to_string(::getpid()));
+        fs::remove_all(path_);
+        fs::create_directories(path_);
+    }
+    ~scratch() { fs::remove_all(path_); }
+    const fs::path& path() const { return path_; }
+
+private:
+    fs::path path_;
+};
+
+std::string read(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+void write(const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << text;
+}
+
+// The same bits (NaN equals NaN).
+bool same(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); }
+
+std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const error& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+TEST(Metrics, EveryKindRoundTripsWithItsKindAndRunId) {
+    scratch tmp;
+    const fs::path file = tmp.path() / "metrics.jsonl";
+    {
+        metrics_writer w(file, "e5m2_short-2", false);
+        w.write(train_line{1, 4.25, 6e-4, NAN, 9000.5, 0.01, 0.0, 0.125});
+        w.write(val_line{1, 4.5});
+        w.write(tensor_line{2, "blocks.0.mlp.fc.weight", "weight", "e5m2", 0.5, 3.75, 7, 0, 1000, 0.25});
+        w.write(tensor_line{2, "blocks.0.mlp.fc.input", "activation", "e5m2", 2, 1.5, 0, 3, 4096, std::nullopt});
+        w.write(diagnostic_line{2, "stiffness", "*", "all", {{"stiffness_mean", 0.01}, {"stiffness_max", INFINITY}}});
+        event_line sw{3, "switch_format", "mantissa_shift", "3 non-finite steps"};
+        sw.tensor = "blocks.0.attn.qkv.weight", sw.from = "e7m0", sw.to = "e5m2";
+        w.write(sw);
+        event_line clip{3, "clip_grad_norm", "partition_clip", "overflow 2%"};
+        clip.value = 0.5;
+        w.write(clip);
+        event_line c{4, "collapse", "host", "loss not finite"};
+        c.mode = "nan_loss", c.evidence_step = 3;
+        w.write(c);
+    }
+    // Each line leads with kind, run_id, step: pandas.read_json(lines=True) can filter by kind.
+    std::istringstream lines(read(file));
+    std::string first;
+    std::getline(lines, first);
+    EXPECT_EQ(first.rfind("{\"kind\":\"train\",\"run_id\":\"e5m2_short-2\",\"step\":1,", 0), 0u) << first;
+    EXPECT_NE(first.find("\"grad_norm\":null"), std::string::npos) << first;
+
+    const metrics_contents m = read_metrics(file);
+    EXPECT_TRUE(m.problems.empty()) << m.problems.front();
+    EXPECT_EQ(m.run_id, "e5m2_short-2");
+    ASSERT_EQ(m.lines.size(), 8u);
+    const char* kinds[] = {"train", "val", "tensor", "tensor", "diagnostic", "event", "event", "event"};
+    for (size_t k = 0; k < 8; ++k) EXPECT_STREQ(kind_name(m.lines[k]), kinds[k]) << k;
+    const auto& t = std::get<train_line>(m.lines[0]);
+    EXPECT_EQ(t.step, 1);
+    EXPECT_EQ(t.loss, 4.25);
+    EXPECT_EQ(t.lr, 6e-4);
+    EXPECT_TRUE(std::isnan(t.grad_norm));
+    EXPECT_EQ(t.underflow_rate, 0.125);
+    const auto& w = std::get<tensor_line>(m.lines[2]);
+    EXPECT_EQ(w.overflow, 7u);
+    EXPECT_EQ(w.count, 1000u);
+    ASSERT_TRUE(w.bit_stall_rate);
+    EXPECT_EQ(*w.bit_stall_rate, 0.25);
+    EXPECT_FALSE(std::get<tensor_line>(m.lines[3]).bit_stall_rate);
+    const auto& d = std::get<diagnostic_line>(m.lines[4]);
+    ASSERT_EQ(d.values.size(), 2u);
+    EXPECT_EQ(d.values[0].first, "stiffness_mean");  // the plugin's order, not sorted
+    EXPECT_TRUE(std::isnan(d.values[1].second));      // Inf is written as null
+    const auto& e = std::get<event_line>(m.lines[5]);
+    EXPECT_EQ(e.to, "e5m2");
+    EXPECT_EQ(*std::get<event_line>(m.lines[6]).value, 0.5);
+    EXPECT_EQ(std::get<event_line>(m.lines[7]).mode, "nan_loss");
+    EXPECT_EQ(*std::get<event_line>(m.lines[7]).evidence_step, 3);
+}
+
+// Run directories of hosts before "kind" told lines apart by their keys.
+TEST(Metrics, LinesOfOlderHostsAreReadByTheirKeys) {
+    scratch tmp;
+    const fs::path file = tmp.path() / "metrics.jsonl";
+    write(file,
+          "{\"step\": 0, \"val_loss\": 4.7}\n"
+          "{\"step\": 1, \"loss\": 4.5, \"lr\": 0.0006, \"grad_norm\": 1.5, \"tokens_per_s\": 9000, "
+          "\"grad_sparsity\": 0.01, \"overflow_rate\": 0, \"underflow_rate\": 0.02}\n"
+          "{\"step\": 1, \"tensor\": \"w\", \"role\": \"weight\", \"format\": \"e5m2\", \"scale\": 1, \"amax\": 0.5, "
+          "\"overflow\": 0, \"underflow\": 0, \"count\": 10}\n"
+          "{\"step\": 1, \"diagnostic\": \"range\", \"tensor\": \"*\", \"role\": \"all\", \"values\": {\"x\": 1}}\n"
+          "{\"step\": 1, \"event\": \"skip_step\", \"plugin\": \"p\", \"reason\": \"r\"}\n");
+    const metrics_contents m = read_metrics(file);
+    EXPECT_TRUE(m.problems.empty()) << m.problems.front();
+    ASSERT_EQ(m.lines.size(), 5u);
+    const char* kinds[] = {"val", "train", "tensor", "diagnostic", "event"};
+    for (size_t k = 0; k < 5; ++k) EXPECT_STREQ(kind_name(m.lines[k]), kinds[k]) << k;
+    EXPECT_EQ(m.run_id, "");
+}
+
+TEST(Metrics, DamagedLinesAreSkippedAndNamed) {
+    scratch tmp;
+    const fs::path file = tmp.path() / "metrics.jsonl";
+    write(file,
+          "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":0,\"val_loss\":4.7}\n"
+          "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":1,\"val_lo\n"         // cut by a kill, then resumed
+          "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":\"two\",\"val_loss\":4}\n"  // a wrong type
+          "{\"kind\":\"future\",\"run_id\":\"r\",\"step\":3}\n"              // a newer host's kind
+          "not json\n"
+          "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":5,\"val_loss\":4.1}");  // no newline yet
+    const metrics_contents m = read_metrics(file);
+    ASSERT_EQ(m.lines.size(), 2u);
+    EXPECT_EQ(step_of(m.lines[1]), 5);
+    ASSERT_EQ(m.problems.size(), 3u);
+    EXPECT_EQ(m.problems[0], "metrics.jsonl: line 2 truncated (skipped)");
+    EXPECT_EQ(m.problems[1], "metrics.jsonl: line 3: key 'step': expected an integer (skipped)");
+    EXPECT_EQ(m.problems[2].rfind("metrics.jsonl: line 5: not JSON, ", 0), 0u) << m.problems[2];
+}
+
+TEST(Metrics, TruncateKeepsTheStepsUpToTheCheckpoint) {
+    scratch tmp;
+    const fs::path file = tmp.path() / "metrics.jsonl";
+    {
+        metrics_writer w(file, "r", false);
+        for (int64_t s = 1; s <= 5; ++s) w.write(val_line{s, 1.0 * s});
+    }
+    std::ofstream(file, std::ios::app) << "{\"kind\":\"val\",\"step\":6,";  // half a line
+    truncate_metrics(file, 3);
+    const metrics_contents m = read_metrics(file);
+    EXPECT_TRUE(m.problems.empty());
+    ASSERT_EQ(m.lines.size(), 3u);
+    EXPECT_EQ(step_of(m.lines.back()), 3);
+    // Appending continues it.
+    metrics_writer(file, "r", true).write(val_line{4, 9.0});
+    EXPECT_EQ(read_metrics(file).lines.size(), 4u);
+}
+
+TEST(Metrics, AFailedWriteIsAnErrorNamingTheFile) {
+    if (!fs::exists("/dev/full")) GTEST_FAIL() << "/dev/full is needed for this test";
+    metrics_writer w("/dev/full", "r", true);
+    const std::string e = error_of([&] { w.write(val_line{1, 2.0}); });
+    EXPECT_EQ(e, "/dev/full: cannot write (disk full?)");
+}
+
+summary_record a_summary() {
+    summary_record s;
+    s.run_id = "e7m0-3";
+    s.name = "e7m0_uniform";
+    s.status = "collapsed";
+    s.failure_mode = "nan_loss";
+    s.failure_step = 7;
+    s.failure_evidence = "loss not finite at step 7";
+    s.steps_done = 7;
+    s.max_steps = 500;
+    s.seed = 42;
+    s.final_train_loss = NAN;
+    s.final_val_loss = 4.125;
+    s.best_val_loss = 4.0625;
+    s.seconds = 12.5;
+    s.formats = {"e7m0", "e7m0", "e5m2"};
+    s.switches = {{3, "mantissa_shift", "blocks.0.attn.qkv.weight", "e7m0", "e5m2"}};
+    s.interventions = {{"mantissa_shift", {{"switch_format", 1}}}};
+    return s;
+}
+
+TEST(Summary, RoundTrips) {
+    scratch tmp;
+    write_summary(tmp.path(), a_summary());
+    const summary_record s = read_summary(summary_file(tmp.path()));
+    const summary_record w = a_summary();
+    EXPECT_EQ(s.run_id, w.run_id);
+    EXPECT_EQ(s.status, w.status);
+    EXPECT_EQ(*s.failure_step, 7);
+    EXPECT_TRUE(std::isnan(s.final_train_loss));
+    EXPECT_EQ(s.final_val_loss, 4.125);
+    EXPECT_EQ(s.formats.gradient, "e5m2");
+    ASSERT_EQ(s.switches.size(), 1u);
+    EXPECT_EQ(s.switches[0].plugin, "mantissa_shift");
+    EXPECT_EQ(s.switches[0].to, "e5m2");
+    EXPECT_EQ(s.interventions.at("mantissa_shift").at("switch_format"), 1);
+}
+
+TEST(Summary, DamageIsNamed) {
+    scratch tmp;
+    const fs::path file = summary_file(tmp.path());
+    write(file, "{\"name\": \"x\", \"status\": \"fini");
+    try {
+        read_summary(file);
+        ADD_FAILURE() << "accepted a half-written summary";
+    } catch (const summary_error& e) {
+        EXPECT_TRUE(e.truncated);
+        EXPECT_EQ(std::string(e.what()).rfind(file.string() + ": half-written (parse error at line 1", 0), 0u) << e.what();
+    }
+    write_summary(tmp.path(), a_summary());
+    std::string text = read(file);
+    text.replace(text.find("\"seed\": 42"), 10, "\"seed\": \"42\"");
+    write(file, text);
+    EXPECT_EQ(error_of([&] { read_summary(file); }), file.string() + ": key 'seed': expected an integer");
+}
+
+checkpoint_state a_state() {
+    checkpoint_state s;
+    s.run_id = "e5m2_short";
+    s.step = 40;
+    s.window_loss_sum = 0.1 + 0.2;  // not a short decimal: must come back to the bit
+    s.window_loss_n = 3;
+    s.detector.nonfinite = {2, 39, NAN, INFINITY};
+    s.detector.overflow = {1, 40, 0.15, -INFINITY};
+    s.detector.previous_window_loss = 3.0000000000000004;
+    s.sites = {{"lm_head.weight", "e4m3", 0.49999999999999994, {0.0078125f, {1e-300, 5e-324, NAN}}},
+               {"lm_head.input", "fp32", NAN, {1.0f, {}}}};
+    s.history.events = {"step 3: x switched y"};
+    s.history.trend = {{40, 2.5, NAN, 0.01, 0.0, 0.25}};
+    s.history.diagnostics = {{40, "stiffness.stiffness_mean", 0.001}};
+    s.history.interventions = {{"partition_clip", {{"clip_grad_norm", 12}}}};
+    s.history.switches = {{30, "mantissa_shift", "lm_head.weight", "e7m0", "e4m3"}};
+    s.history.last_val_loss = 2.75;
+    s.history.best_val_loss = 2.7;
+    return s;
+}
+
+TEST(CheckpointState, RoundTripsExactly) {
+    scratch tmp;
+    const checkpoint_state w = a_state();
+    write_checkpoint_state(tmp.path(), w);
+    const checkpoint_state s = read_checkpoint_state(tmp.path());
+    EXPECT_EQ(s.run_id, w.run_id);
+    EXPECT_EQ(s.step, 40);
+    EXPECT_TRUE(same(s.window_loss_sum, w.window_loss_sum));
+    EXPECT_TRUE(same(s.detector.nonfinite.first_value, NAN));
+    EXPECT_TRUE(same(s.detector.nonfinite.last_value, INFINITY));
+    EXPECT_TRUE(same(s.detector.overflow.last_value, -INFINITY));
+    EXPECT_TRUE(same(s.detector.previous_window_loss, w.detector.previous_window_loss));
+    ASSERT_EQ(s.sites.size(), 2u);
+    EXPECT_TRUE(same(s.sites[0].bit_stall_rate, w.sites[0].bit_stall_rate));
+    EXPECT_EQ(s.sites[0].scaling.scale, 0.0078125f);
+    ASSERT_EQ(s.sites[0].scaling.amax_history.size(), 3u);
+    for (size_t k = 0; k < 3; ++k)
+        EXPECT_TRUE(same(s.sites[0].scaling.amax_history[k], w.sites[0].scaling.amax_history[k])) << k;
+    EXPECT_EQ(s.sites[1].format, "fp32");
+    EXPECT_EQ(s.history.trend.size(), 1u);
+    EXPECT_TRUE(std::isnan(s.history.trend[0].grad_norm));
+    EXPECT_EQ(s.history.interventions.at("partition_clip").at("clip_grad_norm"), 12);
+    EXPECT_EQ(s.history.switches[0].from, "e7m0");
+    EXPECT_EQ(s.history.best_val_loss, 2.7);
+}
+
+TEST(CheckpointState, DamageIsRefusedNamingTheFileAndKey) {
+    scratch tmp;
+    write_checkpoint_state(tmp.path(), a_state());
+    const fs::path file = state_file(tmp.path());
+    const std::string good = read(file);
+    const auto with = [&](const std::string& from, const std::string& to) {
+        std::string t = good;
+        const size_t at = t.find(from);
+        EXPECT_NE(at, std::string::npos) << from;
+        t.replace(at, from.size(), to);
+        write(file, t);
+        return error_of([&] { read_checkpoint_state(tmp.path()); });
+    };
+    EXPECT_EQ(with("\"layout\": 1", "\"layout\": 2"),
+              file.string() + ": key 'layout': 2 is not this host's 1 (written by another version of altgrad-host)");
+    EXPECT_EQ(with("\"scale\": 0.0078125", "\"scale\": \"big\""),
+              file.string() + ": key 'sites[0].scale': expected a number, \"nan\", \"inf\" or \"-inf\"");
+    EXPECT_EQ(with("\"window_loss_n\": 3", "\"window_loss_n\": -3.5"),
+              file.string() + ": key 'loop.window_loss_n': expected an integer");
+    write(file, good.substr(0, good.size() / 2));
+    EXPECT_EQ(error_of([&] { read_checkpoint_state(tmp.path()); }).rfind(file.string() + ": cut short", 0), 0u);
+    fs::remove(file);
+    EXPECT_EQ(error_of([&] { read_checkpoint_state(tmp.path()); }), file.string() + ": cannot read");
+}
+
+TEST(Checkpoints, OnlyCompleteFoldersCountNewestLast) {
+    scratch tmp;
+    const fs::path run = tmp.path();
+    for (const int64_t step : {100, 20, 300}) fs::create_directories(checkpoint_dir(run, step));
+    fs::create_directories(checkpoints_dir(run) / ".tmp-step_0000400");
+    write_checkpoint_state(checkpoint_dir(run, 100), a_state());
+    write_checkpoint_state(checkpoint_dir(run, 20), a_state());
+    fs::create_directories(checkpoint_dir(run, 300));                      // no state.json: incomplete
+    write_checkpoint_state(checkpoints_dir(run) / ".tmp-step_0000400", a_state());  // being written
+    write(checkpoint_dir(run, 10) / "state.toml", "step = 10\n");         // an older host's
+    const std::vector<checkpoint_ref> all = complete_checkpoints(run);
+    ASSERT_EQ(all.size(), 3u);
+    EXPECT_EQ(all[0].step, 10);
+    EXPECT_TRUE(all[0].legacy);
+    EXPECT_EQ(all[1].step, 20);
+    EXPECT_EQ(all[2].step, 100);
+    EXPECT_FALSE(all[2].legacy);
+    EXPECT_EQ(latest_checkpoint(run)->dir, checkpoint_dir(run, 100));
+    EXPECT_EQ(checkpoint_dir(run, 100).filename(), "step_0000100");
+}
+
+}  // namespace
+}  // namespace altgrad::host::run
