@@ -272,7 +272,7 @@ TEST(ReportRow, TruncatedLinesAreSkippedAndSaid) {
     write(d / "metrics.jsonl", m);
     const run_record r = read_run(d);
     EXPECT_TRUE(has_problem(r, "metrics.jsonl: line 13 truncated (skipped)")) << problems_of(r);
-    EXPECT_TRUE(has_problem(r, "metrics.jsonl: line 18: not JSON, at offset 0: expected a value (skipped)"))
+    EXPECT_TRUE(has_problem(r, "metrics.jsonl: line 18: not JSON, parse error at line 1, column 1: syntax error while parsing value - invalid literal; last read: 'g' (skipped)"))
         << problems_of(r);
     EXPECT_TRUE(has_problem(r, "metrics.jsonl: line 19 truncated (skipped)")) << problems_of(r);
     EXPECT_EQ(r.steps_done, 15);

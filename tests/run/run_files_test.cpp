@@ -122,12 +122,14 @@ TEST(Metrics, LinesOfOlderHostsAreReadByTheirKeys) {
           "{\"step\": 1, \"tensor\": \"w\", \"role\": \"weight\", \"format\": \"e5m2\", \"scale\": 1, \"amax\": 0.5, "
           "\"overflow\": 0, \"underflow\": 0, \"count\": 10}\n"
           "{\"step\": 1, \"diagnostic\": \"range\", \"tensor\": \"*\", \"role\": \"all\", \"values\": {\"x\": 1}}\n"
-          "{\"step\": 1, \"event\": \"skip_step\", \"plugin\": \"p\", \"reason\": \"r\"}\n");
+          "{\"step\": 1, \"event\": \"skip_step\", \"plugin\": \"p\", \"reason\": \"r\"}\n"
+          "{\"step\": 2, \"event\": \"switch_format\", \"plugin\": \"p\", \"reason\": \"r\", \"tensor\": \"w\", "
+          "\"from\": \"e7m0\", \"to\": \"e5m2\"}\n");
     const metrics_contents m = read_metrics(file);
     EXPECT_TRUE(m.problems.empty()) << m.problems.front();
-    ASSERT_EQ(m.lines.size(), 5u);
-    const char* kinds[] = {"val", "train", "tensor", "diagnostic", "event"};
-    for (size_t k = 0; k < 5; ++k) EXPECT_STREQ(kind_name(m.lines[k]), kinds[k]) << k;
+    ASSERT_EQ(m.lines.size(), 6u);
+    const char* kinds[] = {"val", "train", "tensor", "diagnostic", "event", "event"};
+    for (size_t k = 0; k < 6; ++k) EXPECT_STREQ(kind_name(m.lines[k]), kinds[k]) << k;
     EXPECT_EQ(m.run_id, "");
 }
 

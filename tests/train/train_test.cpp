@@ -107,10 +107,13 @@ std::vector<std::string> lines_of(const fs::path& file) {
     return lines;
 }
 
-// The metrics without the wall-clock field, which differs run to run.
+// The metrics without the wall-clock field, which differs run to run, and
+// the run id (each run directory's own name).
 std::vector<std::string> comparable_metrics(const fs::path& run_dir) {
     std::vector<std::string> out;
     for (std::string line : lines_of(run_dir / "metrics.jsonl")) {
+        const size_t id = line.find("\"run_id\": ");
+        if (id != std::string::npos) line.erase(id, line.find(", ", id) + 2 - id);
         const size_t t = line.find(", \"tokens_per_s\"");
         if (t != std::string::npos) line = line.substr(0, t) + "}";
         out.push_back(line);

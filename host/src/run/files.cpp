@@ -273,14 +273,11 @@ json line_json(const metrics_line& line, const std::string& run_id) {
 // the key that told them apart.
 std::string kind_of(const json& j) {
     if (j.contains("kind") && j["kind"].is_string()) return j["kind"].get<std::string>();
-    for (const char* k : {"loss", "val_loss", "tensor", "diagnostic", "event"})
-        if (j.contains(k)) {
-            const std::string key = k;
-            if (key == "loss") return "train";
-            if (key == "val_loss") return "val";
-            if (key == "tensor" && j.contains("diagnostic")) return "diagnostic";
-            return key;
-        }
+    // Events and diagnostics name a tensor too: they come before "tensor".
+    if (j.contains("loss")) return "train";
+    if (j.contains("val_loss")) return "val";
+    for (const char* k : {"event", "diagnostic", "tensor"})
+        if (j.contains(k)) return k;
     return "";
 }
 
