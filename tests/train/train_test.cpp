@@ -38,8 +38,9 @@ struct run_result {
     std::string out;
 };
 
-run_result run(const std::string& args, const std::string& plugins = kPlugins) {
-    const std::string cmd = kHost + " --plugins " + plugins + " " + args + " 2>&1 < /dev/null";
+// `shell_prefix`: commands before the host's, in the same shell (ulimit, trap).
+run_result run(const std::string& args, const std::string& plugins = kPlugins, const std::string& shell_prefix = "") {
+    const std::string cmd = shell_prefix + kHost + " --plugins " + plugins + " " + args + " 2>&1 < /dev/null";
     run_result r;
     FILE* p = ::popen(cmd.c_str(), "r");
     char buf[4096];
@@ -566,4 +567,74 @@ TEST(Stability, EveryDiagnosticWritesItsValuesAndBitStallAgreesWithTheHost) {
         ++compared;
     }
     EXPECT_GT(compared, 0);
+}
+
+// Eight bytes flipped in the middle of a file (a damaged copy, a bad disk).
+void flip_bytes(const fs::path& file) {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(file) / 2));
+    f.write("\xde\xad\xbe\xef\xde\xad\xbe\xef", 8);
+}
+
+// LibTorch's archive reader checks nothing: without the checkpoint's own
+// sizes and CRC-32s a flipped byte resumed silently with wrong results.
+TEST(Resume, ADamagedCheckpointIsRefusedNamingTheFileAndFallbackResumesFromTheIntactOne) {
+    scratch s;
+    const fs::path out = s.path / "run";
+    ASSERT_EQ(run("run " + s.config("tiny").string() + " --out " + out.string()).exit_code, 0);
+    const std::vector<std::string> whole = comparable_metrics(out);
+    const fs::path last = out / "checkpoints" / "step_0000012";
+    for (const char* file : {"model.pt", "optimizer.pt", "rng.pt", "bit_stall.pt"}) {
+        const fs::path f = last / file, saved = s.path / "saved";
+        fs::copy_file(f, saved, fs::copy_options::overwrite_existing);
+        flip_bytes(f);
+        const run_result r = run("run --resume " + out.string());
+        EXPECT_EQ(r.exit_code, 1) << file << "\n" << r.out;
+        EXPECT_TRUE(has(r.out, f.string() + ": its contents changed since the checkpoint was written")) << r.out;
+        EXPECT_TRUE(has(r.out, "--fallback` resumes from the newest intact earlier checkpoint")) << r.out;
+        fs::copy_file(saved, f, fs::copy_options::overwrite_existing);
+    }
+    // A state.json about another step; then a damaged model with --fallback: step 8 is intact.
+    const std::string state = file_text(last / "state.json");
+    std::string moved = state;
+    moved.replace(moved.find("\"step\": 12"), 10, "\"step\": 13");
+    std::ofstream(last / "state.json") << moved;
+    const run_result wrong_step = run("run --resume " + out.string());
+    EXPECT_EQ(wrong_step.exit_code, 1);
+    EXPECT_TRUE(has(wrong_step.out, "state.json: key 'step': 13, but the folder is step_0000012")) << wrong_step.out;
+    std::ofstream(last / "state.json") << state;
+    flip_bytes(last / "model.pt");
+    const run_result r = run("run --resume " + out.string() + " --fallback");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_TRUE(has(r.out, "--fallback: skipping step_0000012: ")) << r.out;
+    EXPECT_TRUE(has(r.out, "at step 8")) << r.out;
+    EXPECT_EQ(comparable_metrics(out), whole);  // steps 9..12 again, the same bits
+}
+
+TEST(Resume, AMissingMetricsFileIsRefused) {
+    scratch s;
+    const fs::path out = s.path / "run";
+    ASSERT_EQ(run("run " + s.config("tiny").string() + " --out " + out.string()).exit_code, 0);
+    fs::remove(out / "metrics.jsonl");
+    const run_result r = run("run --resume " + out.string());
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_TRUE(has(r.out, (out / "metrics.jsonl").string() + ": missing")) << r.out;
+}
+
+// A full disk, as a file-size limit makes it (SIGXFSZ ignored: writes fail
+// with EFBIG): LibTorch's writer used to abort the host from a destructor.
+TEST(Run, AFullDiskStopsTheRunWithOneLineAndASummary) {
+    scratch s;
+    const fs::path out = s.path / "run";
+    const run_result r = run("run " + s.config("tiny").string() + " --out " + out.string(), kPlugins,
+                             "ulimit -f 16; trap '' XFSZ; ");
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_TRUE(has(r.out, "altgrad-host: error: " + (out / "checkpoints" / "step_0000004").string() +
+                               ": cannot write the checkpoint")) << r.out;
+    EXPECT_FALSE(has(r.out, "frame #")) << r.out;  // no LibTorch backtrace
+    for (const auto& e : fs::directory_iterator(out / "checkpoints"))
+        EXPECT_NE(e.path().filename().string().rfind(".tmp-", 0), 0u) << e.path();
+    const auto summary = ::altgrad::host::run::read_summary(out / "summary.json");
+    EXPECT_EQ(summary.status, "error");
+    EXPECT_EQ(summary.steps_done, 4);
 }

@@ -19,16 +19,19 @@ int run_command(const context& ctx, const args& a) {
         "out", po::value<std::string>(&out), "the run directory (default: <output.dir>/<name>, numbered if taken)")(
         "set", po::value<std::vector<std::string>>(&req.overrides), "KEY=VALUE config override (repeatable), "
                                                                      "e.g. --set training.max_steps=50")(
-        "resume", po::value<std::string>(&resume), "continue the run in this directory from its last checkpoint");
+        "resume", po::value<std::string>(&resume), "continue the run in this directory from its last checkpoint")(
+        "fallback", po::bool_switch(&req.fallback),
+        "with --resume: a damaged newest checkpoint is skipped for the newest intact earlier one");
     po::positional_options_description pos;
     pos.add("config", 1);
     po::variables_map vm;
-    if (!parse_subcommand("run", "run CONFIG.toml [--out RUN_DIR] [--set KEY=VALUE]... | run --resume RUN_DIR",
+    if (!parse_subcommand("run", "run CONFIG.toml [--out RUN_DIR] [--set KEY=VALUE]... | run --resume RUN_DIR [--fallback]",
                           options, pos, a, vm))
         return 0;
     if (config.empty() == resume.empty())
         throw usage_error("run: give a CONFIG.toml, or --resume RUN_DIR (not both)");
     if (!resume.empty() && !out.empty()) throw usage_error("run: --out and --resume exclude each other");
+    if (req.fallback && resume.empty()) throw usage_error("run: --fallback goes with --resume RUN_DIR");
     req.config = config;
     req.out = out;
     req.resume = resume;

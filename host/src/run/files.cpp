@@ -7,6 +7,7 @@
 #include <iterator>
 #include <sstream>
 
+#include <boost/crc.hpp>
 #include <nlohmann/json.hpp>
 
 namespace altgrad::host::run {
@@ -389,17 +390,21 @@ std::optional<checkpoint_ref> latest_checkpoint(const fs::path& run_dir) {
     return all.back();
 }
 
+void write_file(const fs::path& path, const std::string& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) throw error(path.string() + ": cannot write (disk full?)");
+}
+
 void write_file_atomically(const fs::path& path, const std::string& text) {
     const fs::path tmp = path.string() + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        out << text;
-        out.flush();
-        if (!out) {
-            std::error_code ec;
-            fs::remove(tmp, ec);
-            throw error(path.string() + ": cannot write");
-        }
+    try {
+        write_file(tmp, text);
+    } catch (const error&) {
+        std::error_code ec;
+        fs::remove(tmp, ec);
+        throw error(path.string() + ": cannot write (disk full?)");
     }
     std::error_code ec;
     fs::rename(tmp, path, ec);
@@ -548,11 +553,63 @@ summary_record read_summary(const fs::path& file) {
 
 // ---- checkpoints/step_N/state.json --------------------------------------------------------
 
+namespace {
+
+std::optional<file_record> fingerprint(const fs::path& file, const std::string& relative) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return std::nullopt;
+    boost::crc_32_type crc;
+    file_record r;
+    r.path = relative;
+    char buf[1 << 16];
+    while (in) {
+        in.read(buf, sizeof buf);
+        const std::streamsize n = in.gcount();
+        crc.process_bytes(buf, static_cast<size_t>(n));
+        r.bytes += static_cast<uint64_t>(n);
+    }
+    if (in.bad()) return std::nullopt;
+    r.crc32 = crc.checksum();
+    return r;
+}
+
+}  // namespace
+
+std::vector<file_record> checkpoint_files(const fs::path& checkpoint) {
+    std::vector<file_record> out;
+    for (const auto& e : fs::recursive_directory_iterator(checkpoint)) {
+        if (!e.is_regular_file()) continue;
+        const std::string relative = fs::relative(e.path(), checkpoint).generic_string();
+        if (relative == "state.json") continue;
+        const std::optional<file_record> r = fingerprint(e.path(), relative);
+        if (!r) throw error(e.path().string() + ": cannot read");
+        out.push_back(*r);
+    }
+    std::sort(out.begin(), out.end(), [](const file_record& a, const file_record& b) { return a.path < b.path; });
+    return out;
+}
+
+void verify_checkpoint_files(const fs::path& checkpoint, const std::vector<file_record>& files) {
+    for (const file_record& want : files) {
+        const fs::path file = checkpoint / want.path;
+        const std::optional<file_record> got = fingerprint(file, want.path);
+        if (!got) throw error(file.string() + ": missing or unreadable (the checkpoint is incomplete)");
+        if (got->bytes != want.bytes)
+            throw error(file.string() + ": " + std::to_string(got->bytes) + " bytes, but state.json recorded " +
+                        std::to_string(want.bytes) + " (the file is damaged or was replaced)");
+        if (got->crc32 != want.crc32)
+            throw error(file.string() + ": its contents changed since the checkpoint was written (CRC-32 mismatch: the "
+                        "file is damaged)");
+    }
+}
+
 void write_checkpoint_state(const fs::path& checkpoint, const checkpoint_state& s) {
     const auto streak = [](const streak_record& r) {
         return json{{"length", r.length}, {"first_step", r.first_step}, {"first_value", exact(r.first_value)},
                     {"last_value", exact(r.last_value)}};
     };
+    json files = json::array();
+    for (const file_record& f : s.files) files.push_back({{"path", f.path}, {"bytes", f.bytes}, {"crc32", f.crc32}});
     json sites = json::array();
     for (const site_record& r : s.sites) {
         json history = json::array();
@@ -574,7 +631,8 @@ void write_checkpoint_state(const fs::path& checkpoint, const checkpoint_state& 
                       {"vanishing", streak(s.detector.vanishing)},
                       {"previous_window_loss", exact(s.detector.previous_window_loss)}}},
                     {"sites", sites},
-                    {"history", history_json(s.history)}};
+                    {"history", history_json(s.history)},
+                    {"files", files}};
     write_file_atomically(state_file(checkpoint), j.dump(1) + "\n");
 }
 
@@ -614,6 +672,17 @@ checkpoint_state read_checkpoint_state(const fs::path& checkpoint) {
         s.sites.push_back(std::move(site));
     }
     s.history = history_from(f.object("history"));
+    const json& files = f.array("files");
+    for (size_t i = 0; i < files.size(); ++i) {
+        const fields r(files[i], file.string(), "files[" + std::to_string(i) + "].");
+        const std::string path = r.string("path");
+        // Inside the folder: a state.json cannot send the check elsewhere.
+        if (path.empty() || path[0] == '/' || path.find("..") != std::string::npos)
+            throw r.fail("path", "\"" + path + "\" is not a path inside the checkpoint folder");
+        const uint64_t crc = r.count("crc32");
+        if (crc > UINT32_MAX) throw r.fail("crc32", "out of range");
+        s.files.push_back({path, r.count("bytes"), static_cast<uint32_t>(crc)});
+    }
     return s;
 }
 

@@ -41,8 +41,12 @@ struct checkpoint_ref {
 std::vector<checkpoint_ref> complete_checkpoints(const fs::path& run_dir);  // oldest first
 std::optional<checkpoint_ref> latest_checkpoint(const fs::path& run_dir);
 
-// Writes `text` to `path` through a temporary file and a rename, so a reader
-// sees the old file or the new one, never half of one.
+// Writes `bytes` to `path`, checked: a short write (a full disk) throws
+// host::error naming the file.
+void write_file(const fs::path& path, const std::string& bytes);
+
+// The same through a temporary file and a rename, so a reader sees the old
+// file or the new one, never half of one.
 void write_file_atomically(const fs::path& path, const std::string& text);
 
 // ---- metrics.jsonl ---------------------------------------------------------------
@@ -90,6 +94,12 @@ struct summary_error : error {
 summary_record read_summary(const fs::path& file);
 
 // ---- checkpoints/step_N/state.json ---------------------------------------------------
+
+// Size and CRC-32 of every file below `checkpoint` but state.json, sorted by path.
+std::vector<file_record> checkpoint_files(const fs::path& checkpoint);
+// Throws host::error naming the first file that is missing, of another size,
+// or whose contents changed since `files` was taken.
+void verify_checkpoint_files(const fs::path& checkpoint, const std::vector<file_record>& files);
 
 void write_checkpoint_state(const fs::path& checkpoint, const checkpoint_state& s);
 // Refuses (host::error naming the file and key) a state that is malformed,

@@ -163,6 +163,15 @@ struct detector_record {
     double previous_window_loss = NAN;
 };
 
+// One file of a checkpoint folder (every one but state.json), as written:
+// resume verifies each before it reads any, so a damaged byte is refused
+// rather than resumed silently wrong.
+struct file_record {
+    std::string path;    // relative to the checkpoint folder, '/'-separated
+    uint64_t bytes = 0;
+    uint32_t crc32 = 0;  // CRC-32 (IEEE 802.3, as zlib computes it) of the contents
+};
+
 struct checkpoint_state {
     static constexpr int kVersion = 1;  // state.json's layout; a newer one is refused
     std::string run_id;
@@ -172,6 +181,7 @@ struct checkpoint_state {
     detector_record detector;
     std::vector<site_record> sites;  // in the model's site order
     run_history history;
+    std::vector<file_record> files;  // every other file of the folder
 };
 
 }  // namespace altgrad::host::run

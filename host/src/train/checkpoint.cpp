@@ -1,6 +1,9 @@
 #include "train/checkpoint.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <optional>
+#include <sstream>
 #include <mutex>
 
 #include "run/files.hpp"
@@ -17,10 +20,23 @@ at::Generator default_generator(const torch::Device& device) {
     return device.is_cuda() ? at::globalContext().defaultGenerator(device) : at::detail::getDefaultCPUGenerator();
 }
 
+// torch::save into memory, then a checked write: LibTorch's archive writer
+// throws from a destructor when the disk is full, which no caller can catch.
+template <typename T>
+void save_archive(const T& value, const fs::path& file) {
+    std::ostringstream bytes;
+    torch::save(value, bytes);
+    run::write_file(file, bytes.str());
+}
+
 void save_generator(const torch::Device& device, const fs::path& file) {
     at::Generator gen = default_generator(device);
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    torch::save(gen.get_state(), file.string());
+    torch::Tensor state;
+    {
+        std::lock_guard<std::mutex> lock(gen.mutex());
+        state = gen.get_state();
+    }
+    save_archive(state, file);
 }
 
 void load_generator(const torch::Device& device, const fs::path& file) {
@@ -33,21 +49,19 @@ void load_generator(const torch::Device& device, const fs::path& file) {
 
 }  // namespace
 
-void save_checkpoint(const fs::path& run_dir, const std::string& run_id, int64_t step, const checkpointed& c,
-                     int64_t keep) {
-    const fs::path final_dir = run::checkpoint_dir(run_dir, step);
-    const fs::path tmp = run::checkpoints_dir(run_dir) / (".tmp-" + final_dir.filename().string());
-    fs::remove_all(tmp);
+namespace {
+
+void write_checkpoint_files(const fs::path& tmp, const std::string& run_id, int64_t step, const checkpointed& c) {
     fs::create_directories(tmp);
-    torch::save(c.model, (tmp / "model.pt").string());
-    torch::save(c.optimizer, (tmp / "optimizer.pt").string());
+    save_archive(c.model, tmp / "model.pt");
+    save_archive(c.optimizer, tmp / "optimizer.pt");
     save_generator(torch::Device(torch::kCPU), tmp / "rng.pt");
     if (c.device.is_cuda()) save_generator(c.device, tmp / "rng_cuda.pt");  // dropout on the GPU
     {
         // Undefined entries (non-weights, or before the first snapshot) are saved as empty tensors.
         std::vector<torch::Tensor> snaps;
         for (const torch::Tensor& x : c.stall.snapshots()) snaps.push_back(x.defined() ? x : torch::empty({0}));
-        torch::save(snaps, (tmp / "bit_stall.pt").string());
+        save_archive(snaps, tmp / "bit_stall.pt");
     }
     c.interventions.save_states(tmp);
     run::checkpoint_state state;
@@ -58,33 +72,76 @@ void save_checkpoint(const fs::path& run_dir, const std::string& run_id, int64_t
     state.detector = c.detector.state();
     state.sites = site_records(c.plan);
     state.history = c.history;
-    run::write_checkpoint_state(tmp, state);  // last: its presence marks a complete checkpoint
-    fs::remove_all(final_dir);
-    fs::rename(tmp, final_dir);
+    state.files = run::checkpoint_files(tmp);  // what resume verifies before it reads anything
+    run::write_checkpoint_state(tmp, state);   // last: its presence marks a complete checkpoint
+}
+
+// The checkpoint `ref` checked whole: state.json readable and about this
+// folder, every other file as state.json recorded it.
+run::checkpoint_state verified_state(const run::checkpoint_ref& ref, const fs::path& run_dir) {
+    if (ref.legacy)
+        throw error(ref.dir.string() + ": a checkpoint of an older altgrad-host (state.toml, not state.json): finish "
+                    "the run with the version that started it, or start it again with: altgrad-host run " +
+                    run::config_file(run_dir).string() + " --out NEW_DIR");
+    run::checkpoint_state state = run::read_checkpoint_state(ref.dir);
+    if (state.step != ref.step)
+        throw error(run::state_file(ref.dir).string() + ": key 'step': " + std::to_string(state.step) +
+                    ", but the folder is " + ref.dir.filename().string() + " (a checkpoint moved or edited by hand?)");
+    run::verify_checkpoint_files(ref.dir, state.files);
+    return state;
+}
+
+}  // namespace
+
+void save_checkpoint(const fs::path& run_dir, const std::string& run_id, int64_t step, const checkpointed& c,
+                     int64_t keep) {
+    const fs::path final_dir = run::checkpoint_dir(run_dir, step);
+    const fs::path tmp = run::checkpoints_dir(run_dir) / (".tmp-" + final_dir.filename().string());
+    std::error_code ec;
+    fs::remove_all(tmp, ec);
+    try {
+        write_checkpoint_files(tmp, run_id, step, c);
+        fs::remove_all(final_dir);
+        fs::rename(tmp, final_dir);  // atomic: a crash leaves a .tmp- folder, never a half checkpoint
+    } catch (const std::exception& e) {
+        // A full disk, most likely: the earlier checkpoints stay as they were.
+        fs::remove_all(tmp, ec);
+        std::string why = e.what();
+        why = why.substr(0, why.find('\n'));  // LibTorch's errors carry a backtrace
+        throw error(final_dir.string() + ": cannot write the checkpoint (" + why + "); the newest earlier checkpoint is intact");
+    }
     // Keep the newest `keep`.
     std::vector<run::checkpoint_ref> all = run::complete_checkpoints(run_dir);
-    for (size_t k = 0; k + static_cast<size_t>(keep) < all.size(); ++k) fs::remove_all(all[k].dir);
+    for (size_t k = 0; k + static_cast<size_t>(keep) < all.size(); ++k) fs::remove_all(all[k].dir, ec);
 }
 
 resumed load_latest_checkpoint(const fs::path& run_dir, const checkpointed& c, format_library& formats,
-                               std::ostream& log) {
-    const std::optional<run::checkpoint_ref> latest = run::latest_checkpoint(run_dir);
-    if (!latest) throw error("--resume " + run_dir.string() + ": no complete checkpoint in checkpoints/");
-    const fs::path& dir = latest->dir;
-    if (latest->legacy)
-        throw error(dir.string() + ": a checkpoint of an older altgrad-host (state.toml, not state.json): finish the run "
-                    "with the version that started it, or start it again with: altgrad-host run " +
-                    run::config_file(run_dir).string() + " --out NEW_DIR");
-    const run::checkpoint_state state = run::read_checkpoint_state(dir);
-    const std::string where = run::state_file(dir).string();
-    if (state.step != latest->step)
-        throw error(where + ": key 'step': " + std::to_string(state.step) + ", but the folder is " +
-                    dir.filename().string() + " (a checkpoint moved or edited by hand?)");
+                               std::ostream& log, bool fallback) {
+    const std::vector<run::checkpoint_ref> all = run::complete_checkpoints(run_dir);
+    if (all.empty()) throw error("--resume " + run_dir.string() + ": no complete checkpoint in checkpoints/");
+    std::optional<run::checkpoint_state> state;
+    const run::checkpoint_ref* ref = nullptr;
+    for (auto it = all.rbegin(); it != all.rend() && !state; ++it) {
+        try {
+            state = verified_state(*it, run_dir);
+            ref = &*it;
+        } catch (const error& e) {
+            const bool older = std::next(it) != all.rend();
+            if (!fallback)
+                throw error(std::string(e.what()) +
+                            (older ? "; `run --resume " + run_dir.string() +
+                                         " --fallback` resumes from the newest intact earlier checkpoint instead"
+                                   : ""));
+            log << "--fallback: skipping " << it->dir.filename().string() << ": " << e.what() << "\n";
+        }
+    }
+    if (!state) throw error("--resume " + run_dir.string() + " --fallback: no intact checkpoint in checkpoints/");
+    const fs::path& dir = ref->dir;
     torch::load(c.model, (dir / "model.pt").string());
     torch::load(c.optimizer, (dir / "optimizer.pt").string());
     load_generator(torch::Device(torch::kCPU), dir / "rng.pt");
     if (c.device.is_cuda() && fs::exists(dir / "rng_cuda.pt")) load_generator(c.device, dir / "rng_cuda.pt");
-    restore_sites(c.plan, state.sites, formats, where);
+    restore_sites(c.plan, state->sites, formats, run::state_file(dir).string());
     {
         std::vector<torch::Tensor> snaps;
         torch::load(snaps, (dir / "bit_stall.pt").string());
@@ -92,12 +149,12 @@ resumed load_latest_checkpoint(const fs::path& run_dir, const checkpointed& c, f
             if (x.numel() == 0) x = torch::Tensor();
         c.stall.restore(std::move(snaps));
     }
-    c.window_loss_sum = state.window_loss_sum;
-    c.window_loss_n = state.window_loss_n;
-    c.detector.restore(state.detector);
-    c.history = state.history;
+    c.window_loss_sum = state->window_loss_sum;
+    c.window_loss_n = state->window_loss_n;
+    c.detector.restore(state->detector);
+    c.history = state->history;
     c.interventions.load_states(dir, log);
-    return {state.step, state.run_id};
+    return {state->step, state->run_id};
 }
 
 }  // namespace altgrad::host::train

@@ -40,18 +40,23 @@ struct checkpointed {
     torch::Device device;     // where the model trains (a GPU run saves the GPU's generator too)
 };
 
-// Saves checkpoints/step_<step>/ and keeps the newest `keep` checkpoints.
+// Saves checkpoints/step_<step>/ and keeps the newest `keep` checkpoints. A
+// failed write (a full disk) removes the .tmp- folder and throws host::error
+// naming the checkpoint; the earlier checkpoints are untouched.
 void save_checkpoint(const std::filesystem::path& run_dir, const std::string& run_id, int64_t step,
                      const checkpointed& c, int64_t keep);
 
 // Restores the newest complete checkpoint of `run_dir`; returns its step and
-// the run id. Refuses (host::error naming the file) a checkpoint of an older
-// host, one whose state.json does not match its folder or this model.
+// the run id. Every file is verified against state.json's sizes and CRC-32s
+// before any is read. A damaged checkpoint (or one of an older host, or one
+// whose state.json does not match its folder or this model) is refused with
+// a host::error naming the file, or, with `fallback`, skipped (a line on
+// `log`) for the newest intact earlier one.
 struct resumed {
     int64_t step = 0;
     std::string run_id;
 };
 resumed load_latest_checkpoint(const std::filesystem::path& run_dir, const checkpointed& c, format_library& formats,
-                               std::ostream& log);
+                               std::ostream& log, bool fallback);
 
 }  // namespace altgrad::host::train

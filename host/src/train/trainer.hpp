@@ -18,6 +18,7 @@ struct run_request {
     std::filesystem::path plugins;      // --plugins DIR
     std::filesystem::path out;          // --out RUN_DIR (empty: <output.dir>/<name>)
     std::filesystem::path resume;       // --resume RUN_DIR (empty: a new run)
+    bool fallback = false;              // --fallback: resume from the newest intact checkpoint
     bool live_progress = false;         // a terminal: one updating line; else plain lines
 };
 

@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <new>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -31,6 +33,23 @@ std::string duration_text(double seconds) {
                                     static_cast<long long>(s % 60));
     else std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
     return buf;
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// Any failure as one line: LibTorch's errors carry a backtrace, and running
+// out of memory is named by the config keys that size the model and batch.
+error as_host_error(const std::exception& e, const config::run_config& c) {
+    if (const auto* h = dynamic_cast<const error*>(&e)) return *h;
+    const std::string what = first_line(e.what());
+    const bool memory = dynamic_cast<const std::bad_alloc*>(&e) != nullptr ||
+                        what.find("alloc") != std::string::npos || what.find("out of memory") != std::string::npos;
+    if (memory)
+        return error(c.source.string() + ": out of memory (" + what + "): the model and batch are sized by "
+                     "model.n_layer = " + std::to_string(c.model.n_layer) + ", model.n_embd = " +
+                     std::to_string(c.model.n_embd) + ", model.block_size = " + std::to_string(c.model.block_size) +
+                     ", training.batch_size = " + std::to_string(c.training.batch_size) + ": make them smaller");
+    return error(c.source.string() + ": training failed: " + what);
 }
 
 // The config of a new run (CONFIG.toml), or of a resumed one (its config.toml).
@@ -188,6 +207,7 @@ training_run::training_run(const run_request& req, std::ostream& log)
       c_(load_run_config(req)),
       run_dir_(req.resume.empty() ? new_run_dir(req, c_) : req.resume),
       resuming_(!req.resume.empty()),
+      fallback_(req.fallback),
       data_(load_run_data(c_)),
       plugins_(req.plugins),
       formats_(plugins_, c_.source.string() + ": quantization"),
@@ -248,7 +268,7 @@ void training_run::open_run_directory() {
         if (!fs::is_regular_file(run::metrics_file(run_dir_)))
             throw error(run::metrics_file(run_dir_).string() +
                         ": missing (a resumed run would lose its history; restore the file or start again)");
-        const resumed r = load_latest_checkpoint(run_dir_, checkpointed_parts(), formats_, log_);
+        const resumed r = load_latest_checkpoint(run_dir_, checkpointed_parts(), formats_, log_, fallback_);
         step_ = r.step;
         run_id_ = r.run_id;
         run::truncate_metrics(run::metrics_file(run_dir_), step_);
@@ -295,10 +315,16 @@ run_summary training_run::run() {
             if (step_ % c_.training.eval_interval == 0 || step_ == max_steps) evaluate();
             if (step_ % c_.output.checkpoint_interval == 0 || step_ == max_steps) checkpoint();
         }
-    } catch (const error& e) {
-        // A plugin or I/O failure mid-run: record how far it got, then report the error as usual.
-        finish("error", detector_.stopped_early(step_, e.what()));
-        throw;
+    } catch (const std::exception& e) {
+        // A plugin, LibTorch or I/O failure mid-run (a full disk, no memory):
+        // one line, and a summary of how far it got when it can be written.
+        const error failure = as_host_error(e, c_);
+        try {
+            finish("error", detector_.stopped_early(step_, failure.what()));
+        } catch (const std::exception& also) {
+            log_ << "(summary.json not written either: " << first_line(also.what()) << ")\n";
+        }
+        throw failure;
     }
     if (live_progress_) log_ << "\n";
     return finish("finished", stability::verdict{});
@@ -555,8 +581,22 @@ bool training_run::is_diagnostic_step(int64_t steps_done) const {
 void training_run::event(run::event_line e) { metrics_->write(run::metrics_line(std::move(e))); }
 
 run_summary run_training(const run_request& request, std::ostream& log) {
-    training_run run(request, log);
-    return run.run();
+    std::optional<training_run> run;
+    try {
+        run.emplace(request, log);
+    } catch (const error&) {
+        throw;
+    } catch (const std::exception& e) {
+        // Setting up (the model, the optimizer) ran out of memory or LibTorch refused.
+        config::run_config c;
+        try {
+            c = load_run_config(request);
+        } catch (const std::exception&) {
+            throw error(first_line(e.what()));
+        }
+        throw as_host_error(e, c);
+    }
+    return run->run();
 }
 
 }  // namespace altgrad::host::train

@@ -85,6 +85,7 @@ private:
     config::run_config c_;
     std::filesystem::path run_dir_;
     bool resuming_;
+    bool fallback_;  // --fallback: resume from the newest intact checkpoint
     std::string run_id_;
     data::dataset data_;
     registry plugins_;
