@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 
+#include "plugins/abi_names.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host::train {
@@ -17,9 +18,7 @@ std::string quant_site::name() const {
     }
 }
 
-const char* quant_site::role_name() const {
-    return role == ALTGRAD_TENSOR_WEIGHT ? "weight" : role == ALTGRAD_TENSOR_ACTIVATION ? "activation" : "gradient";
-}
+const char* quant_site::role_name() const { return host::role_name(role); }
 
 size_t quant_plan::add_linear(const std::string& layer) {
     const size_t first = sites.size();

@@ -36,19 +36,11 @@ namespace {
 
 // ------------------------------------------------------------ small helpers
 
-altgrad_rounding rounding_of(const std::string& s) {
-    if (s == "stochastic") return ALTGRAD_ROUND_STOCHASTIC;
-    if (s == "toward-zero") return ALTGRAD_ROUND_TOWARD_ZERO;
-    return ALTGRAD_ROUND_NEAREST_EVEN;
-}
-
 scaling_config scaling_of(const config::quantization_config& q) {
     scaling_config s;
-    s.mode = q.scaling == "delayed" ? scaling_mode::delayed
-             : q.scaling == "current" ? scaling_mode::current
-                                      : scaling_mode::none;
+    s.mode = q.scaling;
     s.history_len = static_cast<int>(q.amax_history_len);
-    s.compute = q.amax_compute == "most_recent" ? amax_compute::most_recent : amax_compute::max;
+    s.compute = q.amax_compute;
     s.margin = static_cast<int>(q.margin);
     return s;
 }
@@ -57,7 +49,7 @@ scaling_config scaling_of(const config::quantization_config& q) {
 // decay to min_lr at max_steps (nanoGPT's schedule), or constant.
 double learning_rate_at(const config::training_config& t, int64_t step) {
     if (step < t.warmup_steps) return t.learning_rate * static_cast<double>(step + 1) / static_cast<double>(t.warmup_steps + 1);
-    if (t.lr_schedule == "constant") return t.learning_rate;
+    if (t.lr_schedule == config::lr_schedule_kind::constant) return t.learning_rate;
     const double span = static_cast<double>(std::max<int64_t>(1, t.max_steps - t.warmup_steps));
     const double ratio = std::min(1.0, static_cast<double>(step - t.warmup_steps) / span);
     return t.min_lr + 0.5 * (1.0 + std::cos(M_PI * ratio)) * (t.learning_rate - t.min_lr);
@@ -125,8 +117,8 @@ void assign_formats(quant_plan& plan, const config::run_config& c, format_librar
         const bool backward = s.role == ALTGRAD_TENSOR_OUTPUT_GRADIENT;
         s.format = formats.get(s.role == ALTGRAD_TENSOR_WEIGHT ? f.weight : s.role == ALTGRAD_TENSOR_ACTIVATION ? f.activation
                                                                                                                 : f.gradient);
-        s.rounding = rounding_of(backward ? q.backward_rounding : q.forward_rounding);
-        s.overflow = q.overflow == "nonfinite" ? ALTGRAD_OVERFLOW_NONFINITE : ALTGRAD_OVERFLOW_SATURATE;
+        s.rounding = backward ? q.backward_rounding : q.forward_rounding;
+        s.overflow = q.overflow;
         s.scaling = scaling_state(scaling_of(q), s.format ? s.format->info().max_finite : 1.0);
     }
 }
@@ -138,7 +130,7 @@ std::string format_name_of(const quant_site& s) { return s.format ? s.format->na
 // device buffers (a format an intervention switches to later is checked when
 // it is first used).
 torch::Device training_device(const config::run_config& c, const quant_plan& plan) {
-    if (c.training.device != "cuda") return torch::kCPU;
+    if (c.training.device != config::compute_device::cuda) return torch::kCPU;
     const std::string key = c.source.string() + ": key 'training.device': \"cuda\"";
     if (!torch::cuda::is_available())
         throw error(key + " needs a LibTorch built with CUDA and a visible GPU, and this process has no usable one "
@@ -496,7 +488,7 @@ stability::failure_context failure_context_of(const config::run_config& c, const
     for (const quant_site& s : plan.sites) {
         stability::tensor_state t;
         t.name = s.name();
-        t.role = s.role_name();
+        t.role = s.role;
         t.format = format_name_of(s);
         if (s.format && s.format->info().family != ALTGRAD_FAMILY_CODEBOOK)
             t.mantissa_bits = static_cast<int>(s.format->info().mantissa_bits);
@@ -596,7 +588,7 @@ run_summary run_training(const run_request& req, std::ostream& log) {
     g.n_embd = c.model.n_embd;
     g.dropout = c.model.dropout;
     g.bias = c.model.bias;
-    g.swiglu = c.model.activation == "swiglu";
+    g.swiglu = c.model.activation == config::activation_function::swiglu;
     t.model = GPT(g, t.plan);
     assign_formats(t.plan, c, formats);
     const torch::Device device = training_device(c, t.plan);
