@@ -599,7 +599,7 @@ TEST(ReportCli, WrongArgumentsAreUsageErrorsNamingThePath) {
 
     r = host("report --help");
     EXPECT_EQ(r.exit_code, 0);
-    EXPECT_CONTAINS(r.out, "usage: altgrad-host [--plugins DIR] report RUN_DIR... [-o OUT_DIR]");
+    EXPECT_CONTAINS(r.out, "usage: altgrad-host report RUN_DIR... [-o OUT_DIR]");
 }
 
 TEST(ReportCli, AReportFolderThatCannotBeMadeIsAnError) {

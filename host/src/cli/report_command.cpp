@@ -21,14 +21,19 @@ int report_command(const context&, const args& a) {
     options.add_options()("out,o", po::value<std::string>(&out_dir)->default_value("report"),
                           "the report folder: report.md and figures/ (made if missing; files in it are replaced)")(
         "gnuplot", po::value<std::string>(&o.gnuplot)->default_value("gnuplot"),
-        "the gnuplot program that draws the figures")("no-figures", "write the report without figures")(
-        "run", po::value<std::vector<std::string>>(&dirs), "run directory (repeatable)");
+        "the gnuplot program that draws the figures")("no-figures", "write the report without figures");
+    po::options_description operands;
+    operands.add_options()("run", po::value<std::vector<std::string>>(&dirs));
     po::positional_options_description pos;
     pos.add("run", -1);
     po::variables_map vm;
-    if (!parse_subcommand("report", "report RUN_DIR... [-o OUT_DIR] [--gnuplot PROGRAM] [--no-figures]", options, pos,
-                          a, vm))
-        return 0;
+    const command_help help{
+        "report",
+        {"report RUN_DIR... [-o OUT_DIR] [--gnuplot PROGRAM] [--no-figures]"},
+        "altgrad-host report runs/e5m2_short runs/bf16_baseline -o report",
+        {{0, "the report was written (damaged runs are notes in it, not errors)"},
+         {1, "an error: the report folder cannot be written"}}};
+    if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
     if (dirs.empty()) throw usage_error("report: give one or more run directories");
     o.out_dir = out_dir;
     o.figures = vm.count("no-figures") == 0;
