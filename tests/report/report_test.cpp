@@ -668,7 +668,7 @@ TEST(ReportHypotheses, ABrokenFileIsAOneLineErrorNamingFileAndKey) {
             return std::string(e.what());
         }
     };
-    const std::string one = "[[hypothesis]]\nformat = \"e5m2\"\nclaim = \"c\"\n";
+    const std::string one = "source = \"s\"\n[[hypothesis]]\nformat = \"e5m2\"\nclaim = \"c\"\n";
     EXPECT_EQ(error_of("source = \"s\"\n"), "h.toml: key 'hypothesis': missing (one [[hypothesis]] table per hypothesis)");
     EXPECT_EQ(error_of(one + "test = \"rate\"\n"),
               "h.toml: key 'hypothesis[0].test': expected one of failure_rate, overflow, failure_mode, got \"rate\"");
@@ -683,7 +683,9 @@ TEST(ReportHypotheses, ABrokenFileIsAOneLineErrorNamingFileAndKey) {
     EXPECT_EQ(error_of(one + "test = \"failure_rate\"\nrate = 0.1\n"),
               "h.toml: key 'hypothesis[0].rate': unknown key here (expected format, claim, test, more_than, at_least, "
               "at_most)");
-    EXPECT_EQ(error_of("[[hypothesis]]\nformat = \"e5m2\"\ntest = \"overflow\"\n"), "h.toml: key 'hypothesis[0].claim': missing");
+    EXPECT_EQ(error_of("source = \"s\"\n[[hypothesis]]\nformat = \"e5m2\"\ntest = \"overflow\"\n"),
+              "h.toml: key 'hypothesis[0].claim': missing");
+    EXPECT_EQ(error_of("[[hypothesis]]\nformat = \"e5m2\"\nclaim = \"c\"\ntest = \"overflow\"\n"), "h.toml: key 'source': missing");
     EXPECT_EQ(error_of("source = \"s\"\n[[hypothesis]\n").rfind("h.toml:2: not valid TOML: ", 0), 0u);
 
     // From the command line: exit 1, the one line, and no report written.
