@@ -53,11 +53,11 @@ TEST(ConfigDefaults, EmptyFileGivesTheSchemaDefaults) {
     EXPECT_EQ(c.model.block_size, 64);
     EXPECT_EQ(c.model.dropout, 0.0);
     EXPECT_TRUE(c.model.bias);
-    EXPECT_EQ(c.model.activation, "gelu");
+    EXPECT_EQ(c.model.activation, activation_function::gelu);
     EXPECT_EQ(c.model.vocab_size, 0);
 
     EXPECT_EQ(c.data.path, "/usr/share/games/fortunes");
-    EXPECT_EQ(c.data.format, "auto");
+    EXPECT_EQ(c.data.format, data_format::auto_detect);
     EXPECT_EQ(c.data.val_fraction, 0.1);
     EXPECT_EQ(c.data.vocab_size, 0);
 
@@ -66,7 +66,7 @@ TEST(ConfigDefaults, EmptyFileGivesTheSchemaDefaults) {
     EXPECT_EQ(c.training.learning_rate, 6e-4);
     EXPECT_EQ(c.training.min_lr, 6e-5);
     EXPECT_EQ(c.training.warmup_steps, 50);
-    EXPECT_EQ(c.training.lr_schedule, "cosine");
+    EXPECT_EQ(c.training.lr_schedule, lr_schedule_kind::cosine);
     EXPECT_EQ(c.training.weight_decay, 0.1);
     EXPECT_EQ(c.training.beta1, 0.9);
     EXPECT_EQ(c.training.beta2, 0.95);
@@ -75,19 +75,19 @@ TEST(ConfigDefaults, EmptyFileGivesTheSchemaDefaults) {
     EXPECT_EQ(c.training.eval_interval, 50);
     EXPECT_EQ(c.training.eval_batches, 10);
     EXPECT_EQ(c.training.log_interval, 10);
-    EXPECT_EQ(c.training.device, "cpu");
+    EXPECT_EQ(c.training.device, compute_device::cpu);
     EXPECT_EQ(c.training.threads, 1);
 
     EXPECT_TRUE(c.quantization.enabled);
     EXPECT_EQ(c.quantization.weight_format, "e5m2");
     EXPECT_EQ(c.quantization.activation_format, "e5m2");
     EXPECT_EQ(c.quantization.gradient_format, "e5m2");
-    EXPECT_EQ(c.quantization.forward_rounding, "nearest");
-    EXPECT_EQ(c.quantization.backward_rounding, "stochastic");
-    EXPECT_EQ(c.quantization.overflow, "saturate");
-    EXPECT_EQ(c.quantization.scaling, "delayed");
+    EXPECT_EQ(c.quantization.forward_rounding, ALTGRAD_ROUND_NEAREST_EVEN);
+    EXPECT_EQ(c.quantization.backward_rounding, ALTGRAD_ROUND_STOCHASTIC);
+    EXPECT_EQ(c.quantization.overflow, ALTGRAD_OVERFLOW_SATURATE);
+    EXPECT_EQ(c.quantization.scaling, scaling_mode::delayed);
     EXPECT_EQ(c.quantization.amax_history_len, 16);
-    EXPECT_EQ(c.quantization.amax_compute, "max");
+    EXPECT_EQ(c.quantization.amax_compute, amax_compute_kind::max);
     EXPECT_EQ(c.quantization.margin, 0);
     EXPECT_TRUE(c.quantization.shadow_weights);
     EXPECT_EQ(c.quantization.diagnostic_interval, 50);
@@ -127,17 +127,17 @@ amax_compute = "most_recent"
                                       kFile);
     EXPECT_EQ(c.name, "exp 1");
     EXPECT_EQ(c.model.n_layer, 2);
-    EXPECT_EQ(c.model.activation, "swiglu");
+    EXPECT_EQ(c.model.activation, activation_function::swiglu);
     EXPECT_FALSE(c.model.bias);
     EXPECT_EQ(c.model.dropout, 0.25);
     EXPECT_EQ(c.training.learning_rate, 1.0);
     EXPECT_EQ(c.training.min_lr, 0.0);
-    EXPECT_EQ(c.training.device, "cuda");
+    EXPECT_EQ(c.training.device, compute_device::cuda);
     EXPECT_EQ(c.training.seed, INT64_MAX);
-    EXPECT_EQ(c.quantization.forward_rounding, "toward-zero");
-    EXPECT_EQ(c.quantization.overflow, "nonfinite");
-    EXPECT_EQ(c.quantization.scaling, "current");
-    EXPECT_EQ(c.quantization.amax_compute, "most_recent");
+    EXPECT_EQ(c.quantization.forward_rounding, ALTGRAD_ROUND_TOWARD_ZERO);
+    EXPECT_EQ(c.quantization.overflow, ALTGRAD_OVERFLOW_NONFINITE);
+    EXPECT_EQ(c.quantization.scaling, scaling_mode::current);
+    EXPECT_EQ(c.quantization.amax_compute, amax_compute_kind::most_recent);
 }
 
 TEST(ConfigDefaults, RangeEndsAreAccepted) {
@@ -189,6 +189,50 @@ TEST(ConfigErrors, ChoicesListTheAlternatives) {
     expect_error(error_of("[data]\nformat = \"csv\"\n"), "data.format", "expected one of auto, text, nanogpt");
     expect_error(error_of("[quantization]\nscaling = \"Delayed\"\n"), "quantization.scaling",
                  "expected one of delayed, current, none");
+}
+
+// Every choice key: each of its names (written here from docs/config.md, not
+// from the tables) is read, written back by to_toml under the same name, and
+// read again to the same value; any other name is an error listing them all.
+TEST(ConfigChoices, EveryNameRoundTripsAndOthersAreRefused) {
+    struct choice_key {
+        const char* section;
+        const char* key;
+        std::vector<std::string> names;
+    };
+    const std::vector<choice_key> keys = {
+        {"model", "activation", {"gelu", "swiglu"}},
+        {"data", "format", {"auto", "text", "nanogpt"}},
+        {"training", "lr_schedule", {"cosine", "constant"}},
+        {"training", "device", {"cpu", "cuda"}},
+        {"quantization", "forward_rounding", {"nearest", "stochastic", "toward-zero"}},
+        {"quantization", "backward_rounding", {"nearest", "stochastic", "toward-zero"}},
+        {"quantization", "overflow", {"saturate", "nonfinite"}},
+        {"quantization", "scaling", {"delayed", "current", "none"}},
+        {"quantization", "amax_compute", {"max", "most_recent"}},
+    };
+    for (const choice_key& k : keys) {
+        const std::string dotted = std::string(k.section) + "." + k.key;
+        std::string list;
+        for (const std::string& n : k.names) list += (list.empty() ? "" : ", ") + n;
+        std::set<std::string> distinct;
+        for (const std::string& name : k.names) {
+            SCOPED_TRACE(dotted + " = " + name);
+            const run_config c = parse_config("[" + std::string(k.section) + "]\n" + k.key + " = \"" + name + "\"\n", kFile);
+            const std::string text = to_toml(c);
+            EXPECT_NE(text.find(std::string("\n") + k.key + " = \"" + name + "\"\n"), std::string::npos) << text;
+            EXPECT_TRUE(parse_config(text, kFile) == c);
+            // From --set too, as a bare word.
+            EXPECT_TRUE(parse_config("", kFile, {dotted + "=" + name}) == c);
+            distinct.insert(text);
+        }
+        EXPECT_EQ(distinct.size(), k.names.size()) << dotted << ": every name is a different value";
+        // A near miss is refused, never taken as the default (an unknown rounding once became nearest-even).
+        const std::string wrong = k.names[1] + "_x";
+        EXPECT_EQ(error_of("[" + std::string(k.section) + "]\n" + k.key + " = \"" + wrong + "\"\n"),
+                  std::string(kFile) + ": key '" + dotted + "': expected one of " + list + ", got \"" + wrong + "\"");
+        expect_error(error_of("", {dotted + "=" + wrong}), dotted, "expected one of " + list + ", got \"" + wrong + "\"");
+    }
 }
 
 TEST(ConfigErrors, BooleansStringsAndFormatNames) {
@@ -513,7 +557,7 @@ TEST(ConfigRules, LayerNames) {
     EXPECT_EQ(std::count(gelu.begin(), gelu.end(), "tok_emb"), 0);  // embeddings stay float32
     EXPECT_EQ(gelu.back(), "lm_head");
     EXPECT_EQ(std::count(gelu.begin(), gelu.end(), "blocks.1.mlp.gate"), 0);
-    m.activation = "swiglu";
+    m.activation = activation_function::swiglu;
     const std::vector<std::string> swiglu = layer_names(m);
     EXPECT_EQ(swiglu.size(), 2u * 5 + 1);
     EXPECT_EQ(std::count(swiglu.begin(), swiglu.end(), "blocks.1.mlp.gate"), 1);

@@ -22,6 +22,7 @@ namespace altgrad::test {
 namespace {
 
 namespace fs = std::filesystem;
+namespace config = host::config;
 using host::data::check_block_size;
 using host::data::data_options;
 using host::data::dataset;
@@ -62,7 +63,7 @@ private:
     fs::path root_;
 };
 
-dataset load(const fs::path& path, double val_fraction = 0.1, const std::string& format = "auto",
+dataset load(const fs::path& path, double val_fraction = 0.1, config::data_format format = config::data_format::auto_detect,
              int64_t vocab_size = 0) {
     data_options o;
     o.path = path;
@@ -73,7 +74,7 @@ dataset load(const fs::path& path, double val_fraction = 0.1, const std::string&
 }
 
 // The message load() throws, or "" if it loads.
-std::string load_error(const fs::path& path, double val_fraction = 0.1, const std::string& format = "auto",
+std::string load_error(const fs::path& path, double val_fraction = 0.1, config::data_format format = config::data_format::auto_detect,
                        int64_t vocab_size = 0) {
     try {
         load(path, val_fraction, format, vocab_size);
@@ -267,8 +268,7 @@ TEST(DataText, Errors) {
     EXPECT_HAS(load_error(t, 1e-18), "leaves the validation split empty");
     EXPECT_HAS(load_error(s.write("one.txt", "x")), "leaves the training split empty");
     // Bad options.
-    EXPECT_HAS(load_error(t, 0.1, "csv"), "cfg.toml: data.path: data.format is \"csv\"; expected auto, text or nanogpt");
-    EXPECT_HAS(load_error(t, 0.1, "auto", -3), "data.vocab_size is -3");
+    EXPECT_HAS(load_error(t, 0.1, config::data_format::auto_detect, -3), "data.vocab_size is -3");
     // Every message is one line.
     EXPECT_EQ(load_error(s.root() / "nope.txt").find('\n'), std::string::npos);
 }
@@ -319,7 +319,7 @@ batch get(const dataset& d, split sp, uint64_t seed, uint64_t step, int64_t b, i
 
 TEST(DataBatch, RowsAreWindowsAndYIsXShifted) {
     scratch s;
-    const dataset d = load(positions_folder(s, 5000, 600), 0.1, "auto", 65536);
+    const dataset d = load(positions_folder(s, 5000, 600), 0.1, config::data_format::auto_detect, 65536);
     const int64_t B = 16, T = 64;
     for (uint64_t step : {0u, 1u, 77u}) {
         for (split sp : {split::train, split::val}) {
@@ -348,7 +348,7 @@ TEST(DataBatch, RowsAreWindowsAndYIsXShifted) {
 
 TEST(DataBatch, PureFunctionOfSeedStepSplitAndRow) {
     scratch s;
-    const dataset d = load(positions_folder(s, 20000, 3000), 0.1, "auto", 65536);
+    const dataset d = load(positions_folder(s, 20000, 3000), 0.1, config::data_format::auto_detect, 65536);
     // Same arguments, same batch; no hidden state: step 5 alone equals step 5 after 0..4.
     const batch direct = get(d, split::train, 42, 5, 8, 32);
     for (uint64_t step = 0; step < 5; ++step) get(d, split::train, 42, step, 8, 32);
@@ -362,7 +362,7 @@ TEST(DataBatch, PureFunctionOfSeedStepSplitAndRow) {
     const batch val = get(d, split::val, 42, 5, 8, 32);
     EXPECT_NE(val.x[0] - 60000, direct.x[0]);
     // A second dataset loaded from the same files gives the same batches.
-    const dataset again = load(s.root() / "pos", 0.1, "auto", 65536);
+    const dataset again = load(s.root() / "pos", 0.1, config::data_format::auto_detect, 65536);
     EXPECT_EQ(get(again, split::train, 42, 5, 8, 32), direct);
 }
 
@@ -380,7 +380,7 @@ TEST(DataBatch, DocumentedRuleGoldenValues) {
 TEST(DataBatch, OffsetsCoverTheWholeRangeUniformly) {
     scratch s;
     // 20 train tokens, block 16: offsets 0..3, the last one reaching the last token.
-    const dataset d = load(positions_folder(s, 20, 20), 0.1, "auto", 65536);
+    const dataset d = load(positions_folder(s, 20, 20), 0.1, config::data_format::auto_detect, 65536);
     std::vector<int> counts(4, 0);
     const int draws = 40000;
     for (int step = 0; step < draws / 8; ++step) {
@@ -397,14 +397,14 @@ TEST(DataBatch, OffsetsCoverTheWholeRangeUniformly) {
     }
     for (int c : counts) EXPECT_NEAR(c, draws / 4, draws / 4 * 0.05) << "offset counts not uniform";
     // Exactly block_size + 1 tokens: the only offset is 0.
-    const dataset tight = load(positions_folder(s, 17, 17), 0.1, "auto", 65536);
+    const dataset tight = load(positions_folder(s, 17, 17), 0.1, config::data_format::auto_detect, 65536);
     const batch b = get(tight, split::train, 9, 3, 4, 16);
     for (int r = 0; r < 4; ++r) EXPECT_EQ(b.x[static_cast<size_t>(r * 16)], 0);
 }
 
 TEST(DataBatch, Errors) {
     scratch s;
-    const dataset d = load(positions_folder(s, 100, 40), 0.1, "auto", 65536);
+    const dataset d = load(positions_folder(s, 100, 40), 0.1, config::data_format::auto_detect, 65536);
     std::vector<int64_t> x(1000), y(1000);
     try {
         fill_batch(d, split::val, 1, 0, 2, 64, x.data(), y.data());
@@ -418,7 +418,7 @@ TEST(DataBatch, Errors) {
 
 TEST(DataCheck, BlockSizeAndVocabulary) {
     scratch s;
-    const dataset d = load(positions_folder(s, 100, 40), 0.1, "auto", 65536);
+    const dataset d = load(positions_folder(s, 100, 40), 0.1, config::data_format::auto_detect, 65536);
     auto check = [&](int64_t block, int64_t model_vocab) {
         try {
             check_block_size(d, block, model_vocab, "data");
@@ -487,17 +487,17 @@ TEST(DataNanoGPT, WithoutMetaVocabSizeIsRequired) {
     scratch s;
     const fs::path dir = nanogpt_folder(s, "n", {5, 6, 7, 8, 9}, {1, 2}, "");
     EXPECT_HAS(load_error(dir), "n: no meta.pkl, so data.vocab_size must be given");
-    EXPECT_HAS(load_error(dir, 0.1, "auto", 70000), "data.vocab_size 70000 is larger than 65536");
-    const dataset d = load(dir, 0.1, "nanogpt", 10);
+    EXPECT_HAS(load_error(dir, 0.1, config::data_format::auto_detect, 70000), "data.vocab_size 70000 is larger than 65536");
+    const dataset d = load(dir, 0.1, config::data_format::nanogpt, 10);
     EXPECT_EQ(d.vocab_size(), 10);
     EXPECT_TRUE(d.itos().empty());
     EXPECT_EQ(d.decode(d.tokens(split::val), 2), "<1><2>");
     EXPECT_EQ(d.description(), "nanogpt: train 5 tokens, val 2 tokens, vocabulary 10 (data.vocab_size, no meta.pkl)");
     EXPECT_THROW(d.encode("a"), host::error);
     // Token ids must be below vocab_size: the first bad one is named.
-    EXPECT_HAS(load_error(dir, 0.1, "auto", 8), "train.bin: token 3 (byte 6) is 8, not below the vocabulary size 8");
+    EXPECT_HAS(load_error(dir, 0.1, config::data_format::auto_detect, 8), "train.bin: token 3 (byte 6) is 8, not below the vocabulary size 8");
     // val_fraction does not apply: the split is the files'.
-    EXPECT_EQ(load(dir, 0.5, "auto", 10).size(split::train), 5u);
+    EXPECT_EQ(load(dir, 0.5, config::data_format::auto_detect, 10).size(split::train), 5u);
 }
 
 TEST(DataNanoGPT, FileErrors) {
@@ -510,8 +510,8 @@ TEST(DataNanoGPT, FileErrors) {
     EXPECT_HAS(load_error(dir), "val.bin: token 2 (byte 4) is 3, not below the vocabulary size 3 (meta.pkl)");
     // Conflicting vocab_size.
     nanogpt_folder(s, "n", {0, 1, 2}, {2, 1}, "");
-    EXPECT_HAS(load_error(dir, 0.1, "auto", 4), "data.vocab_size 4 disagrees with meta.pkl's vocab_size 3");
-    EXPECT_EQ(load_error(dir, 0.1, "auto", 3), "");
+    EXPECT_HAS(load_error(dir, 0.1, config::data_format::auto_detect, 4), "data.vocab_size 4 disagrees with meta.pkl's vocab_size 3");
+    EXPECT_EQ(load_error(dir, 0.1, config::data_format::auto_detect, 3), "");
     // An odd size, an empty split, a missing val.bin.
     s.write("n/val.bin", std::string("\x01\x00\x02", 3));
     EXPECT_HAS(load_error(dir), "val.bin: 3 bytes, an odd size; expected little-endian uint16 token ids");
@@ -520,10 +520,10 @@ TEST(DataNanoGPT, FileErrors) {
     fs::remove(dir / "val.bin");
     EXPECT_HAS(load_error(dir), "val.bin: missing");
     // format = nanogpt on a file or a folder without train.bin.
-    EXPECT_HAS(load_error(s.write("t.txt", "abcabc"), 0.1, "nanogpt"), "t.txt: expected a folder holding nanoGPT's");
+    EXPECT_HAS(load_error(s.write("t.txt", "abcabc"), 0.1, config::data_format::nanogpt), "t.txt: expected a folder holding nanoGPT's");
     fs::create_directories(s.root() / "plain");
     s.write("plain/x.txt", repeat("abc", 10));
-    EXPECT_HAS(load_error(s.root() / "plain", 0.1, "nanogpt"), "train.bin: missing");
+    EXPECT_HAS(load_error(s.root() / "plain", 0.1, config::data_format::nanogpt), "train.bin: missing");
     // auto on that folder reads it as text.
     EXPECT_EQ(load(s.root() / "plain").vocab_size(), 3);
     // A broken meta.pkl is named with the where-prefix.

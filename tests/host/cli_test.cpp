@@ -1,5 +1,6 @@
 // The altgrad-host binary as a user runs it: outputs, exit codes, errors.
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -133,11 +134,81 @@ TEST(Cli, DescribeTableListsEveryCode) {
 }
 
 TEST(Cli, HelpOnEverySubcommand) {
-    for (const char* cmd : {"list", "describe", "quantize"}) {
+    for (const char* cmd : {"list", "describe", "quantize", "conformance", "run", "report"}) {
+        SCOPED_TRACE(cmd);
         const run_result r = run_host(std::string(cmd) + " --help");
-        EXPECT_EQ(r.exit_code, 0) << cmd << ": " << r.out;
-        EXPECT_NE(r.out.find(std::string("usage: altgrad-host [--plugins DIR] ") + cmd), std::string::npos) << r.out;
+        EXPECT_EQ(r.exit_code, 0) << r.out;
+        EXPECT_EQ(r.out.rfind("usage: altgrad-host ", 0), 0u) << r.out;
+        EXPECT_NE(r.out.find(std::string(" ") + cmd + " "), std::string::npos) << r.out;
+        // An example command line, then the exit codes, last.
+        const size_t example = r.out.find("\nexample:\n  "), codes = r.out.find("\nexit codes:\n");
+        ASSERT_NE(example, std::string::npos) << r.out;
+        ASSERT_NE(codes, std::string::npos) << r.out;
+        EXPECT_LT(example, codes);
+        const std::string example_line = r.out.substr(example + 12, r.out.find('\n', example + 12) - example - 12);
+        EXPECT_NE((example_line + " ").find(" " + std::string(cmd) + " "), std::string::npos) << example_line;
+        EXPECT_NE(example_line.find("altgrad-host "), std::string::npos) << example_line;
+        EXPECT_NE(r.out.find("  0  ", codes), std::string::npos) << r.out;
+        EXPECT_NE(r.out.find("  2  a wrong command line\n", codes), std::string::npos) << r.out;
+        // The positional arguments are named in the usage line, not listed as internal options.
+        for (const char* internal : {"--name", "--config ", "--run ", "--plugin "})
+            EXPECT_EQ(r.out.find(internal), std::string::npos) << internal << " in:\n" << r.out;
     }
+    // The run's own exit code, 3, is said where it can happen.
+    EXPECT_NE(run_host("run --help").out.find("  3  the run stopped early"), std::string::npos);
+}
+
+TEST(Cli, AMissingNameIsSaidInUserTerms) {
+    for (const char* cmd : {"quantize", "describe"}) {
+        const run_result r = run_host(kPlugins + cmd, "1");
+        EXPECT_EQ(r.exit_code, 2) << r.out;
+        EXPECT_NE(r.out.find(std::string(cmd) + ": which "), std::string::npos) << r.out;
+        EXPECT_NE(r.out.find("list' shows them"), std::string::npos) << r.out;
+        EXPECT_EQ(r.out.find("--name"), std::string::npos) << r.out;
+    }
+}
+
+TEST(Cli, QuantizeModeNamesComeFromTheOneTable) {
+    const run_result r = run_host(kPlugins + "quantize e5m2 --rounding up", "1");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.out.find("quantize: --rounding \"up\": expected one of nearest, stochastic, toward-zero"),
+              std::string::npos) << r.out;
+    EXPECT_NE(run_host(kPlugins + "quantize e5m2 --overflow wrap", "1")
+                  .out.find("--overflow \"wrap\": expected one of saturate, nonfinite"),
+              std::string::npos);
+}
+
+TEST(Cli, ListColumnsStayAlignedForLongNames) {
+    scratch_dir dir;
+    const std::string long_name = "a_plugin_with_a_name_much_longer_than_sixteen_characters";
+    dir.add_plugin("e5m2", format_manifest("e5m2", "libaltgrad_e5m2.so"), bundled_library("e5m2"));
+    dir.add_plugin(long_name, format_manifest(long_name, "libaltgrad_e5m2.so", "10.200.3000"), bundled_library("e5m2"));
+    const run_result r = run_host("--plugins " + dir.path().string() + " list");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    std::vector<std::string> lines;
+    for (size_t pos = 0; pos < r.out.size();) {
+        const size_t end = r.out.find('\n', pos);
+        lines.push_back(r.out.substr(pos, end - pos));
+        pos = end + 1;
+    }
+    ASSERT_GE(lines.size(), 3u) << r.out;
+    const size_t name_at = lines[0].find("NAME"), version_at = lines[0].find("VERSION"), status_at = lines[0].find("STATUS");
+    ASSERT_NE(status_at, std::string::npos) << r.out;
+    size_t rows = 0;
+    for (size_t i = 1; i < lines.size(); ++i) {
+        if (lines[i].rfind("format", 0) != 0) continue;  // the broken-plugin note, if any
+        ++rows;
+        // Every column starts where its heading does, after at least one space.
+        const std::string name = lines[i].substr(name_at, lines[i].find(' ', name_at) - name_at);
+        EXPECT_TRUE(name == "e5m2" || name == long_name) << lines[i];
+        EXPECT_EQ(lines[i][version_at - 1], ' ') << lines[i];
+        EXPECT_TRUE(lines[i].compare(version_at, 5, "1.0.0") == 0 || lines[i].compare(version_at, 11, "10.200.3000") == 0)
+            << lines[i];
+        EXPECT_EQ(lines[i][status_at - 1], ' ') << lines[i];
+        EXPECT_TRUE(lines[i].compare(status_at, 2, "ok") == 0 || lines[i].compare(status_at, 6, "broken") == 0)
+            << lines[i];
+    }
+    EXPECT_EQ(rows, 2u) << r.out;
 }
 
 }  // namespace

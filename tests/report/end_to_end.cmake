@@ -37,8 +37,6 @@ endif()
 file(READ "${WORK}/report/report.md" md)
 
 # One row per run: its folder, config name and steps done of planned.
-# (Until the trainer writes summary.json, the runs are rows with status
-# interrupted; steps come from metrics.jsonl either way.)
 foreach(row "`${WORK}/e5m2` | e5m2_short | 42 | e5m2 | 20/20 |"
             "`${WORK}/bf16` | bf16_baseline | 42 | bf16 | 10/10 |")
   string(FIND "${md}" "${row}" at)

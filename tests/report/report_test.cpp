@@ -17,6 +17,7 @@
 
 #include "report/report.hpp"
 #include "report/run_record.hpp"
+#include "util/error.hpp"
 
 namespace altgrad::host::report {
 namespace {
@@ -377,6 +378,12 @@ TEST(ReportGroups, NoBaselineIsSaid) {
     EXPECT_CONTAINS(read(o.out_dir / "report.md"), "No BF16 baseline among these runs");
 }
 
+// The seeds' hypotheses, as the report reads them by default.
+const std::vector<hypothesis>& seeds() {
+    static const hypotheses h = load_hypotheses(ALTGRAD_SEED_HYPOTHESES);
+    return h.items;
+}
+
 const hypothesis_verdict& verdict_of(const std::vector<hypothesis_verdict>& v, const std::string& format,
                                      const std::string& words) {
     for (const hypothesis_verdict& h : v)
@@ -393,11 +400,11 @@ TEST(ReportHypotheses, JudgedFromTheRuns) {
         read_run(finished_run(tmp.path(), "e5m2-s1", "e5m2_short", "e5m2", 1, 2.5)),
         read_run(finished_run(tmp.path(), "e5m2-s2", "e5m2_short", "e5m2", 2, 2.7)),
         read_run(finished_run(tmp.path(), "e1m6", "e1m6_uniform", "e1m6", 42, 3.0,
-                              diag_overflow(50, "blocks.2.mlp.proj.output_grad", "gradient", "e1m6", 200) +
+                              diag_overflow(50, "blocks.2.mlp.proj.output_grad", "output_gradient", "e1m6", 200) +
                                   diag_overflow(50, "blocks.0.mlp.fc.input", "activation", "e1m6", 900))),
         read_run(interrupted_run(tmp.path())),
     };
-    const auto v = judge_hypotheses(runs);
+    const auto v = judge_hypotheses(runs, seeds());
     const hypothesis_verdict& e7 = verdict_of(v, "E7M0", "more than 90%");
     EXPECT_EQ(e7.verdict, "supported");
     EXPECT_EQ(e7.observed, "1/1 (100.0%) runs failed: nan_loss at step 7 (one run: a single seed decides)");
@@ -406,7 +413,7 @@ TEST(ReportHypotheses, JudgedFromTheRuns) {
     const hypothesis_verdict& e1 = verdict_of(v, "E1M6", "large gradients");
     EXPECT_EQ(e1.verdict, "supported");
     // The activation's 90% does not count for a hypothesis about gradients.
-    EXPECT_CONTAINS(e1.observed, "largest gradient tensor overflow rate 20.0% (");
+    EXPECT_CONTAINS(e1.observed, "largest output_gradient tensor overflow rate 20.0% (");
     EXPECT_CONTAINS(e1.observed, "blocks.2.mlp.proj.output_grad, step 50); overflow failures 0/1 (0%)");
     const hypothesis_verdict& e3 = verdict_of(v, "E3M4", "bit_stall");
     EXPECT_EQ(e3.verdict, "not tested by these runs");
@@ -419,6 +426,7 @@ TEST(ReportHypotheses, JudgedFromTheRuns) {
     std::vector<run_record> other = {
         read_run(finished_run(tmp.path(), "e7m0-ok", "e7m0_uniform", "e7m0", 42, 3.5)),
         read_run(finished_run(tmp.path(), "e1m6-ok", "e1m6_uniform", "e1m6", 42, 3.0,
+                              // Written before the output gradient had its own role name: still read as one.
                               diag_overflow(50, "blocks.2.mlp.proj.output_grad", "gradient", "e1m6", 3))),
         read_run(finished_run(tmp.path(), "e0m7-a", "e0m7_uniform", "e0m7", 1, 3.0)),
     };
@@ -431,7 +439,7 @@ TEST(ReportHypotheses, JudgedFromTheRuns) {
     const fs::path bad = finished_run(tmp.path(), "e5m2-bad", "e5m2_short", "e5m2", 3, 3.0);
     write(bad / "summary.json", summary_json("e5m2_short", "collapsed", "overflow", "90", 90, 500, 3, NAN, 3.9, "e5m2"));
     other.push_back(read_run(bad));
-    const auto w = judge_hypotheses(other);
+    const auto w = judge_hypotheses(other, seeds());
     EXPECT_EQ(verdict_of(w, "E7M0", "more than 90%").verdict, "contradicted");
     EXPECT_EQ(verdict_of(w, "E7M0", "more than 90%").observed,
               "0/1 (0%) runs failed; 1 of those that did not fail switched formats during the run (one run: a single "
@@ -454,7 +462,7 @@ TEST(ReportHypotheses, E0m7RateBoundsAreInclusive) {
                   summary_json("e0m7_uniform", "collapsed", "overflow", "10", 10, 500, s, NAN, 4.0, "e0m7"));
         runs.push_back(read_run(d));
     }
-    const auto v = judge_hypotheses(runs);
+    const auto v = judge_hypotheses(runs, seeds());
     EXPECT_EQ(verdict_of(v, "E0M7", "40–60%").verdict, "supported");
     EXPECT_EQ(verdict_of(v, "E0M7", "unnormalised").verdict, "supported");
 }
@@ -638,7 +646,7 @@ TEST(ReportCli, WrongArgumentsAreUsageErrorsNamingThePath) {
 
     r = host("report --help");
     EXPECT_EQ(r.exit_code, 0);
-    EXPECT_CONTAINS(r.out, "usage: altgrad-host [--plugins DIR] report RUN_DIR... [-o OUT_DIR]");
+    EXPECT_CONTAINS(r.out, "usage: altgrad-host report RUN_DIR... [-o OUT_DIR] [--hypotheses FILE]");
 }
 
 TEST(ReportCli, AReportFolderThatCannotBeMadeIsAnError) {
@@ -649,6 +657,90 @@ TEST(ReportCli, AReportFolderThatCannotBeMadeIsAnError) {
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_CONTAINS(r.out, "altgrad-host: error: " + (tmp.path() / "blocker" / "rep").string() +
                                  ": cannot create the report folder");
+}
+
+TEST(ReportHypotheses, ACustomFileIsJudgedAndShown) {
+    scratch tmp;
+    // Two E5M2 runs: one finished, one collapsed by overflow at step 90.
+    const fs::path bad = finished_run(tmp.path(), "e5m2-bad", "e5m2_short", "e5m2", 3, 3.0);
+    write(bad / "summary.json", summary_json("e5m2_short", "collapsed", "overflow", "90", 90, 500, 3, NAN, 3.9, "e5m2"));
+    std::vector<run_record> runs = {read_run(finished_run(tmp.path(), "e5m2-ok", "e5m2_short", "e5m2", 1, 2.5)),
+                                    read_run(bad)};
+    const fs::path file = tmp.path() / "mine.toml";
+    write(file, "source = \"my study\"\n"
+                "[[hypothesis]]\nformat = \"e5m2\"\nclaim = \"fails in half the runs\"\ntest = \"failure_rate\"\n"
+                "at_least = 0.5\nat_most = 0.5\n"
+                "[[hypothesis]]\nformat = \"e5m2\"\nclaim = \"fails only by nan_loss\"\ntest = \"failure_mode\"\n"
+                "mode = \"nan_loss\"\n");
+    const hypotheses h = load_hypotheses(file);
+    ASSERT_EQ(h.items.size(), 2u);
+    const auto v = judge_hypotheses(runs, h.items);
+    // 1 of 2 failed: exactly the 50% both bounds allow; the failure was overflow, not nan_loss.
+    EXPECT_EQ(verdict_of(v, "E5M2", "half the runs").verdict, "supported");
+    EXPECT_EQ(verdict_of(v, "E5M2", "only by nan_loss").verdict, "contradicted");
+
+    const result r = host("report --no-figures -o " + (tmp.path() / "rep").string() + " --hypotheses " +
+                          file.string() + " " + runs[0].dir.string() + " " + runs[1].dir.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const std::string md = read(tmp.path() / "rep" / "report.md");
+    EXPECT_CONTAINS(md, "Hypotheses of my study (`" + file.generic_string() + "`)");
+    EXPECT_CONTAINS(md, "| E5M2 | fails in half the runs | 1/2 (50.0%) runs failed: overflow at step 90 | **supported** |");
+    EXPECT_EQ(md.find("more than 90%"), std::string::npos) << "the seeds' hypotheses are not added";
+}
+
+TEST(ReportHypotheses, TheDefaultIsTheSeedsFile) {
+    scratch tmp;
+    finished_run(tmp.path(), "run", "e5m2_short", "e5m2", 1, 2.5);
+    const result r = host("report --no-figures -o " + (tmp.path() / "rep").string() + " " + (tmp.path() / "run").string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const std::string md = read(tmp.path() / "rep" / "report.md");
+    EXPECT_CONTAINS(md, "Hypotheses of the seeds (the research notes AltGrad grew from");
+    for (const hypothesis& h : seeds()) EXPECT_CONTAINS(md, h.claim);
+}
+
+TEST(ReportHypotheses, ABrokenFileIsAOneLineErrorNamingFileAndKey) {
+    auto error_of = [](const std::string& text) {
+        try {
+            parse_hypotheses(text, "h.toml");
+            return std::string();
+        } catch (const altgrad::host::error& e) {
+            return std::string(e.what());
+        }
+    };
+    const std::string one = "source = \"s\"\n[[hypothesis]]\nformat = \"e5m2\"\nclaim = \"c\"\n";
+    EXPECT_EQ(error_of("source = \"s\"\n"), "h.toml: key 'hypothesis': missing (one [[hypothesis]] table per hypothesis)");
+    EXPECT_EQ(error_of(one + "test = \"rate\"\n"),
+              "h.toml: key 'hypothesis[0].test': expected one of failure_rate, overflow, failure_mode, got \"rate\"");
+    EXPECT_EQ(error_of(one + "test = \"overflow\"\nroles = [\"gradient\"]\nrate = 0.1\n"),
+              "h.toml: key 'hypothesis[0].roles': expected roles of quantized tensors (weight, activation, "
+              "output_gradient), got \"gradient\"");
+    EXPECT_EQ(error_of(one + "test = \"failure_rate\"\nmore_than = 1.5\n"),
+              "h.toml: key 'hypothesis[0].more_than': expected a number in [0, 1]");
+    EXPECT_EQ(error_of(one + "test = \"failure_mode\"\nmode = \"stall\"\n"),
+              "h.toml: key 'hypothesis[0].mode': expected one of none, nan_loss, bit_stall, overflow, early_stop, "
+              "gradient_vanishing, unknown, got \"stall\"");
+    EXPECT_EQ(error_of(one + "test = \"failure_rate\"\nrate = 0.1\n"),
+              "h.toml: key 'hypothesis[0].rate': unknown key here (expected format, claim, test, more_than, at_least, "
+              "at_most)");
+    EXPECT_EQ(error_of("source = \"s\"\n[[hypothesis]]\nformat = \"e5m2\"\ntest = \"overflow\"\n"),
+              "h.toml: key 'hypothesis[0].claim': missing");
+    EXPECT_EQ(error_of("[[hypothesis]]\nformat = \"e5m2\"\nclaim = \"c\"\ntest = \"overflow\"\n"), "h.toml: key 'source': missing");
+    EXPECT_EQ(error_of("source = \"s\"\n[[hypothesis]\n").rfind("h.toml:2: not valid TOML: ", 0), 0u);
+
+    // From the command line: exit 1, the one line, and no report written.
+    scratch tmp;
+    const fs::path run = finished_run(tmp.path(), "run", "e5m2_short", "e5m2", 1, 2.5);
+    write(tmp.path() / "bad.toml", one + "test = \"rate\"\n");
+    result r = host("report --no-figures -o " + (tmp.path() / "rep").string() + " --hypotheses " +
+                    (tmp.path() / "bad.toml").string() + " " + run.string());
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "altgrad-host: error: " + (tmp.path() / "bad.toml").string() +
+                         ": key 'hypothesis[0].test': expected one of failure_rate, overflow, failure_mode, got "
+                         "\"rate\"\n");
+    EXPECT_FALSE(fs::exists(tmp.path() / "rep"));
+    r = host("report --no-figures --hypotheses " + (tmp.path() / "none.toml").string() + " " + run.string());
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_CONTAINS(r.out, "none.toml: no such hypotheses file");
 }
 
 }  // namespace

@@ -378,10 +378,10 @@ failure_context bit_stall_context() {
     x.checkpoint = "checkpoints/step_250.pt";
     x.learning_rate = 6e-4;
     x.median_abs_weight = 0.02;
-    tensor_state qkv{"blocks.0.attn.qkv.weight", "weight", "e7m0", 0, 0.0, 0.0, 0.6};
-    tensor_state fc{"blocks.0.mlp.fc.weight", "weight", "e7m0", 0, 0.0, 0.0, 1.0};
-    tensor_state head{"lm_head.weight", "weight", "e7m0", 0, 0.0, 0.0, 0.2};
-    tensor_state act{"blocks.0.mlp.fc.activation", "activation", "e5m2", 2, 0.0, 0.0, NAN};
+    tensor_state qkv{"blocks.0.attn.qkv.weight", ALTGRAD_TENSOR_WEIGHT, "e7m0", 0, 0.0, 0.0, 0.6};
+    tensor_state fc{"blocks.0.mlp.fc.weight", ALTGRAD_TENSOR_WEIGHT, "e7m0", 0, 0.0, 0.0, 1.0};
+    tensor_state head{"lm_head.weight", ALTGRAD_TENSOR_WEIGHT, "e7m0", 0, 0.0, 0.0, 0.2};
+    tensor_state act{"blocks.0.mlp.fc.activation", ALTGRAD_TENSOR_ACTIVATION, "e5m2", 2, 0.0, 0.0, NAN};
     x.tensors = {qkv, fc, head, act};
     trend_row a;
     a.step = 240;
@@ -469,7 +469,7 @@ TEST(FailureReport, BitStallHalfGapFollowsTheMantissaBits) {
     // E3M4 weights at median |w| = 0.3: floor(log2 0.3) = -2, half gap 0.5 * 2^(-2-4) = 2^-7 = 0.0078125.
     x.median_abs_weight = 0.3;
     for (tensor_state& t : x.tensors)
-        if (t.role == "weight") t.format = "e3m4", t.mantissa_bits = 4;
+        if (t.role == ALTGRAD_TENSOR_WEIGHT) t.format = "e3m4", t.mantissa_bits = 4;
     const std::string md = failure_report_markdown(x);
     EXPECT_TRUE(has(md, "At the median weight |w| = 0.3 the format's half gap is 0.007812,")) << md;
     EXPECT_TRUE(has(md, "their format has 4 mantissa bit(s)")) << md;
@@ -499,9 +499,9 @@ TEST(FailureReport, NanLossWithNonFiniteOverflowRecommendsSaturate) {
     x.collapse.decided_step = 41;
     x.collapse.evidence = "loss or gradient not finite from step 31";
     x.learning_rate = 6e-4;
-    x.tensors = {{"blocks.1.mlp.proj.grad", "gradient", "e4m3", 3, 0.25, 0.0, NAN},
-                 {"blocks.1.attn.qkv.weight", "weight", "e4m3", 3, 0.0, 0.0, NAN},
-                 {"blocks.1.mlp.fc.act", "activation", "e4m3", 3, 0.5, 0.0, NAN}};
+    x.tensors = {{"blocks.1.mlp.proj.grad", ALTGRAD_TENSOR_OUTPUT_GRADIENT, "e4m3", 3, 0.25, 0.0, NAN},
+                 {"blocks.1.attn.qkv.weight", ALTGRAD_TENSOR_WEIGHT, "e4m3", 3, 0.0, 0.0, NAN},
+                 {"blocks.1.mlp.fc.act", ALTGRAD_TENSOR_ACTIVATION, "e4m3", 3, 0.5, 0.0, NAN}};
     x.nonfinite_gradients = {"a.weight", "b.weight", "c.weight", "d.weight", "e.weight"};
     trend_row r1, r2, r3, r4;
     r1.step = 38, r1.loss = 3.0, r1.grad_norm = 0.5;
@@ -539,7 +539,7 @@ TEST(FailureReport, NanLossWithSaturateRecommendsRangeAndNoOverflowNoSaturate) {
     failure_context x;
     x.config = host::config::parse_config("", "e4m3_nan.toml");  // overflow = "saturate"
     x.collapse.mode = failure_mode::nan_loss;
-    x.tensors = {{"blocks.1.mlp.proj.grad", "gradient", "e4m3", 3, 0.25, 0.0, NAN}};
+    x.tensors = {{"blocks.1.mlp.proj.grad", ALTGRAD_TENSOR_OUTPUT_GRADIENT, "e4m3", 3, 0.25, 0.0, NAN}};
     std::string md = failure_report_markdown(x);
     EXPECT_FALSE(has(md, "quantization.overflow = \"saturate\"`:")) << md;
     EXPECT_TRUE(has(md, "- Give the overflowing tensors more range (a format with more exponent bits for them, or "
@@ -548,7 +548,7 @@ TEST(FailureReport, NanLossWithSaturateRecommendsRangeAndNoOverflowNoSaturate) {
     EXPECT_TRUE(has(md, "- Enable `mantissa_shift`")) << md;
 
     // With nonfinite but nothing overflowing there is no evidence for saturate.
-    x.config.quantization.overflow = "nonfinite";
+    x.config.quantization.overflow = ALTGRAD_OVERFLOW_NONFINITE;
     x.tensors[0].overflow_rate = 0.0;
     md = failure_report_markdown(x);
     EXPECT_FALSE(has(md, "saturate")) << md;
@@ -569,7 +569,7 @@ TEST(FailureReport, NothingToRecommendSaysNoneFollow) {
     // An overflow collapse with no tensor over and partition_clip on: nothing follows either.
     x.config.stability.interventions = {"partition_clip"};
     x.collapse.mode = failure_mode::overflow;
-    x.tensors = {{"blocks.0.mlp.fc.weight", "weight", "e5m2", 2, 0.0, 0.0, NAN}};
+    x.tensors = {{"blocks.0.mlp.fc.weight", ALTGRAD_TENSOR_WEIGHT, "e5m2", 2, 0.0, 0.0, NAN}};
     EXPECT_TRUE(has(failure_report_markdown(x), "None follow from the evidence recorded here.\n"));
 }
 
@@ -577,15 +577,15 @@ TEST(FailureReport, OverflowAndVanishingRecommendations) {
     failure_context x;
     x.config = host::config::parse_config("[quantization]\nmargin = 2\n", "ovf.toml");
     x.collapse.mode = failure_mode::overflow;
-    x.tensors = {{"blocks.0.mlp.fc.act", "activation", "e4m3", 3, 0.3, 0.0, NAN}};
+    x.tensors = {{"blocks.0.mlp.fc.act", ALTGRAD_TENSOR_ACTIVATION, "e4m3", 3, 0.3, 0.0, NAN}};
     std::string md = failure_report_markdown(x);
     EXPECT_TRUE(has(md, "- Overflowing: blocks.0.mlp.fc.act (e4m3, 30.0%). Raise `quantization.margin` (now 2)")) << md;
     EXPECT_TRUE(has(md, "- Enable `partition_clip`")) << md;
 
     x.collapse.mode = failure_mode::gradient_vanishing;
-    x.config.quantization.scaling = "none";
-    x.tensors = {{"blocks.0.mlp.fc.grad", "gradient", "e4m3", 3, 0.0, 0.8, NAN},
-                 {"blocks.0.mlp.proj.grad", "gradient", "e4m3", 3, 0.0, 0.4, NAN}};  // not above 50%
+    x.config.quantization.scaling = host::config::scaling_mode::none;
+    x.tensors = {{"blocks.0.mlp.fc.grad", ALTGRAD_TENSOR_OUTPUT_GRADIENT, "e4m3", 3, 0.0, 0.8, NAN},
+                 {"blocks.0.mlp.proj.grad", ALTGRAD_TENSOR_OUTPUT_GRADIENT, "e4m3", 3, 0.0, 0.4, NAN}};  // not above 50%
     md = failure_report_markdown(x);
     EXPECT_TRUE(has(md, "- Gradients flushed to zero in blocks.0.mlp.fc.grad (e4m3, 80.0%): give them more range "
                         "(`quantization.gradient_format = \"e5m2\"`) and per-tensor scaling"))

@@ -554,8 +554,11 @@ TEST(Stability, EveryDiagnosticWritesItsValuesAndBitStallAgreesWithTheHost) {
     };
     EXPECT_TRUE(any("\"diagnostic\": \"attention_entropy\"", "\"tensor\": \"blocks.0.attn.probs\"")) << "attention probs";
     EXPECT_TRUE(any("\"diagnostic\": \"kurtosis\"", "\"tensor\": \"blocks.0.attn.qkv.input\"")) << "activations";
-    EXPECT_TRUE(any("\"diagnostic\": \"grad_stiffness\"", "\"role\": \"gradient\"")) << "gradients";
+    EXPECT_TRUE(any("\"diagnostic\": \"grad_stiffness\"", "\"role\": \"weight_gradient\"")) << "weight gradients";
     EXPECT_TRUE(any("\"diagnostic\": \"range\"", "\"role\": \"output_gradient\"")) << "output gradients";
+    // A quantized tensor's line names the output gradient as the diagnostics do: one name, one meaning.
+    EXPECT_TRUE(any(".output_grad\", \"role\": \"output_gradient\", \"format\"", "\"overflow\"")) << "quantized output gradients";
+    EXPECT_FALSE(any("\"role\": \"gradient\"", "")) << "no bare \"gradient\" role";
     // The plugin and the host measure bit stall by the same definition on the same tensors.
     int compared = 0;
     for (const std::string& line : plugin_stall) {

@@ -24,15 +24,20 @@ int conformance_command(const context& ctx, const args& a) {
         "seed", po::value<uint64_t>(), "seed of every randomised check (default: from the clock; printed to replay)")(
         "timeout", po::value<double>(&o.timeout_seconds)->default_value(30), "seconds allowed per check")(
         "list-checks", "print the check names and exit")(
-        "brief", "one line per plugin, plus every result that did not pass")(
-        "plugin", po::value<std::vector<std::string>>(&targets), "plugin name or library path (repeatable)");
+        "brief", "one line per plugin, plus every result that did not pass");
+    po::options_description operands;
+    operands.add_options()("plugin", po::value<std::vector<std::string>>(&targets));
     po::positional_options_description pos;
     pos.add("plugin", -1);
     po::variables_map vm;
-    if (!parse_subcommand("conformance",
-                          "conformance [--json] [--only PATTERN] [--seed N] [--timeout S] [NAME|LIBRARY_PATH ...]",
-                          options, pos, a, vm))
-        return 0;
+    const command_help help{
+        "conformance",
+        {"[--plugins DIR] conformance [--json] [--brief] [--only PATTERN] [--seed N]",
+         "             [--timeout S] [--list-checks] [NAME|LIBRARY_PATH ...]"},
+        "altgrad-host --plugins build/plugins conformance --brief e4m3 ./my_plugin/libaltgrad_posit8.so",
+        {{0, "every check passed (warnings do not fail)"},
+         {1, "a check failed, crashed or timed out, or a plugin could not be loaded"}}};
+    if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
     if (vm.count("list-checks")) {
         for (const kit::check_info& c : kit::all_checks())
             std::cout << c.name << std::string(30 - std::string(c.name).size(), ' ') << c.description << "\n";

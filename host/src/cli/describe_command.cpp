@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "plugins/abi_names.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
 #include "util/error.hpp"
@@ -37,9 +38,16 @@ const char* zero_name(altgrad_zero_kind z) {
 
 std::string modes(uint32_t bits) {
     std::string s;
-    for (int r = 0; r < 3; ++r)
-        if (bits & (1u << r)) s += (s.empty() ? "" : ", ") + std::string(rounding_name(static_cast<altgrad_rounding>(r)));
+    for (const auto& [mode, name] : rounding_names().entries())
+        if (bits & (1u << mode)) s += (s.empty() ? "" : ", ") + std::string(name);
     return s;
+}
+
+std::string memory_text(uint32_t bits) {
+    std::string s;
+    for (const auto& [kind, name] : memory_kind_names().entries())
+        if (bits & (1u << kind)) s += (s.empty() ? "" : ", ") + std::string(name);
+    return s.empty() ? "none" : s;
 }
 
 // "%a (%.9g)": exact and readable.
@@ -79,14 +87,22 @@ std::string param_summary(const param_decl& p) {
 int describe_command(const context& ctx, const args& a) {
     po::options_description options("describe options");
     std::vector<std::string> params;
-    options.add_options()("name", po::value<std::string>()->required(), "plugin name")(
-        "json", "print JSON")("table", "list every code with its value (formats of at most 16 bits)")(
+    po::options_description operands;
+    operands.add_options()("name", po::value<std::string>());
+    options.add_options()("json", "print JSON")("table", "list every code with its value (formats of at most 16 bits)")(
         "param", po::value<std::vector<std::string>>(&params), "KEY=VALUE plugin parameter (repeatable)");
     po::positional_options_description pos;
     pos.add("name", 1);
     po::variables_map vm;
-    if (!parse_subcommand("describe", "describe NAME [--json] [--table] [--param KEY=VALUE]...", options, pos, a, vm))
-        return 0;
+    const command_help help{"describe",
+                            {"--plugins DIR describe NAME [--json] [--table] [--param KEY=VALUE]..."},
+                            "altgrad-host --plugins build/plugins describe e4m3 --table",
+                            {{0, "the plugin was described"},
+                             {1, "an error: no such plugin, a broken one, or a bad parameter"}}};
+    if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
+    if (!vm.count("name"))
+        throw usage_error("describe: which plugin? Give a plugin's name, e.g. 'describe e4m3' "
+                          "('altgrad-host --plugins DIR list' shows them)");
     const std::string name = vm["name"].as<std::string>();
     const bool as_json = vm.count("json") > 0, table = vm.count("table") > 0;
 
@@ -159,8 +175,7 @@ int describe_command(const context& ctx, const args& a) {
                   << "min normal      " << both(i.min_normal) << "\n"
                   << "min subnormal   " << (i.min_subnormal > 0 ? both(i.min_subnormal) : "none") << "\n"
                   << "rounding        " << modes(i.rounding_modes) << "\n"
-                  << "memory          host" << ((i.memory_kinds & (1u << ALTGRAD_MEMORY_CUDA)) ? ", cuda" : "")
-                  << "\n";
+                  << "memory          " << memory_text(i.memory_kinds) << "\n";
         if (table) {
             const std::vector<float> values = f->decode_all_codes();
             std::cout << "\nCODE    BITS" << std::string(i.total_bits > 4 ? i.total_bits - 4 : 0, ' ')

@@ -1,5 +1,6 @@
 // altgrad-host list: every plugin in the folder, loaded and checked, with the
 // reason for each broken one.
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 
@@ -14,15 +15,27 @@ int list_command(const context& ctx, const args& a) {
     po::options_description options("list options");
     options.add_options()("json", "print JSON instead of a table");
     po::variables_map vm;
-    if (!parse_subcommand("list", "list [--json]", options, {}, a, vm)) return 0;
+    const command_help help{"list",
+                            {"--plugins DIR list [--json]"},
+                            "altgrad-host --plugins build/plugins list",
+                            {{0, "the plugins were listed (a broken one too, with the reason)"},
+                             {1, "an error: the plugin folder cannot be read"}}};
+    if (!parse_subcommand(help, options, {}, {}, a, vm)) return 0;
 
     registry reg(ctx.plugins);
     reg.load_all();
     const bool as_json = vm.count("json") > 0;
     size_t broken = 0;
+    // Columns as wide as their longest entry (and two spaces apart), so long names stay aligned.
+    size_t kind_w = 4, name_w = 4, version_w = 7;
+    for (const plugin_record& r : reg.records()) {
+        kind_w = std::max(kind_w, (r.info ? std::string(kind_name(r.info->kind)) : "?").size());
+        name_w = std::max(name_w, r.name().size());
+        version_w = std::max(version_w, (r.info ? version_string(r.info->version) : "?").size());
+    }
     if (as_json) std::cout << "{\"plugins_dir\": " << json::quote(ctx.plugins.string()) << ", \"plugins\": [";
-    else std::cout << std::left << std::setw(14) << "KIND" << std::setw(16) << "NAME" << std::setw(10) << "VERSION"
-                   << "STATUS\n";
+    else std::cout << std::left << std::setw(kind_w + 2) << "KIND" << std::setw(name_w + 2) << "NAME"
+                   << std::setw(version_w + 2) << "VERSION" << "STATUS\n";
     bool first = true;
     for (const plugin_record& r : reg.records()) {
         const bool ok = r.status == plugin_status::ok;
@@ -37,8 +50,8 @@ int list_command(const context& ctx, const args& a) {
                       << ", \"manifest\": " << json::quote(r.manifest_path.string())
                       << ", \"error\": " << (ok ? "null" : json::quote(r.error)) << "}";
         } else {
-            std::cout << std::setw(14) << kind << std::setw(16) << r.name() << std::setw(10) << version
-                      << (ok ? "ok" : "broken: " + r.error) << "\n";
+            std::cout << std::setw(kind_w + 2) << kind << std::setw(name_w + 2) << r.name() << std::setw(version_w + 2)
+                      << version << (ok ? "ok" : "broken: " + r.error) << "\n";
         }
         first = false;
     }

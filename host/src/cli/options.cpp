@@ -1,22 +1,34 @@
 #include "cli/options.hpp"
 
+#include <algorithm>
+
 #include "util/error.hpp"
 
 namespace altgrad::host::cli {
 
-bool parse_subcommand(const std::string& name, const std::string& synopsis, po::options_description& options,
-                      const po::positional_options_description& positional, const args& a,
-                      po::variables_map& vm) {
+bool parse_subcommand(const command_help& help, po::options_description& options,
+                      const po::options_description& operands, const po::positional_options_description& positional,
+                      const args& a, po::variables_map& vm) {
     options.add_options()("help,h", "show this help");
+    po::options_description all;
+    all.add(options).add(operands);
     try {
-        po::store(po::command_line_parser(a).options(options).positional(positional).run(), vm);
+        po::store(po::command_line_parser(a).options(all).positional(positional).run(), vm);
         if (vm.count("help")) {
-            std::cout << "usage: altgrad-host [--plugins DIR] " << synopsis << "\n\n" << options << "\n";
+            // A line starting with a space continues the form above it.
+            for (size_t i = 0; i < help.usage.size(); ++i)
+                std::cout << (i == 0 ? "usage: " : "       ") << (help.usage[i][0] == ' ' ? "" : "altgrad-host ")
+                          << help.usage[i] << "\n";
+            std::cout << "\n" << options << "\nexample:\n  " << help.example << "\n\nexit codes:\n";
+            std::vector<std::pair<int, std::string>> exits = help.exits;
+            exits.emplace_back(2, "a wrong command line");
+            std::sort(exits.begin(), exits.end());
+            for (const auto& [code, meaning] : exits) std::cout << "  " << code << "  " << meaning << "\n";
             return false;
         }
         po::notify(vm);
     } catch (const po::error& e) {
-        throw usage_error(name + ": " + e.what());
+        throw usage_error(help.name + ": " + e.what());
     }
     return true;
 }

@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "plugins/abi_names.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
 #include "util/error.hpp"
@@ -16,17 +17,19 @@ namespace altgrad::host::cli {
 
 namespace {
 
-altgrad_rounding parse_rounding(const std::string& s) {
-    if (s == "nearest") return ALTGRAD_ROUND_NEAREST_EVEN;
-    if (s == "stochastic") return ALTGRAD_ROUND_STOCHASTIC;
-    if (s == "toward-zero") return ALTGRAD_ROUND_TOWARD_ZERO;
-    throw usage_error("quantize: --rounding \"" + s + "\": expected nearest, stochastic or toward-zero");
+// The value of --OPTION by its name in `names`; a usage error listing the names otherwise.
+template <class E>
+E parse_choice(const name_table<E>& names, const char* option, const std::string& s) {
+    if (const std::optional<E> v = names.value(s)) return *v;
+    throw usage_error("quantize: --" + std::string(option) + " \"" + s + "\": expected one of " + names.list());
 }
 
-altgrad_overflow parse_overflow(const std::string& s) {
-    if (s == "saturate") return ALTGRAD_OVERFLOW_SATURATE;
-    if (s == "nonfinite") return ALTGRAD_OVERFLOW_NONFINITE;
-    throw usage_error("quantize: --overflow \"" + s + "\": expected saturate or nonfinite");
+// "nearest | stochastic | toward-zero" for the help.
+template <class E>
+std::string alternatives(const name_table<E>& names) {
+    std::string s;
+    for (const auto& [value, name] : names.entries()) s += (s.empty() ? "" : " | ") + std::string(name);
+    return s;
 }
 
 }  // namespace
@@ -36,9 +39,11 @@ int quantize_command(const context& ctx, const args& a) {
     std::vector<std::string> params;
     std::string rounding = "nearest", overflow = "saturate", scale_text = "1";
     quantize_options o;
-    options.add_options()("name", po::value<std::string>()->required(), "format plugin name")(
-        "rounding", po::value<std::string>(&rounding)->default_value("nearest"), "nearest | stochastic | toward-zero")(
-        "overflow", po::value<std::string>(&overflow)->default_value("saturate"), "saturate | nonfinite")(
+    po::options_description operands;
+    operands.add_options()("name", po::value<std::string>());
+    options.add_options()(
+        "rounding", po::value<std::string>(&rounding)->default_value("nearest"), alternatives(rounding_names()).c_str())(
+        "overflow", po::value<std::string>(&overflow)->default_value("saturate"), alternatives(overflow_names()).c_str())(
         "scale", po::value<std::string>(&scale_text)->default_value("1"),
         "scale s: each x becomes q(x*s)/s (finite, > 0; decimal or hex-float)")(
         "seed", po::value<uint64_t>(&o.seed)->default_value(0), "stochastic rounding seed")(
@@ -48,12 +53,20 @@ int quantize_command(const context& ctx, const args& a) {
     po::positional_options_description pos;
     pos.add("name", 1);
     po::variables_map vm;
-    if (!parse_subcommand("quantize",
-                          "quantize NAME [--rounding MODE] [--overflow MODE] [--scale S] [--seed N] [--param K=V]... < numbers",
-                          options, pos, a, vm))
-        return 0;
-    o.rounding = parse_rounding(rounding);
-    o.overflow = parse_overflow(overflow);
+    const command_help help{
+        "quantize",
+        {"--plugins DIR quantize NAME [--rounding nearest|stochastic|toward-zero]",
+         "             [--overflow saturate|nonfinite] [--scale S] [--seed N] [--offset N] [--counts]",
+         "             [--param KEY=VALUE]...   < numbers"},
+        "echo \"0.1 464 1e5 nan\" | altgrad-host --plugins build/plugins quantize e4m3 --rounding nearest",
+        {{0, "every number was quantized and printed"},
+         {1, "an error: no such format plugin, a broken one, a bad parameter, or input that is not a number"}}};
+    if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
+    if (!vm.count("name"))
+        throw usage_error("quantize: which format? Give a format plugin's name, e.g. 'quantize e4m3' "
+                          "('altgrad-host --plugins DIR list' shows them)");
+    o.rounding = parse_choice(rounding_names(), "rounding", rounding);
+    o.overflow = parse_choice(overflow_names(), "overflow", overflow);
     const std::optional<float> scale = parse_float(scale_text);
     if (!scale || !std::isfinite(*scale) || *scale <= 0.0f)
         throw usage_error("quantize: --scale \"" + scale_text + "\": expected a finite number > 0");

@@ -1,7 +1,7 @@
 // altgrad-host report: read run directories (finished, collapsed or
 // interrupted) and write a markdown report with figures (docs/report.md).
-// Exit 2 for no run directory or a path that is not one; 1 when the report
-// cannot be written. Damaged runs are lines in the report, not errors.
+// Exit 2 for no run directory or a path that is not one; 1 for a bad
+// hypotheses file or when the report cannot be written. Damaged runs are lines in the report, not errors.
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -17,21 +17,31 @@ int report_command(const context&, const args& a) {
     po::options_description options("report options");
     std::vector<std::string> dirs;
     rep::report_options o;
-    std::string out_dir;
+    std::string out_dir, hypotheses_file;
     options.add_options()("out,o", po::value<std::string>(&out_dir)->default_value("report"),
                           "the report folder: report.md and figures/ (made if missing; files in it are replaced)")(
+        "hypotheses", po::value<std::string>(&hypotheses_file),
+        "the failure-mode hypotheses to judge (TOML, docs/report.md; default: the seeds', configs/hypotheses/seeds.toml)")(
         "gnuplot", po::value<std::string>(&o.gnuplot)->default_value("gnuplot"),
-        "the gnuplot program that draws the figures")("no-figures", "write the report without figures")(
-        "run", po::value<std::vector<std::string>>(&dirs), "run directory (repeatable)");
+        "the gnuplot program that draws the figures")("no-figures", "write the report without figures");
+    po::options_description operands;
+    operands.add_options()("run", po::value<std::vector<std::string>>(&dirs));
     po::positional_options_description pos;
     pos.add("run", -1);
     po::variables_map vm;
-    if (!parse_subcommand("report", "report RUN_DIR... [-o OUT_DIR] [--gnuplot PROGRAM] [--no-figures]", options, pos,
-                          a, vm))
-        return 0;
+    const command_help help{
+        "report",
+        {"report RUN_DIR... [-o OUT_DIR] [--hypotheses FILE] [--gnuplot PROGRAM] [--no-figures]"},
+        "altgrad-host report runs/e5m2_short runs/bf16_baseline -o report",
+        {{0, "the report was written (damaged runs are notes in it, not errors)"},
+         {1, "an error: a bad hypotheses file, or the report folder cannot be written"}}};
+    if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
     if (dirs.empty()) throw usage_error("report: give one or more run directories");
     o.out_dir = out_dir;
     o.figures = vm.count("no-figures") == 0;
+
+    // Read before the runs: a bad hypotheses file stops the report before any work.
+    o.judged = rep::load_hypotheses(hypotheses_file.empty() ? rep::default_hypotheses_file() : std::filesystem::path(hypotheses_file));
 
     std::vector<rep::run_record> runs;
     for (const std::string& d : dirs) {

@@ -15,7 +15,9 @@ int run_command(const context& ctx, const args& a) {
     po::options_description options("run options");
     train::run_request req;
     std::string config, out, resume;
-    options.add_options()("config", po::value<std::string>(&config), "the experiment config (TOML, docs/config.md)")(
+    po::options_description operands;
+    operands.add_options()("config", po::value<std::string>(&config));
+    options.add_options()(
         "out", po::value<std::string>(&out), "the run directory (default: <output.dir>/<name>, numbered if taken)")(
         "set", po::value<std::vector<std::string>>(&req.overrides), "KEY=VALUE config override (repeatable), "
                                                                      "e.g. --set training.max_steps=50")(
@@ -25,9 +27,15 @@ int run_command(const context& ctx, const args& a) {
     po::positional_options_description pos;
     pos.add("config", 1);
     po::variables_map vm;
-    if (!parse_subcommand("run", "run CONFIG.toml [--out RUN_DIR] [--set KEY=VALUE]... | run --resume RUN_DIR [--fallback]",
-                          options, pos, a, vm))
-        return 0;
+    const command_help help{
+        "run",
+        {"--plugins DIR run CONFIG.toml [--out RUN_DIR] [--set KEY=VALUE]...",
+         "--plugins DIR run --resume RUN_DIR [--fallback] [--set KEY=VALUE]..."},
+        "altgrad-host --plugins build/plugins run configs/e5m2_short.toml --set training.max_steps=50",
+        {{0, "the run finished all its steps"},
+         {1, "an error: a bad config, missing data, a broken plugin, or a run directory that cannot be resumed"},
+         {3, "the run stopped early: it collapsed (reports/failure.md in the run directory says why)"}}};
+    if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
     if (config.empty() == resume.empty())
         throw usage_error("run: give a CONFIG.toml, or --resume RUN_DIR (not both)");
     if (!resume.empty() && !out.empty()) throw usage_error("run: --out and --resume exclude each other");

@@ -10,18 +10,62 @@
 #include <map>
 #include <sstream>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 #include <variant>
 
 #include <toml++/toml.h>
 
+#include "plugins/abi_names.hpp"
 #include "util/error.hpp"
 #include "util/glob.hpp"
+#include "util/toml_text.hpp"
 
 namespace altgrad::host::config {
 namespace fs = std::filesystem;
 
+const name_table<activation_function>& activation_names() {
+    static const name_table<activation_function> t{{activation_function::gelu, "gelu"},
+                                                   {activation_function::swiglu, "swiglu"}};
+    return t;
+}
+const name_table<data_format>& data_format_names() {
+    static const name_table<data_format> t{
+        {data_format::auto_detect, "auto"}, {data_format::text, "text"}, {data_format::nanogpt, "nanogpt"}};
+    return t;
+}
+const name_table<lr_schedule_kind>& lr_schedule_names() {
+    static const name_table<lr_schedule_kind> t{{lr_schedule_kind::cosine, "cosine"},
+                                                {lr_schedule_kind::constant, "constant"}};
+    return t;
+}
+const name_table<compute_device>& device_names() {
+    static const name_table<compute_device> t{{compute_device::cpu, "cpu"}, {compute_device::cuda, "cuda"}};
+    return t;
+}
+const name_table<scaling_mode>& scaling_names() {
+    static const name_table<scaling_mode> t{
+        {scaling_mode::delayed, "delayed"}, {scaling_mode::current, "current"}, {scaling_mode::none, "none"}};
+    return t;
+}
+const name_table<amax_compute_kind>& amax_compute_names() {
+    static const name_table<amax_compute_kind> t{{amax_compute_kind::max, "max"},
+                                                 {amax_compute_kind::most_recent, "most_recent"}};
+    return t;
+}
+
 namespace {
+
+// The name table of each choice's type, found by overload (the argument only
+// selects the type).
+const name_table<altgrad_rounding>& names_for(altgrad_rounding) { return rounding_names(); }
+const name_table<altgrad_overflow>& names_for(altgrad_overflow) { return overflow_names(); }
+const name_table<activation_function>& names_for(activation_function) { return activation_names(); }
+const name_table<data_format>& names_for(data_format) { return data_format_names(); }
+const name_table<lr_schedule_kind>& names_for(lr_schedule_kind) { return lr_schedule_names(); }
+const name_table<compute_device>& names_for(compute_device) { return device_names(); }
+const name_table<scaling_mode>& names_for(scaling_mode) { return scaling_names(); }
+const name_table<amax_compute_kind>& names_for(amax_compute_kind) { return amax_compute_names(); }
 
 // ---- Text of values -------------------------------------------------------
 
@@ -192,7 +236,11 @@ enum class kind { integer, number, boolean, text, choice, format, names };
 
 template <class S>
 struct field {
-    using member_ptr = std::variant<int64_t S::*, double S::*, bool S::*, std::string S::*>;
+    // A choice is one of the enum members; its names come from names_for.
+    using member_ptr = std::variant<int64_t S::*, double S::*, bool S::*, std::string S::*, altgrad_rounding S::*,
+                                    altgrad_overflow S::*, activation_function S::*, data_format S::*,
+                                    lr_schedule_kind S::*, compute_device S::*, scaling_mode S::*,
+                                    amax_compute_kind S::*>;
     field(const char* k, kind t, member_ptr m) : key(k), type(t), member(m) {}
 
     const char* key;
@@ -201,7 +249,6 @@ struct field {
     int64_t imin = 0, imax = 0;
     double dmin = 0, dmax = 0;
     bool min_open = false, max_open = false;
-    std::vector<std::string> choices;
 };
 
 template <class S>
@@ -229,11 +276,9 @@ template <class S>
 field<S> text(const char* key, std::string S::*m) {
     return field<S>(key, kind::text, m);
 }
-template <class S>
-field<S> choice(const char* key, std::string S::*m, std::vector<std::string> choices) {
-    field<S> f(key, kind::choice, m);
-    f.choices = std::move(choices);
-    return f;
+template <class S, class E>
+field<S> choice(const char* key, E S::*m) {
+    return field<S>(key, kind::choice, m);
 }
 template <class S>
 field<S> format(const char* key, std::string S::*m) {
@@ -248,7 +293,6 @@ struct section {
 };
 
 constexpr int64_t kBillion = 1000000000;
-const std::vector<std::string> kRoundings = {"nearest", "stochastic", "toward-zero"};
 
 const section<model_config>& model_section() {
     using M = model_config;
@@ -256,7 +300,7 @@ const section<model_config>& model_section() {
                               {integer("n_layer", &M::n_layer, 1, 64), integer("n_head", &M::n_head, 1, 64),
                                integer("n_embd", &M::n_embd, 8, 4096), integer("block_size", &M::block_size, 2, 8192),
                                number("dropout", &M::dropout, 0.0, false, 1.0, true), boolean("bias", &M::bias),
-                               choice("activation", &M::activation, {"gelu", "swiglu"}),
+                               choice("activation", &M::activation),
                                integer("vocab_size", &M::vocab_size, 0, 65535)}};
     return s;
 }
@@ -264,7 +308,7 @@ const section<model_config>& model_section() {
 const section<data_config>& data_section() {
     using D = data_config;
     static const section<D> s{"data", &run_config::data,
-                              {text("path", &D::path), choice("format", &D::format, {"auto", "text", "nanogpt"}),
+                              {text("path", &D::path), choice("format", &D::format),
                                number("val_fraction", &D::val_fraction, 0.0, true, 0.5, false),
                                integer("vocab_size", &D::vocab_size, 0, 65535)}};
     return s;
@@ -277,13 +321,13 @@ const section<training_config>& training_section() {
         {integer("max_steps", &T::max_steps, 1, kBillion), integer("batch_size", &T::batch_size, 1, 65536),
          number("learning_rate", &T::learning_rate, 0.0, true, 10.0, false),
          number("min_lr", &T::min_lr, 0.0, false, 10.0, false), integer("warmup_steps", &T::warmup_steps, 0, kBillion),
-         choice("lr_schedule", &T::lr_schedule, {"cosine", "constant"}),
+         choice("lr_schedule", &T::lr_schedule),
          number("weight_decay", &T::weight_decay, 0.0, false, 10.0, false),
          number("beta1", &T::beta1, 0.0, false, 1.0, true), number("beta2", &T::beta2, 0.0, false, 1.0, true),
          number("grad_clip", &T::grad_clip, 0.0, false, 1e6, false),
          integer("seed", &T::seed, 0, INT64_MAX), integer("eval_interval", &T::eval_interval, 1, kBillion),
          integer("eval_batches", &T::eval_batches, 1, 1000000), integer("log_interval", &T::log_interval, 1, kBillion),
-         choice("device", &T::device, {"cpu", "cuda"}), integer("threads", &T::threads, 0, 1024)}};
+         choice("device", &T::device), integer("threads", &T::threads, 0, 1024)}};
     return s;
 }
 
@@ -294,12 +338,10 @@ const section<quantization_config>& quantization_section() {
         "quantization", &run_config::quantization,
         {boolean("enabled", &Q::enabled), format("weight_format", &Q::weight_format),
          format("activation_format", &Q::activation_format), format("gradient_format", &Q::gradient_format),
-         choice("forward_rounding", &Q::forward_rounding, kRoundings),
-         choice("backward_rounding", &Q::backward_rounding, kRoundings),
-         choice("overflow", &Q::overflow, {"saturate", "nonfinite"}),
-         choice("scaling", &Q::scaling, {"delayed", "current", "none"}),
+         choice("forward_rounding", &Q::forward_rounding), choice("backward_rounding", &Q::backward_rounding),
+         choice("overflow", &Q::overflow), choice("scaling", &Q::scaling),
          integer("amax_history_len", &Q::amax_history_len, 1, 1024),
-         choice("amax_compute", &Q::amax_compute, {"max", "most_recent"}), integer("margin", &Q::margin, 0, 64),
+         choice("amax_compute", &Q::amax_compute), integer("margin", &Q::margin, 0, 64),
          boolean("shadow_weights", &Q::shadow_weights), integer("diagnostic_interval", &Q::diagnostic_interval, 1, kBillion)}};
     return s;
 }
@@ -630,16 +672,19 @@ private:
                     fail(key, "expected a non-empty string, got " + describe(n));
                 out.*std::get<std::string S::*>(f.member) = n.as_string()->get();
                 break;
-            case kind::choice: {
-                const std::string* v = n.is_string() ? &n.as_string()->get() : nullptr;
-                if (v == nullptr || std::find(f.choices.begin(), f.choices.end(), *v) == f.choices.end()) {
-                    std::string list;
-                    for (const std::string& c : f.choices) list += (list.empty() ? "" : ", ") + c;
-                    fail(key, "expected one of " + list + ", got " + describe(n));
-                }
-                out.*std::get<std::string S::*>(f.member) = *v;
+            case kind::choice:
+                std::visit(
+                    [&](auto member) {
+                        using E = std::remove_reference_t<decltype(out.*member)>;
+                        if constexpr (std::is_enum_v<E>) {
+                            const name_table<E>& names = names_for(E{});
+                            const auto v = n.is_string() ? names.value(n.as_string()->get()) : std::nullopt;
+                            if (!v) fail(key, "expected one of " + names.list() + ", got " + describe(n));
+                            out.*member = *v;
+                        }
+                    },
+                    f.member);
                 break;
-            }
             case kind::format:
                 out.*std::get<std::string S::*>(f.member) = format_name(n, key);
                 break;
@@ -789,7 +834,7 @@ private:
 
     static std::string layer_summary(const model_config& m) {
         std::string s = "tok_emb, pos_emb, blocks.N.{ln_1, attn.qkv, attn.proj, ln_2, mlp.fc, ";
-        if (m.activation == "swiglu") s += "mlp.gate, ";
+        if (m.activation == activation_function::swiglu) s += "mlp.gate, ";
         s += "mlp.proj} for N = 0.." + std::to_string(m.n_layer - 1) + ", ln_f, lm_head";
         return s;
     }
@@ -797,14 +842,7 @@ private:
 
 run_config parse_impl(const std::string& text, const std::string& file, const fs::path& source,
                       const std::vector<std::string>& overrides) {
-    toml::table doc;
-    try {
-        doc = toml::parse(std::string_view(text), std::string_view(file));
-    } catch (const toml::parse_error& e) {
-        std::string what(e.description());
-        std::replace(what.begin(), what.end(), '\n', ' ');
-        throw error(file + ":" + std::to_string(e.source().begin.line) + ": not valid TOML: " + what);
-    }
+    const toml::table doc = parse_toml_text(text, file);
     reader r(file, source);
     for (const std::string& o : overrides) r.add_override(o);
     return r.read(doc);
@@ -816,6 +854,14 @@ std::string value_text(const field<S>& f, const S& s) {
         case kind::integer: return std::to_string(s.*std::get<int64_t S::*>(f.member));
         case kind::number: return float_text(s.*std::get<double S::*>(f.member));
         case kind::boolean: return s.*std::get<bool S::*>(f.member) ? "true" : "false";
+        case kind::choice:
+            return std::visit(
+                [&](auto member) -> std::string {
+                    using E = std::remove_cv_t<std::remove_reference_t<decltype(s.*member)>>;
+                    if constexpr (std::is_enum_v<E>) return quote(names_for(E{}).name(s.*member));
+                    else return "";  // a choice's member is always an enum
+                },
+                f.member);
         default: return quote(s.*std::get<std::string S::*>(f.member));
     }
 }
@@ -893,7 +939,7 @@ std::vector<std::string> layer_names(const model_config& model) {
     for (int64_t i = 0; i < model.n_layer; ++i) {
         const std::string b = "blocks." + std::to_string(i) + ".";
         for (const char* part : {"attn.qkv", "attn.proj", "mlp.fc"}) names.push_back(b + part);
-        if (model.activation == "swiglu") names.push_back(b + "mlp.gate");
+        if (model.activation == activation_function::swiglu) names.push_back(b + "mlp.gate");
         names.push_back(b + "mlp.proj");
     }
     names.push_back("lm_head");  // tied to the token embedding

@@ -11,6 +11,7 @@
 //   configs/x.toml: key 'training.max_steps': expected an integer 1..1000000000, got -5
 //   configs/x.toml: key 'training.max_stesp': unknown key (a typo?); did you mean 'training.max_steps'?
 //   configs/x.toml: --set model.activation=relu: key 'model.activation': expected one of gelu, swiglu, got "relu"
+// (every choice is checked against its name table, which also lists the names).
 //   configs/x.toml:7: not valid TOML: ...
 // Not checked here (the trainer checks them against the data and the plugin
 // folder): that data.path exists, model.vocab_size / data.vocab_size against
@@ -25,7 +26,28 @@
 #include <string_view>
 #include <vector>
 
+#include <altgrad/altgrad.h>
+
+#include "util/name_table.hpp"
+
 namespace altgrad::host::config {
+
+// The config's choices, enums from the moment they are parsed. Their names
+// (the TOML values) are in the tables below; rounding and overflow are the
+// ABI's own enums, named by plugins/abi_names.hpp.
+enum class activation_function { gelu, swiglu };
+enum class data_format { auto_detect, text, nanogpt };  // auto_detect: a folder holding train.bin is nanogpt
+enum class lr_schedule_kind { cosine, constant };
+enum class compute_device { cpu, cuda };
+enum class scaling_mode { none, delayed, current };
+enum class amax_compute_kind { max, most_recent };
+
+const name_table<activation_function>& activation_names();  // gelu, swiglu
+const name_table<data_format>& data_format_names();          // auto, text, nanogpt
+const name_table<lr_schedule_kind>& lr_schedule_names();     // cosine, constant
+const name_table<compute_device>& device_names();            // cpu, cuda
+const name_table<scaling_mode>& scaling_names();             // delayed, current, none
+const name_table<amax_compute_kind>& amax_compute_names();   // max, most_recent
 
 struct model_config {
     int64_t n_layer = 4;              // 1..64
@@ -34,13 +56,13 @@ struct model_config {
     int64_t block_size = 64;          // 2..8192 (context length)
     double dropout = 0.0;             // [0, 1)
     bool bias = true;                 // biases in Linear and LayerNorm
-    std::string activation = "gelu";  // "gelu" | "swiglu"
+    activation_function activation = activation_function::gelu;
     int64_t vocab_size = 0;           // 0..65535; 0 = from the data
 };
 
 struct data_config {
     std::string path = "/usr/share/games/fortunes";  // text file, folder of text files, or nanoGPT folder
-    std::string format = "auto";                     // "auto" | "text" | "nanogpt"
+    data_format format = data_format::auto_detect;
     double val_fraction = 0.1;                       // (0, 0.5]
     int64_t vocab_size = 0;                          // 0..65535; 0 = from the data
 };
@@ -51,7 +73,7 @@ struct training_config {
     double learning_rate = 6e-4;         // (0, 10]
     double min_lr = 6e-5;                // [0, 10], <= learning_rate
     int64_t warmup_steps = 50;           // 0..1e9, <= max_steps
-    std::string lr_schedule = "cosine";  // "cosine" | "constant"
+    lr_schedule_kind lr_schedule = lr_schedule_kind::cosine;
     double weight_decay = 0.1;           // [0, 10]
     double beta1 = 0.9;                  // [0, 1)
     double beta2 = 0.95;                 // [0, 1)
@@ -60,13 +82,13 @@ struct training_config {
     int64_t eval_interval = 50;          // 1..1e9
     int64_t eval_batches = 10;           // 1..1e6
     int64_t log_interval = 10;           // 1..1e9
-    std::string device = "cpu";          // "cpu" | "cuda"
+    compute_device device = compute_device::cpu;
     int64_t threads = 1;                 // 0..1024; 0 = all cores
 };
 
 // One [[quantization.rules]] entry. The file's `format` key is folded in at
 // load time: it fills whichever of weight/activation/gradient the rule does
-// not set itself. A direction left empty (nullopt) takes the global format.
+// not set itself (gradient: the layer's output gradient, as gradient_format). A direction left empty (nullopt) takes the global format.
 struct quantization_rule {
     std::string pattern;  // glob over layer names: '*' any run (dots too), '?' one character
     std::optional<std::string> weight, activation, gradient;
@@ -75,14 +97,15 @@ struct quantization_rule {
 struct quantization_config {
     bool enabled = true;
     std::string weight_format = "e5m2";       // format plugin names, [a-z0-9][a-z0-9_]*
-    std::string activation_format = "e5m2";
-    std::string gradient_format = "e5m2";
-    std::string forward_rounding = "nearest";      // "nearest" | "stochastic" | "toward-zero"
-    std::string backward_rounding = "stochastic";  // same choices
-    std::string overflow = "saturate";             // "saturate" | "nonfinite"
-    std::string scaling = "delayed";               // "delayed" | "current" | "none"
+    std::string activation_format = "e5m2";   // each quantized layer's input
+    std::string gradient_format = "e5m2";     // each quantized layer's output gradient (the gradient flowing
+                                              // back into its output), not the weights' gradients
+    altgrad_rounding forward_rounding = ALTGRAD_ROUND_NEAREST_EVEN;  // weights and activations
+    altgrad_rounding backward_rounding = ALTGRAD_ROUND_STOCHASTIC;   // output gradients
+    altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
+    scaling_mode scaling = scaling_mode::delayed;
     int64_t amax_history_len = 16;                 // 1..1024
-    std::string amax_compute = "max";              // "max" | "most_recent"
+    amax_compute_kind amax_compute = amax_compute_kind::max;
     int64_t margin = 0;                            // 0..64; scale = 2^-margin * format_max / amax
     bool shadow_weights = true;                    // FP32 master weights
     int64_t diagnostic_interval = 50;              // 1..1e9

@@ -380,17 +380,16 @@ uint64_t splitmix64(uint64_t z) {
 }  // namespace
 
 dataset load_dataset(const data_options& o, const std::string& where) {
-    if (o.format != "auto" && o.format != "text" && o.format != "nanogpt")
-        fail(where, "data.format is \"" + o.format + "\"; expected auto, text or nanogpt");
     if (o.vocab_size < 0) fail(where, "data.vocab_size is " + std::to_string(o.vocab_size) + "; expected > 0");
     if (o.path.empty()) fail(where, "no data path given");
     std::error_code ec;
     const fs::file_status st = fs::status(o.path, ec);
     if (!fs::exists(st)) fail(where, o.path.string() + ": no such file or folder");
-    std::string format = o.format;
-    if (format == "auto")
-        format = fs::is_directory(st) && fs::exists(o.path / "train.bin", ec) ? "nanogpt" : "text";
-    return format == "nanogpt" ? load_nanogpt(o, where) : load_text(o, where);
+    using config::data_format;
+    data_format format = o.format;
+    if (format == data_format::auto_detect)
+        format = fs::is_directory(st) && fs::exists(o.path / "train.bin", ec) ? data_format::nanogpt : data_format::text;
+    return format == data_format::nanogpt ? load_nanogpt(o, where) : load_text(o, where);
 }
 
 uint64_t batch_offset(uint64_t seed, uint64_t step, split s, uint64_t row, uint64_t range) {

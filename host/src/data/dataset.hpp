@@ -21,11 +21,13 @@
 #include <string>
 #include <vector>
 
+#include "config/run_config.hpp"
+
 namespace altgrad::host::data {
 
 struct data_options {
     std::filesystem::path path;
-    std::string format = "auto";  // auto | text | nanogpt; auto: a folder holding train.bin is nanogpt
+    config::data_format format = config::data_format::auto_detect;  // auto: a folder holding train.bin is nanogpt
     double val_fraction = 0.1;    // text only: the last val_fraction of the tokens; in (0, 1)
     int64_t vocab_size = 0;       // nanogpt only: required without meta.pkl (1..65536); must agree with it
 };

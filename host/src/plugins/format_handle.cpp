@@ -19,19 +19,6 @@ const char* status_name(altgrad_status s) {
     return "unknown status";
 }
 
-const char* rounding_name(altgrad_rounding r) {
-    switch (r) {
-        case ALTGRAD_ROUND_NEAREST_EVEN: return "nearest";
-        case ALTGRAD_ROUND_STOCHASTIC: return "stochastic";
-        case ALTGRAD_ROUND_TOWARD_ZERO: return "toward-zero";
-    }
-    return "unknown";
-}
-
-const char* overflow_name(altgrad_overflow o) {
-    return o == ALTGRAD_OVERFLOW_SATURATE ? "saturate" : o == ALTGRAD_OVERFLOW_NONFINITE ? "nonfinite" : "unknown";
-}
-
 namespace {
 altgrad_error empty_error() {
     altgrad_error e{};

@@ -71,7 +71,5 @@ private:
 };
 
 const char* status_name(altgrad_status s);
-const char* rounding_name(altgrad_rounding r);
-const char* overflow_name(altgrad_overflow o);
 
 }  // namespace altgrad::host

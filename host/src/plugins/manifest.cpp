@@ -11,25 +11,6 @@
 namespace altgrad::host {
 namespace fs = std::filesystem;
 
-const char* kind_name(altgrad_plugin_kind kind) {
-    switch (kind) {
-        case ALTGRAD_KIND_FORMAT: return "format";
-        case ALTGRAD_KIND_INTERVENTION: return "intervention";
-        case ALTGRAD_KIND_DIAGNOSTIC: return "diagnostic";
-    }
-    return "unknown";
-}
-
-const char* param_type_name(altgrad_param_type type) {
-    switch (type) {
-        case ALTGRAD_PARAM_BOOL: return "bool";
-        case ALTGRAD_PARAM_INT: return "int";
-        case ALTGRAD_PARAM_FLOAT: return "float";
-        case ALTGRAD_PARAM_STRING: return "string";
-    }
-    return "unknown";
-}
-
 std::string version_string(const altgrad_version& v, bool with_patch) {
     std::string s = std::to_string(v.major) + "." + std::to_string(v.minor);
     if (with_patch) s += "." + std::to_string(v.patch);
@@ -103,11 +84,9 @@ struct reader {
         param_decl p;
         p.key = name;
         const std::string type = string_of(require(t, prefix, "type"), prefix + "type");
-        if (type == "bool") p.type = ALTGRAD_PARAM_BOOL;
-        else if (type == "int") p.type = ALTGRAD_PARAM_INT;
-        else if (type == "float") p.type = ALTGRAD_PARAM_FLOAT;
-        else if (type == "string") p.type = ALTGRAD_PARAM_STRING;
-        else fail(prefix + "type", "expected one of bool, int, float, string, got \"" + type + "\"");
+        const std::optional<altgrad_param_type> pt = param_type_names().value(type);
+        if (!pt) fail(prefix + "type", "expected one of " + param_type_names().list() + ", got \"" + type + "\"");
+        p.type = *pt;
         const std::string dkey = prefix + "default";
         const toml::node& d = require(t, prefix, "default");
         switch (p.type) {
@@ -178,10 +157,9 @@ manifest read_manifest(const fs::path& path) {
     m.folder = fs::canonical(path.parent_path().empty() ? fs::path(".") : path.parent_path());
 
     const std::string kind = r.string_of(r.require(p, "plugin.", "kind"), "plugin.kind");
-    if (kind == "format") m.kind = ALTGRAD_KIND_FORMAT;
-    else if (kind == "intervention") m.kind = ALTGRAD_KIND_INTERVENTION;
-    else if (kind == "diagnostic") m.kind = ALTGRAD_KIND_DIAGNOSTIC;
-    else r.fail("plugin.kind", "unknown kind \"" + kind + "\" (expected format, intervention or diagnostic)");
+    const std::optional<altgrad_plugin_kind> k = plugin_kind_names().value(kind);
+    if (!k) r.fail("plugin.kind", "unknown kind \"" + kind + "\" (expected " + plugin_kind_names().list() + ")");
+    m.kind = *k;
 
     m.name = r.string_of(r.require(p, "plugin.", "name"), "plugin.name");
     if (!valid_name(m.name))

@@ -8,6 +8,8 @@
 
 #include <altgrad/altgrad.h>
 
+#include "plugins/abi_names.hpp"  // kind_name, param_type_name
+
 namespace altgrad::host {
 
 // One declared parameter: type, default, optional range or choices.
@@ -38,8 +40,6 @@ struct manifest {
 // Parse and validate; throws host::error naming the file and key.
 manifest read_manifest(const std::filesystem::path& path);
 
-const char* kind_name(altgrad_plugin_kind kind);
-const char* param_type_name(altgrad_param_type type);
 std::string version_string(const altgrad_version& v, bool with_patch = true);
 
 }  // namespace altgrad::host

@@ -8,19 +8,17 @@
 #include <set>
 #include <sstream>
 
+#include <toml++/toml.h>
+
+#include "plugins/abi_names.hpp"
 #include "report/plot.hpp"
+#include "stability/failure.hpp"
 #include "util/error.hpp"
+#include "util/toml_text.hpp"
 
 namespace altgrad::host::report {
 
 namespace {
-
-// The seeds' failure classification: a tensor overflowing on more than 10% of
-// its elements is an overflow failure; "occasional" bit-stall failures are at
-// most half the runs.
-constexpr double kOverflowFailure = 0.10;
-constexpr double kE7m0FailureRate = 0.90;
-constexpr double kE0m7RateLow = 0.40, kE0m7RateHigh = 0.60;
 
 std::string fixed(double x, int digits = 4) {
     char buf[64];
@@ -179,36 +177,40 @@ std::string not_tested_text(const std::vector<const run_record*>& sel, const std
     return std::to_string(sel.size()) + " run(s), none finished or collapsed (interrupted or errored)";
 }
 
-// Supported when the failure rate lies in (low, high] (or [low, high] with low_inclusive).
-hypothesis_verdict judge_failure_rate(const std::vector<run_record>& runs, const std::string& format,
-                                      const std::string& hypothesis, double low, bool low_inclusive, double high) {
-    hypothesis_verdict v{upper(format), hypothesis, "", ""};
-    const auto sel = uniform_runs(runs, format);
+hypothesis_verdict judge_failure_rate(const std::vector<run_record>& runs, const hypothesis& h) {
+    hypothesis_verdict v{upper(h.format), h.claim, "", ""};
+    const auto sel = uniform_runs(runs, h.format);
     size_t decided = 0, failed = 0;
     v.observed = failures_of(sel, decided, failed);
     if (decided == 0) {
-        v.observed = not_tested_text(sel, format);
+        v.observed = not_tested_text(sel, h.format);
         v.verdict = "not tested by these runs";
         return v;
     }
     const double rate = static_cast<double>(failed) / static_cast<double>(decided);
-    v.verdict = (rate > low || (low_inclusive && rate == low)) && rate <= high ? "supported" : "contradicted";
+    v.verdict = (rate > h.lower || (h.lower_inclusive && rate == h.lower)) && rate <= h.at_most ? "supported"
+                                                                                                : "contradicted";
     if (decided == 1) v.observed += " (one run: a single seed decides)";
     return v;
 }
 
-hypothesis_verdict judge_overflow(const std::vector<run_record>& runs, const std::string& format,
-                                  const std::string& hypothesis, const std::vector<std::string>& roles) {
+hypothesis_verdict judge_overflow(const std::vector<run_record>& runs, const hypothesis& h) {
     const auto names = short_labels(runs);
-    hypothesis_verdict v{upper(format), hypothesis, "", ""};
-    const auto sel = uniform_runs(runs, format);
+    hypothesis_verdict v{upper(h.format), h.claim, "", ""};
+    const auto sel = uniform_runs(runs, h.format);
     peak top;
     size_t decided = 0, overflow_failures = 0;
     for (const run_record* r : sel) {
-        for (const std::string& role : roles) {
-            const auto it = r->max_overflow.find(role);
-            if (it != r->max_overflow.end() && it->second.measured())
-                top.offer(it->second.rate, names.at(r) + ": " + it->second.tensor, it->second.step);
+        for (const altgrad_tensor_role role : h.roles) {
+            std::vector<std::string> keys = {role_name(role)};
+            // Run directories written before the output gradient had its own
+            // name call it "gradient" (the only gradient the trainer quantizes).
+            if (role == ALTGRAD_TENSOR_OUTPUT_GRADIENT) keys.push_back("gradient");
+            for (const std::string& key : keys) {
+                const auto it = r->max_overflow.find(key);
+                if (it != r->max_overflow.end() && it->second.measured())
+                    top.offer(it->second.rate, names.at(r) + ": " + it->second.tensor, it->second.step);
+            }
         }
         if (r->decided()) {
             ++decided;
@@ -216,45 +218,158 @@ hypothesis_verdict judge_overflow(const std::vector<run_record>& runs, const std
         }
     }
     if (!top.measured() && decided == 0) {
-        v.observed = not_tested_text(sel, format) + (sel.empty() ? "" : "; no overflow measured");
+        v.observed = not_tested_text(sel, h.format) + (sel.empty() ? "" : "; no overflow measured");
         v.verdict = "not tested by these runs";
         return v;
     }
-    std::string what = roles.size() == 1 ? roles[0] + " tensor" : "tensor";
+    const std::string what = h.roles.size() == 1 ? std::string(role_name(h.roles[0])) + " tensor" : "tensor";
     v.observed = top.measured() ? "largest " + what + " overflow rate " + percent(top.rate) + " (" + top.tensor +
                                       ", step " + std::to_string(top.step) + ")"
                                 : "no " + what + " overflow measured";
     v.observed += "; overflow failures " + ratio(overflow_failures, decided);
-    v.verdict = overflow_failures > 0 || top.rate > kOverflowFailure ? "supported" : "contradicted";
+    v.verdict = overflow_failures > 0 || top.rate > h.rate ? "supported" : "contradicted";
     return v;
 }
 
-hypothesis_verdict judge_balanced(const std::vector<run_record>& runs, const std::string& format) {
+hypothesis_verdict judge_failure_mode(const std::vector<run_record>& runs, const hypothesis& h) {
     const auto names = short_labels(runs);
-    hypothesis_verdict v{upper(format),
-                         "trains; fails at most occasionally, and then by bit_stall (no other failure mode; "
-                         "bit_stall failures in at most half the runs)",
-                         "", ""};
-    const auto sel = uniform_runs(runs, format);
-    size_t decided = 0, failed = 0, stalls = 0;
+    hypothesis_verdict v{upper(h.format), h.claim, "", ""};
+    const auto sel = uniform_runs(runs, h.format);
+    size_t decided = 0, failed = 0, of_mode = 0;
     v.observed = failures_of(sel, decided, failed);
     if (decided == 0) {
-        v.observed = not_tested_text(sel, format);
+        v.observed = not_tested_text(sel, h.format);
         v.verdict = "not tested by these runs";
         return v;
     }
     peak stall;
     for (const run_record* r : sel) {
-        if (r->failed() && r->failure_mode == "bit_stall") ++stalls;
+        if (r->failed() && r->failure_mode == h.mode) ++of_mode;
         if (r->max_bit_stall.measured())
             stall.offer(r->max_bit_stall.rate, names.at(r) + ": " + r->max_bit_stall.tensor, r->max_bit_stall.step);
     }
-    if (stall.measured())
+    if (h.mode == "bit_stall" && stall.measured())
         v.observed += "; largest bit-stall rate " + percent(stall.rate) + " (" + stall.tensor + ", step " +
                       std::to_string(stall.step) + ")";
-    v.verdict = failed == stalls && 2 * stalls <= decided ? "supported" : "contradicted";
+    v.verdict = failed == of_mode && static_cast<double>(of_mode) <= h.at_most * static_cast<double>(decided)
+                    ? "supported"
+                    : "contradicted";
     return v;
 }
+
+// ---- The hypotheses file --------------------------------------------------------
+
+const name_table<hypothesis::test_kind>& test_names() {
+    static const name_table<hypothesis::test_kind> t{{hypothesis::test_kind::failure_rate, "failure_rate"},
+                                                     {hypothesis::test_kind::overflow, "overflow"},
+                                                     {hypothesis::test_kind::failure_mode, "failure_mode"}};
+    return t;
+}
+
+class hypotheses_reader {
+public:
+    explicit hypotheses_reader(std::string file) : file_(std::move(file)) {}
+
+    hypotheses read(const toml::table& doc) const {
+        hypotheses out;
+        out.file = file_;
+        known(doc, "", {"source", "hypothesis"});
+        out.source = text(doc, "", "source", true);
+        const toml::node* list = doc.get("hypothesis");
+        if (list == nullptr) fail("hypothesis", "missing (one [[hypothesis]] table per hypothesis)");
+        if (!list->is_array_of_tables()) fail("hypothesis", "expected [[hypothesis]] tables");
+        const toml::array& items = *list->as_array();
+        for (size_t i = 0; i < items.size(); ++i) out.items.push_back(item(*items.get(i)->as_table(), i));
+        return out;
+    }
+
+private:
+    std::string file_;
+
+    [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+        throw error(file_ + ": key '" + key + "': " + what);
+    }
+
+    void known(const toml::table& t, const std::string& prefix, const std::vector<std::string>& keys) const {
+        for (auto&& [k, v] : t)
+            if (std::find(keys.begin(), keys.end(), std::string(k.str())) == keys.end()) {
+                std::string list;
+                for (const std::string& key : keys) list += (list.empty() ? "" : ", ") + key;
+                fail(prefix + std::string(k.str()), "unknown key here (expected " + list + ")");
+            }
+    }
+
+    std::string text(const toml::table& t, const std::string& prefix, const char* key, bool required) const {
+        const toml::node* n = t.get(key);
+        if (n == nullptr) {
+            if (required) fail(prefix + key, "missing");
+            return "";
+        }
+        if (!n->is_string() || n->as_string()->get().empty()) fail(prefix + key, "expected a non-empty string");
+        return n->as_string()->get();
+    }
+
+    // A fraction in [0, 1]; nullopt when absent.
+    std::optional<double> fraction(const toml::table& t, const std::string& prefix, const char* key) const {
+        const toml::node* n = t.get(key);
+        if (n == nullptr) return std::nullopt;
+        const std::optional<double> x = n->value<double>();
+        if (!x || !(*x >= 0.0 && *x <= 1.0)) fail(prefix + key, "expected a number in [0, 1]");
+        return x;
+    }
+
+    hypothesis item(const toml::table& t, size_t i) const {
+        const std::string prefix = "hypothesis[" + std::to_string(i) + "].";
+        hypothesis h;
+        h.format = text(t, prefix, "format", true);
+        h.claim = text(t, prefix, "claim", true);
+        const std::string test = text(t, prefix, "test", true);
+        const auto kind = test_names().value(test);
+        if (!kind) fail(prefix + "test", "expected one of " + test_names().list() + ", got \"" + test + "\"");
+        h.test = *kind;
+        switch (h.test) {
+            case hypothesis::test_kind::failure_rate: {
+                known(t, prefix, {"format", "claim", "test", "more_than", "at_least", "at_most"});
+                const auto more = fraction(t, prefix, "more_than"), least = fraction(t, prefix, "at_least");
+                if (more && least) fail(prefix + "more_than", "give more_than or at_least, not both");
+                h.lower = more ? *more : least.value_or(0.0);
+                h.lower_inclusive = !more;
+                h.at_most = fraction(t, prefix, "at_most").value_or(1.0);
+                if (h.lower > h.at_most) fail(prefix + "at_most", "is below the lower bound");
+                break;
+            }
+            case hypothesis::test_kind::overflow: {
+                known(t, prefix, {"format", "claim", "test", "roles", "rate"});
+                const toml::node* roles = t.get("roles");
+                const std::string quantized = "weight, activation, output_gradient";
+                if (roles == nullptr || !roles->is_array() || roles->as_array()->empty())
+                    fail(prefix + "roles", "expected a non-empty array of tensor roles (" + quantized + ")");
+                for (const toml::node& n : *roles->as_array()) {
+                    const auto role = n.is_string() ? tensor_role_names().value(n.as_string()->get()) : std::nullopt;
+                    if (!role || (*role != ALTGRAD_TENSOR_WEIGHT && *role != ALTGRAD_TENSOR_ACTIVATION &&
+                                  *role != ALTGRAD_TENSOR_OUTPUT_GRADIENT))
+                        fail(prefix + "roles", "expected roles of quantized tensors (" + quantized + "), got " +
+                                                   (n.is_string() ? "\"" + n.as_string()->get() + "\"" : "a non-string"));
+                    h.roles.push_back(*role);
+                }
+                const auto rate = fraction(t, prefix, "rate");
+                if (!rate) fail(prefix + "rate", "missing (the overflow rate a tensor must pass, e.g. 0.1)");
+                h.rate = *rate;
+                break;
+            }
+            case hypothesis::test_kind::failure_mode: {
+                known(t, prefix, {"format", "claim", "test", "mode", "at_most"});
+                h.mode = text(t, prefix, "mode", true);
+                if (!stability::failure_mode_names().value(h.mode))
+                    fail(prefix + "mode", "expected one of " + stability::failure_mode_names().list() + ", got \"" +
+                                              h.mode + "\"");
+                h.at_most = fraction(t, prefix, "at_most").value_or(1.0);
+                break;
+            }
+        }
+        return h;
+    }
+};
 
 std::string sanitize(const std::string& s) {
     std::string out;
@@ -303,23 +418,42 @@ std::vector<group_summary> group_runs(const std::vector<run_record>& runs) {
     return groups;
 }
 
-std::vector<hypothesis_verdict> judge_hypotheses(const std::vector<run_record>& runs) {
+std::vector<hypothesis_verdict> judge_hypotheses(const std::vector<run_record>& runs,
+                                                 const std::vector<hypothesis>& items) {
     std::vector<hypothesis_verdict> out;
-    out.push_back(judge_failure_rate(runs, "e7m0",
-                                     "fails in more than 90% of runs (by nan_loss or bit_stall: only powers of two)",
-                                     kE7m0FailureRate, false, 1.0));
-    out.push_back(judge_overflow(runs, "e0m7",
-                                 "overflows on unnormalised tensors (range [-1, 1)): a tensor over 10% overflowed, "
-                                 "or a run failed by overflow",
-                                 {"weight", "activation", "gradient"}));
-    out.push_back(judge_failure_rate(runs, "e0m7", "fails in 40–60% of runs", kE0m7RateLow, true, kE0m7RateHigh));
-    out.push_back(judge_overflow(runs, "e1m6",
-                                 "overflows on large gradients (range ±2): a gradient tensor over 10% overflowed, "
-                                 "or a run failed by overflow",
-                                 {"gradient"}));
-    out.push_back(judge_balanced(runs, "e3m4"));
-    out.push_back(judge_balanced(runs, "e5m2"));
+    for (const hypothesis& h : items) {
+        switch (h.test) {
+            case hypothesis::test_kind::failure_rate: out.push_back(judge_failure_rate(runs, h)); break;
+            case hypothesis::test_kind::overflow: out.push_back(judge_overflow(runs, h)); break;
+            case hypothesis::test_kind::failure_mode: out.push_back(judge_failure_mode(runs, h)); break;
+        }
+    }
     return out;
+}
+
+hypotheses parse_hypotheses(const std::string& toml_text, const std::string& source_name) {
+    return hypotheses_reader(source_name).read(parse_toml_text(toml_text, source_name));
+}
+
+hypotheses load_hypotheses(const fs::path& file) {
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec)) throw error(file.string() + ": no such hypotheses file");
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in) throw error(file.string() + ": cannot read the hypotheses file");
+    return parse_hypotheses(text.str(), file.string());
+}
+
+fs::path default_hypotheses_file() {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) return "configs/hypotheses/seeds.toml";
+    const fs::path dir = exe.parent_path();
+    const fs::path installed = dir / ".." / "share" / "altgrad" / "hypotheses" / "seeds.toml";
+    for (const fs::path& candidate : {dir / "hypotheses" / "seeds.toml", installed})
+        if (fs::is_regular_file(candidate, ec)) return candidate.lexically_normal();
+    return installed.lexically_normal();  // named in the error when missing
 }
 
 std::string run_table_header() {
@@ -430,12 +564,16 @@ report_output write_report(const std::vector<run_record>& runs, const report_opt
     }
 
     // ---- Hypotheses
-    md << "\n## Failure modes: hypothesised and observed\n\n"
-       << "The seeds' hypotheses, each judged from these runs alone (a run counts for a format when that format "
-          "is used for every quantized tensor at the start; a run counts for a failure rate when it finished or "
-          "collapsed).\n\n"
-       << "| format | hypothesis (seeds) | observed | verdict |\n|---|---|---|---|\n";
-    for (const hypothesis_verdict& h : judge_hypotheses(runs))
+    md << "\n## Failure modes: hypothesised and observed\n\n";
+    if (options.judged.items.empty()) {
+        md << "No hypotheses to judge (give a hypotheses file with --hypotheses; docs/report.md).\n";
+    } else {
+        md << "Hypotheses of " << options.judged.source << " (`" << options.judged.file.generic_string()
+           << "`), each judged from these runs alone (a run counts for a format when that format is used for every "
+              "quantized tensor at the start; a run counts for a failure rate when it finished or collapsed).\n\n"
+           << "| format | hypothesis | observed | verdict |\n|---|---|---|---|\n";
+    }
+    for (const hypothesis_verdict& h : judge_hypotheses(runs, options.judged.items))
         md << "| " << h.format << " | " << cell(h.hypothesis) << " | " << cell(h.observed) << " | **" << h.verdict
            << "** |\n";
 

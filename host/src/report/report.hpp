@@ -7,14 +7,55 @@
 #include <string>
 #include <vector>
 
+#include <altgrad/altgrad.h>
+
 #include "report/run_record.hpp"
 
 namespace altgrad::host::report {
+
+// One failure-mode hypothesis the report judges: a claim about the runs that
+// use `format` for every quantized tensor, and the test that decides it. Read
+// from a hypotheses file (docs/report.md, "The hypotheses file"; the seeds'
+// are configs/hypotheses/seeds.toml).
+struct hypothesis {
+    enum class test_kind {
+        failure_rate,  // the fraction of runs that failed lies in the bounds
+        overflow,      // a tensor of `roles` overflowed on more than `rate` of its elements, or a run failed by overflow
+        failure_mode,  // every failure is of `mode`, in at most `at_most` of the runs
+    };
+    std::string format;  // format plugin name, e.g. "e7m0"
+    std::string claim;   // as shown in the report, with the threshold that decides it
+    test_kind test = test_kind::failure_rate;
+    double lower = 0;            // failure_rate: the lower bound ...
+    bool lower_inclusive = true; // ... at_least (inclusive) or more_than (exclusive)
+    double at_most = 1;          // failure_rate and failure_mode: the upper bound (inclusive)
+    std::vector<altgrad_tensor_role> roles;  // overflow: weight, activation, output_gradient
+    double rate = 0.1;                       // overflow
+    std::string mode;                        // failure_mode: a failure mode name, e.g. "bit_stall"
+};
+
+struct hypotheses {
+    std::string source;             // who put them forward (the file's `source`), shown in the report
+    std::filesystem::path file;     // where they were read from
+    std::vector<hypothesis> items;  // in file order
+};
+
+// Reads a hypotheses file; throws host::error with one line naming the file
+// and the key ("hypotheses.toml: key 'hypothesis[2].test': expected one of ...").
+hypotheses load_hypotheses(const fs::path& file);
+// The same from text; `source_name` stands for the file in errors.
+hypotheses parse_hypotheses(const std::string& toml_text, const std::string& source_name);
+
+// The hypotheses file a report uses when none is given: the seeds' hypotheses
+// (configs/hypotheses/seeds.toml), copied next to the host in a build tree
+// (hypotheses/seeds.toml) and installed in share/altgrad/hypotheses/.
+fs::path default_hypotheses_file();
 
 struct report_options {
     fs::path out_dir = "report";  // gets report.md and figures/
     std::string gnuplot = "gnuplot";
     bool figures = true;
+    hypotheses judged;  // the hypotheses section; none: the section says so
 };
 
 struct report_output {
@@ -38,13 +79,14 @@ std::vector<group_summary> group_runs(const std::vector<run_record>& runs);
 
 struct hypothesis_verdict {
     std::string format;      // "E7M0"
-    std::string hypothesis;  // as the seeds put it, with the threshold that decides it
+    std::string hypothesis;  // the claim, as the hypotheses file puts it
     std::string observed;    // the numbers
     std::string verdict;     // "supported" | "contradicted" | "not tested by these runs"
 };
 
-// The seeds' failure-mode hypotheses, each judged from `runs`.
-std::vector<hypothesis_verdict> judge_hypotheses(const std::vector<run_record>& runs);
+// Each hypothesis judged from `runs`, in order.
+std::vector<hypothesis_verdict> judge_hypotheses(const std::vector<run_record>& runs,
+                                                 const std::vector<hypothesis>& items);
 
 // A run's row of the runs table (markdown, no newline); links relative to out_dir.
 std::string run_row(const run_record& r, const fs::path& out_dir);

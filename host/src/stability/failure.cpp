@@ -11,17 +11,15 @@
 
 namespace altgrad::host::stability {
 
-const char* failure_mode_name(failure_mode m) {
-    switch (m) {
-        case failure_mode::none: return "none";
-        case failure_mode::nan_loss: return "nan_loss";
-        case failure_mode::bit_stall: return "bit_stall";
-        case failure_mode::overflow: return "overflow";
-        case failure_mode::early_stop: return "early_stop";
-        case failure_mode::gradient_vanishing: return "gradient_vanishing";
-        case failure_mode::unknown: return "unknown";
-    }
-    return "unknown";
+const name_table<failure_mode>& failure_mode_names() {
+    static const name_table<failure_mode> t{{failure_mode::none, "none"},
+                                            {failure_mode::nan_loss, "nan_loss"},
+                                            {failure_mode::bit_stall, "bit_stall"},
+                                            {failure_mode::overflow, "overflow"},
+                                            {failure_mode::early_stop, "early_stop"},
+                                            {failure_mode::gradient_vanishing, "gradient_vanishing"},
+                                            {failure_mode::unknown, "unknown"}};
+    return t;
 }
 
 namespace {

@@ -19,7 +19,7 @@
 // When several hold at once the seeds' order decides: nan_loss, bit_stall,
 // overflow, gradient_vanishing. A run that ends without a verdict is finished,
 // or, stopped by an error, early_stop (before failure.early_stop of its steps)
-// or unknown. No LibTorch here: the report command classifies too.
+// or unknown.
 #pragma once
 
 #include <cmath>
@@ -29,12 +29,14 @@
 
 #include "config/run_config.hpp"
 #include "run/records.hpp"
+#include "util/name_table.hpp"
 
 namespace altgrad::host::stability {
 
 enum class failure_mode { none, nan_loss, bit_stall, overflow, early_stop, gradient_vanishing, unknown };
 
-const char* failure_mode_name(failure_mode m);  // "none", "nan_loss", ...
+const name_table<failure_mode>& failure_mode_names();  // none, nan_loss, bit_stall, ... (summary.json, reports)
+inline const char* failure_mode_name(failure_mode m) { return failure_mode_names().name(m); }
 
 // What one optimizer step showed. Rates are fractions in [0, 1]; NaN: not measured.
 struct step_evidence {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -23,10 +24,10 @@ std::string pct(double x) { return std::isnan(x) ? "-" : num(100.0 * x, "%.1f") 
 
 // The worst tensors by a rate, highest first, at most `n`, above `floor`.
 std::vector<const tensor_state*> worst(const std::vector<tensor_state>& ts, double tensor_state::*rate,
-                                       const std::string& role, double floor, size_t n) {
+                                       std::optional<altgrad_tensor_role> role, double floor, size_t n) {
     std::vector<const tensor_state*> out;
     for (const tensor_state& t : ts)
-        if ((role.empty() || t.role == role) && !std::isnan(t.*rate) && t.*rate > floor) out.push_back(&t);
+        if ((!role || t.role == *role) && !std::isnan(t.*rate) && t.*rate > floor) out.push_back(&t);
     std::stable_sort(out.begin(), out.end(), [&](auto* a, auto* b) { return a->*rate > b->*rate; });
     if (out.size() > n) out.resize(n);
     return out;
@@ -47,11 +48,11 @@ std::vector<std::string> recommendations(const failure_context& x) {
     const config::run_config& c = x.config;
     const config::quantization_config& q = c.quantization;
     std::vector<std::string> out;
-    const auto overflowing = worst(x.tensors, &tensor_state::overflow_rate, "", 0.0, 3);
-    const auto underflowing = worst(x.tensors, &tensor_state::underflow_rate, "gradient", 0.5, 3);
+    const auto overflowing = worst(x.tensors, &tensor_state::overflow_rate, std::nullopt, 0.0, 3);
+    const auto underflowing = worst(x.tensors, &tensor_state::underflow_rate, ALTGRAD_TENSOR_OUTPUT_GRADIENT, 0.5, 3);
     switch (x.collapse.mode) {
         case failure_mode::nan_loss: {
-            if (!overflowing.empty() && q.overflow == "nonfinite")
+            if (!overflowing.empty() && q.overflow == ALTGRAD_OVERFLOW_NONFINITE)
                 out.push_back("Set `quantization.overflow = \"saturate\"`: with `nonfinite`, values past the format's "
                               "max became Inf, and " + list_of(overflowing, &tensor_state::overflow_rate) +
                               " overflowed at the collapse.");
@@ -59,7 +60,7 @@ std::vector<std::string> recommendations(const failure_context& x) {
                 out.push_back("Give the overflowing tensors more range (a format with more exponent bits for them, or "
                               "`quantization.margin` > " + std::to_string(q.margin) + "): " +
                               list_of(overflowing, &tensor_state::overflow_rate) + " overflowed at the collapse.");
-            if (q.scaling == "none")
+            if (q.scaling == config::scaling_mode::none)
                 out.push_back("Use `quantization.scaling = \"delayed\"`: with no per-tensor scaling the tensors meet "
                               "the format's range unscaled.");
             if (!x.nonfinite_gradients.empty()) {
@@ -85,7 +86,7 @@ std::vector<std::string> recommendations(const failure_context& x) {
             break;
         }
         case failure_mode::bit_stall: {
-            const auto stalled = worst(x.tensors, &tensor_state::bit_stall_rate, "weight", c.failure.bit_stall, 4);
+            const auto stalled = worst(x.tensors, &tensor_state::bit_stall_rate, ALTGRAD_TENSOR_WEIGHT, c.failure.bit_stall, 4);
             int m = -1;
             for (const tensor_state* t : stalled) m = t->mantissa_bits;
             if (!q.shadow_weights) {
@@ -100,7 +101,7 @@ std::vector<std::string> recommendations(const failure_context& x) {
                 }
                 out.push_back("Set `quantization.shadow_weights = true`: the weights are stored in their format, so an "
                               "update smaller than half the gap to the next value is rounded away." + gap);
-                if (q.forward_rounding == "nearest")
+                if (q.forward_rounding == ALTGRAD_ROUND_NEAREST_EVEN)
                     out.push_back("Or store with `quantization.forward_rounding = \"stochastic\"`: stochastic rounding "
                                   "keeps small updates in expectation.");
             }
@@ -127,7 +128,7 @@ std::vector<std::string> recommendations(const failure_context& x) {
             if (!underflowing.empty())
                 out.push_back("Gradients flushed to zero in " + list_of(underflowing, &tensor_state::underflow_rate) +
                               ": give them more range (`quantization.gradient_format = \"e5m2\"`)" +
-                              (q.scaling == "none" ? " and per-tensor scaling (`quantization.scaling = \"delayed\"`)" : "") + ".");
+                              (q.scaling == config::scaling_mode::none ? " and per-tensor scaling (`quantization.scaling = \"delayed\"`)" : "") + ".");
             else
                 out.push_back("No gradient tensor underflowed much, so the zeros come from the model itself (dead "
                               "units): compare with the bf16 baseline at the same step.");
@@ -166,7 +167,7 @@ std::string failure_report_markdown(const failure_context& x) {
     o << "\n## Weights with zero updates\n\n";
     std::vector<const tensor_state*> weights;
     for (const tensor_state& t : x.tensors)
-        if (t.role == "weight") weights.push_back(&t);
+        if (t.role == ALTGRAD_TENSOR_WEIGHT) weights.push_back(&t);
     bool measured = false;
     std::vector<std::string> frozen;
     for (const tensor_state* t : weights) {

@@ -20,7 +20,7 @@ namespace altgrad::host::stability {
 // One quantized tensor at the collapse (rates NaN where not measured).
 struct tensor_state {
     std::string name;    // "blocks.0.mlp.fc.weight"
-    std::string role;    // "weight" | "activation" | "gradient"
+    altgrad_tensor_role role = ALTGRAD_TENSOR_WEIGHT;  // weight, activation or output gradient
     std::string format;  // active format plugin
     int mantissa_bits = -1;  // of that format (-1: not a float/fixed-point format)
     double overflow_rate = NAN, underflow_rate = NAN, bit_stall_rate = NAN;

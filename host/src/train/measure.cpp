@@ -1,5 +1,7 @@
 #include "train/measure.hpp"
 
+#include "plugins/abi_names.hpp"
+
 #include <cmath>
 
 namespace altgrad::host::train {
@@ -63,17 +65,6 @@ torch::Tensor bit_stall_meter::previous(size_t k) const {
 }
 
 namespace {
-
-const char* role_name(altgrad_tensor_role r) {
-    switch (r) {
-        case ALTGRAD_TENSOR_WEIGHT: return "weight";
-        case ALTGRAD_TENSOR_GRADIENT: return "gradient";
-        case ALTGRAD_TENSOR_ACTIVATION: return "activation";
-        case ALTGRAD_TENSOR_ATTENTION_PROBS: return "attention_probs";
-        case ALTGRAD_TENSOR_OUTPUT_GRADIENT: return "output_gradient";
-    }
-    return "unknown";
-}
 
 // The views of one call, with the tensors and names they borrow kept alive.
 struct view_set {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cmath>
 
+#include "plugins/abi_names.hpp"
 #include "util/error.hpp"
 #include "util/glob.hpp"
 
@@ -18,9 +19,7 @@ std::string quant_site::name() const {
     }
 }
 
-const char* quant_site::role_name() const {
-    return role == ALTGRAD_TENSOR_WEIGHT ? "weight" : role == ALTGRAD_TENSOR_ACTIVATION ? "activation" : "gradient";
-}
+const char* quant_site::role_name() const { return host::role_name(role); }
 
 size_t quant_plan::add_linear(const std::string& layer) {
     const size_t first = sites.size();
@@ -208,19 +207,11 @@ std::string format_name_of(const quant_site& s) { return s.format ? s.format->na
 
 namespace {
 
-altgrad_rounding rounding_of(const std::string& s) {
-    if (s == "stochastic") return ALTGRAD_ROUND_STOCHASTIC;
-    if (s == "toward-zero") return ALTGRAD_ROUND_TOWARD_ZERO;
-    return ALTGRAD_ROUND_NEAREST_EVEN;
-}
-
 scaling_config scaling_of(const config::quantization_config& q) {
     scaling_config s;
-    s.mode = q.scaling == "delayed" ? scaling_mode::delayed
-             : q.scaling == "current" ? scaling_mode::current
-                                      : scaling_mode::none;
+    s.mode = q.scaling;
     s.history_len = static_cast<int>(q.amax_history_len);
-    s.compute = q.amax_compute == "most_recent" ? amax_compute::most_recent : amax_compute::max;
+    s.compute = q.amax_compute;
     s.margin = static_cast<int>(q.margin);
     return s;
 }
@@ -236,8 +227,8 @@ void assign_formats(quant_plan& plan, const config::run_config& c, format_librar
         s.format = formats.get(s.role == ALTGRAD_TENSOR_WEIGHT       ? f.weight
                                : s.role == ALTGRAD_TENSOR_ACTIVATION ? f.activation
                                                                      : f.gradient);
-        s.rounding = rounding_of(backward ? q.backward_rounding : q.forward_rounding);
-        s.overflow = q.overflow == "nonfinite" ? ALTGRAD_OVERFLOW_NONFINITE : ALTGRAD_OVERFLOW_SATURATE;
+        s.rounding = backward ? q.backward_rounding : q.forward_rounding;
+        s.overflow = q.overflow;
         s.scaling = scaling_state(scaling_of(q), s.format ? s.format->info().max_finite : 1.0);
     }
 }

@@ -30,7 +30,7 @@ struct quant_site {
     std::string layer;                // "blocks.0.attn.qkv"
     altgrad_tensor_role role = ALTGRAD_TENSOR_WEIGHT;
     std::string name() const;         // layer + ".weight" | ".input" | ".output_grad"
-    const char* role_name() const;    // "weight" | "activation" | "gradient" (metrics and reports)
+    const char* role_name() const;    // "weight" | "activation" | "output_gradient" (metrics and reports)
     std::shared_ptr<const format_handle> format;  // null: stays float32
     altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
     altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;

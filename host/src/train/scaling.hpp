@@ -17,12 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "config/run_config.hpp"
 #include "run/records.hpp"
 
 namespace altgrad::host::train {
 
-enum class scaling_mode { none, delayed, current };
-enum class amax_compute { max, most_recent };
+// The config's enums (quantization.scaling and quantization.amax_compute).
+using config::scaling_mode;
+using amax_compute = config::amax_compute_kind;
 
 struct scaling_config {
     scaling_mode mode = scaling_mode::delayed;

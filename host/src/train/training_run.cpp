@@ -161,7 +161,7 @@ stability::failure_context failure_context_of(const config::run_config& c, const
     for (const quant_site& s : plan.sites) {
         stability::tensor_state t;
         t.name = s.name();
-        t.role = s.role_name();
+        t.role = s.role;
         t.format = format_name_of(s);
         if (s.format && s.format->info().family != ALTGRAD_FAMILY_CODEBOOK)
             t.mantissa_bits = static_cast<int>(s.format->info().mantissa_bits);
@@ -184,7 +184,7 @@ stability::failure_context failure_context_of(const config::run_config& c, const
 // device buffers (a format an intervention switches to later is checked when
 // it is first used).
 torch::Device training_device(const config::run_config& c, const quant_plan& plan) {
-    if (c.training.device != "cuda") return torch::kCPU;
+    if (c.training.device != config::compute_device::cuda) return torch::kCPU;
     const std::string key = c.source.string() + ": key 'training.device': \"cuda\"";
     if (!torch::cuda::is_available())
         throw error(key + " needs a LibTorch built with CUDA and a visible GPU, and this process has no usable one "
@@ -238,7 +238,7 @@ void training_run::build_model_and_optimizer() {
     g.n_embd = c_.model.n_embd;
     g.dropout = c_.model.dropout;
     g.bias = c_.model.bias;
-    g.swiglu = c_.model.activation == "swiglu";
+    g.swiglu = c_.model.activation == config::activation_function::swiglu;
     model_ = GPT(g, plan_);
     assign_formats(plan_, c_, formats_);
     device_ = training_device(c_, plan_);
@@ -568,7 +568,7 @@ run_summary training_run::finish(const std::string& status, const stability::ver
 double training_run::learning_rate_at(int64_t step) const {
     const config::training_config& t = c_.training;
     if (step < t.warmup_steps) return t.learning_rate * static_cast<double>(step + 1) / static_cast<double>(t.warmup_steps + 1);
-    if (t.lr_schedule == "constant") return t.learning_rate;
+    if (t.lr_schedule == config::lr_schedule_kind::constant) return t.learning_rate;
     const double span = static_cast<double>(std::max<int64_t>(1, t.max_steps - t.warmup_steps));
     const double ratio = std::min(1.0, static_cast<double>(step - t.warmup_steps) / span);
     return t.min_lr + 0.5 * (1.0 + std::cos(M_PI * ratio)) * (t.learning_rate - t.min_lr);

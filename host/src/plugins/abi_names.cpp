@@ -1,0 +1,47 @@
+#include "plugins/abi_names.hpp"
+
+namespace altgrad::host {
+
+const name_table<altgrad_rounding>& rounding_names() {
+    static const name_table<altgrad_rounding> t{{ALTGRAD_ROUND_NEAREST_EVEN, "nearest"},
+                                                {ALTGRAD_ROUND_STOCHASTIC, "stochastic"},
+                                                {ALTGRAD_ROUND_TOWARD_ZERO, "toward-zero"}};
+    return t;
+}
+
+const name_table<altgrad_overflow>& overflow_names() {
+    static const name_table<altgrad_overflow> t{{ALTGRAD_OVERFLOW_SATURATE, "saturate"},
+                                                {ALTGRAD_OVERFLOW_NONFINITE, "nonfinite"}};
+    return t;
+}
+
+const name_table<altgrad_tensor_role>& tensor_role_names() {
+    static const name_table<altgrad_tensor_role> t{{ALTGRAD_TENSOR_WEIGHT, "weight"},
+                                                   {ALTGRAD_TENSOR_GRADIENT, "weight_gradient"},
+                                                   {ALTGRAD_TENSOR_ACTIVATION, "activation"},
+                                                   {ALTGRAD_TENSOR_ATTENTION_PROBS, "attention_probs"},
+                                                   {ALTGRAD_TENSOR_OUTPUT_GRADIENT, "output_gradient"}};
+    return t;
+}
+
+const name_table<altgrad_memory_kind>& memory_kind_names() {
+    static const name_table<altgrad_memory_kind> t{{ALTGRAD_MEMORY_HOST, "host"}, {ALTGRAD_MEMORY_CUDA, "cuda"}};
+    return t;
+}
+
+const name_table<altgrad_plugin_kind>& plugin_kind_names() {
+    static const name_table<altgrad_plugin_kind> t{{ALTGRAD_KIND_FORMAT, "format"},
+                                                   {ALTGRAD_KIND_INTERVENTION, "intervention"},
+                                                   {ALTGRAD_KIND_DIAGNOSTIC, "diagnostic"}};
+    return t;
+}
+
+const name_table<altgrad_param_type>& param_type_names() {
+    static const name_table<altgrad_param_type> t{{ALTGRAD_PARAM_BOOL, "bool"},
+                                                  {ALTGRAD_PARAM_INT, "int"},
+                                                  {ALTGRAD_PARAM_FLOAT, "float"},
+                                                  {ALTGRAD_PARAM_STRING, "string"}};
+    return t;
+}
+
+}  // namespace altgrad::host
