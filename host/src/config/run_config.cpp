@@ -15,6 +15,8 @@
 
 #include <toml++/toml.h>
 
+#include <altgrad/sdk/names.hpp>
+
 #include "util/error.hpp"
 #include "util/glob.hpp"
 
@@ -160,14 +162,6 @@ std::string suggestion(const std::string& key, const std::vector<std::string>& c
     }
     if (best != nullptr && best_d <= std::max<size_t>(2, leaf.size() / 4)) return "; did you mean '" + *best + "'?";
     return "";
-}
-
-bool valid_format_name(const std::string& s) {
-    if (s.empty() || s.size() > 64) return false;
-    if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9'))) return false;
-    for (char c : s)
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
-    return true;
 }
 
 bool valid_pattern(const std::string& s) {
@@ -667,8 +661,8 @@ private:
                 fail(key, "expected an array of plugin names, e.g. [\"mantissa_shift\"], got " + describe(*n));
             }
             for (const std::string& name : given) {
-                if (!valid_format_name(name))
-                    fail(key, "expected plugin names ([a-z0-9][a-z0-9_]*), got " + quote(name));
+                if (!sdk::is_plugin_name(name))
+                    fail(key, std::string("expected plugin names (") + sdk::kPluginNamePattern + "), got " + quote(name));
                 if (std::find(l.names->begin(), l.names->end(), name) != l.names->end())
                     fail(key, quote(name) + " is listed twice");
                 l.names->push_back(name);
@@ -706,9 +700,9 @@ private:
     }
 
     std::string format_name(const toml::node& n, const std::string& key) const {
-        if (!n.is_string() || !valid_format_name(n.as_string()->get()))
-            fail(key, "expected a format plugin name ([a-z0-9][a-z0-9_]*, e.g. \"e4m3\" or \"bf16\"), got " +
-                          describe(n));
+        if (!n.is_string() || !sdk::is_plugin_name(n.as_string()->get()))
+            fail(key, std::string("expected a format plugin name (") + sdk::kPluginNamePattern +
+                          ", e.g. \"e4m3\" or \"bf16\"), got " + describe(n));
         return n.as_string()->get();
     }
 
