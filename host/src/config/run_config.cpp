@@ -17,6 +17,7 @@
 
 #include <altgrad/sdk/names.hpp>
 
+#include "train/layer_names.hpp"
 #include "util/error.hpp"
 #include "util/glob.hpp"
 
@@ -781,11 +782,13 @@ private:
         }
     }
 
+    // "blocks.N.attn.qkv, ... for N = 0..3, lm_head": the quantized layers.
     static std::string layer_summary(const model_config& m) {
-        std::string s = "tok_emb, pos_emb, blocks.N.{ln_1, attn.qkv, attn.proj, ln_2, mlp.fc, ";
-        if (m.activation == "swiglu") s += "mlp.gate, ";
-        s += "mlp.proj} for N = 0.." + std::to_string(m.n_layer - 1) + ", ln_f, lm_head";
-        return s;
+        std::string s;
+        for (const std::string& layer : train::names_of_block("N", m.activation == "swiglu").layers())
+            s += layer + ", ";
+        s.resize(s.size() - 2);
+        return s + " for N = 0.." + std::to_string(m.n_layer - 1) + ", " + train::kHeadLayer;
     }
 };
 
@@ -883,15 +886,7 @@ bool operator==(const run_config& a, const run_config& b) {
 bool pattern_matches(std::string_view pattern, std::string_view name) { return glob_match(pattern, name); }
 
 std::vector<std::string> layer_names(const model_config& model) {
-    std::vector<std::string> names;
-    for (int64_t i = 0; i < model.n_layer; ++i) {
-        const std::string b = "blocks." + std::to_string(i) + ".";
-        for (const char* part : {"attn.qkv", "attn.proj", "mlp.fc"}) names.push_back(b + part);
-        if (model.activation == "swiglu") names.push_back(b + "mlp.gate");
-        names.push_back(b + "mlp.proj");
-    }
-    names.push_back("lm_head");  // tied to the token embedding
-    return names;
+    return train::layer_names(model.n_layer, model.activation == "swiglu");
 }
 
 layer_formats formats_for(const quantization_config& q, std::string_view layer) {

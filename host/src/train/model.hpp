@@ -8,6 +8,7 @@
 // blocks.N.attn.qkv.{weight,bias}, blocks.N.attn.proj.*, blocks.N.ln_2.*,
 // blocks.N.mlp.fc.*, blocks.N.mlp.gate.* (SwiGLU), blocks.N.mlp.proj.*,
 // ln_f.*; the LM head is tied to tok_emb.weight and quantized as "lm_head".
+// The quantized layers take their names from train/layer_names.hpp.
 #pragma once
 
 #include <cmath>
@@ -21,6 +22,7 @@
 #include <altgrad/altgrad.h>
 
 #include "plugins/format_handle.hpp"
+#include "train/layer_names.hpp"
 #include "train/scaling.hpp"
 
 namespace altgrad::host::train {
@@ -74,7 +76,7 @@ torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quan
 void store_in_format(torch::Tensor& w, const quant_site& site, const quant_plan& plan, uint64_t stream);
 
 // The parameter that holds a weight site's tensor (the LM head is tied to tok_emb).
-inline std::string parameter_of(const quant_site& s) { return s.layer == "lm_head" ? "tok_emb.weight" : s.layer + ".weight"; }
+inline std::string parameter_of(const quant_site& s) { return weight_of_layer(s.layer); }
 
 // q(t*s)/s with the site's format at its last scale, round-to-nearest-even
 // and saturating, into a new tensor; touches no state. What a measurement
@@ -110,7 +112,7 @@ TORCH_MODULE(QuantizedLinear);
 
 class CausalSelfAttentionImpl : public torch::nn::Module {
 public:
-    CausalSelfAttentionImpl(const gpt_config& c, quant_plan& plan, const std::string& prefix);
+    CausalSelfAttentionImpl(const gpt_config& c, quant_plan& plan, const block_names& names);
     torch::Tensor forward(const torch::Tensor& x);
 
 private:
@@ -125,7 +127,7 @@ TORCH_MODULE(CausalSelfAttention);
 
 class MLPImpl : public torch::nn::Module {
 public:
-    MLPImpl(const gpt_config& c, quant_plan& plan, const std::string& prefix);
+    MLPImpl(const gpt_config& c, quant_plan& plan, const block_names& names);
     torch::Tensor forward(const torch::Tensor& x);
 
 private:
@@ -137,7 +139,7 @@ TORCH_MODULE(MLP);
 
 class BlockImpl : public torch::nn::Module {
 public:
-    BlockImpl(const gpt_config& c, quant_plan& plan, const std::string& prefix);
+    BlockImpl(const gpt_config& c, quant_plan& plan, const block_names& names);
     torch::Tensor forward(const torch::Tensor& x);
 
 private:
