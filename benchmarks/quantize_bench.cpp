@@ -30,6 +30,7 @@
 #endif
 
 #include <altgrad/altgrad.h>
+#include <altgrad/sdk/call_args.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -190,18 +191,10 @@ void set_throughput(benchmark::State& state, size_t count) {
 
 // What every timed quantize call passes: scale 1, saturate, the fixed seed, host memory.
 altgrad_quantize_args bench_args(const float* in, float* out, size_t count, altgrad_rounding rounding) {
-    altgrad_quantize_args args{};
-    args.struct_size = sizeof args;
-    args.input = in;
-    args.output = out;
-    args.count = count;
-    args.scale = 1.0f;
-    args.rounding = rounding;
-    args.overflow = ALTGRAD_OVERFLOW_SATURATE;
-    args.seed = kRoundingSeed;
-    args.offset = 0;
-    args.memory = ALTGRAD_MEMORY_HOST;
-    return args;
+    altgrad::sdk::conversion_mode mode;
+    mode.rounding = rounding;
+    mode.seed = kRoundingSeed;
+    return altgrad::sdk::quantize_args(in, out, count, mode);
 }
 
 void bm_copy(benchmark::State& state, size_t bytes) {

@@ -30,10 +30,11 @@
 //   - Saved state (checkpoints): the (tensor, from-format) switches already
 //     asked for, so a resumed run does not ask for them again.
 //   - chain is parsed at create: comma-separated "from>to" pairs of format
-//     names [a-z0-9_]+ (case folded, spaces around names allowed), from != to,
-//     each format at most once as a source, no cycles; an empty chain is
-//     refused too. Anything else is INVALID_ARGUMENT naming 'chain'.
+//     plugin names (the SDK's rule, names.hpp; case folded, spaces around
+//     names allowed), from != to, each format at most once as a source, no
+//     cycles; an empty chain is refused too. Anything else is INVALID_ARGUMENT naming 'chain'.
 #include <altgrad/sdk/intervention_plugin.hpp>
+#include <altgrad/sdk/names.hpp>
 
 #include <cctype>
 #include <cmath>
@@ -46,6 +47,9 @@
 namespace {
 
 using altgrad::sdk::action_sink;
+using altgrad::sdk::is_plugin_name;
+using altgrad::sdk::kMaxPluginNameLength;
+using altgrad::sdk::kPluginNamePattern;
 using altgrad::sdk::param_view;
 using altgrad::sdk::plugin_error;
 
@@ -80,11 +84,9 @@ std::map<std::string, std::string> parse_chain(const std::string& chain) {
         const std::string from = lower(trim(item.substr(0, gt))), to = lower(trim(item.substr(gt + 1)));
         for (const std::string* name : {&from, &to}) {
             if (name->empty()) bad_chain(chain, "entry \"" + trim(item) + "\" has an empty format name");
-            if (name->size() >= ALTGRAD_ACTION_TEXT_CAPACITY) bad_chain(chain, "a format name is too long");
-            for (char c : *name)
-                if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-                      c == '_'))
-                    bad_chain(chain, "format name \"" + *name + "\" has characters outside [a-z0-9_]");
+            if (!is_plugin_name(*name))
+                bad_chain(chain, "\"" + *name + "\" is not a plugin name (" + kPluginNamePattern + ", at most " +
+                                     std::to_string(kMaxPluginNameLength) + " characters)");
         }
         if (from == to) bad_chain(chain, "entry \"" + trim(item) + "\" switches a format to itself");
         if (!next.emplace(from, to).second) bad_chain(chain, "format \"" + from + "\" has two successors");

@@ -53,7 +53,7 @@ private:
 // quantize on the GPU, synchronous form (device_counts NULL).
 QuantizeResult gpu_quantize(const FormatPlugin& p, const std::vector<float>& xs, const Mode& m) {
     device_buffer<float> in(xs), out(xs.size());
-    altgrad_quantize_args a = make_quantize_args(in.get(), out.get(), xs.size(), m);
+    altgrad_quantize_args a = quantize_args(in.get(), out.get(), xs.size(), m);
     a.memory = ALTGRAD_MEMORY_CUDA;
     QuantizeResult r;
     r.status = p.quantize_raw(&a, &r.message);
@@ -173,7 +173,7 @@ TEST_P(CudaFormat, DeviceCountsAccumulateAndInPlaceWorks) {
     ASSERT_EQ(host.status, ALTGRAD_STATUS_OK);
     device_buffer<float> data(xs);
     device_buffer<uint64_t> counts(std::vector<uint64_t>{5, 7});
-    altgrad_quantize_args a = make_quantize_args(data.get(), data.get(), xs.size(), m);
+    altgrad_quantize_args a = quantize_args(data.get(), data.get(), xs.size(), m);
     a.memory = ALTGRAD_MEMORY_CUDA;
     a.device_counts = counts.get();
     std::string message;
@@ -196,7 +196,7 @@ TEST_P(CudaFormat, EncodeAndDecodeMatchTheHost) {
         ASSERT_EQ(host.status, ALTGRAD_STATUS_OK) << host.message;
         device_buffer<float> in(xs);
         device_buffer<uint8_t> codes(xs.size() * width);
-        altgrad_encode_args e = make_encode_args(in.get(), codes.get(), xs.size(), mode);
+        altgrad_encode_args e = encode_args(in.get(), codes.get(), xs.size(), mode);
         e.memory = ALTGRAD_MEMORY_CUDA;
         std::string message;
         ASSERT_EQ(p().encode_raw(&e, &message), ALTGRAD_STATUS_OK) << describe(mode) << ": " << message;
@@ -212,7 +212,7 @@ TEST_P(CudaFormat, EncodeAndDecodeMatchTheHost) {
         EXPECT_EQ(e.underflow_count, host.underflow) << describe(mode);
 
         device_buffer<float> out(xs.size());
-        altgrad_decode_args d = make_decode_args(codes.get(), out.get(), xs.size(), mode.scale);
+        altgrad_decode_args d = decode_args(codes.get(), out.get(), xs.size(), mode.scale);
         d.memory = ALTGRAD_MEMORY_CUDA;
         ASSERT_EQ(p().decode_raw(&d, &message), ALTGRAD_STATUS_OK) << message;
         const DecodeResult want = p().decode(host.codes, mode.scale);
@@ -223,7 +223,7 @@ TEST_P(CudaFormat, EncodeAndDecodeMatchTheHost) {
 // Host memory passed as CUDA memory is the caller's error, said so.
 TEST_P(CudaFormat, HostPointersAreInvalidArgument) {
     float in[4] = {1, 2, 3, 4}, out[4] = {0, 0, 0, 0};
-    altgrad_quantize_args a = make_quantize_args(in, out, 4, Mode{});
+    altgrad_quantize_args a = quantize_args(in, out, 4, Mode{});
     a.memory = ALTGRAD_MEMORY_CUDA;
     std::string message;
     EXPECT_EQ(p().quantize_raw(&a, &message), ALTGRAD_STATUS_INVALID_ARGUMENT);
@@ -243,7 +243,7 @@ TEST_F(CudaFormatE0m7, EncodingNanNamesTheFirstElement) {
     xs[900] = std::nanf("");
     device_buffer<float> in(xs);
     device_buffer<uint8_t> codes(xs.size());
-    altgrad_encode_args e = make_encode_args(in.get(), codes.get(), xs.size(), Mode{});
+    altgrad_encode_args e = encode_args(in.get(), codes.get(), xs.size(), Mode{});
     e.memory = ALTGRAD_MEMORY_CUDA;
     std::string message;
     EXPECT_EQ(p.encode_raw(&e, &message), ALTGRAD_STATUS_NOT_REPRESENTABLE);

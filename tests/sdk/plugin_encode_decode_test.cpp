@@ -201,16 +201,16 @@ TEST_P(PluginArguments, NullBuffersWithACountAreInvalidArguments) {
     const FormatPlugin& p = plugin(GetParam());
     float buf[4] = {1, 2, 3, 4};
     uint32_t codes[4] = {0, 0, 0, 0};
-    altgrad_quantize_args q1 = make_quantize_args(nullptr, buf, 4, Mode{});
-    altgrad_quantize_args q2 = make_quantize_args(buf, nullptr, 4, Mode{});
+    altgrad_quantize_args q1 = quantize_args(nullptr, buf, 4, Mode{});
+    altgrad_quantize_args q2 = quantize_args(buf, nullptr, 4, Mode{});
     EXPECT_EQ(p.quantize_raw(&q1), ALTGRAD_STATUS_INVALID_ARGUMENT);
     EXPECT_EQ(p.quantize_raw(&q2), ALTGRAD_STATUS_INVALID_ARGUMENT);
-    altgrad_encode_args e1 = make_encode_args(nullptr, codes, 4, Mode{});
-    altgrad_encode_args e2 = make_encode_args(buf, nullptr, 4, Mode{});
+    altgrad_encode_args e1 = encode_args(nullptr, codes, 4, Mode{});
+    altgrad_encode_args e2 = encode_args(buf, nullptr, 4, Mode{});
     EXPECT_EQ(p.encode_raw(&e1), ALTGRAD_STATUS_INVALID_ARGUMENT);
     EXPECT_EQ(p.encode_raw(&e2), ALTGRAD_STATUS_INVALID_ARGUMENT);
-    altgrad_decode_args d1 = make_decode_args(nullptr, buf, 4, 1.0f);
-    altgrad_decode_args d2 = make_decode_args(codes, nullptr, 4, 1.0f);
+    altgrad_decode_args d1 = decode_args(nullptr, buf, 4, 1.0f);
+    altgrad_decode_args d2 = decode_args(codes, nullptr, 4, 1.0f);
     EXPECT_EQ(p.decode_raw(&d1), ALTGRAD_STATUS_INVALID_ARGUMENT);
     EXPECT_EQ(p.decode_raw(&d2), ALTGRAD_STATUS_INVALID_ARGUMENT);
     // A NULL args struct.
@@ -221,13 +221,13 @@ TEST_P(PluginArguments, NullBuffersWithACountAreInvalidArguments) {
 
 TEST_P(PluginArguments, ZeroCountWithNullBuffersIsOk) {
     const FormatPlugin& p = plugin(GetParam());
-    altgrad_quantize_args q = make_quantize_args(nullptr, nullptr, 0, Mode{});
+    altgrad_quantize_args q = quantize_args(nullptr, nullptr, 0, Mode{});
     q.overflow_count = 99;
     EXPECT_EQ(p.quantize_raw(&q), ALTGRAD_STATUS_OK);
     EXPECT_EQ(q.overflow_count, 0u);
-    altgrad_encode_args e = make_encode_args(nullptr, nullptr, 0, Mode{});
+    altgrad_encode_args e = encode_args(nullptr, nullptr, 0, Mode{});
     EXPECT_EQ(p.encode_raw(&e), ALTGRAD_STATUS_OK);
-    altgrad_decode_args d = make_decode_args(nullptr, nullptr, 0, 1.0f);
+    altgrad_decode_args d = decode_args(nullptr, nullptr, 0, 1.0f);
     EXPECT_EQ(p.decode_raw(&d), ALTGRAD_STATUS_OK);
 }
 
@@ -236,20 +236,20 @@ TEST_P(PluginArguments, UnknownRoundingOrOverflowEnumIsInvalidArgument) {
     float in[2] = {1.0f, 2.0f}, out[2] = {0, 0};
     uint32_t codes[2] = {0, 0};
     for (int r : {3, 7, -1, 1000}) {
-        altgrad_quantize_args q = make_quantize_args(in, out, 2, Mode{});
+        altgrad_quantize_args q = quantize_args(in, out, 2, Mode{});
         set_raw_enum(q.rounding, r);
         std::string msg;
         EXPECT_EQ(p.quantize_raw(&q, &msg), ALTGRAD_STATUS_INVALID_ARGUMENT) << "rounding " << r;
         EXPECT_FALSE(msg.empty());
-        altgrad_encode_args e = make_encode_args(in, codes, 2, Mode{});
+        altgrad_encode_args e = encode_args(in, codes, 2, Mode{});
         set_raw_enum(e.rounding, r);
         EXPECT_EQ(p.encode_raw(&e), ALTGRAD_STATUS_INVALID_ARGUMENT) << "rounding " << r;
     }
     for (int o : {2, 9, -1}) {
-        altgrad_quantize_args q = make_quantize_args(in, out, 2, Mode{});
+        altgrad_quantize_args q = quantize_args(in, out, 2, Mode{});
         set_raw_enum(q.overflow, o);
         EXPECT_EQ(p.quantize_raw(&q), ALTGRAD_STATUS_INVALID_ARGUMENT) << "overflow " << o;
-        altgrad_encode_args e = make_encode_args(in, codes, 2, Mode{});
+        altgrad_encode_args e = encode_args(in, codes, 2, Mode{});
         set_raw_enum(e.overflow, o);
         EXPECT_EQ(p.encode_raw(&e), ALTGRAD_STATUS_INVALID_ARGUMENT) << "overflow " << o;
     }
@@ -262,19 +262,19 @@ TEST_P(PluginArguments, PartiallyOverlappingBuffersAreInvalidButInPlaceIsFine) {
     for (long shift : {1L, -1L, 4L, -4L}) {
         float* in = buf.data() + (shift > 0 ? 0 : -shift);
         float* out = in + shift;
-        altgrad_quantize_args a = make_quantize_args(in, out, 6, Mode{});
+        altgrad_quantize_args a = quantize_args(in, out, 6, Mode{});
         std::string msg;
         EXPECT_EQ(p.quantize_raw(&a, &msg), ALTGRAD_STATUS_INVALID_ARGUMENT) << "output = input + " << shift;
         EXPECT_FALSE(msg.empty());
     }
     EXPECT_EQ(buf, original) << "a refused call wrote into the buffer";
     // Adjacent (touching, not overlapping) buffers are fine.
-    altgrad_quantize_args adj = make_quantize_args(buf.data(), buf.data() + 5, 5, Mode{});
+    altgrad_quantize_args adj = quantize_args(buf.data(), buf.data() + 5, 5, Mode{});
     EXPECT_EQ(p.quantize_raw(&adj), ALTGRAD_STATUS_OK);
     // In place gives what an out-of-place call gives.
     std::vector<float> inplace = original;
     const QuantizeResult want = p.quantize(original, Mode{});
-    altgrad_quantize_args ip = make_quantize_args(inplace.data(), inplace.data(), inplace.size(), Mode{});
+    altgrad_quantize_args ip = quantize_args(inplace.data(), inplace.data(), inplace.size(), Mode{});
     ASSERT_EQ(p.quantize_raw(&ip), ALTGRAD_STATUS_OK);
     for (size_t i = 0; i < inplace.size(); ++i) EXPECT_TRUE(same_float(inplace[i], want.out[i]));
 }
@@ -294,16 +294,16 @@ TEST_P(PluginArguments, HostBuffersPassedAsCudaMemoryAreRefused) {
     };
     float in[2] = {1, 2}, out[2] = {0, 0};
     uint32_t codes[2] = {0, 0};
-    altgrad_quantize_args q = make_quantize_args(in, out, 2, Mode{});
+    altgrad_quantize_args q = quantize_args(in, out, 2, Mode{});
     q.memory = ALTGRAD_MEMORY_CUDA;
     std::string msg;
     const altgrad_status qs = p.quantize_raw(&q, &msg);
     EXPECT_TRUE(refused(qs)) << "status " << qs << ": " << msg;
     EXPECT_FALSE(msg.empty());
-    altgrad_encode_args e = make_encode_args(in, codes, 2, Mode{});
+    altgrad_encode_args e = encode_args(in, codes, 2, Mode{});
     e.memory = ALTGRAD_MEMORY_CUDA;
     EXPECT_TRUE(refused(p.encode_raw(&e)));
-    altgrad_decode_args d = make_decode_args(codes, out, 2, 1.0f);
+    altgrad_decode_args d = decode_args(codes, out, 2, 1.0f);
     d.memory = ALTGRAD_MEMORY_CUDA;
     EXPECT_TRUE(refused(p.decode_raw(&d)));
     EXPECT_EQ(out[0], 0.0f);
@@ -315,7 +315,7 @@ TEST_P(PluginArguments, HostBuffersPassedAsCudaMemoryAreRefused) {
 TEST_P(PluginArguments, ArgsStructSmallerThanV1IsInvalidArgument) {
     const FormatPlugin& p = plugin(GetParam());
     float in[2] = {1, 2}, out[2] = {0, 0};
-    altgrad_quantize_args q = make_quantize_args(in, out, 2, Mode{});
+    altgrad_quantize_args q = quantize_args(in, out, 2, Mode{});
     q.struct_size = offsetof(altgrad_quantize_args, overflow_count);
     EXPECT_EQ(p.quantize_raw(&q), ALTGRAD_STATUS_INVALID_ARGUMENT);
 }
@@ -330,13 +330,13 @@ TEST(Arguments, UnknownMemoryKindIsInvalidArgumentInQuantizeEncodeAndDecode) {
     float in[2] = {1, 2}, out[2] = {0, 0};
     uint32_t codes[2] = {0, 0};
     const int bogus = 7;
-    altgrad_quantize_args q = make_quantize_args(in, out, 2, Mode{});
+    altgrad_quantize_args q = quantize_args(in, out, 2, Mode{});
     set_raw_enum(q.memory, bogus);
     EXPECT_EQ(p.quantize_raw(&q), ALTGRAD_STATUS_INVALID_ARGUMENT) << "quantize";
-    altgrad_encode_args e = make_encode_args(in, codes, 2, Mode{});
+    altgrad_encode_args e = encode_args(in, codes, 2, Mode{});
     set_raw_enum(e.memory, bogus);
     EXPECT_EQ(p.encode_raw(&e), ALTGRAD_STATUS_INVALID_ARGUMENT) << "encode";
-    altgrad_decode_args d = make_decode_args(codes, out, 2, 1.0f);
+    altgrad_decode_args d = decode_args(codes, out, 2, 1.0f);
     set_raw_enum(d.memory, bogus);
     EXPECT_EQ(p.decode_raw(&d), ALTGRAD_STATUS_INVALID_ARGUMENT) << "decode";
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include <altgrad/altgrad.h>
+#include <altgrad/sdk/call_args.hpp>
 
 #ifndef ALTGRAD_TEST_PLUGIN_DIR
 #error "ALTGRAD_TEST_PLUGIN_DIR must name the folder of the built plugins"
@@ -28,13 +29,6 @@ namespace agtest {
 
 inline std::string plugin_library_path(const std::string& name) {
     return std::string(ALTGRAD_TEST_PLUGIN_DIR) + "/" + name + "/libaltgrad_" + name + ".so";
-}
-
-inline altgrad_error make_error() {
-    altgrad_error e;
-    std::memset(&e, 0, sizeof e);
-    e.struct_size = sizeof e;
-    return e;
 }
 
 struct QuantizeResult {
@@ -67,55 +61,14 @@ void set_raw_enum(E& field, int value) {
     std::memcpy(&field, &value, sizeof value);
 }
 
-// Everything a conversion call takes besides the data.
-struct Mode {
-    altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
-    altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
-    float scale = 1.0f;
-    uint64_t seed = 0;
-    uint64_t offset = 0;
-};
-
-// The fields quantize and encode args share (they differ only in the output).
-template <class Args>
-Args make_conversion_args(const float* in, size_t n, const Mode& m) {
-    Args a;
-    std::memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.input = in;
-    a.count = n;
-    a.scale = m.scale;
-    a.rounding = m.rounding;
-    a.overflow = m.overflow;
-    a.seed = m.seed;
-    a.offset = m.offset;
-    a.memory = ALTGRAD_MEMORY_HOST;
-    return a;
-}
-
-inline altgrad_quantize_args make_quantize_args(const float* in, float* out, size_t n, const Mode& m) {
-    auto a = make_conversion_args<altgrad_quantize_args>(in, n, m);
-    a.output = out;
-    return a;
-}
-
-inline altgrad_encode_args make_encode_args(const float* in, void* codes, size_t n, const Mode& m) {
-    auto a = make_conversion_args<altgrad_encode_args>(in, n, m);
-    a.codes = codes;
-    return a;
-}
-
-inline altgrad_decode_args make_decode_args(const void* codes, float* out, size_t n, float scale) {
-    altgrad_decode_args a;
-    std::memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.codes = codes;
-    a.output = out;
-    a.count = n;
-    a.scale = scale;
-    a.memory = ALTGRAD_MEMORY_HOST;
-    return a;
-}
+// The args structs and error objects are built by the SDK's builder, the one
+// the host and the diagnostic adapter use (tests reach plugins through their
+// own loader, not the host's, but share what both legitimately include).
+using Mode = altgrad::sdk::conversion_mode;  // everything a conversion call takes besides the data
+using altgrad::sdk::blank_error;
+using altgrad::sdk::decode_args;
+using altgrad::sdk::encode_args;
+using altgrad::sdk::quantize_args;
 
 class FormatPlugin {
 public:
@@ -142,12 +95,12 @@ public:
         params.struct_size = sizeof params;
         params.items = nullptr;
         params.count = 0;
-        altgrad_error err = make_error();
+        altgrad_error err = blank_error();
         if (vt_->create(&params, &instance_, &err) != ALTGRAD_STATUS_OK)
             throw std::runtime_error(name + ": create failed: " + err.message);
         std::memset(&info_, 0, sizeof info_);
         info_.struct_size = sizeof info_;
-        err = make_error();
+        err = blank_error();
         if (vt_->get_info(instance_, &info_, &err) != ALTGRAD_STATUS_OK)
             throw std::runtime_error(name + ": get_info failed: " + err.message);
     }
@@ -164,19 +117,19 @@ public:
 
     // Raw calls, for argument-checking tests.
     altgrad_status quantize_raw(altgrad_quantize_args* a, std::string* message = nullptr) const {
-        altgrad_error err = make_error();
+        altgrad_error err = blank_error();
         const altgrad_status st = vt_->quantize(instance_, a, &err);
         if (message != nullptr) *message = err.message;
         return st;
     }
     altgrad_status encode_raw(altgrad_encode_args* a, std::string* message = nullptr) const {
-        altgrad_error err = make_error();
+        altgrad_error err = blank_error();
         const altgrad_status st = vt_->encode(instance_, a, &err);
         if (message != nullptr) *message = err.message;
         return st;
     }
     altgrad_status decode_raw(altgrad_decode_args* a, std::string* message = nullptr) const {
-        altgrad_error err = make_error();
+        altgrad_error err = blank_error();
         const altgrad_status st = vt_->decode(instance_, a, &err);
         if (message != nullptr) *message = err.message;
         return st;
@@ -185,7 +138,7 @@ public:
     QuantizeResult quantize(const std::vector<float>& in, const Mode& m = Mode{}) const {
         QuantizeResult r;
         r.out.assign(in.size(), 0.0f);
-        altgrad_quantize_args a = make_quantize_args(in.data(), r.out.data(), in.size(), m);
+        altgrad_quantize_args a = quantize_args(in.data(), r.out.data(), in.size(), m);
         r.status = quantize_raw(&a, &r.message);
         r.overflow = a.overflow_count;
         r.underflow = a.underflow_count;
@@ -206,7 +159,7 @@ public:
         EncodeResult r;
         const size_t w = info_.code_bytes;
         std::vector<unsigned char> raw(in.size() * w + 1, 0);
-        altgrad_encode_args a = make_encode_args(in.data(), raw.data(), in.size(), m);
+        altgrad_encode_args a = encode_args(in.data(), raw.data(), in.size(), m);
         r.status = encode_raw(&a, &r.message);
         r.overflow = a.overflow_count;
         r.underflow = a.underflow_count;
@@ -242,7 +195,7 @@ public:
             }
         }
         r.out.assign(codes.size(), 0.0f);
-        altgrad_decode_args a = make_decode_args(raw.data(), r.out.data(), codes.size(), scale);
+        altgrad_decode_args a = decode_args(raw.data(), r.out.data(), codes.size(), scale);
         r.status = decode_raw(&a, &r.message);
         return r;
     }

@@ -95,7 +95,7 @@ TEST_P(PluginStochastic, ChunkingDoesNotChangeTheResult) {
         size_t at = 0;
         for (size_t k = 0; at < xs.size(); ++k) {
             const size_t n = std::min(sizes[k % 4], xs.size() - at);
-            altgrad_quantize_args a = make_quantize_args(xs.data() + at, pieces.data() + at, n, stochastic(5, base + at, o));
+            altgrad_quantize_args a = quantize_args(xs.data() + at, pieces.data() + at, n, stochastic(5, base + at, o));
             ASSERT_EQ(p.quantize_raw(&a), ALTGRAD_STATUS_OK);
             overflow += a.overflow_count;
             underflow += a.underflow_count;
@@ -134,7 +134,7 @@ TEST_P(PluginStochastic, FourThreadsOnDisjointSlicesMatchOneCall) {
     for (int t = 0; t < 4; ++t)
         threads.emplace_back([&, t] {
             for (int rep = 0; rep < 3; ++rep) {
-                altgrad_quantize_args a = make_quantize_args(xs.data() + cuts[t], out.data() + cuts[t],
+                altgrad_quantize_args a = quantize_args(xs.data() + cuts[t], out.data() + cuts[t],
                                                              cuts[t + 1] - cuts[t], stochastic(8, base + cuts[t]));
                 status[t] = p.quantize_raw(&a);
                 overflow[t] = a.overflow_count;

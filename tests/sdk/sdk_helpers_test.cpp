@@ -706,7 +706,7 @@ struct AdapterInstance {
     altgrad_format* f = nullptr;
     AdapterInstance() {
         altgrad_param_list params{sizeof(altgrad_param_list), nullptr, 0};
-        altgrad_error err = make_error();
+        altgrad_error err = blank_error();
         EXPECT_EQ(vt->create(&params, &f, &err), ALTGRAD_STATUS_OK) << err.message;
     }
     ~AdapterInstance() { vt->destroy(f); }
@@ -716,8 +716,8 @@ TEST(Adapter, DecodeRejectsCodesWithBitsAboveTotalBits) {
     AdapterInstance a;
     uint8_t codes[3] = {3, 15, 16};
     float out[3] = {0, 0, 0};
-    altgrad_decode_args d = make_decode_args(codes, out, 3, 1.0f);
-    altgrad_error err = make_error();
+    altgrad_decode_args d = decode_args(codes, out, 3, 1.0f);
+    altgrad_error err = blank_error();
     EXPECT_EQ(a.vt->decode(a.f, &d, &err), ALTGRAD_STATUS_INVALID_ARGUMENT);
     EXPECT_NE(std::string(err.message).find("16"), std::string::npos) << err.message;
     d.count = 2;
@@ -730,12 +730,12 @@ TEST(Adapter, CodebookWithoutNanEncodesNanAsNotRepresentable) {
     AdapterInstance a;
     float in[5] = {0.1f, -0.3f, 0.5f, kNaN, 0.0f};
     uint8_t codes[5] = {};
-    altgrad_encode_args e = make_encode_args(in, codes, 5, Mode{});
-    altgrad_error err = make_error();
+    altgrad_encode_args e = encode_args(in, codes, 5, Mode{});
+    altgrad_error err = blank_error();
     EXPECT_EQ(a.vt->encode(a.f, &e, &err), ALTGRAD_STATUS_NOT_REPRESENTABLE);
     EXPECT_NE(std::string(err.message).find("3"), std::string::npos) << err.message;
     float out[5] = {};
-    altgrad_quantize_args q = make_quantize_args(in, out, 5, Mode{});
+    altgrad_quantize_args q = quantize_args(in, out, 5, Mode{});
     ASSERT_EQ(a.vt->quantize(a.f, &q, &err), ALTGRAD_STATUS_OK);
     EXPECT_TRUE(std::isnan(out[3]));
     EXPECT_EQ(out[2], kNF4[12]);  // 0.5 is below the midpoint 0.50166 of 0.4407 and 0.5626

@@ -323,6 +323,32 @@ TEST(Run, RulesKeepLayersOutOfTheFormat) {
     EXPECT_TRUE(fc_e5m2);
 }
 
+// The model names its quantized layers as the config's rules see them: the
+// weights it reports at a diagnostic step are exactly the documented layers
+// (docs/config.md), in model order, SwiGLU's gate included.
+TEST(Run, TheModelsLayersAreTheDocumentedOnes) {
+    scratch s;
+    const fs::path cfg = s.config("layers", "", "");
+    ASSERT_EQ(run("run " + cfg.string() + " --out " + (s.path / "run").string() +
+                  " --set model.n_layer=2 --set model.activation=swiglu --set training.max_steps=4")
+                  .exit_code,
+              0);
+    std::vector<std::string> weights;
+    for (const std::string& line : lines_of(s.path / "run" / "metrics.jsonl")) {
+        const bool weight_at_4 = line.find("\"step\": 4, \"tensor\": ") != std::string::npos &&
+                                 line.find("\"role\": \"weight\"") != std::string::npos;
+        if (!weight_at_4) continue;
+        const size_t at = line.find("\"tensor\": \"") + 11;
+        weights.push_back(line.substr(at, line.find('"', at) - at));
+    }
+    std::vector<std::string> expected;
+    for (const char* block : {"blocks.0.", "blocks.1."})
+        for (const char* layer : {"attn.qkv", "attn.proj", "mlp.fc", "mlp.gate", "mlp.proj"})
+            expected.push_back(std::string(block) + layer + ".weight");
+    expected.push_back("lm_head.weight");
+    EXPECT_EQ(weights, expected);
+}
+
 TEST(Run, ShadowWeightsOffChangesTraining) {
     scratch s;
     const fs::path cfg = s.config("shadow");

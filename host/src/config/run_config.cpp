@@ -17,6 +17,9 @@
 #include <toml++/toml.h>
 
 #include "plugins/abi_names.hpp"
+#include <altgrad/sdk/names.hpp>
+
+#include "train/layer_names.hpp"
 #include "util/error.hpp"
 #include "util/glob.hpp"
 #include "util/toml_text.hpp"
@@ -204,14 +207,6 @@ std::string suggestion(const std::string& key, const std::vector<std::string>& c
     }
     if (best != nullptr && best_d <= std::max<size_t>(2, leaf.size() / 4)) return "; did you mean '" + *best + "'?";
     return "";
-}
-
-bool valid_format_name(const std::string& s) {
-    if (s.empty() || s.size() > 64) return false;
-    if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9'))) return false;
-    for (char c : s)
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
-    return true;
 }
 
 bool valid_pattern(const std::string& s) {
@@ -712,8 +707,8 @@ private:
                 fail(key, "expected an array of plugin names, e.g. [\"mantissa_shift\"], got " + describe(*n));
             }
             for (const std::string& name : given) {
-                if (!valid_format_name(name))
-                    fail(key, "expected plugin names ([a-z0-9][a-z0-9_]*), got " + quote(name));
+                if (!sdk::is_plugin_name(name))
+                    fail(key, std::string("expected plugin names (") + sdk::kPluginNamePattern + "), got " + quote(name));
                 if (std::find(l.names->begin(), l.names->end(), name) != l.names->end())
                     fail(key, quote(name) + " is listed twice");
                 l.names->push_back(name);
@@ -751,9 +746,9 @@ private:
     }
 
     std::string format_name(const toml::node& n, const std::string& key) const {
-        if (!n.is_string() || !valid_format_name(n.as_string()->get()))
-            fail(key, "expected a format plugin name ([a-z0-9][a-z0-9_]*, e.g. \"e4m3\" or \"bf16\"), got " +
-                          describe(n));
+        if (!n.is_string() || !sdk::is_plugin_name(n.as_string()->get()))
+            fail(key, std::string("expected a format plugin name (") + sdk::kPluginNamePattern +
+                          ", e.g. \"e4m3\" or \"bf16\"), got " + describe(n));
         return n.as_string()->get();
     }
 
@@ -832,11 +827,13 @@ private:
         }
     }
 
+    // "blocks.N.attn.qkv, ... for N = 0..3, lm_head": the quantized layers.
     static std::string layer_summary(const model_config& m) {
-        std::string s = "tok_emb, pos_emb, blocks.N.{ln_1, attn.qkv, attn.proj, ln_2, mlp.fc, ";
-        if (m.activation == activation_function::swiglu) s += "mlp.gate, ";
-        s += "mlp.proj} for N = 0.." + std::to_string(m.n_layer - 1) + ", ln_f, lm_head";
-        return s;
+        std::string s;
+        for (const std::string& layer : train::names_of_block("N", m.activation == activation_function::swiglu).layers())
+            s += layer + ", ";
+        s.resize(s.size() - 2);
+        return s + " for N = 0.." + std::to_string(m.n_layer - 1) + ", " + train::kHeadLayer;
     }
 };
 
@@ -935,15 +932,7 @@ bool operator==(const run_config& a, const run_config& b) {
 bool pattern_matches(std::string_view pattern, std::string_view name) { return glob_match(pattern, name); }
 
 std::vector<std::string> layer_names(const model_config& model) {
-    std::vector<std::string> names;
-    for (int64_t i = 0; i < model.n_layer; ++i) {
-        const std::string b = "blocks." + std::to_string(i) + ".";
-        for (const char* part : {"attn.qkv", "attn.proj", "mlp.fc"}) names.push_back(b + part);
-        if (model.activation == activation_function::swiglu) names.push_back(b + "mlp.gate");
-        names.push_back(b + "mlp.proj");
-    }
-    names.push_back("lm_head");  // tied to the token embedding
-    return names;
+    return train::layer_names(model.n_layer, model.activation == activation_function::swiglu);
 }
 
 layer_formats formats_for(const quantization_config& q, std::string_view layer) {

@@ -197,7 +197,8 @@ bool pattern_matches(std::string_view pattern, std::string_view name);
 // blocks.N.mlp.proj; then lm_head (tied to the token embedding). Embeddings
 // and LayerNorms stay float32 (their weights are quantized only through the
 // tied head). The loader rejects a rule that matches none of these, or whose
-// every match is taken by an earlier rule, so the model names its layers so.
+// every match is taken by an earlier rule. The names are the model's own
+// (train/layer_names.hpp, the one definition both use).
 std::vector<std::string> layer_names(const model_config& model);
 
 struct layer_formats {

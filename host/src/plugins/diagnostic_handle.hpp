@@ -1,8 +1,8 @@
-// A created diagnostic-plugin instance, from the host's side: creation with
-// validated parameters, its interests, and measure calls whose results come
-// back as a vector, with a plugin's failure (or a malformed result) turned
-// into a host::error naming the plugin. One thread at a time per handle, as
-// the ABI says.
+// A created diagnostic-plugin instance, from the host's side: its interests,
+// and measure calls whose results come back as a vector, a malformed result
+// turned into a host::error naming the plugin. Creation, ownership and a
+// failed call's error are plugin_instance's. One thread at a time per handle,
+// as the ABI says.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +15,7 @@
 #include <altgrad/altgrad.h>
 
 #include "plugins/loader.hpp"
+#include "plugins/plugin_instance.hpp"
 
 namespace altgrad::host {
 
@@ -24,20 +25,8 @@ struct diagnostic_value {
     double value;
 };
 
-class diagnostic_handle {
+class diagnostic_handle : public plugin_instance<diagnostic_handle, altgrad_diagnostic_vtable> {
 public:
-    // Create an instance of `plugin` (a diagnostic plugin) with user
-    // parameters (key -> text); `where` names their source in errors.
-    static std::shared_ptr<diagnostic_handle> create(std::shared_ptr<const loaded_plugin> plugin,
-                                                     const std::map<std::string, std::string>& params = {},
-                                                     const std::string& where = "--param");
-    ~diagnostic_handle();
-    diagnostic_handle(const diagnostic_handle&) = delete;
-    diagnostic_handle& operator=(const diagnostic_handle&) = delete;
-
-    const std::string& name() const { return plugin_->info.name; }
-    const loaded_plugin& plugin() const { return *plugin_; }
-
     // Bit set of (1u << altgrad_tensor_role); read once at creation.
     uint32_t interests() const { return interests_; }
     bool interested_in(altgrad_tensor_role role) const { return (interests_ >> role) & 1u; }
@@ -49,13 +38,10 @@ public:
     std::vector<diagnostic_value> measure(uint64_t step, const altgrad_tensor_view* tensors, size_t n);
 
 private:
-    diagnostic_handle() = default;
-    [[noreturn]] void fail(const char* call, altgrad_status s, const altgrad_error& e) const;
-    [[noreturn]] void bad(const std::string& what) const;
+    friend plugin_instance;
+    diagnostic_handle(std::shared_ptr<const loaded_plugin> plugin, const std::map<std::string, std::string>& params,
+                      const std::string& where);
 
-    std::shared_ptr<const loaded_plugin> plugin_;  // keeps the code loaded
-    const altgrad_diagnostic_vtable* vtable_ = nullptr;
-    altgrad_diagnostic* instance_ = nullptr;
     uint32_t interests_ = 0;
     size_t max_values_ = 0;
     std::vector<altgrad_diagnostic_value> buffer_;

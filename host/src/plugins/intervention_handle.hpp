@@ -1,9 +1,10 @@
-// A created intervention-plugin instance, from the host's side: creation with
-// validated parameters, and observe() once per step returning the plugin's
-// actions as C++ values, checked (kind known, texts NUL-terminated, clip value
-// finite and > 0, tensor and format set for a switch). A plugin's failure
-// becomes a host::error naming the plugin. Not thread-safe: like the ABI says,
-// one thread at a time per handle; separate handles are independent.
+// A created intervention-plugin instance, from the host's side: observe()
+// once per step returning the plugin's actions as C++ values, checked (kind
+// known, texts NUL-terminated, clip value finite and > 0, tensor and format set
+// for a switch), and its saved state. Creation, ownership and a failed call's
+// error (a host::error naming the plugin) are plugin_instance's. Not
+// thread-safe: like the ABI says, one thread at a time per handle; separate
+// handles are independent.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +17,7 @@
 #include <altgrad/altgrad.h>
 
 #include "plugins/loader.hpp"
+#include "plugins/plugin_instance.hpp"
 
 namespace altgrad::host {
 
@@ -51,24 +53,12 @@ struct observation {
 
 const char* action_kind_name(altgrad_action_kind kind);
 
-class intervention_handle {
+class intervention_handle : public plugin_instance<intervention_handle, altgrad_intervention_vtable> {
 public:
     // The smallest action buffer observe() offers; it offers
     // max(kMinActionCapacity, tensor_count + 16), so a plugin can answer one
     // action per tensor and a few global ones.
     static constexpr size_t kMinActionCapacity = 64;
-
-    // Create an instance of `plugin` (an intervention plugin) with user
-    // parameters (key -> text); `where` names their source in errors.
-    static std::shared_ptr<intervention_handle> create(std::shared_ptr<const loaded_plugin> plugin,
-                                                       const std::map<std::string, std::string>& params = {},
-                                                       const std::string& where = "--param");
-    ~intervention_handle();
-    intervention_handle(const intervention_handle&) = delete;
-    intervention_handle& operator=(const intervention_handle&) = delete;
-
-    const std::string& name() const { return plugin_->info.name; }
-    const loaded_plugin& plugin() const { return *plugin_; }
 
     std::vector<action> observe(const altgrad_observation& o);
     std::vector<action> observe(const observation& o);
@@ -81,13 +71,11 @@ public:
     void load_state(const std::string& bytes);
 
 private:
-    intervention_handle() = default;
-    [[noreturn]] void fail(const char* call, altgrad_status s, const altgrad_error& e) const;
-    [[noreturn]] void bad(const std::string& what) const;
+    friend plugin_instance;
+    intervention_handle(std::shared_ptr<const loaded_plugin> plugin, const std::map<std::string, std::string>& params,
+                        const std::string& where)
+        : plugin_instance(std::move(plugin), params, where) {}
 
-    std::shared_ptr<const loaded_plugin> plugin_;  // keeps the code loaded
-    const altgrad_intervention_vtable* vtable_ = nullptr;
-    altgrad_intervention* instance_ = nullptr;
     std::vector<altgrad_action> buffer_;
 };
 

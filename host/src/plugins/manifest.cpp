@@ -6,6 +6,8 @@
 
 #include <toml++/toml.h>
 
+#include <altgrad/sdk/names.hpp>
+
 #include "util/error.hpp"
 
 namespace altgrad::host {
@@ -126,14 +128,6 @@ struct reader {
     }
 };
 
-bool valid_name(const std::string& s) {
-    if (s.empty() || s.size() > 64) return false;
-    if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9'))) return false;
-    for (char c : s)
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
-    return true;
-}
-
 }  // namespace
 
 manifest read_manifest(const fs::path& path) {
@@ -162,8 +156,9 @@ manifest read_manifest(const fs::path& path) {
     m.kind = *k;
 
     m.name = r.string_of(r.require(p, "plugin.", "name"), "plugin.name");
-    if (!valid_name(m.name))
-        r.fail("plugin.name", "\"" + m.name + "\" is not a valid name ([a-z0-9][a-z0-9_]*, at most 64 characters)");
+    if (!sdk::is_plugin_name(m.name))
+        r.fail("plugin.name", "\"" + m.name + "\" is not a valid name (" + sdk::kPluginNamePattern + ", at most " +
+                                  std::to_string(sdk::kMaxPluginNameLength) + " characters)");
     m.version = r.version_of(r.require(p, "plugin.", "version"), "plugin.version", 3);
     m.abi_version = r.version_of(r.require(p, "plugin.", "abi_version"), "plugin.abi_version", 2);
     m.description = r.string_of(r.require(p, "plugin.", "description"), "plugin.description");
@@ -185,7 +180,7 @@ manifest read_manifest(const fs::path& path) {
         if (!params->is_table()) r.fail("parameters", "expected a table of parameter tables");
         for (auto&& [k, v] : *params->as_table()) {
             const std::string key(k.str());
-            if (!valid_name(key) || !(key[0] >= 'a' && key[0] <= 'z'))
+            if (!sdk::is_param_key(key))
                 r.fail("parameters." + key, "is not a valid parameter name ([a-z][a-z0-9_]*)");
             m.params.push_back(r.param_of(key, v));
         }

@@ -18,10 +18,10 @@ torch::Tensor QuantizedLinearImpl::forward(const torch::Tensor& x) {
     return quantized_linear(x, weight, bias, *plan_, first_site_);
 }
 
-CausalSelfAttentionImpl::CausalSelfAttentionImpl(const gpt_config& c, quant_plan& plan, const std::string& prefix)
-    : n_head_(c.n_head), n_embd_(c.n_embd), plan_(&plan), probs_name_(prefix + ".probs") {
-    qkv = register_module("qkv", QuantizedLinear(c.n_embd, 3 * c.n_embd, c.bias, plan, prefix + ".qkv"));
-    proj = register_module("proj", QuantizedLinear(c.n_embd, c.n_embd, c.bias, plan, prefix + ".proj"));
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(const gpt_config& c, quant_plan& plan, const block_names& names)
+    : n_head_(c.n_head), n_embd_(c.n_embd), plan_(&plan), probs_name_(names.attn_probs) {
+    qkv = register_module("qkv", QuantizedLinear(c.n_embd, 3 * c.n_embd, c.bias, plan, names.attn_qkv));
+    proj = register_module("proj", QuantizedLinear(c.n_embd, c.n_embd, c.bias, plan, names.attn_proj));
     attn_drop = register_module("attn_drop", torch::nn::Dropout(c.dropout));
     resid_drop = register_module("resid_drop", torch::nn::Dropout(c.dropout));
     mask_ = register_buffer("mask", torch::tril(torch::ones({c.block_size, c.block_size})).view(
@@ -45,13 +45,13 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
     return resid_drop->forward(proj->forward(y));
 }
 
-MLPImpl::MLPImpl(const gpt_config& c, quant_plan& plan, const std::string& prefix) : swiglu_(c.swiglu) {
+MLPImpl::MLPImpl(const gpt_config& c, quant_plan& plan, const block_names& names) : swiglu_(c.swiglu) {
     // SwiGLU keeps the parameter count of the 4x GELU MLP: hidden = 8/3 C,
     // rounded up to a multiple of 8.
     const int64_t hidden = swiglu_ ? ((8 * c.n_embd / 3 + 7) / 8) * 8 : 4 * c.n_embd;
-    fc = register_module("fc", QuantizedLinear(c.n_embd, hidden, c.bias, plan, prefix + ".fc"));
-    if (swiglu_) gate = register_module("gate", QuantizedLinear(c.n_embd, hidden, c.bias, plan, prefix + ".gate"));
-    proj = register_module("proj", QuantizedLinear(hidden, c.n_embd, c.bias, plan, prefix + ".proj"));
+    fc = register_module("fc", QuantizedLinear(c.n_embd, hidden, c.bias, plan, names.mlp_fc));
+    if (swiglu_) gate = register_module("gate", QuantizedLinear(c.n_embd, hidden, c.bias, plan, names.mlp_gate));
+    proj = register_module("proj", QuantizedLinear(hidden, c.n_embd, c.bias, plan, names.mlp_proj));
     drop = register_module("drop", torch::nn::Dropout(c.dropout));
 }
 
@@ -60,11 +60,11 @@ torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
     return drop->forward(proj->forward(h));
 }
 
-BlockImpl::BlockImpl(const gpt_config& c, quant_plan& plan, const std::string& prefix) {
+BlockImpl::BlockImpl(const gpt_config& c, quant_plan& plan, const block_names& names) {
     ln_1 = register_module("ln_1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd})));
-    attn = register_module("attn", CausalSelfAttention(c, plan, prefix + ".attn"));
+    attn = register_module("attn", CausalSelfAttention(c, plan, names));
     ln_2 = register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd})));
-    mlp = register_module("mlp", MLP(c, plan, prefix + ".mlp"));
+    mlp = register_module("mlp", MLP(c, plan, names));
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
@@ -77,9 +77,15 @@ GPTImpl::GPTImpl(const gpt_config& c, quant_plan& plan) : config_(c), plan_(&pla
     pos_emb = register_module("pos_emb", torch::nn::Embedding(c.block_size, c.n_embd));
     drop = register_module("drop", torch::nn::Dropout(c.dropout));
     blocks = register_module("blocks", torch::nn::ModuleList());
-    for (int64_t i = 0; i < c.n_layer; ++i) blocks->push_back(Block(c, plan, "blocks." + std::to_string(i)));
+    for (int64_t i = 0; i < c.n_layer; ++i)
+        blocks->push_back(Block(c, plan, names_of_block(std::to_string(i), c.swiglu)));
     ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd})));
-    head_site_ = plan.add_linear("lm_head");
+    head_site_ = plan.add_linear(kHeadLayer);
+    // The module names above must spell the paths layer_names.hpp defines.
+    const auto parameters = named_parameters();
+    for (const quant_site& s : plan.sites)
+        if (s.role == ALTGRAD_TENSOR_WEIGHT && !parameters.contains(parameter_of(s)))
+            throw error("GPT: layer '" + s.layer + "' has no parameter '" + parameter_of(s) + "'");
 
     // nanoGPT's initialisation: N(0, 0.02), residual projections scaled by
     // 1/sqrt(2 n_layer), zero biases, unit LayerNorm gains.

@@ -20,6 +20,7 @@
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
 #include "run/records.hpp"
+#include "train/layer_names.hpp"
 #include "train/scaling.hpp"
 
 namespace altgrad::host::train {
@@ -73,7 +74,7 @@ torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quan
 void store_in_format(torch::Tensor& w, const quant_site& site, const quant_plan& plan, uint64_t stream);
 
 // The parameter that holds a weight site's tensor (the LM head is tied to tok_emb).
-inline std::string parameter_of(const quant_site& s) { return s.layer == "lm_head" ? "tok_emb.weight" : s.layer + ".weight"; }
+inline std::string parameter_of(const quant_site& s) { return weight_of_layer(s.layer); }
 
 // q(t*s)/s with the site's format at its last scale, round-to-nearest-even
 // and saturating, into a new tensor; touches no state. What a measurement

@@ -51,9 +51,11 @@
 #include <vector>
 
 #include <altgrad/altgrad.h>
+#include <altgrad/sdk/call_args.hpp>
 #include <altgrad/sdk/error.hpp>
 #include <altgrad/sdk/export.hpp>
 #include <altgrad/sdk/format_plugin.hpp>  // param_view, detail::guarded
+#include <altgrad/sdk/names.hpp>
 
 namespace altgrad::sdk {
 
@@ -74,18 +76,8 @@ public:
         }
     }
 
-    static bool valid_name(const char* name) {
-        if (name == nullptr || name[0] == '\0') return false;
-        size_t n = 0;
-        for (; name[n] != '\0'; ++n) {
-            const char c = name[n];
-            if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.')) return false;
-        }
-        return n < ALTGRAD_VALUE_NAME_CAPACITY;
-    }
-
     void add(uint32_t tensor_index, const char* name, double value) {
-        if (!valid_name(name))
+        if (!is_value_name(name))
             throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
                                std::string("value name '") + (name ? name : "(null)") +
                                    "' is not [a-z0-9_.]+ of fewer than 64 characters");
@@ -127,30 +119,22 @@ inline void check_format_ref(const altgrad_format_ref& f) {
         invalid("format_ref is smaller than ABI 1.0's or has a NULL vtable or instance");
 }
 inline std::string format_name(const altgrad_format_ref& f) { return f.name ? f.name : "(unnamed)"; }
-inline altgrad_error empty_error() {
-    altgrad_error e{};
-    e.struct_size = sizeof e;
-    return e;
-}
-// A format call's status: OK passes, anything else becomes plugin_error with
-// the format's name and message.
-inline void check_format_call(const altgrad_format_ref& f, const char* call, altgrad_status s, const altgrad_error& e) {
+// fn(f.instance, args..., &error): a status other than OK becomes
+// plugin_error with the format's name and message.
+template <class Fn, class... Args>
+void call_format(const altgrad_format_ref& f, const char* call, Fn fn, Args... args) {
+    altgrad_error e = blank_error();
+    const altgrad_status s = fn(f.instance, args..., &e);
     if (s != ALTGRAD_STATUS_OK)
-        throw plugin_error(s, "format '" + format_name(f) + "': " + call + " failed: " + e.message);
+        throw plugin_error(s, "format '" + format_name(f) + "': " + call + " failed: " + error_message(e));
 }
-// The fields quantize_with and encode_with share (their args structs differ
-// only in the output buffer): host memory, seed and offset 0.
-template <class Args>
-Args conversion_args(const float* in, size_t n, float scale, altgrad_rounding rounding, altgrad_overflow overflow) {
-    Args a{};
-    a.struct_size = sizeof a;
-    a.input = in;
-    a.count = n;
-    a.scale = scale;
-    a.rounding = rounding;
-    a.overflow = overflow;
-    a.memory = ALTGRAD_MEMORY_HOST;
-    return a;
+// A format call's mode: host memory, seed and offset 0.
+inline conversion_mode host_mode(float scale, altgrad_rounding rounding, altgrad_overflow overflow) {
+    conversion_mode m;
+    m.scale = scale;
+    m.rounding = rounding;
+    m.overflow = overflow;
+    return m;
 }
 }  // namespace detail
 
@@ -159,9 +143,7 @@ inline altgrad_format_info format_info_of(const altgrad_format_ref& f) {
     detail::check_format_ref(f);
     altgrad_format_info info{};
     info.struct_size = sizeof info;
-    altgrad_error e = detail::empty_error();
-    const altgrad_status s = f.vtable->get_info(f.instance, &info, &e);
-    detail::check_format_call(f, "get_info", s, e);
+    detail::call_format(f, "get_info", f.vtable->get_info, &info);
     return info;
 }
 
@@ -170,11 +152,8 @@ inline quantize_result quantize_with(const altgrad_format_ref& f, const float* i
                                      altgrad_rounding rounding,
                                      altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE) {
     detail::check_format_ref(f);
-    auto a = detail::conversion_args<altgrad_quantize_args>(in, n, scale, rounding, overflow);
-    a.output = out;
-    altgrad_error e = detail::empty_error();
-    const altgrad_status s = f.vtable->quantize(f.instance, &a, &e);
-    detail::check_format_call(f, "quantize", s, e);
+    altgrad_quantize_args a = quantize_args(in, out, n, detail::host_mode(scale, rounding, overflow));
+    detail::call_format(f, "quantize", f.vtable->quantize, &a);
     return {a.overflow_count, a.underflow_count};
 }
 
@@ -186,27 +165,16 @@ inline quantize_result encode_with(const altgrad_format_ref& f, const float* in,
                                    altgrad_rounding rounding,
                                    altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE) {
     detail::check_format_ref(f);
-    auto a = detail::conversion_args<altgrad_encode_args>(in, n, scale, rounding, overflow);
-    a.codes = codes;
-    altgrad_error e = detail::empty_error();
-    const altgrad_status s = f.vtable->encode(f.instance, &a, &e);
-    detail::check_format_call(f, "encode", s, e);
+    altgrad_encode_args a = encode_args(in, codes, n, detail::host_mode(scale, rounding, overflow));
+    detail::call_format(f, "encode", f.vtable->encode, &a);
     return {a.overflow_count, a.underflow_count};
 }
 
 // value(code) / scale of n codes into out, through the format's vtable.
 inline void decode_with(const altgrad_format_ref& f, const void* codes, float* out, size_t n, float scale) {
     detail::check_format_ref(f);
-    altgrad_decode_args a{};
-    a.struct_size = sizeof a;
-    a.codes = codes;
-    a.output = out;
-    a.count = n;
-    a.scale = scale;
-    a.memory = ALTGRAD_MEMORY_HOST;
-    altgrad_error e = detail::empty_error();
-    const altgrad_status s = f.vtable->decode(f.instance, &a, &e);
-    detail::check_format_call(f, "decode", s, e);
+    altgrad_decode_args a = decode_args(codes, out, n, scale);
+    detail::call_format(f, "decode", f.vtable->decode, &a);
 }
 
 // Code i of an encode/decode buffer whose codes are code_bytes (1, 2 or 4)
