@@ -5,6 +5,9 @@
 //
 //   struct my_bug : broken::e4m3 { ...hide info() or quantize_bits()... };
 //   BROKEN_E4M3_PLUGIN("broken_my_bug", my_bug, "what is wrong")
+//
+// A bug in what the adapter does around the class (the loop over the buffer,
+// the scale in decode) wraps a function of broken::e4m3_adapter instead.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +48,16 @@ F make(const altgrad::sdk::param_view&) {
     return F();
 }
 
+// For a bug in a vtable function rather than in the format class: the
+// correct E4M3's adapter, whose functions a plugin wraps in a table of its own
+// (see BROKEN_E4M3_TABLE_PLUGIN).
+using e4m3_adapter = altgrad::sdk::format_adapter<e4m3, &make<e4m3>>;
+
 }  // namespace broken
 
 #define BROKEN_E4M3_PLUGIN(NAME, CLASS, DESCRIPTION) \
     ALTGRAD_FORMAT_PLUGIN(NAME, 1, 0, 0, DESCRIPTION, ::broken::make<CLASS>)
+
+// TABLE: a function returning the plugin's altgrad_format_vtable*.
+#define BROKEN_E4M3_TABLE_PLUGIN(NAME, TABLE, DESCRIPTION) \
+    ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_FORMAT, NAME, 1, 0, 0, DESCRIPTION, nullptr, 0, TABLE(), nullptr, nullptr)
