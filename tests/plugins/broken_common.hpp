@@ -58,6 +58,17 @@ using e4m3_adapter = altgrad::sdk::format_adapter<e4m3, &make<e4m3>>;
 #define BROKEN_E4M3_PLUGIN(NAME, CLASS, DESCRIPTION) \
     ALTGRAD_FORMAT_PLUGIN(NAME, 1, 0, 0, DESCRIPTION, ::broken::make<CLASS>)
 
-// TABLE: a function returning the plugin's altgrad_format_vtable*.
-#define BROKEN_E4M3_TABLE_PLUGIN(NAME, TABLE, DESCRIPTION) \
-    ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_FORMAT, NAME, 1, 0, 0, DESCRIPTION, nullptr, 0, TABLE(), nullptr, nullptr)
+// The correct E4M3's table with its function MEMBER (quantize, encode, decode,
+// ...) replaced by REPLACEMENT, which usually calls broken::e4m3_adapter's.
+#define BROKEN_E4M3_TABLE_PLUGIN(NAME, MEMBER, REPLACEMENT, DESCRIPTION)                                      \
+    namespace {                                                                                            \
+    const altgrad_format_vtable* broken_table() {                                                          \
+        static const altgrad_format_vtable table = [] {                                                    \
+            altgrad_format_vtable v = *::broken::e4m3_adapter::vtable();                                   \
+            v.MEMBER = REPLACEMENT;                                                                        \
+            return v;                                                                                      \
+        }();                                                                                               \
+        return &table;                                                                                     \
+    }                                                                                                      \
+    }                                                                                                      \
+    ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_FORMAT, NAME, 1, 0, 0, DESCRIPTION, nullptr, 0, broken_table(), nullptr, nullptr)

@@ -10,15 +10,6 @@ altgrad_status decode_unscaled(const altgrad_format* f, altgrad_decode_args* a, 
     unscaled.scale = 1.0f;
     return broken::e4m3_adapter::decode(f, &unscaled, e);
 }
-
-const altgrad_format_vtable* table() {
-    static const altgrad_format_vtable t = [] {
-        altgrad_format_vtable v = *broken::e4m3_adapter::vtable();
-        v.decode = decode_unscaled;
-        return v;
-    }();
-    return &t;
-}
 }  // namespace
 
-BROKEN_E4M3_TABLE_PLUGIN("broken_decode_scale", table, "Test plugin: E4M3 whose decode ignores the scale")
+BROKEN_E4M3_TABLE_PLUGIN("broken_decode_scale", decode, decode_unscaled, "Test plugin: E4M3 whose decode ignores the scale")
