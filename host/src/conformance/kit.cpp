@@ -4,7 +4,9 @@
 #include <malloc.h>
 #include <unistd.h>
 #if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/allocator_interface.h>
+// ASan's allocator statistics (sanitizer/allocator_interface.h, which GCC
+// does not install; libasan exports the function).
+extern "C" size_t __sanitizer_get_current_allocated_bytes(void);
 #endif
 
 #include <algorithm>
