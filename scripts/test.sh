@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Set up, build, and run the whole test suite through CTest.
+# Set up, build, and run the whole test suite through CTest; then the
+# sanitizer build (ASan + UBSan, no trainer) and its tests (scripts/sanitize.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
+scripts/sanitize.sh

@@ -23,7 +23,9 @@ const std::map<std::string, std::pair<int (*)(const cli::context&, const cli::ar
     {"describe", {&cli::describe_command, "a plugin's parameters; for a format its exact encoding"}},
     {"quantize", {&cli::quantize_command, "numbers from standard input through a format, as hex-floats"}},
     {"conformance", {&cli::conformance_command, "check plugins against the ABI's rules, precisely"}},
+#ifndef ALTGRAD_HOST_WITHOUT_TRAINER  // the sanitizer build (ALTGRAD_SANITIZE) has no LibTorch
     {"run", {&cli::run_command, "train a GPT on a config, quantized through the format plugins"}},
+#endif
     {"report", {&cli::report_command, "a markdown report with figures from run directories"}},
 };
 

@@ -74,6 +74,13 @@ void expect_outcome(const kit::plugin_report& r, const std::string& check, outco
         EXPECT_FALSE(x->input.empty()) << check << ": no input\n" << dump(r);
 }
 
+// Every check but `planted` (the one the planted bug must fail) ends without
+// a failure.
+void expect_no_other_failure(const kit::plugin_report& r, const std::string& planted) {
+    for (const kit::result& x : r.results)
+        if (x.check != planted) EXPECT_FALSE(kit::is_failure(x.status)) << x.check << "\n" << dump(r);
+}
+
 std::vector<std::string> check_names(altgrad_plugin_kind kind = ALTGRAD_KIND_FORMAT) {
     std::vector<std::string> names;
     for (const kit::check_info& c : kit::check_list(kind)) names.push_back(c.name);
@@ -112,9 +119,7 @@ TEST(KitPlanted, RacyGlobalBufferFailsThreadsOnly) {
     for (const char* single : {"quantize.nearest", "quantize.ties_to_even", "quantize.idempotent",
                                "quantize.monotone", "quantize.scaling", "stochastic.chunking"})
         expect_outcome(r, single, outcome::passed);
-    for (const kit::result& x : r.results)
-        if (x.check != "concurrency.threads")
-            EXPECT_FALSE(kit::is_failure(x.status)) << x.check << " should pass single-threaded\n" << dump(r);
+    expect_no_other_failure(r, "concurrency.threads");  // single-threaded, the buffer is fine
 }
 
 // A segfault kills one check's child process, not the kit: the load checks
@@ -225,6 +230,70 @@ TEST(KitPlanted, ForgetfulSavedStateFailsStateResume) {
     expect_outcome(check("broken_shared_state", "state.*"), "state.resume", outcome::skipped);
 }
 
+// A plugin whose entry function returns NULL describes nothing and cannot be
+// loaded: load.abi_version fails it (it used to skip, and with every later
+// check skipping too the kit passed the plugin). One whose entry has no
+// descriptor fails load.descriptor. Either way the report has a failure.
+TEST(KitPlanted, NullOrMalformedEntryFails) {
+    const kit::plugin_report null_entry = check("null_entry");
+    expect_outcome(null_entry, "load.abi_version", outcome::failed);
+    const kit::result* x = find(null_entry, "load.abi_version");
+    ASSERT_NE(x, nullptr);
+    EXPECT_NE(x->reason.find("returned NULL"), std::string::npos) << x->reason;
+    const kit::plugin_report malformed = check("malformed_entry");
+    expect_outcome(malformed, "load.abi_version", outcome::passed);
+    expect_outcome(malformed, "load.descriptor", outcome::failed);
+    for (const kit::plugin_report* r : {&null_entry, &malformed})
+        EXPECT_TRUE(std::any_of(r->results.begin(), r->results.end(),
+                                [](const kit::result& y) { return kit::is_failure(y.status); }))
+            << dump(*r);
+}
+
+// Writing one element past count hits the guard page after the output
+// buffer: the check crashes, and the report names the call, the buffer and
+// the element (count, the first one past the end).
+TEST(KitPlanted, WritePastCountCrashesNamingTheCall) {
+    const kit::plugin_report r = check("broken_overrun", "quantize.*");
+    expect_outcome(r, "quantize.nearest", outcome::crashed);
+    const kit::result* x = find(r, "quantize.nearest");
+    ASSERT_NE(x, nullptr);
+    // The call's element count is in the call's description; the faulting
+    // element is that same number.
+    const std::string& why = x->reason;
+    EXPECT_EQ(why.rfind("quantize of ", 0), 0u) << why;
+    const std::string n = why.substr(12, why.find(' ', 12) - 12);
+    EXPECT_NE(why.find("touched element " + n + " of its output buffer of " + n + " elements, past the end"),
+              std::string::npos)
+        << why;
+    EXPECT_NE(why.find("signal"), std::string::npos) << why;
+    EXPECT_FALSE(x->hint.empty());
+    // Encode is not broken.
+    expect_outcome(check("broken_overrun", "codes.roundtrip"), "codes.roundtrip", outcome::passed);
+}
+
+// Decode that ignores the scale: only the check that decodes with scales
+// other than 1 sees it, and its input names the scale.
+TEST(KitPlanted, DecodeIgnoringTheScaleFailsEncodeDecode) {
+    const kit::plugin_report r = check("broken_decode_scale");
+    expect_outcome(r, "quantize.encode_decode", outcome::failed);
+    const kit::result* x = find(r, "quantize.encode_decode");
+    ASSERT_NE(x, nullptr);
+    EXPECT_EQ(x->input.find("scale 0x1p+0"), std::string::npos) << x->input;
+    EXPECT_NE(x->input.find("scale "), std::string::npos) << x->input;
+    expect_no_other_failure(r, "quantize.encode_decode");
+}
+
+// 4 KiB a call never freed: memory.leak fails, naming the growth; the answers
+// are right, so nothing else does.
+TEST(KitPlanted, LeakPerCallFailsMemoryLeak) {
+    const kit::plugin_report r = check("broken_leak");
+    expect_outcome(r, "memory.leak", outcome::failed);
+    const kit::result* x = find(r, "memory.leak");
+    ASSERT_NE(x, nullptr);
+    EXPECT_NE(x->reason.find("grew by"), std::string::npos) << x->reason;
+    expect_no_other_failure(r, "memory.leak");
+}
+
 // ---------------------------------------------------------------- bundled plugins
 
 // The bundled interventions and diagnostics run their kind's checks (never
@@ -240,7 +309,7 @@ TEST(KitBundled, InterventionsAndDiagnosticsPassTheirChecks) {
         std::vector<std::string> ran;
         for (const kit::result& x : r.results) ran.push_back(x.check);
         EXPECT_EQ(ran, check_names(kind)) << dump(r);
-        for (const char* c : {"params.defaults", "instances.separate", "answers.deterministic"})
+        for (const char* c : {"params.defaults", "instances.separate", "answers.deterministic", "memory.leak"})
             expect_outcome(r, c, outcome::passed);
         if (kind == ALTGRAD_KIND_INTERVENTION) {
             expect_outcome(r, "observe.nonfinite", outcome::passed);
@@ -272,7 +341,7 @@ TEST(KitSelection, CheckListCoversEveryKind) {
     for (altgrad_plugin_kind kind : {ALTGRAD_KIND_INTERVENTION, ALTGRAD_KIND_DIAGNOSTIC})
         for (const std::string& n : check_names(kind))
             EXPECT_EQ(std::count(all.begin(), all.end(), n), 1) << n;
-    for (const char* n : {"params.defaults", "params.refused", "instances.separate", "answers.deterministic",
+    for (const char* n : {"memory.leak", "params.defaults", "params.refused", "instances.separate", "answers.deterministic",
                           "observe.nonfinite", "observe.empty", "state.resume", "measure.nonfinite", "measure.empty",
                           "measure.names"})
         EXPECT_NE(std::find(all.begin(), all.end(), n), all.end()) << n;

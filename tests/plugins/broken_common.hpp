@@ -5,6 +5,9 @@
 //
 //   struct my_bug : broken::e4m3 { ...hide info() or quantize_bits()... };
 //   BROKEN_E4M3_PLUGIN("broken_my_bug", my_bug, "what is wrong")
+//
+// A bug in what the adapter does around the class (the loop over the buffer,
+// the scale in decode) wraps a function of broken::e4m3_adapter instead.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +48,27 @@ F make(const altgrad::sdk::param_view&) {
     return F();
 }
 
+// For a bug in a vtable function rather than in the format class: the
+// correct E4M3's adapter, whose functions a plugin wraps in a table of its own
+// (see BROKEN_E4M3_TABLE_PLUGIN).
+using e4m3_adapter = altgrad::sdk::format_adapter<e4m3, &make<e4m3>>;
+
 }  // namespace broken
 
 #define BROKEN_E4M3_PLUGIN(NAME, CLASS, DESCRIPTION) \
     ALTGRAD_FORMAT_PLUGIN(NAME, 1, 0, 0, DESCRIPTION, ::broken::make<CLASS>)
+
+// The correct E4M3's table with its function MEMBER (quantize, encode, decode,
+// ...) replaced by REPLACEMENT, which usually calls broken::e4m3_adapter's.
+#define BROKEN_E4M3_TABLE_PLUGIN(NAME, MEMBER, REPLACEMENT, DESCRIPTION)                                      \
+    namespace {                                                                                            \
+    const altgrad_format_vtable* broken_table() {                                                          \
+        static const altgrad_format_vtable table = [] {                                                    \
+            altgrad_format_vtable v = *::broken::e4m3_adapter::vtable();                                   \
+            v.MEMBER = REPLACEMENT;                                                                        \
+            return v;                                                                                      \
+        }();                                                                                               \
+        return &table;                                                                                     \
+    }                                                                                                      \
+    }                                                                                                      \
+    ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_FORMAT, NAME, 1, 0, 0, DESCRIPTION, nullptr, 0, broken_table(), nullptr, nullptr)

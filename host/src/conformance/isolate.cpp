@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include <cstring>
 #include <exception>
 #include <string>
+
+#include "conformance/guarded_memory.hpp"
 
 namespace altgrad::host::conformance {
 
@@ -64,6 +67,60 @@ void write_all(int fd, const std::string& s) {
     }
 }
 
+// Memory the child writes its crash note into and the parent reads.
+class shared_note {
+public:
+    shared_note() {
+        void* p = ::mmap(nullptr, sizeof(crash_note), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        note_ = p == MAP_FAILED ? nullptr : static_cast<crash_note*>(p);
+        if (note_ != nullptr) std::memset(note_, 0, sizeof *note_);
+    }
+    ~shared_note() {
+        if (note_ != nullptr) ::munmap(note_, sizeof *note_);
+    }
+    shared_note(const shared_note&) = delete;
+    shared_note& operator=(const shared_note&) = delete;
+    crash_note* get() const { return note_; }
+    // The call in progress when the child stopped, as " during CALL", or "".
+    std::string during() const {
+        if (note_ == nullptr || note_->call[0] == '\0') return "";
+        return std::string(" during ") + std::string(note_->call, strnlen(note_->call, sizeof note_->call));
+    }
+
+private:
+    crash_note* note_ = nullptr;
+};
+
+// The reason a child killed by `signal` gives, naming the call and, when the
+// fault hit a guard page or a read-only input, the buffer and element.
+void describe_signal(const crash_note* note, int signal, result& r) {
+    const std::string killed = "signal " + std::to_string(signal) + " (" + ::strsignal(signal) + ")";
+    if (note == nullptr || note->where == fault_none || note->call[0] == '\0') return;
+    const std::string call(note->call, strnlen(note->call, sizeof note->call));
+    const std::string buffer = std::string(note->buffer, strnlen(note->buffer, sizeof note->buffer)) + " buffer of " +
+                               std::to_string(note->count) + " elements";
+    const std::string element = std::to_string(note->element);
+    switch (note->where) {
+        case fault_after_end:
+            r.reason = call + " touched element " + element + " of its " + buffer +
+                       ", past the end (a guard page): the process died with " + killed;
+            r.hint = "read and write only elements 0 .. count-1 of each buffer";
+            break;
+        case fault_before_start:
+            r.reason = call + " touched " + element + " element(s) before element 0 of its " + buffer +
+                       " (a guard page): the process died with " + killed;
+            r.hint = "read and write only elements 0 .. count-1 of each buffer";
+            break;
+        case fault_read_only:
+            r.reason = call + " wrote element " + element + " of its " + buffer +
+                       ", which is read-only (an input): the process died with " + killed;
+            r.hint = "never write into an input buffer";
+            break;
+        default:
+            break;
+    }
+}
+
 }  // namespace
 
 result run_isolated(const std::string& check, double timeout_seconds, const std::function<result()>& body) {
@@ -77,6 +134,7 @@ result run_isolated(const std::string& check, double timeout_seconds, const std:
         r.reason = "could not create a pipe for the child process";
         return r;
     }
+    const shared_note note;
     std::fflush(nullptr);
     const pid_t pid = ::fork();
     if (pid < 0) {
@@ -88,6 +146,7 @@ result run_isolated(const std::string& check, double timeout_seconds, const std:
     }
     if (pid == 0) {
         ::close(fds[0]);
+        report_faults_to(note.get());
         result child;
         try {
             child = body();
@@ -129,21 +188,23 @@ result run_isolated(const std::string& check, double timeout_seconds, const std:
     r.seconds = elapsed();
     if (timed_out) {
         r.status = outcome::timed_out;
-        r.reason = "still running after " + std::to_string(static_cast<int>(timeout_seconds)) + " s; killed";
+        r.reason = "still running after " + std::to_string(static_cast<int>(timeout_seconds)) + " s" + note.during() +
+                   "; killed";
         r.hint = "a quantize/encode/decode call may loop forever on some input";
         return r;
     }
     if (WIFSIGNALED(status)) {
         r.status = outcome::crashed;
         r.reason = std::string("the plugin killed the process with signal ") + std::to_string(WTERMSIG(status)) +
-                   " (" + ::strsignal(WTERMSIG(status)) + ")";
+                   " (" + ::strsignal(WTERMSIG(status)) + ")" + note.during();
         r.hint = "run the check under gdb: altgrad-host conformance --only " + check + " with a debugger attached";
+        describe_signal(note.get(), WTERMSIG(status), r);
         return r;
     }
     if (!decode(received, r)) {
         r.status = outcome::crashed;
         r.reason = "the check's process exited (status " + std::to_string(WEXITSTATUS(status)) +
-                   ") without reporting a result";
+                   ") without reporting a result" + note.during();
         r.hint = "the plugin may call exit() or abort()";
         return r;
     }

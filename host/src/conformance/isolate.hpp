@@ -11,6 +11,9 @@ namespace altgrad::host::conformance {
 // fork(); the child runs `body` and sends its result back through a pipe.
 // A child killed by a signal (or exiting without a result) gives `crashed`;
 // one still running after `timeout_seconds` is killed and gives `timed_out`.
+// Either names the plugin call in progress (guarded_memory.hpp's call_note),
+// and a fault in a guard page or a read-only input names the buffer and the
+// element.
 result run_isolated(const std::string& check, double timeout_seconds, const std::function<result()>& body);
 
 }  // namespace altgrad::host::conformance

@@ -1,11 +1,19 @@
 #include "conformance/kit.hpp"
 
 #include <dlfcn.h>
+#include <malloc.h>
+#include <unistd.h>
+#if defined(__SANITIZE_ADDRESS__)
+// ASan's allocator statistics (sanitizer/allocator_interface.h, which GCC
+// does not install; libasan exports the function).
+extern "C" size_t __sanitizer_get_current_allocated_bytes(void);
+#endif
 
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,6 +23,7 @@
 
 #include "conformance/elf_exports.hpp"
 #include "conformance/format_reference.hpp"
+#include "conformance/guarded_memory.hpp"
 #include "conformance/isolate.hpp"
 #include "plugins/diagnostic_handle.hpp"
 #include "plugins/format_handle.hpp"
@@ -108,12 +117,72 @@ std::string mode_text(const quantize_options& o) {
     return buf;
 }
 
+// A finding made inside a plugin call's wrapper (below), deep in a check;
+// check_plugin makes it the check's result.
+struct finding : std::exception {
+    result found;
+    explicit finding(result r) : found(std::move(r)) {}
+    const char* what() const noexcept override { return found.reason.c_str(); }
+};
+
+// The plugin calls of the format checks. Each hands the plugin guarded copies
+// of its buffers (guarded_memory.hpp): inputs read-only, every buffer between
+// inaccessible pages, so touching outside a buffer kills the check's process
+// with a report naming the call, the buffer and the element. A write just
+// before element 0 does not fault; the pattern there shows it.
+void expect_front_intact(const guarded_buffer& b, const std::string& call, const char* buffer) {
+    if (!b.front_intact())
+        throw finding(fail(call + " wrote before element 0 of its " + buffer + " buffer", call,
+                           "write only elements 0 .. count-1 of each buffer"));
+}
+
+std::string quantize_call(size_t n, const quantize_options& o) {
+    return "quantize of " + std::to_string(n) + " elements (" + mode_text(o) + ")";
+}
+
+// Without a call note: for threads calling at once.
+std::vector<float> quantize_unnoted(const env& e, const std::vector<float>& in, const quantize_options& o,
+                                    quantize_counts* counts = nullptr) {
+    guarded_array<float> input(in, "input");
+    input.seal();
+    guarded_array<float> output(in.size(), "output");
+    const quantize_counts c = e.format->quantize(input.data(), output.data(), in.size(), o);
+    expect_front_intact(output.buffer(), quantize_call(in.size(), o), "output");
+    if (counts) *counts = c;
+    return output.to_vector();
+}
+
 std::vector<float> quantize(const env& e, const std::vector<float>& in, const quantize_options& o,
                             quantize_counts* counts = nullptr) {
-    std::vector<float> out(in.size());
-    const quantize_counts c = e.format->quantize(in.data(), out.data(), in.size(), o);
-    if (counts) *counts = c;
-    return out;
+    const call_note note(quantize_call(in.size(), o));
+    return quantize_unnoted(e, in, o, counts);
+}
+
+// Codes of info().code_bytes each, native endian, as a byte vector.
+std::vector<uint8_t> encode(const env& e, const std::vector<float>& in, const quantize_options& o) {
+    const std::string call = "encode of " + std::to_string(in.size()) + " elements (" + mode_text(o) + ")";
+    const call_note note(call);
+    const size_t width = e.format->info().code_bytes;
+    guarded_array<float> input(in, "input");
+    input.seal();
+    guarded_buffer codes(in.size() * width, width, "codes");
+    e.format->encode(input.data(), codes.data(), in.size(), o);
+    expect_front_intact(codes, call, "codes");
+    const uint8_t* c = static_cast<const uint8_t*>(codes.data());
+    return std::vector<uint8_t>(c, c + in.size() * width);
+}
+
+std::vector<float> decode(const env& e, const std::vector<uint8_t>& codes, float scale = 1.0f) {
+    const size_t width = e.format->info().code_bytes, n = codes.size() / width;
+    const std::string call = "decode of " + std::to_string(n) + " codes (scale " + hex_float(scale) + ")";
+    const call_note note(call);
+    guarded_buffer input(codes.size(), width, "codes");
+    if (!codes.empty()) std::memcpy(input.data(), codes.data(), codes.size());
+    input.seal();
+    guarded_array<float> output(n, "output");
+    e.format->decode(input.data(), output.data(), n, scale);
+    expect_front_intact(output.buffer(), call, "output");
+    return output.to_vector();
 }
 
 quantize_options mode(altgrad_rounding r, altgrad_overflow o = ALTGRAD_OVERFLOW_SATURATE, float scale = 1.0f) {
@@ -241,7 +310,9 @@ result check_exports(env& e) {
     return pass("exports only " ALTGRAD_ENTRY_SYMBOL);
 }
 
-const altgrad_entry* raw_entry(const env& e, void*& handle, std::string& why) {
+// `returned_null`: the entry function exists and returned NULL (a finding of
+// load.abi_version; a library or symbol missing is another check's).
+const altgrad_entry* raw_entry(const env& e, void*& handle, std::string& why, bool* returned_null = nullptr) {
     handle = raw_open(e, why);
     if (handle == nullptr) return nullptr;
     auto fn = reinterpret_cast<altgrad_entry_fn>(::dlsym(handle, ALTGRAD_ENTRY_SYMBOL));
@@ -251,13 +322,19 @@ const altgrad_entry* raw_entry(const env& e, void*& handle, std::string& why) {
     }
     const altgrad_entry* entry = fn();
     if (entry == nullptr) why = ALTGRAD_ENTRY_SYMBOL "() returned NULL";
+    if (returned_null) *returned_null = entry == nullptr;
     return entry;
 }
 
 result check_abi_version(env& e) {
     void* h = nullptr;
     std::string why;
-    const altgrad_entry* entry = raw_entry(e, h, why);
+    bool returned_null = false;
+    const altgrad_entry* entry = raw_entry(e, h, why, &returned_null);
+    if (returned_null)
+        return fail(why + ": the plugin describes nothing and the host cannot load it", ALTGRAD_ENTRY_SYMBOL "()",
+                    "return a pointer to a static altgrad_entry (ALTGRAD_FORMAT_PLUGIN and the other SDK macros "
+                    "define one)");
     if (entry == nullptr) return skip("no entry to ask: " + why);
     if (entry->struct_size < offsetof(altgrad_entry, abi_version) + sizeof(altgrad_version))
         return fail("entry struct_size " + std::to_string(entry->struct_size) + " cannot hold a version", "",
@@ -312,7 +389,6 @@ result check_code_roundtrip(env& e) {
     const format_table& t = *e.table;
     const altgrad_format_info& info = e.format->info();
     const std::vector<float>& values = t.by_code();
-    std::vector<uint8_t> codes(values.size() * info.code_bytes);
     std::vector<float> in;
     std::vector<uint32_t> which;
     for (uint32_t c = 0; c < values.size(); ++c) {
@@ -320,9 +396,8 @@ result check_code_roundtrip(env& e) {
         in.push_back(values[c]);
         which.push_back(c);
     }
-    std::vector<uint8_t> out(in.size() * info.code_bytes);
     // Non-finite mode, so Inf codes encode as Inf rather than saturating.
-    e.format->encode(in.data(), out.data(), in.size(), mode(ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_NONFINITE));
+    const std::vector<uint8_t> out = encode(e, in, mode(ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_NONFINITE));
     for (size_t k = 0; k < in.size(); ++k) {
         const uint32_t got = info.code_bytes == 1 ? out[k] : reinterpret_cast<const uint16_t*>(out.data())[k];
         uint32_t want = which[k];
@@ -555,6 +630,20 @@ result check_subnormal_boundary(env& e) {
     return pass("the smallest values, the normal boundary and the gap to zero round as the codes say");
 }
 
+// Whether quantize disagrees with decode(encode(x, o), o.scale) on `in`.
+std::optional<result> quantize_differs_from_codes(const env& e, const std::vector<float>& in,
+                                                  const quantize_options& o) {
+    const std::vector<float> q = quantize(e, in, o);
+    const std::vector<float> d = decode(e, encode(e, in, o), o.scale);
+    for (size_t k = 0; k < in.size(); ++k)
+        if (!same(q[k], d[k]))
+            return fail("quantize gave " + hex_float(q[k]) + " but decode(encode(x)) gave " + hex_float(d[k]),
+                        "x = " + hex_float(in[k]) + " (" + mode_text(o) + ", seed " + std::to_string(o.seed) + ")",
+                        o.scale == 1.0f ? "quantize, encode and decode must share one rounding"
+                                        : "encode rounds x*scale; decode must return the code's value / scale");
+    return std::nullopt;
+}
+
 result check_encode_decode(env& e) {
     e.drew_random = true;
     const altgrad_format_info& i = e.format->info();
@@ -567,23 +656,18 @@ result check_encode_decode(env& e) {
         for (altgrad_overflow ov : {ALTGRAD_OVERFLOW_SATURATE, ALTGRAD_OVERFLOW_NONFINITE}) {
             quantize_options o = mode(r, ov);
             o.seed = e.opts.seed;
-            const std::vector<float> q = quantize(e, in, o);
-            std::vector<uint8_t> codes(in.size() * i.code_bytes);
-            e.format->encode(in.data(), codes.data(), in.size(), o);
-            std::vector<float> d(in.size());
-            e.format->decode(codes.data(), d.data(), in.size());
-            for (size_t k = 0; k < in.size(); ++k)
-                if (!same(q[k], d[k]))
-                    return fail("quantize gave " + hex_float(q[k]) + " but decode(encode(x)) gave " + hex_float(d[k]),
-                                "x = " + hex_float(in[k]) + " (" + mode_text(o) + ", seed " + std::to_string(o.seed) + ")",
-                                "quantize, encode and decode must share one rounding");
+            if (auto bad = quantize_differs_from_codes(e, in, o)) return *bad;
         }
     }
+    // Scales other than 1: decode must divide by the scale, as quantize does.
+    for (float s : {0.125f, 3.0f, 0.1f}) {
+        quantize_options o = mode(ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE, s);
+        o.seed = e.opts.seed;
+        if (auto bad = quantize_differs_from_codes(e, in, o)) return *bad;
+    }
     if (i.nan_code_count == 0) {
-        const float nan = NAN;
-        std::vector<uint8_t> code(i.code_bytes);
         try {
-            e.format->encode(&nan, code.data(), 1, mode(ALTGRAD_ROUND_NEAREST_EVEN));
+            encode(e, {NAN}, mode(ALTGRAD_ROUND_NEAREST_EVEN));
             return fail("encoding NaN into a format without NaN succeeded", "x = nan",
                         "return ALTGRAD_STATUS_NOT_REPRESENTABLE naming the element");
         } catch (const error& x) {
@@ -592,7 +676,7 @@ result check_encode_decode(env& e) {
                             "return ALTGRAD_STATUS_NOT_REPRESENTABLE");
         }
     }
-    return pass("quantize(x) = decode(encode(x)) under every mode");
+    return pass("quantize(x) = decode(encode(x)) under every mode, and with scales 1/8, 3 and 0.1");
 }
 
 result check_scaling(env& e) {
@@ -754,12 +838,13 @@ result check_sr_chunking(env& e) {
     o.offset = 7;
     const std::vector<float> whole = quantize(e, in, o);
     for (size_t piece : {size_t{1}, size_t{3}, size_t{511}, size_t{513}}) {
-        std::vector<float> out(in.size());
+        std::vector<float> out;
         for (size_t start = 0; start < in.size(); start += piece) {
             const size_t n = std::min(piece, in.size() - start);
             quantize_options p = o;
             p.offset = o.offset + start;
-            e.format->quantize(in.data() + start, out.data() + start, n, p);
+            const std::vector<float> part = quantize(e, std::vector<float>(in.begin() + start, in.begin() + start + n), p);
+            out.insert(out.end(), part.begin(), part.end());
         }
         for (size_t k = 0; k < in.size(); ++k)
             if (!same(out[k], whole[k]))
@@ -791,13 +876,14 @@ result check_threads(env& e) {
         serial.push_back(quantize(e, inputs.back(), o));
     }
     std::vector<std::string> problems(kThreads);
+    const call_note note("quantize from " + std::to_string(kThreads) + " threads at once (" +
+                         std::to_string(inputs[0].size()) + " elements each)");
     std::vector<std::thread> pool;
     for (int t = 0; t < kThreads; ++t)
         pool.emplace_back([&, t] {
             try {
-                std::vector<float> out(inputs[t].size());
                 for (int rep = 0; rep < kRepeats && problems[t].empty(); ++rep) {
-                    e.format->quantize(inputs[t].data(), out.data(), out.size(), modes[t]);
+                    const std::vector<float> out = quantize_unnoted(e, inputs[t], modes[t]);
                     for (size_t k = 0; k < out.size(); ++k)
                         if (!same(out[k], serial[t][k])) {
                             problems[t] = "thread " + std::to_string(t) + " element " + std::to_string(k) + ": " +
@@ -1474,6 +1560,98 @@ result check_measure_names(env& e) {
                 " x (n + 1)");
 }
 
+// -------- memory.*
+
+// Heap bytes in use by the allocator's own count: glibc's, or ASan's in a
+// sanitizer build (its malloc replaces glibc's, whose counters then see
+// nothing).
+int64_t heap_in_use() {
+#if defined(__SANITIZE_ADDRESS__)
+    return static_cast<int64_t>(__sanitizer_get_current_allocated_bytes());
+#else
+    const struct mallinfo2 m = ::mallinfo2();
+    return static_cast<int64_t>(m.uordblks + m.hblkhd);
+#endif
+}
+
+// Resident set size (catches memory a plugin maps itself and never unmaps).
+// Not under ASan, whose quarantine keeps freed memory resident by design.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCheckResident = false;
+#else
+constexpr bool kCheckResident = true;
+#endif
+int64_t resident_bytes() {
+    std::ifstream statm("/proc/self/statm");
+    int64_t size = 0, resident = 0;
+    statm >> size >> resident;
+    return resident * static_cast<int64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// Rounds of calls after a warm-up (lazy initialisation, first-touch pages and
+// the allocator's own caches settle there). The heap slack lets a plugin
+// allocate up to 16 KiB once, later than the warm-up, yet fails any leak of
+// more than 16 bytes a round; glibc's smallest chunk is 32 bytes, so a leak of
+// one allocation a round cannot pass. The resident slack is coarser (8 KiB a
+// round): the page cache of /proc and the stack move it a little.
+constexpr int kLeakWarmup = 50, kLeakRounds = 1000;
+constexpr int64_t kHeapSlack = 16 << 10, kResidentSlack = 8 << 20;
+
+result check_leak_rounds(const std::function<void(int)>& round, const std::string& what) {
+    for (int k = 0; k < kLeakWarmup; ++k) round(k);
+    const int64_t heap0 = heap_in_use(), resident0 = resident_bytes();
+    for (int k = 0; k < kLeakRounds; ++k) round(kLeakWarmup + k);
+    const int64_t heap = heap_in_use() - heap0, resident = resident_bytes() - resident0;
+    const std::string rounds = std::to_string(kLeakRounds) + " rounds of " + what + ", after " +
+                               std::to_string(kLeakWarmup) + " rounds of warm-up";
+    const char* hint = "free everything a call allocates (or keep it in the instance and free it in destroy); memory "
+                       "that grows with every call runs a long training out of memory";
+    if (heap > kHeapSlack)
+        return fail("the heap grew by " + std::to_string(heap) + " bytes (" + std::to_string(heap / kLeakRounds) +
+                        " a round; at most " + std::to_string(kHeapSlack) + " in all is allowed)",
+                    rounds, hint);
+    if (kCheckResident && resident > kResidentSlack)
+        return fail("the resident size grew by " + std::to_string(resident) + " bytes (" +
+                        std::to_string(resident / kLeakRounds) + " a round; at most " +
+                        std::to_string(kResidentSlack) + " in all is allowed)",
+                    rounds, hint);
+    return pass("heap " + std::to_string(heap) + " bytes, resident size " + std::to_string(resident) +
+                " bytes of growth over " + rounds);
+}
+
+result check_leak(env& e) {
+    result why;
+    if (!load_for_check(e, why)) return why;
+    if (e.plugin->info.kind != ALTGRAD_KIND_FORMAT) {
+        if (!prepare(e, why)) return why;
+        constexpr size_t kInputs = 40;
+        std::unique_ptr<history_runner> run = make_runner(e, kInputs);
+        const size_t instance = run->fresh();
+        return check_leak_rounds([&](int k) { run->answer(instance, 0, static_cast<size_t>(k) % kInputs); },
+                                 std::string(e.plugin->info.kind == ALTGRAD_KIND_INTERVENTION ? "observe" : "measure") +
+                                     " on one instance (a " + std::to_string(kInputs) +
+                                     "-input random history, repeated)");
+    }
+    try {
+        e.format = format_handle::create(e.plugin);
+    } catch (const std::exception& x) {
+        return skip(std::string("the plugin does not create (see load.descriptor): ") + x.what());
+    }
+    const std::vector<float> in = random_probes(e, 1024);
+    std::vector<altgrad_rounding> modes;
+    for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_STOCHASTIC, ALTGRAD_ROUND_TOWARD_ZERO})
+        if (e.format->info().rounding_modes & (1u << r)) modes.push_back(r);
+    return check_leak_rounds(
+        [&](int) {
+            e.format = format_handle::create(e.plugin);
+            for (altgrad_rounding r : modes) quantize(e, in, mode(r));
+            decode(e, encode(e, in, mode(ALTGRAD_ROUND_NEAREST_EVEN)));
+            e.format.reset();
+        },
+        "create, quantize " + std::to_string(in.size()) + " random values under each rounding mode, encode and "
+        "decode them, destroy");
+}
+
 // ---------------------------------------------------------------- registry
 
 struct check_def {
@@ -1568,21 +1746,40 @@ const std::vector<check_def>& diagnostic_only_checks() {
     return checks;
 }
 
+// Checks every kind runs last (each loads the plugin itself).
+const std::vector<check_def>& every_kind_last_checks() {
+    static const std::vector<check_def> checks = {
+        {"memory.leak",
+         "repeated calls (formats: create, quantize, encode, decode, destroy; others: observe or measure) leave the "
+         "heap and resident size as they were",
+         false, check_leak},
+    };
+    return checks;
+}
+
 // The checks run for a plugin of `kind`, in run order.
 std::vector<check_def> checks_for(altgrad_plugin_kind kind) {
-    if (kind == ALTGRAD_KIND_FORMAT) return format_checks();
-    std::vector<check_def> out = load_checks();
-    const std::vector<check_def>& shared = shared_instance_checks();
-    out.insert(out.end(), shared.begin(), shared.end());
-    const std::vector<check_def>& own =
-        kind == ALTGRAD_KIND_INTERVENTION ? intervention_only_checks() : diagnostic_only_checks();
-    out.insert(out.end(), own.begin(), own.end());
+    std::vector<check_def> out;
+    if (kind == ALTGRAD_KIND_FORMAT) {
+        out = format_checks();
+    } else {
+        out = load_checks();
+        const std::vector<check_def>& shared = shared_instance_checks();
+        out.insert(out.end(), shared.begin(), shared.end());
+        const std::vector<check_def>& own =
+            kind == ALTGRAD_KIND_INTERVENTION ? intervention_only_checks() : diagnostic_only_checks();
+        out.insert(out.end(), own.begin(), own.end());
+    }
+    const std::vector<check_def>& last = every_kind_last_checks();
+    out.insert(out.end(), last.begin(), last.end());
     return out;
 }
 
 const char* kinds_of(const check_def& c) {
     const std::string n = c.name;
     if (n.rfind("load.", 0) == 0) return "format, intervention, diagnostic";
+    for (const check_def& x : every_kind_last_checks())
+        if (n == x.name) return "format, intervention, diagnostic";
     for (const check_def& x : shared_instance_checks())
         if (n == x.name) return "intervention, diagnostic";
     for (const check_def& x : intervention_only_checks())
@@ -1603,7 +1800,8 @@ uint64_t check_seed(uint64_t seed, const std::string& name) {
 std::vector<check_info> all_checks() {
     std::vector<check_info> out;
     for (const check_def& c : format_checks()) out.push_back({c.name, c.description, kinds_of(c)});
-    for (const auto* list : {&shared_instance_checks(), &intervention_only_checks(), &diagnostic_only_checks()})
+    for (const auto* list : {&every_kind_last_checks(), &shared_instance_checks(), &intervention_only_checks(),
+                             &diagnostic_only_checks()})
         for (const check_def& c : *list) out.push_back({c.name, c.description, kinds_of(c)});
     return out;
 }
@@ -1637,7 +1835,12 @@ plugin_report check_plugin(const plugin_target& target, const options& o) {
                     }
                     if (e.format->info().total_bits <= 16) e.table.emplace(*e.format);
                 }
-                result r = c.run(e);
+                result r;
+                try {
+                    r = c.run(e);
+                } catch (const finding& f) {
+                    r = f.found;
+                }
                 if (e.drew_random && r.status != outcome::skipped)
                     r.reason += " (seed " + std::to_string(o.seed) + ")";
                 return r;

@@ -48,9 +48,9 @@ struct check_info {
 };
 
 // Every check the kit knows, each once: the format checks in run order (the
-// load.* checks among them run for every kind), then those for intervention
-// and diagnostic plugins (their descriptions begin with the kinds);
-// --list-checks prints this.
+// load.* checks among them run for every kind), the checks every kind runs
+// last (memory.leak), then those for intervention and diagnostic plugins
+// (their descriptions begin with the kinds); --list-checks prints this.
 std::vector<check_info> all_checks();
 
 // The checks run for a plugin of `kind`, in run order.

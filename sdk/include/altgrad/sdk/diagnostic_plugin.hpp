@@ -266,9 +266,10 @@ struct diagnostic_adapter {
     static void check_view(const altgrad_tensor_view* t, size_t i) {
         const std::string where = "tensor " + std::to_string(i);
         if (!ALTGRAD_STRUCT_HAS(t, altgrad_tensor_view, scale)) detail::invalid(where + ": view is smaller than ABI 1.0's");
-        if (t->memory == ALTGRAD_MEMORY_CUDA)
+        const int32_t memory = detail::raw_enum(t->memory);  // range-checked before any enum load
+        if (memory == ALTGRAD_MEMORY_CUDA)
             throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, where + ": this diagnostic reads host memory only");
-        if (t->memory != ALTGRAD_MEMORY_HOST) detail::invalid(where + ": unknown memory kind");
+        if (memory != ALTGRAD_MEMORY_HOST) detail::invalid(where + ": unknown memory kind");
         if (t->count > 0 && t->data == nullptr) detail::invalid(where + ": data is NULL with count > 0");
         detail::check_format_ref(t->format);
     }

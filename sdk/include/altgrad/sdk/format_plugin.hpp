@@ -254,28 +254,54 @@ constexpr bool runs_on_cuda() {
 #endif
 }
 
-// The memory kind of a call must be one info.memory_kinds lists.
-inline void check_memory(const altgrad_format_info& info, altgrad_memory_kind memory) {
-    if (memory != ALTGRAD_MEMORY_HOST && memory != ALTGRAD_MEMORY_CUDA)
-        invalid("unknown memory kind " + std::to_string(static_cast<int>(memory)));
-    if ((info.memory_kinds & (1u << memory)) == 0)
-        throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, "this format plugin has no CUDA implementation");
+// The integer a host stored in an enum field of an args struct or view. The
+// ABI's enums are C enums without a fixed type: a C++ load of a value outside
+// an enum's range is undefined behaviour, and a host may send any value. So
+// the adapter reads the field's bytes, range-checks the integer, and only then
+// converts it to the enum.
+template <class E>
+int32_t raw_enum(const E& field) {
+    static_assert(std::is_enum_v<E> && sizeof(E) == sizeof(int32_t), "C enums are int-sized on this ABI");
+    int32_t value;
+    std::memcpy(&value, &field, sizeof value);
+    return value;
 }
 
-// Checks common to quantize and encode.
-inline void check_conversion(const altgrad_format_info& info, const void* in, const void* out, size_t count,
-                             float scale, altgrad_rounding rounding, altgrad_overflow overflow,
-                             altgrad_memory_kind memory) {
-    if (count > 0 && (in == nullptr || out == nullptr)) invalid("input or output is NULL with count > 0");
-    if (!(std::isfinite(scale) && scale > 0.0f)) invalid("scale must be finite and > 0, got " + std::to_string(scale));
+// The memory kind of a call (the raw field) must be one info.memory_kinds lists.
+template <class E>
+altgrad_memory_kind check_memory(const altgrad_format_info& info, const E& memory_field) {
+    const int32_t memory = raw_enum(memory_field);
+    if (memory != ALTGRAD_MEMORY_HOST && memory != ALTGRAD_MEMORY_CUDA)
+        invalid("unknown memory kind " + std::to_string(memory));
+    if ((info.memory_kinds & (1u << memory)) == 0)
+        throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, "this format plugin has no CUDA implementation");
+    return static_cast<altgrad_memory_kind>(memory);
+}
+
+// The modes of a quantize or encode call, range-checked.
+struct conversion_modes {
+    altgrad_rounding rounding;
+    altgrad_overflow overflow;
+    altgrad_memory_kind memory;
+};
+
+// Checks common to quantize and encode (Args: their args structs, which share
+// these fields; out: the output or codes buffer).
+template <class Args>
+conversion_modes check_conversion(const altgrad_format_info& info, const Args& a, const void* out) {
+    if (a.count > 0 && (a.input == nullptr || out == nullptr)) invalid("input or output is NULL with count > 0");
+    if (!(std::isfinite(a.scale) && a.scale > 0.0f))
+        invalid("scale must be finite and > 0, got " + std::to_string(a.scale));
+    const int32_t rounding = raw_enum(a.rounding), overflow = raw_enum(a.overflow);
     if (rounding != ALTGRAD_ROUND_NEAREST_EVEN && rounding != ALTGRAD_ROUND_STOCHASTIC &&
         rounding != ALTGRAD_ROUND_TOWARD_ZERO)
-        invalid("unknown rounding mode " + std::to_string(static_cast<int>(rounding)));
+        invalid("unknown rounding mode " + std::to_string(rounding));
     if (overflow != ALTGRAD_OVERFLOW_SATURATE && overflow != ALTGRAD_OVERFLOW_NONFINITE)
-        invalid("unknown overflow mode " + std::to_string(static_cast<int>(overflow)));
+        invalid("unknown overflow mode " + std::to_string(overflow));
     if ((info.rounding_modes & (1u << rounding)) == 0)
         throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, "this format does not implement that rounding mode");
-    check_memory(info, memory);
+    const altgrad_memory_kind memory = check_memory(info, a.memory);
+    return {static_cast<altgrad_rounding>(rounding), static_cast<altgrad_overflow>(overflow), memory};
 }
 
 // Run body, turning exceptions into a status and a message.
@@ -361,17 +387,16 @@ struct format_adapter {
             const instance& s = self(p);
             if (a == nullptr || !ALTGRAD_STRUCT_HAS(a, altgrad_quantize_args, underflow_count))
                 detail::invalid("quantize: args is NULL or smaller than the v1 struct");
-            detail::check_conversion(s.info, a->input, a->output, a->count, a->scale, a->rounding, a->overflow,
-                                     a->memory);
+            const detail::conversion_modes m = detail::check_conversion(s.info, *a, a->output);
             if (a->output != a->input && a->count > 0 && a->output < a->input + a->count &&
                 a->input < a->output + a->count)
                 detail::invalid("quantize: output overlaps input without being the same buffer");
-            if (a->memory == ALTGRAD_MEMORY_CUDA) {
+            if (m.memory == ALTGRAD_MEMORY_CUDA) {
                 if constexpr (detail::runs_on_cuda<F>()) cuda::quantize(s.format.kernel(), *a);
                 return;
             }
             element_counts counts;
-            detail::dispatch_modes(a->rounding, a->overflow, [&](auto r, auto o) {
+            detail::dispatch_modes(m.rounding, m.overflow, [&](auto r, auto o) {
                 constexpr altgrad_rounding R = decltype(r)::value;
                 constexpr altgrad_overflow O = decltype(o)::value;
                 detail::quantize_dispatch_scale<F, R, O>(s.format, a->input, a->output, a->count, a->scale,
@@ -387,16 +412,15 @@ struct format_adapter {
             const instance& s = self(p);
             if (a == nullptr || !ALTGRAD_STRUCT_HAS(a, altgrad_encode_args, underflow_count))
                 detail::invalid("encode: args is NULL or smaller than the v1 struct");
-            detail::check_conversion(s.info, a->input, a->codes, a->count, a->scale, a->rounding, a->overflow,
-                                     a->memory);
-            if (a->memory == ALTGRAD_MEMORY_CUDA) {
+            const detail::conversion_modes m = detail::check_conversion(s.info, *a, a->codes);
+            if (m.memory == ALTGRAD_MEMORY_CUDA) {
                 if constexpr (detail::runs_on_cuda<F>()) cuda::encode(s.format.kernel(), *a, s.info.code_bytes);
                 return;
             }
             element_counts counts;
             size_t first_bad = SIZE_MAX;
             const uint32_t width = s.info.code_bytes;
-            detail::dispatch_modes(a->rounding, a->overflow, [&](auto r, auto o) {
+            detail::dispatch_modes(m.rounding, m.overflow, [&](auto r, auto o) {
                 constexpr altgrad_rounding R = decltype(r)::value;
                 constexpr altgrad_overflow O = decltype(o)::value;
                 auto store = [&](size_t i, uint32_t bits, uint32_t random) {
@@ -431,8 +455,7 @@ struct format_adapter {
                 detail::invalid("decode: codes or output is NULL with count > 0");
             if (!(std::isfinite(a->scale) && a->scale > 0.0f))
                 detail::invalid("decode: scale must be finite and > 0");
-            detail::check_memory(s.info, a->memory);
-            if (a->memory == ALTGRAD_MEMORY_CUDA) {
+            if (detail::check_memory(s.info, a->memory) == ALTGRAD_MEMORY_CUDA) {
                 if constexpr (detail::runs_on_cuda<F>())
                     cuda::decode(s.format.kernel(), *a, s.info.code_bytes, s.format.total_bits());
                 return;
