@@ -158,8 +158,10 @@ TEST(Cli, HelpOnEverySubcommand) {
         for (const char* internal : {"--name", "--config ", "--run ", "--plugin "})
             EXPECT_EQ(r.out.find(internal), std::string::npos) << internal << " in:\n" << r.out;
     }
+#ifndef ALTGRAD_HOST_WITHOUT_TRAINER
     // The run's own exit code, 3, is said where it can happen.
     EXPECT_NE(run_host("run --help").out.find("  3  the run stopped early"), std::string::npos);
+#endif
 }
 
 TEST(Cli, AMissingNameIsSaidInUserTerms) {
