@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -550,6 +551,24 @@ TEST(ReportFigures, MissingGnuplotStillGivesTheReportAndSaysSo) {
     const std::string md = read(out.markdown);
     EXPECT_CONTAINS(md, "No figures: gnuplot not found ('" + o.gnuplot + "' could not be run; install gnuplot-nox).");
     EXPECT_CONTAINS(md, "| e5m2_short | 1 | e5m2 | 500/500 | finished |");
+}
+
+// A "gnuplot" that never returns is killed: the report still comes, and says so.
+TEST(ReportFigures, AGnuplotThatHangsIsKilled) {
+    scratch tmp;
+    const fs::path fake = tmp.path() / "hanging-gnuplot";
+    write(fake, "#!/bin/sh\nexec sleep 1000\n");
+    fs::permissions(fake, fs::perms::owner_all);
+    std::vector<run_record> runs = {read_run(finished_run(tmp.path(), "a", "e5m2_short", "e5m2", 1, 2.5))};
+    report_options o;
+    o.out_dir = tmp.path() / "out";
+    o.gnuplot = fake.string();
+    o.gnuplot_timeout = 0.5;
+    const auto start = std::chrono::steady_clock::now();
+    const report_output out = write_report(runs, o);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+    EXPECT_EQ(out.figures, 0u);
+    EXPECT_CONTAINS(read(out.markdown), "'" + fake.string() + "' did not answer within 0.5 s (killed)");
 }
 
 TEST(ReportFigures, AFailingGnuplotIsALineInTheReport) {

@@ -1,6 +1,9 @@
 #include "report/plot.hpp"
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <thread>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -17,7 +20,7 @@ namespace altgrad::host::report {
 
 namespace fs = std::filesystem;
 
-int run_program(const std::vector<std::string>& argv, const fs::path& log) {
+int run_program(const std::vector<std::string>& argv, const fs::path& log, double timeout_seconds) {
     if (argv.empty()) return 127;
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
@@ -31,13 +34,33 @@ int run_program(const std::vector<std::string>& argv, const fs::path& log) {
     const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) return 127;
+    // A program that never returns must not hang the report: poll, then kill it.
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) return 127;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+    for (;;) {
+        const pid_t done = waitpid(pid, &status, WNOHANG);
+        if (done == pid) break;
+        if (done < 0 && errno != EINTR) return 127;
+        if (std::chrono::steady_clock::now() > deadline) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+            }
+            return kTimedOut;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return 127;
 }
+
+namespace {
+std::string seconds_text(double s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g s", s);
+    return buf;
+}
+}  // namespace
 
 std::string gnuplot_text(const std::string& s) {
     std::string out;
@@ -59,7 +82,8 @@ std::string gnuplot_quote(const std::string& s) {
     return out + "'";
 }
 
-plotter::plotter(fs::path figures_dir, std::string program) : dir_(std::move(figures_dir)), program_(std::move(program)) {}
+plotter::plotter(fs::path figures_dir, std::string program, double timeout_seconds)
+    : dir_(std::move(figures_dir)), program_(std::move(program)), timeout_(timeout_seconds) {}
 
 const std::string& plotter::unavailable() {
     if (probed_) return unavailable_;
@@ -75,7 +99,11 @@ const std::string& plotter::unavailable() {
     // build without cairo may have libgd's png; every gnuplot has svg.
     for (const auto& [terminal, extension] :
          {std::pair<std::string, std::string>{"pngcairo", "png"}, {"png", "png"}, {"svg", "svg"}}) {
-        const int rc = run_program({program_, "-e", "set terminal " + terminal}, log);
+        const int rc = run_program({program_, "-e", "set terminal " + terminal}, log, timeout_);
+        if (rc == kTimedOut) {
+            unavailable_ = "'" + program_ + "' did not answer within " + seconds_text(timeout_) + " (killed)";
+            break;
+        }
         if (rc == 127) {
             unavailable_ = "gnuplot not found ('" + program_ + "' could not be run; install gnuplot-nox)";
             break;
@@ -151,7 +179,11 @@ bool plotter::draw(const figure& f, std::string& image, std::string& why) {
     const fs::path log = dir_ / (f.stem + ".log");
     // The -e cd makes the script's relative paths work wherever the report is.
     const fs::path abs_dir = fs::absolute(dir_, ec);
-    const int rc = run_program({program_, "-e", "cd " + gnuplot_quote(abs_dir.string()), script}, log);
+    const int rc = run_program({program_, "-e", "cd " + gnuplot_quote(abs_dir.string()), script}, log, timeout_);
+    if (rc == kTimedOut) {
+        why = "gnuplot did not finish " + script + " within " + seconds_text(timeout_) + " (killed)";
+        return false;
+    }
     if (rc != 0) {
         why = "gnuplot failed on " + script + " (exit status " + std::to_string(rc) + "; see " + (f.stem + ".log") + ")";
         return false;

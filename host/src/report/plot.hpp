@@ -29,8 +29,9 @@ struct figure {
 
 class plotter {
 public:
-    // `program`: the gnuplot to run (a name looked up in PATH, or a path).
-    plotter(std::filesystem::path figures_dir, std::string program);
+    // `program`: the gnuplot to run (a name looked up in PATH, or a path);
+    // each run of it is killed after `timeout_seconds`.
+    plotter(std::filesystem::path figures_dir, std::string program, double timeout_seconds = 60);
 
     // Empty when figures can be drawn; else why not (gnuplot missing, no
     // image terminal). Probes gnuplot once: pngcairo, else png, else svg.
@@ -45,6 +46,7 @@ public:
 private:
     std::filesystem::path dir_;
     std::string program_;
+    double timeout_;
     bool probed_ = false;
     std::string unavailable_;
     std::string terminal_, extension_;
@@ -52,8 +54,10 @@ private:
 
 // Runs `argv` (argv[0] looked up in PATH when it has no '/') with stdin from
 // /dev/null and stdout and stderr into `log`; the exit status, 127 when it
-// could not be started, 128+N when killed by signal N.
-int run_program(const std::vector<std::string>& argv, const std::filesystem::path& log);
+// could not be started, 128+N when killed by signal N, kTimedOut when it ran
+// past `timeout_seconds` and was killed.
+constexpr int kTimedOut = 1000;
+int run_program(const std::vector<std::string>& argv, const std::filesystem::path& log, double timeout_seconds);
 
 // Text read from a run directory (run names, config values) made safe to
 // stand in a gnuplot script or data file: control characters become spaces

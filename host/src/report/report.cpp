@@ -640,7 +640,7 @@ report_output write_report(const std::vector<run_record>& runs, const report_opt
     if (!options.figures) {
         result.figures_missing = "not asked for (--no-figures)";
     } else {
-        plotter plot(options.out_dir / "figures", options.gnuplot);
+        plotter plot(options.out_dir / "figures", options.gnuplot, options.gnuplot_timeout);
         if (!plot.unavailable().empty()) {
             result.figures_missing = plot.unavailable();
         } else {

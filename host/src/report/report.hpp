@@ -54,6 +54,7 @@ fs::path default_hypotheses_file();
 struct report_options {
     fs::path out_dir = "report";  // gets report.md and figures/
     std::string gnuplot = "gnuplot";
+    double gnuplot_timeout = 60;  // seconds per gnuplot run; then it is killed and the figure not drawn
     bool figures = true;
     hypotheses judged;  // the hypotheses section; none: the section says so
 };
