@@ -165,12 +165,11 @@ json interventions_json(const std::map<std::string, std::map<std::string, int64_
 
 std::map<std::string, std::map<std::string, int64_t>> interventions_from(const fields& f, const char* key) {
     std::map<std::string, std::map<std::string, int64_t>> out;
-    const fields plugins = f.object(key);
+    (void)f.object(key);  // an object, or an error naming the key
     for (const auto& [plugin, kinds] : f.at(key).items()) {
         const fields k(kinds, f.where(), f.key(key) + "." + plugin + ".");
         for (const auto& [kind, n] : kinds.items()) out[plugin][kind] = k.integer(kind.c_str());
     }
-    (void)plugins;
     return out;
 }
 
@@ -544,8 +543,6 @@ summary_record read_summary(const fs::path& file) {
         s.switches = switches_from(f, "switches");
         s.interventions = interventions_from(f, "interventions");
         return s;
-    } catch (const summary_error&) {
-        throw;
     } catch (const error& e) {
         throw summary_error(e.what(), false);
     }

@@ -106,9 +106,8 @@ void save_checkpoint(const fs::path& run_dir, const std::string& run_id, int64_t
     } catch (const std::exception& e) {
         // A full disk, most likely: the earlier checkpoints stay as they were.
         fs::remove_all(tmp, ec);
-        std::string why = e.what();
-        why = why.substr(0, why.find('\n'));  // LibTorch's errors carry a backtrace
-        throw error(final_dir.string() + ": cannot write the checkpoint (" + why + "); the newest earlier checkpoint is intact");
+        throw error(final_dir.string() + ": cannot write the checkpoint (" + first_line(e.what()) +
+                    "); the newest earlier checkpoint is intact");
     }
     // Keep the newest `keep`.
     std::vector<run::checkpoint_ref> all = run::complete_checkpoints(run_dir);

@@ -35,8 +35,6 @@ std::string duration_text(double seconds) {
     return buf;
 }
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
 // Any failure as one line: LibTorch's errors carry a backtrace, and running
 // out of memory is named by the config keys that size the model and batch.
 error as_host_error(const std::exception& e, const config::run_config& c) {

@@ -13,6 +13,9 @@ public:
     explicit error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// The first line of a message (LibTorch's errors carry a backtrace after it).
+inline std::string first_line(const std::string& message) { return message.substr(0, message.find('\n')); }
+
 // A wrong command line: printed with a pointer to --help, exit code 2.
 class usage_error : public error {
 public:
