@@ -1,4 +1,5 @@
 // The altgrad-host binary as a user runs it: outputs, exit codes, errors.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,44 @@ TEST(Cli, MissingPluginFolder) {
     const run_result r = run_host("--plugins /nonexistent/dir list");
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.out.find("--plugins /nonexistent/dir: not a folder"), std::string::npos) << r.out;
+}
+
+// `list`, `describe` and `conformance` over a folder of libraries that crash,
+// hang or exit while loading: each command says what happened to each, and
+// the good plugin beside them works.
+TEST(Cli, ListSurvivesLibrariesThatCrashHangOrExitWhileLoading) {
+    scratch_dir dir;
+    const auto expected = add_plugins_that_die_loading(dir);
+    const run_result r = run_host("--plugins " + dir.path().string() + " list");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    for (const auto& [name, reason] : expected) {
+        const size_t line = r.out.find(" " + name + " ");
+        ASSERT_NE(line, std::string::npos) << name << "\n" << r.out;
+        const std::string text = r.out.substr(line, r.out.find('\n', line) - line);
+        EXPECT_NE(text.find("broken: plugin '" + name + "'"), std::string::npos) << text;
+        EXPECT_NE(text.find(reason), std::string::npos) << text;
+    }
+    EXPECT_NE(r.out.find(" e4m3 "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("6 of 7 plugins are broken"), std::string::npos) << r.out;
+}
+
+TEST(Cli, DescribeAndConformanceSurviveALibraryThatCrashesWhileLoading) {
+    scratch_dir dir;
+    add_plugins_that_die_loading(dir);
+    const std::string plugins = "--plugins " + dir.path().string();
+    const run_result crash = run_host(plugins + " describe broken_load_segv");
+    EXPECT_EQ(crash.exit_code, 1) << crash.out;
+    EXPECT_NE(crash.out.find("altgrad-host: error: plugin 'broken_load_segv' is broken: plugin 'broken_load_segv' ("),
+              std::string::npos) << crash.out;
+    EXPECT_NE(crash.out.find("signal 11 (Segmentation fault)"), std::string::npos) << crash.out;
+    EXPECT_EQ(count_lines(crash.out), 1u) << crash.out;
+    EXPECT_EQ(run_host(plugins + " describe e4m3").exit_code, 0);
+
+    const run_result kit = run_host(plugins + " conformance --brief --only load.library --timeout 2");
+    EXPECT_EQ(kit.exit_code, 1) << kit.out;  // the broken ones fail; the kit goes on to the end
+    for (const char* name : {"broken_load_segv", "broken_entry_abort", "broken_entry_loop", "broken_entry_exit",
+                             "broken_entry_data", "truncated", "e4m3"})
+        EXPECT_NE(kit.out.find(name), std::string::npos) << name << "\n" << kit.out;
 }
 
 TEST(Cli, BrokenPluginIsAnErrorWithItsReason) {

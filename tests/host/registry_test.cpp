@@ -1,5 +1,6 @@
 // Discovery and loading: broken plugins are reported with their reason and
 // never take the others down; the ABI and descriptor checks catch liars.
+#include <chrono>
 #include <fstream>
 #include <set>
 #include <string>
@@ -190,6 +191,39 @@ TEST(Registry, UnknownNameListsWhatExists) {
     const std::string e = load_error(reg, "e9m9");
     EXPECT_NE(e.find("no plugin named 'e9m9'"), std::string::npos) << e;
     EXPECT_NE(e.find("e5m2"), std::string::npos) << e;
+}
+
+// Each of these killed, hung or silently ended the process that loaded it
+// before libraries were probed in a child process.
+TEST(Registry, LibrariesThatCrashHangOrExitWhileLoadingAreBrokenAndTheHostGoesOn) {
+    scratch_dir dir;
+    const auto expected = add_plugins_that_die_loading(dir);
+    registry reg(dir.path(), 2.0);
+    const auto start = std::chrono::steady_clock::now();
+    reg.load_all();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));  // one time limit, not a hang
+    for (const auto& [name, reason] : expected) {
+        const host::plugin_record& r = record(reg, name);
+        EXPECT_EQ(r.status, plugin_status::broken) << name;
+        EXPECT_EQ(r.loaded, nullptr) << name;
+        EXPECT_NE(r.error.find("plugin '" + name + "' ("), std::string::npos) << r.error;
+        EXPECT_NE(r.error.find(": load: "), std::string::npos) << r.error;
+        EXPECT_NE(r.error.find(reason), std::string::npos) << r.error;
+    }
+    EXPECT_NE(record(reg, "broken_entry_loop").error.find("still running after 2 s"), std::string::npos);
+    EXPECT_EQ(record(reg, "e4m3").status, plugin_status::ok);
+    EXPECT_EQ(host::format_handle::create(reg.load("e4m3"))->info().max_finite, 448.0);
+    EXPECT_NE(load_error(reg, "broken_load_segv").find("plugin 'broken_load_segv' is broken"), std::string::npos);
+}
+
+TEST(Registry, ProbingLoadsNothingIntoTheHost) {
+    registry reg(kBundled);
+    reg.probe_all();
+    for (const auto& r : reg.records()) {
+        EXPECT_EQ(r.status, plugin_status::ok) << r.name() << ": " << r.error;
+        EXPECT_EQ(r.loaded, nullptr) << r.name();
+    }
+    EXPECT_NE(reg.load("e5m2"), nullptr);  // probed once, then loaded here
 }
 
 TEST(Registry, NotAFolder) {

@@ -4,7 +4,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -55,6 +58,28 @@ inline std::string format_manifest(const std::string& name, const std::string& l
                                    const std::string& version = "1.0.0", const std::string& abi = "1.0") {
     return "[plugin]\nkind = \"format\"\nname = \"" + name + "\"\nversion = \"" + version + "\"\nabi_version = \"" +
            abi + "\"\nlibrary = \"" + library + "\"\ndescription = \"test\"\n";
+}
+
+// A plugin folder holding e4m3 (good) and the test plugins whose libraries
+// crash, hang or exit while loading, plus "truncated": e5m2's library cut to
+// half its size, as an interrupted copy leaves it. Names each expected reason.
+inline std::vector<std::pair<std::string, std::string>> add_plugins_that_die_loading(const scratch_dir& dir) {
+    dir.add_plugin("e4m3", format_manifest("e4m3", "libaltgrad_e4m3.so"), bundled_library("e4m3"));
+    for (const char* name : {"broken_load_segv", "broken_entry_abort", "broken_entry_loop", "broken_entry_exit",
+                             "broken_entry_data"})
+        fs::copy(kTestPlugins / name, dir.path() / name);
+    dir.add_plugin("truncated", format_manifest("e5m2", "libaltgrad_e5m2.so"));
+    const fs::path whole = bundled_library("e5m2");
+    std::ifstream in(whole, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    bytes.resize(bytes.size() / 2);
+    std::ofstream(dir.path() / "truncated" / "libaltgrad_e5m2.so", std::ios::binary) << bytes;
+    return {{"broken_load_segv", "signal 11 (Segmentation fault)"},
+            {"broken_entry_abort", "signal 6 (Aborted)"},
+            {"broken_entry_loop", "still running after"},
+            {"broken_entry_exit", "exited (status 0)"},
+            {"broken_entry_data", "signal 11 (Segmentation fault)"},
+            {"e5m2", "signal 7 (Bus error)"}};
 }
 
 struct run_result {

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "run/files.hpp"
+#include "run/supervise.hpp"
 
 namespace altgrad::host::run {
 namespace {
@@ -213,6 +214,67 @@ TEST(Summary, RoundTrips) {
     EXPECT_EQ(s.switches[0].plugin, "mantissa_shift");
     EXPECT_EQ(s.switches[0].to, "e5m2");
     EXPECT_EQ(s.interventions.at("mantissa_shift").at("switch_format"), 1);
+}
+
+// A training process killed from outside while between plugin calls: the
+// summary is made from config.toml and metrics.jsonl, and says no plugin call
+// was running (naming the last one), and round-trips with its crash.
+TEST(Summary, ACrashOutsideAnyPluginCallIsSaidAsSuch) {
+    scratch tmp;
+    write(config_file(tmp.path()), "name = \"crashy\"\n[training]\nmax_steps = 20\nwarmup_steps = 2\nseed = 5\n"
+                                    "[quantization]\nweight_format = \"e4m3\"\n");
+    {
+        metrics_writer w(metrics_file(tmp.path()), "crashy-2", false);
+        w.write(val_line{0, 4.5});
+        train_line t;
+        t.step = 1;
+        t.loss = 4.25;
+        w.write(t);
+        event_line e;
+        e.step = 1;
+        e.event = "switch_format";
+        e.plugin = "mantissa_shift";
+        e.tensor = "lm_head.weight";
+        e.from = "e4m3";
+        e.to = "e5m2";
+        w.write(e);
+        w.write(val_line{2, 3.5});
+        t.step = 2;
+        t.loss = 3.75;
+        w.write(t);
+        w.write(val_line{3, 4.0});
+    }
+    call_snapshot at;
+    at.in_call = false;
+    at.plugin = "e4m3";
+    at.call = "quantize";
+    at.steps_done = 3;
+    at.run_dir = tmp.path();
+    write_summary(tmp.path(), crash_summary(tmp.path(), at, 9, 1.5));
+    const summary_record s = read_summary(summary_file(tmp.path()));
+    EXPECT_EQ(s.status, "crashed");
+    EXPECT_EQ(s.run_id, "crashy-2");
+    EXPECT_EQ(s.name, "crashy");
+    EXPECT_EQ(s.max_steps, 20);
+    EXPECT_EQ(s.seed, 5);
+    EXPECT_EQ(s.steps_done, 3);
+    EXPECT_EQ(s.final_train_loss, 3.75);
+    EXPECT_EQ(s.final_val_loss, 4.0);
+    EXPECT_EQ(s.best_val_loss, 3.5);
+    EXPECT_EQ(s.formats.weight, "e4m3");
+    ASSERT_EQ(s.switches.size(), 1u);
+    EXPECT_EQ(s.switches[0].to, "e5m2");
+    EXPECT_EQ(s.interventions.at("mantissa_shift").at("switch_format"), 1);
+    ASSERT_TRUE(s.crash.has_value());
+    EXPECT_EQ(s.crash->signal, 9);
+    EXPECT_EQ(s.crash->signal_name, "SIGKILL");
+    EXPECT_EQ(s.crash->plugin, "");  // null: no plugin call was running
+    EXPECT_EQ(s.crash->call, "");
+    EXPECT_EQ(s.crash->steps_done, 3);
+    EXPECT_EQ(s.failure_evidence,
+              "the training process died of signal 9 (SIGKILL, Killed) after 3 steps, in no plugin call "
+              "(the last one: plugin 'e4m3' quantize)");
+    EXPECT_NE(read(summary_file(tmp.path())).find("\"plugin\": null"), std::string::npos);
 }
 
 TEST(Summary, DamageIsNamed) {

@@ -667,3 +667,63 @@ TEST(Run, AFullDiskStopsTheRunWithOneLineAndASummary) {
     EXPECT_EQ(summary.status, "error");
     EXPECT_EQ(summary.steps_done, 4);
 }
+
+namespace {
+
+// A plugins folder with the bundled plugins and broken_quantize_after, an
+// E4M3 that segfaults in quantize once ALTGRAD_TEST_CRASH_AFTER_CALLS calls
+// have passed (and never without the variable).
+fs::path plugins_with_crashing_format(const scratch& s) {
+    const fs::path plugins = s.path / "plugins";
+    fs::copy(kPlugins, plugins, fs::copy_options::recursive);
+    fs::copy(fs::path(ALTGRAD_TEST_PLUGIN_DIR) / "broken_quantize_after", plugins / "broken_quantize_after");
+    return plugins;
+}
+
+}  // namespace
+
+// Before `run` watched its training process, this run ended with exit 139,
+// no summary.json and no word of the plugin.
+TEST(Run, APluginThatCrashesLeavesACrashedSummaryNamingItAndTheRunResumes) {
+    scratch s;
+    const fs::path plugins = plugins_with_crashing_format(s);
+    const fs::path cfg = s.config("crashy", "weight_format = \"broken_quantize_after\"\n");
+    ASSERT_EQ(run("run " + cfg.string() + " --out " + (s.path / "whole").string(), plugins.string()).exit_code, 0);
+
+    const fs::path out = s.path / "crashed";
+    const run_result r = run("run " + cfg.string() + " --out " + out.string(), plugins.string(),
+                             "ALTGRAD_TEST_CRASH_AFTER_CALLS=60 ");
+    EXPECT_EQ(r.exit_code, 4) << r.out;
+    const auto summary = ::altgrad::host::run::read_summary(out / "summary.json");
+    EXPECT_EQ(summary.status, "crashed");
+    ASSERT_TRUE(summary.crash.has_value());
+    EXPECT_EQ(summary.crash->plugin, "broken_quantize_after");
+    EXPECT_EQ(summary.crash->call, "quantize");
+    EXPECT_EQ(summary.crash->signal, SIGSEGV);
+    EXPECT_EQ(summary.crash->signal_name, "SIGSEGV");
+    // What metrics.jsonl holds: the steps done and the last losses.
+    int64_t train_lines = 0;
+    double last_loss = NAN;
+    for (const std::string& line : lines_of(out / "metrics.jsonl")) {
+        const auto j = nlohmann::json::parse(line);
+        if (j["kind"] != "train") continue;
+        ++train_lines;
+        last_loss = j["loss"].get<double>();
+    }
+    EXPECT_EQ(summary.steps_done, train_lines);
+    EXPECT_EQ(summary.crash->steps_done, train_lines);
+    EXPECT_EQ(summary.final_train_loss, last_loss);
+    ASSERT_GE(train_lines, 4) << "the crash came before the first checkpoint; raise the call count";
+    ASSERT_LT(train_lines, 12) << "the run finished before the crash; lower the call count";
+    EXPECT_TRUE(has(r.out, "altgrad-host: plugin 'broken_quantize_after' crashed the run in quantize after " +
+                               std::to_string(train_lines) + " steps: signal 11 (SIGSEGV, Segmentation fault); "))
+        << r.out;
+    EXPECT_TRUE(has(r.out, "run --resume " + out.string())) << r.out;
+
+    // Resumed without the variable, it ends as the uninterrupted run did.
+    const run_result resumed = run("run --resume " + out.string(), plugins.string());
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+    EXPECT_EQ(::altgrad::host::run::read_summary(out / "summary.json").status, "finished");
+    EXPECT_EQ(comparable_metrics(s.path / "whole"), comparable_metrics(out));
+}
+

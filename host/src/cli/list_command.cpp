@@ -1,5 +1,6 @@
-// altgrad-host list: every plugin in the folder, loaded and checked, with the
-// reason for each broken one.
+// altgrad-host list: every plugin in the folder, probed and checked (each in a
+// child process, so none can take `list` down), with the reason for each
+// broken one.
 #include <algorithm>
 #include <iomanip>
 #include <iostream>
@@ -23,7 +24,7 @@ int list_command(const context& ctx, const args& a) {
     if (!parse_subcommand(help, options, {}, {}, a, vm)) return 0;
 
     registry reg(ctx.plugins);
-    reg.load_all();
+    reg.probe_all();
     const bool as_json = vm.count("json") > 0;
     size_t broken = 0;
     // Columns as wide as their longest entry (and two spaces apart), so long names stay aligned.

@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "run/supervise.hpp"
 #include "train/trainer.hpp"
 #include "util/error.hpp"
 
@@ -34,7 +35,9 @@ int run_command(const context& ctx, const args& a) {
         "altgrad-host --plugins build/plugins run configs/e5m2_short.toml --set training.max_steps=50",
         {{0, "the run finished all its steps"},
          {1, "an error: a bad config, missing data, a broken plugin, or a run directory that cannot be resumed"},
-         {3, "the run stopped early: it collapsed (reports/failure.md in the run directory says why)"}}};
+         {3, "the run stopped early: it collapsed (reports/failure.md in the run directory says why)"},
+         {run::kCrashedExitCode, "the training process crashed (a plugin, or a signal): summary.json names the "
+                                 "plugin and the call; --resume continues from the last checkpoint"}}};
     if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
     if (config.empty() == resume.empty())
         throw usage_error("run: give a CONFIG.toml, or --resume RUN_DIR (not both)");
@@ -45,6 +48,8 @@ int run_command(const context& ctx, const args& a) {
     req.resume = resume;
     req.plugins = ctx.plugins;
     req.live_progress = ::isatty(STDOUT_FILENO) != 0;
+    // Before LibTorch starts threads: the parent only watches.
+    if (const std::optional<int> status = run::supervise_training(ctx.plugins, std::cerr)) return *status;
     const train::run_summary s = train::run_training(req, std::cout);
     return s.stop_reason == "finished" ? 0 : 3;
 }

@@ -9,8 +9,14 @@ namespace altgrad::host {
 diagnostic_handle::diagnostic_handle(std::shared_ptr<const loaded_plugin> plugin,
                                      const std::map<std::string, std::string>& params, const std::string& where)
     : plugin_instance(std::move(plugin), params, where) {
-    interests_ = vtable().interests(instance());
-    max_values_ = vtable().max_values_per_tensor(instance());
+    {
+        const noted_call noted(name(), "interests");
+        interests_ = vtable().interests(instance());
+    }
+    {
+        const noted_call noted(name(), "max_values_per_tensor");
+        max_values_ = vtable().max_values_per_tensor(instance());
+    }
     constexpr uint32_t known = (1u << ALTGRAD_TENSOR_WEIGHT) | (1u << ALTGRAD_TENSOR_GRADIENT) |
                                (1u << ALTGRAD_TENSOR_ACTIVATION) | (1u << ALTGRAD_TENSOR_ATTENTION_PROBS) |
                                (1u << ALTGRAD_TENSOR_OUTPUT_GRADIENT);

@@ -41,7 +41,10 @@ plugin_instance<Handle, Vtable>::plugin_instance(std::shared_ptr<const loaded_pl
     const param_values values = resolve_params(plugin_->info, params, where);
     table_of(*plugin_->entry, vtable_);
     altgrad_error e = sdk::blank_error();
-    const altgrad_status s = vtable_->create(values.list(), &instance_, &e);
+    const altgrad_status s = [&] {
+        const noted_call noted(name(), "create");
+        return vtable_->create(values.list(), &instance_, &e);
+    }();
     // A failed create gives the host nothing to destroy (format.h: *out is
     // the caller's on success only), and a throw here skips the destructor.
     if (s != ALTGRAD_STATUS_OK) throw_call_failed(name(), "create", s, e);
@@ -50,7 +53,9 @@ plugin_instance<Handle, Vtable>::plugin_instance(std::shared_ptr<const loaded_pl
 
 template <class Handle, class Vtable>
 plugin_instance<Handle, Vtable>::~plugin_instance() {
-    if (instance_ != nullptr) vtable_->destroy(instance_);
+    if (instance_ == nullptr) return;
+    const noted_call noted(name(), "destroy");
+    vtable_->destroy(instance_);
 }
 
 template <class Handle, class Vtable>

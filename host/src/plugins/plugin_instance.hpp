@@ -17,6 +17,7 @@
 #include <altgrad/altgrad.h>
 #include <altgrad/sdk/call_args.hpp>
 
+#include "plugins/call_record.hpp"
 #include "plugins/loader.hpp"
 
 namespace altgrad::host {
@@ -67,11 +68,15 @@ protected:
     instance_type* instance() const { return instance_; }
 
     // fn(instance, args..., &error) with a fresh error object; any status
-    // but OK throws (see throw_call_failed).
+    // but OK throws (see throw_call_failed). The call is noted for a crash
+    // report (plugins/call_record.hpp).
     template <class Fn, class... Args>
     void call(const char* call_name, Fn fn, Args... args) const {
         altgrad_error e = sdk::blank_error();
-        const altgrad_status s = fn(instance_, args..., &e);
+        const altgrad_status s = [&] {
+            const noted_call noted(name(), call_name);
+            return fn(instance_, args..., &e);
+        }();
         if (s != ALTGRAD_STATUS_OK) throw_call_failed(name(), call_name, s, e);
     }
 

@@ -25,7 +25,7 @@ std::vector<fs::path> find_manifests(const fs::path& dir) {
     return manifests;
 }
 
-registry::registry(const fs::path& dir) : dir_(dir) {
+registry::registry(const fs::path& dir, double probe_seconds) : dir_(dir), probe_seconds_(probe_seconds) {
     const std::vector<fs::path> manifests = find_manifests(dir);
 
     std::map<std::string, std::vector<size_t>> by_name;
@@ -56,11 +56,18 @@ registry::registry(const fs::path& dir) : dir_(dir) {
     }
 }
 
-void registry::try_load(plugin_record& r) {
+void registry::probe(plugin_record& r) {
     if (r.status != plugin_status::not_loaded) return;
+    const std::optional<std::string> why = probe_plugin(*r.info, probe_seconds_);
+    r.status = why ? plugin_status::broken : plugin_status::ok;
+    if (why) r.error = *why;
+}
+
+void registry::try_load(plugin_record& r) {
+    probe(r);
+    if (r.status != plugin_status::ok || r.loaded) return;
     try {
         r.loaded = load_plugin(*r.info);
-        r.status = plugin_status::ok;
     } catch (const std::exception& e) {
         r.status = plugin_status::broken;
         r.error = e.what();
@@ -78,6 +85,10 @@ std::shared_ptr<const loaded_plugin> registry::load(const std::string& name) {
     for (const plugin_record& r : records_) known += (known.empty() ? "" : ", ") + r.name();
     throw error("no plugin named '" + name + "' in " + dir_.string() + " (found: " +
                 (known.empty() ? "none" : known) + ")");
+}
+
+void registry::probe_all() {
+    for (plugin_record& r : records_) probe(r);
 }
 
 void registry::load_all() {

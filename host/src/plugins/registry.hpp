@@ -1,7 +1,9 @@
 // The plugins of one --plugins folder: every manifest read at start-up,
 // libraries loaded only when asked for. A broken plugin (bad manifest,
 // failed load, failed check, duplicate name) is recorded with its reason and
-// never stops the others from working.
+// never stops the others from working. Every library is first probed in a
+// child process (plugins/probe.hpp): one that crashes, hangs or exits while
+// loading is a broken record and never enters this process.
 #pragma once
 
 #include <filesystem>
@@ -12,6 +14,7 @@
 
 #include "plugins/loader.hpp"
 #include "plugins/manifest.hpp"
+#include "plugins/probe.hpp"
 
 namespace altgrad::host {
 
@@ -20,6 +23,8 @@ enum class plugin_status { not_loaded, ok, broken };
 struct plugin_record {
     std::filesystem::path manifest_path;
     std::optional<manifest> info;                  // set when the manifest is valid
+    // ok: the library passed its probe (`loaded` is set once it is loaded
+    // into this process too).
     plugin_status status = plugin_status::not_loaded;
     std::string error;                             // why it is broken
     std::shared_ptr<const loaded_plugin> loaded;   // set once loaded
@@ -34,24 +39,31 @@ std::vector<std::filesystem::path> find_manifests(const std::filesystem::path& d
 class registry {
 public:
     // Read every <dir>/<sub>/manifest.toml. Throws when dir is not a folder.
-    explicit registry(const std::filesystem::path& dir);
+    // Each library's probe may take `probe_seconds`.
+    explicit registry(const std::filesystem::path& dir, double probe_seconds = kDefaultProbeSeconds);
 
     const std::filesystem::path& folder() const { return dir_; }
     const std::vector<plugin_record>& records() const { return records_; }
 
-    // The loaded plugin called `name`, loading it now if needed. Throws
+    // The loaded plugin called `name`, probing and loading it now if needed. Throws
     // host::error for an unknown name (listing the known ones) or a broken
     // plugin (with its reason).
     std::shared_ptr<const loaded_plugin> load(const std::string& name);
 
-    // Try to load every plugin with a valid manifest; failures become broken
-    // records.
+    // Probe every plugin with a valid manifest (each in a child process);
+    // failures become broken records. Loads nothing into this process.
+    void probe_all();
+
+    // Probe, then load into this process, every plugin with a valid manifest;
+    // failures become broken records.
     void load_all();
 
 private:
+    void probe(plugin_record& r);
     void try_load(plugin_record& r);
 
     std::filesystem::path dir_;
+    double probe_seconds_;
     std::vector<plugin_record> records_;
 };
 

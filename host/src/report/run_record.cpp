@@ -213,10 +213,7 @@ void digest_metrics(const metrics_data& m, run_record& r) {
 
     // Events: switches and intervention counts, where there is no summary.json to give them.
     if (r.has_summary) return;
-    for (const auto& [key, line] : m.events) {
-        if (line.event == "switch_format") r.switches.push_back({line.step, line.plugin, line.tensor, line.from, line.to});
-        if (line.plugin != "host") ++r.interventions[line.plugin][line.event];
-    }
+    for (const auto& [key, line] : m.events) run::tally_event(line, r.switches, r.interventions);
 }
 
 }  // namespace

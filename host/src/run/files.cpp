@@ -488,6 +488,12 @@ void truncate_metrics(const fs::path& file, int64_t last_step) {
     write_file_atomically(file, kept);
 }
 
+void tally_event(const event_line& e, std::vector<format_switch>& switches,
+                 std::map<std::string, std::map<std::string, int64_t>>& interventions) {
+    if (e.event == "switch_format") switches.push_back({e.step, e.plugin, e.tensor, e.from, e.to});
+    if (e.plugin != "host") ++interventions[e.plugin][e.event];
+}
+
 // ---- summary.json ------------------------------------------------------------------------
 
 void write_summary(const fs::path& run_dir, const summary_record& s) {
@@ -507,6 +513,13 @@ void write_summary(const fs::path& run_dir, const summary_record& s) {
               {"formats", {{"weight", s.formats.weight}, {"activation", s.formats.activation}, {"gradient", s.formats.gradient}}},
               {"switches", switches_json(s.switches)},
               {"interventions", interventions_json(s.interventions)}};
+    j["crash"] = nullptr;
+    if (s.crash)
+        j["crash"] = {{"signal", s.crash->signal},
+                      {"signal_name", s.crash->signal_name},
+                      {"plugin", s.crash->plugin.empty() ? json(nullptr) : json(s.crash->plugin)},
+                      {"call", s.crash->call.empty() ? json(nullptr) : json(s.crash->call)},
+                      {"steps_done", s.crash->steps_done}};
     write_file_atomically(summary_file(run_dir), j.dump(2) + "\n");
 }
 
@@ -542,6 +555,17 @@ summary_record read_summary(const fs::path& file) {
         s.formats = {formats.string("weight"), formats.string("activation"), formats.string("gradient")};
         s.switches = switches_from(f, "switches");
         s.interventions = interventions_from(f, "interventions");
+        // Hosts before "crash" wrote none; null: not a crash.
+        if (f.has("crash") && !f.at("crash").is_null()) {
+            const fields c = f.object("crash");
+            crash_record r;
+            r.signal = static_cast<int>(c.integer("signal"));
+            r.signal_name = c.string("signal_name");
+            r.plugin = c.at("plugin").is_null() ? "" : c.string("plugin");
+            r.call = c.at("call").is_null() ? "" : c.string("call");
+            r.steps_done = c.integer("steps_done");
+            s.crash = r;
+        }
         return s;
     } catch (const error& e) {
         throw summary_error(e.what(), false);

@@ -78,6 +78,11 @@ struct metrics_contents {
 // of a kind this host does not know (a newer one) are skipped silently.
 metrics_contents read_metrics(const fs::path& file);
 
+// What a metrics event adds to a run's history where no summary gives it:
+// a format switch, an intervention's action.
+void tally_event(const event_line& e, std::vector<format_switch>& switches,
+                 std::map<std::string, std::map<std::string, int64_t>>& interventions);
+
 // Keeps the lines of steps <= last_step (a resumed run rewrites what follows);
 // a half-written line goes too.
 void truncate_metrics(const fs::path& file, int64_t last_step);

@@ -120,9 +120,18 @@ struct formats_record {
     std::string weight, activation, gradient;
 };
 
+// How a run's training process died (status "crashed"): of a signal, in a
+// plugin call or outside any.
+struct crash_record {
+    int signal = 0;              // e.g. 11
+    std::string signal_name;     // e.g. "SIGSEGV"
+    std::string plugin, call;    // empty: no plugin call was running
+    int64_t steps_done = 0;      // steps finished before the crash
+};
+
 struct summary_record {
     std::string run_id, name;
-    std::string status;        // "finished", "collapsed", "error"
+    std::string status;        // "finished", "collapsed", "error", "crashed"
     std::string failure_mode;  // "none", "nan_loss", ... (stability/failure.hpp)
     std::optional<int64_t> failure_step;
     std::string failure_evidence;
@@ -132,6 +141,7 @@ struct summary_record {
     formats_record formats;  // the global formats at the start
     std::vector<format_switch> switches;
     std::map<std::string, std::map<std::string, int64_t>> interventions;
+    std::optional<crash_record> crash;  // status "crashed" only
 };
 
 // ---- checkpoints/step_N/state.json ----------------------------------------------------

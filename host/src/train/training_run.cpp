@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "plugins/call_record.hpp"
 #include "stability/failure_report.hpp"
 #include "util/error.hpp"
 #include "util/json.hpp"
@@ -218,6 +219,7 @@ training_run::training_run(const run_request& req, std::ostream& log)
                                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     build_model_and_optimizer();
     open_run_directory();
+    note_run_dir(run_dir_);  // for a crash summary (run/supervise.hpp)
     int64_t parameter_count = 0;
     for (const auto& p : params_) parameter_count += p.second.numel();
     log_ << "run " << c_.name << ": " << parameter_count << " parameters, " << data_.description() << "\n"
@@ -296,8 +298,10 @@ run_summary training_run::run() {
     const int64_t max_steps = c_.training.max_steps;
     loop_start_ = std::chrono::steady_clock::now();
     try {
+        note_steps_done(step_);
         if (step_ == 0) evaluate();
         while (step_ < max_steps) {
+            note_steps_done(step_);
             const auto step_start = std::chrono::steady_clock::now();
             const step_result r = forward_backward();       // quantizes weights, activations, output gradients
             const step_actions todo = ask_interventions(r);  // clip, skip, switch formats
