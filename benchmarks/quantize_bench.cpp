@@ -4,6 +4,8 @@
 //
 // Benchmarks (one per format x rounding mode x size, plus one copy per size):
 //   quantize/<format>/<mode>/<size>   mode: nearest_even, stochastic, toward_zero
+//   quantize_block32/<format>/<mode>/<size>   the same call with ABI 1.2 block
+//                                     scales, one per 32 elements (OCP MX blocks)
 //   copy/memcpy/<size>                size: 4KiB 64KiB 1MiB 16MiB 64MiB
 // <size> is the float32 input; every element is 4 bytes read and 4 written, so
 // bytes_per_second counts 8 bytes per element for quantize and copy alike.
@@ -32,6 +34,7 @@
 #include <altgrad/altgrad.h>
 #include <altgrad/sdk/call_args.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -48,7 +51,9 @@
 
 namespace {
 
-const char* const kFormats[] = {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32"};
+const char* const kFormats[] = {"e5m2", "e4m3", "e3m4", "e1m6",     "e7m0",     "e0m7",    "bf16",
+                                "fp16", "fp32", "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0"};
+constexpr size_t kBlockSize = 32;  // quantize_block32: OCP MX's block
 
 struct mode {
     const char* name;
@@ -207,7 +212,12 @@ void bm_copy(benchmark::State& state, size_t bytes) {
     set_throughput(state, d.count);
 }
 
-void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding rounding, size_t bytes) {
+// block_size 0: one scale (1) for the array; else one scale per block, the
+// OCP MX rule's power of two 2^(emax - floor(log2(block amax))) (emax the
+// format's largest exponent), computed before timing: the plugin's share of a
+// block-scaled quantize.
+void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding rounding, size_t bytes,
+                 size_t block_size) {
     plugin& p = plugin_for(format);
     if (!p.error.empty()) {
         state.SkipWithError(p.error.c_str());
@@ -221,6 +231,21 @@ void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding r
     for (size_t i = 0; i < d.count; ++i) d.input[i] = d.normal[i] * factor;
 
     altgrad_quantize_args args = bench_args(d.input.get(), d.output.get(), d.count, rounding);
+    std::vector<float> block_scales;
+    if (block_size > 0) {
+        int emax = 0;
+        std::frexp(p.info.max_finite, &emax);  // max_finite = m * 2^emax, m in [0.5, 1)
+        for (size_t first = 0; first < d.count; first += block_size) {
+            float amax = 0;
+            for (size_t i = first; i < std::min(d.count, first + block_size); ++i)
+                amax = std::max(amax, std::fabs(d.input[i]));
+            int e = 0;
+            std::frexp(amax, &e);
+            block_scales.push_back(amax > 0 ? std::ldexp(1.0f, (emax - 1) - (e - 1)) : 1.0f);
+        }
+        args.block_scales = block_scales.data();
+        args.block_size = block_size;
+    }
     altgrad_error err{};
     err.struct_size = sizeof err;
 
@@ -378,16 +403,18 @@ int main(int argc, char** argv) {
                                      [bytes](benchmark::State& s) { bm_copy(s, bytes); })
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
-        for (const char* format : kFormats)
-            for (const mode& m : kModes) {
-                const std::string name = std::string("quantize/") + format + "/" + m.name + "/" + sz.name;
-                const std::string f = format;
-                const altgrad_rounding r = m.rounding;
-                benchmark::RegisterBenchmark(name.c_str(),
-                                             [f, r, bytes](benchmark::State& s) { bm_quantize(s, f, r, bytes); })
-                    ->Unit(benchmark::kMicrosecond)
-                    ->UseRealTime();
-            }
+        for (size_t block : {size_t{0}, kBlockSize})
+            for (const char* format : kFormats)
+                for (const mode& m : kModes) {
+                    const std::string name = std::string(block ? "quantize_block32/" : "quantize/") + format + "/" +
+                                             m.name + "/" + sz.name;
+                    const std::string f = format;
+                    const altgrad_rounding r = m.rounding;
+                    benchmark::RegisterBenchmark(
+                        name.c_str(), [f, r, bytes, block](benchmark::State& s) { bm_quantize(s, f, r, bytes, block); })
+                        ->Unit(benchmark::kMicrosecond)
+                        ->UseRealTime();
+                }
     }
 #ifdef ALTGRAD_BENCH_CUDA
     register_cuda_benchmarks();

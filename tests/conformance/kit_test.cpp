@@ -283,6 +283,30 @@ TEST(KitPlanted, DecodeIgnoringTheScaleFailsEncodeDecode) {
     expect_no_other_failure(r, "quantize.encode_decode");
 }
 
+// Quantize that ignores the ABI 1.2 block scales: quantize.block_scales
+// fails, naming an element, its block and the block's scale; encode and
+// decode take the scales, so nothing else fails.
+TEST(KitPlanted, QuantizeIgnoringBlockScalesFailsBlockScales) {
+    const kit::plugin_report r = check("broken_block_scales");
+    expect_outcome(r, "quantize.block_scales", outcome::failed);
+    const kit::result* x = find(r, "quantize.block_scales");
+    ASSERT_NE(x, nullptr);
+    EXPECT_NE(x->reason.find("(block "), std::string::npos) << x->reason;
+    EXPECT_NE(x->input.find("block scales, blocks of 32"), std::string::npos) << x->input;
+    expect_no_other_failure(r, "quantize.block_scales");
+}
+
+// A format built for ABI 1.1 never sees block scales (the host splits its
+// calls), so the check is skipped, saying why; everything else passes.
+TEST(KitPlanted, AnAbi11FormatSkipsTheBlockScaleCheck) {
+    const kit::plugin_report r = check("abi11_format");
+    expect_outcome(r, "quantize.block_scales", outcome::skipped);
+    const kit::result* x = find(r, "quantize.block_scales");
+    ASSERT_NE(x, nullptr);
+    EXPECT_NE(x->reason.find("ABI 1.1"), std::string::npos) << x->reason;
+    for (const kit::result& y : r.results) EXPECT_FALSE(kit::is_failure(y.status)) << y.check << "\n" << dump(r);
+}
+
 // 4 KiB a call never freed: memory.leak fails, naming the growth; the answers
 // are right, so nothing else does.
 TEST(KitPlanted, LeakPerCallFailsMemoryLeak) {
@@ -351,7 +375,8 @@ TEST(KitBundled, EveryBundledPluginPasses) {
     const std::vector<kit::plugin_target> targets = kit::all_targets(kBundled);
     std::vector<std::string> names;
     for (const kit::plugin_target& t : targets) names.push_back(t.label);
-    for (const char* want : {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32"})
+    for (const char* want : {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32", "fp4_e2m1",
+                             "fp6_e2m3", "fp6_e3m2", "ue8m0"})
         EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want << " is not in " << kBundled;
     for (const kit::plugin_target& t : targets) {
         const kit::plugin_report r = kit::check_plugin(t, opts(""));

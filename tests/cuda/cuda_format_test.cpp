@@ -90,7 +90,8 @@ std::vector<float> inputs_for(const std::string& name) {
     return xs;
 }
 
-const std::vector<std::string> kFormats = {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32"};
+const std::vector<std::string> kFormats = {"e5m2", "e4m3", "e3m4", "e1m6",     "e7m0",     "e0m7",
+                                           "bf16", "fp16", "fp32", "fp4_e2m1", "fp6_e2m3", "fp6_e3m2"};
 
 // Every test here needs a GPU; without one each fails at once, saying so.
 class CudaTest : public ::testing::Test {
@@ -216,6 +217,55 @@ TEST_P(CudaFormat, EncodeAndDecodeMatchTheHost) {
         d.memory = ALTGRAD_MEMORY_CUDA;
         ASSERT_EQ(p().decode_raw(&d, &message), ALTGRAD_STATUS_OK) << message;
         const DecodeResult want = p().decode(host.codes, mode.scale);
+        EXPECT_TRUE(same_results(xs, want.out, out.download())) << describe(mode);
+    }
+}
+
+// Block scales (ABI 1.2) in device memory: quantize, encode and decode on
+// the GPU equal the host path with the same scales, blocks of 32 with a short
+// last one, scales powers of two and general values.
+TEST_P(CudaFormat, BlockScaledCallsMatchTheHost) {
+    std::vector<float> xs = inputs_for(GetParam());
+    if (p().info().nan_code_count == 0)
+        xs.erase(std::remove_if(xs.begin(), xs.end(), [](float x) { return std::isnan(x); }), xs.end());
+    xs.resize(xs.size() / 32 * 32 + 7);
+    std::vector<float> scales;
+    for (size_t b = 0; b < (xs.size() + 31) / 32; ++b)
+        scales.push_back(b % 3 == 2 ? 0.37f * static_cast<float>(b + 1) : std::ldexp(1.0f, static_cast<int>(b % 41) - 20));
+    device_buffer<float> device_scales(scales);
+    for (Mode mode : all_modes(1.0f, 0xB10Cull, 3)) {
+        mode.block_scales = scales.data();
+        mode.block_size = 32;
+        const QuantizeResult host = p().quantize(xs, mode);
+        ASSERT_EQ(host.status, ALTGRAD_STATUS_OK) << host.message;
+        const EncodeResult host_codes = p().encode(xs, mode);
+        ASSERT_EQ(host_codes.status, ALTGRAD_STATUS_OK) << host_codes.message;
+        mode.block_scales = device_scales.get();
+        const QuantizeResult got = gpu_quantize(p(), xs, mode);
+        ASSERT_EQ(got.status, ALTGRAD_STATUS_OK) << describe(mode) << ": " << got.message;
+        EXPECT_TRUE(same_results(xs, host.out, got.out)) << describe(mode);
+        EXPECT_EQ(got.overflow, host.overflow) << describe(mode);
+        EXPECT_EQ(got.underflow, host.underflow) << describe(mode);
+        const uint32_t width = p().info().code_bytes;
+        device_buffer<float> in(xs);
+        device_buffer<uint8_t> codes(xs.size() * width);
+        altgrad_encode_args e = encode_args(in.get(), codes.get(), xs.size(), mode);
+        e.memory = ALTGRAD_MEMORY_CUDA;
+        std::string message;
+        ASSERT_EQ(p().encode_raw(&e, &message), ALTGRAD_STATUS_OK) << message;
+        const std::vector<uint8_t> raw = codes.download();
+        size_t bad = 0;
+        for (size_t i = 0; i < xs.size(); ++i) {
+            uint32_t code = 0;
+            std::memcpy(&code, raw.data() + i * width, width);
+            bad += code != host_codes.codes[i];
+        }
+        EXPECT_EQ(bad, 0u) << describe(mode);
+        device_buffer<float> out(xs.size());
+        altgrad_decode_args d = decode_args(codes.get(), out.get(), xs.size(), 1.0f, ALTGRAD_MEMORY_CUDA, 0,
+                                            device_scales.get(), 32);
+        ASSERT_EQ(p().decode_raw(&d, &message), ALTGRAD_STATUS_OK) << message;
+        const DecodeResult want = p().decode(host_codes.codes, 1.0f, scales.data(), 32);
         EXPECT_TRUE(same_results(xs, want.out, out.download())) << describe(mode);
     }
 }

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -44,7 +45,7 @@ TEST(Registry, BundledPluginsAllLoad) {
         names.insert(r.name());
     }
     EXPECT_EQ(names, (std::set<std::string>{"bf16", "e0m7", "e1m6", "e3m4", "e4m3", "e5m2", "e7m0", "fp16", "fp32",
-                                            "range", "stiffness", "grid_alignment", "bit_stall", "ulp",
+                                            "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0", "range", "stiffness", "grid_alignment", "bit_stall", "ulp",
                                             "grad_stiffness", "kurtosis", "attention_entropy", "partition_clip",
                                             "mantissa_shift"}));
 }
@@ -80,7 +81,7 @@ TEST(Registry, AbiMinorFromTheFutureIsRefusedNamingBothVersions) {
     registry reg(dir.path());
     const std::string e = load_error(reg, "abi_future");
     EXPECT_NE(e.find("ABI 1.99"), std::string::npos) << e;
-    EXPECT_NE(e.find("ABI 1.1"), std::string::npos) << e;  // the host's
+    EXPECT_NE(e.find("ABI 1.2"), std::string::npos) << e;  // the host's
     EXPECT_NE(e.find("newer host"), std::string::npos) << e;
 }
 
@@ -90,7 +91,7 @@ TEST(Registry, AbiMajorMismatchInTheManifestIsRefused) {
     registry reg(dir.path());
     const std::string e = load_error(reg, "e5m2");
     EXPECT_NE(e.find("ABI 2.0"), std::string::npos) << e;
-    EXPECT_NE(e.find("ABI 1.1"), std::string::npos) << e;  // the host's
+    EXPECT_NE(e.find("ABI 1.2"), std::string::npos) << e;  // the host's
     EXPECT_NE(e.find("major versions differ"), std::string::npos) << e;
 }
 
@@ -123,6 +124,49 @@ TEST(Registry, AnAbi10InterventionLoadsAndSavesNoState) {
     const std::vector<host::action> a = h->observe(o);
     ASSERT_EQ(a.size(), 1u);
     EXPECT_EQ(a[0].value, 1.0);
+}
+
+// ABI 1.2 block scales: a format built for 1.1 reads `scale` only, so the
+// host calls it once per block. Blocks of two with scales 1/2 and 128 (E4M3,
+// worked by hand in tests/sdk/block_scales_test.cpp): 1000 -> 896 (saturated
+// at 448 * 2), 3 -> 3, 0.3 -> 0.3125, -0.001 -> -2^-10. With the scalar scale
+// 1 alone, 1000 would give 448 and -0.001 -2^-9.
+TEST(Registry, AnAbi11FormatGetsBlockScaledCallsOneBlockAtATime) {
+    scratch_dir dir;
+    dir.add_plugin("a", format_manifest("abi11_format", "libaltgrad_abi11_format.so", "1.0.0", "1.1"),
+                   kTestPlugins / "abi11_format" / "libaltgrad_abi11_format.so");
+    registry reg(dir.path());
+    const auto old = host::format_handle::create(reg.load("abi11_format"));
+    EXPECT_FALSE(old->takes_block_scales());
+    const std::vector<float> xs = {1000.0f, 3.0f, 0.3f, -0.001f};
+    const std::vector<float> scales = {0.5f, 128.0f};
+    host::quantize_options o;
+    o.block_scales = scales.data();
+    o.block_size = 2;
+    std::vector<float> out(4);
+    const host::quantize_counts c = old->quantize(xs.data(), out.data(), 4, o);
+    EXPECT_EQ(out, (std::vector<float>{896.0f, 3.0f, 0.3125f, -0.0009765625f}));
+    EXPECT_EQ(c.overflow, 1u);
+    std::vector<uint8_t> codes(4);
+    EXPECT_EQ(old->encode(xs.data(), codes.data(), 4, o).overflow, 1u);
+    std::vector<float> back(4);
+    old->decode(codes.data(), back.data(), 4, 1.0f, scales.data(), 2);
+    EXPECT_EQ(back, out);
+    // A bundled plugin (ABI 1.2) takes the scales itself, with the same results.
+    registry bundled(kBundled);
+    const auto e4m3 = host::format_handle::create(bundled.load("e4m3"));
+    EXPECT_TRUE(e4m3->takes_block_scales());
+    std::vector<float> out12(4);
+    e4m3->quantize(xs.data(), out12.data(), 4, o);
+    EXPECT_EQ(out12, out);
+    // Block scales in GPU memory cannot be split by the host.
+    o.memory = ALTGRAD_MEMORY_CUDA;
+    try {
+        old->quantize(xs.data(), out.data(), 4, o);
+        ADD_FAILURE() << "CUDA block scales were accepted for an ABI 1.1 plugin";
+    } catch (const host::error& e) {
+        EXPECT_NE(std::string(e.what()).find("ABI 1.1"), std::string::npos) << e.what();
+    }
 }
 
 TEST(Registry, DescriptorMustMatchManifest) {

@@ -70,7 +70,7 @@ void check_groups(const std::string& name, const F& format) {
                     constexpr altgrad_rounding R = decltype(r)::value;
                     constexpr altgrad_overflow O = decltype(o)::value;
                     for (uint64_t g = sdk::group_count(offset, count); g-- > 0;)
-                        sdk::quantize_group<std::decay_t<decltype(k)>, R, O>(k, xs.data(), got.data(), count, scale,
+                        sdk::quantize_group<std::decay_t<decltype(k)>, R, O>(k, xs.data(), got.data(), count, sdk::scale_source{scale},
                                                                              m.seed, offset, g, c);
                 });
                 for (size_t i = 0; i < count; ++i)
@@ -95,7 +95,7 @@ void check_groups(const std::string& name, const F& format) {
                     constexpr altgrad_overflow O = decltype(o)::value;
                     for (uint64_t g = sdk::group_count(offset, count); g-- > 0;)
                         first_bad = std::min(first_bad, sdk::encode_group<std::decay_t<decltype(k)>, R, O, uint32_t>(
-                                                            k, ys.data(), got_codes.data(), count, scale, m.seed,
+                                                            k, ys.data(), got_codes.data(), count, sdk::scale_source{scale}, m.seed,
                                                             offset, g, ce));
                 });
                 EXPECT_EQ(got_codes, codes.codes) << where;
@@ -106,7 +106,7 @@ void check_groups(const std::string& name, const F& format) {
                 ASSERT_EQ(values.status, ALTGRAD_STATUS_OK) << where;
                 for (size_t i = 0; i < count; ++i) {
                     bool bad = true;
-                    const float v = sdk::decode_element(k, codes.codes.data(), i, scale, limit, bad);
+                    const float v = sdk::decode_element(k, codes.codes.data(), i, sdk::scale_source{scale}, limit, bad);
                     EXPECT_FALSE(bad) << where;
                     ASSERT_TRUE(same_float(values.out[i], v)) << where << ": code " << codes.codes[i];
                 }
@@ -139,7 +139,7 @@ TEST(ElementGroups, EncodeReportsTheFirstNanTheFormatCannotHold) {
     for (uint64_t g = 0; g < sdk::group_count(offset, xs.size()); ++g)
         first = std::min(first, sdk::encode_group<sdk::fixed_point_format, ALTGRAD_ROUND_NEAREST_EVEN,
                                                   ALTGRAD_OVERFLOW_SATURATE, uint8_t>(f, xs.data(), codes.data(),
-                                                                                     xs.size(), 1.0f, 0, offset, g, c));
+                                                                                     xs.size(), sdk::scale_source{}, 0, offset, g, c));
     EXPECT_EQ(first, 13u);
     EXPECT_EQ(codes[0], 32u);  // 0.25 * 128
 }

@@ -180,7 +180,9 @@ public:
         return r;
     }
 
-    DecodeResult decode(const std::vector<uint32_t>& codes, float scale = 1.0f) const {
+    // block_scales (ABI 1.2): one scale per block_size codes, instead of scale.
+    DecodeResult decode(const std::vector<uint32_t>& codes, float scale = 1.0f, const float* block_scales = nullptr,
+                        size_t block_size = 0) const {
         DecodeResult r;
         const size_t w = info_.code_bytes;
         std::vector<unsigned char> raw(codes.size() * w + 1, 0);
@@ -195,7 +197,8 @@ public:
             }
         }
         r.out.assign(codes.size(), 0.0f);
-        altgrad_decode_args a = decode_args(raw.data(), r.out.data(), codes.size(), scale);
+        altgrad_decode_args a = decode_args(raw.data(), r.out.data(), codes.size(), scale, ALTGRAD_MEMORY_HOST, 0,
+                                            block_scales, block_size);
         r.status = decode_raw(&a, &r.message);
         return r;
     }

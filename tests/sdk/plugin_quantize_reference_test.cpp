@@ -73,7 +73,8 @@ TEST_P(PluginVsReference, GeneralScalesMatch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTabulatedPlugins, PluginVsReference,
-                         ::testing::Values("e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16"),
+                         ::testing::Values("e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16",
+                                           "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0"),
                          PluginNameGen());
 
 // ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <altgrad/sdk/codebook.hpp>
+#include <altgrad/sdk/codebooks.hpp>
 #include <altgrad/sdk/error.hpp>
 #include <altgrad/sdk/exmy.hpp>
 #include <altgrad/sdk/fixed_point.hpp>
@@ -317,6 +318,53 @@ TEST(Codebook, TiesGoToTheEvenCodeNotTheEvenValue) {
     // Just off the ties, the nearer value.
     EXPECT_EQ(run(p, std::nextafter(2.5f, 0.0f)).code, 5u);
     EXPECT_EQ(run(p, std::nextafter(0.75f, 1.0f)).code, 3u);
+}
+
+// Int8 symmetric quantization's grid: k / 127 for k = -127..127 (two's-
+// complement codes), -128 (0x80) unused and so NaN.
+TEST(GeneratedCodebooks, SymmetricInt8IsKOver127) {
+    const sdk::codebook_format f = sdk::symmetric_int_codebook(8);
+    EXPECT_EQ(f.decode(0), 0.0f);
+    EXPECT_EQ(f.decode(1), 1.0f / 127.0f);
+    EXPECT_EQ(f.decode(127), 1.0f);
+    EXPECT_TRUE(std::isnan(f.decode(0x80)));
+    EXPECT_EQ(f.decode(0x81), -1.0f);
+    EXPECT_EQ(f.decode(0xFF), -1.0f / 127.0f);
+    const altgrad_format_info i = f.info();
+    EXPECT_EQ(i.zero, ALTGRAD_ZERO_UNSIGNED);
+    EXPECT_EQ(i.is_signed, 1u);
+    EXPECT_EQ(i.max_finite, 1.0);
+    EXPECT_EQ(i.lowest_finite, -1.0);
+    EXPECT_EQ(i.nan_code_count, 1u);
+    EXPECT_EQ(i.canonical_nan_code, 0x80u);
+    // Half of 1/127 is the tie between codes 0 and 1: the even code, zero.
+    const float step = 1.0f / 127.0f;
+    EXPECT_EQ(run(f, step / 2).code, 0u);
+    EXPECT_EQ(run(f, step / 2).underflow, 1u);
+    EXPECT_EQ(run(f, std::nextafter(step / 2, 1.0f)).code, 1u);
+    EXPECT_EQ(run(f, 2.0f).value, 1.0f);
+    EXPECT_EQ(run(f, 2.0f).overflow, 1u);
+    EXPECT_EQ(run(f, -2.0f).code, 0x81u);
+    // Four bits: k / 7.
+    const sdk::codebook_format f4 = sdk::symmetric_int_codebook(4);
+    EXPECT_EQ(f4.decode(3), 3.0f / 7.0f);
+    EXPECT_EQ(f4.decode(9), -1.0f);
+    EXPECT_THROW(sdk::symmetric_int_codebook(1), sdk::plugin_error);
+}
+
+TEST(GeneratedCodebooks, PowersOfTwoWithoutZero) {
+    const sdk::codebook_format f = sdk::power_of_two_codebook(4, 7, false);  // 2^-7 .. 2^8
+    EXPECT_EQ(f.decode(0), 0.0078125f);
+    EXPECT_EQ(f.decode(15), 256.0f);
+    const altgrad_format_info i = f.info();
+    EXPECT_EQ(i.zero, ALTGRAD_ZERO_NONE);
+    EXPECT_EQ(i.is_signed, 0u);
+    EXPECT_EQ(i.nan_code_count, 0u);
+    EXPECT_EQ(run(f, 0.0f).value, 0.0078125f);  // nothing below the smallest value
+    EXPECT_EQ(run(f, 0.0f).overflow, 1u);
+    EXPECT_EQ(run(f, 12.0f).value, 8.0f);   // 12 = 1.5 * 8, the tie between 8 (code 10, even) and 16 (11)
+    EXPECT_EQ(run(f, 24.0f).value, 32.0f);  // the tie between 16 (11) and 32 (12, even)
+    EXPECT_THROW(sdk::power_of_two_codebook(8, 127, false), sdk::plugin_error);  // 2^128 is not a float
 }
 
 TEST(Codebook, NearestAndTowardZeroOnNF4) {

@@ -56,12 +56,12 @@ std::optional<std::pair<table_entry, table_entry>> format_table::neighbours(floa
     return std::make_pair(*(hi - 1), *hi);
 }
 
-float format_table::overflow_value(bool positive, altgrad_rounding rounding, altgrad_overflow overflow,
+float format_table::overflow_value(bool up, altgrad_rounding rounding, altgrad_overflow overflow,
                                    bool input_inf) const {
-    const float saturated = positive ? max() : lowest();
+    const float saturated = up ? max() : lowest();
     if (overflow == ALTGRAD_OVERFLOW_SATURATE) return saturated;
     if (rounding == ALTGRAD_ROUND_TOWARD_ZERO && !input_inf) return saturated;
-    if (positive ? pos_inf_ : neg_inf_) return positive ? INFINITY : -INFINITY;
+    if (up ? pos_inf_ : neg_inf_) return up ? INFINITY : -INFINITY;
     if (nan_codes_ > 0) return NAN;
     return saturated;
 }
@@ -82,22 +82,25 @@ format_table::expectation format_table::expect(float x, altgrad_rounding roundin
     const bool positive = x > 0;
     const double xd = x;
     if (x > max() || x < lowest()) {
-        const std::optional<double>& next = positive ? next_above_max_ : next_below_lowest_;
-        const float edge = positive ? max() : lowest();
-        const uint32_t edge_code = positive ? finite_.back().code : finite_.front().code;
+        // Which end: above max, or below lowest (for a format without zero
+        // or negatives that includes 0 and small positive numbers).
+        const bool up = x > max();
+        const std::optional<double>& next = up ? next_above_max_ : next_below_lowest_;
+        const float edge = up ? max() : lowest();
+        const uint32_t edge_code = up ? finite_.back().code : finite_.front().code;
         bool stays = false;  // rounds back onto the edge value
         if (next) {
             const double mid = (static_cast<double>(edge) + *next) / 2;
-            if (rounding == ALTGRAD_ROUND_TOWARD_ZERO) stays = positive ? xd < *next : xd > *next;
-            else stays = positive ? (xd < mid || (xd == mid && edge_code % 2 == 0))
-                                  : (xd > mid || (xd == mid && edge_code % 2 == 0));
+            if (rounding == ALTGRAD_ROUND_TOWARD_ZERO) stays = up ? xd < *next : xd > *next;
+            else stays = up ? (xd < mid || (xd == mid && edge_code % 2 == 0))
+                            : (xd > mid || (xd == mid && edge_code % 2 == 0));
         }
         if (stays) {
             e.value = edge;
             e.why = "beyond the extreme value but rounds back to it (round first, then decide overflow)";
             return e;
         }
-        e.value = overflow_value(positive, rounding, overflow, false);
+        e.value = overflow_value(up, rounding, overflow, false);
         e.overflow = true;
         e.why = next ? "rounds beyond the extreme value " + hex_float(edge) + " (the next step would be " + hex_float(*next) + ")"
                      : "beyond the extreme value " + hex_float(edge);

@@ -55,7 +55,7 @@ public:
     std::optional<std::pair<table_entry, table_entry>> neighbours(float x) const;
 
 private:
-    float overflow_value(bool positive, altgrad_rounding rounding, altgrad_overflow overflow, bool input_inf) const;
+    float overflow_value(bool up, altgrad_rounding rounding, altgrad_overflow overflow, bool input_inf) const;
 
     altgrad_format_family family_;
     uint32_t mantissa_bits_ = 0;

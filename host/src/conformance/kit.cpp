@@ -112,8 +112,12 @@ bool same(float a, float b) {
 
 std::string mode_text(const quantize_options& o) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "rounding %s, overflow %s, scale %s", rounding_name(o.rounding),
-                  overflow_name(o.overflow), hex_float(o.scale).c_str());
+    if (o.block_scales != nullptr)
+        std::snprintf(buf, sizeof buf, "rounding %s, overflow %s, block scales, blocks of %zu",
+                      rounding_name(o.rounding), overflow_name(o.overflow), o.block_size);
+    else
+        std::snprintf(buf, sizeof buf, "rounding %s, overflow %s, scale %s", rounding_name(o.rounding),
+                      overflow_name(o.overflow), hex_float(o.scale).c_str());
     return buf;
 }
 
@@ -172,15 +176,20 @@ std::vector<uint8_t> encode(const env& e, const std::vector<float>& in, const qu
     return std::vector<uint8_t>(c, c + in.size() * width);
 }
 
-std::vector<float> decode(const env& e, const std::vector<uint8_t>& codes, float scale = 1.0f) {
+// block_scales: ABI 1.2 block scaling (one scale per block_size codes).
+std::vector<float> decode(const env& e, const std::vector<uint8_t>& codes, float scale = 1.0f,
+                          const float* block_scales = nullptr, size_t block_size = 0) {
     const size_t width = e.format->info().code_bytes, n = codes.size() / width;
-    const std::string call = "decode of " + std::to_string(n) + " codes (scale " + hex_float(scale) + ")";
+    const std::string call = "decode of " + std::to_string(n) + " codes (" +
+                             (block_scales ? "block scales, blocks of " + std::to_string(block_size)
+                                           : "scale " + hex_float(scale)) +
+                             ")";
     const call_note note(call);
     guarded_buffer input(codes.size(), width, "codes");
     if (!codes.empty()) std::memcpy(input.data(), codes.data(), codes.size());
     input.seal();
     guarded_array<float> output(n, "output");
-    e.format->decode(input.data(), output.data(), n, scale);
+    e.format->decode(input.data(), output.data(), n, scale, block_scales, block_size);
     expect_front_intact(output.buffer(), call, "output");
     return output.to_vector();
 }
@@ -575,6 +584,7 @@ result check_specials(env& e) {
                 if (!std::isnan(out[k]))
                     return fail("NaN gave " + hex_float(out[k]), "x = " + hex_float(in[k]) + " (" + mode_text(o) + ")",
                                 "quantize must keep NaN visible: NaN in, NaN out, in every format");
+            if (i.zero == ALTGRAD_ZERO_NONE) continue;  // 0 lies beyond its lowest value: checked below
             if (!same(out[2], 0.0f))
                 return fail("+0 gave " + hex_float(out[2]), "x = 0x0p+0 (" + mode_text(o) + ")", "zero is exact");
             const bool signed_zero = i.zero == ALTGRAD_ZERO_SIGNED;
@@ -592,6 +602,13 @@ result check_specials(env& e) {
                                          mode(ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_NONFINITE),
                                          "+-Inf stay +-Inf where the format has Inf, else NaN, else saturate");
     if (nonfinite.status != outcome::passed) return nonfinite;
+    if (i.zero == ALTGRAD_ZERO_NONE)
+        for (altgrad_overflow ov : {ALTGRAD_OVERFLOW_SATURATE, ALTGRAD_OVERFLOW_NONFINITE}) {
+            result zero = against_reference(e, {0.0f, -0.0f}, mode(ALTGRAD_ROUND_NEAREST_EVEN, ov),
+                                            "a format without zero has nothing at 0: it lies beyond the lowest "
+                                            "value, an overflow (saturate: the lowest value; non-finite: NaN)");
+            if (zero.status != outcome::passed) return zero;
+        }
     return pass("NaN, +-Inf and +-0 behave under every mode");
 }
 
@@ -855,6 +872,107 @@ result check_sr_chunking(env& e) {
                             "element i must draw from (seed, offset + i), whatever the call's length");
     }
     return pass("one call equals pieces of 1, 3, 511 and 513 elements with matching offsets");
+}
+
+// -------- quantize.block_scales (ABI 1.2)
+
+// Scales as block-scaling hosts make them: powers of two over a wide range
+// (OCP MX) and general values (amax / max).
+std::vector<float> kit_block_scales(size_t blocks) {
+    std::vector<float> s;
+    for (size_t b = 0; b < blocks; ++b)
+        s.push_back(b % 3 == 2 ? 0.37f * static_cast<float>(b + 1) : std::ldexp(1.0f, static_cast<int>(b % 23) - 11));
+    return s;
+}
+
+// A block-scaled call must equal one call per block with its scale and
+// offset (abi/format.h), for quantize, encode and decode; a bad block scale
+// must be refused.
+result check_block_scales(env& e) {
+    e.drew_random = true;
+    if (!e.format->takes_block_scales())
+        return skip("built for ABI " + version_string(e.format->plugin().entry->abi_version, false) +
+                    ", before block scales: the host calls it once per block");
+    // Grid and random probes, thinned to about 5000 (one call per block of 7
+    // over a 16-bit format's full grid would take minutes).
+    const std::vector<float> probes = all_probes(e, 3000);
+    std::vector<float> in;
+    const size_t stride = probes.size() / 5000 + 1;
+    for (size_t k = 0; k < probes.size(); k += stride) in.push_back(probes[k]);
+    const char* const hint = "element i must use block_scales[i / block_size] in place of scale, and draw its random "
+                             "bits from (seed, offset + i): exactly one call per block";
+    for (size_t block : {size_t{32}, size_t{7}}) {  // 7 leaves a short last block
+        const std::vector<float> scales = kit_block_scales((in.size() + block - 1) / block);
+        guarded_array<float> scale_buffer(scales, "block_scales");
+        scale_buffer.seal();
+        for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_STOCHASTIC}) {
+            if (!(e.format->info().rounding_modes & (1u << r))) continue;
+            quantize_options o = mode(r);
+            o.seed = e.opts.seed;
+            o.offset = 5;
+            std::vector<float> want;
+            quantize_counts want_counts;
+            for (size_t first = 0; first < in.size(); first += block) {
+                quantize_options one = o;
+                one.scale = scales[first / block];
+                one.offset = o.offset + first;
+                quantize_counts c;
+                const std::vector<float> part = quantize(
+                    e, std::vector<float>(in.begin() + first, in.begin() + std::min(in.size(), first + block)), one, &c);
+                want.insert(want.end(), part.begin(), part.end());
+                want_counts.overflow += c.overflow;
+                want_counts.underflow += c.underflow;
+            }
+            o.block_scales = scale_buffer.data();
+            o.block_size = block;
+            quantize_counts got_counts;
+            const std::vector<float> got = quantize(e, in, o, &got_counts);
+            for (size_t k = 0; k < in.size(); ++k)
+                if (!same(got[k], want[k]))
+                    return fail("element " + std::to_string(k) + " (block " + std::to_string(k / block) + ", scale " +
+                                    hex_float(scales[k / block]) + ") gave " + hex_float(got[k]) +
+                                    "; as a call of its own the block gives " + hex_float(want[k]),
+                                "x = " + hex_float(in[k]) + " (" + mode_text(o) + ")", hint);
+            if (got_counts.overflow != want_counts.overflow || got_counts.underflow != want_counts.underflow)
+                return fail("reported overflow " + std::to_string(got_counts.overflow) + ", underflow " +
+                                std::to_string(got_counts.underflow) + "; the calls per block report " +
+                                std::to_string(want_counts.overflow) + " and " + std::to_string(want_counts.underflow),
+                            mode_text(o), "the counts of a block-scaled call are the sums over its blocks");
+        }
+        // Encode and decode with the same block scales.
+        std::vector<float> encodable = in;
+        if (e.format->info().nan_code_count == 0)
+            std::replace_if(encodable.begin(), encodable.end(), [](float x) { return std::isnan(x); }, 0.5f);
+        quantize_options o = mode(ALTGRAD_ROUND_NEAREST_EVEN);
+        o.block_scales = scale_buffer.data();
+        o.block_size = block;
+        const std::vector<float> decoded =
+            decode(e, encode(e, encodable, o), 1.0f, scale_buffer.data(), block);
+        const std::vector<float> quantized = quantize(e, encodable, o);
+        for (size_t k = 0; k < in.size(); ++k)
+            if (!same(decoded[k], quantized[k]))
+                return fail("decode(encode(x)) with block scales gave " + hex_float(decoded[k]) + ", quantize " +
+                                hex_float(quantized[k]),
+                            "x = " + hex_float(encodable[k]) + " (" + mode_text(o) + ")",
+                            "encode and decode take the block scales as quantize does");
+    }
+    // Refused: a block scale that is zero, negative, NaN or Inf (in the short last block).
+    for (float bad : {0.0f, -1.0f, NAN, INFINITY}) {
+        std::vector<float> scales = {1.0f, 2.0f, bad};
+        guarded_array<float> scale_buffer(scales, "block_scales");
+        scale_buffer.seal();
+        quantize_options o = mode(ALTGRAD_ROUND_NEAREST_EVEN);
+        o.block_scales = scale_buffer.data();
+        o.block_size = 4;
+        try {
+            quantize(e, std::vector<float>(10, 1.0f), o);
+            return fail("a block scale of " + hex_float(bad) + " was accepted", "10 elements in blocks of 4, scales 1, 2, " + hex_float(bad),
+                        "every block scale must be finite and > 0 (ALTGRAD_STATUS_INVALID_ARGUMENT otherwise)");
+        } catch (const error&) {
+        }
+    }
+    return pass("calls with block scales (blocks of 32 and of 7, a short last block) equal one call per block; "
+                "zero, negative, NaN and Inf block scales are refused");
 }
 
 // -------- concurrency.*
@@ -1686,6 +1804,8 @@ const std::vector<check_def>& format_checks() {
         {"quantize.encode_decode", "quantize agrees with encode then decode", true, check_encode_decode},
         {"quantize.scaling", "scaling behaves as q(x*s)/s", true, check_scaling},
         {"quantize.counts", "overflow and underflow counts match the outputs", true, check_counts},
+        {"quantize.block_scales", "ABI 1.2: a block-scaled call equals one call per block; bad scales refused", true,
+         check_block_scales},
         {"stochastic.neighbours", "stochastic rounding returns one of the two neighbours", true, check_sr_neighbours},
         {"stochastic.unbiased", "the mean stochastic error is zero within 5 sigma", true, check_sr_unbiased},
         {"stochastic.reproducible", "same seed and offset, same bits", true, check_sr_reproducible},

@@ -1,5 +1,6 @@
 #include "plugins/format_handle.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "plugins/params.hpp"
@@ -46,20 +47,69 @@ altgrad_format_ref format_handle::ref() const {
     return altgrad_format_ref{sizeof(altgrad_format_ref), &vtable(), instance(), name().c_str()};
 }
 
+bool format_handle::takes_block_scales() const {
+    const altgrad_version v = plugin().entry->abi_version;
+    return v.major > 1 || v.minor >= 2;
+}
+
+template <class Call>
+quantize_counts format_handle::for_each_block(const char* what, size_t n, const quantize_options& o,
+                                              Call&& call) const {
+    if (o.block_size == 0) bad(what, "block_size is 0 with block scales set");
+    if (o.memory != ALTGRAD_MEMORY_HOST)
+        bad(what, "this plugin was built for ABI " + std::to_string(plugin().entry->abi_version.major) + "." +
+                      std::to_string(plugin().entry->abi_version.minor) +
+                      ", before block scales; the host splits its calls per block, which needs the scales in host "
+                      "memory (rebuild it against ABI 1.2 to use them on the GPU)");
+    quantize_counts total;
+    for (size_t first = 0, block = 0; first < n; ++block) {
+        quantize_options one = o;
+        one.block_scales = nullptr;
+        one.block_size = 0;
+        one.scale = o.block_scales[block];
+        one.offset = o.offset + first;
+        const size_t count = std::min(o.block_size, n - first);
+        const quantize_counts c = call(first, count, one);
+        total.overflow += c.overflow;
+        total.underflow += c.underflow;
+        first += count;
+    }
+    return total;
+}
+
 quantize_counts format_handle::quantize(const float* in, float* out, size_t n, const quantize_options& o) const {
+    if (o.block_scales != nullptr && !takes_block_scales())
+        return for_each_block("quantize", n, o, [&](size_t first, size_t count, const quantize_options& one) {
+            return quantize(in + first, out + first, count, one);
+        });
     altgrad_quantize_args a = sdk::quantize_args(in, out, n, o);
     call("quantize", vtable().quantize, &a);
     return {a.overflow_count, a.underflow_count};
 }
 
 quantize_counts format_handle::encode(const float* in, void* codes, size_t n, const quantize_options& o) const {
+    if (o.block_scales != nullptr && !takes_block_scales())
+        return for_each_block("encode", n, o, [&](size_t first, size_t count, const quantize_options& one) {
+            return encode(in + first, static_cast<char*>(codes) + first * info_.code_bytes, count, one);
+        });
     altgrad_encode_args a = sdk::encode_args(in, codes, n, o);
     call("encode", vtable().encode, &a);
     return {a.overflow_count, a.underflow_count};
 }
 
-void format_handle::decode(const void* codes, float* out, size_t n, float scale) const {
-    altgrad_decode_args a = sdk::decode_args(codes, out, n, scale);
+void format_handle::decode(const void* codes, float* out, size_t n, float scale, const float* block_scales,
+                           size_t block_size) const {
+    if (block_scales != nullptr && !takes_block_scales()) {
+        quantize_options o;
+        o.block_scales = block_scales;
+        o.block_size = block_size;
+        for_each_block("decode", n, o, [&](size_t first, size_t count, const quantize_options& one) {
+            decode(static_cast<const char*>(codes) + first * info_.code_bytes, out + first, count, one.scale);
+            return quantize_counts{};
+        });
+        return;
+    }
+    altgrad_decode_args a = sdk::decode_args(codes, out, n, scale, ALTGRAD_MEMORY_HOST, 0, block_scales, block_size);
     call("decode", vtable().decode, &a);
 }
 

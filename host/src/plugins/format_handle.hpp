@@ -20,7 +20,8 @@
 
 namespace altgrad::host {
 
-// Rounding, overflow, scale, seed, offset and where the buffers live. CUDA
+// Rounding, overflow, scale or block scales, seed, offset and where the
+// buffers live. CUDA
 // work goes on the device's default stream (cuda_stream NULL), which is
 // LibTorch's current stream: the host never sets another, so plugin kernels
 // and LibTorch's stay in order.
@@ -38,9 +39,16 @@ public:
     // Whether the plugin takes buffers of this kind (info().memory_kinds).
     bool accepts(altgrad_memory_kind memory) const { return (info_.memory_kinds & (1u << memory)) != 0; }
 
+    // With o.block_scales set (ABI 1.2 block scaling), a plugin built for
+    // ABI 1.0/1.1, which would read `scale` only, gets one call per block
+    // instead: the same results, more calls. Its block scales must then be
+    // in host memory (the host reads them); CUDA ones are refused.
     quantize_counts quantize(const float* in, float* out, size_t n, const quantize_options& o) const;
     quantize_counts encode(const float* in, void* codes, size_t n, const quantize_options& o) const;
-    void decode(const void* codes, float* out, size_t n, float scale = 1.0f) const;
+    void decode(const void* codes, float* out, size_t n, float scale = 1.0f, const float* block_scales = nullptr,
+                size_t block_size = 0) const;
+    // Whether the plugin reads block scales itself (built for ABI >= 1.2).
+    bool takes_block_scales() const;
     // The value of every code, in code order (formats of at most 16 bits).
     std::vector<float> decode_all_codes() const;
 
@@ -48,6 +56,11 @@ private:
     friend plugin_instance;
     format_handle(std::shared_ptr<const loaded_plugin> plugin, const std::map<std::string, std::string>& params,
                   const std::string& where);
+
+    // Calls call(first, count, options) once per block of o, each with its
+    // block's scale and offset, and sums the counts (see quantize).
+    template <class Call>
+    quantize_counts for_each_block(const char* what, size_t n, const quantize_options& o, Call&& call) const;
 
     altgrad_format_info info_{};
 };

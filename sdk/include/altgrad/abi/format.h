@@ -35,6 +35,14 @@
  *    between its two neighbours, R the 32 random bits of the element) with R
  *    drawn from a counter-based generator keyed by (seed, offset + i) for
  *    element i, so the result never depends on chunking or threading.
+ *  - Block scaling (ABI 1.2): when a call's block_scales is set, the elements
+ *    are cut into blocks of block_size consecutive elements (the last block
+ *    may be shorter) and element i uses s = block_scales[i / block_size]
+ *    instead of `scale`: it becomes q(fl(x_i * s)) / s, exactly as if each
+ *    block were a call of its own with that scale and offset + (its first
+ *    index), so stochastic rounding stays keyed by (seed, offset + i) and the
+ *    counts are the sums over the blocks. Every block scale must be finite
+ *    and > 0, like `scale`.
  */
 #ifndef ALTGRAD_ABI_FORMAT_H
 #define ALTGRAD_ABI_FORMAT_H
@@ -154,6 +162,15 @@ typedef struct altgrad_quantize_args {
                                * (they came out as +-max, +-Inf or NaN). */
     uint64_t underflow_count; /* Elements whose scaled input is finite and
                                * non-zero and whose result is zero. */
+    /* ABI 1.2: per-block scales (see the block scaling rule above). A host
+     * sets them only for a plugin built against ABI 1.2 or newer: an older
+     * plugin does not see these fields and would use `scale` everywhere. */
+    const float* block_scales; /* NULL: every element uses `scale` (which is
+                                * then ignored otherwise). Else
+                                * ceil(count / block_size) scales, in the same
+                                * memory as the data, borrowed for the call. */
+    size_t block_size;         /* Elements per block, >= 1 when block_scales
+                                * is set; ignored when it is NULL. */
 } altgrad_quantize_args;
 
 /* Arguments and results of encode: float32 -> codes. Same rounding, overflow,
@@ -174,11 +191,14 @@ typedef struct altgrad_encode_args {
     uint64_t* device_counts;
     uint64_t overflow_count;
     uint64_t underflow_count;
+    const float* block_scales; /* ABI 1.2: as in altgrad_quantize_args. */
+    size_t block_size;
 } altgrad_encode_args;
 
-/* Arguments of decode: codes -> float32, value(code) / scale. A code with bits
- * set above total_bits is ALTGRAD_STATUS_INVALID_ARGUMENT. NaN codes decode
- * to a quiet NaN. */
+/* Arguments of decode: codes -> float32, value(code) / scale (with block
+ * scales: value(code_i) / block_scales[i / block_size]). A code with bits set
+ * above total_bits is ALTGRAD_STATUS_INVALID_ARGUMENT. NaN codes decode to a
+ * quiet NaN. */
 typedef struct altgrad_decode_args {
     size_t struct_size;
     const void* codes;
@@ -188,6 +208,8 @@ typedef struct altgrad_decode_args {
     altgrad_memory_kind memory;
     int32_t device_index;
     void* cuda_stream;
+    const float* block_scales; /* ABI 1.2: as in altgrad_quantize_args. */
+    size_t block_size;
 } altgrad_decode_args;
 
 /* An opaque format instance, owned by the plugin. */

@@ -12,11 +12,12 @@
 #include <stdint.h>
 
 #define ALTGRAD_ABI_VERSION_MAJOR 1u
-#define ALTGRAD_ABI_VERSION_MINOR 1u
+#define ALTGRAD_ABI_VERSION_MINOR 2u
 
 /* History of minors (each adds only; a 1.0 plugin loads in a 1.1 host):
  *   1.0  formats, interventions, diagnostics, parameters, tensor views
  *   1.1  interventions may save and load their state (state.h)
+ *   1.2  format calls may carry per-block scales (format.h, block_scales)
  */
 
 #ifdef __cplusplus

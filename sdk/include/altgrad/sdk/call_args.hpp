@@ -3,7 +3,8 @@
 // format (diagnostic_plugin.hpp), the tests' own loader.
 //
 //  - conversion_mode: everything a quantize or encode call takes besides the
-//    buffers (rounding, overflow, scale, seed, offset, where the buffers live).
+//    buffers (rounding, overflow, scale or block scales, seed, offset, where
+//    the buffers live).
 //  - quantize_args / encode_args / decode_args: the ABI's args structs from a
 //    mode and the caller's buffers, zeroed first (results, cuda_stream NULL:
 //    the device's default stream, device_counts NULL: synchronous counts).
@@ -29,6 +30,10 @@ struct conversion_mode {
     uint64_t offset = 0;
     altgrad_memory_kind memory = ALTGRAD_MEMORY_HOST;
     int32_t device_index = 0;  // CUDA: the device the buffers are on
+    // ABI 1.2 block scaling (format.h): one scale per block_size elements,
+    // used instead of `scale` when set; only for plugins of ABI >= 1.2.
+    const float* block_scales = nullptr;
+    size_t block_size = 0;
 };
 
 namespace detail {
@@ -48,6 +53,8 @@ Args conversion_args(const float* in, size_t n, const conversion_mode& m) {
     a.offset = m.offset;
     a.memory = m.memory;
     a.device_index = m.device_index;
+    a.block_scales = m.block_scales;
+    a.block_size = m.block_size;
     return a;
 }
 }  // namespace detail
@@ -64,8 +71,10 @@ inline altgrad_encode_args encode_args(const float* in, void* codes, size_t n, c
     return a;
 }
 
+// block_scales/block_size: ABI 1.2 block scaling, as in conversion_mode.
 inline altgrad_decode_args decode_args(const void* codes, float* out, size_t n, float scale = 1.0f,
-                                       altgrad_memory_kind memory = ALTGRAD_MEMORY_HOST, int32_t device_index = 0) {
+                                       altgrad_memory_kind memory = ALTGRAD_MEMORY_HOST, int32_t device_index = 0,
+                                       const float* block_scales = nullptr, size_t block_size = 0) {
     altgrad_decode_args a;
     std::memset(&a, 0, sizeof a);
     a.struct_size = sizeof a;
@@ -75,6 +84,8 @@ inline altgrad_decode_args decode_args(const void* codes, float* out, size_t n, 
     a.scale = scale;
     a.memory = memory;
     a.device_index = device_index;
+    a.block_scales = block_scales;
+    a.block_size = block_size;
     return a;
 }
 

@@ -69,8 +69,8 @@ __device__ __forceinline__ void add_counts(element_counts c, unsigned long long*
 // groups t, t + grid size, ...
 
 template <class K, altgrad_rounding R, altgrad_overflow O>
-__global__ void quantize_kernel(K k, const float* in, float* out, size_t n, float s, uint64_t seed, uint64_t offset,
-                                uint64_t groups, unsigned long long* counts) {
+__global__ void quantize_kernel(K k, const float* in, float* out, size_t n, scale_source s, uint64_t seed,
+                                uint64_t offset, uint64_t groups, unsigned long long* counts) {
     element_counts c;
     for (uint64_t g = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; g < groups;
          g += uint64_t{gridDim.x} * blockDim.x)
@@ -79,8 +79,9 @@ __global__ void quantize_kernel(K k, const float* in, float* out, size_t n, floa
 }
 
 template <class K, altgrad_rounding R, altgrad_overflow O, class Code>
-__global__ void encode_kernel(K k, const float* in, Code* codes, size_t n, float s, uint64_t seed, uint64_t offset,
-                              uint64_t groups, unsigned long long* counts, unsigned long long* first_bad) {
+__global__ void encode_kernel(K k, const float* in, Code* codes, size_t n, scale_source s, uint64_t seed,
+                              uint64_t offset, uint64_t groups, unsigned long long* counts,
+                              unsigned long long* first_bad) {
     element_counts c;
     for (uint64_t g = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; g < groups;
          g += uint64_t{gridDim.x} * blockDim.x) {
@@ -91,7 +92,7 @@ __global__ void encode_kernel(K k, const float* in, Code* codes, size_t n, float
 }
 
 template <class K, class Code>
-__global__ void decode_kernel(K k, const Code* codes, float* out, size_t n, float s, uint64_t limit,
+__global__ void decode_kernel(K k, const Code* codes, float* out, size_t n, scale_source s, uint64_t limit,
                               unsigned long long* first_bad) {
     for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
         bool bad = false;
@@ -126,6 +127,15 @@ inline void check_device_pointer(const void* p, size_t count, const char* what) 
         throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
                            std::string(what) + " is not CUDA device memory (memory = ALTGRAD_MEMORY_CUDA)");
     }
+}
+
+// The call's scales; block scales must be device memory like the data.
+template <class Args>
+scale_source device_scales(const Args& a, const char* call) {
+    const scale_source s = scales_of(a);
+    if (s.per_block())
+        check_device_pointer(s.block_scales, block_count(a.count, s.block_size), (std::string(call) + ": block_scales").c_str());
+    return s;
 }
 
 // Scratch device memory for one call: tallies and the first bad element,
@@ -164,6 +174,7 @@ void quantize(const K& k, altgrad_quantize_args& a) {
     const device_scope device(a.device_index);
     check_device_pointer(a.input, a.count, "quantize: input");
     check_device_pointer(a.output, a.count, "quantize: output");
+    const scale_source scales = device_scales(a, "quantize");
     const cudaStream_t stream = static_cast<cudaStream_t>(a.cuda_stream);
     const uint64_t groups = group_count(a.offset, a.count);
     auto launch = [&](unsigned long long* counts) {
@@ -171,7 +182,7 @@ void quantize(const K& k, altgrad_quantize_args& a) {
             constexpr altgrad_rounding R = decltype(r)::value;
             constexpr altgrad_overflow O = decltype(o)::value;
             quantize_kernel<K, R, O><<<grid_for(groups), kThreads, 0, stream>>>(
-                k, a.input, a.output, a.count, a.scale, a.seed, a.offset, groups, counts);
+                k, a.input, a.output, a.count, scales, a.seed, a.offset, groups, counts);
         });
         check(cudaGetLastError(), "quantize kernel launch");
     };
@@ -195,6 +206,7 @@ void encode(const K& k, altgrad_encode_args& a, uint32_t code_bytes) {
     const device_scope device(a.device_index);
     check_device_pointer(a.input, a.count, "encode: input");
     check_device_pointer(a.codes, a.count, "encode: codes");
+    const scale_source scales = device_scales(a, "encode");
     const cudaStream_t stream = static_cast<cudaStream_t>(a.cuda_stream);
     const uint64_t groups = group_count(a.offset, a.count);
     if (a.device_counts != nullptr) check_device_pointer(a.device_counts, 2, "encode: device_counts");
@@ -207,7 +219,7 @@ void encode(const K& k, altgrad_encode_args& a, uint32_t code_bytes) {
         auto run = [&](auto* codes) {
             using Code = std::remove_pointer_t<decltype(codes)>;
             encode_kernel<K, R, O, Code><<<grid_for(groups), kThreads, 0, stream>>>(
-                k, a.input, codes, a.count, a.scale, a.seed, a.offset, groups, counts, tally.first_bad());
+                k, a.input, codes, a.count, scales, a.seed, a.offset, groups, counts, tally.first_bad());
         };
         if (code_bytes == 1) run(static_cast<uint8_t*>(a.codes));
         else if (code_bytes == 2) run(static_cast<uint16_t*>(a.codes));
@@ -232,13 +244,14 @@ void decode(const K& k, altgrad_decode_args& a, uint32_t code_bytes, uint32_t to
     const device_scope device(a.device_index);
     check_device_pointer(a.codes, a.count, "decode: codes");
     check_device_pointer(a.output, a.count, "decode: output");
+    const scale_source scales = device_scales(a, "decode");
     const cudaStream_t stream = static_cast<cudaStream_t>(a.cuda_stream);
     const uint64_t limit = uint64_t{1} << total_bits;
     const scratch tally(stream);
     auto run = [&](const auto* codes) {
         using Code = std::remove_const_t<std::remove_pointer_t<decltype(codes)>>;
         decode_kernel<K, Code><<<grid_for((a.count + 3) / 4), kThreads, 0, stream>>>(k, codes, a.output, a.count,
-                                                                                      a.scale, limit, tally.first_bad());
+                                                                                      scales, limit, tally.first_bad());
     };
     if (code_bytes == 1) run(static_cast<const uint8_t*>(a.codes));
     else if (code_bytes == 2) run(static_cast<const uint16_t*>(a.codes));

@@ -16,6 +16,7 @@
 #include <altgrad/abi/format.h>
 #include <altgrad/sdk/philox.hpp>
 #include <altgrad/sdk/rounding.hpp>
+#include <altgrad/sdk/scales.hpp>
 
 namespace altgrad::sdk {
 
@@ -61,15 +62,17 @@ ALTGRAD_SDK_INLINE float scale_down(float r, float s) {
 }
 
 // Quantize the elements of group g of a call: in and out are the call's
-// buffers (element i at global index offset + i).
+// buffers (element i at global index offset + i, scale scales.at(i)).
 template <class K, altgrad_rounding R, altgrad_overflow O>
-ALTGRAD_SDK_HD inline void quantize_group(const K& k, const float* in, float* out, size_t count, float s,
-                                          uint64_t seed, uint64_t offset, uint64_t g, element_counts& c) {
+ALTGRAD_SDK_HD inline void quantize_group(const K& k, const float* in, float* out, size_t count,
+                                          const scale_source& scales, uint64_t seed, uint64_t offset, uint64_t g,
+                                          element_counts& c) {
     const element_group e = group_of<R>(g, offset, seed);
     for (unsigned lane = 0; lane < 4; ++lane) {
         const uint64_t index = e.base + lane;
         if (index < offset || index - offset >= count) continue;
         const size_t i = static_cast<size_t>(index - offset);
+        const float s = scales.at(i);
         const uint32_t q = k.template quantize_bits<R, O>(float_bits(scale_up(in[i], s)), e.random.word[lane], c);
         out[i] = scale_down(bits_float(q), s);
     }
@@ -78,8 +81,9 @@ ALTGRAD_SDK_HD inline void quantize_group(const K& k, const float* in, float* ou
 // Encode the elements of group g into codes of type Code; returns the first
 // element (call-relative) the format could not hold, or kNoElement.
 template <class K, altgrad_rounding R, altgrad_overflow O, class Code>
-ALTGRAD_SDK_HD inline uint64_t encode_group(const K& k, const float* in, Code* codes, size_t count, float s,
-                                            uint64_t seed, uint64_t offset, uint64_t g, element_counts& c) {
+ALTGRAD_SDK_HD inline uint64_t encode_group(const K& k, const float* in, Code* codes, size_t count,
+                                            const scale_source& scales, uint64_t seed, uint64_t offset, uint64_t g,
+                                            element_counts& c) {
     const element_group e = group_of<R>(g, offset, seed);
     uint64_t first_bad = kNoElement;
     for (unsigned lane = 0; lane < 4; ++lane) {
@@ -88,7 +92,7 @@ ALTGRAD_SDK_HD inline uint64_t encode_group(const K& k, const float* in, Code* c
         const size_t i = static_cast<size_t>(index - offset);
         bool bad = false;
         const uint32_t code =
-            k.template encode_bits<R, O>(float_bits(scale_up(in[i], s)), e.random.word[lane], c, bad);
+            k.template encode_bits<R, O>(float_bits(scale_up(in[i], scales.at(i))), e.random.word[lane], c, bad);
         if (bad && first_bad == kNoElement) first_bad = i;
         codes[i] = static_cast<Code>(code);
     }
@@ -98,11 +102,12 @@ ALTGRAD_SDK_HD inline uint64_t encode_group(const K& k, const float* in, Code* c
 // Decode element i; a code with bits above total_bits sets *bad (and decodes
 // as code 0 so nothing reads past the format).
 template <class K, class Code>
-ALTGRAD_SDK_HD inline float decode_element(const K& k, const Code* codes, size_t i, float s, uint64_t limit,
-                                           bool& bad) {
+ALTGRAD_SDK_HD inline float decode_element(const K& k, const Code* codes, size_t i, const scale_source& scales,
+                                           uint64_t limit, bool& bad) {
     const uint32_t code = codes[i];
     bad = code >= limit;
     const float v = k.decode(bad ? 0u : code);
+    const float s = scales.at(i);
     return s == 1.0f ? v : scale_down(v, s);
 }
 

@@ -46,6 +46,7 @@
 #include <altgrad/sdk/export.hpp>
 #include <altgrad/sdk/philox.hpp>
 #include <altgrad/sdk/rounding.hpp>
+#include <altgrad/sdk/scales.hpp>
 
 namespace altgrad::sdk {
 
@@ -157,8 +158,25 @@ __attribute__((always_inline)) inline void quantize_body(const F& f, const float
     counts.underflow += underflow;
 }
 
-// x86-64 gets an AVX2 build of the loop, picked at run time; other targets
-// (aarch64 and friends) compile the baseline loop only.
+// The block-scaled quantize loop (ABI 1.2): quantize_body once per block,
+// with the block's scale and the offset of its first element, which is the
+// format.h rule word for word. The general scaling path is exact for every
+// scale (x * 1 and r / 1 change nothing; r / s equals r * (1/s) when s is a
+// power of two), so one instantiation serves all blocks.
+template <class F, altgrad_rounding R, altgrad_overflow O, bool Vector>
+__attribute__((always_inline)) inline void quantize_blocks_body(const F& f, const float* in, float* out, size_t n,
+                                                                const scale_source& scales, uint64_t seed,
+                                                                uint64_t offset, element_counts& counts) {
+    for (size_t b0 = 0, b = 0; b0 < n; ++b) {
+        const size_t m = n - b0 < scales.block_size ? n - b0 : scales.block_size;
+        quantize_body<F, R, O, scaling::general, Vector>(f, in + b0, out + b0, m, scales.block_scales[b], seed,
+                                                         offset + b0, counts);
+        b0 += m;
+    }
+}
+
+// x86-64 gets an AVX2 build of the loops, picked at run time; other targets
+// (aarch64 and friends) compile the baseline loops only.
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define ALTGRAD_SDK_X86_DISPATCH 1
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
@@ -166,12 +184,23 @@ __attribute__((target("avx2"))) void quantize_avx2(const F& f, const float* in, 
                                                    uint64_t seed, uint64_t offset, element_counts& counts) {
     quantize_body<F, R, O, S, true>(f, in, out, n, s, seed, offset, counts);
 }
+template <class F, altgrad_rounding R, altgrad_overflow O>
+__attribute__((target("avx2"))) void quantize_blocks_avx2(const F& f, const float* in, float* out, size_t n,
+                                                          const scale_source& scales, uint64_t seed,
+                                                          uint64_t offset, element_counts& counts) {
+    quantize_blocks_body<F, R, O, true>(f, in, out, n, scales, seed, offset, counts);
+}
 #endif
 
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
 void quantize_baseline(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed,
                        uint64_t offset, element_counts& counts) {
     quantize_body<F, R, O, S, false>(f, in, out, n, s, seed, offset, counts);
+}
+template <class F, altgrad_rounding R, altgrad_overflow O>
+void quantize_blocks_baseline(const F& f, const float* in, float* out, size_t n, const scale_source& scales,
+                              uint64_t seed, uint64_t offset, element_counts& counts) {
+    quantize_blocks_body<F, R, O, false>(f, in, out, n, scales, seed, offset, counts);
 }
 
 #ifdef ALTGRAD_SDK_X86_DISPATCH
@@ -186,12 +215,21 @@ void quantize_avx2(const F& f, const float* in, float* out, size_t n, float s, u
                    element_counts& counts) {
     quantize_body<F, R, O, S, false>(f, in, out, n, s, seed, offset, counts);
 }
+template <class F, altgrad_rounding R, altgrad_overflow O>
+void quantize_blocks_avx2(const F& f, const float* in, float* out, size_t n, const scale_source& scales,
+                          uint64_t seed, uint64_t offset, element_counts& counts) {
+    quantize_blocks_body<F, R, O, false>(f, in, out, n, scales, seed, offset, counts);
+}
 #endif
 
 template <class F, altgrad_rounding R, altgrad_overflow O>
-void quantize_dispatch_scale(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed,
-                             uint64_t offset, element_counts& counts) {
+void quantize_dispatch_scale(const F& f, const float* in, float* out, size_t n, const scale_source& scales,
+                             uint64_t seed, uint64_t offset, element_counts& counts) {
     const bool avx2 = cpu_has_avx2();
+    if (scales.per_block())
+        return (avx2 ? quantize_blocks_avx2<F, R, O> : quantize_blocks_baseline<F, R, O>)(f, in, out, n, scales, seed,
+                                                                                          offset, counts);
+    const float s = scales.scale;
     switch (classify_scale(s)) {
         case scaling::unit:
             return (avx2 ? quantize_avx2<F, R, O, scaling::unit> : quantize_baseline<F, R, O, scaling::unit>)(
@@ -278,11 +316,12 @@ altgrad_memory_kind check_memory(const altgrad_format_info& info, const E& memor
     return static_cast<altgrad_memory_kind>(memory);
 }
 
-// The modes of a quantize or encode call, range-checked.
+// The modes and scales of a quantize or encode call, range-checked.
 struct conversion_modes {
     altgrad_rounding rounding;
     altgrad_overflow overflow;
     altgrad_memory_kind memory;
+    scale_source scales;
 };
 
 // Checks common to quantize and encode (Args: their args structs, which share
@@ -290,8 +329,6 @@ struct conversion_modes {
 template <class Args>
 conversion_modes check_conversion(const altgrad_format_info& info, const Args& a, const void* out) {
     if (a.count > 0 && (a.input == nullptr || out == nullptr)) invalid("input or output is NULL with count > 0");
-    if (!(std::isfinite(a.scale) && a.scale > 0.0f))
-        invalid("scale must be finite and > 0, got " + std::to_string(a.scale));
     const int32_t rounding = raw_enum(a.rounding), overflow = raw_enum(a.overflow);
     if (rounding != ALTGRAD_ROUND_NEAREST_EVEN && rounding != ALTGRAD_ROUND_STOCHASTIC &&
         rounding != ALTGRAD_ROUND_TOWARD_ZERO)
@@ -301,7 +338,9 @@ conversion_modes check_conversion(const altgrad_format_info& info, const Args& a
     if ((info.rounding_modes & (1u << rounding)) == 0)
         throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, "this format does not implement that rounding mode");
     const altgrad_memory_kind memory = check_memory(info, a.memory);
-    return {static_cast<altgrad_rounding>(rounding), static_cast<altgrad_overflow>(overflow), memory};
+    const scale_source scales = scales_of(a);
+    check_scales(scales, a.count, memory == ALTGRAD_MEMORY_HOST);
+    return {static_cast<altgrad_rounding>(rounding), static_cast<altgrad_overflow>(overflow), memory, scales};
 }
 
 // Run body, turning exceptions into a status and a message.
@@ -399,7 +438,7 @@ struct format_adapter {
             detail::dispatch_modes(m.rounding, m.overflow, [&](auto r, auto o) {
                 constexpr altgrad_rounding R = decltype(r)::value;
                 constexpr altgrad_overflow O = decltype(o)::value;
-                detail::quantize_dispatch_scale<F, R, O>(s.format, a->input, a->output, a->count, a->scale,
+                detail::quantize_dispatch_scale<F, R, O>(s.format, a->input, a->output, a->count, m.scales,
                                                          a->seed, a->offset, counts);
             });
             a->overflow_count = counts.overflow;
@@ -431,11 +470,21 @@ struct format_adapter {
                     else if (width == 2) static_cast<uint16_t*>(a->codes)[i] = static_cast<uint16_t>(code);
                     else static_cast<uint32_t*>(a->codes)[i] = code;
                 };
-                if (detail::classify_scale(a->scale) == detail::scaling::unit)
+                if (m.scales.per_block()) {
+                    // One run_loop per block, as the block scaling rule reads (see quantize_blocks_body).
+                    for (size_t b0 = 0, b = 0; b0 < a->count; ++b) {
+                        const size_t n = a->count - b0 < m.scales.block_size ? a->count - b0 : m.scales.block_size;
+                        detail::run_loop<R, O, detail::scaling::general>(
+                            a->input + b0, n, m.scales.block_scales[b], a->seed, a->offset + b0,
+                            [&](size_t i, uint32_t bits, uint32_t random) { store(b0 + i, bits, random); });
+                        b0 += n;
+                    }
+                } else if (detail::classify_scale(a->scale) == detail::scaling::unit) {
                     detail::run_loop<R, O, detail::scaling::unit>(a->input, a->count, a->scale, a->seed, a->offset, store);
-                else
+                } else {
                     detail::run_loop<R, O, detail::scaling::general>(a->input, a->count, a->scale, a->seed, a->offset,
                                                                      store);
+                }
             });
             a->overflow_count = counts.overflow;
             a->underflow_count = counts.underflow;
@@ -453,9 +502,14 @@ struct format_adapter {
                 detail::invalid("decode: args is NULL or smaller than the v1 struct");
             if (a->count > 0 && (a->codes == nullptr || a->output == nullptr))
                 detail::invalid("decode: codes or output is NULL with count > 0");
-            if (!(std::isfinite(a->scale) && a->scale > 0.0f))
-                detail::invalid("decode: scale must be finite and > 0");
-            if (detail::check_memory(s.info, a->memory) == ALTGRAD_MEMORY_CUDA) {
+            const altgrad_memory_kind memory = detail::check_memory(s.info, a->memory);
+            const scale_source scales = scales_of(*a);
+            try {
+                check_scales(scales, a->count, memory == ALTGRAD_MEMORY_HOST);
+            } catch (const plugin_error& e) {
+                detail::invalid(std::string("decode: ") + e.what());
+            }
+            if (memory == ALTGRAD_MEMORY_CUDA) {
                 if constexpr (detail::runs_on_cuda<F>())
                     cuda::decode(s.format.kernel(), *a, s.info.code_bytes, s.format.total_bits());
                 return;
@@ -469,7 +523,8 @@ struct format_adapter {
                 if (code >= limit)
                     detail::invalid("decode: code " + std::to_string(code) + " at element " + std::to_string(i) +
                                     " has bits above total_bits");
-                a->output[i] = a->scale == 1.0f ? s.format.decode(code) : s.format.decode(code) / a->scale;
+                const float scale = scales.at(i);
+                a->output[i] = scale == 1.0f ? s.format.decode(code) : s.format.decode(code) / scale;
             }
         });
     }
