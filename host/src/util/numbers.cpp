@@ -1,6 +1,7 @@
 #include "util/numbers.hpp"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -35,6 +36,17 @@ std::vector<float> read_floats(std::istream& in, const std::string& source) {
 std::string hex_float(double x) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%a", x);
+    return buf;
+}
+
+std::string shortest_decimal(double x) {
+    if (std::isnan(x)) return "nan";
+    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+    char buf[40];
+    for (int digits = 1; digits <= 17; ++digits) {  // 17 significant digits always read back exactly
+        std::snprintf(buf, sizeof buf, "%.*g", digits, x);
+        if (std::strtod(buf, nullptr) == x) break;
+    }
     return buf;
 }
 
