@@ -139,13 +139,17 @@ TEST(Cli, ConformanceJsonParsesWithEveryResult) {
 }
 
 // Shortest round-trip decimals (describe's parameter defaults and bounds):
-// 0.1 needs one digit where %.17g writes 0.10000000000000001; 1/3 needs all 17.
+// 0.1 needs one digit where %.17g writes 0.10000000000000001; 0.1 + 0.2 needs
+// all 17 (Python's repr, also shortest round-trip, gives the same strings).
 TEST(ShortestDecimal, ReadsBackExactlyWithFewestDigits) {
     EXPECT_EQ(host::shortest_decimal(0.1), "0.1");
     EXPECT_EQ(host::shortest_decimal(57344), "57344");
+    EXPECT_EQ(host::shortest_decimal(1000), "1000");  // %.1g reads back too, as "1e+03"
+    EXPECT_EQ(host::shortest_decimal(1e300), "1e+300");
     EXPECT_EQ(host::shortest_decimal(std::ldexp(1.0, -9)), "0.001953125");
     EXPECT_EQ(host::shortest_decimal(1e-7), "1e-07");
-    EXPECT_EQ(host::shortest_decimal(1.0 / 3), "0.33333333333333331");
+    EXPECT_EQ(host::shortest_decimal(1.0 / 3), "0.3333333333333333");
+    EXPECT_EQ(host::shortest_decimal(0.1 + 0.2), "0.30000000000000004");
     EXPECT_EQ(host::shortest_decimal(-0.0), "-0");
     EXPECT_EQ(host::shortest_decimal(std::nan("")), "nan");
     EXPECT_EQ(host::shortest_decimal(-INFINITY), "-inf");
