@@ -1,17 +1,22 @@
 // The altgrad-host binary as a user runs it: outputs, exit codes, errors.
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
 #include "test_support.hpp"
+#include "util/json_output.hpp"
+#include "util/numbers.hpp"
 
 namespace altgrad::test {
 namespace {
 
 const std::string kPlugins = "--plugins " + kBundled.string() + " ";
+using host::ordered_json;
 
 size_t count_lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
 
@@ -24,16 +29,139 @@ TEST(Cli, ListShowsEveryBundledPluginOk) {
     EXPECT_EQ(count_lines(r.out), 20u) << r.out;  // header + 9 formats, 8 diagnostics, 2 interventions
 }
 
+// A command's stdout parsed as JSON (a parse error fails the test with the text).
+ordered_json parsed_json(const std::string& args) {
+    const run_result r = run_host(args, "", "/dev/null");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    try {
+        return ordered_json::parse(r.out);
+    } catch (const std::exception& e) {
+        ADD_FAILURE() << args << ": not JSON (" << e.what() << "):\n" << r.out;
+        return nullptr;
+    }
+}
+
+std::vector<std::string> keys_of(const ordered_json& object) {
+    std::vector<std::string> keys;
+    for (const auto& item : object.items()) keys.push_back(item.key());
+    return keys;
+}
+
+using keys = std::vector<std::string>;
+
 TEST(Cli, ListJsonShowsBrokenPluginsWithTheirReason) {
     scratch_dir dir;
     dir.add_plugin("good", format_manifest("e5m2", "libaltgrad_e5m2.so"), bundled_library("e5m2"));
     dir.add_plugin("bad", format_manifest("bad", "nothing.so"));
+    const ordered_json j = parsed_json("--plugins " + dir.path().string() + " list --json");
+    EXPECT_EQ(keys_of(j), (keys{"plugins_dir", "plugins"}));
+    EXPECT_EQ(j["plugins_dir"], dir.path().string());
+    ASSERT_EQ(j["plugins"].size(), 2u) << j.dump();
+    const ordered_json& bad = j["plugins"][0]["name"] == "bad" ? j["plugins"][0] : j["plugins"][1];
+    const ordered_json& good = j["plugins"][0]["name"] == "bad" ? j["plugins"][1] : j["plugins"][0];
+    for (const ordered_json* p : {&good, &bad})
+        EXPECT_EQ(keys_of(*p), (keys{"kind", "name", "version", "status", "description", "manifest", "error"}));
+    EXPECT_EQ(good["name"], "e5m2");
+    EXPECT_EQ(good["kind"], "format");
+    EXPECT_EQ(good["version"], "1.0.0");
+    EXPECT_EQ(good["status"], "ok");
+    EXPECT_EQ(good["description"], "test");
+    EXPECT_TRUE(good["error"].is_null());
+    EXPECT_EQ(bad["version"], "?");
+    EXPECT_EQ(bad["status"], "broken");
+    EXPECT_TRUE(bad["description"].is_null());
+    EXPECT_NE(bad["error"].get<std::string>().find("key 'plugin.library'"), std::string::npos) << bad.dump();
+    // The count of broken plugins goes to stderr, beside the JSON.
     const run_result r = run_host("--plugins " + dir.path().string() + " list --json");
-    ASSERT_EQ(r.exit_code, 0) << r.out;
-    EXPECT_NE(r.out.find("\"name\": \"e5m2\", \"version\": \"1.0.0\", \"status\": \"ok\""), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("\"name\": \"bad\", \"version\": \"?\", \"status\": \"broken\""), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("key 'plugin.library'"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("1 of 2 plugins are broken"), std::string::npos) << r.out;
+}
+
+// E4M3 as the OCP FP8 spec defines it: bias 7, no infinities, S.1111.111 is
+// NaN (two codes), max finite 1.75 * 2^8 = 448, min normal 2^-6, min subnormal 2^-9.
+TEST(Cli, DescribeJsonOfE4M3HoldsItsEncodingAsNumbers) {
+    const ordered_json j = parsed_json(kPlugins + "describe e4m3 --json");
+    EXPECT_EQ(keys_of(j), (keys{"name", "kind", "version", "abi_version", "description", "library", "parameters",
+                                "format"}));
+    EXPECT_EQ(j["name"], "e4m3");
+    EXPECT_EQ(j["kind"], "format");
+    EXPECT_TRUE(j["parameters"].is_array());
+    const ordered_json& f = j["format"];
+    EXPECT_EQ(keys_of(f), (keys{"total_bits", "code_bytes", "exponent_bits", "mantissa_bits", "bias", "signed", "zero",
+                                "subnormals", "inf", "nan_codes", "max_finite", "lowest_finite", "min_normal",
+                                "min_subnormal"}));
+    EXPECT_EQ(f["total_bits"], 8);
+    EXPECT_EQ(f["code_bytes"], 1);
+    EXPECT_EQ(f["exponent_bits"], 4);
+    EXPECT_EQ(f["mantissa_bits"], 3);
+    EXPECT_EQ(f["bias"], 7);
+    EXPECT_EQ(f["signed"], true);
+    EXPECT_EQ(f["zero"], "+0 and -0");
+    EXPECT_EQ(f["subnormals"], true);
+    EXPECT_EQ(f["inf"], false);
+    EXPECT_EQ(f["nan_codes"], 2);
+    ASSERT_TRUE(f["max_finite"].is_number()) << f.dump();
+    EXPECT_EQ(f["max_finite"].get<double>(), 448.0);
+    EXPECT_EQ(f["lowest_finite"].get<double>(), -448.0);
+    EXPECT_EQ(f["min_normal"].get<double>(), std::ldexp(1.0, -6));
+    EXPECT_EQ(f["min_subnormal"].get<double>(), std::ldexp(1.0, -9));
+}
+
+TEST(Cli, DescribeJsonTableHasEveryCodeAndNaNAsNull) {
+    const ordered_json j = parsed_json(kPlugins + "describe e4m3 --table --json");
+    const ordered_json& codes = j["codes"];
+    ASSERT_EQ(codes.size(), 256u);
+    EXPECT_EQ(keys_of(codes[0]), (keys{"code", "value", "hex"}));
+    // 0x01: the smallest subnormal, 2^-3 * 2^(1-7); 0x7e: 0.1111.110 = 1.75 * 2^8; 0x7f: NaN.
+    EXPECT_EQ(codes[0x01]["code"], 1);
+    EXPECT_EQ(codes[0x01]["value"].get<double>(), std::ldexp(1.0, -9));
+    EXPECT_EQ(codes[0x01]["hex"], "0x1p-9");
+    EXPECT_EQ(codes[0x7e]["value"].get<double>(), 448.0);
+    EXPECT_EQ(codes[0xfe]["value"].get<double>(), -448.0);
+    EXPECT_TRUE(codes[0x7f]["value"].is_null()) << codes[0x7f].dump();  // JSON has no NaN
+    EXPECT_EQ(codes[0x7f]["hex"], "nan");
+}
+
+TEST(Cli, ConformanceJsonParsesWithEveryResult) {
+    const ordered_json j = parsed_json(kPlugins + "conformance --seed 7 --only 'quantize.*' e4m3 --json");
+    EXPECT_EQ(keys_of(j), (keys{"seed", "plugins", "failed"}));
+    EXPECT_EQ(j["seed"], 7);
+    EXPECT_EQ(j["failed"], false);
+    ASSERT_EQ(j["plugins"].size(), 1u);
+    const ordered_json& p = j["plugins"][0];
+    EXPECT_EQ(keys_of(p), (keys{"plugin", "manifest", "results"}));
+    EXPECT_EQ(p["plugin"], "e4m3");
+    ASSERT_FALSE(p["results"].empty());
+    for (const ordered_json& x : p["results"]) {
+        EXPECT_EQ(keys_of(x), (keys{"check", "status", "reason", "input", "hint", "seconds"}));
+        EXPECT_EQ(x["check"].get<std::string>().rfind("quantize.", 0), 0u) << x.dump();
+        EXPECT_TRUE(x["status"] == "passed" || x["status"] == "skipped") << x.dump();
+        EXPECT_TRUE(x["seconds"].is_number()) << x.dump();
+    }
+}
+
+// Shortest round-trip decimals (describe's parameter defaults and bounds):
+// 0.1 needs one digit where %.17g writes 0.10000000000000001; 0.1 + 0.2 needs
+// all 17 (Python's repr, also shortest round-trip, gives the same strings).
+TEST(ShortestDecimal, ReadsBackExactlyWithFewestDigits) {
+    EXPECT_EQ(host::shortest_decimal(0.1), "0.1");
+    EXPECT_EQ(host::shortest_decimal(57344), "57344");
+    EXPECT_EQ(host::shortest_decimal(1000), "1000");  // %.1g reads back too, as "1e+03"
+    EXPECT_EQ(host::shortest_decimal(1e300), "1e+300");
+    EXPECT_EQ(host::shortest_decimal(std::ldexp(1.0, -9)), "0.001953125");
+    EXPECT_EQ(host::shortest_decimal(1e-7), "1e-07");
+    EXPECT_EQ(host::shortest_decimal(1.0 / 3), "0.3333333333333333");
+    EXPECT_EQ(host::shortest_decimal(0.1 + 0.2), "0.30000000000000004");
+    EXPECT_EQ(host::shortest_decimal(-0.0), "-0");
+    EXPECT_EQ(host::shortest_decimal(std::nan("")), "nan");
+    EXPECT_EQ(host::shortest_decimal(-INFINITY), "-inf");
+}
+
+// The documented choices of json_output: NaN and infinities as null, bytes
+// that are not UTF-8 as U+FFFD (EF BF BD), two-space indent, a final newline.
+TEST(JsonOutput, NonFiniteIsNullAndBadUtf8IsReplaced) {
+    const ordered_json j{{"nan", std::nan("")}, {"inf", INFINITY}, {"half", 0.5}, {"text", std::string("a\xff\"")}};
+    EXPECT_EQ(host::json_output(j),
+              "{\n  \"nan\": null,\n  \"inf\": null,\n  \"half\": 0.5,\n  \"text\": \"a\xef\xbf\xbd\\\"\"\n}\n");
 }
 
 TEST(Cli, QuantizePrintsHexFloats) {

@@ -11,30 +11,12 @@
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
 #include "util/error.hpp"
-#include "util/json.hpp"
+#include "util/json_output.hpp"
 #include "util/numbers.hpp"
 
 namespace altgrad::host::cli {
 
 namespace {
-
-const char* family_name(altgrad_format_family f) {
-    switch (f) {
-        case ALTGRAD_FAMILY_FLOAT: return "float (sign, exponent, mantissa)";
-        case ALTGRAD_FAMILY_FIXED_POINT: return "fixed point (two's complement)";
-        case ALTGRAD_FAMILY_CODEBOOK: return "codebook";
-    }
-    return "unknown";
-}
-
-const char* zero_name(altgrad_zero_kind z) {
-    switch (z) {
-        case ALTGRAD_ZERO_SIGNED: return "+0 and -0";
-        case ALTGRAD_ZERO_UNSIGNED: return "one zero";
-        case ALTGRAD_ZERO_NONE: return "none";
-    }
-    return "unknown";
-}
 
 std::string modes(uint32_t bits) {
     std::string s;
@@ -69,17 +51,100 @@ std::string param_summary(const param_decl& p) {
     switch (p.type) {
         case ALTGRAD_PARAM_BOOL: s += p.default_bool ? "true" : "false"; break;
         case ALTGRAD_PARAM_INT: s += std::to_string(p.default_int); break;
-        case ALTGRAD_PARAM_FLOAT: s += json::number(p.default_float); break;
+        case ALTGRAD_PARAM_FLOAT: s += shortest_decimal(p.default_float); break;
         case ALTGRAD_PARAM_STRING: s += "\"" + p.default_string + "\""; break;
     }
     if (p.min || p.max)
-        s += ", " + (p.min ? json::number(*p.min) : std::string("-inf")) + ".." +
-             (p.max ? json::number(*p.max) : std::string("inf"));
+        s += ", " + (p.min ? shortest_decimal(*p.min) : std::string("-inf")) + ".." +
+             (p.max ? shortest_decimal(*p.max) : std::string("inf"));
     if (!p.choices.empty()) {
         s += ", one of";
         for (const std::string& c : p.choices) s += " " + c;
     }
     return s + ")" + (p.description.empty() ? "" : ": " + p.description);
+}
+
+ordered_json format_json(const altgrad_format_info& i) {
+    return {{"total_bits", i.total_bits},
+            {"code_bytes", i.code_bytes},
+            {"exponent_bits", i.exponent_bits},
+            {"mantissa_bits", i.mantissa_bits},
+            {"bias", i.bias},
+            {"signed", i.is_signed != 0},
+            {"zero", zero_kind_names().name(i.zero)},
+            {"subnormals", i.has_subnormals != 0},
+            {"inf", i.has_inf != 0},
+            {"nan_codes", i.nan_code_count},
+            {"max_finite", i.max_finite},
+            {"lowest_finite", i.lowest_finite},
+            {"min_normal", i.min_normal},
+            {"min_subnormal", i.min_subnormal}};
+}
+
+ordered_json codes_json(const std::vector<float>& values) {
+    ordered_json codes = ordered_json::array();
+    for (size_t c = 0; c < values.size(); ++c)
+        codes.push_back(ordered_json{{"code", c}, {"value", static_cast<double>(values[c])}, {"hex", hex_float(values[c])}});
+    return codes;
+}
+
+// `describe --json`: the manifest, and for a format its encoding (with --table, every code).
+ordered_json describe_json(const manifest& m, const format_handle* f, bool table) {
+    ordered_json parameters = ordered_json::array();
+    for (const param_decl& p : m.params)
+        parameters.push_back(ordered_json{{"key", p.key}, {"type", param_type_name(p.type)}, {"summary", param_summary(p)}});
+    ordered_json out{{"name", m.name},
+                     {"kind", kind_name(m.kind)},
+                     {"version", version_string(m.version)},
+                     {"abi_version", version_string(m.abi_version, false)},
+                     {"description", m.description},
+                     {"library", m.library.string()},
+                     {"parameters", parameters}};
+    if (f != nullptr) {
+        out["format"] = format_json(f->info());
+        if (table) out["codes"] = codes_json(f->decode_all_codes());
+    }
+    return out;
+}
+
+void print_format_text(const altgrad_format_info& i) {
+    std::cout << "family          " << format_family_names().name(i.family) << "\n"
+              << "bits            " << i.total_bits << " (exponent " << i.exponent_bits << ", mantissa "
+              << i.mantissa_bits << ", bias " << i.bias << ", " << (i.is_signed ? "signed" : "unsigned") << ")\n"
+              << "zero            " << zero_kind_names().name(i.zero) << "\n"
+              << "subnormals      " << (i.has_subnormals ? "yes" : "no") << "\n"
+              << "infinities      " << (i.has_inf ? "+-Inf" : "none") << "\n"
+              << "NaN codes       " << i.nan_code_count;
+    if (i.nan_code_count > 0) std::cout << " (canonical 0x" << std::hex << i.canonical_nan_code << std::dec << ")";
+    std::cout << "\n"
+              << "max finite      " << both(i.max_finite) << "\n"
+              << "lowest finite   " << both(i.lowest_finite) << "\n"
+              << "min normal      " << both(i.min_normal) << "\n"
+              << "min subnormal   " << (i.min_subnormal > 0 ? both(i.min_subnormal) : "none") << "\n"
+              << "rounding        " << modes(i.rounding_modes) << "\n"
+              << "memory          " << memory_text(i.memory_kinds) << "\n";
+}
+
+// Every code: hex, bits, value.
+void print_code_table(const altgrad_format_info& i, const std::vector<float>& values) {
+    std::cout << "\nCODE    BITS" << std::string(i.total_bits > 4 ? i.total_bits - 4 : 0, ' ') << "  VALUE\n";
+    for (size_t c = 0; c < values.size(); ++c) {
+        char code[16];
+        std::snprintf(code, sizeof code, "0x%0*zx", static_cast<int>((i.total_bits + 3) / 4), c);
+        std::cout << code << std::string(8 - std::string(code).size(), ' ')
+                  << binary(static_cast<uint32_t>(c), i.total_bits) << "  " << both(values[c]) << "\n";
+    }
+}
+
+void print_text(const manifest& m, const format_handle* f, bool table) {
+    std::cout << "name            " << m.name << " " << version_string(m.version) << " (" << kind_name(m.kind)
+              << ", ABI " << version_string(m.abi_version, false) << ")\n"
+              << "description     " << m.description << "\n"
+              << "library         " << m.library.string() << "\n";
+    for (const param_decl& p : m.params) std::cout << "parameter       " << param_summary(p) << "\n";
+    if (f == nullptr) return;
+    print_format_text(f->info());
+    if (table) print_code_table(f->info(), f->decode_all_codes());
 }
 
 }  // namespace
@@ -118,76 +183,8 @@ int describe_command(const context& ctx, const args& a) {
         throw usage_error("describe --table: '" + name + "' has " + std::to_string(f->info().total_bits) +
                           " bits; tables are limited to formats of at most 16 bits");
 
-    if (as_json) {
-        std::cout << "{\"name\": " << json::quote(m.name) << ", \"kind\": " << json::quote(kind_name(m.kind))
-                  << ", \"version\": " << json::quote(version_string(m.version))
-                  << ", \"abi_version\": " << json::quote(version_string(m.abi_version, false))
-                  << ", \"description\": " << json::quote(m.description)
-                  << ", \"library\": " << json::quote(m.library.string()) << ", \"parameters\": [";
-        for (size_t k = 0; k < m.params.size(); ++k)
-            std::cout << (k ? ", " : "") << "{\"key\": " << json::quote(m.params[k].key)
-                      << ", \"type\": " << json::quote(param_type_name(m.params[k].type))
-                      << ", \"summary\": " << json::quote(param_summary(m.params[k])) << "}";
-        std::cout << "]";
-        if (f) {
-            const altgrad_format_info& i = f->info();
-            std::cout << ", \"format\": {\"total_bits\": " << i.total_bits << ", \"code_bytes\": " << i.code_bytes
-                      << ", \"exponent_bits\": " << i.exponent_bits << ", \"mantissa_bits\": " << i.mantissa_bits
-                      << ", \"bias\": " << i.bias << ", \"signed\": " << (i.is_signed ? "true" : "false")
-                      << ", \"zero\": " << json::quote(zero_name(i.zero))
-                      << ", \"subnormals\": " << (i.has_subnormals ? "true" : "false")
-                      << ", \"inf\": " << (i.has_inf ? "true" : "false") << ", \"nan_codes\": " << i.nan_code_count
-                      << ", \"max_finite\": " << json::number(i.max_finite)
-                      << ", \"lowest_finite\": " << json::number(i.lowest_finite)
-                      << ", \"min_normal\": " << json::number(i.min_normal)
-                      << ", \"min_subnormal\": " << json::number(i.min_subnormal) << "}";
-            if (table) {
-                const std::vector<float> values = f->decode_all_codes();
-                std::cout << ", \"codes\": [";
-                for (size_t c = 0; c < values.size(); ++c)
-                    std::cout << (c ? ", " : "") << "{\"code\": " << c << ", \"value\": " << json::number(values[c])
-                              << ", \"hex\": " << json::quote(hex_float(values[c])) << "}";
-                std::cout << "]";
-            }
-        }
-        std::cout << "}\n";
-        return 0;
-    }
-
-    std::cout << "name            " << m.name << " " << version_string(m.version) << " (" << kind_name(m.kind)
-              << ", ABI " << version_string(m.abi_version, false) << ")\n"
-              << "description     " << m.description << "\n"
-              << "library         " << m.library.string() << "\n";
-    for (const param_decl& p : m.params) std::cout << "parameter       " << param_summary(p) << "\n";
-    if (f) {
-        const altgrad_format_info& i = f->info();
-        std::cout << "family          " << family_name(i.family) << "\n"
-                  << "bits            " << i.total_bits << " (exponent " << i.exponent_bits << ", mantissa "
-                  << i.mantissa_bits << ", bias " << i.bias << ", " << (i.is_signed ? "signed" : "unsigned") << ")\n"
-                  << "zero            " << zero_name(i.zero) << "\n"
-                  << "subnormals      " << (i.has_subnormals ? "yes" : "no") << "\n"
-                  << "infinities      " << (i.has_inf ? "+-Inf" : "none") << "\n"
-                  << "NaN codes       " << i.nan_code_count;
-        if (i.nan_code_count > 0) std::cout << " (canonical 0x" << std::hex << i.canonical_nan_code << std::dec << ")";
-        std::cout << "\n"
-                  << "max finite      " << both(i.max_finite) << "\n"
-                  << "lowest finite   " << both(i.lowest_finite) << "\n"
-                  << "min normal      " << both(i.min_normal) << "\n"
-                  << "min subnormal   " << (i.min_subnormal > 0 ? both(i.min_subnormal) : "none") << "\n"
-                  << "rounding        " << modes(i.rounding_modes) << "\n"
-                  << "memory          " << memory_text(i.memory_kinds) << "\n";
-        if (table) {
-            const std::vector<float> values = f->decode_all_codes();
-            std::cout << "\nCODE    BITS" << std::string(i.total_bits > 4 ? i.total_bits - 4 : 0, ' ')
-                      << "  VALUE\n";
-            for (size_t c = 0; c < values.size(); ++c) {
-                char code[16];
-                std::snprintf(code, sizeof code, "0x%0*zx", static_cast<int>((i.total_bits + 3) / 4), c);
-                std::cout << code << std::string(8 - std::string(code).size(), ' ')
-                          << binary(static_cast<uint32_t>(c), i.total_bits) << "  " << both(values[c]) << "\n";
-            }
-        }
-    }
+    if (as_json) std::cout << json_output(describe_json(m, f.get(), table));
+    else print_text(m, f.get(), table);
     return 0;
 }
 

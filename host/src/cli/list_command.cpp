@@ -8,7 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "plugins/registry.hpp"
-#include "util/json.hpp"
+#include "util/json_output.hpp"
 
 namespace altgrad::host::cli {
 
@@ -34,29 +34,29 @@ int list_command(const context& ctx, const args& a) {
         name_w = std::max(name_w, r.name().size());
         version_w = std::max(version_w, (r.info ? version_string(r.info->version) : "?").size());
     }
-    if (as_json) std::cout << "{\"plugins_dir\": " << json::quote(ctx.plugins.string()) << ", \"plugins\": [";
-    else std::cout << std::left << std::setw(kind_w + 2) << "KIND" << std::setw(name_w + 2) << "NAME"
-                   << std::setw(version_w + 2) << "VERSION" << "STATUS\n";
-    bool first = true;
+    if (!as_json)
+        std::cout << std::left << std::setw(kind_w + 2) << "KIND" << std::setw(name_w + 2) << "NAME"
+                  << std::setw(version_w + 2) << "VERSION" << "STATUS\n";
+    ordered_json plugins = ordered_json::array();
     for (const plugin_record& r : reg.records()) {
         const bool ok = r.status == plugin_status::ok;
         broken += !ok;
         const std::string kind = r.info ? kind_name(r.info->kind) : "?";
         const std::string version = r.info ? version_string(r.info->version) : "?";
         if (as_json) {
-            std::cout << (first ? "" : ",") << "\n  {\"kind\": " << json::quote(kind)
-                      << ", \"name\": " << json::quote(r.name()) << ", \"version\": " << json::quote(version)
-                      << ", \"status\": " << json::quote(ok ? "ok" : "broken")
-                      << ", \"description\": " << (r.info ? json::quote(r.info->description) : "null")
-                      << ", \"manifest\": " << json::quote(r.manifest_path.string())
-                      << ", \"error\": " << (ok ? "null" : json::quote(r.error)) << "}";
+            plugins.push_back(ordered_json{{"kind", kind},
+                                           {"name", r.name()},
+                                           {"version", version},
+                                           {"status", ok ? "ok" : "broken"},
+                                           {"description", r.info ? ordered_json(r.info->description) : ordered_json(nullptr)},
+                                           {"manifest", r.manifest_path.string()},
+                                           {"error", ok ? ordered_json(nullptr) : ordered_json(r.error)}});
         } else {
             std::cout << std::setw(kind_w + 2) << kind << std::setw(name_w + 2) << r.name() << std::setw(version_w + 2)
                       << version << (ok ? "ok" : "broken: " + r.error) << "\n";
         }
-        first = false;
     }
-    if (as_json) std::cout << "\n]}\n";
+    if (as_json) std::cout << json_output({{"plugins_dir", ctx.plugins.string()}, {"plugins", plugins}});
     if (reg.records().empty()) std::cerr << "altgrad-host: no plugins found in " << ctx.plugins.string() << "\n";
     else if (broken > 0)
         std::cerr << "altgrad-host: " << broken << " of " << reg.records().size() << " plugins are broken\n";

@@ -14,19 +14,15 @@
 #include <string>
 
 #include "conformance/guarded_memory.hpp"
+#include "util/name_table.hpp"
 
 namespace altgrad::host::conformance {
 
-const char* outcome_name(outcome o) {
-    switch (o) {
-        case outcome::passed: return "passed";
-        case outcome::failed: return "failed";
-        case outcome::skipped: return "skipped";
-        case outcome::warning: return "warning";
-        case outcome::crashed: return "crashed";
-        case outcome::timed_out: return "timed out";
-    }
-    return "unknown";
+const name_table<outcome>& outcome_names() {
+    static const name_table<outcome> t{{outcome::passed, "passed"},   {outcome::failed, "failed"},
+                                       {outcome::skipped, "skipped"}, {outcome::warning, "warning"},
+                                       {outcome::crashed, "crashed"}, {outcome::timed_out, "timed out"}};
+    return t;
 }
 
 namespace {
@@ -121,95 +117,124 @@ void describe_signal(const crash_note* note, int signal, result& r) {
     }
 }
 
-}  // namespace
+class stopwatch {
+public:
+    double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
-result run_isolated(const std::string& check, double timeout_seconds, const std::function<result()>& body) {
-    const auto start = std::chrono::steady_clock::now();
-    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+private:
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+result crashed(const std::string& check, const std::string& reason) {
     result r;
     r.check = check;
-    int fds[2];
-    if (::pipe(fds) != 0) {
-        r.status = outcome::crashed;
-        r.reason = "could not create a pipe for the child process";
-        return r;
+    r.status = outcome::crashed;
+    r.reason = reason;
+    return r;
+}
+
+// In the child: runs the check, sends its result up the pipe and exits
+// without the parent's atexit handlers (an exception is the check's failure).
+[[noreturn]] void run_child(int result_fd, crash_note* note, const std::function<result()>& body) {
+    report_faults_to(note);
+    result child;
+    try {
+        child = body();
+    } catch (const std::exception& e) {
+        child.status = outcome::failed;
+        child.reason = e.what();
+    } catch (...) {
+        child.status = outcome::failed;
+        child.reason = "unknown exception";
     }
-    const shared_note note;
+    write_all(result_fd, encode(child));
+    ::close(result_fd);
     std::fflush(nullptr);
-    const pid_t pid = ::fork();
-    if (pid < 0) {
-        ::close(fds[0]);
-        ::close(fds[1]);
-        r.status = outcome::crashed;
-        r.reason = "could not fork a child process";
-        return r;
-    }
-    if (pid == 0) {
-        ::close(fds[0]);
-        report_faults_to(note.get());
-        result child;
-        try {
-            child = body();
-        } catch (const std::exception& e) {
-            child.status = outcome::failed;
-            child.reason = e.what();
-        } catch (...) {
-            child.status = outcome::failed;
-            child.reason = "unknown exception";
-        }
-        write_all(fds[1], encode(child));
-        ::close(fds[1]);
-        std::fflush(nullptr);
-        ::_exit(0);
-    }
-    ::close(fds[1]);
-    std::string received;
-    bool timed_out = false;
+    ::_exit(0);
+}
+
+// Reads what the child sends until it closes the pipe (done or died): true;
+// false when `timeout_seconds` on `clock` pass first.
+bool receive_until_closed(int fd, const stopwatch& clock, double timeout_seconds, std::string& received) {
     for (;;) {
-        const double left = timeout_seconds - elapsed();
-        if (left <= 0) {
-            timed_out = true;
-            break;
-        }
-        pollfd p{fds[0], POLLIN, 0};
+        const double left = timeout_seconds - clock.seconds();
+        if (left <= 0) return false;
+        pollfd p{fd, POLLIN, 0};
         const int ready = ::poll(&p, 1, static_cast<int>(left * 1000) + 1);
-        if (ready < 0 && errno == EINTR) continue;
-        if (ready <= 0) continue;  // loop re-checks the clock
+        if (ready <= 0) continue;  // EINTR or nothing yet: the loop re-checks the clock
         char buf[4096];
-        const ssize_t n = ::read(fds[0], buf, sizeof buf);
-        if (n <= 0) break;  // EOF: the child closed its end (done or died)
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n <= 0) return true;
         received.append(buf, static_cast<size_t>(n));
     }
-    ::close(fds[0]);
-    if (timed_out) ::kill(pid, SIGKILL);
+}
+
+int wait_status(pid_t pid) {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    r.seconds = elapsed();
-    if (timed_out) {
-        r.status = outcome::timed_out;
-        r.reason = "still running after " + std::to_string(static_cast<int>(timeout_seconds)) + " s" + note.during() +
-                   "; killed";
-        r.hint = "a quantize/encode/decode call may loop forever on some input";
-        return r;
-    }
+    return status;
+}
+
+// Why a child that finished in time gave no result: a signal, or an exit
+// without one (exit() or abort() in the plugin). False when it gave one.
+bool no_result(int status, const std::string& received, const shared_note& note, result& r) {
     if (WIFSIGNALED(status)) {
         r.status = outcome::crashed;
         r.reason = std::string("the plugin killed the process with signal ") + std::to_string(WTERMSIG(status)) +
                    " (" + ::strsignal(WTERMSIG(status)) + ")" + note.during();
-        r.hint = "run the check under gdb: altgrad-host conformance --only " + check + " with a debugger attached";
+        r.hint = "run the check under gdb: altgrad-host conformance --only " + r.check + " with a debugger attached";
         describe_signal(note.get(), WTERMSIG(status), r);
-        return r;
+        return true;
     }
     if (!decode(received, r)) {
         r.status = outcome::crashed;
         r.reason = "the check's process exited (status " + std::to_string(WEXITSTATUS(status)) +
                    ") without reporting a result" + note.during();
         r.hint = "the plugin may call exit() or abort()";
+        return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+result run_isolated(const std::string& check, double timeout_seconds, const std::function<result()>& body) {
+    const stopwatch clock;
+    int fds[2];
+    if (::pipe(fds) != 0) return crashed(check, "could not create a pipe for the child process");
+    const shared_note note;
+    std::fflush(nullptr);
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        ::close(fds[0]);
+        ::close(fds[1]);
+        return crashed(check, "could not fork a child process");
+    }
+    if (pid == 0) {
+        ::close(fds[0]);
+        run_child(fds[1], note.get(), body);
+    }
+    ::close(fds[1]);
+    std::string received;
+    const bool in_time = receive_until_closed(fds[0], clock, timeout_seconds, received);
+    ::close(fds[0]);
+    if (!in_time) ::kill(pid, SIGKILL);
+    const int status = wait_status(pid);
+
+    result r;
+    r.check = check;
+    r.seconds = clock.seconds();
+    if (!in_time) {
+        r.status = outcome::timed_out;
+        r.reason = "still running after " + std::to_string(static_cast<int>(timeout_seconds)) + " s" + note.during() +
+                   "; killed";
+        r.hint = "a quantize/encode/decode call may loop forever on some input";
         return r;
     }
-    r.check = check;
-    r.seconds = elapsed();
+    if (no_result(status, received, note, r)) return r;
+    r.check = check;  // the child's result, under the name the kit asked for
+    r.seconds = clock.seconds();
     return r;
 }
 

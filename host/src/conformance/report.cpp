@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <map>
 
-#include "util/json.hpp"
+#include "util/json_output.hpp"
 
 namespace altgrad::host::conformance {
 
@@ -47,22 +47,21 @@ void print_text(std::ostream& out, const std::vector<plugin_report>& reports, co
 }
 
 void print_json(std::ostream& out, const std::vector<plugin_report>& reports, const options& o) {
-    out << "{\"seed\": " << o.seed << ", \"plugins\": [";
-    for (size_t p = 0; p < reports.size(); ++p) {
-        const plugin_report& r = reports[p];
-        out << (p ? "," : "") << "\n  {\"plugin\": "
-            << json::quote(r.target.info ? r.target.info->name : r.target.label)
-            << ", \"manifest\": " << json::quote(r.target.manifest_path.string()) << ", \"results\": [";
-        for (size_t k = 0; k < r.results.size(); ++k) {
-            const result& x = r.results[k];
-            out << (k ? "," : "") << "\n    {\"check\": " << json::quote(x.check)
-                << ", \"status\": " << json::quote(outcome_name(x.status)) << ", \"reason\": " << json::quote(x.reason)
-                << ", \"input\": " << json::quote(x.input) << ", \"hint\": " << json::quote(x.hint)
-                << ", \"seconds\": " << json::number(x.seconds) << "}";
-        }
-        out << "]}";
+    ordered_json plugins = ordered_json::array();
+    for (const plugin_report& r : reports) {
+        ordered_json results = ordered_json::array();
+        for (const result& x : r.results)
+            results.push_back(ordered_json{{"check", x.check},
+                                           {"status", outcome_name(x.status)},
+                                           {"reason", x.reason},
+                                           {"input", x.input},
+                                           {"hint", x.hint},
+                                           {"seconds", x.seconds}});
+        plugins.push_back(ordered_json{{"plugin", r.target.info ? r.target.info->name : r.target.label},
+                                       {"manifest", r.target.manifest_path.string()},
+                                       {"results", results}});
     }
-    out << "\n], \"failed\": " << (any_failure(reports) ? "true" : "false") << "}\n";
+    out << json_output({{"seed", o.seed}, {"plugins", plugins}, {"failed", any_failure(reports)}});
 }
 
 }  // namespace altgrad::host::conformance

@@ -3,11 +3,15 @@
 
 #include <string>
 
+#include "util/name_table.hpp"
+
 namespace altgrad::host::conformance {
 
 enum class outcome { passed, failed, skipped, warning, crashed, timed_out };
 
-const char* outcome_name(outcome o);  // "passed", "failed", ..., "timed out"
+// "passed", "failed", "skipped", "warning", "crashed", "timed out"
+const name_table<outcome>& outcome_names();
+inline const char* outcome_name(outcome o) { return outcome_names().name(o); }
 
 // True for the outcomes that make the kit exit non-zero.
 inline bool is_failure(outcome o) {

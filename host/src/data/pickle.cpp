@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "util/error.hpp"
+#include "util/name_table.hpp"
 
 namespace altgrad::host::data {
 namespace {
@@ -24,16 +25,12 @@ struct value {
     std::shared_ptr<dict> d;
 };
 
+// How errors name a value's kind.
 const char* kind_name(value::kind_t k) {
-    switch (k) {
-        case value::mark: return "a MARK";
-        case value::none: return "None";
-        case value::boolean: return "a bool";
-        case value::integer: return "an int";
-        case value::string: return "a str";
-        case value::dictionary: return "a dict";
-    }
-    return "?";
+    static const name_table<value::kind_t> names{{value::mark, "a MARK"},      {value::none, "None"},
+                                                 {value::boolean, "a bool"},   {value::integer, "an int"},
+                                                 {value::string, "a str"},     {value::dictionary, "a dict"}};
+    return names.name(k);
 }
 
 std::string hex_byte(unsigned b) {
@@ -56,88 +53,62 @@ public:
         while (pos_ < b_.size()) {
             op_at_ = pos_;
             const unsigned op = static_cast<unsigned char>(b_[pos_++]);
-            switch (op) {
-                case 0x80: {  // PROTO
-                    const unsigned v = u8();
-                    if (v < 2 || v > 5)
-                        fail("pickle protocol " + std::to_string(v) + " at byte " + std::to_string(op_at_) +
-                             " (protocols 2 to 5 are read)");
-                    break;
-                }
-                case 0x95: {  // FRAME: an advisory length, checked and otherwise ignored
-                    const uint64_t n = uint_le(8);
-                    if (n > b_.size() - pos_) fail("FRAME at byte " + std::to_string(op_at_) + " is longer than the file");
-                    break;
-                }
-                case '.': {  // STOP
-                    if (stack_.size() != 1 || stack_.back().kind == value::mark)
-                        fail("STOP at byte " + std::to_string(op_at_) + " with " + std::to_string(stack_.size()) +
-                             " items on the stack (expected one)");
-                    return stack_.back();
-                }
-                case '(': push(value{value::mark}); break;
-                case '}': {  // EMPTY_DICT
-                    value v{value::dictionary};
-                    v.d = std::make_shared<dict>();
-                    dicts_.push_back(v.d);
-                    push(std::move(v));
-                    break;
-                }
-                case 'N': push(value{value::none}); break;
-                case 0x88:
-                case 0x89: {  // NEWTRUE, NEWFALSE
-                    value v{value::boolean};
-                    v.i = op == 0x88 ? 1 : 0;
-                    push(std::move(v));
-                    break;
-                }
-                case 'J': push_int(static_cast<int32_t>(static_cast<uint32_t>(uint_le(4)))); break;  // BININT
-                case 'K': push_int(static_cast<int64_t>(uint_le(1))); break;                        // BININT1
-                case 'M': push_int(static_cast<int64_t>(uint_le(2))); break;                        // BININT2
-                case 0x8a: {                                                                          // LONG1
-                    const unsigned n = u8();
-                    if (n > 8) fail("LONG1 at byte " + std::to_string(op_at_) + " has " + std::to_string(n) +
-                                    " bytes (at most 8 are read)");
-                    uint64_t u = uint_le(n);
-                    if (n > 0 && n < 8 && (u >> (8 * n - 1)) != 0) u |= ~uint64_t{0} << (8 * n);  // sign-extend
-                    push_int(static_cast<int64_t>(u));
-                    break;
-                }
-                case 0x8c: push_string(uint_le(1)); break;  // SHORT_BINUNICODE
-                case 'X': push_string(uint_le(4)); break;   // BINUNICODE
-                case 0x8d: push_string(uint_le(8)); break;  // BINUNICODE8
-                case 0x94: memo_put(memo_.size()); break;   // MEMOIZE
-                case 'q': memo_put(uint_le(1)); break;      // BINPUT
-                case 'r': memo_put(uint_le(4)); break;      // LONG_BINPUT
-                case 'h': memo_get(uint_le(1)); break;      // BINGET
-                case 'j': memo_get(uint_le(4)); break;      // LONG_BINGET
-                case 's': {                                 // SETITEM
-                    value v = pop(), k = pop();
-                    set_items(top_dict(), {std::make_pair(std::move(k), std::move(v))});
-                    break;
-                }
-                case 'u': {  // SETITEMS
-                    size_t m = stack_.size();
-                    while (m > 0 && stack_[m - 1].kind != value::mark) --m;
-                    if (m == 0) fail("SETITEMS at byte " + std::to_string(op_at_) + " without a MARK");
-                    const size_t first = m;  // stack_[m - 1] is the mark
-                    if ((stack_.size() - first) % 2 != 0)
-                        fail("SETITEMS at byte " + std::to_string(op_at_) + " with an odd number of items");
-                    std::vector<std::pair<value, value>> items;
-                    for (size_t i = first; i < stack_.size(); i += 2) items.emplace_back(stack_[i], stack_[i + 1]);
-                    stack_.resize(first - 1);
-                    set_items(top_dict(), std::move(items));
-                    break;
-                }
-                default:
-                    fail("unsupported pickle opcode " + hex_byte(op) + " at byte " + std::to_string(op_at_) +
-                         " (only what nanoGPT's meta.pkl uses is read)");
-            }
+            if (op == '.') return stop();
+            execute(op);
         }
         fail("ends at byte " + std::to_string(b_.size()) + " without STOP (truncated?)");
     }
 
 private:
+    // One opcode other than STOP, its arguments read from the bytes after it.
+    void execute(unsigned op) {
+        switch (op) {
+            case 0x80: check_protocol(u8()); break;  // PROTO
+            case 0x95: check_frame(uint_le(8)); break;  // FRAME
+            case '(': push(value{value::mark}); break;
+            case '}': push_empty_dict(); break;  // EMPTY_DICT
+            case 'N': push(value{value::none}); break;
+            case 0x88: push_bool(true); break;   // NEWTRUE
+            case 0x89: push_bool(false); break;  // NEWFALSE
+            case 'J': push_int(static_cast<int32_t>(static_cast<uint32_t>(uint_le(4)))); break;  // BININT
+            case 'K': push_int(static_cast<int64_t>(uint_le(1))); break;                        // BININT1
+            case 'M': push_int(static_cast<int64_t>(uint_le(2))); break;                        // BININT2
+            case 0x8a: push_long1(u8()); break;                                                   // LONG1
+            case 0x8c: push_string(uint_le(1)); break;  // SHORT_BINUNICODE
+            case 'X': push_string(uint_le(4)); break;   // BINUNICODE
+            case 0x8d: push_string(uint_le(8)); break;  // BINUNICODE8
+            case 0x94: memo_put(memo_.size()); break;   // MEMOIZE
+            case 'q': memo_put(uint_le(1)); break;      // BINPUT
+            case 'r': memo_put(uint_le(4)); break;      // LONG_BINPUT
+            case 'h': memo_get(uint_le(1)); break;      // BINGET
+            case 'j': memo_get(uint_le(4)); break;      // LONG_BINGET
+            case 's': set_item(); break;                // SETITEM
+            case 'u': set_items_to_mark(); break;       // SETITEMS
+            default:
+                fail("unsupported pickle opcode " + hex_byte(op) + " at byte " + std::to_string(op_at_) +
+                     " (only what nanoGPT's meta.pkl uses is read)");
+        }
+    }
+
+    // STOP: the one value left on the stack is the pickle's.
+    value stop() const {
+        if (stack_.size() != 1 || stack_.back().kind == value::mark)
+            fail("STOP at byte " + std::to_string(op_at_) + " with " + std::to_string(stack_.size()) +
+                 " items on the stack (expected one)");
+        return stack_.back();
+    }
+
+    void check_protocol(unsigned v) const {
+        if (v < 2 || v > 5)
+            fail("pickle protocol " + std::to_string(v) + " at byte " + std::to_string(op_at_) +
+                 " (protocols 2 to 5 are read)");
+    }
+
+    // A frame's length is advisory: checked against the file, otherwise ignored.
+    void check_frame(uint64_t n) const {
+        if (n > b_.size() - pos_) fail("FRAME at byte " + std::to_string(op_at_) + " is longer than the file");
+    }
+
     [[noreturn]] void fail(const std::string& what) const { throw error(name_ + ": " + what); }
 
     void need(uint64_t n) const {
@@ -161,6 +132,24 @@ private:
         v.i = i;
         push(std::move(v));
     }
+    void push_empty_dict() {
+        value v{value::dictionary};
+        v.d = std::make_shared<dict>();
+        dicts_.push_back(v.d);
+        push(std::move(v));
+    }
+    void push_bool(bool b) {
+        value v{value::boolean};
+        v.i = b ? 1 : 0;
+        push(std::move(v));
+    }
+    // LONG1: a little-endian two's-complement integer of n bytes.
+    void push_long1(unsigned n) {
+        if (n > 8) fail("LONG1 at byte " + std::to_string(op_at_) + " has " + std::to_string(n) + " bytes (at most 8 are read)");
+        uint64_t u = uint_le(n);
+        if (n > 0 && n < 8 && (u >> (8 * n - 1)) != 0) u |= ~uint64_t{0} << (8 * n);  // sign-extend
+        push_int(static_cast<int64_t>(u));
+    }
     void push_string(uint64_t n) {
         need(n);
         value v{value::string};
@@ -182,6 +171,23 @@ private:
                  " sets items on " + (stack_.empty() ? std::string("an empty stack") : kind_name(stack_.back().kind)) +
                  ", not a dict");
         return *stack_.back().d;
+    }
+    void set_item() {
+        value v = pop(), k = pop();
+        set_items(top_dict(), {std::make_pair(std::move(k), std::move(v))});
+    }
+    // SETITEMS: the key/value pairs above the topmost MARK go into the dict below it.
+    void set_items_to_mark() {
+        size_t m = stack_.size();
+        while (m > 0 && stack_[m - 1].kind != value::mark) --m;
+        if (m == 0) fail("SETITEMS at byte " + std::to_string(op_at_) + " without a MARK");
+        const size_t first = m;  // stack_[m - 1] is the mark
+        if ((stack_.size() - first) % 2 != 0)
+            fail("SETITEMS at byte " + std::to_string(op_at_) + " with an odd number of items");
+        std::vector<std::pair<value, value>> items;
+        for (size_t i = first; i < stack_.size(); i += 2) items.emplace_back(stack_[i], stack_[i + 1]);
+        stack_.resize(first - 1);
+        set_items(top_dict(), std::move(items));
     }
     void set_items(dict& d, std::vector<std::pair<value, value>> items) {
         for (auto& kv : items) {

@@ -44,4 +44,36 @@ const name_table<altgrad_param_type>& param_type_names() {
     return t;
 }
 
+const name_table<altgrad_status>& status_names() {
+    static const name_table<altgrad_status> t{{{ALTGRAD_STATUS_OK, "ok"},
+                                               {ALTGRAD_STATUS_INVALID_ARGUMENT, "invalid argument"},
+                                               {ALTGRAD_STATUS_UNSUPPORTED, "unsupported"},
+                                               {ALTGRAD_STATUS_NOT_REPRESENTABLE, "not representable"},
+                                               {ALTGRAD_STATUS_OUT_OF_MEMORY, "out of memory"},
+                                               {ALTGRAD_STATUS_INTERNAL, "internal error"}},
+                                              "unknown status"};
+    return t;
+}
+
+const name_table<altgrad_action_kind>& action_kind_names() {
+    static const name_table<altgrad_action_kind> t{{ALTGRAD_ACTION_CLIP_GRAD_NORM, "clip_grad_norm"},
+                                                   {ALTGRAD_ACTION_SWITCH_FORMAT, "switch_format"},
+                                                   {ALTGRAD_ACTION_SKIP_STEP, "skip_step"}};
+    return t;
+}
+
+const name_table<altgrad_format_family>& format_family_names() {
+    static const name_table<altgrad_format_family> t{{ALTGRAD_FAMILY_FLOAT, "float (sign, exponent, mantissa)"},
+                                                     {ALTGRAD_FAMILY_FIXED_POINT, "fixed point (two's complement)"},
+                                                     {ALTGRAD_FAMILY_CODEBOOK, "codebook"}};
+    return t;
+}
+
+const name_table<altgrad_zero_kind>& zero_kind_names() {
+    static const name_table<altgrad_zero_kind> t{{ALTGRAD_ZERO_SIGNED, "+0 and -0"},
+                                                 {ALTGRAD_ZERO_UNSIGNED, "one zero"},
+                                                 {ALTGRAD_ZERO_NONE, "none"}};
+    return t;
+}
+
 }  // namespace altgrad::host

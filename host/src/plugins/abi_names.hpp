@@ -24,10 +24,21 @@ const name_table<altgrad_plugin_kind>& plugin_kind_names();
 // bool, int, float, string (a manifest parameter's type)
 const name_table<altgrad_param_type>& param_type_names();
 
+// ok, invalid argument, ... (a call's status, in error messages; "unknown status" outside the table)
+const name_table<altgrad_status>& status_names();
+// clip_grad_norm, switch_format, skip_step (an intervention's action)
+const name_table<altgrad_action_kind>& action_kind_names();
+// How `describe` shows a format's family and zeros: "float (sign, exponent,
+// mantissa)", ...; "+0 and -0", "one zero", "none".
+const name_table<altgrad_format_family>& format_family_names();
+const name_table<altgrad_zero_kind>& zero_kind_names();
+
 inline const char* rounding_name(altgrad_rounding r) { return rounding_names().name(r); }
 inline const char* overflow_name(altgrad_overflow o) { return overflow_names().name(o); }
 inline const char* role_name(altgrad_tensor_role r) { return tensor_role_names().name(r); }
 inline const char* kind_name(altgrad_plugin_kind k) { return plugin_kind_names().name(k); }
 inline const char* param_type_name(altgrad_param_type t) { return param_type_names().name(t); }
+inline const char* status_name(altgrad_status s) { return status_names().name(s); }
+inline const char* action_kind_name(altgrad_action_kind k) { return action_kind_names().name(k); }
 
 }  // namespace altgrad::host

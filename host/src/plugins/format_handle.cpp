@@ -8,18 +8,6 @@
 
 namespace altgrad::host {
 
-const char* status_name(altgrad_status s) {
-    switch (s) {
-        case ALTGRAD_STATUS_OK: return "ok";
-        case ALTGRAD_STATUS_INVALID_ARGUMENT: return "invalid argument";
-        case ALTGRAD_STATUS_UNSUPPORTED: return "unsupported";
-        case ALTGRAD_STATUS_NOT_REPRESENTABLE: return "not representable";
-        case ALTGRAD_STATUS_OUT_OF_MEMORY: return "out of memory";
-        case ALTGRAD_STATUS_INTERNAL: return "internal error";
-    }
-    return "unknown status";
-}
-
 format_handle::format_handle(std::shared_ptr<const loaded_plugin> plugin,
                              const std::map<std::string, std::string>& params, const std::string& where)
     : plugin_instance(std::move(plugin), params, where) {

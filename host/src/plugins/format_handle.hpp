@@ -15,6 +15,7 @@
 #include <altgrad/altgrad.h>
 #include <altgrad/sdk/call_args.hpp>
 
+#include "plugins/abi_names.hpp"  // status_name
 #include "plugins/loader.hpp"
 #include "plugins/plugin_instance.hpp"
 
@@ -64,7 +65,5 @@ private:
 
     altgrad_format_info info_{};
 };
-
-const char* status_name(altgrad_status s);
 
 }  // namespace altgrad::host

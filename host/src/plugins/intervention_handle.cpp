@@ -6,15 +6,6 @@
 
 namespace altgrad::host {
 
-const char* action_kind_name(altgrad_action_kind kind) {
-    switch (kind) {
-        case ALTGRAD_ACTION_CLIP_GRAD_NORM: return "clip_grad_norm";
-        case ALTGRAD_ACTION_SWITCH_FORMAT: return "switch_format";
-        case ALTGRAD_ACTION_SKIP_STEP: return "skip_step";
-    }
-    return "unknown";
-}
-
 namespace {
 // The text of a fixed-size field, or nullptr when it has no NUL.
 const char* field_text(const char (&field)[ALTGRAD_ACTION_TEXT_CAPACITY]) {

@@ -16,6 +16,7 @@
 
 #include <altgrad/altgrad.h>
 
+#include "plugins/abi_names.hpp"  // action_kind_name
 #include "plugins/loader.hpp"
 #include "plugins/plugin_instance.hpp"
 
@@ -50,8 +51,6 @@ struct observation {
     uint32_t consecutive_nonfinite_steps = 0;
     std::vector<tensor_observation> tensors;
 };
-
-const char* action_kind_name(altgrad_action_kind kind);
 
 class intervention_handle : public plugin_instance<intervention_handle, altgrad_intervention_vtable> {
 public:

@@ -474,19 +474,11 @@ std::string run_row(const run_record& r, const fs::path& out_dir) {
     return o.str();
 }
 
-report_output write_report(const std::vector<run_record>& runs, const report_options& options) {
-    report_output result;
-    std::error_code ec;
-    fs::create_directories(options.out_dir, ec);
-    if (ec) throw error(options.out_dir.string() + ": cannot create the report folder (" + ec.message() + ")");
-    result.markdown = options.out_dir / "report.md";
+namespace {
 
-    const std::vector<group_summary> groups = group_runs(runs);
-    const group_summary* baseline = nullptr;
-    for (const group_summary& g : groups)
-        if (g.baseline) baseline = &g;
+// ---- The report's sections, in the order they appear ------------------------------
 
-    std::ostringstream md;
+void write_overview(std::ostream& md, const std::vector<run_record>& runs, size_t configs) {
     size_t finished = 0, collapsed = 0, errored = 0, interrupted = 0;
     for (const run_record& r : runs) {
         finished += r.status == "finished";
@@ -495,15 +487,17 @@ report_output write_report(const std::vector<run_record>& runs, const report_opt
         interrupted += !r.has_summary;
     }
     md << "# AltGrad run report\n\n"
-       << runs.size() << (runs.size() == 1 ? " run" : " runs") << " of " << groups.size()
-       << (groups.size() == 1 ? " config" : " configs") << ": " << finished << " finished, " << collapsed
+       << runs.size() << (runs.size() == 1 ? " run" : " runs") << " of " << configs
+       << (configs == 1 ? " config" : " configs") << ": " << finished << " finished, " << collapsed
        << " collapsed, " << errored << " stopped by an error, " << interrupted
        << " interrupted (no summary.json). Made by `altgrad-host report`; docs/report.md explains each part.\n\n";
+}
 
-    // ---- Runs
+// The runs table, then the classifier's one-line evidence (too long for a
+// cell) and what could not be read in the run directories.
+void write_runs(std::ostream& md, const std::vector<run_record>& runs, const fs::path& out_dir) {
     md << "## Runs\n\n" << run_table_header() << "\n";
-    for (const run_record& r : runs) md << run_row(r, options.out_dir) << "\n";
-    // The classifier's one-line evidence, too long for a cell.
+    for (const run_record& r : runs) md << run_row(r, out_dir) << "\n";
     bool any_evidence = false;
     for (const run_record& r : runs) {
         if (r.failure_evidence.empty() || r.failure_mode == "none") continue;
@@ -519,8 +513,49 @@ report_output write_report(const std::vector<run_record>& runs, const report_opt
         for (const run_record& r : runs)
             for (const std::string& p : r.problems) md << "- `" << label(r) << "`: " << p << "\n";
     }
+}
 
-    // ---- Comparison across seeds
+const group_summary* baseline_of(const std::vector<group_summary>& groups) {
+    const group_summary* baseline = nullptr;
+    for (const group_summary& g : groups)
+        if (g.baseline) baseline = &g;
+    return baseline;
+}
+
+// A config's row of the comparison table.
+std::string group_row(const group_summary& g, const group_summary* baseline) {
+    std::set<int64_t> seeds;
+    for (const run_record* r : g.runs)
+        if (r->seed) seeds.insert(*r->seed);
+    std::string seed_text;
+    for (int64_t s : seeds) seed_text += (seed_text.empty() ? "" : ", ") + std::to_string(s);
+    std::string val = "—", range = "—", vs = "—";
+    if (!g.final_val.empty()) {
+        val = fixed(g.mean) + (g.final_val.size() > 1 ? " ± " + fixed(g.sd) : "") + " (n=" +
+              std::to_string(g.final_val.size()) + ")";
+        const auto [lo, hi] = std::minmax_element(g.final_val.begin(), g.final_val.end());
+        range = fixed(*lo) + "–" + fixed(*hi);
+        if (g.baseline) vs = "baseline";
+        else if (baseline != nullptr && !baseline->final_val.empty()) {
+            const double d = g.mean - baseline->mean;
+            vs = (d >= 0 ? "+" : "") + fixed(d) + " (" + (d >= 0 ? "+" : "") + fixed(100 * d / baseline->mean, 1) + "%)";
+        }
+    } else if (g.baseline) {
+        vs = "baseline";
+    }
+    const std::string rate = g.decided ? ratio(g.failed, g.decided) : "—";
+    const size_t errored = g.runs.size() - g.decided - g.interrupted;
+    std::string not_counted;
+    if (g.interrupted) not_counted = std::to_string(g.interrupted) + " interrupted";
+    if (errored) not_counted += (not_counted.empty() ? "" : ", ") + std::to_string(errored) + " errored";
+    std::ostringstream o;
+    o << "| " << cell(g.name) << " | " << cell(g.formats.empty() ? "?" : g.formats) << " | " << g.runs.size() << " | "
+      << (seed_text.empty() ? "?" : seed_text) << " | " << val << " | " << range << " | " << vs << " | " << rate
+      << " | " << not_counted << " |";
+    return o.str();
+}
+
+void write_comparison(std::ostream& md, const std::vector<group_summary>& groups, const group_summary* baseline) {
     md << "\n## Formats compared across seeds\n\n";
     if (baseline != nullptr)
         md << "Baseline: `" << baseline->name << "` (" << baseline->runs.size()
@@ -532,64 +567,47 @@ report_output write_report(const std::vector<run_record>& runs, const report_opt
           "the range); failure rate over the runs that finished or collapsed.\n\n"
        << "| config | formats | runs | seeds | final val loss | range | vs baseline | failure rate | not counted |\n"
        << "|---|---|---|---|---|---|---|---|---|\n";
-    for (const group_summary& g : groups) {
-        std::set<int64_t> seeds;
-        for (const run_record* r : g.runs)
-            if (r->seed) seeds.insert(*r->seed);
-        std::string seed_text;
-        for (int64_t s : seeds) seed_text += (seed_text.empty() ? "" : ", ") + std::to_string(s);
-        std::string val = "—", range = "—", vs = "—";
-        if (!g.final_val.empty()) {
-            val = fixed(g.mean) + (g.final_val.size() > 1 ? " ± " + fixed(g.sd) : "") + " (n=" +
-                  std::to_string(g.final_val.size()) + ")";
-            const auto [lo, hi] = std::minmax_element(g.final_val.begin(), g.final_val.end());
-            range = fixed(*lo) + "–" + fixed(*hi);
-            if (g.baseline) vs = "baseline";
-            else if (baseline != nullptr && !baseline->final_val.empty()) {
-                const double d = g.mean - baseline->mean;
-                vs = (d >= 0 ? "+" : "") + fixed(d) + " (" + (d >= 0 ? "+" : "") + fixed(100 * d / baseline->mean, 1) +
-                     "%)";
-            }
-        } else if (g.baseline) {
-            vs = "baseline";
-        }
-        const std::string rate = g.decided ? ratio(g.failed, g.decided) : "—";
-        const size_t errored = g.runs.size() - g.decided - g.interrupted;
-        std::string not_counted;
-        if (g.interrupted) not_counted = std::to_string(g.interrupted) + " interrupted";
-        if (errored) not_counted += (not_counted.empty() ? "" : ", ") + std::to_string(errored) + " errored";
-        md << "| " << cell(g.name) << " | " << cell(g.formats.empty() ? "?" : g.formats) << " | " << g.runs.size()
-           << " | " << (seed_text.empty() ? "?" : seed_text) << " | " << val << " | " << range << " | " << vs << " | "
-           << rate << " | " << not_counted << " |\n";
-    }
+    for (const group_summary& g : groups) md << group_row(g, baseline) << "\n";
+}
 
-    // ---- Hypotheses
+void write_hypotheses(std::ostream& md, const std::vector<run_record>& runs, const hypotheses& judged) {
     md << "\n## Failure modes: hypothesised and observed\n\n";
-    if (options.judged.items.empty()) {
+    if (judged.items.empty()) {
         md << "No hypotheses to judge (give a hypotheses file with --hypotheses; docs/report.md).\n";
     } else {
-        md << "Hypotheses of " << options.judged.source << " (`" << options.judged.file.generic_string()
+        md << "Hypotheses of " << judged.source << " (`" << judged.file.generic_string()
            << "`), each judged from these runs alone (a run counts for a format when that format is used for every "
               "quantized tensor at the start; a run counts for a failure rate when it finished or collapsed).\n\n"
            << "| format | hypothesis | observed | verdict |\n|---|---|---|---|\n";
     }
-    for (const hypothesis_verdict& h : judge_hypotheses(runs, options.judged.items))
+    for (const hypothesis_verdict& h : judge_hypotheses(runs, judged.items))
         md << "| " << h.format << " | " << cell(h.hypothesis) << " | " << cell(h.observed) << " | **" << h.verdict
            << "** |\n";
+}
 
-    // ---- Figures
-    md << "\n## Figures\n\n";
-    std::vector<figure> figures;
-    const auto names = short_labels(runs);
-    std::set<std::string> stems;
-    auto unique_stem = [&](const std::string& s) {
+// ---- Figures ------------------------------------------------------------------------
+
+// Figure file names, each used once.
+class figure_stems {
+public:
+    std::string unique(const std::string& s) {
         std::string stem = sanitize(s);
-        for (int k = 2; !stems.insert(stem).second; ++k) stem = sanitize(s) + "-" + std::to_string(k);
+        for (int k = 2; !taken_.insert(stem).second; ++k) stem = sanitize(s) + "-" + std::to_string(k);
         return stem;
-    };
+    }
+
+private:
+    std::set<std::string> taken_;
+};
+
+// One loss figure per config (against the baseline's validation loss), and
+// the validation loss of every run when there are several configs.
+void add_loss_figures(std::vector<figure>& figures, figure_stems& stems, const std::vector<run_record>& runs,
+                      const std::vector<group_summary>& groups, const group_summary* baseline,
+                      const std::map<const run_record*, std::string>& names) {
     for (const group_summary& g : groups) {
         figure f;
-        f.stem = unique_stem("loss-" + g.name);
+        f.stem = stems.unique("loss-" + g.name);
         f.title = "Loss: " + g.name + (baseline != nullptr && !g.baseline ? " against " + baseline->name : "");
         f.ylabel = "loss (nats/token)";
         int color = 0;
@@ -605,12 +623,19 @@ report_output write_report(const std::vector<run_record>& runs, const report_opt
     }
     if (groups.size() > 1) {
         figure f;
-        f.stem = unique_stem("val_loss-all");
+        f.stem = stems.unique("val_loss-all");
         f.title = "Validation loss: every run";
         f.ylabel = "validation loss (nats/token)";
         for (const run_record& r : runs) f.lines.push_back({names.at(&r), r.val_loss, true, false, 0});
         figures.push_back(f);
     }
+}
+
+// One figure per diagnostic series some run measured; the others are
+// returned, to be named in the report.
+std::vector<std::string> add_diagnostic_figures(std::vector<figure>& figures, figure_stems& stems,
+                                                const std::vector<run_record>& runs,
+                                                const std::map<const run_record*, std::string>& names) {
     const std::map<std::string, std::pair<std::string, std::string>> diag_titles = {
         {"bit_stall", {"Bit-stall rate (fraction of weight elements unchanged since the last measurement)", "bit-stall rate"}},
         {"overflow", {"Overflow rate (the largest of any quantized tensor)", "overflow rate"}},
@@ -621,46 +646,60 @@ report_output write_report(const std::vector<run_record>& runs, const report_opt
     std::vector<std::string> no_data;
     for (const char* key : kDiagnosticSeries) {
         figure f;
-        f.stem = unique_stem(std::string("diag-") + key);
+        f.stem = stems.unique(std::string("diag-") + key);
         f.title = diag_titles.at(key).first;
         f.ylabel = diag_titles.at(key).second;
         f.log_y = std::string(key) == "stiffness";
-        bool any = false;
         for (const run_record& r : runs) {
             const auto it = r.diagnostics.find(key);
             if (it == r.diagnostics.end() || it->second.empty()) continue;
-            any = true;
             f.lines.push_back({names.at(&r), it->second, it->second.size() < 60, false, 0});
         }
-        if (any) figures.push_back(f);
+        if (!f.lines.empty()) figures.push_back(f);
         else no_data.push_back(key);
     }
+    return no_data;
+}
 
+// Draws the figures (unless not asked for) and links each one drawn; returns
+// a line per figure that failed.
+std::vector<std::string> draw_figures(std::ostream& md, const std::vector<figure>& figures,
+                                      const report_options& options, report_output& result) {
     std::vector<std::string> failures;
     if (!options.figures) {
         result.figures_missing = "not asked for (--no-figures)";
-    } else {
-        plotter plot(options.out_dir / "figures", options.gnuplot, options.gnuplot_timeout);
-        if (!plot.unavailable().empty()) {
-            result.figures_missing = plot.unavailable();
+        return failures;
+    }
+    plotter plot(options.out_dir / "figures", options.gnuplot, options.gnuplot_timeout);
+    if (!plot.unavailable().empty()) {
+        result.figures_missing = plot.unavailable();
+        return failures;
+    }
+    for (const figure& f : figures) {
+        std::string image, why;
+        if (plot.draw(f, image, why)) {
+            ++result.figures;
+            md << "![" << f.title << "](figures/" << image << ")\n\n";
         } else {
-            for (const figure& f : figures) {
-                std::string image, why;
-                if (plot.draw(f, image, why)) {
-                    ++result.figures;
-                    md << "![" << f.title << "](figures/" << image << ")\n\n";
-                } else {
-                    failures.push_back(f.stem + ": " + why);
-                }
-            }
-            if (!failures.empty())
-                result.figures_missing = std::to_string(failures.size()) + " figure(s) failed";
+            failures.push_back(f.stem + ": " + why);
         }
     }
-    if (!options.figures || result.figures == 0) {
-        if (!options.figures) md << "No figures: not asked for (--no-figures).\n";
-        else if (failures.empty()) md << "No figures: " << result.figures_missing << ".\n";
-    }
+    if (!failures.empty()) result.figures_missing = std::to_string(failures.size()) + " figure(s) failed";
+    return failures;
+}
+
+void write_figures(std::ostream& md, const std::vector<run_record>& runs, const std::vector<group_summary>& groups,
+                   const group_summary* baseline, const report_options& options, report_output& result) {
+    md << "\n## Figures\n\n";
+    const auto names = short_labels(runs);
+    figure_stems stems;
+    std::vector<figure> figures;
+    add_loss_figures(figures, stems, runs, groups, baseline, names);
+    const std::vector<std::string> no_data = add_diagnostic_figures(figures, stems, runs, names);
+
+    const std::vector<std::string> failures = draw_figures(md, figures, options, result);
+    if (!options.figures) md << "No figures: not asked for (--no-figures).\n";
+    else if (result.figures == 0 && failures.empty()) md << "No figures: " << result.figures_missing << ".\n";
     for (const std::string& f : failures) md << "- not drawn: " << f << "\n";
     if (!no_data.empty()) {
         md << (failures.empty() ? "" : "\n") << "No data in these runs for:";
@@ -669,6 +708,25 @@ report_output write_report(const std::vector<run_record>& runs, const report_opt
     }
     if (result.figures > 0)
         md << "\nEach figure's data (`figures/data/*.dat`) and gnuplot script (`figures/*.gp`) are kept beside it.\n";
+}
+
+}  // namespace
+
+report_output write_report(const std::vector<run_record>& runs, const report_options& options) {
+    report_output result;
+    std::error_code ec;
+    fs::create_directories(options.out_dir, ec);
+    if (ec) throw error(options.out_dir.string() + ": cannot create the report folder (" + ec.message() + ")");
+    result.markdown = options.out_dir / "report.md";
+
+    const std::vector<group_summary> groups = group_runs(runs);
+    const group_summary* baseline = baseline_of(groups);
+    std::ostringstream md;
+    write_overview(md, runs, groups.size());
+    write_runs(md, runs, options.out_dir);
+    write_comparison(md, groups, baseline);
+    write_hypotheses(md, runs, options.judged);
+    write_figures(md, runs, groups, baseline, options, result);
 
     std::ofstream out(result.markdown, std::ios::binary | std::ios::trunc);
     out << md.str();

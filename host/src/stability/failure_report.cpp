@@ -44,106 +44,120 @@ bool enabled(const config::run_config& c, const std::string& intervention) {
     return std::find(v.begin(), v.end(), intervention) != v.end();
 }
 
-std::vector<std::string> recommendations(const failure_context& x) {
+// ---- Recommendations, one set per failure mode ------------------------------------
+
+std::vector<std::string> after_nan_loss(const failure_context& x) {
     const config::run_config& c = x.config;
     const config::quantization_config& q = c.quantization;
     std::vector<std::string> out;
     const auto overflowing = worst(x.tensors, &tensor_state::overflow_rate, std::nullopt, 0.0, 3);
-    const auto underflowing = worst(x.tensors, &tensor_state::underflow_rate, ALTGRAD_TENSOR_OUTPUT_GRADIENT, 0.5, 3);
-    switch (x.collapse.mode) {
-        case failure_mode::nan_loss: {
-            if (!overflowing.empty() && q.overflow == ALTGRAD_OVERFLOW_NONFINITE)
-                out.push_back("Set `quantization.overflow = \"saturate\"`: with `nonfinite`, values past the format's "
-                              "max became Inf, and " + list_of(overflowing, &tensor_state::overflow_rate) +
-                              " overflowed at the collapse.");
-            else if (!overflowing.empty())
-                out.push_back("Give the overflowing tensors more range (a format with more exponent bits for them, or "
-                              "`quantization.margin` > " + std::to_string(q.margin) + "): " +
-                              list_of(overflowing, &tensor_state::overflow_rate) + " overflowed at the collapse.");
-            if (q.scaling == config::scaling_mode::none)
-                out.push_back("Use `quantization.scaling = \"delayed\"`: with no per-tensor scaling the tensors meet "
-                              "the format's range unscaled.");
-            if (!x.nonfinite_gradients.empty()) {
-                std::string names;
-                for (size_t i = 0; i < x.nonfinite_gradients.size() && i < 4; ++i)
-                    names += (i ? ", " : "") + x.nonfinite_gradients[i];
-                out.push_back("The first non-finite gradients were in " + names +
-                              (x.nonfinite_gradients.size() > 4 ? " and " + std::to_string(x.nonfinite_gradients.size() - 4) + " more" : "") +
-                              ": keep those layers in `bf16` with a `[[quantization.rules]]` entry to test whether they alone break the run.");
-            }
-            double lowest = INFINITY, before = NAN;
-            for (const trend_row& r : x.trend)
-                if (std::isfinite(r.loss)) lowest = std::min(lowest, r.loss), before = r.loss;
-            if (std::isfinite(before) && before > 1.5 * lowest)
-                out.push_back("The loss rose from " + num(lowest) + " to " + num(before) +
-                              " before it stopped being finite: lower `training.learning_rate` (now " +
-                              num(c.training.learning_rate) + ") or `training.grad_clip` (now " +
-                              num(c.training.grad_clip) + "), or enable `partition_clip`.");
-            if (!enabled(c, "mantissa_shift"))
-                out.push_back("Enable `mantissa_shift` (`stability.interventions = [\"mantissa_shift\"]`): after " +
-                              std::string("its nan_patience non-finite steps it moves the failing tensors along its fallback chain "
-                                          "instead of stopping the run."));
-            break;
-        }
-        case failure_mode::bit_stall: {
-            const auto stalled = worst(x.tensors, &tensor_state::bit_stall_rate, ALTGRAD_TENSOR_WEIGHT, c.failure.bit_stall, 4);
-            int m = -1;
-            for (const tensor_state* t : stalled) m = t->mantissa_bits;
-            if (!q.shadow_weights) {
-                std::string gap;
-                if (m >= 0 && std::isfinite(x.median_abs_weight) && x.median_abs_weight > 0) {
-                    // A weight |w| in [2^e, 2^(e+1)) has neighbours 2^(e-M) apart; RNE keeps an update below half of that.
-                    const double e = std::floor(std::log2(x.median_abs_weight));
-                    const double half_gap = 0.5 * std::ldexp(1.0, static_cast<int>(e) - m);
-                    gap = " At the median weight |w| = " + num(x.median_abs_weight) + " the format's half gap is " +
-                          num(half_gap) + ", against a learning rate of " + num(x.learning_rate) +
-                          " (an Adam update is about the learning rate).";
-                }
-                out.push_back("Set `quantization.shadow_weights = true`: the weights are stored in their format, so an "
-                              "update smaller than half the gap to the next value is rounded away." + gap);
-                if (q.forward_rounding == ALTGRAD_ROUND_NEAREST_EVEN)
-                    out.push_back("Or store with `quantization.forward_rounding = \"stochastic\"`: stochastic rounding "
-                                  "keeps small updates in expectation.");
-            }
-            if (!stalled.empty())
-                out.push_back("Most stalled: " + list_of(stalled, &tensor_state::bit_stall_rate) +
-                              (m >= 0 ? "; their format has " + std::to_string(m) + " mantissa bit(s): one with more "
-                                        "(e.g. e3m4 or e5m2) moves on a finer grid." : "."));
-            if (!enabled(c, "mantissa_shift"))
-                out.push_back("Enable `mantissa_shift`: above its stall_threshold it switches the stalled weights along "
-                              "its fallback chain (e7m0 > e5m2, e1m6 > e3m4, e0m7 > e3m4 by default).");
-            break;
-        }
-        case failure_mode::overflow: {
-            if (!overflowing.empty())
-                out.push_back("Overflowing: " + list_of(overflowing, &tensor_state::overflow_rate) +
-                              ". Raise `quantization.margin` (now " + std::to_string(q.margin) +
-                              ") or use `quantization.scaling = \"current\"` so the scale follows the tensor.");
-            if (!enabled(c, "partition_clip"))
-                out.push_back("Enable `partition_clip`: it clips the gradient norm relative to the gradient format's "
-                              "range once the overflow rate passes its threshold.");
-            break;
-        }
-        case failure_mode::gradient_vanishing: {
-            if (!underflowing.empty())
-                out.push_back("Gradients flushed to zero in " + list_of(underflowing, &tensor_state::underflow_rate) +
-                              ": give them more range (`quantization.gradient_format = \"e5m2\"`)" +
-                              (q.scaling == config::scaling_mode::none ? " and per-tensor scaling (`quantization.scaling = \"delayed\"`)" : "") + ".");
-            else
-                out.push_back("No gradient tensor underflowed much, so the zeros come from the model itself (dead "
-                              "units): compare with the bf16 baseline at the same step.");
-            break;
-        }
-        default: break;
+    if (!overflowing.empty() && q.overflow == ALTGRAD_OVERFLOW_NONFINITE)
+        out.push_back("Set `quantization.overflow = \"saturate\"`: with `nonfinite`, values past the format's "
+                      "max became Inf, and " + list_of(overflowing, &tensor_state::overflow_rate) +
+                      " overflowed at the collapse.");
+    else if (!overflowing.empty())
+        out.push_back("Give the overflowing tensors more range (a format with more exponent bits for them, or "
+                      "`quantization.margin` > " + std::to_string(q.margin) + "): " +
+                      list_of(overflowing, &tensor_state::overflow_rate) + " overflowed at the collapse.");
+    if (q.scaling == config::scaling_mode::none)
+        out.push_back("Use `quantization.scaling = \"delayed\"`: with no per-tensor scaling the tensors meet "
+                      "the format's range unscaled.");
+    if (!x.nonfinite_gradients.empty()) {
+        std::string names;
+        for (size_t i = 0; i < x.nonfinite_gradients.size() && i < 4; ++i)
+            names += (i ? ", " : "") + x.nonfinite_gradients[i];
+        out.push_back("The first non-finite gradients were in " + names +
+                      (x.nonfinite_gradients.size() > 4 ? " and " + std::to_string(x.nonfinite_gradients.size() - 4) + " more" : "") +
+                      ": keep those layers in `bf16` with a `[[quantization.rules]]` entry to test whether they alone break the run.");
     }
+    double lowest = INFINITY, before = NAN;
+    for (const trend_row& r : x.trend)
+        if (std::isfinite(r.loss)) lowest = std::min(lowest, r.loss), before = r.loss;
+    if (std::isfinite(before) && before > 1.5 * lowest)
+        out.push_back("The loss rose from " + num(lowest) + " to " + num(before) +
+                      " before it stopped being finite: lower `training.learning_rate` (now " +
+                      num(c.training.learning_rate) + ") or `training.grad_clip` (now " +
+                      num(c.training.grad_clip) + "), or enable `partition_clip`.");
+    if (!enabled(c, "mantissa_shift"))
+        out.push_back("Enable `mantissa_shift` (`stability.interventions = [\"mantissa_shift\"]`): after " +
+                      std::string("its nan_patience non-finite steps it moves the failing tensors along its fallback chain "
+                                  "instead of stopping the run."));
     return out;
 }
 
-}  // namespace
+std::vector<std::string> after_bit_stall(const failure_context& x) {
+    const config::run_config& c = x.config;
+    const config::quantization_config& q = c.quantization;
+    std::vector<std::string> out;
+    const auto stalled = worst(x.tensors, &tensor_state::bit_stall_rate, ALTGRAD_TENSOR_WEIGHT, c.failure.bit_stall, 4);
+    int m = -1;
+    for (const tensor_state* t : stalled) m = t->mantissa_bits;
+    if (!q.shadow_weights) {
+        std::string gap;
+        if (m >= 0 && std::isfinite(x.median_abs_weight) && x.median_abs_weight > 0) {
+            // A weight |w| in [2^e, 2^(e+1)) has neighbours 2^(e-M) apart; RNE keeps an update below half of that.
+            const double e = std::floor(std::log2(x.median_abs_weight));
+            const double half_gap = 0.5 * std::ldexp(1.0, static_cast<int>(e) - m);
+            gap = " At the median weight |w| = " + num(x.median_abs_weight) + " the format's half gap is " +
+                  num(half_gap) + ", against a learning rate of " + num(x.learning_rate) +
+                  " (an Adam update is about the learning rate).";
+        }
+        out.push_back("Set `quantization.shadow_weights = true`: the weights are stored in their format, so an "
+                      "update smaller than half the gap to the next value is rounded away." + gap);
+        if (q.forward_rounding == ALTGRAD_ROUND_NEAREST_EVEN)
+            out.push_back("Or store with `quantization.forward_rounding = \"stochastic\"`: stochastic rounding "
+                          "keeps small updates in expectation.");
+    }
+    if (!stalled.empty())
+        out.push_back("Most stalled: " + list_of(stalled, &tensor_state::bit_stall_rate) +
+                      (m >= 0 ? "; their format has " + std::to_string(m) + " mantissa bit(s): one with more "
+                                "(e.g. e3m4 or e5m2) moves on a finer grid." : "."));
+    if (!enabled(c, "mantissa_shift"))
+        out.push_back("Enable `mantissa_shift`: above its stall_threshold it switches the stalled weights along "
+                      "its fallback chain (e7m0 > e5m2, e1m6 > e3m4, e0m7 > e3m4 by default).");
+    return out;
+}
 
-std::string failure_report_markdown(const failure_context& x) {
+std::vector<std::string> after_overflow(const failure_context& x) {
+    std::vector<std::string> out;
+    const auto overflowing = worst(x.tensors, &tensor_state::overflow_rate, std::nullopt, 0.0, 3);
+    if (!overflowing.empty())
+        out.push_back("Overflowing: " + list_of(overflowing, &tensor_state::overflow_rate) +
+                      ". Raise `quantization.margin` (now " + std::to_string(x.config.quantization.margin) +
+                      ") or use `quantization.scaling = \"current\"` so the scale follows the tensor.");
+    if (!enabled(x.config, "partition_clip"))
+        out.push_back("Enable `partition_clip`: it clips the gradient norm relative to the gradient format's "
+                      "range once the overflow rate passes its threshold.");
+    return out;
+}
+
+std::vector<std::string> after_gradient_vanishing(const failure_context& x) {
+    const auto underflowing = worst(x.tensors, &tensor_state::underflow_rate, ALTGRAD_TENSOR_OUTPUT_GRADIENT, 0.5, 3);
+    if (underflowing.empty())
+        return {"No gradient tensor underflowed much, so the zeros come from the model itself (dead "
+                "units): compare with the bf16 baseline at the same step."};
+    return {"Gradients flushed to zero in " + list_of(underflowing, &tensor_state::underflow_rate) +
+            ": give them more range (`quantization.gradient_format = \"e5m2\"`)" +
+            (x.config.quantization.scaling == config::scaling_mode::none
+                 ? " and per-tensor scaling (`quantization.scaling = \"delayed\"`)"
+                 : "") +
+            "."};
+}
+
+std::vector<std::string> recommendations(const failure_context& x) {
+    switch (x.collapse.mode) {
+        case failure_mode::nan_loss: return after_nan_loss(x);
+        case failure_mode::bit_stall: return after_bit_stall(x);
+        case failure_mode::overflow: return after_overflow(x);
+        case failure_mode::gradient_vanishing: return after_gradient_vanishing(x);
+        default: return {};
+    }
+}
+
+// ---- The report's sections, in the order they appear ------------------------------
+
+void write_summary(std::ostream& o, const failure_context& x) {
     const verdict& v = x.collapse;
-    std::ostringstream o;
     o << "# Failure report: " << x.config.name << "\n\n"
       << "| | |\n|---|---|\n"
       << "| failure mode | **" << failure_mode_name(v.mode) << "** |\n"
@@ -152,18 +166,25 @@ std::string failure_report_markdown(const failure_context& x) {
       << "| evidence | " << v.evidence << " |\n"
       << "| checkpoint | `" << (x.checkpoint.empty() ? "none" : x.checkpoint) << "` |\n"
       << "| learning rate | " << num(x.learning_rate) << " |\n\n";
+}
 
-    const trend_row* last = x.trend.empty() ? nullptr : &x.trend.back();
+void write_gradients(std::ostream& o, const failure_context& x) {
     o << "## Gradients\n\n";
-    if (last) o << "Gradient sparsity (parameter-gradient elements with |g| <= " << num(x.config.failure.near_zero)
-                << ") at step " << last->step << ": " << pct(last->grad_sparsity) << "; gradient norm "
-                << shown(last->grad_norm) << ".\n";
+    if (!x.trend.empty()) {
+        const trend_row& last = x.trend.back();
+        o << "Gradient sparsity (parameter-gradient elements with |g| <= " << num(x.config.failure.near_zero)
+          << ") at step " << last.step << ": " << pct(last.grad_sparsity) << "; gradient norm " << shown(last.grad_norm)
+          << ".\n";
+    }
     if (!x.nonfinite_gradients.empty()) {
         o << "Parameters with non-finite gradients at the collapse:";
         for (const std::string& n : x.nonfinite_gradients) o << " `" << n << "`";
         o << "\n";
     }
+}
 
+// The weights that kept every quantized value, and every weight's bit-stall rate, highest first.
+void write_zero_update_weights(std::ostream& o, const failure_context& x) {
     o << "\n## Weights with zero updates\n\n";
     std::vector<const tensor_state*> weights;
     for (const tensor_state& t : x.tensors)
@@ -177,57 +198,76 @@ std::string failure_report_markdown(const failure_context& x) {
     if (!measured) {
         o << "Bit stall had not been measured yet (it is measured every `quantization.diagnostic_interval` = "
           << x.config.quantization.diagnostic_interval << " steps).\n";
-    } else {
-        o << frozen.size() << " of " << weights.size()
-          << " weight tensors kept every quantized value since the previous measurement";
-        o << (frozen.empty() ? ".\n" : ":");
-        for (const std::string& n : frozen) o << " `" << n << "`";
-        if (!frozen.empty()) o << "\n";
-        o << "\n| weight | format | bit-stall rate |\n|---|---|---|\n";
-        std::vector<const tensor_state*> sorted = weights;
-        std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
-            const double x = std::isnan(a->bit_stall_rate) ? -1 : a->bit_stall_rate;
-            const double y = std::isnan(b->bit_stall_rate) ? -1 : b->bit_stall_rate;
-            return x > y;
-        });
-        for (const tensor_state* t : sorted) o << "| " << t->name << " | " << t->format << " | " << pct(t->bit_stall_rate) << " |\n";
+        return;
     }
+    o << frozen.size() << " of " << weights.size()
+      << " weight tensors kept every quantized value since the previous measurement";
+    o << (frozen.empty() ? ".\n" : ":");
+    for (const std::string& n : frozen) o << " `" << n << "`";
+    if (!frozen.empty()) o << "\n";
+    o << "\n| weight | format | bit-stall rate |\n|---|---|---|\n";
+    std::vector<const tensor_state*> sorted = weights;
+    std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
+        const double x = std::isnan(a->bit_stall_rate) ? -1 : a->bit_stall_rate;
+        const double y = std::isnan(b->bit_stall_rate) ? -1 : b->bit_stall_rate;
+        return x > y;
+    });
+    for (const tensor_state* t : sorted) o << "| " << t->name << " | " << t->format << " | " << pct(t->bit_stall_rate) << " |\n";
+}
 
+void write_trend(std::ostream& o, const failure_context& x) {
     o << "\n## Trend (the last steps)\n\n| step | loss | grad norm | grad sparsity | worst overflow | bit stall |\n"
          "|---|---|---|---|---|---|\n";
     for (const trend_row& r : x.trend)
         o << "| " << r.step << " | " << shown(r.loss) << " | " << shown(r.grad_norm) << " | " << pct(r.grad_sparsity) << " | "
           << pct(r.overflow_rate) << " | " << pct(r.bit_stall_rate) << " |\n";
+}
 
-    if (!x.diagnostics.empty()) {
-        std::set<int64_t> steps;
-        std::map<std::string, std::map<int64_t, double>> by_name;
-        for (const diagnostic_mean& d : x.diagnostics) steps.insert(d.step), by_name[d.name][d.step] = d.value;
-        o << "\n## Diagnostics (mean over tensors)\n\n| value |";
-        for (int64_t s : steps) o << " step " << s << " |";
-        o << "\n|---|";
-        for (size_t i = 0; i < steps.size(); ++i) o << "---|";
-        o << "\n";
-        for (const auto& [name, values] : by_name) {
-            o << "| " << name << " |";
-            for (int64_t s : steps) {
-                const auto it = values.find(s);
-                o << " " << (it == values.end() ? "-" : num(it->second)) << " |";
-            }
-            o << "\n";
+// A row per diagnostic value, a column per snapshot step.
+void write_diagnostics(std::ostream& o, const failure_context& x) {
+    if (x.diagnostics.empty()) return;
+    std::set<int64_t> steps;
+    std::map<std::string, std::map<int64_t, double>> by_name;
+    for (const diagnostic_mean& d : x.diagnostics) steps.insert(d.step), by_name[d.name][d.step] = d.value;
+    o << "\n## Diagnostics (mean over tensors)\n\n| value |";
+    for (int64_t s : steps) o << " step " << s << " |";
+    o << "\n|---|";
+    for (size_t i = 0; i < steps.size(); ++i) o << "---|";
+    o << "\n";
+    for (const auto& [name, values] : by_name) {
+        o << "| " << name << " |";
+        for (int64_t s : steps) {
+            const auto it = values.find(s);
+            o << " " << (it == values.end() ? "-" : num(it->second)) << " |";
         }
+        o << "\n";
     }
+}
 
-    if (!x.events.empty()) {
-        o << "\n## Interventions\n\n";
-        for (const std::string& e : x.events) o << "- " << e << "\n";
-    }
+void write_interventions(std::ostream& o, const failure_context& x) {
+    if (x.events.empty()) return;
+    o << "\n## Interventions\n\n";
+    for (const std::string& e : x.events) o << "- " << e << "\n";
+}
 
+void write_recommendations(std::ostream& o, const failure_context& x) {
     o << "\n## Recommendations\n\n";
     const std::vector<std::string> recs = recommendations(x);
     if (recs.empty()) o << "None follow from the evidence recorded here.\n";
     for (const std::string& r : recs) o << "- " << r << "\n";
+}
 
+}  // namespace
+
+std::string failure_report_markdown(const failure_context& x) {
+    std::ostringstream o;
+    write_summary(o, x);
+    write_gradients(o, x);
+    write_zero_update_weights(o, x);
+    write_trend(o, x);
+    write_diagnostics(o, x);
+    write_interventions(o, x);
+    write_recommendations(o, x);
     o << "\n## Config (resolved)\n\n```toml\n" << config::to_toml(x.config) << "```\n";
     return o.str();
 }

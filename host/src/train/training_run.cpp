@@ -12,7 +12,7 @@
 #include "plugins/call_record.hpp"
 #include "stability/failure_report.hpp"
 #include "util/error.hpp"
-#include "util/json.hpp"
+#include "util/numbers.hpp"
 
 namespace altgrad::host::train {
 
@@ -384,7 +384,7 @@ training_run::step_actions training_run::ask_interventions(const step_result& r)
     }
     if (!r.finite)
         event({done, "nonfinite", "host",
-               "loss " + json::number(r.loss) + ", gradient norm " + json::number(r.grad_norm) +
+               "loss " + shortest_decimal(r.loss) + ", gradient norm " + shortest_decimal(r.grad_norm) +
                    ": update skipped"});
     return todo;
 }

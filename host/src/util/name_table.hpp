@@ -16,14 +16,14 @@ namespace altgrad::host {
 template <class E>
 class name_table {
 public:
-    name_table(std::initializer_list<std::pair<E, const char*>> entries) : entries_(entries) {}
+    // `unknown`: the name of a value outside the table (an ABI value from a newer plugin).
+    name_table(std::initializer_list<std::pair<E, const char*>> entries, const char* unknown = "unknown")
+        : entries_(entries), unknown_(unknown) {}
 
-    // The value's name; "unknown" for a value outside the table (an ABI value
-    // from a newer plugin).
     const char* name(E value) const {
         for (const auto& [v, n] : entries_)
             if (v == value) return n;
-        return "unknown";
+        return unknown_;
     }
 
     std::optional<E> value(std::string_view name) const {
@@ -43,6 +43,7 @@ public:
 
 private:
     std::vector<std::pair<E, const char*>> entries_;
+    const char* unknown_;
 };
 
 }  // namespace altgrad::host

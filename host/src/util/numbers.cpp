@@ -1,6 +1,7 @@
 #include "util/numbers.hpp"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -35,6 +36,22 @@ std::vector<float> read_floats(std::istream& in, const std::string& source) {
 std::string hex_float(double x) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%a", x);
+    return buf;
+}
+
+std::string shortest_decimal(double x) {
+    if (std::isnan(x)) return "nan";
+    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+    char buf[40];
+    // Whole numbers in full ("1000", not "1e+03"), as far as a double holds every integer.
+    if (x == std::trunc(x) && std::fabs(x) < 0x1p53) {
+        std::snprintf(buf, sizeof buf, "%.0f", x);
+        return buf;
+    }
+    for (int digits = 1; digits <= 17; ++digits) {  // 17 significant digits always read back exactly
+        std::snprintf(buf, sizeof buf, "%.*g", digits, x);
+        if (std::strtod(buf, nullptr) == x) break;
+    }
     return buf;
 }
 

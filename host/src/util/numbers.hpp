@@ -21,4 +21,9 @@ std::vector<float> read_floats(std::istream& in, const std::string& source);
 // C99 hex-float as printf("%a") writes it.
 std::string hex_float(double x);
 
+// The shortest decimal that reads back as `x` ("0.1", "1e-07"), a whole
+// number below 2^53 in full ("1000"), and "nan", "inf", "-inf" for the
+// non-finite values.
+std::string shortest_decimal(double x);
+
 }  // namespace altgrad::host
