@@ -63,10 +63,13 @@ struct run_result {
 };
 
 // Run the host with `args` (shell-quoted by the caller), feeding `input`.
-inline run_result run_host(const std::string& args, const std::string& input = "") {
+// Standard output goes to `stdout_to` when given (e.g. /dev/full), and only
+// standard error is captured.
+inline run_result run_host(const std::string& args, const std::string& input = "", const std::string& stdout_to = "") {
     const fs::path in = fs::temp_directory_path() / ("altgrad-test-input-" + std::to_string(::getpid()));
     std::ofstream(in) << input;
-    const std::string cmd = kHost + " " + args + " < " + in.string() + " 2>&1";
+    const std::string cmd =
+        kHost + " " + args + " < " + in.string() + " 2>&1" + (stdout_to.empty() ? "" : " > " + stdout_to);
     run_result r;
     FILE* p = ::popen(cmd.c_str(), "r");
     if (p == nullptr) return r;
