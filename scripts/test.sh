@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Set up, build, and run the whole test suite through CTest; then the
-# sanitizer build (ASan + UBSan, no trainer) and its tests (scripts/sanitize.sh).
+# Set up, build, and run the whole test suite through CTest; then a few
+# trials of the kill -9 soak (scripts/soak.sh), and the sanitizer build
+# (ASan + UBSan, no trainer) and its tests (scripts/sanitize.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
+scripts/soak.sh 4
 scripts/sanitize.sh

@@ -2,8 +2,12 @@
 // a subcommand. Exit codes: 0 success, 1 an error (bad input, a broken plugin,
 // a failed check), 2 a wrong command line, 3 a training run that stopped early.
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +15,7 @@
 
 #include "cli/commands.hpp"
 #include "plugins/loader.hpp"
+#include "util/edit_distance.hpp"
 #include "util/error.hpp"
 
 namespace po = boost::program_options;
@@ -36,9 +41,27 @@ void print_usage(const po::options_description& global) {
     std::cout << "\n" << global << "\n'altgrad-host COMMAND --help' describes a command's options.\n";
 }
 
-}  // namespace
+// Options before the command are the host's own. With allow_unregistered an
+// unknown one would be skipped and its value taken for the command ("--plugns
+// DIR list" said "unknown command 'DIR'"), so it is refused by its name here.
+void refuse_unknown_global_options(const po::parsed_options& parsed, const po::options_description& global) {
+    for (const po::option& o : parsed.options) {
+        if (o.position_key >= 0) return;  // the command: what follows is its own
+        if (!o.unregistered) continue;
+        const std::string given = o.original_tokens.front().substr(0, o.original_tokens.front().find('='));
+        std::string hint;
+        size_t best = 3;  // a suggestion only for a near miss
+        for (const auto& known : global.options()) {
+            const std::string name = "--" + known->long_name();
+            if (const size_t d = altgrad::host::edit_distance(given, name); d < best)
+                best = d, hint = "; did you mean '" + name + "'?";
+        }
+        throw altgrad::host::usage_error("unknown option '" + given + "'" + hint);
+    }
+}
 
-int main(int argc, char** argv) {
+// Parses the command line and runs the command; returns the exit code.
+int run_command_line(int argc, char** argv) {
     po::options_description global("global options");
     global.add_options()("plugins", po::value<std::string>(), "the plugin folder (one sub-folder per plugin)")(
         "help,h", "show this help")("version", "print the host and ABI versions");
@@ -53,6 +76,7 @@ int main(int argc, char** argv) {
         po::variables_map vm;
         po::parsed_options parsed =
             po::command_line_parser(argc, argv).options(all).positional(pos).allow_unregistered().run();
+        refuse_unknown_global_options(parsed, global);
         po::store(parsed, vm);
         if (vm.count("version")) {
             std::cout << "altgrad-host " << ALTGRAD_HOST_VERSION << ", plugin ABI "
@@ -91,4 +115,30 @@ int main(int argc, char** argv) {
         std::cerr << "altgrad-host: error: " << e.what() << "\n";
         return 1;
     }
+}
+
+// "write failed" and the reason when known (a write that failed earlier, in
+// the middle of the output, leaves no reliable errno), when output written to
+// standard output was lost (a full disk, a closed pipe); nothing when all of
+// it was written.
+std::optional<std::string> standard_output_failure() {
+    // std::cout writes through stdout's buffer (synced with stdio): one fflush
+    // flushes both, and its errno is the reason.
+    errno = 0;
+    const bool flushed = std::fflush(stdout) == 0;
+    const int reason = errno;
+    if (std::cout.good() && flushed && !std::ferror(stdout)) return std::nullopt;
+    return std::string("write failed") + (!flushed && reason != 0 ? std::string(": ") + std::strerror(reason) : "");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int code = run_command_line(argc, argv);
+    // Lost output is not success: `list > /dev/full` must not exit 0.
+    if (const std::optional<std::string> why = standard_output_failure()) {
+        std::cerr << "altgrad-host: error: standard output: " << *why << "\n";
+        return code != 0 ? code : 1;
+    }
+    return code;
 }

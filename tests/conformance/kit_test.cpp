@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "conformance/format_reference.hpp"
 #include "conformance/kit.hpp"
@@ -269,6 +270,46 @@ TEST(KitPlanted, WritePastCountCrashesNamingTheCall) {
     EXPECT_FALSE(x->hint.empty());
     // Encode is not broken.
     expect_outcome(check("broken_overrun", "codes.roundtrip"), "codes.roundtrip", outcome::passed);
+}
+
+// An intervention and a diagnostic writing one element past their output
+// buffer hit the guard page after it, as a format does: the check crashes,
+// and the report names the call, the buffer and the element. observe.empty's
+// first call has no tensors, so its action buffer holds the minimum, 64; the
+// diagnostic wants weights only and 1 value per tensor, so measure.empty's
+// first call (one tensor) has room for 1 x (1 + 1) = 2 values.
+TEST(KitPlanted, InterventionAndDiagnosticWritesPastTheBufferCrashNamingTheCall) {
+    struct planted {
+        const char* plugin;
+        const char* check;
+        std::string reason;
+    };
+    // A diagnostic's tensors name a format (format_ref): the kit takes one
+    // from the plugin's own folder, so the diagnostic sits beside e5m2.
+    const fs::path folder = fs::temp_directory_path() / ("altgrad-kit-overrun-" + std::to_string(::getpid()));
+    fs::remove_all(folder);
+    fs::create_directories(folder);
+    fs::copy(kTestPlugins / "broken_value_overrun", folder / "broken_value_overrun");
+    fs::copy(kBundled / "e5m2", folder / "e5m2");
+    for (const planted& p :
+         {planted{"broken_action_overrun", "observe.empty",
+                  "observe of step 0 (tensor count 0) touched element 64 of its actions buffer of 64 elements, past "
+                  "the end (a guard page)"},
+          planted{"broken_value_overrun", "measure.empty",
+                  "measure of step 0 (tensor count 1) touched element 2 of its values buffer of 2 elements, past the "
+                  "end (a guard page)"}}) {
+        SCOPED_TRACE(p.plugin);
+        const fs::path home = fs::exists(folder / p.plugin) ? folder : kTestPlugins;
+        const kit::plugin_report r =
+            kit::check_plugin(kit::target_by_path(home / p.plugin / "manifest.toml"), opts(p.check));
+        expect_outcome(r, p.check, outcome::crashed);
+        const kit::result* x = find(r, p.check);
+        ASSERT_NE(x, nullptr);
+        EXPECT_EQ(x->reason.rfind(p.reason, 0), 0u) << x->reason;
+        EXPECT_NE(x->reason.find("signal"), std::string::npos) << x->reason;
+        EXPECT_FALSE(x->hint.empty());
+    }
+    fs::remove_all(folder);
 }
 
 // Decode that ignores the scale: only the check that decodes with scales

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -382,6 +383,96 @@ TEST(Cli, ListColumnsStayAlignedForLongNames) {
             << lines[i];
     }
     EXPECT_EQ(rows, 2u) << r.out;
+}
+
+
+// strtof stops at a NUL byte: "1<NUL>2" used to pass as 1, silently dropping
+// the rest of the token. The whole token must be a number.
+TEST(Cli, AnEmbeddedNulByteIsNotPartOfANumber) {
+    const run_result r = run_host(kPlugins + "quantize e5m2", std::string("1\0" "2 3", 5));
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_EQ(r.out, "altgrad-host: error: quantize: standard input: token 1 \"1\\u00002\" is not a number "
+                     "(decimal, hex-float, nan or inf)\n");
+}
+
+// Program_Options read "-1" into a uint64_t as 2^64-1; so did it 2^64.
+TEST(Cli, SeedsAndOffsetsAreUnsignedIntegers) {
+    const std::string q = kPlugins + "quantize e1m6 --rounding stochastic ";
+    for (const char* option : {"--seed", "--offset"})
+        for (const char* bad : {"-1", "-5", "18446744073709551616", "1e3", "+1", "0x10", ""}) {
+            SCOPED_TRACE(std::string(option) + " '" + bad + "'");
+            const run_result r = run_host(q + option + " '" + bad + "'", "0.3");
+            EXPECT_EQ(r.exit_code, 2) << r.out;
+            EXPECT_EQ(r.out, "altgrad-host: quantize: " + std::string(option) + " \"" + bad +
+                                 "\": expected an integer 0 .. 18446744073709551615 (see altgrad-host --help)\n");
+        }
+    // The largest is accepted, and is not the same stream as 0.
+    const run_result top = run_host(q + "--seed 18446744073709551615 --offset 18446744073709551615", "0.3");
+    EXPECT_EQ(top.exit_code, 0) << top.out;
+    const run_result c = run_host(kPlugins + "conformance --seed -1 e5m2");
+    EXPECT_EQ(c.exit_code, 2) << c.out;
+    EXPECT_NE(c.out.find("conformance: --seed \"-1\": expected an integer"), std::string::npos) << c.out;
+}
+
+// Output that cannot be written (a full disk) is an error, exit 1, one line:
+// it used to exit 0 with the output lost. The reason is known when the last
+// flush failed; a longer output fails earlier, and errno is not kept.
+TEST(Cli, AnUnwritableStandardOutputIsAnError) {
+    const std::string full = "altgrad-host: error: standard output: write failed";
+    std::string many;  // more than stdio's buffer, so writes fail before the end too
+    for (int i = 0; i < 20000; ++i) many += "0.1 ";
+    const std::vector<std::pair<std::string, std::string>> commands = {
+        {kPlugins + "list", ""},
+        {kPlugins + "list --json", ""},
+        {kPlugins + "describe e4m3 --table", ""},
+        {kPlugins + "describe e4m3 --json", ""},
+        {kPlugins + "quantize e4m3", "0.1 2"},
+        {kPlugins + "quantize e4m3", many},
+        {"conformance --list-checks", ""},
+        {kPlugins + "conformance --brief --only 'load.*' e4m3", ""},
+        {"--version", ""},
+        {"--help", ""},
+        {"list --help", ""}};
+    for (const auto& [args, input] : commands) {
+        SCOPED_TRACE(args);
+        const run_result r = run_host(args, input, "&1", "/dev/full");
+        EXPECT_EQ(r.exit_code, 1);
+        EXPECT_TRUE(r.out == full + "\n" || r.out == full + ": No space left on device\n") << r.out;
+    }
+    EXPECT_EQ(run_host("--version", "", "&1", "/dev/full").out, full + ": No space left on device\n");
+    // A command that failed keeps its own exit code.
+    EXPECT_EQ(run_host(kPlugins + "quantize e4m3 --rounding up", "1", "&1", "/dev/full").exit_code, 2);
+}
+
+// An unknown option before the command was skipped and its value taken for
+// the command: "--plugns DIR list" said "unknown command 'DIR'".
+TEST(Cli, AnUnknownGlobalOptionIsNamed) {
+    run_result r = run_host("--plugns " + kBundled.string() + " list");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "altgrad-host: unknown option '--plugns'; did you mean '--plugins'? (see altgrad-host --help)\n");
+    r = run_host("--plugns=" + kBundled.string() + " list");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "altgrad-host: unknown option '--plugns'; did you mean '--plugins'? (see altgrad-host --help)\n");
+    r = run_host("--frobnicate " + kPlugins + "list");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out, "altgrad-host: unknown option '--frobnicate' (see altgrad-host --help)\n");
+    // Options after the command are the command's.
+    r = run_host(kPlugins + "list --plugns");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.out.find("list: unrecognised option '--plugns'"), std::string::npos) << r.out;
+}
+
+// TOML++ parses a folder as an empty document, so a manifest.toml that is a
+// folder was reported as "missing [plugin] table".
+TEST(Cli, AManifestThatIsAFolderIsSaid) {
+    scratch_dir dir;
+    fs::create_directories(dir.path() / "odd" / "manifest.toml");
+    const run_result r = run_host("--plugins " + dir.path().string() + " list");
+    EXPECT_NE(r.out.find((dir.path() / "odd" / "manifest.toml").string() +
+                         ": is a folder, expected a manifest file (TOML)"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(r.out.find("[plugin]"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -90,8 +90,10 @@ altgrad_status scripted_call(altgrad_error* e) {
 // An E4M3-like info, valid by every check the format handle makes.
 altgrad_status format_get_info(const altgrad_format*, altgrad_format_info* info, altgrad_error*) {
     if (script.get_info_status != ALTGRAD_STATUS_OK) return script.get_info_status;
+    info->family = ALTGRAD_FAMILY_FLOAT;
     info->total_bits = 8;
     info->code_bytes = 1;
+    info->zero = ALTGRAD_ZERO_SIGNED;
     info->max_finite = 448.0;
     info->lowest_finite = -448.0;
     info->min_normal = 0.015625;

@@ -4,9 +4,11 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "plugins/format_handle.hpp"
@@ -166,6 +168,49 @@ TEST(Registry, AnAbi11FormatGetsBlockScaledCallsOneBlockAtATime) {
         ADD_FAILURE() << "CUDA block scales were accepted for an ABI 1.1 plugin";
     } catch (const host::error& e) {
         EXPECT_NE(std::string(e.what()).find("ABI 1.1"), std::string::npos) << e.what();
+    }
+}
+
+// Enum fields a plugin fills in are read as integers and range-checked before
+// the host loads them as enums (a C++ load of a value outside a C enum's
+// range is undefined behaviour, which the sanitizer build reports): 1000 in
+// each is an error naming the plugin and the field.
+TEST(Registry, AnEnumFieldOutOfRangeIsAnErrorNamingThePluginAndTheField) {
+    scratch_dir dir;
+    fs::copy(kTestPlugins / "broken_enums", dir.path() / "broken_enums");
+    const std::vector<std::pair<const char*, std::string>> cases = {
+        {"kind", "descriptor: kind 1000 is not one of format, intervention, diagnostic"},
+        {"param_type", "descriptor: parameter 'unused': type 1000 is not one of bool, int, float, string"},
+        {"family", "plugin 'broken_enums': get_info: family 1000 is not one of float, fixed_point, codebook"},
+        {"zero", "plugin 'broken_enums': get_info: zero 1000 is not one of signed, unsigned, none"}};
+    for (const auto& [field, want] : cases) {
+        SCOPED_TRACE(field);
+        ::setenv("ALTGRAD_TEST_BROKEN_ENUM", field, 1);
+        registry reg(dir.path());
+        try {
+            host::format_handle::create(reg.load("broken_enums"));
+            ADD_FAILURE() << "loaded and created";
+        } catch (const host::error& e) {
+            EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("broken_enums"), std::string::npos) << e.what();
+        }
+    }
+    // With every field valid the same library loads and creates.
+    ::unsetenv("ALTGRAD_TEST_BROKEN_ENUM");
+    registry reg(dir.path());
+    EXPECT_EQ(host::format_handle::create(reg.load("broken_enums"))->info().zero, ALTGRAD_ZERO_SIGNED);
+
+    fs::copy(kTestPlugins / "broken_action_kind", dir.path() / "broken_action_kind");
+    registry with_action(dir.path());
+    const auto h = host::intervention_handle::create(with_action.load("broken_action_kind"));
+    try {
+        h->observe(host::observation{});
+        ADD_FAILURE() << "an action of kind 1000 was accepted";
+    } catch (const host::error& e) {
+        EXPECT_NE(std::string(e.what()).find("plugin 'broken_action_kind': observe: action 0: kind 1000 is not one "
+                                             "of clip_grad_norm, switch_format, skip_step"),
+                  std::string::npos)
+            << e.what();
     }
 }
 

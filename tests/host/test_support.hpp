@@ -89,12 +89,14 @@ struct run_result {
 
 // Run the host with `args` (shell-quoted by the caller), feeding `input`;
 // stderr goes where `stderr_to` says (a shell redirection target: "&1" joins
-// it to `out`, "/dev/null" leaves stdout alone, e.g. for output to parse).
+// it to `out`, "/dev/null" leaves stdout alone, e.g. for output to parse), and
+// stdout to `stdout_to` when given (e.g. /dev/full: then `out` holds stderr).
 inline run_result run_host(const std::string& args, const std::string& input = "",
-                           const std::string& stderr_to = "&1") {
+                           const std::string& stderr_to = "&1", const std::string& stdout_to = "") {
     const fs::path in = fs::temp_directory_path() / ("altgrad-test-input-" + std::to_string(::getpid()));
     std::ofstream(in) << input;
-    const std::string cmd = kHost + " " + args + " < " + in.string() + " 2>" + stderr_to;
+    const std::string cmd = kHost + " " + args + " < " + in.string() + " 2>" + stderr_to +
+                            (stdout_to.empty() ? "" : " > " + stdout_to);
     run_result r;
     FILE* p = ::popen(cmd.c_str(), "r");
     if (p == nullptr) return r;

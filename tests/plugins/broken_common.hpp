@@ -8,12 +8,17 @@
 //
 // A bug in what the adapter does around the class (the loop over the buffer,
 // the scale in decode) wraps a function of broken::e4m3_adapter instead.
+//
+// A broken intervention whose bug is in observe itself writes that function
+// and takes the rest from an intervention that answers nothing:
+//   BROKEN_INTERVENTION_PLUGIN("broken_my_bug", my_observe, "what is wrong")
 #pragma once
 
 #include <cstdint>
 
 #include <altgrad/sdk/exmy.hpp>
 #include <altgrad/sdk/format_plugin.hpp>
+#include <altgrad/sdk/intervention_plugin.hpp>
 
 namespace broken {
 
@@ -53,6 +58,15 @@ F make(const altgrad::sdk::param_view&) {
 // (see BROKEN_E4M3_TABLE_PLUGIN).
 using e4m3_adapter = altgrad::sdk::format_adapter<e4m3, &make<e4m3>>;
 
+// An intervention that answers nothing: create and destroy for the broken
+// interventions (see BROKEN_INTERVENTION_PLUGIN).
+class no_actions {
+public:
+    void observe(const altgrad_observation&, altgrad::sdk::action_sink&) {}
+};
+inline no_actions make_no_actions(const altgrad::sdk::param_view&) { return no_actions(); }
+using no_actions_adapter = altgrad::sdk::intervention_adapter<no_actions, &make_no_actions>;
+
 }  // namespace broken
 
 #define BROKEN_E4M3_PLUGIN(NAME, CLASS, DESCRIPTION) \
@@ -72,3 +86,13 @@ using e4m3_adapter = altgrad::sdk::format_adapter<e4m3, &make<e4m3>>;
     }                                                                                                      \
     }                                                                                                      \
     ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_FORMAT, NAME, 1, 0, 0, DESCRIPTION, nullptr, 0, broken_table(), nullptr, nullptr)
+
+// An intervention (ABI 1.1, no saved state) whose observe is OBSERVE.
+#define BROKEN_INTERVENTION_PLUGIN(NAME, OBSERVE, DESCRIPTION)                                              \
+    namespace {                                                                                          \
+    const altgrad_intervention_vtable broken_intervention_table = {                                      \
+        sizeof(altgrad_intervention_vtable), &::broken::no_actions_adapter::create,                      \
+        &::broken::no_actions_adapter::destroy, OBSERVE, nullptr, nullptr};                              \
+    }                                                                                                    \
+    ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_INTERVENTION, NAME, 1, 0, 0, DESCRIPTION, nullptr, 0, nullptr,         \
+                      &broken_intervention_table, nullptr)

@@ -668,6 +668,32 @@ TEST(ReportCli, WrongArgumentsAreUsageErrorsNamingThePath) {
     EXPECT_CONTAINS(r.out, "usage: altgrad-host report RUN_DIR... [-o OUT_DIR] [--hypotheses FILE]");
 }
 
+// A folder where a run's file belongs is an error naming it (a metrics.jsonl
+// folder used to be shown as a run with no curves); nothing is written.
+TEST(ReportCli, AFolderInPlaceOfARunFileIsAnErrorNamingIt) {
+    for (const char* file : {"config.toml", "metrics.jsonl", "summary.json"}) {
+        SCOPED_TRACE(file);
+        scratch tmp;
+        const fs::path run = finished_run(tmp.path(), "run", "e5m2_short", "e5m2", 1, 2.5);
+        fs::remove(run / file);
+        fs::create_directories(run / file / "x");
+        const result r = host("report " + run.string() + " --no-figures -o " + (tmp.path() / "rep").string());
+        EXPECT_EQ(r.exit_code, 1);
+        EXPECT_EQ(r.out, "altgrad-host: error: " + (run / file).string() + ": is a folder, expected a file\n");
+        EXPECT_FALSE(fs::exists(tmp.path() / "rep"));
+    }
+}
+
+// The printed summary line is output too: lost, it is an error (exit 1).
+TEST(ReportCli, AnUnwritableStandardOutputIsAnError) {
+    scratch tmp;
+    const fs::path run = finished_run(tmp.path(), "run", "e5m2_short", "e5m2", 1, 2.5);
+    const result r = shell("{ " + kHost + " report " + run.string() + " --no-figures -o " +
+                           (tmp.path() / "rep").string() + " 2>&1 >/dev/full; }");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "altgrad-host: error: standard output: write failed: No space left on device\n");
+}
+
 TEST(ReportCli, AReportFolderThatCannotBeMadeIsAnError) {
     scratch tmp;
     const fs::path good = finished_run(tmp.path(), "good", "e5m2_short", "e5m2", 1, 2.5);

@@ -21,7 +21,7 @@ int conformance_command(const context& ctx, const args& a) {
     std::string only;
     options.add_options()("json", "print JSON instead of a table")(
         "only", po::value<std::string>(&only), "run only the checks whose name matches this glob, e.g. 'quantize.*'")(
-        "seed", po::value<uint64_t>(), "seed of every randomised check (default: from the clock; printed to replay)")(
+        "seed", po::value<std::string>(), "seed of every randomised check (default: from the clock; printed to replay)")(
         "timeout", po::value<double>(&o.timeout_seconds)->default_value(30), "seconds allowed per check")(
         "list-checks", "print the check names and exit")(
         "brief", "one line per plugin, plus every result that did not pass");
@@ -45,7 +45,7 @@ int conformance_command(const context& ctx, const args& a) {
     }
     if (!(o.timeout_seconds > 0)) throw usage_error("conformance: --timeout must be > 0");
     o.only = only;
-    o.seed = vm.count("seed") ? vm["seed"].as<uint64_t>()
+    o.seed = vm.count("seed") ? unsigned_option("conformance", "seed", vm["seed"].as<std::string>())
                               : static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) %
                                     1000000007ull;
     if (!o.only.empty()) {

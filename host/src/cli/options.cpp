@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "util/error.hpp"
+#include "util/numbers.hpp"
 
 namespace altgrad::host::cli {
 
@@ -31,6 +32,12 @@ bool parse_subcommand(const command_help& help, po::options_description& options
         throw usage_error(help.name + ": " + e.what());
     }
     return true;
+}
+
+uint64_t unsigned_option(const std::string& command, const char* option, const std::string& text) {
+    if (const std::optional<uint64_t> v = parse_uint64(text)) return *v;
+    throw usage_error(command + ": --" + option + " \"" + text + "\": expected an integer 0 .. " +
+                      std::to_string(UINT64_MAX));
 }
 
 std::map<std::string, std::string> parse_param_assignments(const std::vector<std::string>& items) {

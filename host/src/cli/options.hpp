@@ -1,6 +1,7 @@
 // Program_Options helpers shared by the subcommands.
 #pragma once
 
+#include <cstdint>
 #include <iostream>
 #include <map>
 #include <string>
@@ -34,6 +35,10 @@ struct command_help {
 bool parse_subcommand(const command_help& help, po::options_description& options,
                       const po::options_description& operands, const po::positional_options_description& positional,
                       const args& a, po::variables_map& vm);
+
+// The value of an unsigned integer option (`--seed N`) of `command`: digits
+// only, at most 2^64-1; usage_error naming the option otherwise.
+uint64_t unsigned_option(const std::string& command, const char* option, const std::string& text);
 
 // "--param key=value" strings to a map; usage_error on a malformed one.
 std::map<std::string, std::string> parse_param_assignments(const std::vector<std::string>& items);

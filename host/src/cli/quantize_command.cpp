@@ -37,7 +37,7 @@ std::string alternatives(const name_table<E>& names) {
 int quantize_command(const context& ctx, const args& a) {
     po::options_description options("quantize options (numbers are read from standard input)");
     std::vector<std::string> params;
-    std::string rounding = "nearest", overflow = "saturate", scale_text = "1";
+    std::string rounding = "nearest", overflow = "saturate", scale_text = "1", seed_text = "0", offset_text = "0";
     quantize_options o;
     po::options_description operands;
     operands.add_options()("name", po::value<std::string>());
@@ -46,8 +46,9 @@ int quantize_command(const context& ctx, const args& a) {
         "overflow", po::value<std::string>(&overflow)->default_value("saturate"), alternatives(overflow_names()).c_str())(
         "scale", po::value<std::string>(&scale_text)->default_value("1"),
         "scale s: each x becomes q(x*s)/s (finite, > 0; decimal or hex-float)")(
-        "seed", po::value<uint64_t>(&o.seed)->default_value(0), "stochastic rounding seed")(
-        "offset", po::value<uint64_t>(&o.offset)->default_value(0), "index of the first value in the random stream")(
+        "seed", po::value<std::string>(&seed_text)->default_value("0"), "stochastic rounding seed")(
+        "offset", po::value<std::string>(&offset_text)->default_value("0"),
+        "index of the first value in the random stream")(
         "counts", "print the overflow and underflow counts to standard error")(
         "param", po::value<std::vector<std::string>>(&params), "KEY=VALUE plugin parameter (repeatable)");
     po::positional_options_description pos;
@@ -71,6 +72,8 @@ int quantize_command(const context& ctx, const args& a) {
     if (!scale || !std::isfinite(*scale) || *scale <= 0.0f)
         throw usage_error("quantize: --scale \"" + scale_text + "\": expected a finite number > 0");
     o.scale = *scale;
+    o.seed = unsigned_option("quantize", "seed", seed_text);
+    o.offset = unsigned_option("quantize", "offset", offset_text);
 
     registry reg(ctx.plugins);
     const auto f = format_handle::create(reg.load(vm["name"].as<std::string>()), parse_param_assignments(params));

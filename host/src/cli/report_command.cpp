@@ -1,7 +1,8 @@
 // altgrad-host report: read run directories (finished, collapsed or
 // interrupted) and write a markdown report with figures (docs/report.md).
 // Exit 2 for no run directory or a path that is not one; 1 for a bad
-// hypotheses file or when the report cannot be written. Damaged runs are lines in the report, not errors.
+// hypotheses file, a folder where a run's file belongs, or when the report
+// cannot be written. Damaged runs are lines in the report, not errors.
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -34,7 +35,8 @@ int report_command(const context&, const args& a) {
         {"report RUN_DIR... [-o OUT_DIR] [--hypotheses FILE] [--gnuplot PROGRAM] [--no-figures]"},
         "altgrad-host report runs/e5m2_short runs/bf16_baseline -o report",
         {{0, "the report was written (damaged runs are notes in it, not errors)"},
-         {1, "an error: a bad hypotheses file, or the report folder cannot be written"}}};
+         {1, "an error: a bad hypotheses file, a folder in place of a run's file, or the report folder cannot be "
+             "written"}}};
     if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
     if (dirs.empty()) throw usage_error("report: give one or more run directories");
     o.out_dir = out_dir;

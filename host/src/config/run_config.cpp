@@ -20,6 +20,7 @@
 #include <altgrad/sdk/names.hpp>
 
 #include "train/layer_names.hpp"
+#include "util/edit_distance.hpp"
 #include "util/error.hpp"
 #include "util/glob.hpp"
 #include "util/toml_text.hpp"
@@ -171,21 +172,6 @@ std::string trim(const std::string& s) {
     if (b == std::string::npos) return "";
     const size_t e = s.find_last_not_of(" \t");
     return s.substr(b, e - b + 1);
-}
-
-size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= b.size(); ++j) {
-            const size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diag = up;
-        }
-    }
-    return row[b.size()];
 }
 
 std::string leaf_of(const std::string& key) {

@@ -1308,6 +1308,50 @@ bool same_values(const std::vector<diagnostic_value>& a, const std::vector<diagn
     return true;
 }
 
+// The intervention and diagnostic calls, guarded as the format calls are:
+// the inputs (the tensors array, each tensor's elements) read-only, every
+// buffer between inaccessible pages, and a call note, so a plugin touching
+// outside a buffer kills the check's process with a report naming the call.
+std::vector<action> observe(intervention_handle& h, const observation& o) {
+    const std::string call =
+        "observe of step " + std::to_string(o.step) + " (tensor count " + std::to_string(o.tensors.size()) + ")";
+    const call_note note(call);
+    guarded_array<altgrad_tensor_observation> tensors(intervention_handle::abi_tensors(o), "tensors");
+    tensors.seal();
+    guarded_array<altgrad_action> actions(intervention_handle::action_capacity(o.tensors.size()), "actions");
+    std::vector<action> answer =
+        h.observe(intervention_handle::abi_observation(o, tensors.data()), actions.data(), actions.size());
+    expect_front_intact(actions.buffer(), call, "actions");
+    return answer;
+}
+
+std::vector<diagnostic_value> measure(diagnostic_handle& d, uint64_t step,
+                                      const std::vector<altgrad_tensor_view>& views) {
+    const std::string call =
+        "measure of step " + std::to_string(step) + " (tensor count " + std::to_string(views.size()) + ")";
+    const call_note note(call);
+    std::vector<guarded_array<float>> elements;
+    elements.reserve(2 * views.size());
+    auto sealed_copy = [&](const float* from, size_t n, const std::string& name) -> const float* {
+        if (from == nullptr) return nullptr;
+        elements.emplace_back(std::vector<float>(from, from + n), name.c_str());
+        elements.back().seal();
+        return elements.back().data();
+    };
+    std::vector<altgrad_tensor_view> copies = views;
+    for (size_t k = 0; k < copies.size(); ++k) {
+        copies[k].data = sealed_copy(copies[k].data, copies[k].count, "data of tensor " + std::to_string(k));
+        copies[k].previous = sealed_copy(copies[k].previous, copies[k].count, "previous of tensor " + std::to_string(k));
+    }
+    guarded_array<altgrad_tensor_view> tensors(copies, "tensors");
+    tensors.seal();
+    guarded_array<altgrad_diagnostic_value> values(d.value_capacity(views.size()), "values");
+    std::vector<diagnostic_value> answer = d.measure(step, views.empty() ? nullptr : tensors.data(), views.size(),
+                                                     values.data(), values.size());
+    expect_front_intact(values.buffer(), call, "values");
+    return answer;
+}
+
 // The same kind of check for both kinds: a history of inputs, the answer to
 // each as text.
 struct history_runner {
@@ -1334,7 +1378,7 @@ struct intervention_runner : history_runner {
         live.push_back(intervention_handle::create(e.plugin, {}, "conformance"));
         return live.size() - 1;
     }
-    std::string answer(size_t i, int which, size_t k) override { return answer_text(live[i]->observe(h[which][k])); }
+    std::string answer(size_t i, int which, size_t k) override { return answer_text(observe(*live[i], h[which][k])); }
     void drop(size_t i) override { live[i].reset(); }
 };
 
@@ -1357,7 +1401,7 @@ struct diagnostic_runner : history_runner {
         return live.size() - 1;
     }
     std::string answer(size_t i, int which, size_t k) override {
-        return values_text(live[i]->measure(k, h[which][k].views));
+        return values_text(measure(*live[i], k, h[which][k].views));
     }
     void drop(size_t i) override { live[i].reset(); }
 };
@@ -1481,7 +1525,7 @@ result check_observe_nonfinite(env& e) {
                     what = "every format_max, loss and grad_norm";
             }
             try {
-                h->observe(o);
+                observe(*h, o);
             } catch (const std::exception& x) {
                 return fail(std::string("observe failed: ") + x.what(),
                             std::string(what) + " = " + hex_float(s) + " (" + observation_text(o) + ")",
@@ -1505,7 +1549,7 @@ result check_observe_empty(env& e) {
         o.consecutive_nonfinite_steps = step == 2 ? 1 : 0;
         o.learning_rate = 1e-3;
         try {
-            h->observe(o);
+            observe(*h, o);
         } catch (const std::exception& x) {
             return fail(std::string("observe failed: ") + x.what(), observation_text(o) + " (tensors = NULL)",
                         "a step may observe no tensors: tensors is NULL and tensor_count 0");
@@ -1549,7 +1593,7 @@ result check_state_resume_body(env& e) {
         for (const bool calm_after : {false, true}) {
             const std::shared_ptr<intervention_handle> original =
                 intervention_handle::create(e.plugin, {}, "conformance");
-            for (size_t k = 0; k < split; ++k) original->observe(h[k]);
+            for (size_t k = 0; k < split; ++k) observe(*original, h[k]);
             const std::string bytes = original->save_state();
             const std::string where = "saved after " + std::to_string(split) + " steps of a random history (" +
                                       std::to_string(bytes.size()) + " bytes)";
@@ -1572,8 +1616,8 @@ result check_state_resume_body(env& e) {
             restored->load_state(bytes);
             for (size_t k = split; k < kSteps; ++k) {
                 const observation o = calm_after ? calm(h[k]) : h[k];
-                const std::string want = answer_text(original->observe(o));
-                const std::string got = answer_text(restored->observe(o));
+                const std::string want = answer_text(observe(*original, o));
+                const std::string got = answer_text(observe(*restored, o));
                 if (got != want)
                     return fail("the restored instance answered " + got + " where the original answered " + want,
                                 where + ", then " + (calm_after ? "calm steps (finite, no overflow): " : "") +
@@ -1598,7 +1642,7 @@ result check_measure_nonfinite(env& e) {
             for (size_t k = 0; k < s.data.size(); ++k)
                 std::fill(s.data[k].begin(), s.data[k].end(), k % 2 ? INFINITY : NAN);
         try {
-            d->measure(step, s.views);
+            measure(*d, step, s.views);
         } catch (const std::exception& x) {
             return fail(std::string("measure failed: ") + x.what(),
                         std::to_string(s.views.size()) + " tensors of 257 elements, " +
@@ -1615,12 +1659,12 @@ result check_measure_empty(env& e) {
     const std::shared_ptr<diagnostic_handle> d = diagnostic_handle::create(e.plugin, {}, "conformance");
     try {
         tensor_set s = make_tensors(e, *d, 0);
-        d->measure(0, s.views);
+        measure(*d, 0, s.views);
         tensor_set t = make_tensors(e, *d, 16);
         tensor_set z = make_tensors(e, *d, 0);
-        d->measure(1, t.views);
-        d->measure(2, z.views);  // after a non-empty call, with state to compare against
-        d->measure(3, nullptr, 0);
+        measure(*d, 1, t.views);
+        measure(*d, 2, z.views);  // after a non-empty call, with state to compare against
+        measure(*d, 3, {});
     } catch (const std::exception& x) {
         return fail(std::string("measure failed: ") + x.what(),
                     "tensors of count 0 (data NULL), also after a call with 16 elements, and a call with no tensors",
@@ -1650,7 +1694,7 @@ result check_measure_names(env& e) {
         const size_t n = s.views.size();
         std::vector<diagnostic_value> vals;
         try {
-            vals = d->measure(calls, s.views);
+            vals = measure(*d, calls, s.views);
         } catch (const std::exception& x) {
             return fail(std::string("measure failed: ") + x.what(), std::to_string(n) + " tensors of " + text,
                         "names are [a-z0-9_.]+, tensor_index < tensor_count or ALTGRAD_ALL_TENSORS, and at most "

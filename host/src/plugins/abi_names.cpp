@@ -55,24 +55,23 @@ const name_table<altgrad_status>& status_names() {
     return t;
 }
 
-const name_table<altgrad_action_kind>& action_kind_names() {
-    static const name_table<altgrad_action_kind> t{{ALTGRAD_ACTION_CLIP_GRAD_NORM, "clip_grad_norm"},
-                                                   {ALTGRAD_ACTION_SWITCH_FORMAT, "switch_format"},
-                                                   {ALTGRAD_ACTION_SKIP_STEP, "skip_step"}};
-    return t;
-}
-
 const name_table<altgrad_format_family>& format_family_names() {
-    static const name_table<altgrad_format_family> t{{ALTGRAD_FAMILY_FLOAT, "float (sign, exponent, mantissa)"},
-                                                     {ALTGRAD_FAMILY_FIXED_POINT, "fixed point (two's complement)"},
+    static const name_table<altgrad_format_family> t{{ALTGRAD_FAMILY_FLOAT, "float"},
+                                                     {ALTGRAD_FAMILY_FIXED_POINT, "fixed_point"},
                                                      {ALTGRAD_FAMILY_CODEBOOK, "codebook"}};
     return t;
 }
 
 const name_table<altgrad_zero_kind>& zero_kind_names() {
-    static const name_table<altgrad_zero_kind> t{{ALTGRAD_ZERO_SIGNED, "+0 and -0"},
-                                                 {ALTGRAD_ZERO_UNSIGNED, "one zero"},
-                                                 {ALTGRAD_ZERO_NONE, "none"}};
+    static const name_table<altgrad_zero_kind> t{
+        {ALTGRAD_ZERO_SIGNED, "signed"}, {ALTGRAD_ZERO_UNSIGNED, "unsigned"}, {ALTGRAD_ZERO_NONE, "none"}};
+    return t;
+}
+
+const name_table<altgrad_action_kind>& action_kind_names() {
+    static const name_table<altgrad_action_kind> t{{ALTGRAD_ACTION_CLIP_GRAD_NORM, "clip_grad_norm"},
+                                                   {ALTGRAD_ACTION_SWITCH_FORMAT, "switch_format"},
+                                                   {ALTGRAD_ACTION_SKIP_STEP, "skip_step"}};
     return t;
 }
 

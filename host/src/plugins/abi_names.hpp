@@ -3,7 +3,12 @@
 // `describe`, manifests, metrics and reports.
 #pragma once
 
+#include <cstdint>
+#include <optional>
+#include <string>
+
 #include <altgrad/altgrad.h>
+#include <altgrad/sdk/raw_enum.hpp>
 
 #include "util/name_table.hpp"
 
@@ -26,12 +31,12 @@ const name_table<altgrad_param_type>& param_type_names();
 
 // ok, invalid argument, ... (a call's status, in error messages; "unknown status" outside the table)
 const name_table<altgrad_status>& status_names();
-// clip_grad_norm, switch_format, skip_step (an intervention's action)
-const name_table<altgrad_action_kind>& action_kind_names();
-// How `describe` shows a format's family and zeros: "float (sign, exponent,
-// mantissa)", ...; "+0 and -0", "one zero", "none".
+// float, fixed_point, codebook (a format's family)
 const name_table<altgrad_format_family>& format_family_names();
+// signed, unsigned, none (a format's zeros)
 const name_table<altgrad_zero_kind>& zero_kind_names();
+// clip_grad_norm, switch_format, skip_step (an intervention's actions)
+const name_table<altgrad_action_kind>& action_kind_names();
 
 inline const char* rounding_name(altgrad_rounding r) { return rounding_names().name(r); }
 inline const char* overflow_name(altgrad_overflow o) { return overflow_names().name(o); }
@@ -40,5 +45,26 @@ inline const char* kind_name(altgrad_plugin_kind k) { return plugin_kind_names()
 inline const char* param_type_name(altgrad_param_type t) { return param_type_names().name(t); }
 inline const char* status_name(altgrad_status s) { return status_names().name(s); }
 inline const char* action_kind_name(altgrad_action_kind k) { return action_kind_names().name(k); }
+
+// An enum field a plugin filled in (a descriptor's kind, a format's zero, an
+// action's kind...), read as its integer and range-checked before it is ever
+// loaded as the enum: a C++ load of a value outside a C enum's range is
+// undefined behaviour, and a plugin may store anything there. The value, or
+// nothing when it is not one of `names`.
+template <class E>
+std::optional<E> plugin_enum(const E& field, const name_table<E>& names) {
+    const int32_t raw = sdk::detail::raw_enum(field);
+    for (const auto& [value, name] : names.entries())
+        if (static_cast<int32_t>(value) == raw) return value;
+    return std::nullopt;
+}
+
+// "kind 1000 is not one of format, intervention, diagnostic", for a field
+// plugin_enum refused.
+template <class E>
+std::string plugin_enum_error(const char* field_name, const E& field, const name_table<E>& names) {
+    return std::string(field_name) + " " + std::to_string(sdk::detail::raw_enum(field)) + " is not one of " +
+           names.list();
+}
 
 }  // namespace altgrad::host

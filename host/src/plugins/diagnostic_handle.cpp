@@ -32,17 +32,24 @@ std::vector<diagnostic_value> diagnostic_handle::measure(uint64_t step,
 
 std::vector<diagnostic_value> diagnostic_handle::measure(uint64_t step, const altgrad_tensor_view* tensors,
                                                          size_t n) {
-    const size_t capacity = max_values_ * (n + 1);
-    buffer_.assign(capacity, altgrad_diagnostic_value{});
-    for (altgrad_diagnostic_value& v : buffer_) v.struct_size = sizeof v;
-    altgrad_value_buffer values{sizeof(altgrad_value_buffer), buffer_.data(), capacity, 0};
+    buffer_.resize(value_capacity(n));
+    return measure(step, tensors, n, buffer_.data(), buffer_.size());
+}
+
+std::vector<diagnostic_value> diagnostic_handle::measure(uint64_t step, const altgrad_tensor_view* tensors, size_t n,
+                                                         altgrad_diagnostic_value* items, size_t capacity) {
+    for (size_t i = 0; i < capacity; ++i) {
+        items[i] = altgrad_diagnostic_value{};
+        items[i].struct_size = sizeof(altgrad_diagnostic_value);
+    }
+    altgrad_value_buffer values{sizeof(altgrad_value_buffer), items, capacity, 0};
     call("measure", vtable().measure, step, tensors, n, &values);
     if (values.count > capacity)
         bad("measure", "count " + std::to_string(values.count) + " exceeds the capacity " + std::to_string(capacity));
     std::vector<diagnostic_value> out;
     out.reserve(values.count);
     for (size_t i = 0; i < values.count; ++i) {
-        const altgrad_diagnostic_value& v = buffer_[i];
+        const altgrad_diagnostic_value& v = items[i];
         const bool terminated = std::memchr(v.name, '\0', sizeof v.name) != nullptr;
         if (!terminated || !sdk::is_value_name(v.name))
             bad("measure", "value " + std::to_string(i) + " has a name that is not [a-z0-9_.]+");

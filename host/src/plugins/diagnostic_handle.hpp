@@ -36,6 +36,12 @@ public:
     // values (one tensor's worth for ALTGRAD_ALL_TENSORS entries).
     std::vector<diagnostic_value> measure(uint64_t step, const std::vector<altgrad_tensor_view>& tensors);
     std::vector<diagnostic_value> measure(uint64_t step, const altgrad_tensor_view* tensors, size_t n);
+    // The value buffer measure() offers for n tensors.
+    size_t value_capacity(size_t n) const { return max_values_ * (n + 1); }
+    // measure() into the caller's buffer of `capacity` values (the conformance
+    // kit hands a guarded one); the others use the handle's own.
+    std::vector<diagnostic_value> measure(uint64_t step, const altgrad_tensor_view* tensors, size_t n,
+                                          altgrad_diagnostic_value* items, size_t capacity);
 
 private:
     friend plugin_instance;

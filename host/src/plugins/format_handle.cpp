@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "plugins/abi_names.hpp"
 #include "plugins/params.hpp"
 #include "util/error.hpp"
 
@@ -14,11 +15,14 @@ format_handle::format_handle(std::shared_ptr<const loaded_plugin> plugin,
     info_.struct_size = sizeof info_;
     call("get_info", vtable().get_info, &info_);
 
-    // Checks a host can rely on later.
+    // Checks a host can rely on later; the enums first, before anything loads them.
     const altgrad_format_info& i = info_;
     auto check = [&](bool ok, const std::string& what) {
         if (!ok) bad("get_info", what);
     };
+    check(plugin_enum(i.family, format_family_names()).has_value(),
+          plugin_enum_error("family", i.family, format_family_names()));
+    check(plugin_enum(i.zero, zero_kind_names()).has_value(), plugin_enum_error("zero", i.zero, zero_kind_names()));
     check(i.total_bits >= 1 && i.total_bits <= 32, "total_bits " + std::to_string(i.total_bits) + " is not 1..32");
     const uint32_t want_bytes = i.total_bits <= 8 ? 1u : i.total_bits <= 16 ? 2u : 4u;
     check(i.code_bytes == want_bytes, "code_bytes " + std::to_string(i.code_bytes) + " should be " +

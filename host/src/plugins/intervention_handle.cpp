@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 namespace altgrad::host {
 
@@ -13,11 +14,22 @@ const char* field_text(const char (&field)[ALTGRAD_ACTION_TEXT_CAPACITY]) {
 }
 }  // namespace
 
+size_t intervention_handle::action_capacity(size_t tensor_count) {
+    return std::max(kMinActionCapacity, tensor_count + 16);
+}
+
 std::vector<action> intervention_handle::observe(const altgrad_observation& o) {
-    const size_t capacity = std::max(kMinActionCapacity, o.tensor_count + 16);
-    buffer_.assign(capacity, altgrad_action{});
-    for (altgrad_action& a : buffer_) a.struct_size = sizeof a;
-    altgrad_action_buffer actions{sizeof(altgrad_action_buffer), buffer_.data(), buffer_.size(), 0};
+    buffer_.resize(action_capacity(o.tensor_count));
+    return observe(o, buffer_.data(), buffer_.size());
+}
+
+std::vector<action> intervention_handle::observe(const altgrad_observation& o, altgrad_action* items,
+                                                 size_t capacity) {
+    for (size_t i = 0; i < capacity; ++i) {
+        items[i] = altgrad_action{};
+        items[i].struct_size = sizeof(altgrad_action);
+    }
+    altgrad_action_buffer actions{sizeof(altgrad_action_buffer), items, capacity, 0};
     call("observe", vtable().observe, &o, &actions);
     if (actions.count > capacity)
         bad("observe",
@@ -25,17 +37,19 @@ std::vector<action> intervention_handle::observe(const altgrad_observation& o) {
     std::vector<action> out;
     out.reserve(actions.count);
     for (size_t i = 0; i < actions.count; ++i) {
-        const altgrad_action& a = buffer_[i];
+        const altgrad_action& a = items[i];
         auto bad_action = [&](const std::string& what) { bad("observe", "action " + std::to_string(i) + ": " + what); };
         const char* reason = field_text(a.reason);
         const char* tensor = field_text(a.tensor);
         const char* format = field_text(a.format);
         if (reason == nullptr || tensor == nullptr || format == nullptr) bad_action("a text field has no NUL");
         if (reason[0] == '\0') bad_action("reason is empty");
+        const std::optional<altgrad_action_kind> kind = plugin_enum(a.kind, action_kind_names());
+        if (!kind) bad_action(plugin_enum_error("kind", a.kind, action_kind_names()));
         action r;
-        r.kind = a.kind;
+        r.kind = *kind;
         r.reason = reason;
-        switch (a.kind) {
+        switch (*kind) {
             case ALTGRAD_ACTION_CLIP_GRAD_NORM:
                 if (!(std::isfinite(a.value) && a.value > 0.0))
                     bad_action("clip_grad_norm value must be finite and > 0, got " + std::to_string(a.value));
@@ -47,7 +61,6 @@ std::vector<action> intervention_handle::observe(const altgrad_observation& o) {
                 r.format = format;
                 break;
             case ALTGRAD_ACTION_SKIP_STEP: break;
-            default: bad_action("unknown kind " + std::to_string(static_cast<int>(a.kind)));
         }
         out.push_back(std::move(r));
     }
@@ -85,7 +98,7 @@ void intervention_handle::load_state(const std::string& bytes) {
     call("load_state", vtable().load_state, static_cast<const void*>(bytes.data()), bytes.size());
 }
 
-std::vector<action> intervention_handle::observe(const observation& o) {
+std::vector<altgrad_tensor_observation> intervention_handle::abi_tensors(const observation& o) {
     std::vector<altgrad_tensor_observation> tensors(o.tensors.size());
     for (size_t i = 0; i < o.tensors.size(); ++i) {
         const tensor_observation& t = o.tensors[i];
@@ -98,15 +111,24 @@ std::vector<action> intervention_handle::observe(const observation& o) {
                                                 t.underflow_rate,
                                                 t.bit_stall_rate};
     }
-    const altgrad_observation c{sizeof(altgrad_observation),
-                                o.step,
-                                o.loss,
-                                o.grad_norm,
-                                o.learning_rate,
-                                o.consecutive_nonfinite_steps,
-                                tensors.empty() ? nullptr : tensors.data(),
-                                tensors.size()};
-    return observe(c);
+    return tensors;
+}
+
+altgrad_observation intervention_handle::abi_observation(const observation& o,
+                                                         const altgrad_tensor_observation* tensors) {
+    return altgrad_observation{sizeof(altgrad_observation),
+                               o.step,
+                               o.loss,
+                               o.grad_norm,
+                               o.learning_rate,
+                               o.consecutive_nonfinite_steps,
+                               o.tensors.empty() ? nullptr : tensors,
+                               o.tensors.size()};
+}
+
+std::vector<action> intervention_handle::observe(const observation& o) {
+    const std::vector<altgrad_tensor_observation> tensors = abi_tensors(o);
+    return observe(abi_observation(o, tensors.data()));
 }
 
 }  // namespace altgrad::host

@@ -59,8 +59,18 @@ public:
     // action per tensor and a few global ones.
     static constexpr size_t kMinActionCapacity = 64;
 
+    // The action buffer observe() offers for `tensor_count` tensors.
+    static size_t action_capacity(size_t tensor_count);
+    // The ABI's view of `o`: its tensors (pointing into o's strings), and the
+    // observation pointing to `tensors` (an array of o.tensors.size(), NULL when empty).
+    static std::vector<altgrad_tensor_observation> abi_tensors(const observation& o);
+    static altgrad_observation abi_observation(const observation& o, const altgrad_tensor_observation* tensors);
+
     std::vector<action> observe(const altgrad_observation& o);
     std::vector<action> observe(const observation& o);
+    // observe() into the caller's buffer of `capacity` actions (the conformance
+    // kit hands a guarded one); the others use the handle's own.
+    std::vector<action> observe(const altgrad_observation& o, altgrad_action* items, size_t capacity);
 
     // Whether the plugin saves its state (ABI 1.1 save_state/load_state).
     bool saves_state() const;

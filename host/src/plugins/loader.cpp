@@ -5,6 +5,7 @@
 
 #include <boost/dll/shared_library.hpp>
 
+#include "plugins/abi_names.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host {
@@ -36,8 +37,10 @@ void check_descriptor(const checker& c, const altgrad_descriptor* d) {
     if (!has_bytes(d->struct_size, offsetof(altgrad_descriptor, param_count) + sizeof(size_t)))
         c.fail("descriptor", "struct_size " + std::to_string(d->struct_size) + " is smaller than ABI 1.0's");
     if (d->name == nullptr || d->description == nullptr) c.fail("descriptor", "name or description is NULL");
-    if (d->kind != c.m.kind)
-        c.fail("descriptor", std::string("library says kind '") + kind_name(d->kind) + "', manifest says '" +
+    const std::optional<altgrad_plugin_kind> kind = plugin_enum(d->kind, plugin_kind_names());
+    if (!kind) c.fail("descriptor", plugin_enum_error("kind", d->kind, plugin_kind_names()));
+    if (*kind != c.m.kind)
+        c.fail("descriptor", std::string("library says kind '") + kind_name(*kind) + "', manifest says '" +
                                  kind_name(c.m.kind) + "'");
     if (c.m.name != d->name)
         c.fail("descriptor", std::string("library says name '") + d->name + "', manifest says '" + c.m.name + "'");
@@ -55,8 +58,12 @@ void check_descriptor(const checker& c, const altgrad_descriptor* d) {
             if (p.key == s.key) decl = &p;
         if (decl == nullptr)
             c.fail("descriptor", std::string("library declares parameter '") + s.key + "', the manifest does not");
-        if (decl->type != s.type)
-            c.fail("descriptor", std::string("parameter '") + s.key + "' is " + param_type_name(s.type) +
+        const std::optional<altgrad_param_type> type = plugin_enum(s.type, param_type_names());
+        if (!type)
+            c.fail("descriptor",
+                   std::string("parameter '") + s.key + "': " + plugin_enum_error("type", s.type, param_type_names()));
+        if (decl->type != *type)
+            c.fail("descriptor", std::string("parameter '") + s.key + "' is " + param_type_name(*type) +
                                      " in the library, " + param_type_name(decl->type) + " in the manifest");
     }
     for (const param_decl& p : c.m.params)

@@ -132,6 +132,9 @@ struct reader {
 
 manifest read_manifest(const fs::path& path) {
     reader r{path};
+    std::error_code folder_check;
+    // TOML++ reads a folder as an empty document ("missing [plugin] table").
+    if (fs::is_directory(path, folder_check)) throw error(path.string() + ": is a folder, expected a manifest file (TOML)");
     toml::table doc;
     try {
         doc = toml::parse_file(path.string());

@@ -12,6 +12,7 @@
 
 #include "config/run_config.hpp"
 #include "run/files.hpp"
+#include "util/error.hpp"
 
 namespace altgrad::host::report {
 
@@ -230,6 +231,11 @@ run_record read_run(const fs::path& dir) {
     run_record r;
     r.dir = dir;
     std::error_code ec;
+    // A folder in a file's place is not damage a kill leaves (that is a note in
+    // the report): the directory is not a run's, and a report of it would show
+    // a run with no curves.
+    for (const char* f : {"config.toml", "metrics.jsonl", "summary.json"})
+        if (fs::is_directory(dir / f, ec)) throw error((dir / f).string() + ": is a folder, expected a file");
     if (fs::exists(dir / "config.toml", ec)) read_config(dir / "config.toml", r);
     else r.problems.push_back("no config.toml");
     if (fs::exists(dir / "summary.json", ec)) read_summary(dir / "summary.json", r);

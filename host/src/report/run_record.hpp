@@ -87,7 +87,8 @@ struct run_record {
 // metrics.jsonl or summary.json.
 bool is_run_dir(const fs::path& dir);
 
-// Reads the run directory `dir` (which is_run_dir).
+// Reads the run directory `dir` (which is_run_dir). Missing or damaged files
+// are problems in the record; host::error when one of them is a folder.
 run_record read_run(const fs::path& dir);
 
 }  // namespace altgrad::host::report

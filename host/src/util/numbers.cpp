@@ -1,11 +1,13 @@
 #include "util/numbers.hpp"
 
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
 #include "util/error.hpp"
+#include "util/json.hpp"
 
 namespace altgrad::host {
 
@@ -14,8 +16,17 @@ std::optional<float> parse_float(const std::string& token) {
     char* end = nullptr;
     errno = 0;
     const float x = std::strtof(token.c_str(), &end);
-    if (end == token.c_str() || *end != '\0') return std::nullopt;
+    // The whole token, not up to an embedded NUL byte ("1\0002" is not 1).
+    if (end == token.c_str() || end != token.c_str() + token.size()) return std::nullopt;
     return x;  // ERANGE: strtof already gave +-Inf or the correctly rounded tiny value
+}
+
+std::optional<uint64_t> parse_uint64(const std::string& text) {
+    uint64_t value = 0;
+    const char* end = text.data() + text.size();
+    const auto [stop, ec] = std::from_chars(text.data(), end, value);  // no sign accepted for unsigned
+    if (text.empty() || ec != std::errc() || stop != end) return std::nullopt;
+    return value;
 }
 
 std::vector<float> read_floats(std::istream& in, const std::string& source) {
@@ -26,8 +37,8 @@ std::vector<float> read_floats(std::istream& in, const std::string& source) {
         ++index;
         const std::optional<float> x = parse_float(token);
         if (!x)
-            throw error(source + ": token " + std::to_string(index) + " \"" + token +
-                        "\" is not a number (decimal, hex-float, nan or inf)");
+            throw error(source + ": token " + std::to_string(index) + " " + json::quote(token) +
+                        " is not a number (decimal, hex-float, nan or inf)");  // quoted: control bytes escaped
         values.push_back(*x);
     }
     return values;

@@ -1,6 +1,7 @@
 // Reading and writing float32 values as text, exactly.
 #pragma once
 
+#include <cstdint>
 #include <istream>
 #include <optional>
 #include <string>
@@ -12,6 +13,10 @@ namespace altgrad::host {
 // optional sign), converted straight to float32 (no double rounding). Nothing
 // when the token is not entirely a number.
 std::optional<float> parse_float(const std::string& token);
+
+// A decimal integer 0 .. 2^64-1, digits only (no sign: "-1" must not wrap to
+// 2^64-1). Nothing otherwise.
+std::optional<uint64_t> parse_uint64(const std::string& text);
 
 // Every whitespace-separated token of `in`. Throws host::error naming the
 // source, the token's position and the token, for the first bad one, before

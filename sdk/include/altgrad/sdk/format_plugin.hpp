@@ -45,6 +45,7 @@
 #include <altgrad/sdk/error.hpp>
 #include <altgrad/sdk/export.hpp>
 #include <altgrad/sdk/philox.hpp>
+#include <altgrad/sdk/raw_enum.hpp>
 #include <altgrad/sdk/rounding.hpp>
 #include <altgrad/sdk/scales.hpp>
 
@@ -290,19 +291,6 @@ constexpr bool runs_on_cuda() {
 #else
     return false;
 #endif
-}
-
-// The integer a host stored in an enum field of an args struct or view. The
-// ABI's enums are C enums without a fixed type: a C++ load of a value outside
-// an enum's range is undefined behaviour, and a host may send any value. So
-// the adapter reads the field's bytes, range-checks the integer, and only then
-// converts it to the enum.
-template <class E>
-int32_t raw_enum(const E& field) {
-    static_assert(std::is_enum_v<E> && sizeof(E) == sizeof(int32_t), "C enums are int-sized on this ABI");
-    int32_t value;
-    std::memcpy(&value, &field, sizeof value);
-    return value;
 }
 
 // The memory kind of a call (the raw field) must be one info.memory_kinds lists.
