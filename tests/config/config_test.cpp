@@ -284,6 +284,17 @@ TEST(ConfigErrors, SyntaxErrorsGiveTheLine) {
     EXPECT_EQ(dup.rfind(std::string(kFile) + ":3:", 0), 0u) << dup;
 }
 
+// A table header whose key cannot start a key: toml++ 3.3.0 asserts on it in a
+// debug build (found by fuzzing, tests/fuzz/config/); Debian's release library,
+// which the host links, refuses it with a syntax error naming the line.
+TEST(ConfigErrors, ATableHeaderThatCannotStartAKeyIsASyntaxError) {
+    for (const std::string header : {"[@]", std::string("[\t\0ugin]", 8)}) {
+        const std::string e = error_of("name = \"x\"\n" + header + "\n");
+        EXPECT_EQ(e.rfind(std::string(kFile) + ":2: not valid TOML: Error while parsing key", 0), 0u) << e;
+        EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    }
+}
+
 TEST(ConfigErrors, MissingFileAndFolder) {
     try {
         load_config("/nonexistent/x.toml");
