@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Set up, build, and run the whole test suite through CTest; then the
-# sanitizer build (ASan + UBSan, no trainer) and its tests (scripts/sanitize.sh).
+# sanitizer build (ASan + UBSan, no trainer) and its tests (scripts/sanitize.sh);
+# then the fuzzing harnesses, 30 s each after their corpus (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 scripts/sanitize.sh
+scripts/fuzz.sh 30
