@@ -32,8 +32,9 @@ trap 'rm -rf "$scratch"' EXIT
 export TMPDIR="$scratch"  # the manifest harness's scratch folder goes there too
 export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
-# -timeout: one input taking longer is a hang; -rss_limit_mb: a blow-up.
-limits=(-timeout=10 -rss_limit_mb=2048)
+# -timeout: one input taking longer is a hang (generous: a loaded machine
+# once took 13 s for an input that runs in 0.1 s); -rss_limit_mb: a blow-up.
+limits=(-timeout=30 -rss_limit_mb=2048)
 failed=()
 for h in "${harnesses[@]}"; do
   fuzzer="build-fuzz/fuzz_$h"
