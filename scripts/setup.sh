@@ -18,6 +18,7 @@ packages=(
   gnuplot-nox                          # report figures (the report tests draw them)
   python3                              # benchmark post-processing, the LibTorch 2.x check
   python3-pandas                       # the pandas example of docs/training.md, run as a test
+  clang libclang-rt-14-dev             # libFuzzer and its sanitizers (scripts/fuzz.sh)
 )
 
 missing=()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up, build, and run the whole test suite through CTest; then a few
-# trials of the kill -9 soak (scripts/soak.sh), and the sanitizer build
-# (ASan + UBSan, no trainer) and its tests (scripts/sanitize.sh).
+# trials of the kill -9 soak (scripts/soak.sh), the sanitizer build (ASan +
+# UBSan, no trainer) and its tests (scripts/sanitize.sh), and the fuzzing
+# harnesses, 30 s each after their corpus (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -9,3 +10,4 @@ scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 scripts/soak.sh 4
 scripts/sanitize.sh
+scripts/fuzz.sh 30

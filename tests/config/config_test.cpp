@@ -284,6 +284,22 @@ TEST(ConfigErrors, SyntaxErrorsGiveTheLine) {
     EXPECT_EQ(dup.rfind(std::string(kFile) + ":3:", 0), 0u) << dup;
 }
 
+// Two inputs that stop toml++ 3.3.0 when it is compiled with its assertions
+// and clang's checks (found by fuzzing, docs/reliability.md): a table header
+// whose key cannot start a key (an assertion), and a character beyond ASCII
+// outside a string (its whitespace table reaches __builtin_unreachable).
+// Debian's library, which the host links, refuses both with a syntax error
+// naming the line; this keeps it so.
+TEST(ConfigErrors, InputsThatStopToml3p3InDebugBuildsAreSyntaxErrors) {
+    const std::vector<std::string> lines = {"[@]", std::string("[\t\0ugin]", 8), "\xc3\xa9 = 1", "max_steps = 1 \xc3\xa9",
+                                            "[\xc3\xa9]"};
+    for (const std::string& line : lines) {
+        const std::string e = error_of("name = \"x\"\n" + line + "\n");
+        EXPECT_EQ(e.rfind(std::string(kFile) + ":2: not valid TOML: ", 0), 0u) << e;
+        EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+    }
+}
+
 TEST(ConfigErrors, MissingFileAndFolder) {
     try {
         load_config("/nonexistent/x.toml");

@@ -153,6 +153,18 @@ TEST(Metrics, DamagedLinesAreSkippedAndNamed) {
     EXPECT_EQ(m.problems[2].rfind("metrics.jsonl: line 5: not JSON, ", 0), 0u) << m.problems[2];
 }
 
+// A number beyond double's range is nlohmann's out_of_range error, not a
+// parse_error: it escaped read_metrics (found by fuzzing, tests/fuzz/metrics/).
+TEST(Metrics, ANumberBeyondDoubleIsABadLine) {
+    const metrics_contents m = parse_metrics(
+        "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":0,\"val_loss\":1e400}\n"
+        "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":1,\"val_loss\":4.5}\n");
+    ASSERT_EQ(m.lines.size(), 1u);
+    EXPECT_EQ(step_of(m.lines[0]), 1);
+    ASSERT_EQ(m.problems.size(), 1u);
+    EXPECT_EQ(m.problems[0], "metrics.jsonl: line 1: not JSON, number overflow parsing '1e400' (skipped)");
+}
+
 TEST(Metrics, TruncateKeepsTheStepsUpToTheCheckpoint) {
     scratch tmp;
     const fs::path file = tmp.path() / "metrics.jsonl";
@@ -293,6 +305,16 @@ TEST(Summary, DamageIsNamed) {
     text.replace(text.find("\"seed\": 42"), 10, "\"seed\": \"42\"");
     write(file, text);
     EXPECT_EQ(error_of([&] { read_summary(file); }), file.string() + ": key 'seed': expected an integer");
+    // Beyond double: nlohmann's out_of_range, which escaped (found by fuzzing).
+    text.replace(text.find("\"seed\": \"42\""), 12, "\"seed\": 1e999");
+    write(file, text);
+    try {
+        read_summary(file);
+        ADD_FAILURE() << "accepted a number beyond double";
+    } catch (const summary_error& e) {
+        EXPECT_FALSE(e.truncated);
+        EXPECT_EQ(std::string(e.what()), file.string() + ": not valid JSON (number overflow parsing '1e999')");
+    }
 }
 
 checkpoint_state a_state() {
@@ -361,6 +383,9 @@ TEST(CheckpointState, DamageIsRefusedNamingTheFileAndKey) {
               file.string() + ": key 'sites[0].scale': expected a number, \"nan\", \"inf\" or \"-inf\"");
     EXPECT_EQ(with("\"window_loss_n\": 3", "\"window_loss_n\": -3.5"),
               file.string() + ": key 'loop.window_loss_n': expected an integer");
+    // Beyond double: nlohmann's out_of_range, which escaped (found by fuzzing).
+    EXPECT_EQ(with("\"window_loss_n\": 3", "\"window_loss_n\": 1e400"),
+              file.string() + ": not valid JSON: number overflow parsing '1e400'");
     write(file, good.substr(0, good.size() / 2));
     EXPECT_EQ(error_of([&] { read_checkpoint_state(tmp.path()); }).rfind(file.string() + ": cut short", 0), 0u);
     fs::remove(file);

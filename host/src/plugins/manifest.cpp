@@ -1,6 +1,8 @@
 #include "plugins/manifest.hpp"
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -9,6 +11,7 @@
 #include <altgrad/sdk/names.hpp>
 
 #include "util/error.hpp"
+#include "util/toml_text.hpp"
 
 namespace altgrad::host {
 namespace fs = std::filesystem;
@@ -131,17 +134,19 @@ struct reader {
 }  // namespace
 
 manifest read_manifest(const fs::path& path) {
-    reader r{path};
     std::error_code folder_check;
-    // TOML++ reads a folder as an empty document ("missing [plugin] table").
+    // TOML++ would read a folder as an empty document ("missing [plugin] table").
     if (fs::is_directory(path, folder_check)) throw error(path.string() + ": is a folder, expected a manifest file (TOML)");
-    toml::table doc;
-    try {
-        doc = toml::parse_file(path.string());
-    } catch (const toml::parse_error& e) {
-        throw error(path.string() + ":" + std::to_string(e.source().begin.line) + ": not valid TOML: " +
-                    std::string(e.description()));
-    }
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw error(path.string() + ": cannot read");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw error(path.string() + ": cannot read");
+    return parse_manifest(text, path);
+}
+
+manifest parse_manifest(const std::string& text, const fs::path& path) {
+    reader r{path};
+    const toml::table doc = parse_toml_text(text, path.string());
     r.reject_unknown(doc, "", {"plugin", "parameters"});
     const toml::node* plugin_node = doc.get("plugin");
     if (plugin_node == nullptr) r.fail("plugin", "missing (the [plugin] table)");

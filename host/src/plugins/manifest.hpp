@@ -39,6 +39,9 @@ struct manifest {
 
 // Parse and validate; throws host::error naming the file and key.
 manifest read_manifest(const std::filesystem::path& path);
+// The same from the file's text: `path` names it in errors, and the library is
+// resolved in (and checked to lie inside) its folder.
+manifest parse_manifest(const std::string& text, const std::filesystem::path& path);
 
 std::string version_string(const altgrad_version& v, bool with_patch = true);
 

@@ -103,15 +103,33 @@ private:
     std::string where_, prefix_;
 };
 
-// nlohmann's message without its "[json.exception.parse_error.101] " tag.
-std::string parse_message(const nlohmann::json::parse_error& e) {
+// Text that is not JSON: nlohmann's message without its
+// "[json.exception.parse_error.101] " tag, and whether the text ended inside a
+// value (a writer killed mid-write: the error is at its last byte) rather than
+// holding something that is not JSON.
+struct json_failure {
+    std::string message;
+    bool cut_short;
+};
+
+std::string untagged(const nlohmann::json::exception& e) {
     const std::string what = e.what();
     const size_t at = what.find("] ");
     return at == std::string::npos ? what : what.substr(at + 2);
 }
-// The text ended inside a value (a writer killed mid-write), rather than
-// holding something that is not JSON: the error is at its last byte.
-bool cut_short(const nlohmann::json::parse_error& e, size_t text_size) { return e.byte >= text_size; }
+
+// json::parse, throwing json_failure for every text it refuses: a number
+// beyond double's range ("1e400") is an out_of_range error, not a
+// parse_error, and escaped the readers that caught only the latter.
+json parse_json(std::string_view text) {
+    try {
+        return json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw json_failure{untagged(e), e.byte >= text.size()};
+    } catch (const nlohmann::json::exception& e) {
+        throw json_failure{untagged(e), false};
+    }
+}
 
 std::optional<std::string> read_text(const fs::path& file) {
     std::error_code ec;
@@ -123,14 +141,11 @@ std::optional<std::string> read_text(const fs::path& file) {
     return text;
 }
 
-json parse_file(const fs::path& file) {
-    const std::optional<std::string> text = read_text(file);
-    if (!text) throw error(file.string() + ": cannot read");
+json parse_json_text(const std::string& text, const std::string& name) {
     try {
-        return json::parse(*text);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw error(file.string() + ": " + (cut_short(e, text->size()) ? "cut short (half-written?): " : "not valid JSON: ") +
-                    parse_message(e));
+        return parse_json(text);
+    } catch (const json_failure& e) {
+        throw error(name + ": " + (e.cut_short ? "cut short (half-written?): " : "not valid JSON: ") + e.message);
     }
 }
 
@@ -428,34 +443,39 @@ void metrics_writer::write(const metrics_line& line) {
 }
 
 metrics_contents read_metrics(const fs::path& file) {
-    metrics_contents m;
     const std::optional<std::string> text = read_text(file);
     if (!text) {
+        metrics_contents m;
         m.problems.push_back("metrics.jsonl: cannot read");
         return m;
     }
+    return parse_metrics(*text);
+}
+
+metrics_contents parse_metrics(const std::string& text) {
+    metrics_contents m;
     std::vector<std::string> bad;  // the first few, then a count
     size_t bad_count = 0;
     auto complain = [&](const std::string& what) {
         if (++bad_count <= 5) bad.push_back(what);
     };
     size_t line_no = 0;
-    for (size_t pos = 0; pos < text->size();) {
-        size_t end = text->find('\n', pos);
-        if (end == std::string::npos) end = text->size();
-        const std::string_view line(text->data() + pos, end - pos);
+    for (size_t pos = 0; pos < text.size();) {
+        size_t end = text.find('\n', pos);
+        if (end == std::string::npos) end = text.size();
+        const std::string_view line(text.data() + pos, end - pos);
         pos = end + 1;
         ++line_no;
         if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
         const std::string where = "metrics.jsonl: line " + std::to_string(line_no);
         json j;
         try {
-            j = json::parse(line);
-        } catch (const nlohmann::json::parse_error& e) {
+            j = parse_json(line);
+        } catch (const json_failure& e) {
             // Cut off by a kill mid-write: at the end of the file, or (after a
             // resume appended to it) in the middle.
-            if (cut_short(e, line.size())) complain(where + " truncated (skipped)");
-            else complain(where + ": not JSON, " + parse_message(e) + " (skipped)");
+            if (e.cut_short) complain(where + " truncated (skipped)");
+            else complain(where + ": not JSON, " + e.message + " (skipped)");
             continue;
         }
         try {
@@ -467,7 +487,7 @@ metrics_contents read_metrics(const fs::path& file) {
             complain(std::string(e.what()) + " (skipped)");
         }
     }
-    if (!text->empty() && text->back() != '\n' && bad_count == 0)
+    if (!text.empty() && text.back() != '\n' && bad_count == 0)
         complain("metrics.jsonl: the last line has no newline (the run may still be writing)");
     for (std::string& b : bad) m.problems.push_back(std::move(b));
     if (bad_count > bad.size())
@@ -526,17 +546,19 @@ void write_summary(const fs::path& run_dir, const summary_record& s) {
 summary_record read_summary(const fs::path& file) {
     const std::optional<std::string> text = read_text(file);
     if (!text) throw summary_error(file.string() + ": cannot read", false);
+    return parse_summary(*text, file.string());
+}
+
+summary_record parse_summary(const std::string& text, const std::string& name) {
     json j;
     try {
-        j = json::parse(*text);
-    } catch (const nlohmann::json::parse_error& e) {
-        const bool truncated = cut_short(e, text->size());
-        throw summary_error(file.string() + ": " + (truncated ? "half-written" : "not valid JSON") + " (" +
-                                parse_message(e) + ")",
-                            truncated);
+        j = parse_json(text);
+    } catch (const json_failure& e) {
+        throw summary_error(name + ": " + (e.cut_short ? "half-written" : "not valid JSON") + " (" + e.message + ")",
+                            e.cut_short);
     }
     try {
-        const fields f(j, file.string());
+        const fields f(j, name);
         summary_record s;
         if (f.has("run_id")) s.run_id = f.string("run_id");  // hosts before run ids wrote none
         s.name = f.string("name");
@@ -659,8 +681,14 @@ void write_checkpoint_state(const fs::path& checkpoint, const checkpoint_state& 
 
 checkpoint_state read_checkpoint_state(const fs::path& checkpoint) {
     const fs::path file = state_file(checkpoint);
-    const json j = parse_file(file);
-    const fields f(j, file.string());
+    const std::optional<std::string> text = read_text(file);
+    if (!text) throw error(file.string() + ": cannot read");
+    return parse_checkpoint_state(*text, file.string());
+}
+
+checkpoint_state parse_checkpoint_state(const std::string& text, const std::string& name) {
+    const json j = parse_json_text(text, name);
+    const fields f(j, name);
     const int64_t layout = f.integer("layout");
     if (layout != checkpoint_state::kVersion)
         throw f.fail("layout", std::to_string(layout) + " is not this host's " +
@@ -681,7 +709,7 @@ checkpoint_state read_checkpoint_state(const fs::path& checkpoint) {
                   d.exact_number("previous_window_loss")};
     const json& sites = f.array("sites");
     for (size_t i = 0; i < sites.size(); ++i) {
-        const fields r(sites[i], file.string(), "sites[" + std::to_string(i) + "].");
+        const fields r(sites[i], name, "sites[" + std::to_string(i) + "].");
         site_record site;
         site.name = r.string("name");
         site.format = r.string("format");
@@ -695,7 +723,7 @@ checkpoint_state read_checkpoint_state(const fs::path& checkpoint) {
     s.history = history_from(f.object("history"));
     const json& files = f.array("files");
     for (size_t i = 0; i < files.size(); ++i) {
-        const fields r(files[i], file.string(), "files[" + std::to_string(i) + "].");
+        const fields r(files[i], name, "files[" + std::to_string(i) + "].");
         const std::string path = r.string("path");
         // Inside the folder: a state.json cannot send the check elsewhere.
         if (path.empty() || path[0] == '/' || path.find("..") != std::string::npos)

@@ -77,6 +77,8 @@ struct metrics_contents {
 // Lines without "kind" (hosts before it) are told apart by their keys; lines
 // of a kind this host does not know (a newer one) are skipped silently.
 metrics_contents read_metrics(const fs::path& file);
+// The same from the file's text.
+metrics_contents parse_metrics(const std::string& text);
 
 // What a metrics event adds to a run's history where no summary gives it:
 // a format switch, an intervention's action.
@@ -97,6 +99,8 @@ struct summary_error : error {
     bool truncated;
 };
 summary_record read_summary(const fs::path& file);
+// The same from the file's text; `name` stands for the file in errors.
+summary_record parse_summary(const std::string& text, const std::string& name);
 
 // ---- checkpoints/step_N/state.json ---------------------------------------------------
 
@@ -110,5 +114,7 @@ void write_checkpoint_state(const fs::path& checkpoint, const checkpoint_state& 
 // Refuses (host::error naming the file and key) a state that is malformed,
 // of another layout version, or whose step is not the folder's.
 checkpoint_state read_checkpoint_state(const fs::path& checkpoint);
+// The same from state.json's text; `name` stands for the file in errors.
+checkpoint_state parse_checkpoint_state(const std::string& text, const std::string& name);
 
 }  // namespace altgrad::host::run
