@@ -6,8 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <nlohmann/json.hpp>
+
 #include "util/error.hpp"
-#include "util/json.hpp"
 
 namespace altgrad::host {
 
@@ -37,8 +38,10 @@ std::vector<float> read_floats(std::istream& in, const std::string& source) {
         ++index;
         const std::optional<float> x = parse_float(token);
         if (!x)
-            throw error(source + ": token " + std::to_string(index) + " " + json::quote(token) +
-                        " is not a number (decimal, hex-float, nan or inf)");  // quoted: control bytes escaped
+            // Quoted as a JSON string: control bytes escaped, bytes that are not UTF-8 replaced.
+            throw error(source + ": token " + std::to_string(index) + " " +
+                        nlohmann::json(token).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                        " is not a number (decimal, hex-float, nan or inf)");
         values.push_back(*x);
     }
     return values;
