@@ -76,6 +76,17 @@ QuantizeResult gpu_quantize(const FormatPlugin& p, const std::vector<float>& xs,
     return ::testing::AssertionFailure() << bad << " of " << xs.size() << " values differ" << msg.str();
 }
 
+// How many of the codes in `raw` (width bytes each, native endian) differ from `want`.
+size_t codes_differing(const std::vector<uint8_t>& raw, uint32_t width, const std::vector<uint32_t>& want) {
+    size_t bad = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+        uint32_t code = 0;
+        std::memcpy(&code, raw.data() + i * width, width);
+        bad += code != want[i];
+    }
+    return bad;
+}
+
 std::vector<float> inputs_for(const std::string& name) {
     if (name == "fp32") {
         FormatModel bf = model("bf16");
@@ -201,14 +212,7 @@ TEST_P(CudaFormat, EncodeAndDecodeMatchTheHost) {
         e.memory = ALTGRAD_MEMORY_CUDA;
         std::string message;
         ASSERT_EQ(p().encode_raw(&e, &message), ALTGRAD_STATUS_OK) << describe(mode) << ": " << message;
-        const std::vector<uint8_t> raw = codes.download();
-        size_t bad = 0;
-        for (size_t i = 0; i < xs.size(); ++i) {
-            uint32_t code = 0;
-            std::memcpy(&code, raw.data() + i * width, width);
-            bad += code != host.codes[i];
-        }
-        EXPECT_EQ(bad, 0u) << describe(mode);
+        EXPECT_EQ(codes_differing(codes.download(), width, host.codes), 0u) << describe(mode);
         EXPECT_EQ(e.overflow_count, host.overflow) << describe(mode);
         EXPECT_EQ(e.underflow_count, host.underflow) << describe(mode);
 
@@ -253,14 +257,7 @@ TEST_P(CudaFormat, BlockScaledCallsMatchTheHost) {
         e.memory = ALTGRAD_MEMORY_CUDA;
         std::string message;
         ASSERT_EQ(p().encode_raw(&e, &message), ALTGRAD_STATUS_OK) << message;
-        const std::vector<uint8_t> raw = codes.download();
-        size_t bad = 0;
-        for (size_t i = 0; i < xs.size(); ++i) {
-            uint32_t code = 0;
-            std::memcpy(&code, raw.data() + i * width, width);
-            bad += code != host_codes.codes[i];
-        }
-        EXPECT_EQ(bad, 0u) << describe(mode);
+        EXPECT_EQ(codes_differing(codes.download(), width, host_codes.codes), 0u) << describe(mode);
         device_buffer<float> out(xs.size());
         altgrad_decode_args d = decode_args(codes.get(), out.get(), xs.size(), 1.0f, ALTGRAD_MEMORY_CUDA, 0,
                                             device_scales.get(), 32);

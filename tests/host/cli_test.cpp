@@ -24,10 +24,11 @@ size_t count_lines(const std::string& s) { return static_cast<size_t>(std::count
 TEST(Cli, ListShowsEveryBundledPluginOk) {
     const run_result r = run_host(kPlugins + "list");
     ASSERT_EQ(r.exit_code, 0) << r.out;
-    for (const char* name : {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32"})
+    for (const char* name : {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32", "fp4_e2m1",
+                             "fp6_e2m3", "fp6_e3m2", "ue8m0"})
         EXPECT_NE(r.out.find(std::string(name)), std::string::npos) << name;
     EXPECT_EQ(r.out.find("broken"), std::string::npos) << r.out;
-    EXPECT_EQ(count_lines(r.out), 20u) << r.out;  // header + 9 formats, 8 diagnostics, 2 interventions
+    EXPECT_EQ(count_lines(r.out), 24u) << r.out;  // header + 13 formats, 8 diagnostics, 2 interventions
 }
 
 // A command's stdout parsed as JSON (a parse error fails the test with the text).
@@ -96,7 +97,7 @@ TEST(Cli, DescribeJsonOfE4M3HoldsItsEncodingAsNumbers) {
     EXPECT_EQ(f["mantissa_bits"], 3);
     EXPECT_EQ(f["bias"], 7);
     EXPECT_EQ(f["signed"], true);
-    EXPECT_EQ(f["zero"], "+0 and -0");
+    EXPECT_EQ(f["zero"], "signed");  // ALTGRAD_ZERO_SIGNED: +0 and -0
     EXPECT_EQ(f["subnormals"], true);
     EXPECT_EQ(f["inf"], false);
     EXPECT_EQ(f["nan_codes"], 2);

@@ -184,6 +184,27 @@ inline double ieee_style_value(uint32_t code, int E, int M, int bias) {
     return neg ? -v : v;
 }
 
+// Sign-magnitude floating point in which every code is a number (the OCP MX
+// element formats): no Inf, no NaN, e == 0 subnormal, +0 and -0. value =
+// (-1)^s * 2^(e-bias) * 1.m, or 2^(1-bias) * 0.m; past max (all ones) the grid
+// continues with 2^(emax + 1).
+inline FormatModel finite_sign_magnitude_model(const std::string& name, int E, int M, int bias) {
+    FormatModel m;
+    m.name = name;
+    m.total_bits = static_cast<unsigned>(1 + E + M);
+    for (uint32_t c = 0; c < (1u << m.total_bits); ++c) {
+        const bool neg = (c >> (E + M)) & 1u;
+        const uint32_t e = (c >> M) & ((1u << E) - 1u), mant = c & ((1u << M) - 1u);
+        const double v = e == 0 ? std::ldexp(static_cast<double>(mant), 1 - bias - M)
+                                : std::ldexp(1.0 + std::ldexp(static_cast<double>(mant), -M), static_cast<int>(e) - bias);
+        m.by_code.push_back(neg ? -v : v);
+    }
+    m.above_max = std::ldexp(1.0, (1 << E) - 1 - bias + 1);
+    m.below_lowest = -m.above_max;
+    m.finalize();
+    return m;
+}
+
 inline FormatModel make_model(const std::string& name) {
     FormatModel m;
     m.name = name;
@@ -247,23 +268,10 @@ inline FormatModel make_model(const std::string& name) {
         m.above_max = std::ldexp(1.0, 63);
         m.below_lowest = -std::ldexp(1.0, 63);
     } else if (name == "fp4_e2m1" || name == "fp6_e2m3" || name == "fp6_e3m2") {
-        // OCP MX v1.0 element formats (section 5.3): sign-magnitude, every
-        // exponent code holds numbers (no Inf, no NaN), e == 0 subnormal,
-        // +0 and -0. value = (-1)^s * 2^(e-bias) * 1.m, or 2^(1-bias) * 0.m.
-        int E = 2, M = 1, bias = 1;
-        if (name == "fp6_e2m3") E = 2, M = 3, bias = 1;
-        if (name == "fp6_e3m2") E = 3, M = 2, bias = 3;
-        m.total_bits = static_cast<unsigned>(1 + E + M);
-        for (uint32_t c = 0; c < (1u << m.total_bits); ++c) {
-            const bool neg = (c >> (E + M)) & 1u;
-            const uint32_t e = (c >> M) & ((1u << E) - 1u), mant = c & ((1u << M) - 1u);
-            const double v = e == 0 ? std::ldexp(static_cast<double>(mant), 1 - bias - M)
-                                    : std::ldexp(1.0 + std::ldexp(static_cast<double>(mant), -M), static_cast<int>(e) - bias);
-            m.by_code.push_back(neg ? -v : v);
-        }
-        // Past max (all ones) the grid continues with 2^(emax + 1).
-        m.above_max = std::ldexp(1.0, (1 << E) - 1 - bias + 1);
-        m.below_lowest = -m.above_max;
+        // OCP MX v1.0 element formats (section 5.3).
+        if (name == "fp4_e2m1") return finite_sign_magnitude_model(name, 2, 1, 1);
+        if (name == "fp6_e2m3") return finite_sign_magnitude_model(name, 2, 3, 1);
+        return finite_sign_magnitude_model(name, 3, 2, 3);
     } else if (name == "ue8m0") {
         // OCP MX v1.0 E8M0 (section 5.4.1): unsigned, code e is 2^(e - 127)
         // for e = 0..254, 0xFF is NaN; no zero, no Inf, nothing beyond.

@@ -686,25 +686,6 @@ TEST(ExMy, E2M1FiniteSaturatesInBothModesAndHasNoNan) {
     EXPECT_EQ(r.code, 8u);
 }
 
-// OCP MX FP6: E2M3 (bias 1, max 7.5, min normal 1, min subnormal 0.125) and
-// E3M2 (bias 3, max 28, min normal 0.25, min subnormal 0.0625).
-FormatModel finite_sm_model(const std::string& name, int E, int M, int bias) {
-    FormatModel m;
-    m.name = name;
-    m.total_bits = static_cast<unsigned>(1 + E + M);
-    for (uint32_t c = 0; c < (1u << m.total_bits); ++c) {
-        const bool neg = (c >> (E + M)) & 1u;
-        const uint32_t e = (c >> M) & ((1u << E) - 1u), mant = c & ((1u << M) - 1u);
-        const double v = e == 0 ? std::ldexp(static_cast<double>(mant), 1 - bias - M)
-                                : std::ldexp(1.0 + std::ldexp(static_cast<double>(mant), -M), static_cast<int>(e) - bias);
-        m.by_code.push_back(neg ? -v : v);
-    }
-    m.above_max = std::ldexp(1.0, (1 << E) - 1 - bias + 1);
-    m.below_lowest = -m.above_max;
-    m.finalize();
-    return m;
-}
-
 TEST(ExMy, Fp6FormatsMatchTheOcpMxFactsAndTheReference) {
     const sdk::exmy_format e2m3({2, 3, 1, sdk::exmy_specials::finite});
     const sdk::exmy_format e3m2({3, 2, 3, sdk::exmy_specials::finite});
@@ -715,8 +696,8 @@ TEST(ExMy, Fp6FormatsMatchTheOcpMxFactsAndTheReference) {
     EXPECT_EQ(e3m2.info().max_finite, 28.0);
     EXPECT_EQ(e3m2.info().min_normal, 0.25);
     EXPECT_EQ(e3m2.info().min_subnormal, 0.0625);
-    const FormatModel m23 = finite_sm_model("e2m3", 2, 3, 1);
-    const FormatModel m32 = finite_sm_model("e3m2", 3, 2, 3);
+    const FormatModel m23 = finite_sign_magnitude_model("e2m3", 2, 3, 1);
+    const FormatModel m32 = finite_sign_magnitude_model("e3m2", 3, 2, 3);
     EXPECT_EQ(m23.max, 7.5);
     EXPECT_EQ(m32.max, 28.0);
     for (uint32_t c = 0; c < 64; ++c) {

@@ -20,19 +20,13 @@ Args as_abi11(const Args* a) {
     return old;
 }
 
-altgrad_status quantize11(const altgrad_format* f, altgrad_quantize_args* a, altgrad_error* e) {
-    if (a == nullptr) return broken::e4m3_adapter::quantize(f, a, e);
-    altgrad_quantize_args old = as_abi11(a);
-    const altgrad_status s = broken::e4m3_adapter::quantize(f, &old, e);
-    a->overflow_count = old.overflow_count;
-    a->underflow_count = old.underflow_count;
-    return s;
-}
-
-altgrad_status encode11(const altgrad_format* f, altgrad_encode_args* a, altgrad_error* e) {
-    if (a == nullptr) return broken::e4m3_adapter::encode(f, a, e);
-    altgrad_encode_args old = as_abi11(a);
-    const altgrad_status s = broken::e4m3_adapter::encode(f, &old, e);
+// Quantize or encode through the correct adapter, seeing the 1.1 struct only;
+// the counts go back into the caller's struct.
+template <class Args, altgrad_status (*Call)(const altgrad_format*, Args*, altgrad_error*)>
+altgrad_status convert11(const altgrad_format* f, Args* a, altgrad_error* e) {
+    if (a == nullptr) return Call(f, a, e);
+    Args old = as_abi11(a);
+    const altgrad_status s = Call(f, &old, e);
     a->overflow_count = old.overflow_count;
     a->underflow_count = old.underflow_count;
     return s;
@@ -47,7 +41,9 @@ altgrad_status decode11(const altgrad_format* f, altgrad_decode_args* a, altgrad
 const altgrad_format_vtable* table() {
     static const altgrad_format_vtable t = {sizeof(altgrad_format_vtable), &broken::e4m3_adapter::create,
                                             &broken::e4m3_adapter::destroy, &broken::e4m3_adapter::get_info,
-                                            &quantize11, &encode11, &decode11};
+                                            &convert11<altgrad_quantize_args, &broken::e4m3_adapter::quantize>,
+                                            &convert11<altgrad_encode_args, &broken::e4m3_adapter::encode>,
+                                            &decode11};
     return &t;
 }
 
