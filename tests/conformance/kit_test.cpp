@@ -312,6 +312,18 @@ TEST(KitPlanted, InterventionAndDiagnosticWritesPastTheBufferCrashNamingTheCall)
     fs::remove_all(folder);
 }
 
+// A load_state that reads one byte past its state: the kit hands it a
+// guarded buffer, so state.resume crashes, naming the call and the buffer.
+TEST(KitPlanted, LoadStateReadingPastItsStateCrashesNamingTheCall) {
+    const kit::plugin_report r = check("broken_state_overread", "state.resume");
+    expect_outcome(r, "state.resume", outcome::crashed);
+    const kit::result* x = find(r, "state.resume");
+    ASSERT_NE(x, nullptr);
+    EXPECT_EQ(x->reason.rfind("load_state of ", 0), 0u) << x->reason;
+    EXPECT_NE(x->reason.find("of its state buffer of"), std::string::npos) << x->reason;
+    EXPECT_NE(x->reason.find("past the end"), std::string::npos) << x->reason;
+}
+
 // Decode that ignores the scale: only the check that decodes with scales
 // other than 1 sees it, and its input names the scale.
 TEST(KitPlanted, DecodeIgnoringTheScaleFailsEncodeDecode) {

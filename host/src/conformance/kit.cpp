@@ -1604,6 +1604,16 @@ observation calm(observation o) {
     return o;
 }
 
+// load_state with the bytes in a guarded, read-only buffer: reading past the
+// state or writing into it faults, and the check names the call.
+void load_state(intervention_handle& h, const std::string& bytes) {
+    const call_note note("load_state of " + std::to_string(bytes.size()) + " bytes");
+    guarded_buffer state(bytes.size(), 1, "state");
+    if (!bytes.empty()) std::memcpy(state.data(), bytes.data(), bytes.size());
+    state.seal();
+    h.load_state(state.data(), bytes.size());
+}
+
 result check_state_resume_body(env& e) {
     constexpr size_t kSteps = 40;
     const std::vector<observation> h = random_history(e, kSteps);
@@ -1621,8 +1631,8 @@ result check_state_resume_body(env& e) {
                             "state");
             if (!bytes.empty()) {
                 try {
-                    intervention_handle::create(e.plugin, {}, "conformance")
-                        ->load_state(bytes.substr(0, bytes.size() - 1));
+                    load_state(*intervention_handle::create(e.plugin, {}, "conformance"),
+                               bytes.substr(0, bytes.size() - 1));
                     return fail("a state cut short by one byte was accepted", where,
                                 "load_state must refuse bytes it cannot read with INVALID_ARGUMENT (the SDK's "
                                 "state_reader does): a truncated checkpoint must not resume silently");
@@ -1631,7 +1641,7 @@ result check_state_resume_body(env& e) {
             }
             const std::shared_ptr<intervention_handle> restored =
                 intervention_handle::create(e.plugin, {}, "conformance");
-            restored->load_state(bytes);
+            load_state(*restored, bytes);
             for (size_t k = split; k < kSteps; ++k) {
                 const observation o = calm_after ? calm(h[k]) : h[k];
                 const std::string want = answer_text(observe(*original, o));

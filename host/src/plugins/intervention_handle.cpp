@@ -93,9 +93,11 @@ std::string intervention_handle::save_state() const {
     return bytes;
 }
 
-void intervention_handle::load_state(const std::string& bytes) {
+void intervention_handle::load_state(const std::string& bytes) { load_state(bytes.data(), bytes.size()); }
+
+void intervention_handle::load_state(const void* bytes, size_t size) {
     if (!saves_state()) bad("load_state", "the plugin does not load a state");
-    call("load_state", vtable().load_state, static_cast<const void*>(bytes.data()), bytes.size());
+    call("load_state", vtable().load_state, bytes, size);
 }
 
 std::vector<altgrad_tensor_observation> intervention_handle::abi_tensors(const observation& o) {

@@ -78,6 +78,8 @@ public:
     std::string save_state() const;
     // Give a fresh instance a state from save_state() of the same plugin.
     void load_state(const std::string& bytes);
+    // The same from the caller's buffer (the kit's guarded one).
+    void load_state(const void* bytes, size_t size);
 
 private:
     friend plugin_instance;
