@@ -163,7 +163,8 @@ __attribute__((always_inline)) inline void quantize_body(const F& f, const float
 // with the block's scale and the offset of its first element, which is the
 // format.h rule word for word. The general scaling path is exact for every
 // scale (x * 1 and r / 1 change nothing; r / s equals r * (1/s) when s is a
-// power of two), so one instantiation serves all blocks.
+// power of two), so one instantiation serves all blocks (a multiply for
+// power-of-two scales measured no faster: the cost is the per-block set-up).
 template <class F, altgrad_rounding R, altgrad_overflow O, bool Vector>
 __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, const float* in, float* out, size_t n,
                                                                 const scale_source& scales, uint64_t seed,
@@ -327,7 +328,7 @@ conversion_modes check_conversion(const altgrad_format_info& info, const Args& a
         throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, "this format does not implement that rounding mode");
     const altgrad_memory_kind memory = check_memory(info, a.memory);
     const scale_source scales = scales_of(a);
-    check_scales(scales, a.count, memory == ALTGRAD_MEMORY_HOST);
+    check_scales(scales, a.count, memory == ALTGRAD_MEMORY_HOST, "");
     return {static_cast<altgrad_rounding>(rounding), static_cast<altgrad_overflow>(overflow), memory, scales};
 }
 
@@ -492,11 +493,7 @@ struct format_adapter {
                 detail::invalid("decode: codes or output is NULL with count > 0");
             const altgrad_memory_kind memory = detail::check_memory(s.info, a->memory);
             const scale_source scales = scales_of(*a);
-            try {
-                check_scales(scales, a->count, memory == ALTGRAD_MEMORY_HOST);
-            } catch (const plugin_error& e) {
-                detail::invalid(std::string("decode: ") + e.what());
-            }
+            check_scales(scales, a->count, memory == ALTGRAD_MEMORY_HOST, "decode: ");
             if (memory == ALTGRAD_MEMORY_CUDA) {
                 if constexpr (detail::runs_on_cuda<F>())
                     cuda::decode(s.format.kernel(), *a, s.info.code_bytes, s.format.total_bits());

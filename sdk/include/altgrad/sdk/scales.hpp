@@ -48,22 +48,24 @@ scale_source scales_of(const Args& a) {
 // Checks a call's scales, as the ABI asks: block_size >= 1 and, for host
 // memory, every block scale finite and > 0 (device-memory scales are the
 // host's to check: reading them back would stall the call). Throws
-// INVALID_ARGUMENT naming the first bad block.
-inline void check_scales(const scale_source& s, size_t count, bool scales_in_host_memory) {
+// INVALID_ARGUMENT naming the first bad block, its message after `call`
+// (e.g. "decode: ").
+inline void check_scales(const scale_source& s, size_t count, bool scales_in_host_memory, const char* call) {
+    auto refuse = [&](const std::string& why) {
+        throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, std::string(call) + why);
+    };
     if (!s.per_block()) {
         if (!(std::isfinite(s.scale) && s.scale > 0.0f))
-            throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
-                               "scale must be finite and > 0, got " + std::to_string(s.scale));
+            refuse("scale must be finite and > 0, got " + std::to_string(s.scale));
         return;
     }
-    if (s.block_size == 0) throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, "block_size is 0 with block_scales set");
+    if (s.block_size == 0) refuse("block_size is 0 with block_scales set");
     if (!scales_in_host_memory) return;
     const size_t blocks = block_count(count, s.block_size);
     for (size_t b = 0; b < blocks; ++b)
         if (!(std::isfinite(s.block_scales[b]) && s.block_scales[b] > 0.0f))
-            throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, "block scale " + std::to_string(b) +
-                                                                    " must be finite and > 0, got " +
-                                                                    std::to_string(s.block_scales[b]));
+            refuse("block scale " + std::to_string(b) + " must be finite and > 0, got " +
+                   std::to_string(s.block_scales[b]));
 }
 
 }  // namespace altgrad::sdk
