@@ -582,7 +582,7 @@ TEST(ConfigRules, LayerNames) {
 TEST(ConfigRules, Errors) {
     const std::string rule = "[[quantization.rules]]\n";
     expect_error(error_of(rule + "format = \"bf16\"\n"), "quantization.rules[0].pattern", "missing");
-    expect_error(error_of(rule + "pattern = \"lm_head\"\n"), "quantization.rules[0]", "sets no format");
+    expect_error(error_of(rule + "pattern = \"lm_head\"\n"), "quantization.rules[0]", "sets nothing");
     expect_error(error_of(rule + "pattern = \"lm_head\"\nfromat = \"bf16\"\n"), "quantization.rules[0].fromat",
                  "unknown key (a typo?); did you mean 'quantization.rules[0].format'?");
     expect_error(error_of(rule + "pattern = \"lm_head\"\nformat = \"BF16\"\n"), "quantization.rules[0].format",
@@ -594,7 +594,7 @@ TEST(ConfigRules, Errors) {
     expect_error(error_of("[quantization]\nrules = [1]\n"), "quantization.rules[0]", "expected a table");
     // Index counts from 0 in file order.
     expect_error(error_of(rule + "pattern = \"lm_head\"\nformat = \"bf16\"\n" + rule + "pattern = \"x\"\n"),
-                 "quantization.rules[1]", "sets no format");
+                 "quantization.rules[1]", "sets nothing");
 }
 
 TEST(ConfigRules, APatternThatMatchesNoLayerIsAnError) {
@@ -1109,6 +1109,103 @@ TEST(ConfigFiles, LoadConfigReadsAFileWithOverrides) {
             << e.what();
     }
     fs::remove_all(dir);
+}
+
+
+// ---- Block scaling: granularity, role tables, rules, format parameters ---------
+
+TEST(ConfigBlockScaling, DefaultsArePerTensor) {
+    const run_config c = parse_config("", kFile);
+    const block_scaling b = scaling_for(c.quantization, "lm_head", "weight");
+    EXPECT_EQ(b.granularity, granularity_kind::tensor);
+    EXPECT_EQ(b.block_size, 32);
+    EXPECT_EQ(b.scale_format, "pow2");
+    EXPECT_EQ(b.scale_rule, scale_rule_kind::mx_floor);
+}
+
+TEST(ConfigBlockScaling, RuleOverRoleTableOverSection) {
+    const run_config c = parse_config(
+        "[quantization]\ngranularity = \"block\"\nblock_size = 16\nscale_format = \"ue8m0\"\n"
+        "[quantization.gradient]\ngranularity = \"tensor\"\n"
+        "[quantization.weight]\nscale_rule = \"round_up\"\nblock_size = 64\n"
+        "[[quantization.rules]]\npattern = \"lm_head\"\ngranularity = \"row\"\nscale_format = \"fp32\"\n",
+        kFile);
+    const quantization_config& q = c.quantization;
+    const block_scaling w = scaling_for(q, "blocks.0.mlp.fc", "weight");
+    EXPECT_EQ(w.granularity, granularity_kind::block);
+    EXPECT_EQ(w.block_size, 64);
+    EXPECT_EQ(w.scale_format, "ue8m0");
+    EXPECT_EQ(w.scale_rule, scale_rule_kind::round_up);
+    const block_scaling a = scaling_for(q, "blocks.0.mlp.fc", "activation");
+    EXPECT_EQ(a.granularity, granularity_kind::block);
+    EXPECT_EQ(a.block_size, 16);
+    EXPECT_EQ(a.scale_rule, scale_rule_kind::mx_floor);
+    EXPECT_EQ(scaling_for(q, "blocks.0.mlp.fc", "gradient").granularity, granularity_kind::tensor);
+    // The rule: every role of lm_head, over the role tables.
+    for (const char* role : {"weight", "activation", "gradient"}) {
+        const block_scaling h = scaling_for(q, "lm_head", role);
+        EXPECT_EQ(h.granularity, granularity_kind::row) << role;
+        EXPECT_EQ(h.scale_format, "fp32") << role;
+    }
+    EXPECT_EQ(scaling_for(q, "lm_head", "weight").block_size, 64);  // the rule leaves it to the role table
+    // A rule that sets only scaling is a rule, and its layers keep the section's formats.
+    EXPECT_EQ(formats_for(q, "lm_head").weight, "e5m2");
+}
+
+TEST(ConfigBlockScaling, SetReachesRoleTablesAndParams) {
+    const run_config c = parse_config("[quantization]\nweight_format = \"exmy_param\"\n", kFile,
+                                      {"quantization.gradient.granularity=block", "quantization.gradient.block_size=128",
+                                       "quantization.params.exmy_param.mantissa_bits=2"});
+    EXPECT_EQ(scaling_for(c.quantization, "lm_head", "gradient").granularity, granularity_kind::block);
+    EXPECT_EQ(scaling_for(c.quantization, "lm_head", "gradient").block_size, 128);
+    EXPECT_EQ(scaling_for(c.quantization, "lm_head", "weight").granularity, granularity_kind::tensor);
+    EXPECT_EQ(c.quantization.params.at("exmy_param").at("mantissa_bits"), "2");
+}
+
+TEST(ConfigBlockScaling, EverythingRoundTripsThroughToToml) {
+    const run_config c = parse_config(
+        "[quantization]\nweight_format = \"exmy_param\"\ngranularity = \"block\"\nscale_format = \"e4m3\"\n"
+        "scale_rule = \"two_level\"\nblock_size = 16\n"
+        "[quantization.activation]\ngranularity = \"row\"\n"
+        "[quantization.params.exmy_param]\nexponent_bits = 3\nspecials = \"finite\"\n"
+        "[[quantization.rules]]\npattern = \"blocks.*\"\nblock_size = 8\nscale_rule = \"round_up\"\n",
+        kFile);
+    const run_config back = parse_config(to_toml(c), kFile);
+    EXPECT_EQ(back, c) << to_toml(c);
+    EXPECT_EQ(back.quantization.params.at("exmy_param").at("specials"), "finite");
+    EXPECT_EQ(*back.quantization.rules.at(0).scaling.block_size, 8);
+    EXPECT_EQ(*back.quantization.activation_scaling.granularity, granularity_kind::row);
+    // Not equal once anything differs.
+    run_config other = c;
+    other.quantization.gradient_scaling.block_size = 4;
+    EXPECT_NE(other, c);
+}
+
+TEST(ConfigBlockScaling, Errors) {
+    expect_error(error_of("[quantization]\ngranularity = \"blocks\"\n"), "quantization.granularity",
+                 "expected one of tensor, row, block");
+    expect_error(error_of("[quantization]\nblock_size = 0\n"), "quantization.block_size", "expected an integer 1..1048576");
+    expect_error(error_of("[quantization]\nscale_rule = \"floor\"\n"), "quantization.scale_rule",
+                 "expected one of mx_floor, round_up, two_level");
+    expect_error(error_of("[quantization]\nscale_format = \"E8M0\"\n"), "quantization.scale_format",
+                 "expected a format plugin name");
+    expect_error(error_of("[quantization.weight]\nblok_size = 4\n"), "quantization.weight.blok_size",
+                 "did you mean 'quantization.weight.block_size'?");
+    expect_error(error_of("[quantization]\nweight = 3\n"), "quantization.weight", "expected a table");
+    expect_error(error_of("[quantization.gradient]\nblock_size = -1\n"), "quantization.gradient.block_size",
+                 "expected an integer 1..1048576");
+    expect_error(error_of("[[quantization.rules]]\npattern = \"lm_head\"\ngranularity = 3\n"),
+                 "quantization.rules[0].granularity", "expected one of tensor, row, block");
+    expect_error(error_of("", {"quantization.activation.scale_rule=up"}), "quantization.activation.scale_rule",
+                 "--set quantization.activation.scale_rule=up");
+    // Parameters for a format no key names (the list says which it names).
+    expect_error(error_of("[quantization.params.e4m3]\nx = 1\n"), "quantization.params.e4m3",
+                 "which no format or scale_format key of this config names (it names e5m2)");
+    expect_error(error_of("", {"quantization.params.ue8m0.x=1"}), "quantization.params.ue8m0", "no format or scale_format");
+    expect_error(error_of("[quantization]\nscale_format = \"ue8m0\"\n[quantization.params.ue8m0]\nx = [1]\n"),
+                 "quantization.params.ue8m0.x", "expected a string, number or boolean");
+    // A scale_format names a plugin whose parameters may then be given.
+    EXPECT_EQ(error_of("[quantization]\nscale_format = \"ue8m0\"\n[quantization.params.ue8m0]\nx = 1\n"), "");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <array>
 #include <map>
+#include <set>
 #include <sstream>
 #include <system_error>
 #include <type_traits>
@@ -57,6 +58,29 @@ const name_table<amax_compute_kind>& amax_compute_names() {
                                                  {amax_compute_kind::most_recent, "most_recent"}};
     return t;
 }
+const name_table<granularity_kind>& granularity_names() {
+    static const name_table<granularity_kind> t{
+        {granularity_kind::tensor, "tensor"}, {granularity_kind::row, "row"}, {granularity_kind::block, "block"}};
+    return t;
+}
+const name_table<scale_rule_kind>& scale_rule_names() {
+    static const name_table<scale_rule_kind> t{{scale_rule_kind::mx_floor, "mx_floor"},
+                                               {scale_rule_kind::round_up, "round_up"},
+                                               {scale_rule_kind::two_level, "two_level"}};
+    return t;
+}
+
+void scaling_override::apply_to(block_scaling& b) const {
+    if (granularity) b.granularity = *granularity;
+    if (block_size) b.block_size = *block_size;
+    if (scale_format) b.scale_format = *scale_format;
+    if (scale_rule) b.scale_rule = *scale_rule;
+}
+
+bool operator==(const scaling_override& a, const scaling_override& b) {
+    return a.granularity == b.granularity && a.block_size == b.block_size && a.scale_format == b.scale_format &&
+           a.scale_rule == b.scale_rule;
+}
 
 namespace {
 
@@ -70,6 +94,8 @@ const name_table<lr_schedule_kind>& names_for(lr_schedule_kind) { return lr_sche
 const name_table<compute_device>& names_for(compute_device) { return device_names(); }
 const name_table<scaling_mode>& names_for(scaling_mode) { return scaling_names(); }
 const name_table<amax_compute_kind>& names_for(amax_compute_kind) { return amax_compute_names(); }
+const name_table<granularity_kind>& names_for(granularity_kind) { return granularity_names(); }
+const name_table<scale_rule_kind>& names_for(scale_rule_kind) { return scale_rule_names(); }
 
 // ---- Text of values -------------------------------------------------------
 
@@ -221,7 +247,7 @@ struct field {
     using member_ptr = std::variant<int64_t S::*, double S::*, bool S::*, std::string S::*, altgrad_rounding S::*,
                                     altgrad_overflow S::*, activation_function S::*, data_format S::*,
                                     lr_schedule_kind S::*, compute_device S::*, scaling_mode S::*,
-                                    amax_compute_kind S::*>;
+                                    amax_compute_kind S::*, granularity_kind S::*, scale_rule_kind S::*>;
     field(const char* k, kind t, member_ptr m) : key(k), type(t), member(m) {}
 
     const char* key;
@@ -274,6 +300,7 @@ struct section {
 };
 
 constexpr int64_t kBillion = 1000000000;
+constexpr int64_t kMaxBlockSize = 1 << 20;
 
 const section<model_config>& model_section() {
     using M = model_config;
@@ -323,9 +350,43 @@ const section<quantization_config>& quantization_section() {
          choice("overflow", &Q::overflow), choice("scaling", &Q::scaling),
          integer("amax_history_len", &Q::amax_history_len, 1, 1024),
          choice("amax_compute", &Q::amax_compute), integer("margin", &Q::margin, 0, 64),
-         boolean("shadow_weights", &Q::shadow_weights), integer("diagnostic_interval", &Q::diagnostic_interval, 1, kBillion)}};
+         boolean("shadow_weights", &Q::shadow_weights), integer("diagnostic_interval", &Q::diagnostic_interval, 1, kBillion),
+         choice("granularity", &Q::granularity), integer("block_size", &Q::block_size, 1, kMaxBlockSize),
+         format("scale_format", &Q::scale_format), choice("scale_rule", &Q::scale_rule)}};
     return s;
 }
+
+// The keys of block_scaling, as a role table ([quantization.weight]) or a
+// rule gives them; the same names and ranges as quantization's own.
+const std::vector<field<block_scaling>>& block_scaling_fields() {
+    using B = block_scaling;
+    static const std::vector<field<B>> f{choice("granularity", &B::granularity),
+                                         integer("block_size", &B::block_size, 1, kMaxBlockSize),
+                                         format("scale_format", &B::scale_format), choice("scale_rule", &B::scale_rule)};
+    return f;
+}
+
+// Copies the key `key` of `from` into `to` (a block_scaling field read into a scratch struct).
+void set_override(const std::string& key, const block_scaling& from, scaling_override& to) {
+    if (key == "granularity") to.granularity = from.granularity;
+    if (key == "block_size") to.block_size = from.block_size;
+    if (key == "scale_format") to.scale_format = from.scale_format;
+    if (key == "scale_rule") to.scale_rule = from.scale_rule;
+}
+
+// The role tables: [quantization.weight], [quantization.activation], [quantization.gradient].
+struct role_table {
+    const char* role;
+    scaling_override quantization_config::*member;
+    std::string key() const { return std::string("quantization.") + role; }
+};
+const std::vector<role_table>& role_tables() {
+    static const std::vector<role_table> t{{"weight", &quantization_config::weight_scaling},
+                                           {"activation", &quantization_config::activation_scaling},
+                                           {"gradient", &quantization_config::gradient_scaling}};
+    return t;
+}
+const char* const kQuantizationParamsKey = "quantization.params";
 
 const section<failure_config>& failure_section() {
     using F = failure_config;
@@ -375,7 +436,8 @@ std::vector<plugin_list> plugin_lists(run_config& c) {
     return {{"stability", "interventions", &c.stability.interventions, &c.stability.params},
             {"diagnostics", "plugins", &c.diagnostics.plugins, &c.diagnostics.params}};
 }
-const std::vector<std::string> kRuleKeys = {"pattern", "format", "weight", "activation", "gradient"};
+const std::vector<std::string> kRuleKeys = {"pattern",     "format",     "weight",      "activation", "gradient",
+                                            "granularity", "block_size", "scale_format", "scale_rule"};
 
 // Every dotted key the schema knows, with its kind (sections and rules: none).
 const std::map<std::string, std::optional<kind>>& known_keys() {
@@ -387,6 +449,11 @@ const std::map<std::string, std::optional<kind>>& known_keys() {
             for (const auto& f : s.fields) k[std::string(s.name) + "." + f.key] = f.type;
         });
         k[kRulesKey] = std::nullopt;
+        for (const role_table& r : role_tables()) {
+            k[r.key()] = std::nullopt;
+            for (const auto& f : block_scaling_fields()) k[r.key() + "." + f.key] = f.type;
+        }
+        k[kQuantizationParamsKey] = std::nullopt;
         run_config c;
         for (const plugin_list& l : plugin_lists(c)) {
             k[l.section] = std::nullopt;
@@ -409,13 +476,15 @@ bool is_string_kind(kind k) { return k == kind::text || k == kind::choice || k =
 // "stability.params.NAME.KEY" -> {"stability.params", NAME, KEY}; else nullopt.
 std::optional<std::array<std::string, 3>> split_param_key(const std::string& key) {
     run_config c;
-    for (const plugin_list& l : plugin_lists(c)) {
-        const std::string prefix = l.params_key() + ".";
+    std::vector<std::string> params_keys{kQuantizationParamsKey};
+    for (const plugin_list& l : plugin_lists(c)) params_keys.push_back(l.params_key());
+    for (const std::string& params_key : params_keys) {
+        const std::string prefix = params_key + ".";
         if (key.rfind(prefix, 0) != 0) continue;
         const std::string rest = key.substr(prefix.size());
         const size_t dot = rest.find('.');
         if (dot == std::string::npos || dot == 0 || dot + 1 == rest.size()) return std::nullopt;
-        return std::array<std::string, 3>{l.params_key(), rest.substr(0, dot), rest.substr(dot + 1)};
+        return std::array<std::string, 3>{params_key, rest.substr(0, dot), rest.substr(dot + 1)};
     }
     return std::nullopt;
 }
@@ -535,6 +604,8 @@ public:
             }
         });
         read_rules(section_table(doc, "quantization"), c.quantization);
+        read_role_tables(section_table(doc, "quantization"), c.quantization);
+        read_format_params(section_table(doc, "quantization"), c.quantization);
         for (const plugin_list& l : plugin_lists(c)) read_plugin_list(doc, l);
 
         // Cross-key checks.
@@ -585,6 +656,9 @@ private:
             if (section_name == l.section) first = l.list;
             if (section_name == l.params_key()) first = "NAME.KEY";
         }
+        if (section_name == kQuantizationParamsKey) first = "NAME.KEY";
+        for (const role_table& r : role_tables())
+            if (section_name == r.key()) first = "granularity";
         for_each_section([&](const auto& s) {
             if (section_name == s.name && !s.fields.empty()) first = s.fields.front().key;
         });
@@ -614,8 +688,91 @@ private:
                 const std::string key2 = key + "." + std::string(k2.str());
                 if (known_keys().count(key2) == 0)
                     fail(key2, "unknown key (a typo?)" + suggestion(key2, candidates));
+                if (!is_role_table(key2)) continue;
+                if (!v2.is_table()) fail(key2, "expected a table ([" + key2 + "]), got " + describe(v2));
+                for (auto&& [k3, v3] : *v2.as_table()) {
+                    const std::string key3 = key2 + "." + std::string(k3.str());
+                    if (known_keys().count(key3) == 0)
+                        fail(key3, "unknown key (a typo?)" + suggestion(key3, candidates));
+                }
             }
         }
+    }
+
+    static bool is_role_table(const std::string& key) {
+        for (const role_table& r : role_tables())
+            if (key == r.key()) return true;
+        return false;
+    }
+
+    // [quantization.weight] etc.: the keys each gives, over quantization's own.
+    void read_role_tables(const toml::table* q, quantization_config& out) const {
+        for (const role_table& r : role_tables()) {
+            const toml::node* n = q == nullptr ? nullptr : q->get(r.role);
+            read_scaling_keys(n == nullptr ? nullptr : n->as_table(), r.key(), out.*r.member);
+        }
+    }
+
+    // The block_scaling keys of table t (KEY.granularity, ...; --set too) into `out`.
+    void read_scaling_keys(const toml::table* t, const std::string& key, scaling_override& out) const {
+        for (const auto& f : block_scaling_fields()) {
+            const std::string k = key + "." + f.key;
+            if (const toml::node* n = get(t, k)) {
+                block_scaling scratch;
+                read_field(f, *n, scratch, k);
+                set_override(f.key, scratch, out);
+            }
+        }
+    }
+
+    // [quantization.params.NAME] (and --set quantization.params.NAME.KEY=V):
+    // NAME must be a format some key of the config names.
+    void read_format_params(const toml::table* q, quantization_config& out) const {
+        const std::string pkey = kQuantizationParamsKey;
+        const std::set<std::string> named = formats_named(out);
+        auto check_named = [&](const std::string& name) -> std::string {
+            if (named.count(name)) return "";
+            std::string list;
+            for (const std::string& n : named) list += (list.empty() ? "" : ", ") + n;
+            return "parameters for '" + name + "', which no format or scale_format key of this config names (it names " +
+                   list + ")";
+        };
+        const toml::node* p = q == nullptr ? nullptr : q->get("params");
+        if (p != nullptr && !p->is_table()) fail(pkey, "expected a table of tables ([" + pkey + ".NAME]), got " + describe(*p));
+        if (p != nullptr) {
+            for (auto&& [k, v] : *p->as_table()) {
+                const std::string name(k.str()), where = pkey + "." + name;
+                if (!v.is_table()) fail(where, "expected a table of parameters, got " + describe(v));
+                if (const std::string problem = check_named(name); !problem.empty()) fail(where, problem);
+                for (auto&& [k2, v2] : *v.as_table()) {
+                    const std::string param(k2.str());
+                    const std::optional<std::string> text = param_text(v2);
+                    if (!text) fail(where + "." + param, "expected a string, number or boolean, got " + describe(v2));
+                    out.params[name][param] = *text;
+                }
+            }
+        }
+        if (const auto it = param_overrides_.find(pkey); it != param_overrides_.end()) {
+            for (const auto& [name, values] : it->second)
+                for (const auto& [param, given] : values) {
+                    if (const std::string problem = check_named(name); !problem.empty())
+                        throw error(file_ + ": --set " + given.second + ": key '" + pkey + "." + name + "': " + problem);
+                    out.params[name][param] = given.first;
+                }
+        }
+    }
+
+    // Every format plugin the quantization keys name (not "fp32" or "pow2").
+    static std::set<std::string> formats_named(const quantization_config& q) {
+        std::set<std::string> out{q.weight_format, q.activation_format, q.gradient_format, q.scale_format};
+        for (const role_table& r : role_tables())
+            if (const auto& f = (q.*r.member).scale_format) out.insert(*f);
+        for (const quantization_rule& r : q.rules)
+            for (const auto* f : {&r.weight, &r.activation, &r.gradient, &r.scaling.scale_format})
+                if (*f) out.insert(**f);
+        out.erase("fp32");
+        out.erase("pow2");
+        return out;
     }
 
     template <class S>
@@ -772,8 +929,16 @@ private:
                 if (const toml::node* f = t.get(names[d])) *directions[d] = format_name(*f, key + "." + names[d]);
                 else *directions[d] = all;
             }
-            if (!rule.weight && !rule.activation && !rule.gradient)
-                fail(key, "sets no format: give format (all three directions) or weight, activation or gradient");
+            for (const auto& f : block_scaling_fields()) {
+                if (const toml::node* v = t.get(f.key)) {
+                    block_scaling scratch;
+                    read_field(f, *v, scratch, key + "." + f.key);
+                    set_override(f.key, scratch, rule.scaling);
+                }
+            }
+            if (!rule.weight && !rule.activation && !rule.gradient && rule.scaling.empty())
+                fail(key, "sets nothing: give format (all three directions), weight, activation or gradient, "
+                          "or a scaling key (granularity, block_size, scale_format, scale_rule)");
             out.rules.push_back(std::move(rule));
         }
     }
@@ -849,6 +1014,16 @@ std::string value_text(const field<S>& f, const S& s) {
     }
 }
 
+// The keys a scaling_override gives, one "key = value" line each.
+std::string scaling_toml(const scaling_override& s) {
+    std::string o;
+    if (s.granularity) o += "granularity = " + quote(granularity_names().name(*s.granularity)) + "\n";
+    if (s.block_size) o += "block_size = " + std::to_string(*s.block_size) + "\n";
+    if (s.scale_format) o += "scale_format = " + quote(*s.scale_format) + "\n";
+    if (s.scale_rule) o += "scale_rule = " + quote(scale_rule_names().name(*s.scale_rule)) + "\n";
+    return o;
+}
+
 }  // namespace
 
 run_config load_config(const fs::path& file, const std::vector<std::string>& overrides) {
@@ -877,12 +1052,20 @@ std::string to_toml(const run_config& c) {
         o << "\n[" << s.name << "]\n";
         for (const auto& f : s.fields) o << f.key << " = " << value_text(f, c.*(s.member)) << "\n";
         if (std::string(s.name) == "quantization") {
-            if (c.quantization.rules.empty()) o << "rules = []\n";
-            for (const quantization_rule& r : c.quantization.rules) {
+            const quantization_config& q = c.quantization;
+            if (q.rules.empty()) o << "rules = []\n";
+            for (const role_table& r : role_tables())
+                if (!(q.*r.member).empty()) o << "\n[" << r.key() << "]\n" << scaling_toml(q.*r.member);
+            for (const auto& [name, values] : q.params) {
+                o << "\n[" << kQuantizationParamsKey << "." << name << "]\n";
+                for (const auto& [param, text] : values) o << key_text(param) << " = " << param_toml(text) << "\n";
+            }
+            for (const quantization_rule& r : q.rules) {
                 o << "\n[[quantization.rules]]\npattern = " << quote(r.pattern) << "\n";
                 if (r.weight) o << "weight = " << quote(*r.weight) << "\n";
                 if (r.activation) o << "activation = " << quote(*r.activation) << "\n";
                 if (r.gradient) o << "gradient = " << quote(*r.gradient) << "\n";
+                o << scaling_toml(r.scaling);
             }
             run_config copy = c;
             for (const plugin_list& l : plugin_lists(copy)) {
@@ -900,11 +1083,16 @@ std::string to_toml(const run_config& c) {
 }
 
 bool operator==(const quantization_rule& a, const quantization_rule& b) {
-    return a.pattern == b.pattern && a.weight == b.weight && a.activation == b.activation && a.gradient == b.gradient;
+    return a.pattern == b.pattern && a.weight == b.weight && a.activation == b.activation && a.gradient == b.gradient &&
+           a.scaling == b.scaling;
 }
 
 bool operator==(const run_config& a, const run_config& b) {
     bool equal = a.name == b.name && a.quantization.rules == b.quantization.rules &&
+                 a.quantization.weight_scaling == b.quantization.weight_scaling &&
+                 a.quantization.activation_scaling == b.quantization.activation_scaling &&
+                 a.quantization.gradient_scaling == b.quantization.gradient_scaling &&
+                 a.quantization.params == b.quantization.params &&
                  a.stability.interventions == b.stability.interventions && a.stability.params == b.stability.params &&
                  a.diagnostics.plugins == b.diagnostics.plugins && a.diagnostics.params == b.diagnostics.params;
     for_each_section([&](const auto& s) {
@@ -933,6 +1121,22 @@ layer_formats formats_for(const quantization_config& q, std::string_view layer) 
         break;
     }
     return out;
+}
+
+}  // namespace altgrad::host::config
+
+namespace altgrad::host::config {
+
+block_scaling scaling_for(const quantization_config& q, std::string_view layer, std::string_view role) {
+    block_scaling b{q.granularity, q.block_size, q.scale_format, q.scale_rule};
+    for (const role_table& r : role_tables())
+        if (role == r.role) (q.*r.member).apply_to(b);
+    for (const quantization_rule& r : q.rules) {
+        if (!pattern_matches(r.pattern, layer)) continue;
+        r.scaling.apply_to(b);
+        break;
+    }
+    return b;
 }
 
 }  // namespace altgrad::host::config

@@ -41,6 +41,8 @@ enum class lr_schedule_kind { cosine, constant };
 enum class compute_device { cpu, cuda };
 enum class scaling_mode { none, delayed, current };
 enum class amax_compute_kind { max, most_recent };
+enum class granularity_kind { tensor, row, block };
+enum class scale_rule_kind { mx_floor, round_up, two_level };
 
 const name_table<activation_function>& activation_names();  // gelu, swiglu
 const name_table<data_format>& data_format_names();          // auto, text, nanogpt
@@ -48,6 +50,8 @@ const name_table<lr_schedule_kind>& lr_schedule_names();     // cosine, constant
 const name_table<compute_device>& device_names();            // cpu, cuda
 const name_table<scaling_mode>& scaling_names();             // delayed, current, none
 const name_table<amax_compute_kind>& amax_compute_names();   // max, most_recent
+const name_table<granularity_kind>& granularity_names();     // tensor, row, block
+const name_table<scale_rule_kind>& scale_rule_names();       // mx_floor, round_up, two_level
 
 struct model_config {
     int64_t n_layer = 4;              // 1..64
@@ -86,12 +90,42 @@ struct training_config {
     int64_t threads = 1;                 // 0..1024; 0 = all cores
 };
 
+// Parameters for plugins, as given: plugin name -> key -> value text (a TOML
+// string's contents, or the TOML text of a number or boolean). Checked against
+// each plugin's manifest when the trainer loads it, not here.
+using plugin_params = std::map<std::string, std::map<std::string, std::string>>;
+
+// How a quantized tensor is scaled: one scale per tensor (the scaling and
+// amax_* keys), per row of the consuming matrix product's reduction dimension,
+// or per block of block_size consecutive elements along it; for row and block,
+// the decode scales' own format ("fp32", "pow2" or a format plugin's name) and
+// the rule that derives them from each block's amax (train/block_scales.hpp).
+struct block_scaling {
+    granularity_kind granularity = granularity_kind::tensor;
+    int64_t block_size = 32;                            // 1..1048576 (granularity block)
+    std::string scale_format = "pow2";                  // "fp32", "pow2" or a format plugin name
+    scale_rule_kind scale_rule = scale_rule_kind::mx_floor;
+};
+
+// Some keys of block_scaling, given by a role table ([quantization.weight])
+// or a rule; the rest come from the level above.
+struct scaling_override {
+    std::optional<granularity_kind> granularity;
+    std::optional<int64_t> block_size;
+    std::optional<std::string> scale_format;
+    std::optional<scale_rule_kind> scale_rule;
+    bool empty() const { return !granularity && !block_size && !scale_format && !scale_rule; }
+    void apply_to(block_scaling& b) const;
+};
+bool operator==(const scaling_override& a, const scaling_override& b);
+
 // One [[quantization.rules]] entry. The file's `format` key is folded in at
 // load time: it fills whichever of weight/activation/gradient the rule does
 // not set itself (gradient: the layer's output gradient, as gradient_format). A direction left empty (nullopt) takes the global format.
 struct quantization_rule {
     std::string pattern;  // glob over layer names: '*' any run (dots too), '?' one character
     std::optional<std::string> weight, activation, gradient;
+    scaling_override scaling;  // granularity, block_size, scale_format, scale_rule: every role of its layers
 };
 
 struct quantization_config {
@@ -109,13 +143,18 @@ struct quantization_config {
     int64_t margin = 0;                            // 0..64; scale = 2^-margin * format_max / amax
     bool shadow_weights = true;                    // FP32 master weights
     int64_t diagnostic_interval = 50;              // 1..1e9
+    // The scaling of every quantized tensor (block_scaling, above), unless a
+    // role table or a rule says otherwise.
+    granularity_kind granularity = granularity_kind::tensor;
+    int64_t block_size = 32;                       // 1..1048576
+    std::string scale_format = "pow2";             // "fp32", "pow2" or a format plugin name
+    scale_rule_kind scale_rule = scale_rule_kind::mx_floor;
+    scaling_override weight_scaling, activation_scaling, gradient_scaling;  // [quantization.weight] etc.
     std::vector<quantization_rule> rules;          // ordered; the first match wins
+    // [quantization.params.NAME]: parameters of format plugin NAME, which
+    // some format or scale_format key of this config must name.
+    plugin_params params;
 };
-
-// Parameters for plugins, as given: plugin name -> key -> value text (a TOML
-// string's contents, or the TOML text of a number or boolean). Checked against
-// each plugin's manifest when the trainer loads it, not here.
-using plugin_params = std::map<std::string, std::map<std::string, std::string>>;
 
 // [stability]: the intervention plugins, asked every step in this order.
 struct stability_config {
@@ -205,6 +244,11 @@ struct layer_formats {
     std::string weight, activation, gradient;
     int rule = -1;  // index of the rule that matched, -1 = none (the global formats)
 };
+
+// The scaling of one layer's tensors of one role ("weight", "activation",
+// "gradient"): quantization's keys, then the role's table, then the first
+// rule matching the layer.
+block_scaling scaling_for(const quantization_config& q, std::string_view layer, std::string_view role);
 
 // The formats of one layer: the first rule whose pattern matches decides; the
 // directions it leaves unset take quantization.{weight,activation,gradient}_format.

@@ -259,6 +259,13 @@ json line_json(const metrics_line& line, const std::string& run_id) {
                 j["underflow"] = l.underflow;
                 j["count"] = l.count;
                 if (l.bit_stall_rate) j["bit_stall_rate"] = number_or_null(*l.bit_stall_rate);
+                if (l.blocks)
+                    j["blocks"] = {{"blocks", l.blocks->blocks},
+                                   {"saturated", l.blocks->saturated},
+                                   {"underflowed", l.blocks->underflowed},
+                                   {"neutral", l.blocks->neutral},
+                                   {"smallest_scale", number_or_null(l.blocks->smallest_scale)},
+                                   {"largest_scale", number_or_null(l.blocks->largest_scale)}};
             } else if constexpr (std::is_same_v<T, diagnostic_line>) {
                 j["diagnostic"] = l.diagnostic;
                 j["tensor"] = l.tensor;
@@ -323,6 +330,12 @@ std::optional<metrics_line> line_from(const json& j, const std::string& where) {
         t.underflow = f.count("underflow");
         t.count = f.count("count");
         if (f.has("bit_stall_rate")) t.bit_stall_rate = f.number("bit_stall_rate");
+        if (f.has("blocks")) {
+            const fields b = f.object("blocks");
+            t.blocks = run::block_scales_line{b.count("blocks"),         b.count("saturated"),
+                                              b.count("underflowed"),    b.count("neutral"),
+                                              b.number("smallest_scale"), b.number("largest_scale")};
+        }
         return t;
     }
     if (kind == "diagnostic") {

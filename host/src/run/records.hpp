@@ -46,13 +46,24 @@ struct val_line {
     double val_loss = NAN;
 };
 
+// A block-scaled tensor's scales at its last use (both copies, when the
+// backward pass quantized it along a second dimension).
+struct block_scales_line {
+    uint64_t blocks = 0;
+    uint64_t saturated = 0;    // scale clamped at the scale format's largest value: elements clip
+    uint64_t underflowed = 0;  // clamped at its smallest value
+    uint64_t neutral = 0;      // amax 0 or not finite: scale 1
+    double smallest_scale = NAN, largest_scale = NAN;  // decode scales X = 1/s of the other blocks
+};
+
 // kind "tensor": one quantized tensor at a diagnostic step.
 struct tensor_line {
     int64_t step = 0;
     std::string tensor, role, format;
-    double scale = NAN, amax = NAN;
+    double scale = NAN, amax = NAN;                   // scale: NaN when block-scaled
     uint64_t overflow = 0, underflow = 0, count = 0;  // elements at the tensor's last use
     std::optional<double> bit_stall_rate;             // weights only
+    std::optional<block_scales_line> blocks;          // block-scaled tensors only
 };
 
 // kind "diagnostic": what one diagnostic plugin said about one tensor ("*": all).

@@ -111,14 +111,16 @@ std::vector<diagnostic_record> run_diagnostics(stability::diagnostic_set& diagno
         for (size_t k = 0; k < plan.sites.size(); ++k) {
             const quant_site& s = plan.sites[k];
             const format_handle& f = s.format ? *s.format : fp32;
+            // The view carries one per-tensor scale; a block-scaled tensor has none (scale 1).
+            const float scale = s.block_scaled() ? 1.0f : s.scale;
             if (s.role == ALTGRAD_TENSOR_WEIGHT) {
                 const torch::Tensor w = weight_of(s);
                 if (d->interested_in(ALTGRAD_TENSOR_WEIGHT))
-                    vs.add(s.name(), ALTGRAD_TENSOR_WEIGHT, w, stall.previous(k), f, s.scale);
+                    vs.add(s.name(), ALTGRAD_TENSOR_WEIGHT, w, stall.previous(k), f, scale);
                 if (d->interested_in(ALTGRAD_TENSOR_GRADIENT) && w.grad().defined())
-                    vs.add(s.name(), ALTGRAD_TENSOR_GRADIENT, w.grad(), torch::Tensor(), f, s.scale);
+                    vs.add(s.name(), ALTGRAD_TENSOR_GRADIENT, w.grad(), torch::Tensor(), f, scale);
             } else if (s.captured.defined() && d->interested_in(s.role)) {
-                vs.add(s.name(), s.role, s.captured, torch::Tensor(), f, s.scale);
+                vs.add(s.name(), s.role, s.captured, torch::Tensor(), f, scale);
             }
         }
         if (d->interested_in(ALTGRAD_TENSOR_ATTENTION_PROBS))

@@ -94,14 +94,109 @@ void check_quantizable(const torch::Tensor& x, const quant_site& site) {
         throw error("quantize " + site.name() + ": tensors on " + x.device().str() + " are not supported");
 }
 
+// The encode scale of every block of x's rows (blocks of `block` elements
+// along the last dimension, a row's last one possibly short), by the site's
+// recipe, in row order: ceil(K / block) per row.
+struct block_scales_of {
+    torch::Tensor scales;  // float32, on x's device
+    block_scale_stats stats;
+};
+block_scales_of derive_block_scales(const torch::Tensor& x, const quant_site& site, int64_t block) {
+    const int64_t k = x.dim() ? x.size(-1) : 1, rows = k ? x.numel() / k : 0, per_row = (k + block - 1) / block;
+    torch::Tensor amax;
+    if (x.device().is_cuda()) {  // amax on the device; the rule on the host (one small copy each way)
+        torch::Tensor padded = x.reshape({rows, k});
+        if (per_row * block != k) padded = torch::constant_pad_nd(padded, {0, per_row * block - k});
+        amax = padded.reshape({rows, per_row, block}).abs().amax(-1).to(torch::kCPU).contiguous();
+    } else {
+        amax = torch::empty({rows * per_row}, x.options());
+        const float* src = x.data_ptr<float>();
+        float* dst = amax.data_ptr<float>();
+        at::parallel_for(0, rows, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(k, 1)), [&](int64_t r0, int64_t r1) {
+            for (int64_t r = r0; r < r1; ++r)
+                block_amaxes(src + r * k, static_cast<size_t>(k), static_cast<size_t>(block), dst + r * per_row);
+        });
+    }
+    const double tensor_amax = amax.numel() ? amax.max().item<double>() : 0.0;  // NaN if a block's is
+    block_scales_of out;
+    out.stats = scales_from_amaxes(amax.data_ptr<float>(), static_cast<size_t>(amax.numel()), site.blocks, tensor_amax);
+    out.stats.amax = tensor_amax;
+    out.scales = x.device().is_cuda() ? amax.to(x.device()) : amax;
+    return out;
+}
+
+// q(x*s)/s with one scale per block along x's rows, into out. Rows whose
+// length the block size divides are one flat call (chunked over threads at
+// block boundaries); otherwise one call per row. Offsets are element indices
+// in x, so stochastic rounding does not depend on the chunking.
+quantize_counts quantize_blocks(const format_handle& format, const torch::Tensor& x, torch::Tensor& out,
+                                quantize_options o, const quant_site& site, block_scale_stats* stats) {
+    const int64_t k = x.dim() ? x.size(-1) : 1, n = x.numel();
+    const int64_t block = std::min<int64_t>(k, static_cast<int64_t>(std::min<size_t>(site.block_size, INT64_MAX)));
+    if (n == 0 || k == 0) return {};
+    const block_scales_of b = derive_block_scales(x, site, block);
+    if (stats) stats->add(b.stats);
+    const float* src = x.data_ptr<float>();
+    float* dst = out.data_ptr<float>();
+    const float* scales = b.scales.data_ptr<float>();
+    o.block_size = static_cast<size_t>(block);
+    const bool flat = k % block == 0;
+    const int64_t segment = flat ? n : k, per_segment = (segment + block - 1) / block;
+    if (x.device().is_cuda()) {
+        o.memory = ALTGRAD_MEMORY_CUDA;
+        o.device_index = x.device().index();
+        quantize_counts total;
+        for (int64_t first = 0; first < n; first += segment) {
+            o.offset = static_cast<uint64_t>(first);
+            o.block_scales = scales + first / segment * per_segment;
+            const quantize_counts c = format.quantize(src + first, dst + first, static_cast<size_t>(segment), o);
+            total.overflow += c.overflow, total.underflow += c.underflow;
+        }
+        return total;
+    }
+    // Work items: blocks of a flat tensor, rows otherwise.
+    const int64_t items = flat ? n / block : n / k, item_len = flat ? block : k;
+    std::atomic<uint64_t> overflow{0}, underflow{0};
+    at::parallel_for(0, items, std::max<int64_t>(1, (1 << 15) / item_len), [&](int64_t i0, int64_t i1) {
+        quantize_options chunk = o;
+        const int64_t first = i0 * item_len;
+        chunk.offset = static_cast<uint64_t>(first);
+        chunk.block_scales = scales + (flat ? i0 : i0 * per_segment);
+        if (flat) {
+            const quantize_counts c = format.quantize(src + first, dst + first, static_cast<size_t>((i1 - i0) * block), chunk);
+            overflow += c.overflow, underflow += c.underflow;
+            return;
+        }
+        for (int64_t r = i0; r < i1; ++r, chunk.offset += static_cast<uint64_t>(k), chunk.block_scales += per_segment) {
+            const quantize_counts c = format.quantize(src + r * k, dst + r * k, static_cast<size_t>(k), chunk);
+            overflow += c.overflow, underflow += c.underflow;
+        }
+    });
+    return {overflow, underflow};
+}
+
 }  // namespace
 
-torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t stream) {
-    if (plan.capture && site.role != ALTGRAD_TENSOR_WEIGHT) site.captured = t.detach();
+torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t stream,
+                            bool again) {
+    if (plan.capture && site.role != ALTGRAD_TENSOR_WEIGHT && !again) site.captured = t.detach();
     if (!site.format) return t;
     const torch::Tensor x = t.contiguous();
     check_quantizable(x, site);
     const int64_t n = x.numel();
+    if (site.block_scaled()) {
+        torch::Tensor out = torch::empty_like(x);
+        quantize_options o = options_of(site, 1.0f);
+        o.seed = seed_of(plan, stream);
+        if (!again) site.block_stats = {}, site.overflow_count = 0, site.underflow_count = 0, site.count = 0;
+        const quantize_counts c = quantize_blocks(*site.format, x, out, o, site, &site.block_stats);
+        site.overflow_count += c.overflow;
+        site.underflow_count += c.underflow;
+        site.count += static_cast<uint64_t>(n);
+        site.amax = site.block_stats.amax;
+        site.scale = NAN;  // no one scale: block_stats has their range
+        return out;
+    }
     double amax = 0.0;
     if (n > 0) {  // one pass, no |x| temporary; NaN propagates as from abs().max()
         const auto [lo_t, hi_t] = torch::aminmax(x);
@@ -129,7 +224,8 @@ torch::Tensor quantize_nearest(const torch::Tensor& t, const quant_site& site) {
     check_quantizable(x, site);
     quantize_options o;  // nearest-even, saturating: no seed needed
     o.scale = site.scale;
-    quantize_tensor(*site.format, x, out, o);
+    if (site.block_scaled()) quantize_blocks(*site.format, x, out, o, site, nullptr);
+    else quantize_tensor(*site.format, x, out, o);
     return out;
 }
 
@@ -139,18 +235,29 @@ void store_in_format(torch::Tensor& w, const quant_site& site, const quant_plan&
     if (!w.is_contiguous()) throw error("store " + site.name() + ": the parameter is not contiguous");
     quantize_options o = options_of(site, site.scale);
     o.seed = seed_of(plan, stream);
-    quantize_tensor(*site.format, w, w, o);  // in place
+    if (site.block_scaled()) quantize_blocks(*site.format, w, w, o, site, nullptr);  // in place
+    else quantize_tensor(*site.format, w, w, o);
 }
 
 namespace {
 
+// The backward pass's products reduce along other dimensions than the
+// forward's: dx = dy w reduces over w's rows (its output features), and
+// dw = dy^T x over the tokens. A per-tensor scale is the same along any
+// dimension, so those sites reuse their forward copy; a block-scaled site is
+// quantized again along the new reduction dimension (TransformerEngine's
+// rowwise and columnwise copies), from the unquantized tensor.
 struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinearFunction> {
     static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
                                  const torch::Tensor& b, quant_plan* plan, int64_t first_site) {
         const size_t s = static_cast<size_t>(first_site);
-        const torch::Tensor qx = fake_quantize(x, plan->sites[s + 1], *plan, s + 1);
-        const torch::Tensor qw = fake_quantize(w, plan->sites[s], *plan, s);
-        ctx->save_for_backward({qx, qw});
+        quant_site& w_site = plan->sites[s];
+        quant_site& x_site = plan->sites[s + 1];
+        const torch::Tensor qx = fake_quantize(x, x_site, *plan, s + 1);
+        const torch::Tensor qw = fake_quantize(w, w_site, *plan, s);
+        // The unquantized operands, for their columnwise copies (empty when not needed).
+        const torch::Tensor none;
+        ctx->save_for_backward({qx, qw, x_site.block_scaled() ? x : none, w_site.block_scaled() ? w : none});
         ctx->saved_data["plan"] = reinterpret_cast<int64_t>(plan);
         ctx->saved_data["site"] = first_site;
         ctx->saved_data["bias"] = b.numel() > 0;
@@ -162,16 +269,28 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
     static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                    torch::autograd::variable_list grads) {
         const auto saved = ctx->get_saved_variables();
-        const torch::Tensor& qx = saved[0];
-        const torch::Tensor& qw = saved[1];
-        auto* plan = reinterpret_cast<quant_plan*>(ctx->saved_data["plan"].toInt());
+        const torch::Tensor &qx = saved[0], &qw = saved[1], &x = saved[2], &w = saved[3];
+        quant_plan& plan = *reinterpret_cast<quant_plan*>(ctx->saved_data["plan"].toInt());
         const size_t s = static_cast<size_t>(ctx->saved_data["site"].toInt());
-        const torch::Tensor qg = fake_quantize(grads[0], plan->sites[s + 2], *plan, s + 2);
+        const uint64_t again = plan.sites.size();  // the columnwise copies' stochastic-rounding streams
+        quant_site &w_site = plan.sites[s], &x_site = plan.sites[s + 1], &g_site = plan.sites[s + 2];
         const int64_t out = qw.size(0), in = qw.size(1);
-        const torch::Tensor g2 = qg.reshape({-1, out});
-        torch::Tensor gx = torch::matmul(qg, qw);
-        torch::Tensor gw = torch::matmul(g2.t(), qx.reshape({-1, in}));
-        torch::Tensor gb = ctx->saved_data["bias"].toBool() ? g2.sum(0) : torch::Tensor();
+
+        const torch::Tensor qg = fake_quantize(grads[0], g_site, plan, s + 2);  // along out: dx's reduction
+        const torch::Tensor g2 = grads[0].reshape({-1, out});
+        // Along out for dx = dy w: w's columns.
+        const torch::Tensor qw_cols =
+            w_site.block_scaled() ? fake_quantize(w.t().contiguous(), w_site, plan, s + again, true).t() : qw;
+        // Along the tokens for dw = dy^T x: dy's and x's columns, as [features, tokens].
+        const torch::Tensor qg_t = g_site.block_scaled()
+                                       ? fake_quantize(g2.t().contiguous(), g_site, plan, s + 2 + again, true)
+                                       : qg.reshape({-1, out}).t();
+        const torch::Tensor qx_t = x_site.block_scaled()
+                                       ? fake_quantize(x.reshape({-1, in}).t().contiguous(), x_site, plan, s + 1 + again, true)
+                                       : qx.reshape({-1, in}).t();
+        torch::Tensor gx = torch::matmul(qg, qw_cols);
+        torch::Tensor gw = torch::matmul(qg_t, qx_t.t());
+        torch::Tensor gb = ctx->saved_data["bias"].toBool() ? qg.reshape({-1, out}).sum(0) : torch::Tensor();
         return {gx, gw, gb, torch::Tensor(), torch::Tensor()};
     }
 };
@@ -196,11 +315,34 @@ std::shared_ptr<const format_handle> format_library::get(const std::string& name
 std::shared_ptr<const format_handle> format_library::load(const std::string& name) {
     auto it = handles_.find(name);
     if (it != handles_.end()) return it->second;
+    const auto params = params_.find(name);
     try {
-        return handles_[name] = format_handle::create(plugins_.load(name));
+        return handles_[name] = format_handle::create(plugins_.load(name), params == params_.end()
+                                                                              ? std::map<std::string, std::string>{}
+                                                                              : params->second);
     } catch (const error& e) {
         throw error(where_ + ": format '" + name + "': " + e.what());
     }
+}
+
+const scale_grid& format_library::scale_format(const std::string& name) {
+    std::unique_ptr<scale_grid>& grid = grids_[name];
+    if (grid) return *grid;
+    if (name == "fp32") grid = std::make_unique<scale_grid>(scale_grid::fp32());
+    else if (name == "pow2") grid = std::make_unique<scale_grid>(scale_grid::power_of_two());
+    else {
+        const std::shared_ptr<const format_handle> f = load(name);
+        if (f->info().total_bits > 16)
+            throw error(where_ + ": scale_format '" + name + "': a scale format plugin must have at most 16 bits (it has " +
+                        std::to_string(f->info().total_bits) + "); use \"fp32\" for float32 scales");
+        try {
+            grid = std::make_unique<scale_grid>(scale_grid::of_values(name, f->decode_all_codes()));
+        } catch (const error& e) {
+            grids_.erase(name);
+            throw error(where_ + ": " + e.what());
+        }
+    }
+    return *grid;
 }
 
 std::string format_name_of(const quant_site& s) { return s.format ? s.format->name() : "fp32"; }
@@ -216,6 +358,15 @@ scaling_config scaling_of(const config::quantization_config& q) {
     return s;
 }
 
+// A site's format, and what depends on it: fresh per-tensor scaling (an old
+// amax history says nothing about a new range) and the block recipe's M.
+void set_format(quant_site& s, std::shared_ptr<const format_handle> format) {
+    s.format = std::move(format);
+    const double max = s.format ? s.format->info().max_finite : 1.0;
+    s.scaling.reset(max);
+    s.blocks.element_max = max;
+}
+
 }  // namespace
 
 void assign_formats(quant_plan& plan, const config::run_config& c, format_library& formats) {
@@ -224,12 +375,18 @@ void assign_formats(quant_plan& plan, const config::run_config& c, format_librar
         if (!q.enabled) continue;
         const config::layer_formats f = config::formats_for(q, s.layer);
         const bool backward = s.role == ALTGRAD_TENSOR_OUTPUT_GRADIENT;
-        s.format = formats.get(s.role == ALTGRAD_TENSOR_WEIGHT       ? f.weight
-                               : s.role == ALTGRAD_TENSOR_ACTIVATION ? f.activation
-                                                                     : f.gradient);
+        const bool weight = s.role == ALTGRAD_TENSOR_WEIGHT, activation = s.role == ALTGRAD_TENSOR_ACTIVATION;
         s.rounding = backward ? q.backward_rounding : q.forward_rounding;
         s.overflow = q.overflow;
-        s.scaling = scaling_state(scaling_of(q), s.format ? s.format->info().max_finite : 1.0);
+        s.scaling = scaling_state(scaling_of(q), 1.0);
+        const config::block_scaling b =
+            config::scaling_for(q, s.layer, weight ? "weight" : activation ? "activation" : "gradient");
+        s.block_size = b.granularity == config::granularity_kind::tensor ? 0
+                       : b.granularity == config::granularity_kind::row  ? SIZE_MAX
+                                                                         : static_cast<size_t>(b.block_size);
+        s.blocks.rule = b.scale_rule;
+        set_format(s, formats.get(weight ? f.weight : activation ? f.activation : f.gradient));
+        if (s.block_scaled()) s.blocks.grid = &formats.scale_format(b.scale_format);
     }
 }
 
@@ -239,8 +396,7 @@ std::vector<run::format_switch> switch_formats(quant_plan& plan, const std::stri
     for (quant_site& s : plan.sites) {
         if (!glob_match(pattern, s.name()) || format_name_of(s) == to) continue;
         const std::string from = format_name_of(s);
-        s.format = formats.get(to);
-        s.scaling.reset(s.format ? s.format->info().max_finite : 1.0);
+        set_format(s, formats.get(to));
         run::format_switch sw;
         sw.tensor = s.name();
         sw.from = from;
@@ -269,8 +425,7 @@ void restore_sites(quant_plan& plan, const std::vector<run::site_record>& record
                         std::to_string(k) + " is \"" + s.name() + "\"");
         // Formats first (an intervention may have switched some), then their scaling.
         if (r.format != format_name_of(s)) {
-            s.format = formats.get(r.format);
-            s.scaling.reset(s.format ? s.format->info().max_finite : 1.0);
+            set_format(s, formats.get(r.format));
         }
         s.scaling.restore(r.scaling);
         s.bit_stall_rate = r.bit_stall_rate;

@@ -20,6 +20,7 @@
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
 #include "run/records.hpp"
+#include "train/block_scales.hpp"
 #include "train/layer_names.hpp"
 #include "train/scaling.hpp"
 
@@ -35,11 +36,20 @@ struct quant_site {
     std::shared_ptr<const format_handle> format;  // null: stays float32
     altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
     altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
-    scaling_state scaling;
-    // The last use, for metrics.
+    scaling_state scaling;             // granularity tensor
+    // Granularity row or block: one scale per block of block_size elements
+    // along the last dimension of the tensor quantized (the reduction
+    // dimension of the product that consumes it; a row's last block may be
+    // short), derived by `blocks` from each block's own amax. 0: per tensor.
+    size_t block_size = 0;              // SIZE_MAX: one block per row
+    block_recipe blocks;
+    bool block_scaled() const { return block_size != 0; }
+    // The last use, for metrics (a tensor quantized twice, along two
+    // dimensions, sums both copies' counts and block statistics).
     double amax = 0;
-    float scale = 1;
+    float scale = 1;                    // granularity tensor
     uint64_t overflow_count = 0, underflow_count = 0, count = 0;
+    block_scale_stats block_stats;
     double overflow_rate() const { return count ? static_cast<double>(overflow_count) / count : NAN; }
     double underflow_rate() const { return count ? static_cast<double>(underflow_count) / count : NAN; }
     // Weights: the last bit-stall measurement (NaN before the second).
@@ -64,11 +74,16 @@ struct quant_plan {
 };
 
 // q(t*s)/s through the site's format plugin (identity when it has none),
-// updating the site's scaling state and statistics. Float32 tensors on the
-// CPU, or on a GPU when the site's format plugin has a CUDA implementation.
-torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t stream);
+// updating the site's scaling state and statistics. Block scales run along
+// t's last dimension. `again`: a second copy of the same tensor along another
+// dimension (adds to the statistics; the amax history is not touched).
+// Float32 tensors on the CPU, or on a GPU when the site's format plugin has a
+// CUDA implementation.
+torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t stream,
+                            bool again = false);
 
-// w = q(w*s)/s in place, with the site's format, rounding and last scale,
+// w = q(w*s)/s in place, with the site's format, rounding and last scale
+// (block scales: derived from w, along its rows),
 // touching neither its scaling state nor its statistics: how weights live
 // when there are no FP32 master weights.
 void store_in_format(torch::Tensor& w, const quant_site& site, const quant_plan& plan, uint64_t stream);
@@ -76,12 +91,15 @@ void store_in_format(torch::Tensor& w, const quant_site& site, const quant_plan&
 // The parameter that holds a weight site's tensor (the LM head is tied to tok_emb).
 inline std::string parameter_of(const quant_site& s) { return weight_of_layer(s.layer); }
 
-// q(t*s)/s with the site's format at its last scale, round-to-nearest-even
+// q(t*s)/s with the site's format at its last scale (block scales: derived
+// from t, along its last dimension), round-to-nearest-even
 // and saturating, into a new tensor; touches no state. What a measurement
 // compares (stochastic rounding would make equal inputs differ).
 torch::Tensor quantize_nearest(const torch::Tensor& t, const quant_site& site);
 
-// y = q(x) q(w)^T + b, with q(dy) in the backward pass.
+// y = q(x) q(w)^T + b, with q(dy) in the backward pass. With block scaling
+// every operand is quantized along the reduction dimension of the product
+// that consumes it, so x, w and dy are each quantized twice (docs/training.md).
 torch::Tensor quantized_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                                quant_plan& plan, size_t first_site);
 
@@ -90,10 +108,15 @@ torch::Tensor quantized_linear(const torch::Tensor& x, const torch::Tensor& w, c
 // plugin here: float32 is what the model computes in, so nothing to do.
 class format_library {
 public:
-    // `where` names the config in errors ("configs/x.toml: quantization").
-    format_library(registry& plugins, std::string where) : plugins_(plugins), where_(std::move(where)) {}
+    // `where` names the config in errors ("configs/x.toml: quantization");
+    // `params` are [quantization.params.NAME], given to plugin NAME.
+    format_library(registry& plugins, std::string where, config::plugin_params params = {})
+        : plugins_(plugins), where_(std::move(where)), params_(std::move(params)) {}
     // The plugin of format `name`; null for "fp32".
     std::shared_ptr<const format_handle> get(const std::string& name);
+    // The values a block scale of scale_format `name` may take: "fp32",
+    // "pow2", or a format plugin's positive finite values.
+    const scale_grid& scale_format(const std::string& name);
     // The fp32 plugin itself: the format diagnostics see for float32 tensors.
     std::shared_ptr<const format_handle> fp32() { return load("fp32"); }
 
@@ -101,7 +124,9 @@ private:
     std::shared_ptr<const format_handle> load(const std::string& name);
     registry& plugins_;
     std::string where_;
+    config::plugin_params params_;
     std::map<std::string, std::shared_ptr<const format_handle>> handles_;
+    std::map<std::string, std::unique_ptr<scale_grid>> grids_;
 };
 
 // "fp32" for a site that stays float32, else its format plugin's name.

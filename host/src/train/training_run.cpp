@@ -209,7 +209,7 @@ training_run::training_run(const run_request& req, std::ostream& log)
       fallback_(req.fallback),
       data_(load_run_data(c_)),
       plugins_(req.plugins),
-      formats_(plugins_, c_.source.string() + ": quantization"),
+      formats_(plugins_, c_.source.string() + ": quantization", c_.quantization.params),
       interventions_(c_, plugins_),
       diagnostics_(c_, plugins_),
       fp32_(diagnostics_.empty() ? nullptr : formats_.fp32()),
@@ -435,6 +435,11 @@ stability::step_evidence training_run::measure(const step_result& r, double step
             run::tensor_line t{step_, s.name(), s.role_name(), format_name_of(s), s.scale, s.amax,
                                s.overflow_count, s.underflow_count, s.count, std::nullopt};
             if (s.role == ALTGRAD_TENSOR_WEIGHT) t.bit_stall_rate = s.bit_stall_rate;
+            if (s.block_scaled()) {
+                const block_scale_stats& b = s.block_stats;
+                t.blocks = run::block_scales_line{b.blocks, b.saturated, b.underflowed, b.neutral, b.smallest_scale,
+                                                  b.largest_scale};
+            }
             metrics_->write(t);
         }
         for (const diagnostic_record& d : records)

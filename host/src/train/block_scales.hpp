@@ -1,0 +1,110 @@
+// Block scaling: one scale per block of consecutive elements (OCP MX, NVFP4,
+// TransformerEngine's 1x128 blocks, torchao's rowwise scaling), derived from
+// each block's own amax when the tensor is quantized. No LibTorch here.
+//
+// Two conventions meet here. The standards store a block's *decode* scale X
+// (a value is X * element: MX's E8M0 "shared scale", NVFP4's E4M3 block
+// scale); the ABI's quantize call takes the *encode* multiplier s = 1/X
+// (element i is q(fl(x_i * s)) / s, format.h). A scale format says which
+// values X may take; the rules below choose X, and the call gets s = 1/X
+// rounded to float32 (exact whenever X is a power of two).
+//
+// The rules (docs/config.md cites their sources). M is the element format's
+// largest finite value, emax = floor(log2 M) (OCP's emax_elem), a the block's
+// amax, A the tensor's amax:
+//  - mx_floor (OCP MX v1.0, section 6.3): X = 2^(floor(log2 a) - emax), taken
+//    down to the scale format. The largest element may exceed M and saturate
+//    (up to a factor 2 - 2^-m above it, by design of the standard).
+//  - round_up (cuDNN / TransformerEngine MXFP8): X = a / M rounded *up* to the
+//    scale format, so a * s <= M: nothing clips.
+//  - two_level (NVIDIA NVFP4): a float32 tensor encode scale g = Smax * M / A
+//    (Smax the scale format's largest value), block decode scales
+//    X_b = nearest(a / M * g) in the scale format, element scale s = g / X_b.
+// Every X is clamped into [smallest, largest positive value] of the scale
+// format (the ABI refuses zero scales): a block clamped at the top has its
+// scale *saturated* (its elements clip), one clamped at the bottom has its
+// scale *underflowed* (its elements are smaller than the format can show).
+// A block whose amax is 0 or not finite (a NaN or an Inf inside) gets s = 1:
+// zeros stay zeros at any scale, and an Inf or NaN goes through the element
+// format's overflow mode, where the run's non-finite checks see it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "config/run_config.hpp"
+
+namespace altgrad::host::train {
+
+// The values a block's decode scale X may take.
+class scale_grid {
+public:
+    // float32's normal range, [2^-126, 2^126] (so 1/X is a normal float too).
+    static scale_grid fp32();
+    // Powers of two over the same range: 2^-126 .. 2^126.
+    static scale_grid power_of_two();
+    // A format plugin's values (decode of every code): its positive finite
+    // values are the grid; `name` names it in errors. Throws host::error if
+    // there is no positive finite value.
+    static scale_grid of_values(const std::string& name, const std::vector<float>& values);
+
+    const std::string& name() const { return name_; }
+    float smallest() const { return smallest_; }
+    float largest() const { return largest_; }
+
+    // x > 0 and finite, taken to a grid value: the nearest (ties to the
+    // larger), the smallest at or above, the largest at or below; clamped into
+    // [smallest(), largest()].
+    float nearest(double x) const;
+    float up(double x) const;
+    float down(double x) const;
+
+private:
+    enum class kind { fp32, power_of_two, values };
+    scale_grid(kind k, std::string name, float smallest, float largest)
+        : kind_(k), name_(std::move(name)), smallest_(smallest), largest_(largest) {}
+
+    kind kind_;
+    std::string name_;
+    float smallest_, largest_;
+    std::vector<float> values_;  // kind::values: sorted, distinct, positive, finite
+};
+
+// The config's enum (quantization.scale_rule).
+using scale_rule = config::scale_rule_kind;
+
+// How one tensor's block scales are derived.
+struct block_recipe {
+    scale_rule rule = scale_rule::mx_floor;
+    const scale_grid* grid = nullptr;  // not owned
+    double element_max = 1.0;          // the element format's largest finite value (M)
+};
+
+// What the derived scales did, summed over blocks (metrics and reports).
+struct block_scale_stats {
+    uint64_t blocks = 0;
+    uint64_t saturated = 0;   // scale clamped at the scale format's largest value
+    uint64_t underflowed = 0; // clamped at its smallest value
+    uint64_t neutral = 0;     // amax 0 or not finite: s = 1
+    double amax = 0;          // the largest block amax (NaN if a block's is)
+    // The range of the decode scales X = 1/s of the other blocks (NaN if none).
+    double smallest_scale = std::numeric_limits<double>::quiet_NaN();
+    double largest_scale = std::numeric_limits<double>::quiet_NaN();
+    void add(const block_scale_stats& o);
+};
+
+// The amax of each block of `block_size` consecutive elements of x[0..n)
+// (the last block may be short) into amax[0 .. ceil(n / block_size)). A NaN
+// anywhere in a block makes its amax NaN.
+void block_amaxes(const float* x, size_t n, size_t block_size, float* amax);
+
+// Turns each block amax into that block's encode scale s = 1/X, in place,
+// by the recipe's rule. `tensor_amax` is the rule two_level's A (ignored by
+// the others; 0 or non-finite there makes g = 1).
+block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, const block_recipe& recipe,
+                                     double tensor_amax = 0.0);
+
+}  // namespace altgrad::host::train

@@ -1,0 +1,180 @@
+// Block scales (host/src/train/block_scales.hpp): each rule on blocks whose
+// expected scales are worked out by hand from the rule's definition (OCP MX
+// v1.0 section 6.3; cuDNN/TransformerEngine's round-up; NVIDIA's NVFP4 two
+// levels), with the element formats' maxima from their standards:
+// E4M3 448 (emax 8), E2M1 6 (emax 2), E0M7 127/128 (emax -1).
+#include "train/block_scales.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "util/error.hpp"
+
+namespace altgrad::host::train {
+namespace {
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+const float kInf = std::numeric_limits<float>::infinity();
+
+// The positive values of OCP FP8 E4M3 (bias 7, no Inf, S.1111.111 NaN),
+// written from the standard's definition, not from any plugin.
+std::vector<float> e4m3_values() {
+    std::vector<float> v;
+    for (int m = 1; m < 8; ++m) v.push_back(std::ldexp(m / 8.0f, -6));  // subnormals
+    for (int e = 1; e <= 15; ++e)
+        for (int m = 0; m < 8; ++m)
+            if (!(e == 15 && m == 7)) v.push_back(std::ldexp(1.0f + m / 8.0f, e - 7));
+    return v;
+}
+
+// Scales of single blocks with amax a, one call.
+std::vector<float> scales_of(std::vector<float> amax, const block_recipe& r, double tensor_amax = 0,
+                             block_scale_stats* stats = nullptr) {
+    const block_scale_stats s = scales_from_amaxes(amax.data(), amax.size(), r, tensor_amax);
+    if (stats) *stats = s;
+    return amax;
+}
+
+TEST(BlockScales, AmaxPerBlockWithAShortLastBlockAndNaN) {
+    const std::vector<float> x{1, -3, 2, 5, kNaN, 1, -7};
+    std::vector<float> amax(3, -1);
+    block_amaxes(x.data(), x.size(), 3, amax.data());
+    EXPECT_EQ(amax[0], 3.0f);
+    EXPECT_TRUE(std::isnan(amax[1]));  // a NaN anywhere in the block, even before a larger value
+    EXPECT_EQ(amax[2], 7.0f);          // the short last block
+    const std::vector<float> y{kNaN, 9, 0, 0, -kInf, 1};
+    block_amaxes(y.data(), y.size(), 2, amax.data());
+    EXPECT_TRUE(std::isnan(amax[0]));
+    EXPECT_EQ(amax[1], 0.0f);
+    EXPECT_EQ(amax[2], kInf);
+}
+
+TEST(BlockScales, PowerOfTwoGridRoundsEachWay) {
+    const scale_grid g = scale_grid::power_of_two();
+    EXPECT_EQ(g.up(3), 4.0f);
+    EXPECT_EQ(g.down(3), 2.0f);
+    EXPECT_EQ(g.up(4), 4.0f);
+    EXPECT_EQ(g.down(4), 4.0f);
+    EXPECT_EQ(g.nearest(3), 4.0f);    // the midpoint: a tie goes up
+    EXPECT_EQ(g.nearest(2.99), 2.0f);
+    EXPECT_EQ(g.smallest(), std::ldexp(1.0f, -126));
+    EXPECT_EQ(g.largest(), std::ldexp(1.0f, 126));
+    EXPECT_EQ(g.up(1e300), std::ldexp(1.0f, 126));  // clamped
+}
+
+TEST(BlockScales, Fp32GridRoundsToNeighbouringFloats) {
+    const scale_grid g = scale_grid::fp32();
+    const double third = 1.0 / 3.0;
+    const float up = g.up(third), down = g.down(third);
+    EXPECT_GE(static_cast<double>(up), third);
+    EXPECT_LE(static_cast<double>(down), third);
+    EXPECT_EQ(std::nextafter(down, 1.0f), up);  // adjacent floats around 1/3
+    EXPECT_EQ(g.up(0.5), 0.5f);
+}
+
+TEST(BlockScales, ValueGridIgnoresZeroNegativesAndNaN) {
+    const scale_grid g = scale_grid::of_values("odd", {0.0f, -1.0f, kNaN, kInf, 3.0f, 0.25f, 3.0f, 12.0f});
+    EXPECT_EQ(g.smallest(), 0.25f);
+    EXPECT_EQ(g.largest(), 12.0f);
+    EXPECT_EQ(g.up(0.3), 3.0f);
+    EXPECT_EQ(g.down(11.9), 3.0f);
+    EXPECT_EQ(g.nearest(7.5), 12.0f);  // |7.5 - 3| = 4.5 = |12 - 7.5|: a tie goes up
+    EXPECT_THROW(scale_grid::of_values("none", {0.0f, -2.0f, kNaN}), error);
+}
+
+TEST(BlockScales, MxFloorAroundAPowerOfTwo) {
+    const scale_grid g = scale_grid::power_of_two();
+    block_recipe r{scale_rule::mx_floor, &g, 448.0};  // E4M3 elements, emax 8
+    // amax 255.9: floor(log2) = 7, X = 2^(7-8) = 1/2, s = 2 (so 511.8 saturates: the rule may clip).
+    // amax 256 and 257: floor(log2) = 8, X = 1, s = 1.
+    const std::vector<float> s = scales_of({255.9f, 256.0f, 257.0f, 448.0f, 0.75f}, r);
+    EXPECT_EQ(s[0], 2.0f);
+    EXPECT_EQ(s[1], 1.0f);
+    EXPECT_EQ(s[2], 1.0f);
+    EXPECT_EQ(s[3], 1.0f);
+    EXPECT_EQ(s[4], 512.0f);  // floor(log2 0.75) = -1: X = 2^-9
+    block_recipe fp4{scale_rule::mx_floor, &g, 6.0};  // E2M1, emax 2
+    const std::vector<float> t = scales_of({3.99f, 4.0f}, fp4);
+    EXPECT_EQ(t[0], 2.0f);  // X = 2^(1-2)
+    EXPECT_EQ(t[1], 1.0f);  // X = 2^(2-2)
+}
+
+TEST(BlockScales, MxFloorClampsToUe8m0sRangeAndCountsIt) {
+    // E8M0: 2^-127 .. 2^127.
+    std::vector<float> e8m0;
+    for (int e = -127; e <= 127; ++e) e8m0.push_back(std::ldexp(1.0f, e));
+    const scale_grid g = scale_grid::of_values("ue8m0", e8m0);
+    block_recipe r{scale_rule::mx_floor, &g, 127.0 / 128.0};  // E0M7 elements: emax -1
+    block_scale_stats st;
+    // 3e38: floor(log2) = 127, X = 2^(127+1) = 2^128: above E8M0's 2^127, saturated.
+    const std::vector<float> s = scales_of({3e38f, 1.0f, 0.0f, kInf, kNaN}, r, 0, &st);
+    EXPECT_EQ(s[0], std::ldexp(1.0f, -127));
+    EXPECT_EQ(s[1], 0.5f);  // floor(log2 1) = 0: X = 2^1
+    EXPECT_EQ(s[2], 1.0f);  // a block of zeros: neutral
+    EXPECT_EQ(s[3], 1.0f);  // an Inf inside: neutral, the element format's overflow mode decides
+    EXPECT_EQ(s[4], 1.0f);
+    EXPECT_EQ(st.blocks, 5u);
+    EXPECT_EQ(st.saturated, 1u);
+    EXPECT_EQ(st.underflowed, 0u);
+    EXPECT_EQ(st.neutral, 3u);
+    EXPECT_EQ(st.smallest_scale, 2.0);
+    EXPECT_EQ(st.largest_scale, std::ldexp(1.0, 127));
+    // 1e-40 under E4M3 elements: floor(log2) = -133, X = 2^-141: under 2^-127, underflowed.
+    block_recipe e4m3{scale_rule::mx_floor, &g, 448.0};
+    const std::vector<float> u = scales_of({1e-40f}, e4m3, 0, &st);
+    EXPECT_EQ(u[0], std::ldexp(1.0f, 127));
+    EXPECT_EQ(st.underflowed, 1u);
+}
+
+TEST(BlockScales, RoundUpNeverClips) {
+    const scale_grid g = scale_grid::power_of_two();
+    block_recipe r{scale_rule::round_up, &g, 448.0};
+    // 448 / 448 = 1: s = 1. 448.5 / 448 just above 1: X = 2, s = 1/2. 224 / 448 = 1/2: s = 2.
+    // 223.9 / 448 just below 1/2: X = 1/2, s = 2.
+    const std::vector<float> s = scales_of({448.0f, 448.5f, 224.0f, 223.9f}, r);
+    EXPECT_EQ(s[0], 1.0f);
+    EXPECT_EQ(s[1], 0.5f);
+    EXPECT_EQ(s[2], 2.0f);
+    EXPECT_EQ(s[3], 2.0f);
+    // float32 scales: X = a / 6, rounded up; s keeps fl(a * s) <= 6 however 1/X rounds.
+    const scale_grid f = scale_grid::fp32();
+    block_recipe fp4{scale_rule::round_up, &f, 6.0};
+    const std::vector<float> amax{3.0f, 1.0f, 0.1f, 5.0f, 7.0f};
+    const std::vector<float> t = scales_of(amax, fp4);
+    EXPECT_EQ(t[0], 2.0f);  // X = 1/2 exactly
+    for (size_t i = 0; i < amax.size(); ++i) {
+        EXPECT_LE(amax[i] * t[i], 6.0f) << amax[i];
+        EXPECT_GT(amax[i] * std::nextafter(t[i], 1e30f), 5.999f) << amax[i];  // and the largest such s, to float rounding
+    }
+}
+
+TEST(BlockScales, Nvfp4TwoLevels) {
+    const scale_grid g = scale_grid::of_values("e4m3", e4m3_values());
+    ASSERT_EQ(g.largest(), 448.0f);
+    ASSERT_EQ(g.smallest(), std::ldexp(1.0f, -9));
+    block_recipe r{scale_rule::two_level, &g, 6.0};  // E2M1 elements under E4M3 block scales
+    // Tensor amax 12: g = 448 * 6 / 12 = 224.
+    //  a = 12: X_b = 12 / 6 * 224 = 448 (in E4M3), s = 224 / 448 = 1/2: 12 -> 6 exactly.
+    //  a = 1:  X_b = 224 / 6 = 37.33, nearest E4M3 (32..64 in steps of 4) is 36, s = 224 / 36.
+    //  a = 3:  X_b = 112 (exact in E4M3), s = 2.
+    //  a = 1e-6: X_b = 3.7e-5, below E4M3's 2^-9: underflowed, X_b = 2^-9, s = 224 * 512.
+    block_scale_stats st;
+    const std::vector<float> s = scales_of({12.0f, 1.0f, 3.0f, 1e-6f, 0.0f}, r, 12.0, &st);
+    EXPECT_EQ(s[0], 0.5f);
+    EXPECT_EQ(s[1], 224.0f / 36.0f);
+    EXPECT_EQ(s[2], 2.0f);
+    EXPECT_EQ(s[3], 224.0f * 512.0f);
+    EXPECT_EQ(s[4], 1.0f);
+    EXPECT_EQ(st.underflowed, 1u);
+    EXPECT_EQ(st.saturated, 0u);
+    EXPECT_EQ(st.neutral, 1u);
+    // No tensor amax (0 or NaN): g = 1, X_b = a / 6 to E4M3.
+    const std::vector<float> u = scales_of({12.0f}, r, kNaN);
+    EXPECT_EQ(u[0], 0.5f);  // X_b = 2
+}
+
+}  // namespace
+}  // namespace altgrad::host::train
