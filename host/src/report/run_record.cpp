@@ -84,6 +84,7 @@ void flatten(const toml::table& t, const std::string& prefix, std::map<std::stri
         } else if (experiment_key(key)) {
             std::ostringstream text;
             if (const toml::array* a = v.as_array()) text << *a;
+            else if (const auto* str = v.as_string()) text << str->get();  // e5m2, not 'e5m2'
             else v.visit([&](auto&& x) { text << x; });
             out[key] = text.str();
         }
