@@ -19,6 +19,7 @@
 #include "report/report.hpp"
 #include "report/run_record.hpp"
 #include "report/stats.hpp"
+#include "report/tables.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host::report {
@@ -408,6 +409,41 @@ TEST(ReportGroups, RunsThatDifferInMoreThanTheSeedAreNeverAveraged) {
     // training.threads does not change the experiment: the last run is apart by its (default) rate alone.
     EXPECT_EQ(groups[2].label, "lr_test (2)");
     EXPECT_EQ(varying_settings(groups), std::vector<std::string>{"training.learning_rate"});
+}
+
+TEST(ReportTables, OneRowPerRunAndOnePerRunPerStep) {
+    scratch tmp;
+    // A folder name a CSV must quote: a comma and a quote.
+    std::vector<run_record> runs = {
+        read_run(finished_run(tmp.path(), "e5m2,\"s1\"", "e5m2_short", "e5m2", 1, 2.5)),
+        read_run(finished_run(tmp.path(), "bf16", "bf16_baseline", "bf16", 42, 2.4)),
+        read_run(interrupted_run(tmp.path())),
+    };
+    report_options o;
+    o.out_dir = tmp.path() / "report";
+    o.figures = false;
+    write_report(runs, o);
+    EXPECT_CONTAINS(read(o.out_dir / "report.md"), "[`runs.csv`](runs.csv)");
+    std::istringstream csv(read(o.out_dir / "runs.csv"));
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(csv, line);) lines.push_back(line);
+    ASSERT_EQ(lines.size(), 4u);
+    EXPECT_EQ(lines[0], "run,run_id,group,config,seed,quantization.activation_format,quantization.gradient_format,"
+                        "quantization.weight_format,formats,uniform_format,status,failure_mode,failure_step,steps_done,"
+                        "max_steps,final_train_loss,final_val_loss,best_val_loss,baseline");
+    const std::string quoted = "\"" + (tmp.path() / "e5m2,\"\"s1\"\"").generic_string() + "\"";
+    EXPECT_EQ(lines[1], quoted + ",,e5m2_short,e5m2_short,1,e5m2,e5m2,e5m2,e5m2,e5m2,finished,none,,500,500,2.5,2.5,2.5,false");
+    EXPECT_EQ(lines[3], (tmp.path() / "e3m4-killed").generic_string() +
+                            ",,e3m4_uniform,e3m4_uniform,42,e3m4,e3m4,e3m4,e3m4,e3m4,interrupted,,,30,500,3.7,3.9,3.9,false");
+    // steps.csv: the run's logged steps in order, each value in its column, the rest empty. The fixture's
+    // loss at step s is 4 - s/250; bit stall 25% at 250, 12.5% at 500; overflow from the per-step lines.
+    const std::string steps = read(o.out_dir / "steps.csv");
+    EXPECT_EQ(steps.substr(0, steps.find('\n')),
+              "run,group,step,train_loss,val_loss,bit_stall,overflow,underflow,grad_sparsity,stiffness");
+    const std::string bf16 = (tmp.path() / "bf16").generic_string() + ",bf16_baseline,";
+    EXPECT_CONTAINS(steps, bf16 + "0,,4.7,,,,,\n" + bf16 + "1,3.996,,,0,0.02,0.01,\n");
+    EXPECT_CONTAINS(steps, bf16 + "250,,2.9,0.25,,,,0.01\n");
+    EXPECT_CONTAINS(steps, bf16 + "500,2.5,2.4,0.125,0,0.02,0.01,0.008\n");
 }
 
 // t(0.975, df): the published 3-decimal table (NIST/SEMATECH e-Handbook of Statistical Methods, 1.3.6.7.2)

@@ -13,6 +13,8 @@
 #include "plugins/abi_names.hpp"
 #include "report/plot.hpp"
 #include "report/stats.hpp"
+#include "report/tables.hpp"
+#include "run/files.hpp"
 #include "stability/failure.hpp"
 #include "util/error.hpp"
 #include "util/toml_text.hpp"
@@ -793,6 +795,10 @@ report_output write_report(const std::vector<run_record>& runs, const report_opt
     write_comparison(md, groups, baseline);
     write_hypotheses(md, runs, options.judged);
     write_figures(md, runs, groups, baseline, options, result);
+    md << "\n## Tables\n\n[`runs.csv`](runs.csv): one row per run; [`steps.csv`](steps.csv): one row per run per "
+          "logged step (docs/report.md, \"Tables\", has a pandas example).\n";
+    run::write_file_atomically(options.out_dir / "runs.csv", runs_csv(runs, groups));
+    run::write_file_atomically(options.out_dir / "steps.csv", steps_csv(runs, groups));
 
     std::ofstream out(result.markdown, std::ios::binary | std::ios::trunc);
     out << md.str();
