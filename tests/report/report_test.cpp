@@ -675,6 +675,34 @@ TEST(ReportFigures, DrawnWithGnuplotAndLinkedRelatively) {
 // A run directory from someone else is data, never code: a run name that
 // ends the script's comment line or a string with a newline, or ends a
 // comment with a backslash, must not reach gnuplot as a command.
+TEST(ReportFigures, EachGroupOneColourWithABandForItsSeeds) {
+    ASSERT_TRUE(have_gnuplot()) << "no gnuplot on PATH (scripts/setup.sh installs gnuplot-nox)";
+    scratch tmp;
+    std::vector<run_record> runs = {
+        read_run(finished_run(tmp.path(), "e5m2-s1", "e5m2_short", "e5m2", 1, 2.5)),
+        read_run(finished_run(tmp.path(), "bf16", "bf16_baseline", "bf16", 42, 2.4)),
+        read_run(finished_run(tmp.path(), "e5m2-s2", "e5m2_short", "e5m2", 2, 2.7)),
+    };
+    report_options o;
+    o.out_dir = tmp.path() / "out";
+    const report_output out = write_report(runs, o);
+    EXPECT_EQ(out.figures_missing, "") << read(out.markdown);
+    const std::string gp = read(o.out_dir / "figures" / "val_loss-all.gp");
+    // The e5m2 group (colour 1): both seeds, titled once, and their band; the baseline group colour 2, no band.
+    EXPECT_CONTAINS(gp, "'data/val_loss-all-0.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 1 title 'e5m2_short'");
+    EXPECT_CONTAINS(gp, "'data/val_loss-all-1.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 1 notitle");
+    EXPECT_CONTAINS(gp, "'data/val_loss-all-2.dat' using 1:2:3 with filledcurves fs transparent solid 0.2 noborder "
+                        "lc 1 title 'e5m2_short (seeds'' range)'");
+    EXPECT_CONTAINS(gp, "'data/val_loss-all-3.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 2 title 'bf16_baseline'");
+    EXPECT_EQ(gp.find("val_loss-all-4"), std::string::npos) << gp;
+    // The band is the seeds' lowest and highest value at each step (the fixture: final_val + 0.5 at 250).
+    EXPECT_CONTAINS(read(o.out_dir / "figures" / "data" / "val_loss-all-2.dat"), "0\t4.7\t4.7\n250\t3\t3.2\n500\t2.5\t2.7\n");
+    // The group's own figure: every seed's curves in the group's colour, the baseline dashed in its own.
+    const std::string loss = read(o.out_dir / "figures" / "loss-e5m2_short.gp");
+    EXPECT_EQ(loss.find("lc 2 title 'e5m2"), std::string::npos) << loss;
+    EXPECT_CONTAINS(loss, "lc 2 dt 2 title 'bf16 val (baseline)'");
+}
+
 TEST(ReportFigures, AHostileRunNameRunsNothing) {
     ASSERT_TRUE(have_gnuplot()) << "no gnuplot on PATH (scripts/setup.sh installs gnuplot-nox)";
     scratch tmp;
@@ -792,6 +820,21 @@ TEST(ReportCli, WritesTheReportWithoutAPluginFolder) {
     EXPECT_CONTAINS(md, "| `" + a.generic_string() + "` | e5m2_short | 1 | e5m2 | 500/500 | finished |");
     EXPECT_CONTAINS(md, "| `" + b.generic_string() + "` | e7m0_uniform | 42 |");
     EXPECT_CONTAINS(md, "nan_loss at step 7 ([report](../e7m0/reports/failure.md))");
+}
+
+TEST(ReportCli, MissingGnuplotIsAnErrorUnlessNoFiguresWereAskedFor) {
+    scratch tmp;
+    const fs::path a = finished_run(tmp.path(), "e5m2-s1", "e5m2_short", "e5m2", 1, 2.5);
+    const fs::path out = tmp.path() / "rep";
+    const std::string missing = (tmp.path() / "no-such-gnuplot").string();
+    result r = host("report " + a.string() + " -o " + out.string() + " --gnuplot " + missing);
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_CONTAINS(r.out, "altgrad-host: error: no figures: gnuplot not found ('" + missing +
+                               "' could not be run; install gnuplot-nox); the report is written without them "
+                               "(--no-figures asks for none)\n");
+    EXPECT_TRUE(fs::exists(out / "report.md"));
+    r = host("report " + a.string() + " -o " + out.string() + " --gnuplot " + missing + " --no-figures");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
 }
 
 TEST(ReportCli, DefaultFolderIsReportInTheCurrentDirectory) {

@@ -668,42 +668,83 @@ private:
     std::set<std::string> taken_;
 };
 
-// One loss figure per config (against the baseline's validation loss), and
-// the validation loss of every run when there are several configs.
-void add_loss_figures(std::vector<figure>& figures, figure_stems& stems, const std::vector<run_record>& runs,
-                      const std::vector<group_summary>& groups, const group_summary* baseline,
-                      const std::map<const run_record*, std::string>& names) {
-    for (const group_summary& g : groups) {
+// Each group's colour (gnuplot's line types 1-8, in turn): its seeds share it.
+int group_color(size_t group_index) { return static_cast<int>(group_index % 8) + 1; }
+
+// The spread of `runs`' series (selected by `of`) at each step two or more of them have a finite value.
+template <class Of>
+std::vector<band_point> spread_of(const std::vector<const run_record*>& runs, Of of) {
+    std::map<int64_t, std::vector<double>> at;
+    for (const run_record* r : runs)
+        for (const point& p : of(*r))
+            if (std::isfinite(p.value)) at[p.step].push_back(p.value);
+    std::vector<band_point> band;
+    for (const auto& [step, values] : at)
+        if (values.size() >= 2)
+            band.push_back({step, *std::min_element(values.begin(), values.end()),
+                            *std::max_element(values.begin(), values.end())});
+    return band;
+}
+
+// One series per run of each group in the group's colour, titled once per
+// group, and the band of the group's spread where it has several runs.
+template <class Of>
+void add_group_series(figure& f, const std::vector<group_summary>& groups, Of of, bool with_points) {
+    for (size_t k = 0; k < groups.size(); ++k) {
+        const group_summary& g = groups[k];
+        const int color = group_color(k);
+        bool titled = false;
+        for (const run_record* r : g.runs) {
+            const std::vector<point>& pts = of(*r);
+            if (pts.empty()) continue;
+            const bool sparse = with_points || pts.size() < 60;  // a few points: show each one
+            f.lines.push_back({titled ? "" : g.label, pts, sparse, false, color, {}});
+            titled = true;
+        }
+        std::vector<band_point> band = spread_of(g.runs, of);
+        if (!band.empty()) f.lines.push_back({g.label + " (seeds' range)", {}, false, false, color, std::move(band)});
+    }
+}
+
+// One loss figure per group (its seeds in its colour, against the baseline's
+// validation loss), and the validation loss of every group when there are several.
+void add_loss_figures(std::vector<figure>& figures, figure_stems& stems, const std::vector<group_summary>& groups,
+                      const group_summary* baseline, const std::map<const run_record*, std::string>& names) {
+    const auto val = [](const run_record& r) -> const std::vector<point>& { return r.val_loss; };
+    for (size_t k = 0; k < groups.size(); ++k) {
+        const group_summary& g = groups[k];
         figure f;
         f.stem = stems.unique("loss-" + g.label);
         f.title = "Loss: " + g.label + (baseline != nullptr && !g.baseline ? " against " + baseline->label : "");
         f.ylabel = "loss (nats/token)";
-        int color = 0;
+        const int color = group_color(k);
         for (const run_record* r : g.runs) {
-            ++color;
-            f.lines.push_back({names.at(r) + " train", r->train_loss, false, false, color});
-            f.lines.push_back({names.at(r) + " val", r->val_loss, true, false, color});
+            f.lines.push_back({names.at(r) + " train", r->train_loss, false, false, color, {}});
+            f.lines.push_back({names.at(r) + " val", r->val_loss, true, false, color, {}});
         }
-        if (baseline != nullptr && !g.baseline)
+        std::vector<band_point> band = spread_of(g.runs, val);
+        if (!band.empty()) f.lines.push_back({"val, seeds' range", {}, false, false, color, std::move(band)});
+        if (baseline != nullptr && !g.baseline) {
+            const int base_color = group_color(static_cast<size_t>(baseline - groups.data()));
             for (const run_record* r : baseline->runs)
-                f.lines.push_back({names.at(r) + " val (baseline)", r->val_loss, true, true, ++color});
+                f.lines.push_back({names.at(r) + " val (baseline)", r->val_loss, true, true, base_color, {}});
+        }
         figures.push_back(f);
     }
     if (groups.size() > 1) {
         figure f;
         f.stem = stems.unique("val_loss-all");
-        f.title = "Validation loss: every run";
+        f.title = "Validation loss: every group (a colour each; the band: its seeds' range)";
         f.ylabel = "validation loss (nats/token)";
-        for (const run_record& r : runs) f.lines.push_back({names.at(&r), r.val_loss, true, false, 0});
+        add_group_series(f, groups, val, true);
         figures.push_back(f);
     }
 }
 
-// One figure per diagnostic series some run measured; the others are
-// returned, to be named in the report.
+// One figure per diagnostic series some run measured, a colour per group;
+// the others are returned, to be named in the report.
 std::vector<std::string> add_diagnostic_figures(std::vector<figure>& figures, figure_stems& stems,
-                                                const std::vector<run_record>& runs,
-                                                const std::map<const run_record*, std::string>& names) {
+                                                const std::vector<group_summary>& groups) {
     const std::map<std::string, std::pair<std::string, std::string>> diag_titles = {
         {"bit_stall", {"Bit-stall rate (fraction of weight elements unchanged since the last measurement)", "bit-stall rate"}},
         {"overflow", {"Overflow rate (the largest of any quantized tensor)", "overflow rate"}},
@@ -718,11 +759,13 @@ std::vector<std::string> add_diagnostic_figures(std::vector<figure>& figures, fi
         f.title = diag_titles.at(key).first;
         f.ylabel = diag_titles.at(key).second;
         f.log_y = std::string(key) == "stiffness";
-        for (const run_record& r : runs) {
-            const auto it = r.diagnostics.find(key);
-            if (it == r.diagnostics.end() || it->second.empty()) continue;
-            f.lines.push_back({names.at(&r), it->second, it->second.size() < 60, false, 0});
-        }
+        const std::string name = key;
+        const auto of = [&name](const run_record& r) -> const std::vector<point>& {
+            static const std::vector<point> none;
+            const auto it = r.diagnostics.find(name);
+            return it == r.diagnostics.end() ? none : it->second;
+        };
+        add_group_series(f, groups, of, false);
         if (!f.lines.empty()) figures.push_back(f);
         else no_data.push_back(key);
     }
@@ -741,6 +784,7 @@ std::vector<std::string> draw_figures(std::ostream& md, const std::vector<figure
     plotter plot(options.out_dir / "figures", options.gnuplot, options.gnuplot_timeout);
     if (!plot.unavailable().empty()) {
         result.figures_missing = plot.unavailable();
+        result.gnuplot_unavailable = true;
         return failures;
     }
     for (const figure& f : figures) {
@@ -762,8 +806,8 @@ void write_figures(std::ostream& md, const std::vector<run_record>& runs, const 
     const auto names = short_labels(runs);
     figure_stems stems;
     std::vector<figure> figures;
-    add_loss_figures(figures, stems, runs, groups, baseline, names);
-    const std::vector<std::string> no_data = add_diagnostic_figures(figures, stems, runs, names);
+    add_loss_figures(figures, stems, groups, baseline, names);
+    const std::vector<std::string> no_data = add_diagnostic_figures(figures, stems, groups);
 
     const std::vector<std::string> failures = draw_figures(md, figures, options, result);
     if (!options.figures) md << "No figures: not asked for (--no-figures).\n";

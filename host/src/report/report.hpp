@@ -65,6 +65,7 @@ struct report_output {
     fs::path markdown;
     size_t figures = 0;           // images made
     std::string figures_missing;  // why there are none or fewer, empty when all were made
+    bool gnuplot_unavailable = false;  // figures were asked for and gnuplot cannot draw any
 };
 
 // An experiment: runs whose resolved configurations are equal but for the
