@@ -399,8 +399,14 @@ TEST(ReportGroups, RunsThatDifferInMoreThanTheSeedAreNeverAveraged) {
         read_run(with_training_key(finished_run(tmp.path(), "c", "lr_test-s2", "e5m2", 2, 3.1), "learning_rate = 0.001")),
         read_run(with_training_key(finished_run(tmp.path(), "d", "lr_test", "e5m2", 3, 2.9), "threads = 1")),
     };
+    // A run without config.toml: grouped by its name alone, apart, and no column for what it cannot say.
+    const fs::path unknown = finished_run(tmp.path(), "e", "lr_test", "e5m2", 4, 2.8);
+    fs::remove(unknown / "config.toml");
+    runs.push_back(read_run(unknown));
     const std::vector<group_summary> groups = group_runs(runs);
-    ASSERT_EQ(groups.size(), 3u);
+    ASSERT_EQ(groups.size(), 4u);
+    EXPECT_TRUE(groups[3].settings.empty());
+    EXPECT_EQ(groups[3].label, "lr_test (3)");
     EXPECT_EQ(groups[0].name, "lr_test, lr_test-s2");
     EXPECT_EQ(groups[0].runs.size(), 2u);
     EXPECT_NEAR(groups[0].val.mean, 3.05, 1e-12);

@@ -439,6 +439,7 @@ std::vector<std::string> varying_settings(const std::vector<group_summary>& grou
     for (const std::string& key : keys) {
         std::set<std::string> values;
         for (const group_summary& g : groups) {
+            if (g.settings.empty()) continue;  // config unknown: it says nothing about what varies
             const auto v = g.settings.find(key);
             values.insert(v == g.settings.end() ? "\x01?" : v->second);
         }
