@@ -24,23 +24,8 @@ shrink=(--set model.n_layer=2 --set model.n_embd=32 --set model.n_head=2 --set m
         --set training.eval_interval=10 --set training.eval_batches=2 --set quantization.diagnostic_interval=10
         --set output.checkpoint_interval=5 --set output.keep_checkpoints=2)
 
-# metrics.jsonl as comparable lines: JSON with sorted keys, floats as hex,
-# without the run id and the throughput.
-comparable() {
-  /usr/bin/python3 - "$1" <<'PY'
-import json, sys
-def exact(v):
-    if isinstance(v, float): return v.hex()
-    if isinstance(v, dict): return {k: exact(x) for k, x in v.items()}
-    if isinstance(v, list): return [exact(x) for x in v]
-    return v
-for line in open(sys.argv[1]):
-    rec = json.loads(line)
-    for key in ("run_id", "tokens_per_s"):
-        rec.pop(key, None)
-    print(json.dumps(exact(rec), sort_keys=True))
-PY
-}
+# metrics.jsonl as comparable lines (floats exact, no run id or throughput).
+comparable() { /usr/bin/python3 scripts/comparable_metrics.py "$1"; }
 
 now() { date +%s.%N; }
 

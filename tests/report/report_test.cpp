@@ -18,6 +18,8 @@
 
 #include "report/report.hpp"
 #include "report/run_record.hpp"
+#include "report/stats.hpp"
+#include "report/tables.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host::report {
@@ -347,26 +349,178 @@ TEST(ReportGroups, MeanAndSpreadAgainstTheBaseline) {
     const std::vector<group_summary> groups = group_runs(runs);
     ASSERT_EQ(groups.size(), 3u);
     EXPECT_EQ(groups[0].name, "e5m2_short");
-    EXPECT_NEAR(groups[0].mean, 2.6, 1e-12);
-    EXPECT_NEAR(groups[0].sd, std::sqrt(0.02), 1e-12);
+    EXPECT_NEAR(groups[0].val.mean, 2.6, 1e-12);
+    EXPECT_NEAR(groups[0].val.sd, std::sqrt(0.02), 1e-12);
     EXPECT_TRUE(groups[1].baseline);
     EXPECT_EQ(groups[2].interrupted, 1u);
+    // The formats differ between the groups, nothing else (the seed never counts).
+    EXPECT_EQ(varying_settings(groups), (std::vector<std::string>{"quantization.activation_format",
+                                                                  "quantization.gradient_format",
+                                                                  "quantization.weight_format"}));
 
     report_options o;
     o.out_dir = tmp.path() / "report";
     o.figures = false;
     write_report(runs, o);
     const std::string md = read(o.out_dir / "report.md");
-    EXPECT_CONTAINS(md, "4 runs of 3 configs: 3 finished, 0 collapsed, 0 stopped by an error, 1 interrupted");
+    EXPECT_CONTAINS(md, "4 runs of 3 configs: 3 finished, 0 collapsed, 0 stopped by an error or a crash, 1 interrupted");
     EXPECT_CONTAINS(md, "Baseline: `bf16_baseline` (1 run).");
-    EXPECT_CONTAINS(md, "| e5m2_short | e5m2 | 2 | 1, 2 | 2.6000 ± 0.1414 (n=2) | 2.5000–2.7000 | +0.2000 (+8.3%) | "
-                              "0/2 (0%) |  |");
-    EXPECT_CONTAINS(md, "| bf16_baseline | bf16 | 1 | 42 | 2.4000 (n=1) | 2.4000–2.4000 | baseline | 0/1 (0%) |  |");
-    EXPECT_CONTAINS(md, "| e3m4_uniform | e3m4 | 1 | 42 | — | — | — | — | 1 interrupted |");
+    EXPECT_CONTAINS(md, "| group | quantization.activation_format | quantization.gradient_format | "
+                        "quantization.weight_format | formats | seeds | n |");
+    // 95% CI of two runs: 2.6 ± t(0.975, 1) 0.1414/sqrt(2) = 2.6 ± 1.2706 (t from the published table: 12.7062).
+    // One baseline run: no spread, no Welch test.
+    EXPECT_CONTAINS(md, "| e5m2_short | e5m2 | e5m2 | e5m2 | e5m2 | 1, 2 | 2 | 2.6000 | 0.1414 | "
+                        "1.3294 – 3.8706 | +0.2000 (+8.3%) | — | 0/2 (0%) |  |");
+    EXPECT_CONTAINS(md, "| bf16_baseline | bf16 | bf16 | bf16 | bf16 | 42 | 1 | 2.4000 | — | — | baseline | — | "
+                        "0/1 (0%) |  |");
+    EXPECT_CONTAINS(md, "| e3m4_uniform | e3m4 | e3m4 | e3m4 | e3m4 | 42 | 0 | — | — | — | — | — | — | "
+                        "1 interrupted |");
     EXPECT_CONTAINS(md, "No figures: not asked for (--no-figures).");
     // Every run has its row, and the notes name the run.
     for (const run_record& r : runs) EXPECT_CONTAINS(md, row_of(r).substr(0, 20));
     EXPECT_CONTAINS(md, "- `" + runs[3].dir.generic_string() + "`: no summary.json");
+}
+
+// A config.toml with one more key in [training].
+fs::path with_training_key(const fs::path& run, const std::string& key_line) {
+    std::string c = read(run / "config.toml");
+    c.replace(c.find("warmup_steps = 0\n"), 17, "warmup_steps = 0\n" + key_line + "\n");
+    write(run / "config.toml", c);
+    return run;
+}
+
+TEST(ReportGroups, RunsThatDifferInMoreThanTheSeedAreNeverAveraged) {
+    scratch tmp;
+    // One config name, two learning rates (the "3.1173 ± 0.1742 (n=2)"), and the seeds of the
+    // first under another name (as a sweep names its points): grouped by what they train, not by name.
+    std::vector<run_record> runs = {
+        read_run(with_training_key(finished_run(tmp.path(), "a", "lr_test", "e5m2", 1, 3.0), "learning_rate = 0.001")),
+        read_run(with_training_key(finished_run(tmp.path(), "b", "lr_test", "e5m2", 1, 3.2), "learning_rate = 0.003")),
+        read_run(with_training_key(finished_run(tmp.path(), "c", "lr_test-s2", "e5m2", 2, 3.1), "learning_rate = 0.001")),
+        read_run(with_training_key(finished_run(tmp.path(), "d", "lr_test", "e5m2", 3, 2.9), "threads = 1")),
+    };
+    // A run without config.toml: grouped by its name alone, apart, and no column for what it cannot say.
+    const fs::path unknown = finished_run(tmp.path(), "e", "lr_test", "e5m2", 4, 2.8);
+    fs::remove(unknown / "config.toml");
+    runs.push_back(read_run(unknown));
+    const std::vector<group_summary> groups = group_runs(runs);
+    ASSERT_EQ(groups.size(), 4u);
+    EXPECT_TRUE(groups[3].settings.empty());
+    EXPECT_EQ(groups[3].label, "lr_test (3)");
+    EXPECT_EQ(groups[0].name, "lr_test, lr_test-s2");
+    EXPECT_EQ(groups[0].runs.size(), 2u);
+    EXPECT_NEAR(groups[0].val.mean, 3.05, 1e-12);
+    EXPECT_EQ(groups[1].label, "lr_test");
+    EXPECT_EQ(groups[1].runs.size(), 1u);
+    // training.threads does not change the experiment: the last run is apart by its (default) rate alone.
+    EXPECT_EQ(groups[2].label, "lr_test (2)");
+    EXPECT_EQ(varying_settings(groups), std::vector<std::string>{"training.learning_rate"});
+}
+
+TEST(ReportTables, OneRowPerRunAndOnePerRunPerStep) {
+    scratch tmp;
+    // A folder name a CSV must quote: a comma and a quote.
+    std::vector<run_record> runs = {
+        read_run(finished_run(tmp.path(), "e5m2,\"s1\"", "e5m2_short", "e5m2", 1, 2.5)),
+        read_run(finished_run(tmp.path(), "bf16", "bf16_baseline", "bf16", 42, 2.4)),
+        read_run(interrupted_run(tmp.path())),
+    };
+    report_options o;
+    o.out_dir = tmp.path() / "report";
+    o.figures = false;
+    write_report(runs, o);
+    EXPECT_CONTAINS(read(o.out_dir / "report.md"), "[`runs.csv`](runs.csv)");
+    std::istringstream csv(read(o.out_dir / "runs.csv"));
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(csv, line);) lines.push_back(line);
+    ASSERT_EQ(lines.size(), 4u);
+    EXPECT_EQ(lines[0], "run,run_id,group,config,seed,quantization.activation_format,quantization.gradient_format,"
+                        "quantization.weight_format,formats,uniform_format,status,failure_mode,failure_step,steps_done,"
+                        "max_steps,final_train_loss,final_val_loss,best_val_loss,baseline");
+    const std::string quoted = "\"" + (tmp.path() / "e5m2,\"\"s1\"\"").generic_string() + "\"";
+    EXPECT_EQ(lines[1], quoted + ",,e5m2_short,e5m2_short,1,e5m2,e5m2,e5m2,e5m2,e5m2,finished,none,,500,500,2.5,2.5,2.5,false");
+    EXPECT_EQ(lines[3], (tmp.path() / "e3m4-killed").generic_string() +
+                            ",,e3m4_uniform,e3m4_uniform,42,e3m4,e3m4,e3m4,e3m4,e3m4,interrupted,,,30,500,3.7,3.9,3.9,false");
+    // steps.csv: the run's logged steps in order, each value in its column, the rest empty. The fixture's
+    // loss at step s is 4 - s/250; bit stall 25% at 250, 12.5% at 500; overflow from the per-step lines.
+    const std::string steps = read(o.out_dir / "steps.csv");
+    EXPECT_EQ(steps.substr(0, steps.find('\n')),
+              "run,group,step,train_loss,val_loss,bit_stall,overflow,underflow,grad_sparsity,stiffness");
+    const std::string bf16 = (tmp.path() / "bf16").generic_string() + ",bf16_baseline,";
+    EXPECT_CONTAINS(steps, bf16 + "0,,4.7,,,,,\n" + bf16 + "1,3.996,,,0,0.02,0.01,\n");
+    EXPECT_CONTAINS(steps, bf16 + "250,,2.9,0.25,,,,0.01\n");
+    EXPECT_CONTAINS(steps, bf16 + "500,2.5,2.4,0.125,0,0.02,0.01,0.008\n");
+}
+
+// t(0.975, df): the published 3-decimal table (NIST/SEMATECH e-Handbook of Statistical Methods, 1.3.6.7.2)
+// and 15 digits from mpmath at 40 digits (findroot of betainc(df/2, 1/2, 0, df/(df+t^2))/2 = 0.025; scipy
+// 1.10's t.ppf is off by up to 1e-9 here). The quantiles are computed, not looked up.
+TEST(ReportStats, StudentTQuantilesMatchPublishedValues) {
+    struct row {
+        double df, nist, exact;
+    };
+    const std::vector<row> table = {
+        {1, 12.706, 12.7062047361747}, {2, 4.303, 4.30265272974946}, {3, 3.182, 3.18244630528371},
+        {4, 2.776, 2.77644510519779},  {5, 2.571, 2.57058183563632}, {10, 2.228, 2.22813885198627},
+        {20, 2.086, 2.08596344726586}, {30, 2.042, 2.04227245630124}, {100, 1.984, 1.98397151852355},
+        {1000, 1.962, 1.96233908082641}, {INFINITY, 1.960, 1.95996398454005}};
+    for (const row& r : table) {
+        const double t = student_t_quantile(0.975, r.df);
+        EXPECT_NEAR(t, r.nist, 0.0005) << "df " << r.df;
+        EXPECT_NEAR(t, r.exact, 2e-13 * r.exact) << "df " << r.df;
+        EXPECT_NEAR(student_t_quantile(0.025, r.df), -r.exact, 2e-13 * r.exact) << "df " << r.df;
+    }
+    // Closed forms: df 1 is the Cauchy, t = tan(pi (p - 1/2)); df 2: t = (2p - 1) / sqrt(2 p (1 - p)).
+    for (const double p : {0.6, 0.9, 0.995, 0.9999}) {
+        EXPECT_NEAR(student_t_quantile(p, 1), std::tan(M_PI * (p - 0.5)), 1e-9 * std::tan(M_PI * (p - 0.5)));
+        EXPECT_NEAR(student_t_quantile(p, 2), (2 * p - 1) / std::sqrt(2 * p * (1 - p)), 1e-10);
+    }
+}
+
+TEST(ReportStats, MeanSdAndConfidenceInterval) {
+    const sample_summary s = summarize({1, 2, 3});
+    EXPECT_EQ(s.n, 3u);
+    EXPECT_DOUBLE_EQ(s.mean, 2);
+    EXPECT_DOUBLE_EQ(s.sd, 1);
+    // 2 ± t(0.975, 2) / sqrt(3), t(0.975, 2) = 4.30265272975 (published).
+    EXPECT_NEAR(s.ci_low, 2 - 4.30265272975 / std::sqrt(3.0), 1e-10);
+    EXPECT_NEAR(s.ci_high, 2 + 4.30265272975 / std::sqrt(3.0), 1e-10);
+    EXPECT_TRUE(std::isnan(summarize({5}).sd));
+}
+
+TEST(ReportStats, WelchTestByHand) {
+    // a = {1, 3}, b = {4, 6}: variances 2 and 2, se = sqrt(2/2 + 2/2) = sqrt(2), t = -3/sqrt(2),
+    // df = (1 + 1)^2 / (1/1 + 1/1) = 2; for df 2, P(|T| > t) = 1 - t/sqrt(2 + t^2) = 1 - 3/sqrt(13).
+    welch_result w = welch_test({1, 3}, {4, 6});
+    EXPECT_DOUBLE_EQ(w.difference, -3);
+    EXPECT_NEAR(w.t, -3 / std::sqrt(2.0), 1e-14);
+    EXPECT_NEAR(w.df, 2, 1e-12);
+    EXPECT_NEAR(w.p, 1 - 3 / std::sqrt(13.0), 1e-13);
+    // {1,2,3} vs {4,5,6}: t = -3/sqrt(2/3), df 4; for df 4, with sin^2 = t^2/(4 + t^2):
+    // P(|T| > t) = 1 - sin (1 + cos^2 / 2).
+    w = welch_test({1, 2, 3}, {4, 5, 6});
+    EXPECT_NEAR(w.df, 4, 1e-12);
+    const double sin2 = 13.5 / 17.5, sin = std::sqrt(sin2);
+    EXPECT_NEAR(w.p, 1 - sin * (1 + (1 - sin2) / 2), 1e-13);
+    // Unequal sizes and spreads (fractional df), against scipy 1.10's
+    // ttest_ind(a, b, equal_var=False): statistic -1.9262462746037203, pvalue 0.14215549213464923.
+    w = welch_test({2.54, 2.57, 2.55, 2.60}, {2.58, 2.61, 2.66});
+    EXPECT_NEAR(w.t, -1.9262462746037203, 1e-12);
+    EXPECT_NEAR(w.p, 0.14215549213464923, 1e-12);
+    EXPECT_TRUE(std::isnan(welch_test({1}, {2, 3}).p));
+}
+
+TEST(ReportStats, ClopperPearsonInterval) {
+    // k = n: [(alpha/2)^(1/n), 1]; k = 0: [0, 1 - (alpha/2)^(1/n)] (closed forms).
+    for (const size_t n : {1u, 3u, 10u, 36u}) {
+        EXPECT_NEAR(clopper_pearson(n, n).low, std::pow(0.025, 1.0 / static_cast<double>(n)), 1e-13);
+        EXPECT_EQ(clopper_pearson(n, n).high, 1);
+        EXPECT_EQ(clopper_pearson(0, n).low, 0);
+        EXPECT_NEAR(clopper_pearson(0, n).high, 1 - std::pow(0.025, 1.0 / static_cast<double>(n)), 1e-13);
+    }
+    // 2 of 5, against scipy 1.10: beta.ppf(0.025, 2, 4), beta.ppf(0.975, 3, 3).
+    EXPECT_NEAR(clopper_pearson(2, 5).low, 0.052744950526316906, 1e-12);
+    EXPECT_NEAR(clopper_pearson(2, 5).high, 0.8533672003653268, 1e-12);
 }
 
 TEST(ReportGroups, NoBaselineIsSaid) {
@@ -386,86 +540,108 @@ const std::vector<hypothesis>& seeds() {
 }
 
 const hypothesis_verdict& verdict_of(const std::vector<hypothesis_verdict>& v, const std::string& format,
-                                     const std::string& words) {
+                                     const std::string& words, const std::string& group = "") {
     for (const hypothesis_verdict& h : v)
-        if (h.format == format && h.hypothesis.find(words) != std::string::npos) return h;
+        if (h.format == format && h.hypothesis.find(words) != std::string::npos && (group.empty() || h.group == group))
+            return h;
     static const hypothesis_verdict none{};
-    ADD_FAILURE() << "no hypothesis " << format << " / " << words;
+    ADD_FAILURE() << "no hypothesis " << format << " / " << words << " / " << group;
     return none;
 }
 
-TEST(ReportHypotheses, JudgedFromTheRuns) {
+// `n` finished runs of `format` in one group (seeds 1..n) in root/dir-<seed>, the first `collapsed` of
+// them collapsed by `mode` at step 10; `extra` are metrics lines for the first run.
+std::vector<run_record> seeds_of(const fs::path& root, const std::string& dir, const std::string& format, int n,
+                                 int collapsed = 0, const std::string& mode = "nan_loss", const std::string& extra = "") {
+    std::vector<run_record> out;
+    for (int s = 1; s <= n; ++s) {
+        const fs::path d = finished_run(root, dir + "-" + std::to_string(s), format + "_uniform", format, s, 3.0,
+                                        s == 1 ? extra : "");
+        if (s <= collapsed)
+            write(d / "summary.json",
+                  summary_json(format + "_uniform", "collapsed", mode, "10", 10, 500, s, NAN, 4.0, format));
+        out.push_back(read_run(d));
+    }
+    return out;
+}
+
+std::vector<run_record> joined(std::vector<std::vector<run_record>> parts) {
+    std::vector<run_record> out;
+    for (auto& p : parts)
+        for (auto& r : p) out.push_back(std::move(r));
+    return out;
+}
+
+TEST(ReportHypotheses, AVerdictNeedsThreeRunsPerGroup) {
     scratch tmp;
-    std::vector<run_record> runs = {
-        read_run(collapsed_run(tmp.path())),
-        read_run(finished_run(tmp.path(), "e5m2-s1", "e5m2_short", "e5m2", 1, 2.5)),
-        read_run(finished_run(tmp.path(), "e5m2-s2", "e5m2_short", "e5m2", 2, 2.7)),
-        read_run(finished_run(tmp.path(), "e1m6", "e1m6_uniform", "e1m6", 42, 3.0,
-                              diag_overflow(50, "blocks.2.mlp.proj.output_grad", "output_gradient", "e1m6", 200) +
-                                  diag_overflow(50, "blocks.0.mlp.fc.input", "activation", "e1m6", 900))),
-        read_run(interrupted_run(tmp.path())),
-    };
-    const auto v = judge_hypotheses(runs, seeds());
+    const auto v = judge_hypotheses(seeds_of(tmp.path(), "e7m0", "e7m0", 2, 2), seeds());
     const hypothesis_verdict& e7 = verdict_of(v, "E7M0", "more than 90%");
-    EXPECT_EQ(e7.verdict, "supported");
-    EXPECT_EQ(e7.observed, "1/1 (100.0%) runs failed: nan_loss at step 7 (one run: a single seed decides)");
-    EXPECT_EQ(verdict_of(v, "E0M7", "unnormalised").verdict, "not tested by these runs");
-    EXPECT_EQ(verdict_of(v, "E0M7", "40–60%").verdict, "not tested by these runs");
+    EXPECT_EQ(e7.verdict, "not enough runs (n=2)");
+    EXPECT_EQ(e7.observed, "2/2 (100.0%) runs failed: nan_loss at step 10, nan_loss at step 10");
+    EXPECT_EQ(e7.group, "e7m0_uniform");
+}
+
+TEST(ReportHypotheses, RatesAreJudgedByTheirExactInterval) {
+    scratch tmp;
+    // 3 of 3 failed: the interval [0.025^(1/3), 1] = [29.2%, 100%] crosses "more than 90%".
+    auto v = judge_hypotheses(seeds_of(tmp.path(), "all", "e7m0", 3, 3), seeds());
+    EXPECT_EQ(verdict_of(v, "E7M0", "more than 90%").verdict, "inconclusive");
+    EXPECT_CONTAINS(verdict_of(v, "E7M0", "more than 90%").observed,
+                    "3/3 (100.0%) runs failed: nan_loss at step 10, nan_loss at step 10, nan_loss at step 10; "
+                    "exact 95% interval of the rate 29.2%–100.0%");
+    // 0 of 3: [0, 70.8%] lies below 90%.
+    v = judge_hypotheses(seeds_of(tmp.path(), "none", "e7m0", 3, 0), seeds());
+    EXPECT_EQ(verdict_of(v, "E7M0", "more than 90%").verdict, "contradicted");
+    EXPECT_CONTAINS(verdict_of(v, "E7M0", "more than 90%").observed, "0/3 (0%) runs failed; exact 95% interval of the rate 0%–70.8%");
+    // ... and within "at most 90%".
+    hypothesis at_most;
+    at_most.format = "e7m0";
+    at_most.claim = "fails in at most 90% of runs";
+    at_most.at_most = 0.9;
+    EXPECT_EQ(judge_hypotheses(seeds_of(tmp.path(), "none2", "e7m0", 3, 0), {at_most})[0].verdict, "supported");
+    // 36 of 36: 0.025^(1/36) = 90.3% > 90%.
+    v = judge_hypotheses(seeds_of(tmp.path(), "many", "e7m0", 36, 36), seeds());
+    EXPECT_EQ(verdict_of(v, "E7M0", "more than 90%").verdict, "supported");
+    EXPECT_CONTAINS(verdict_of(v, "E7M0", "more than 90%").observed, "interval of the rate 90.3%–100.0%");
+    // 2 of 5 against 40-60%: [5.3%, 85.3%] crosses both bounds.
+    v = judge_hypotheses(seeds_of(tmp.path(), "e0m7", "e0m7", 5, 2, "overflow"), seeds());
+    EXPECT_EQ(verdict_of(v, "E0M7", "40–60%").verdict, "inconclusive");
+    EXPECT_CONTAINS(verdict_of(v, "E0M7", "40–60%").observed, "interval of the rate 5.3%–85.3%");
+    EXPECT_EQ(verdict_of(v, "E0M7", "unnormalised").verdict, "supported");
+}
+
+TEST(ReportHypotheses, JudgedPerGroupFromTheRuns) {
+    scratch tmp;
+    // E5M2 at two learning rates: two groups, judged apart; the second has an overflow collapse.
+    std::vector<run_record> other_rate = seeds_of(tmp.path(), "e5m2-fast", "e5m2", 3, 1, "overflow");
+    for (run_record& r : other_rate) r = read_run(with_training_key(r.dir, "learning_rate = 0.01"));
+    std::vector<run_record> runs = joined({
+        seeds_of(tmp.path(), "e5m2", "e5m2", 3),
+        other_rate,
+        seeds_of(tmp.path(), "e1m6", "e1m6", 3, 0, "",
+                 diag_overflow(50, "blocks.2.mlp.proj.output_grad", "output_gradient", "e1m6", 200) +
+                     diag_overflow(50, "blocks.0.mlp.fc.input", "activation", "e1m6", 900)),
+        {read_run(interrupted_run(tmp.path()))},
+    });
+    const auto v = judge_hypotheses(runs, seeds());
     const hypothesis_verdict& e1 = verdict_of(v, "E1M6", "large gradients");
     EXPECT_EQ(e1.verdict, "supported");
     // The activation's 90% does not count for a hypothesis about gradients.
     EXPECT_CONTAINS(e1.observed, "largest output_gradient tensor overflow rate 20.0% (");
-    EXPECT_CONTAINS(e1.observed, "blocks.2.mlp.proj.output_grad, step 50); overflow failures 0/1 (0%)");
+    EXPECT_CONTAINS(e1.observed, "blocks.2.mlp.proj.output_grad, step 50); overflow failures 0/3 (0%)");
     const hypothesis_verdict& e3 = verdict_of(v, "E3M4", "bit_stall");
     EXPECT_EQ(e3.verdict, "not tested by these runs");
-    EXPECT_EQ(e3.observed, "1 run(s), none finished or collapsed (interrupted or errored)");
-    const hypothesis_verdict& e5 = verdict_of(v, "E5M2", "bit_stall");
-    EXPECT_EQ(e5.verdict, "supported");
-    EXPECT_CONTAINS(e5.observed, "0/2 (0%) runs failed; largest bit-stall rate 25.0% (");
-
-    // The same hypotheses contradicted: E7M0 trains, E1M6 gradients stay in range, E5M2 overflows.
-    std::vector<run_record> other = {
-        read_run(finished_run(tmp.path(), "e7m0-ok", "e7m0_uniform", "e7m0", 42, 3.5)),
-        read_run(finished_run(tmp.path(), "e1m6-ok", "e1m6_uniform", "e1m6", 42, 3.0,
-                              // Written before the output gradient had its own role name: still read as one.
-                              diag_overflow(50, "blocks.2.mlp.proj.output_grad", "gradient", "e1m6", 3))),
-        read_run(finished_run(tmp.path(), "e0m7-a", "e0m7_uniform", "e0m7", 1, 3.0)),
-    };
-    // The E7M0 run kept going because the mantissa shift switched a tensor to E5M2: said, not a failure.
-    write(other[0].dir / "summary.json",
-          summary_json("e7m0_uniform", "finished", "none", "null", 500, 500, 42, 3.5, 3.5, "e7m0",
-                       "[{\"step\": 3, \"tensor\": \"lm_head.weight\", \"from\": \"e7m0\", \"to\": \"e5m2\", "
-                       "\"plugin\": \"mantissa_shift\"}]"));
-    other[0] = read_run(other[0].dir);
-    const fs::path bad = finished_run(tmp.path(), "e5m2-bad", "e5m2_short", "e5m2", 3, 3.0);
-    write(bad / "summary.json", summary_json("e5m2_short", "collapsed", "overflow", "90", 90, 500, 3, NAN, 3.9, "e5m2"));
-    other.push_back(read_run(bad));
-    const auto w = judge_hypotheses(other, seeds());
-    EXPECT_EQ(verdict_of(w, "E7M0", "more than 90%").verdict, "contradicted");
-    EXPECT_EQ(verdict_of(w, "E7M0", "more than 90%").observed,
-              "0/1 (0%) runs failed; 1 of those that did not fail switched formats during the run (one run: a single "
-              "seed decides)");
-    EXPECT_EQ(verdict_of(w, "E1M6", "large gradients").verdict, "contradicted");
-    EXPECT_CONTAINS(verdict_of(w, "E1M6", "large gradients").observed, "overflow rate 0.3% (");
-    EXPECT_EQ(verdict_of(w, "E0M7", "unnormalised").verdict, "contradicted");
-    EXPECT_EQ(verdict_of(w, "E0M7", "40–60%").verdict, "contradicted");
-    EXPECT_EQ(verdict_of(w, "E5M2", "bit_stall").verdict, "contradicted");
-    EXPECT_CONTAINS(verdict_of(w, "E5M2", "bit_stall").observed, "1/1 (100.0%) runs failed: overflow at step 90");
-}
-
-TEST(ReportHypotheses, E0m7RateBoundsAreInclusive) {
-    scratch tmp;
-    std::vector<run_record> runs;
-    for (int s = 0; s < 5; ++s) {
-        const fs::path d = finished_run(tmp.path(), "e0m7-" + std::to_string(s), "e0m7_uniform", "e0m7", s, 3.0);
-        if (s < 2)  // 2 of 5 = 40%
-            write(d / "summary.json",
-                  summary_json("e0m7_uniform", "collapsed", "overflow", "10", 10, 500, s, NAN, 4.0, "e0m7"));
-        runs.push_back(read_run(d));
-    }
-    const auto v = judge_hypotheses(runs, seeds());
-    EXPECT_EQ(verdict_of(v, "E0M7", "40–60%").verdict, "supported");
-    EXPECT_EQ(verdict_of(v, "E0M7", "unnormalised").verdict, "supported");
+    EXPECT_EQ(e3.observed, "1 run(s), none finished or collapsed (interrupted, errored or crashed)");
+    EXPECT_EQ(verdict_of(v, "E0M7", "40–60%").verdict, "not tested by these runs");
+    EXPECT_EQ(verdict_of(v, "E0M7", "40–60%").observed, "no run with E0M7 for every tensor");
+    // 0 of 3 bit-stall failures: [0, 70.8%] crosses "at most half".
+    const hypothesis_verdict& slow = verdict_of(v, "E5M2", "bit_stall", "e5m2_uniform");
+    EXPECT_EQ(slow.verdict, "inconclusive");
+    EXPECT_CONTAINS(slow.observed, "0/3 (0%) runs failed; largest bit-stall rate 25.0% (");
+    // A failure of another mode contradicts "fail only by bit-stall".
+    const hypothesis_verdict& fast = verdict_of(v, "E5M2", "bit_stall", "e5m2_uniform (2)");
+    EXPECT_EQ(fast.verdict, "contradicted");
+    EXPECT_CONTAINS(fast.observed, "1/3 (33.3%) runs failed: overflow at step 10");
 }
 
 // ---- Figures ------------------------------------------------------------------
@@ -505,6 +681,34 @@ TEST(ReportFigures, DrawnWithGnuplotAndLinkedRelatively) {
 // A run directory from someone else is data, never code: a run name that
 // ends the script's comment line or a string with a newline, or ends a
 // comment with a backslash, must not reach gnuplot as a command.
+TEST(ReportFigures, EachGroupOneColourWithABandForItsSeeds) {
+    ASSERT_TRUE(have_gnuplot()) << "no gnuplot on PATH (scripts/setup.sh installs gnuplot-nox)";
+    scratch tmp;
+    std::vector<run_record> runs = {
+        read_run(finished_run(tmp.path(), "e5m2-s1", "e5m2_short", "e5m2", 1, 2.5)),
+        read_run(finished_run(tmp.path(), "bf16", "bf16_baseline", "bf16", 42, 2.4)),
+        read_run(finished_run(tmp.path(), "e5m2-s2", "e5m2_short", "e5m2", 2, 2.7)),
+    };
+    report_options o;
+    o.out_dir = tmp.path() / "out";
+    const report_output out = write_report(runs, o);
+    EXPECT_EQ(out.figures_missing, "") << read(out.markdown);
+    const std::string gp = read(o.out_dir / "figures" / "val_loss-all.gp");
+    // The e5m2 group (colour 1): both seeds, titled once, and their band; the baseline group colour 2, no band.
+    EXPECT_CONTAINS(gp, "'data/val_loss-all-0.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 1 title 'e5m2_short'");
+    EXPECT_CONTAINS(gp, "'data/val_loss-all-1.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 1 notitle");
+    EXPECT_CONTAINS(gp, "'data/val_loss-all-2.dat' using 1:2:3 with filledcurves fs transparent solid 0.2 noborder "
+                        "lc 1 title 'e5m2_short (seeds'' range)'");
+    EXPECT_CONTAINS(gp, "'data/val_loss-all-3.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 2 title 'bf16_baseline'");
+    EXPECT_EQ(gp.find("val_loss-all-4"), std::string::npos) << gp;
+    // The band is the seeds' lowest and highest value at each step (the fixture: final_val + 0.5 at 250).
+    EXPECT_CONTAINS(read(o.out_dir / "figures" / "data" / "val_loss-all-2.dat"), "0\t4.7\t4.7\n250\t3\t3.2\n500\t2.5\t2.7\n");
+    // The group's own figure: every seed's curves in the group's colour, the baseline dashed in its own.
+    const std::string loss = read(o.out_dir / "figures" / "loss-e5m2_short.gp");
+    EXPECT_EQ(loss.find("lc 2 title 'e5m2"), std::string::npos) << loss;
+    EXPECT_CONTAINS(loss, "lc 2 dt 2 title 'bf16 val (baseline)'");
+}
+
 TEST(ReportFigures, AHostileRunNameRunsNothing) {
     ASSERT_TRUE(have_gnuplot()) << "no gnuplot on PATH (scripts/setup.sh installs gnuplot-nox)";
     scratch tmp;
@@ -624,6 +828,21 @@ TEST(ReportCli, WritesTheReportWithoutAPluginFolder) {
     EXPECT_CONTAINS(md, "nan_loss at step 7 ([report](../e7m0/reports/failure.md))");
 }
 
+TEST(ReportCli, MissingGnuplotIsAnErrorUnlessNoFiguresWereAskedFor) {
+    scratch tmp;
+    const fs::path a = finished_run(tmp.path(), "e5m2-s1", "e5m2_short", "e5m2", 1, 2.5);
+    const fs::path out = tmp.path() / "rep";
+    const std::string missing = (tmp.path() / "no-such-gnuplot").string();
+    result r = host("report " + a.string() + " -o " + out.string() + " --gnuplot " + missing);
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_CONTAINS(r.out, "altgrad-host: error: no figures: gnuplot not found ('" + missing +
+                               "' could not be run; install gnuplot-nox); the report is written without them "
+                               "(--no-figures asks for none)\n");
+    EXPECT_TRUE(fs::exists(out / "report.md"));
+    r = host("report " + a.string() + " -o " + out.string() + " --gnuplot " + missing + " --no-figures");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
 TEST(ReportCli, DefaultFolderIsReportInTheCurrentDirectory) {
     scratch tmp;
     finished_run(tmp.path(), "run", "e5m2_short", "e5m2", 1, 2.5);
@@ -720,16 +939,17 @@ TEST(ReportHypotheses, ACustomFileIsJudgedAndShown) {
     const hypotheses h = load_hypotheses(file);
     ASSERT_EQ(h.items.size(), 2u);
     const auto v = judge_hypotheses(runs, h.items);
-    // 1 of 2 failed: exactly the 50% both bounds allow; the failure was overflow, not nan_loss.
-    EXPECT_EQ(verdict_of(v, "E5M2", "half the runs").verdict, "supported");
-    EXPECT_EQ(verdict_of(v, "E5M2", "only by nan_loss").verdict, "contradicted");
+    // Two runs decide nothing, however they came out.
+    EXPECT_EQ(verdict_of(v, "E5M2", "half the runs").verdict, "not enough runs (n=2)");
+    EXPECT_EQ(verdict_of(v, "E5M2", "only by nan_loss").verdict, "not enough runs (n=2)");
 
     const result r = host("report --no-figures -o " + (tmp.path() / "rep").string() + " --hypotheses " +
                           file.string() + " " + runs[0].dir.string() + " " + runs[1].dir.string());
     ASSERT_EQ(r.exit_code, 0) << r.out;
     const std::string md = read(tmp.path() / "rep" / "report.md");
     EXPECT_CONTAINS(md, "Hypotheses of my study (`" + file.generic_string() + "`)");
-    EXPECT_CONTAINS(md, "| E5M2 | fails in half the runs | 1/2 (50.0%) runs failed: overflow at step 90 | **supported** |");
+    EXPECT_CONTAINS(md, "| E5M2 | e5m2_short | fails in half the runs | 1/2 (50.0%) runs failed: overflow at step 90 | "
+                        "**not enough runs (n=2)** |");
     EXPECT_EQ(md.find("more than 90%"), std::string::npos) << "the seeds' hypotheses are not added";
 }
 

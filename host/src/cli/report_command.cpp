@@ -35,8 +35,8 @@ int report_command(const context&, const args& a) {
         {"report RUN_DIR... [-o OUT_DIR] [--hypotheses FILE] [--gnuplot PROGRAM] [--no-figures]"},
         "altgrad-host report runs/e5m2_short runs/bf16_baseline -o report",
         {{0, "the report was written (damaged runs are notes in it, not errors)"},
-         {1, "an error: a bad hypotheses file, a folder in place of a run's file, or the report folder cannot be "
-             "written"}}};
+         {1, "an error: a bad hypotheses file, a folder in place of a run's file, the report folder cannot be "
+             "written, or figures were asked for and gnuplot cannot draw them (the report is written without them)"}}};
     if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
     if (dirs.empty()) throw usage_error("report: give one or more run directories");
     o.out_dir = out_dir;
@@ -60,6 +60,12 @@ int report_command(const context&, const args& a) {
     for (const rep::run_record& r : runs) problems += r.problems.size();
     std::cout << "report: " << out.markdown.string() << " (" << runs.size() << (runs.size() == 1 ? " run, " : " runs, ")
               << out.figures << (out.figures == 1 ? " figure" : " figures") << ")\n";
+    if (out.gnuplot_unavailable) {
+        // The figures were asked for: a report silently without them would pass for a complete one.
+        std::cerr << "altgrad-host: error: no figures: " << out.figures_missing << "; the report is written without "
+                  << "them (--no-figures asks for none)\n";
+        return 1;
+    }
     if (!out.figures_missing.empty()) std::cout << "figures: " << out.figures_missing << "\n";
     if (problems > 0)
         std::cout << problems << " note(s) on missing or damaged files: see the report's Runs section\n";

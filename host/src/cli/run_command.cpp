@@ -37,7 +37,9 @@ int run_command(const context& ctx, const args& a) {
          {1, "an error: a bad config, missing data, a broken plugin, or a run directory that cannot be resumed"},
          {3, "the run stopped early: it collapsed (reports/failure.md in the run directory says why)"},
          {run::kCrashedExitCode, "the training process crashed (a plugin, or a signal): summary.json names the "
-                                 "plugin and the call; --resume continues from the last checkpoint"}}};
+                                 "plugin and the call; --resume continues from the last checkpoint"},
+         {run::kInterruptedExitCode, "SIGINT (Ctrl-C) or SIGTERM stopped it after the current step: it wrote a "
+                                     "checkpoint and summary.json (status \"interrupted\"); --resume continues it"}}};
     if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
     if (config.empty() == resume.empty())
         throw usage_error("run: give a CONFIG.toml, or --resume RUN_DIR (not both)");
@@ -51,6 +53,12 @@ int run_command(const context& ctx, const args& a) {
     // Before LibTorch starts threads: the parent only watches.
     if (const std::optional<int> status = run::supervise_training(ctx.plugins, std::cerr)) return *status;
     const train::run_summary s = train::run_training(req, std::cout);
+    if (s.stop_reason == "interrupted") {
+        std::cerr << "altgrad-host: " << run::signal_name(run::stop_requested()) << ": stopped after step "
+                  << s.steps_done << " of " << s.max_steps << " with a checkpoint; continue it: altgrad-host --plugins "
+                  << ctx.plugins.string() << " run --resume " << s.run_dir.string() << "\n";
+        return run::kInterruptedExitCode;
+    }
     return s.stop_reason == "finished" ? 0 : 3;
 }
 

@@ -134,11 +134,18 @@ bool plotter::draw(const figure& f, std::string& image, std::string& why) {
         const std::string data = "data/" + f.stem + "-" + std::to_string(i) + ".dat";
         std::ofstream out(dir_ / data);
         size_t n = 0;
-        out << "# step\t" << gnuplot_text(s.title) << "\n";
+        out << "# step\t" << gnuplot_text(s.title) << (s.band.empty() ? "" : " (low\thigh)") << "\n";
+        auto plottable = [&](double v) { return std::isfinite(v) && (!f.log_y || v > 0); };
+        char buf[96];
         for (const point& p : s.points) {
-            if (!std::isfinite(p.value) || (f.log_y && !(p.value > 0))) continue;
-            char buf[64];
+            if (!s.band.empty() || !plottable(p.value)) continue;
             std::snprintf(buf, sizeof buf, "%lld\t%.9g\n", static_cast<long long>(p.step), p.value);
+            out << buf;
+            ++n;
+        }
+        for (const band_point& b : s.band) {
+            if (!plottable(b.low) || !plottable(b.high)) continue;
+            std::snprintf(buf, sizeof buf, "%lld\t%.9g\t%.9g\n", static_cast<long long>(b.step), b.low, b.high);
             out << buf;
             ++n;
         }
@@ -147,11 +154,13 @@ bool plotter::draw(const figure& f, std::string& image, std::string& why) {
             return false;
         }
         if (n == 0) continue;  // gnuplot refuses a file with no points
-        plot << (drawn++ ? ", \\\n     " : "plot ") << gnuplot_quote(data) << " using 1:2 with "
-             << (s.with_points ? "linespoints pt 7 ps 0.6 lw 2" : "lines lw 1.2");
+        plot << (drawn++ ? ", \\\n     " : "plot ") << gnuplot_quote(data);
+        if (!s.band.empty()) plot << " using 1:2:3 with filledcurves fs transparent solid 0.2 noborder";
+        else plot << " using 1:2 with " << (s.with_points ? "linespoints pt 7 ps 0.6 lw 2" : "lines lw 1.2");
         if (s.color > 0) plot << " lc " << s.color;
         if (s.dashed) plot << " dt 2";
-        plot << " title " << gnuplot_quote(s.title);
+        if (s.title.empty()) plot << " notitle";
+        else plot << " title " << gnuplot_quote(s.title);
     }
     if (drawn == 0) {
         why = "no data to plot";

@@ -12,12 +12,20 @@
 
 namespace altgrad::host::report {
 
+// The spread of a group's seeds at one step: the lowest and the highest value.
+struct band_point {
+    int64_t step = 0;
+    double low = 0, high = 0;
+};
+
 struct series {
-    std::string title;
+    std::string title;          // empty: not in the key (the other seeds of a group titled once)
     std::vector<point> points;  // non-finite values are left out (a gap in the line)
     bool with_points = false;   // lines and points (sparse series: validation loss)
     bool dashed = false;
-    int color = 0;  // 0: the next of gnuplot's colours; N > 0: colour N (several series of one run)
+    int color = 0;  // 0: the next of gnuplot's colours; N > 0: colour N (the series of one group share it)
+    // When not empty the series is this shaded band (translucent, in `color`) instead of `points`.
+    std::vector<band_point> band;
 };
 
 struct figure {

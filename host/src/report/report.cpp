@@ -12,6 +12,9 @@
 
 #include "plugins/abi_names.hpp"
 #include "report/plot.hpp"
+#include "report/stats.hpp"
+#include "report/tables.hpp"
+#include "run/files.hpp"
 #include "stability/failure.hpp"
 #include "util/error.hpp"
 #include "util/toml_text.hpp"
@@ -140,13 +143,6 @@ std::string failure_text(const run_record& r, const fs::path& out_dir) {
 
 std::string opt_int(const std::optional<int64_t>& x) { return x ? std::to_string(*x) : "?"; }
 
-std::vector<const run_record*> uniform_runs(const std::vector<run_record>& runs, const std::string& format) {
-    std::vector<const run_record*> out;
-    for (const run_record& r : runs)
-        if (r.uniform_format == format) out.push_back(&r);
-    return out;
-}
-
 // "2/3 failed (66.7%): nan_loss at step 7, bit_stall at step 40"
 std::string failures_of(const std::vector<const run_record*>& sel, size_t& decided, size_t& failed) {
     decided = failed = 0;
@@ -168,18 +164,31 @@ std::string failures_of(const std::vector<const run_record*>& sel, size_t& decid
     // A run an intervention kept going by switching formats did not fail, but the format alone might have.
     if (rescued > 0) out += "; " + std::to_string(rescued) + " of those that did not fail switched formats during the run";
     const size_t undecided = sel.size() - decided;
-    if (undecided > 0) out += "; " + std::to_string(undecided) + " interrupted or errored, not counted";
+    if (undecided > 0) out += "; " + std::to_string(undecided) + " interrupted, errored or crashed, not counted";
     return out;
 }
 
 std::string not_tested_text(const std::vector<const run_record*>& sel, const std::string& format) {
     if (sel.empty()) return "no run with " + upper(format) + " for every tensor";
-    return std::to_string(sel.size()) + " run(s), none finished or collapsed (interrupted or errored)";
+    return std::to_string(sel.size()) + " run(s), none finished or collapsed (interrupted, errored or crashed)";
 }
 
-hypothesis_verdict judge_failure_rate(const std::vector<run_record>& runs, const hypothesis& h) {
-    hypothesis_verdict v{upper(h.format), h.claim, "", ""};
-    const auto sel = uniform_runs(runs, h.format);
+std::string not_enough(size_t n) { return "not enough runs (n=" + std::to_string(n) + ")"; }
+
+// "; 95% interval 29.2%–100%" of k of n, and where it lies against [lower, upper]
+// (lower exclusive unless lower_inclusive): inside, outside, or across a bound.
+std::string rate_verdict(size_t k, size_t n, double lower, bool lower_inclusive, double upper, std::string& observed) {
+    const rate_interval ci = clopper_pearson(k, n);
+    observed += "; exact 95% interval of the rate " + percent(ci.low) + "–" + percent(ci.high);
+    const bool above_lower = lower_inclusive ? ci.low >= lower : ci.low > lower;
+    const bool below_lower = lower_inclusive ? ci.high < lower : ci.high <= lower;
+    if (above_lower && ci.high <= upper) return "supported";
+    if (below_lower || ci.low > upper) return "contradicted";
+    return "inconclusive";
+}
+
+hypothesis_verdict judge_failure_rate(const std::vector<const run_record*>& sel, const hypothesis& h) {
+    hypothesis_verdict v{upper(h.format), h.claim, "", "", ""};
     size_t decided = 0, failed = 0;
     v.observed = failures_of(sel, decided, failed);
     if (decided == 0) {
@@ -187,17 +196,14 @@ hypothesis_verdict judge_failure_rate(const std::vector<run_record>& runs, const
         v.verdict = "not tested by these runs";
         return v;
     }
-    const double rate = static_cast<double>(failed) / static_cast<double>(decided);
-    v.verdict = (rate > h.lower || (h.lower_inclusive && rate == h.lower)) && rate <= h.at_most ? "supported"
-                                                                                                : "contradicted";
-    if (decided == 1) v.observed += " (one run: a single seed decides)";
+    v.verdict = decided < kRunsForVerdict ? not_enough(decided)
+                                          : rate_verdict(failed, decided, h.lower, h.lower_inclusive, h.at_most, v.observed);
     return v;
 }
 
-hypothesis_verdict judge_overflow(const std::vector<run_record>& runs, const hypothesis& h) {
-    const auto names = short_labels(runs);
-    hypothesis_verdict v{upper(h.format), h.claim, "", ""};
-    const auto sel = uniform_runs(runs, h.format);
+hypothesis_verdict judge_overflow(const std::vector<const run_record*>& sel, const hypothesis& h,
+                                  const std::map<const run_record*, std::string>& names) {
+    hypothesis_verdict v{upper(h.format), h.claim, "", "", ""};
     peak top;
     size_t decided = 0, overflow_failures = 0;
     for (const run_record* r : sel) {
@@ -227,14 +233,14 @@ hypothesis_verdict judge_overflow(const std::vector<run_record>& runs, const hyp
                                       ", step " + std::to_string(top.step) + ")"
                                 : "no " + what + " overflow measured";
     v.observed += "; overflow failures " + ratio(overflow_failures, decided);
-    v.verdict = overflow_failures > 0 || top.rate > h.rate ? "supported" : "contradicted";
+    if (decided < kRunsForVerdict) v.verdict = not_enough(decided);
+    else v.verdict = overflow_failures > 0 || top.rate > h.rate ? "supported" : "contradicted";
     return v;
 }
 
-hypothesis_verdict judge_failure_mode(const std::vector<run_record>& runs, const hypothesis& h) {
-    const auto names = short_labels(runs);
-    hypothesis_verdict v{upper(h.format), h.claim, "", ""};
-    const auto sel = uniform_runs(runs, h.format);
+hypothesis_verdict judge_failure_mode(const std::vector<const run_record*>& sel, const hypothesis& h,
+                                      const std::map<const run_record*, std::string>& names) {
+    hypothesis_verdict v{upper(h.format), h.claim, "", "", ""};
     size_t decided = 0, failed = 0, of_mode = 0;
     v.observed = failures_of(sel, decided, failed);
     if (decided == 0) {
@@ -251,9 +257,9 @@ hypothesis_verdict judge_failure_mode(const std::vector<run_record>& runs, const
     if (h.mode == "bit_stall" && stall.measured())
         v.observed += "; largest bit-stall rate " + percent(stall.rate) + " (" + stall.tensor + ", step " +
                       std::to_string(stall.step) + ")";
-    v.verdict = failed == of_mode && static_cast<double>(of_mode) <= h.at_most * static_cast<double>(decided)
-                    ? "supported"
-                    : "contradicted";
+    if (decided < kRunsForVerdict) v.verdict = not_enough(decided);
+    else if (failed != of_mode) v.verdict = "contradicted";  // a failure of another mode
+    else v.verdict = rate_verdict(of_mode, decided, 0, true, h.at_most, v.observed);
     return v;
 }
 
@@ -381,32 +387,36 @@ std::string sanitize(const std::string& s) {
 
 std::vector<group_summary> group_runs(const std::vector<run_record>& runs) {
     std::vector<group_summary> groups;
+    auto same_experiment = [](const group_summary& g, const run_record& r) {
+        if (g.settings.empty() || r.settings.empty())  // unknown config: by name
+            return g.settings.empty() && r.settings.empty() && g.runs.front()->name == r.name;
+        return g.settings == r.settings;
+    };
     for (const run_record& r : runs) {
-        auto it = std::find_if(groups.begin(), groups.end(), [&](const group_summary& g) { return g.name == r.name; });
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const group_summary& g) { return same_experiment(g, r); });
         if (it == groups.end()) {
             groups.push_back({});
             it = groups.end() - 1;
             it->name = r.name;
             it->formats = r.formats;
+            it->settings = r.settings;
+        } else if (std::none_of(it->runs.begin(), it->runs.end(), [&](const run_record* o) { return o->name == r.name; })) {
+            it->name += ", " + r.name;
         }
         group_summary& g = *it;
         g.runs.push_back(&r);
         g.finished += r.status == "finished";
         g.decided += r.decided();
         g.failed += r.failed();
-        g.interrupted += !r.has_summary;
+        g.interrupted += r.status == "interrupted";
         if (r.status == "finished" && r.final_val_loss && std::isfinite(*r.final_val_loss))
             g.final_val.push_back(*r.final_val_loss);
     }
+    std::map<std::string, int> seen;
     for (group_summary& g : groups) {
-        const size_t n = g.final_val.size();
-        if (n == 0) continue;
-        double sum = 0;
-        for (double x : g.final_val) sum += x;
-        g.mean = sum / static_cast<double>(n);
-        double ss = 0;
-        for (double x : g.final_val) ss += (x - g.mean) * (x - g.mean);
-        g.sd = n > 1 ? std::sqrt(ss / static_cast<double>(n - 1)) : 0;
+        const int k = ++seen[g.name];
+        g.label = k == 1 ? g.name : g.name + " (" + std::to_string(k) + ")";
+        g.val = summarize(g.final_val);
     }
     // The baseline: the config named bf16_baseline, else one whose every run is BF16 throughout.
     auto all_bf16 = [](const group_summary& g) {
@@ -414,19 +424,53 @@ std::vector<group_summary> group_runs(const std::vector<run_record>& runs) {
     };
     auto it = std::find_if(groups.begin(), groups.end(), [](const group_summary& g) { return g.name == "bf16_baseline"; });
     if (it == groups.end()) it = std::find_if(groups.begin(), groups.end(), all_bf16);
-    if (it != groups.end()) it->baseline = true;
+    if (it != groups.end()) {
+        it->baseline = true;
+        for (group_summary& g : groups) g.vs_baseline = welch_test(g.final_val, it->final_val);
+    }
     return groups;
+}
+
+std::vector<std::string> varying_settings(const std::vector<group_summary>& groups) {
+    std::set<std::string> keys;
+    for (const group_summary& g : groups)
+        for (const auto& kv : g.settings) keys.insert(kv.first);
+    std::vector<std::string> out;
+    for (const std::string& key : keys) {
+        std::set<std::string> values;
+        for (const group_summary& g : groups) {
+            if (g.settings.empty()) continue;  // config unknown: it says nothing about what varies
+            const auto v = g.settings.find(key);
+            values.insert(v == g.settings.end() ? "\x01?" : v->second);
+        }
+        if (values.size() > 1) out.push_back(key);
+    }
+    return out;
 }
 
 std::vector<hypothesis_verdict> judge_hypotheses(const std::vector<run_record>& runs,
                                                  const std::vector<hypothesis>& items) {
+    const std::vector<group_summary> groups = group_runs(runs);
+    const auto names = short_labels(runs);
     std::vector<hypothesis_verdict> out;
     for (const hypothesis& h : items) {
-        switch (h.test) {
-            case hypothesis::test_kind::failure_rate: out.push_back(judge_failure_rate(runs, h)); break;
-            case hypothesis::test_kind::overflow: out.push_back(judge_overflow(runs, h)); break;
-            case hypothesis::test_kind::failure_mode: out.push_back(judge_failure_mode(runs, h)); break;
+        bool judged = false;
+        for (const group_summary& g : groups) {
+            const bool of_format = std::all_of(g.runs.begin(), g.runs.end(),
+                                               [&](const run_record* r) { return r->uniform_format == h.format; });
+            if (!of_format) continue;
+            hypothesis_verdict v;
+            switch (h.test) {
+                case hypothesis::test_kind::failure_rate: v = judge_failure_rate(g.runs, h); break;
+                case hypothesis::test_kind::overflow: v = judge_overflow(g.runs, h, names); break;
+                case hypothesis::test_kind::failure_mode: v = judge_failure_mode(g.runs, h, names); break;
+            }
+            v.group = g.label;
+            out.push_back(std::move(v));
+            judged = true;
         }
+        if (!judged)
+            out.push_back({upper(h.format), h.claim, not_tested_text({}, h.format), "not tested by these runs", ""});
     }
     return out;
 }
@@ -483,14 +527,14 @@ void write_overview(std::ostream& md, const std::vector<run_record>& runs, size_
     for (const run_record& r : runs) {
         finished += r.status == "finished";
         collapsed += r.status == "collapsed";
-        errored += r.has_summary && r.status != "finished" && r.status != "collapsed";
-        interrupted += !r.has_summary;
+        interrupted += r.status == "interrupted";
+        errored += r.status != "finished" && r.status != "collapsed" && r.status != "interrupted";
     }
     md << "# AltGrad run report\n\n"
        << runs.size() << (runs.size() == 1 ? " run" : " runs") << " of " << configs
        << (configs == 1 ? " config" : " configs") << ": " << finished << " finished, " << collapsed
-       << " collapsed, " << errored << " stopped by an error, " << interrupted
-       << " interrupted (no summary.json). Made by `altgrad-host report`; docs/report.md explains each part.\n\n";
+       << " collapsed, " << errored << " stopped by an error or a crash, " << interrupted
+       << " interrupted. Made by `altgrad-host report`; docs/report.md explains each part.\n\n";
 }
 
 // The runs table, then the classifier's one-line evidence (too long for a
@@ -522,52 +566,74 @@ const group_summary* baseline_of(const std::vector<group_summary>& groups) {
     return baseline;
 }
 
-// A config's row of the comparison table.
-std::string group_row(const group_summary& g, const group_summary* baseline) {
+std::string signed_fixed(double x, int digits = 4) { return (x >= 0 ? "+" : "") + fixed(x, digits); }
+
+std::string p_value_text(double p) {
+    if (std::isnan(p)) return "—";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, p < 0.001 ? "%.1e" : "%.3f", p);
+    return buf;
+}
+
+// A group's row of the comparison table; `varying` are its setting columns.
+std::string group_row(const group_summary& g, const group_summary* baseline, const std::vector<std::string>& varying) {
     std::set<int64_t> seeds;
     for (const run_record* r : g.runs)
         if (r->seed) seeds.insert(*r->seed);
     std::string seed_text;
     for (int64_t s : seeds) seed_text += (seed_text.empty() ? "" : ", ") + std::to_string(s);
-    std::string val = "—", range = "—", vs = "—";
-    if (!g.final_val.empty()) {
-        val = fixed(g.mean) + (g.final_val.size() > 1 ? " ± " + fixed(g.sd) : "") + " (n=" +
-              std::to_string(g.final_val.size()) + ")";
-        const auto [lo, hi] = std::minmax_element(g.final_val.begin(), g.final_val.end());
-        range = fixed(*lo) + "–" + fixed(*hi);
-        if (g.baseline) vs = "baseline";
-        else if (baseline != nullptr && !baseline->final_val.empty()) {
-            const double d = g.mean - baseline->mean;
-            vs = (d >= 0 ? "+" : "") + fixed(d) + " (" + (d >= 0 ? "+" : "") + fixed(100 * d / baseline->mean, 1) + "%)";
+    const sample_summary& v = g.val;
+    std::string mean = "—", sd = "—", ci = "—", vs = g.baseline ? "baseline" : "—", p = "—";
+    if (v.n > 0) {
+        mean = fixed(v.mean);
+        if (v.n > 1) sd = fixed(v.sd), ci = fixed(v.ci_low) + " – " + fixed(v.ci_high);
+        if (!g.baseline && baseline != nullptr && baseline->val.n > 0) {
+            const double d = g.vs_baseline.difference;
+            vs = signed_fixed(d) + " (" + signed_fixed(100 * d / baseline->val.mean, 1) + "%)";
+            p = p_value_text(g.vs_baseline.p);
         }
-    } else if (g.baseline) {
-        vs = "baseline";
     }
     const std::string rate = g.decided ? ratio(g.failed, g.decided) : "—";
-    const size_t errored = g.runs.size() - g.decided - g.interrupted;
+    const size_t other = g.runs.size() - g.decided - g.interrupted;
     std::string not_counted;
     if (g.interrupted) not_counted = std::to_string(g.interrupted) + " interrupted";
-    if (errored) not_counted += (not_counted.empty() ? "" : ", ") + std::to_string(errored) + " errored";
+    if (other) not_counted += (not_counted.empty() ? "" : ", ") + std::to_string(other) + " errored or crashed";
     std::ostringstream o;
-    o << "| " << cell(g.name) << " | " << cell(g.formats.empty() ? "?" : g.formats) << " | " << g.runs.size() << " | "
-      << (seed_text.empty() ? "?" : seed_text) << " | " << val << " | " << range << " | " << vs << " | " << rate
-      << " | " << not_counted << " |";
+    o << "| " << cell(g.label) << " |";
+    for (const std::string& key : varying) {
+        const auto it = g.settings.find(key);
+        o << " " << cell(g.settings.empty() ? "?" : it == g.settings.end() ? "(none)" : it->second) << " |";
+    }
+    o << " " << cell(g.formats.empty() ? "?" : g.formats) << " | " << (seed_text.empty() ? "?" : seed_text) << " | "
+      << v.n << " | " << mean << " | " << sd << " | " << ci << " | " << vs << " | " << p << " | " << rate << " | "
+      << not_counted << " |";
     return o.str();
 }
 
 void write_comparison(std::ostream& md, const std::vector<group_summary>& groups, const group_summary* baseline) {
-    md << "\n## Formats compared across seeds\n\n";
+    md << "\n## Formats compared across seeds\n\n"
+       << "Runs are grouped by their resolved configuration without the seed (the name, `training.threads` and "
+          "`output.*` do not count either): runs that differ in anything else are never averaged together. ";
     if (baseline != nullptr)
-        md << "Baseline: `" << baseline->name << "` (" << baseline->runs.size()
+        md << "Baseline: `" << baseline->label << "` (" << baseline->runs.size()
            << (baseline->runs.size() == 1 ? " run" : " runs") << "). ";
     else
         md << "No BF16 baseline among these runs (a config named bf16_baseline, or one with BF16 for every tensor): "
               "no differences shown. ";
-    md << "Final validation loss over the finished runs of each config (mean ± sample standard deviation, and "
-          "the range); failure rate over the runs that finished or collapsed.\n\n"
-       << "| config | formats | runs | seeds | final val loss | range | vs baseline | failure rate | not counted |\n"
-       << "|---|---|---|---|---|---|---|---|---|\n";
-    for (const group_summary& g : groups) md << group_row(g, baseline) << "\n";
+    md << "Final validation loss over the finished runs of each group: n, mean, sample standard deviation, the "
+          "95% confidence interval of the mean (Student t), the difference from the baseline's mean and its "
+          "two-sided Welch t-test p-value; failure rate over the runs that finished or collapsed.\n\n";
+    const std::vector<std::string> varying = varying_settings(groups);
+    std::string header = "| group |", rule = "|---|";
+    for (const std::string& key : varying) header += " " + cell(key) + " |", rule += "---|";
+    md << header << " formats | seeds | n | mean final val loss | sd | 95% CI | vs baseline | p (Welch) | failure rate | "
+                    "not counted |\n"
+       << rule << "---|---|---|---|---|---|---|---|---|---|\n";
+    for (const group_summary& g : groups) md << group_row(g, baseline, varying) << "\n";
+    bool any_unknown = false;
+    for (const group_summary& g : groups) any_unknown = any_unknown || g.settings.empty();
+    if (any_unknown)
+        md << "\n`?`: config.toml missing or refused by this host's loader; those runs are grouped by name alone.\n";
 }
 
 void write_hypotheses(std::ostream& md, const std::vector<run_record>& runs, const hypotheses& judged) {
@@ -576,13 +642,16 @@ void write_hypotheses(std::ostream& md, const std::vector<run_record>& runs, con
         md << "No hypotheses to judge (give a hypotheses file with --hypotheses; docs/report.md).\n";
     } else {
         md << "Hypotheses of " << judged.source << " (`" << judged.file.generic_string()
-           << "`), each judged from these runs alone (a run counts for a format when that format is used for every "
-              "quantized tensor at the start; a run counts for a failure rate when it finished or collapsed).\n\n"
-           << "| format | hypothesis | observed | verdict |\n|---|---|---|---|\n";
+           << "`), each judged per group from these runs alone (a group counts for a format when its runs use that "
+              "format for every quantized tensor at the start; a run counts for a failure rate when it finished or "
+              "collapsed). A verdict needs at least " << kRunsForVerdict << " such runs in the group; a rate is "
+              "judged by its exact 95% (Clopper-Pearson) interval: supported when the interval lies within the "
+              "hypothesis' bounds, contradicted when outside them, inconclusive when it crosses one.\n\n"
+           << "| format | group | hypothesis | observed | verdict |\n|---|---|---|---|---|\n";
     }
     for (const hypothesis_verdict& h : judge_hypotheses(runs, judged.items))
-        md << "| " << h.format << " | " << cell(h.hypothesis) << " | " << cell(h.observed) << " | **" << h.verdict
-           << "** |\n";
+        md << "| " << h.format << " | " << cell(h.group.empty() ? "—" : h.group) << " | " << cell(h.hypothesis) << " | "
+           << cell(h.observed) << " | **" << h.verdict << "** |\n";
 }
 
 // ---- Figures ------------------------------------------------------------------------
@@ -600,42 +669,83 @@ private:
     std::set<std::string> taken_;
 };
 
-// One loss figure per config (against the baseline's validation loss), and
-// the validation loss of every run when there are several configs.
-void add_loss_figures(std::vector<figure>& figures, figure_stems& stems, const std::vector<run_record>& runs,
-                      const std::vector<group_summary>& groups, const group_summary* baseline,
-                      const std::map<const run_record*, std::string>& names) {
-    for (const group_summary& g : groups) {
-        figure f;
-        f.stem = stems.unique("loss-" + g.name);
-        f.title = "Loss: " + g.name + (baseline != nullptr && !g.baseline ? " against " + baseline->name : "");
-        f.ylabel = "loss (nats/token)";
-        int color = 0;
+// Each group's colour (gnuplot's line types 1-8, in turn): its seeds share it.
+int group_color(size_t group_index) { return static_cast<int>(group_index % 8) + 1; }
+
+// The spread of `runs`' series (selected by `of`) at each step two or more of them have a finite value.
+template <class Of>
+std::vector<band_point> spread_of(const std::vector<const run_record*>& runs, Of of) {
+    std::map<int64_t, std::vector<double>> at;
+    for (const run_record* r : runs)
+        for (const point& p : of(*r))
+            if (std::isfinite(p.value)) at[p.step].push_back(p.value);
+    std::vector<band_point> band;
+    for (const auto& [step, values] : at)
+        if (values.size() >= 2)
+            band.push_back({step, *std::min_element(values.begin(), values.end()),
+                            *std::max_element(values.begin(), values.end())});
+    return band;
+}
+
+// One series per run of each group in the group's colour, titled once per
+// group, and the band of the group's spread where it has several runs.
+template <class Of>
+void add_group_series(figure& f, const std::vector<group_summary>& groups, Of of, bool with_points) {
+    for (size_t k = 0; k < groups.size(); ++k) {
+        const group_summary& g = groups[k];
+        const int color = group_color(k);
+        bool titled = false;
         for (const run_record* r : g.runs) {
-            ++color;
-            f.lines.push_back({names.at(r) + " train", r->train_loss, false, false, color});
-            f.lines.push_back({names.at(r) + " val", r->val_loss, true, false, color});
+            const std::vector<point>& pts = of(*r);
+            if (pts.empty()) continue;
+            const bool sparse = with_points || pts.size() < 60;  // a few points: show each one
+            f.lines.push_back({titled ? "" : g.label, pts, sparse, false, color, {}});
+            titled = true;
         }
-        if (baseline != nullptr && !g.baseline)
+        std::vector<band_point> band = spread_of(g.runs, of);
+        if (!band.empty()) f.lines.push_back({g.label + " (seeds' range)", {}, false, false, color, std::move(band)});
+    }
+}
+
+// One loss figure per group (its seeds in its colour, against the baseline's
+// validation loss), and the validation loss of every group when there are several.
+void add_loss_figures(std::vector<figure>& figures, figure_stems& stems, const std::vector<group_summary>& groups,
+                      const group_summary* baseline, const std::map<const run_record*, std::string>& names) {
+    const auto val = [](const run_record& r) -> const std::vector<point>& { return r.val_loss; };
+    for (size_t k = 0; k < groups.size(); ++k) {
+        const group_summary& g = groups[k];
+        figure f;
+        f.stem = stems.unique("loss-" + g.label);
+        f.title = "Loss: " + g.label + (baseline != nullptr && !g.baseline ? " against " + baseline->label : "");
+        f.ylabel = "loss (nats/token)";
+        const int color = group_color(k);
+        for (const run_record* r : g.runs) {
+            f.lines.push_back({names.at(r) + " train", r->train_loss, false, false, color, {}});
+            f.lines.push_back({names.at(r) + " val", r->val_loss, true, false, color, {}});
+        }
+        std::vector<band_point> band = spread_of(g.runs, val);
+        if (!band.empty()) f.lines.push_back({"val, seeds' range", {}, false, false, color, std::move(band)});
+        if (baseline != nullptr && !g.baseline) {
+            const int base_color = group_color(static_cast<size_t>(baseline - groups.data()));
             for (const run_record* r : baseline->runs)
-                f.lines.push_back({names.at(r) + " val (baseline)", r->val_loss, true, true, ++color});
+                f.lines.push_back({names.at(r) + " val (baseline)", r->val_loss, true, true, base_color, {}});
+        }
         figures.push_back(f);
     }
     if (groups.size() > 1) {
         figure f;
         f.stem = stems.unique("val_loss-all");
-        f.title = "Validation loss: every run";
+        f.title = "Validation loss: every group (a colour each; the band: its seeds' range)";
         f.ylabel = "validation loss (nats/token)";
-        for (const run_record& r : runs) f.lines.push_back({names.at(&r), r.val_loss, true, false, 0});
+        add_group_series(f, groups, val, true);
         figures.push_back(f);
     }
 }
 
-// One figure per diagnostic series some run measured; the others are
-// returned, to be named in the report.
+// One figure per diagnostic series some run measured, a colour per group;
+// the others are returned, to be named in the report.
 std::vector<std::string> add_diagnostic_figures(std::vector<figure>& figures, figure_stems& stems,
-                                                const std::vector<run_record>& runs,
-                                                const std::map<const run_record*, std::string>& names) {
+                                                const std::vector<group_summary>& groups) {
     const std::map<std::string, std::pair<std::string, std::string>> diag_titles = {
         {"bit_stall", {"Bit-stall rate (fraction of weight elements unchanged since the last measurement)", "bit-stall rate"}},
         {"overflow", {"Overflow rate (the largest of any quantized tensor)", "overflow rate"}},
@@ -650,11 +760,13 @@ std::vector<std::string> add_diagnostic_figures(std::vector<figure>& figures, fi
         f.title = diag_titles.at(key).first;
         f.ylabel = diag_titles.at(key).second;
         f.log_y = std::string(key) == "stiffness";
-        for (const run_record& r : runs) {
-            const auto it = r.diagnostics.find(key);
-            if (it == r.diagnostics.end() || it->second.empty()) continue;
-            f.lines.push_back({names.at(&r), it->second, it->second.size() < 60, false, 0});
-        }
+        const std::string name = key;
+        const auto of = [&name](const run_record& r) -> const std::vector<point>& {
+            static const std::vector<point> none;
+            const auto it = r.diagnostics.find(name);
+            return it == r.diagnostics.end() ? none : it->second;
+        };
+        add_group_series(f, groups, of, false);
         if (!f.lines.empty()) figures.push_back(f);
         else no_data.push_back(key);
     }
@@ -673,6 +785,7 @@ std::vector<std::string> draw_figures(std::ostream& md, const std::vector<figure
     plotter plot(options.out_dir / "figures", options.gnuplot, options.gnuplot_timeout);
     if (!plot.unavailable().empty()) {
         result.figures_missing = plot.unavailable();
+        result.gnuplot_unavailable = true;
         return failures;
     }
     for (const figure& f : figures) {
@@ -694,8 +807,8 @@ void write_figures(std::ostream& md, const std::vector<run_record>& runs, const 
     const auto names = short_labels(runs);
     figure_stems stems;
     std::vector<figure> figures;
-    add_loss_figures(figures, stems, runs, groups, baseline, names);
-    const std::vector<std::string> no_data = add_diagnostic_figures(figures, stems, runs, names);
+    add_loss_figures(figures, stems, groups, baseline, names);
+    const std::vector<std::string> no_data = add_diagnostic_figures(figures, stems, groups);
 
     const std::vector<std::string> failures = draw_figures(md, figures, options, result);
     if (!options.figures) md << "No figures: not asked for (--no-figures).\n";
@@ -727,6 +840,10 @@ report_output write_report(const std::vector<run_record>& runs, const report_opt
     write_comparison(md, groups, baseline);
     write_hypotheses(md, runs, options.judged);
     write_figures(md, runs, groups, baseline, options, result);
+    md << "\n## Tables\n\n[`runs.csv`](runs.csv): one row per run; [`steps.csv`](steps.csv): one row per run per "
+          "logged step (docs/report.md, \"Tables\", has a pandas example).\n";
+    run::write_file_atomically(options.out_dir / "runs.csv", runs_csv(runs, groups));
+    run::write_file_atomically(options.out_dir / "steps.csv", steps_csv(runs, groups));
 
     std::ofstream out(result.markdown, std::ios::binary | std::ios::trunc);
     out << md.str();

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <altgrad/altgrad.h>
 
 #include "report/run_record.hpp"
+#include "report/stats.hpp"
 
 namespace altgrad::host::report {
 
@@ -63,29 +65,48 @@ struct report_output {
     fs::path markdown;
     size_t figures = 0;           // images made
     std::string figures_missing;  // why there are none or fewer, empty when all were made
+    bool gnuplot_unavailable = false;  // figures were asked for and gnuplot cannot draw any
 };
 
-// A configuration's runs (its seeds) and what they add up to.
+// An experiment: runs whose resolved configurations are equal but for the
+// seed (run_record::settings), and what they add up to. Runs whose config
+// could not be read are grouped by name, and said so.
 struct group_summary {
-    std::string name, formats;
+    std::string name;   // the config name of its runs (names joined by ", " when they differ)
+    std::string label;  // unique among the groups: the name, then "name (2)", ... for other groups of that name
+    std::string formats;
+    std::map<std::string, std::string> settings;  // of its runs; empty: unknown (grouped by name)
     std::vector<const run_record*> runs;
     size_t finished = 0, decided = 0, failed = 0, interrupted = 0;
     std::vector<double> final_val;  // finished runs with a finite final validation loss
-    double mean = 0, sd = 0;        // of final_val (sd: sample; 0 for one run)
+    sample_summary val;             // of final_val: n, mean, sample sd, 95% CI
+    welch_result vs_baseline;       // mean - the baseline's mean, Welch's t-test (NaN: no baseline, or too few runs)
     bool baseline = false;          // the BF16 baseline
 };
 
-// Runs grouped by config name, in order of first appearance, the baseline marked.
+// Runs grouped by resolved configuration without the seed, in order of first
+// appearance, the baseline marked and every other group compared with it.
 std::vector<group_summary> group_runs(const std::vector<run_record>& runs);
+
+// The settings whose values differ between groups (a key some group lacks counts), in key order.
+std::vector<std::string> varying_settings(const std::vector<group_summary>& groups);
 
 struct hypothesis_verdict {
     std::string format;      // "E7M0"
     std::string hypothesis;  // the claim, as the hypotheses file puts it
     std::string observed;    // the numbers
-    std::string verdict;     // "supported" | "contradicted" | "not tested by these runs"
+    // "supported" | "contradicted" | "inconclusive" | "not enough runs (n=2)" | "not tested by these runs"
+    std::string verdict;
+    std::string group;       // the group (group_summary::label) judged; empty when none was
 };
 
-// Each hypothesis judged from `runs`, in order.
+// The runs a verdict needs per group: fewer decide nothing.
+inline constexpr size_t kRunsForVerdict = 3;
+
+// Each hypothesis judged for each group whose runs all use its format for
+// every tensor (one row per hypothesis and group), in order. Rates are
+// judged by their exact 95% (Clopper-Pearson) interval: supported when it
+// lies within the bounds, contradicted when it lies outside, else inconclusive.
 std::vector<hypothesis_verdict> judge_hypotheses(const std::vector<run_record>& runs,
                                                  const std::vector<hypothesis>& items);
 

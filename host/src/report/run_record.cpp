@@ -71,6 +71,26 @@ void describe_formats(const config::run_config& c, run_record& r) {
     r.uniform_format = used.size() == 1 ? *used.begin() : "";
 }
 
+// Keys of the resolved config that say how a run is bookkept, not what it trains.
+bool experiment_key(const std::string& key) {
+    return key != "name" && key != "training.seed" && key != "training.threads" && key.rfind("output.", 0) != 0;
+}
+
+void flatten(const toml::table& t, const std::string& prefix, std::map<std::string, std::string>& out) {
+    for (auto&& [k, v] : t) {
+        const std::string key = prefix + std::string(k.str());
+        if (const toml::table* sub = v.as_table()) {
+            flatten(*sub, key + ".", out);
+        } else if (experiment_key(key)) {
+            std::ostringstream text;
+            if (const toml::array* a = v.as_array()) text << *a;
+            else if (const auto* str = v.as_string()) text << str->get();  // e5m2, not 'e5m2'
+            else v.visit([&](auto&& x) { text << x; });
+            out[key] = text.str();
+        }
+    }
+}
+
 // config.toml through the config loader; when that refuses it (a run written by
 // another version of the host), the few keys the report needs, read directly.
 void read_config(const fs::path& file, run_record& r) {
@@ -80,6 +100,7 @@ void read_config(const fs::path& file, run_record& r) {
         r.seed = c.training.seed;
         r.max_steps = c.training.max_steps;
         describe_formats(c, r);
+        flatten(toml::parse(config::to_toml(c)), "", r.settings);
         return;
     } catch (const std::exception& e) {
         r.problems.push_back(std::string("config.toml: ") + e.what());

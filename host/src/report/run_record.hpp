@@ -56,8 +56,8 @@ struct run_record {
     std::string uniform_format;
     std::vector<format_switch> switches;  // made during the run
 
-    // "finished", "collapsed", "error" (summary.json's status) or "interrupted"
-    // (no summary.json: killed, or still running).
+    // "finished", "collapsed", "error", "crashed", "interrupted" (summary.json's
+    // status), or "interrupted" without summary.json (killed, or still running).
     std::string status = "interrupted";
     bool has_summary = false;
     std::string failure_mode;  // summary.json's ("none" when it did not fail); empty without one
@@ -70,6 +70,13 @@ struct run_record {
     fs::path failure_report;                      // reports/failure.md when it exists
     int64_t repeated_steps = 0;                   // steps written twice (a resume); the last line kept
 
+    // The resolved configuration (config.toml through the config loader, every
+    // default filled in) as dotted key -> TOML value, without what does not
+    // change the experiment: the seed, the name, training.threads and output.*.
+    // Runs with equal settings are seeds of one experiment. Empty when the
+    // loader refused config.toml (or there is none).
+    std::map<std::string, std::string> settings;
+
     std::vector<std::string> problems;  // one line each, without the folder's name
 
     std::vector<point> train_loss, val_loss;  // by step
@@ -77,8 +84,9 @@ struct run_record {
     std::map<std::string, peak> max_overflow;  // by role: weight, activation, gradient (per tensor)
     peak max_bit_stall;                        // over weight tensors
 
-    // A run that reached an outcome: it has a summary and did not stop on an error.
-    bool decided() const { return has_summary && status != "error"; }
+    // A run that reached an outcome: it finished or collapsed (not stopped by an
+    // error, a crash or a signal).
+    bool decided() const { return has_summary && (status == "finished" || status == "collapsed"); }
     // A decided run that failed (collapsed, or classified with a failure mode).
     bool failed() const { return decided() && (status == "collapsed" || (!failure_mode.empty() && failure_mode != "none")); }
 };

@@ -142,7 +142,7 @@ struct crash_record {
 
 struct summary_record {
     std::string run_id, name;
-    std::string status;        // "finished", "collapsed", "error", "crashed"
+    std::string status;        // "finished", "collapsed", "error", "crashed", "interrupted" (SIGINT/SIGTERM)
     std::string failure_mode;  // "none", "nan_loss", ... (stability/failure.hpp)
     std::optional<int64_t> failure_step;
     std::string failure_evidence;

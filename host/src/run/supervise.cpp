@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -19,11 +20,41 @@ namespace altgrad::host::run {
 
 namespace {
 
-// "SIGSEGV" (the number for a signal without a name).
-std::string signal_name(int signal) {
-    const char* abbrev = ::sigabbrev_np(signal);
-    return abbrev ? std::string("SIG") + abbrev : std::to_string(signal);
+// Written by signal handlers, so of the one type they may write.
+volatile std::sig_atomic_t stop_signal = 0;     // the training process's
+volatile std::sig_atomic_t training_child = 0;  // the watching parent's: whom to pass the signal on to
+
+constexpr int kStopSignals[] = {SIGINT, SIGTERM};
+
+void note_stop(int signal) {
+    if (stop_signal == 0) stop_signal = signal;
 }
+
+void pass_stop_on(int signal) {
+    if (training_child > 0) ::kill(static_cast<pid_t>(training_child), signal);
+}
+
+// SA_RESTART: a signal in the middle of writing a checkpoint must not fail the write with EINTR.
+void handle_stop_signals(void (*handler)(int)) {
+    struct sigaction action {};
+    action.sa_handler = handler;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    for (int signal : kStopSignals) ::sigaction(signal, &action, nullptr);
+}
+
+// Blocks the stop signals until both sides of the fork have their handlers
+// (a Ctrl-C in between would otherwise kill the parent, and with it the child).
+struct stop_signals_blocked {
+    stop_signals_blocked() {
+        sigset_t stops;
+        sigemptyset(&stops);
+        for (int signal : kStopSignals) sigaddset(&stops, signal);
+        ::pthread_sigmask(SIG_BLOCK, &stops, &before);
+    }
+    ~stop_signals_blocked() { ::pthread_sigmask(SIG_SETMASK, &before, nullptr); }
+    sigset_t before;
+};
 
 // "signal 11 (SIGSEGV, Segmentation fault)".
 std::string signal_text(int signal) {
@@ -66,6 +97,13 @@ void report_crash(const std::filesystem::path& plugins_dir, const call_snapshot&
 
 }  // namespace
 
+std::string signal_name(int signal) {
+    const char* abbrev = ::sigabbrev_np(signal);
+    return abbrev ? std::string("SIG") + abbrev : std::to_string(signal);
+}
+
+int stop_requested() { return stop_signal; }
+
 summary_record crash_summary(const std::filesystem::path& run_dir, const call_snapshot& at, int signal,
                              double seconds) {
     const config::run_config c = config::load_config(config_file(run_dir));
@@ -106,18 +144,29 @@ summary_record crash_summary(const std::filesystem::path& run_dir, const call_sn
 
 std::optional<int> supervise_training(const std::filesystem::path& plugins_dir, std::ostream& err) {
     call_record* record = make_shared_call_record();
-    if (record == nullptr) return std::nullopt;
+    if (record == nullptr) {
+        handle_stop_signals(note_stop);
+        return std::nullopt;
+    }
     const pid_t parent = ::getpid();
     std::cout.flush();
     std::cerr.flush();
     std::fflush(nullptr);  // else the child repeats what is buffered
-    const pid_t child = ::fork();
-    if (child < 0) return std::nullopt;
-    if (child == 0) {
-        // Die with the parent; it may have gone before prctl.
-        if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(1);
-        note_calls_in(record);
-        return std::nullopt;
+    pid_t child = 0;
+    {
+        const stop_signals_blocked blocked;
+        child = ::fork();
+        if (child <= 0) {
+            if (child == 0) {
+                // Die with the parent; it may have gone before prctl.
+                if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(1);
+                note_calls_in(record);
+            }
+            handle_stop_signals(note_stop);  // the child, or this process when it could not fork
+            return std::nullopt;
+        }
+        training_child = child;
+        handle_stop_signals(pass_stop_on);
     }
     const auto start = std::chrono::steady_clock::now();
     int status = 0;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "plugins/call_record.hpp"
+#include "run/supervise.hpp"
 #include "stability/failure_report.hpp"
 #include "util/error.hpp"
 #include "util/numbers.hpp"
@@ -315,7 +316,14 @@ run_summary training_run::run() {
                 return finish("collapsed", *v);
             }
             if (step_ % c_.training.eval_interval == 0 || step_ == max_steps) evaluate();
-            if (step_ % c_.output.checkpoint_interval == 0 || step_ == max_steps) checkpoint();
+            // SIGINT/SIGTERM (run/supervise.hpp): stop after this step, resumable from its checkpoint.
+            const bool stopping = run::stop_requested() != 0 && step_ < max_steps;
+            if (step_ % c_.output.checkpoint_interval == 0 || step_ == max_steps || stopping) checkpoint();
+            if (stopping) {
+                if (live_progress_) log_ << "\n";
+                stop_reason_ = "interrupted";
+                return finish("interrupted", stability::verdict{});
+            }
         }
     } catch (const std::exception& e) {
         // A plugin, LibTorch or I/O failure mid-run (a full disk, no memory):
