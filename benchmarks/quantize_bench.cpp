@@ -6,7 +6,7 @@
 //   quantize/<format>/<mode>/<size>   mode: nearest_even, stochastic, toward_zero
 //   quantize_block32/<format>/<mode>/<size>   the same call with ABI 1.2 block
 //                                     scales, one per 32 elements (OCP MX blocks)
-//   copy/memcpy/<size>                size: 4KiB 64KiB 1MiB 16MiB 64MiB
+//   copy/memcpy/<size>                size: 4KiB 64KiB 256KiB 1MiB 16MiB 64MiB
 // <size> is the float32 input; every element is 4 bytes read and 4 written, so
 // bytes_per_second counts 8 bytes per element for quantize and copy alike.
 // Overflow is saturate, scale 1, seed fixed, offset 0. Single-threaded.
@@ -69,6 +69,7 @@ struct size_case {
 };
 const size_case kSizes[] = {{"4KiB", size_t{4} << 10},
                             {"64KiB", size_t{64} << 10},
+                            {"256KiB", size_t{256} << 10},
                             {"1MiB", size_t{1} << 20},
                             {"16MiB", size_t{16} << 20},
                             {"64MiB", size_t{64} << 20}};
@@ -394,6 +395,10 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("altgrad_bytes_per_element", "8 (4 read + 4 written)");
     benchmark::AddCustomContext("altgrad_input", "N(0,1) * (max_finite/2)/amax, scale 1, overflow saturate");
     benchmark::AddCustomContext("altgrad_cpu_avx2", __builtin_cpu_supports("avx2") ? "yes" : "no");
+    // The plugins' AVX-512 loops need F, VL, BW and DQ (philox.hpp, cpu_vector_isa).
+    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+    benchmark::AddCustomContext("altgrad_cpu_avx512", avx512 ? "yes" : "no");
 
     // Size-major order, so each size's buffers are made once and a filter on
     // the size (e.g. --benchmark_filter=/64MiB) touches only that size.

@@ -99,14 +99,55 @@ public:
         const uint32_t mag = round_magnitude_branchless<R>(a, random);
         const bool is_nan = static_cast<int32_t>(a) > static_cast<int32_t>(kInfBits);
         const bool is_inf = a == kInfBits;
+        const bool is_finite = static_cast<int32_t>(a) < static_cast<int32_t>(kInfBits);
         // For a finite input mag <= 255 << 23 < 2^31, so the signed compare is
         // exact; Inf and NaN are decided by is_inf and is_nan whatever mag is.
         const bool overflow = (!is_nan) & (is_inf | (static_cast<int32_t>(mag) > static_cast<int32_t>(max_bits)));
         const uint32_t out = select_bits(overflow, select_bits(is_inf, target_inf, target_finite), mag);
         counts.overflow += overflow;
-        counts.underflow += ((!is_nan) & (!is_inf) & (a != 0) & (out == 0));
+        // A finite input gives 0 exactly when mag is 0 (an overflow gives a
+        // non-zero target).
+        counts.underflow += is_finite & (a != 0) & (mag == 0);
         const uint32_t signed_out = out | (sign & (mask_if(out != 0) | mask_if(signed_zero)));
         return select_bits(is_nan, kQuietNanBits, signed_out);
+    }
+
+    // The fast path of the adapter's vector loop. A scaled input whose
+    // magnitude a (float32 bits) is finite and at least the format's min
+    // normal, i.e. a - normal_low() <= normal_span() as unsigned numbers,
+    // rounds in the normal range: quantize_bits gives
+    // ((a + increment) & ~step_mask), or the overflow target when that
+    // exceeds max finite, with the sign, and never an underflow. This is the
+    // rounding of round_magnitude done on the float's bits directly: with
+    // d = 23 - M dropped bits (the low d bits of a, L), the carry of
+    // a + increment into bit d is
+    //   nearest-even: increment 2^(d-1) - 1 + odd, carry iff L > half or
+    //     L == half and odd (odd: bit d of a, or with M == 0 the code's
+    //     exponent parity, as in round_magnitude);
+    //   stochastic: increment R >> (32 - d), carry iff L * 2^(32-d) + R >= 2^32,
+    //     which is round_away's R > ~frac32 with frac32 = L << (32 - d);
+    //   toward-zero: no increment;
+    // and a carry out of the mantissa steps into the next binade, as the
+    // code's does (a + increment < 2^31 for finite a). d == 0 (M == 23)
+    // drops nothing.
+    // A zero input takes the path too where zeros keep their sign (the
+    // formula gives 0 and 0 is no underflow): fast_zero() is 0 then, else 1,
+    // and a zero magnitude a qualifies when (a | fast_zero()) == 0.
+    ALTGRAD_SDK_INLINE uint32_t normal_low() const { return normal_low_; }
+    ALTGRAD_SDK_INLINE uint32_t normal_span() const { return normal_span_; }
+    ALTGRAD_SDK_INLINE uint32_t fast_zero() const { return signed_zero_ ? 0u : 1u; }
+    template <altgrad_rounding R, altgrad_overflow O>
+    ALTGRAD_SDK_INLINE uint32_t quantize_normal_bits(uint32_t bits, uint32_t random, uint32_t& overflow) const {
+        const uint32_t sign = bits & kSignBit;
+        const uint32_t a = bits ^ sign;
+        uint32_t increment = 0;
+        if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN)
+            increment = half_step_less_one_ + (((a >> d_normal_) + parity_adjust_normal_) & odd_bit_);
+        if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) increment = (random >> random_shift_) & step_mask_;
+        const uint32_t mag = (a + increment) & ~step_mask_;
+        const bool over = mag > max_bits_;
+        overflow += over;
+        return detail::select_bits(over, overflow_target<R, O>(false), mag) | sign;
     }
 
     // Encode one scaled float32 (as bits) into a code. NaN into a format
@@ -181,9 +222,19 @@ private:
 
     // round_magnitude without branches or 64-bit arithmetic (see
     // quantize_bits_branchless). The significand sig (< 2^24) is shifted
-    // right by d bits: q = sig >> d keeps the grid steps, frac32 = the next
-    // 32 bits dropped (the low word of (sig << 32) >> d), computed with 32-bit
-    // shifts since a 64-bit shift would split each vector in two.
+    // right by d bits into q, the count of grid steps, and rounded by the
+    // dropped bits, with 32-bit shifts only since a 64-bit shift would split
+    // each vector in two:
+    //   toward-zero:  q = sig >> d (0 for d >= 24).
+    //   nearest-even: in the doubled significand s2 = 2 sig (< 2^25),
+    //     q = (s2 + 2^d - 1 + odd) >> (d + 1), odd the last bit of the
+    //     truncated code. This is round_away's rule: with L the d dropped
+    //     bits, it adds 1 exactly when 2L >= 2^d + 1 - odd, i.e. L > half a
+    //     step, or L == half and odd; d == 0 adds nothing. For d >= 25 the
+    //     value is below half the smallest step and rounds to 0, as it does
+    //     with d clamped to 25.
+    //   stochastic:   frac32 = the 32 bits below the kept ones (the low word
+    //     of (sig << 32) >> d, d up to 56), q = (sig >> d) + round_away.
     template <altgrad_rounding R>
     ALTGRAD_SDK_INLINE uint32_t round_magnitude_branchless(uint32_t a, uint32_t random) const {
         using detail::mask_if;
@@ -197,17 +248,26 @@ private:
         const uint32_t sig = (a & 0x7FFFFFu) | (0x800000u & mask_if(E != 0));
         const int32_t extra = emin_f - eff;  // > 0: subnormal in the format
         const bool below = extra > 0;
-        int32_t d = static_cast<int32_t>(d_normal) + (extra > 0 ? extra : 0);
-        d = d < 56 ? d : 56;
-        // d >= 24 leaves q = 0, so clamping the shift at 31 changes nothing.
-        const uint32_t q0 = sig >> static_cast<uint32_t>(d < 31 ? d : 31);
-        const uint32_t frac_lo = (sig << static_cast<uint32_t>((32 - d) & 31)) & mask_if(d != 0);  // d in [0, 32]
-        const uint32_t frac_hi = sig >> static_cast<uint32_t>((d - 32) & 31);                     // d in [33, 56]
-        const uint32_t frac32 = select_bits(d > 32, frac_hi, frac_lo);
-        // Ties go to the even code. With mantissa bits (or below the normal
-        // range) the code's last bit is q's; with none it is the exponent's.
-        const uint32_t odd = select_bits(has_mantissa | below, q0, static_cast<uint32_t>(eff) + parity_adjust) & 1u;
-        const uint32_t q = q0 + round_away<R>(frac32, odd, random);
+        const int32_t d = static_cast<int32_t>(d_normal) + (extra > 0 ? extra : 0);
+        uint32_t q;
+        if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN) {
+            const uint32_t dc = static_cast<uint32_t>(d < 25 ? d : 25);
+            const uint32_t s2 = sig << 1;
+            const uint32_t odd =
+                select_bits(has_mantissa | below, s2 >> (dc + 1u), static_cast<uint32_t>(eff) + parity_adjust) & 1u;
+            q = (s2 + ((1u << dc) - 1u) + odd) >> (dc + 1u);
+        } else if constexpr (R == ALTGRAD_ROUND_TOWARD_ZERO) {
+            (void)random, (void)parity_adjust, (void)has_mantissa;
+            q = sig >> static_cast<uint32_t>(d < 31 ? d : 31);  // d >= 24 leaves 0
+        } else {
+            (void)parity_adjust, (void)has_mantissa;
+            const int32_t dc = d < 56 ? d : 56;
+            const uint32_t q0 = sig >> static_cast<uint32_t>(dc < 31 ? dc : 31);
+            const uint32_t frac_lo = (sig << static_cast<uint32_t>((32 - dc) & 31)) & mask_if(dc != 0);  // dc <= 32
+            const uint32_t frac_hi = sig >> static_cast<uint32_t>((dc - 32) & 31);  // dc in [33, 56]
+            const uint32_t frac32 = select_bits(dc > 32, frac_hi, frac_lo);
+            q = q0 + round_away<R>(frac32, 0u, random);
+        }
         const uint32_t normal = ((static_cast<uint32_t>(eff) - 1u) << 23) + (q << d_normal);
         // q <= 2^23 + 1 below the normal range, so the signed conversion is exact.
         const uint32_t subnormal =
@@ -259,6 +319,9 @@ private:
     uint32_t d_normal_ = 0, sub_exponent_adjust_ = 0, parity_adjust_ = 0;
     uint32_t nonfinite_bits_ = 0;
     bool signed_zero_ = true;
+    // The fast path (quantize_normal_bits).
+    uint32_t normal_low_ = 0, normal_span_ = 0;
+    uint32_t step_mask_ = 0, half_step_less_one_ = 0, odd_bit_ = 0, parity_adjust_normal_ = 0, random_shift_ = 31;
 };
 
 class exmy_format {
@@ -297,6 +360,14 @@ public:
         const bool has_nan = spec.specials != exmy_specials::finite;
         k.nonfinite_bits_ = has_inf ? kInfBits : has_nan ? kQuietNanBits : k.max_bits_;
         k.signed_zero_ = spec.specials != exmy_specials::p3109;
+        const uint32_t d = k.d_normal_;
+        k.step_mask_ = (1u << d) - 1u;
+        k.half_step_less_one_ = d > 0 ? (1u << (d - 1u)) - 1u : 0u;
+        k.odd_bit_ = d > 0 ? 1u : 0u;
+        k.parity_adjust_normal_ = M > 0 ? 0u : k.parity_adjust_;
+        k.random_shift_ = d > 0 ? 32u - d : 31u;
+        k.normal_low_ = static_cast<uint32_t>(k.emin_f_) << 23;  // emin_f <= 254
+        k.normal_span_ = 0x7F7FFFFFu - k.normal_low_;            // up to FLT_MAX
         if (total_bits() <= 16) {
             decode_table_.resize(size_t{1} << total_bits());
             for (uint32_t c = 0; c < decode_table_.size(); ++c) decode_table_[c] = kernel_.decode(c);
@@ -347,6 +418,14 @@ public:
     ALTGRAD_SDK_INLINE uint32_t quantize_bits_branchless(uint32_t bits, uint32_t random,
                                                          element_counts& counts) const {
         return kernel_.quantize_bits_branchless<R, O>(bits, random, counts);
+    }
+
+    ALTGRAD_SDK_INLINE uint32_t normal_low() const { return kernel_.normal_low(); }
+    ALTGRAD_SDK_INLINE uint32_t normal_span() const { return kernel_.normal_span(); }
+    ALTGRAD_SDK_INLINE uint32_t fast_zero() const { return kernel_.fast_zero(); }
+    template <altgrad_rounding R, altgrad_overflow O>
+    ALTGRAD_SDK_INLINE uint32_t quantize_normal_bits(uint32_t bits, uint32_t random, uint32_t& overflow) const {
+        return kernel_.quantize_normal_bits<R, O>(bits, random, overflow);
     }
 
     template <altgrad_rounding R, altgrad_overflow O>

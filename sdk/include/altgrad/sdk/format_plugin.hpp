@@ -118,69 +118,234 @@ struct has_branchless_kernel<F, std::void_t<decltype(std::declval<const F&>().te
                                                      ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
                                     uint32_t{}, uint32_t{}, std::declval<element_counts&>()))>> : std::true_type {};
 
-// The quantize loop: run_loop's blocks, with the per-element tallies summed
-// in 32 bits within a block (an element adds 0 or 1 to each, a block has at
-// most kBlock elements) and added to the 64-bit totals once per block, which
-// keeps a vectorized loop in 32-bit lanes. Vector: the loop is compiled for
-// AVX2 and should use F's branch-free kernel when it has one.
+// Whether F has the normal-range fast path (exmy_format does): normal_low,
+// normal_span, fast_zero and quantize_normal_bits (see exmy.hpp).
+template <class F, class = void>
+struct has_normal_fast_path : std::false_type {};
+template <class F>
+struct has_normal_fast_path<F, std::void_t<decltype(std::declval<const F&>().template quantize_normal_bits<
+                                                    ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
+                                   uint32_t{}, uint32_t{}, std::declval<uint32_t&>()))>> : std::true_type {};
+
+// How the element loop scales: one scale for the call (unit, power_of_two,
+// general, as classify_scale says), or one scale per element of the chunk
+// (block scaling, expanded from the block scales), with the reciprocals when
+// every scale of the chunk is a power of two (exact, see block_chunk_scales).
+enum class element_scaling { unit, power_of_two, general, each_power_of_two, each_general };
+
+constexpr element_scaling element_scaling_of(scaling s) {
+    return s == scaling::unit ? element_scaling::unit
+           : s == scaling::power_of_two ? element_scaling::power_of_two : element_scaling::general;
+}
+
+// Element j's scaled input, and its result scaled back (see element_scaling).
+template <element_scaling S>
+__attribute__((always_inline)) inline float scale_input(float x, float s, const float* scale, size_t j) {
+    if constexpr (S == element_scaling::power_of_two || S == element_scaling::general) return x * s;
+    if constexpr (S == element_scaling::each_power_of_two || S == element_scaling::each_general) return x * scale[j];
+    (void)s, (void)scale, (void)j;
+    return x;
+}
+template <element_scaling S>
+__attribute__((always_inline)) inline float scale_output(float r, float s, float inv, const float* scale,
+                                                         const float* inv_scale, size_t j) {
+    (void)s, (void)inv, (void)scale, (void)inv_scale, (void)j;
+    if constexpr (S == element_scaling::power_of_two) return r * inv;  // exact: 1/s is a power of two
+    if constexpr (S == element_scaling::general) return r / s;
+    if constexpr (S == element_scaling::each_power_of_two) return r * inv_scale[j];
+    if constexpr (S == element_scaling::each_general) return r / scale[j];
+    return r;
+}
+
+// One chunk (m <= kBlock elements) of the quantize loop. Tallies are summed in
+// 32 bits (an element adds 0 or 1 to each, a chunk has at most kBlock
+// elements), which keeps a vectorized loop in 32-bit lanes. s and inv: the
+// call's scale and 1/s; scale and inv_scale: per element (each_*). Vector: the
+// loop is compiled for AVX2 or AVX-512 and uses F's normal-range fast path
+// and branch-free kernel when it has them.
+template <class F, altgrad_rounding R, altgrad_overflow O, element_scaling S, bool Vector>
+__attribute__((always_inline)) inline void quantize_chunk(const F& f, const float* in,
+                                                          float* out, size_t m, float s, float inv,
+                                                          const float* __restrict scale,
+                                                          const float* __restrict inv_scale,
+                                                          const uint32_t* __restrict random, uint64_t& overflow,
+                                                          uint64_t& underflow) {
+    if constexpr (Vector && has_normal_fast_path<F>::value) {
+        // When every scaled input of the chunk is finite and at least the
+        // format's min normal (or a zero it may pass, see exmy.hpp), the
+        // short kernel gives the same bits and counts; the check costs a
+        // few operations per element.
+        const uint32_t low = f.normal_low(), span = f.normal_span(), fast_zero = f.fast_zero();
+        uint32_t outside = 0;
+        for (size_t j = 0; j < m; ++j) {
+            const uint32_t a = float_bits(scale_input<S>(in[j], s, scale, j)) & ~kSignBit;
+            outside |= static_cast<uint32_t>(a - low > span) & static_cast<uint32_t>((a | fast_zero) != 0);
+        }
+        if (outside == 0) {
+            uint32_t chunk_overflow = 0;
+            for (size_t j = 0; j < m; ++j) {
+                const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
+                const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
+                const uint32_t q = f.template quantize_normal_bits<R, O>(bits, random_j, chunk_overflow);
+                out[j] = scale_output<S>(bits_float(q), s, inv, scale, inv_scale, j);
+            }
+            overflow += chunk_overflow;
+            return;
+        }
+    }
+    uint32_t chunk_overflow = 0, chunk_underflow = 0;
+    for (size_t j = 0; j < m; ++j) {
+        const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
+        const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
+        element_counts c;
+        uint32_t q;
+        if constexpr (Vector && has_branchless_kernel<F>::value)
+            q = f.template quantize_bits_branchless<R, O>(bits, random_j, c);
+        else
+            q = f.template quantize_bits<R, O>(bits, random_j, c);
+        chunk_overflow += static_cast<uint32_t>(c.overflow);
+        chunk_underflow += static_cast<uint32_t>(c.underflow);
+        out[j] = scale_output<S>(bits_float(q), s, inv, scale, inv_scale, j);
+    }
+    overflow += chunk_overflow;
+    underflow += chunk_underflow;
+}
+
+// Large outputs go to memory with non-temporal stores, as memcpy writes
+// them: a chunk is computed into an L1 buffer and streamed out, so the
+// output's cache lines are not first read from memory (a third of the
+// traffic of a read-modify-write pass). Only in the vector loops (AVX
+// stores), and only above this size, where the output would not stay in
+// the caches anyway.
+constexpr size_t kStreamMinBytes = size_t{8} << 20;
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+// Elements to write the ordinary way before out reaches a 64-byte boundary,
+// or n when the output is too small or a float pointer is misaligned.
+inline size_t stream_start(const float* out, size_t n) {
+    const uintptr_t address = reinterpret_cast<uintptr_t>(out);
+    if (n * sizeof(float) < kStreamMinBytes || (address & 3u) != 0) return n;
+    return ((64u - (address & 63u)) & 63u) / sizeof(float);
+}
+// dst: 32-byte aligned; src: an aligned L1 buffer.
+__attribute__((target("avx2"))) inline void stream_floats(float* dst, const float* src, size_t m) {
+    size_t j = 0;
+    for (; j + 8 <= m; j += 8) _mm256_stream_ps(dst + j, _mm256_load_ps(src + j));
+    for (; j < m; ++j) dst[j] = src[j];
+}
+inline void stream_fence() { _mm_sfence(); }
+#else
+inline size_t stream_start(const float*, size_t n) { return n; }
+inline void stream_floats(float* dst, const float* src, size_t m) { std::memcpy(dst, src, m * sizeof(float)); }
+inline void stream_fence() {}
+#endif
+
+// The per-tensor quantize loop: chunks of kBlock elements, the random bits of
+// a chunk drawn before its element loop. Chunks start at `start` (see
+// stream_start) after a first short one, which changes nothing in the
+// result: element i always uses the random bits of offset + i.
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S, bool Vector>
 __attribute__((always_inline)) inline void quantize_body(const F& f, const float* in, float* out, size_t n,
                                                          float s, uint64_t seed, uint64_t offset,
                                                          element_counts& counts) {
+    constexpr element_scaling ES = element_scaling_of(S);
     const float inv = 1.0f / s;
     uint64_t overflow = 0, underflow = 0;
-    uint32_t random[kBlock];
-    for (size_t i0 = 0; i0 < n; i0 += kBlock) {
-        const size_t m = n - i0 < kBlock ? n - i0 : kBlock;
+    alignas(64) uint32_t random[kBlock];
+    const size_t start = Vector ? stream_start(out, n) : n;
+    const size_t first = start < n && start > 0 ? start : (n < kBlock ? n : kBlock);
+    for (size_t i0 = 0; i0 < n;) {
+        const size_t left = n - i0;
+        const size_t m = i0 == 0 ? first : (left < kBlock ? left : kBlock);
         if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) fill_random_bits(seed, offset + i0, m, random);
-        uint32_t block_overflow = 0, block_underflow = 0;
-        for (size_t j = 0; j < m; ++j) {
-            float x = in[i0 + j];
-            if constexpr (S != scaling::unit) x *= s;
-            const uint32_t bits = float_bits(x);
-            const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
-            element_counts c;
-            uint32_t q;
-            if constexpr (Vector && has_branchless_kernel<F>::value)
-                q = f.template quantize_bits_branchless<R, O>(bits, random_j, c);
-            else
-                q = f.template quantize_bits<R, O>(bits, random_j, c);
-            block_overflow += static_cast<uint32_t>(c.overflow);
-            block_underflow += static_cast<uint32_t>(c.underflow);
-            const float r = bits_float(q);
-            if constexpr (S == scaling::unit) out[i0 + j] = r;
-            if constexpr (S == scaling::power_of_two) out[i0 + j] = r * inv;  // exact: 1/s is a power of two
-            if constexpr (S == scaling::general) out[i0 + j] = r / s;
+        if (start < n && i0 >= start) {
+            alignas(64) float staging[kBlock];
+            quantize_chunk<F, R, O, ES, Vector>(f, in + i0, staging, m, s, inv, nullptr, nullptr, random, overflow,
+                                                underflow);
+            stream_floats(out + i0, staging, m);
+        } else {
+            quantize_chunk<F, R, O, ES, Vector>(f, in + i0, out + i0, m, s, inv, nullptr, nullptr, random, overflow,
+                                                underflow);
         }
-        overflow += block_overflow;
-        underflow += block_underflow;
+        i0 += m;
     }
+    if (start < n) stream_fence();
     counts.overflow += overflow;
     counts.underflow += underflow;
 }
 
-// The block-scaled quantize loop (ABI 1.2): quantize_body once per block,
-// with the block's scale and the offset of its first element, which is the
-// format.h rule word for word. The general scaling path is exact for every
-// scale (x * 1 and r / 1 change nothing; r / s equals r * (1/s) when s is a
-// power of two), so one instantiation serves all blocks (a multiply for
-// power-of-two scales measured no faster: the cost is the per-block set-up).
+// A normal power of two (exponent field 1..254, mantissa 0): its reciprocal
+// is a float too, so multiplying by it is exactly dividing.
+inline bool normal_power_of_two(float s) {
+    const uint32_t b = float_bits(s);
+    return (b & 0x7FFFFFu) == 0 && (b >> 23) - 1u < 254u;
+}
+
+// The scales of elements [i0, i0 + m) of a block-scaled call, one per element
+// (element i takes block_scales[i / block_size], the format.h rule), and
+// their reciprocals; returns whether every one is a normal power of two
+// (inv_scale is then filled and exact).
+inline bool block_chunk_scales(const scale_source& scales, size_t i0, size_t m, float* scale, float* inv_scale) {
+    bool all_powers_of_two = true;
+    size_t b = i0 / scales.block_size;
+    size_t run = scales.block_size - i0 % scales.block_size;  // elements of block b from i0 on
+    for (size_t j = 0; j < m; j += run, run = scales.block_size, ++b) {
+        run = run < m - j ? run : m - j;
+        const float sb = scales.block_scales[b];
+        all_powers_of_two &= normal_power_of_two(sb);
+        const float ib = 1.0f / sb;
+        for (size_t k = j; k < j + run; ++k) {
+            scale[k] = sb;
+            inv_scale[k] = ib;
+        }
+    }
+    return all_powers_of_two;
+}
+
+// The block-scaled quantize loop (ABI 1.2). Element i is quantized with its
+// block's scale and the random bits of offset + i, which is the format.h rule
+// (one call per block) word for word, but the loop runs over chunks of kBlock
+// elements whatever the block size: one random-bits refill and one
+// vectorized element loop per chunk, with the block scales expanded per
+// element. A chunk whose scales are all powers of two multiplies by the exact
+// reciprocals; any other chunk divides (r / s is exact for every scale).
 template <class F, altgrad_rounding R, altgrad_overflow O, bool Vector>
 __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, const float* in, float* out, size_t n,
                                                                 const scale_source& scales, uint64_t seed,
                                                                 uint64_t offset, element_counts& counts) {
-    for (size_t b0 = 0, b = 0; b0 < n; ++b) {
-        const size_t m = n - b0 < scales.block_size ? n - b0 : scales.block_size;
-        quantize_body<F, R, O, scaling::general, Vector>(f, in + b0, out + b0, m, scales.block_scales[b], seed,
-                                                         offset + b0, counts);
-        b0 += m;
+    uint64_t overflow = 0, underflow = 0;
+    alignas(64) uint32_t random[kBlock];
+    alignas(64) float scale[kBlock], inv_scale[kBlock], staging[kBlock];
+    const size_t start = Vector ? stream_start(out, n) : n;  // as in quantize_body
+    const size_t first = start < n && start > 0 ? start : (n < kBlock ? n : kBlock);
+    for (size_t i0 = 0; i0 < n;) {
+        const size_t left = n - i0;
+        const size_t m = i0 == 0 ? first : (left < kBlock ? left : kBlock);
+        if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) fill_random_bits(seed, offset + i0, m, random);
+        const bool streamed = start < n && i0 >= start;
+        float* dst = streamed ? staging : out + i0;
+        if (block_chunk_scales(scales, i0, m, scale, inv_scale))
+            quantize_chunk<F, R, O, element_scaling::each_power_of_two, Vector>(
+                f, in + i0, dst, m, 1.0f, 1.0f, scale, inv_scale, random, overflow, underflow);
+        else
+            quantize_chunk<F, R, O, element_scaling::each_general, Vector>(
+                f, in + i0, dst, m, 1.0f, 1.0f, scale, inv_scale, random, overflow, underflow);
+        if (streamed) stream_floats(out + i0, staging, m);
+        i0 += m;
     }
+    if (start < n) stream_fence();
+    counts.overflow += overflow;
+    counts.underflow += underflow;
 }
 
-// x86-64 gets an AVX2 build of the loops, picked at run time; other targets
-// (aarch64 and friends) compile the baseline loops only.
+// x86-64 gets AVX2 and AVX-512 builds of the loops, picked at run time
+// (cpu_vector_isa, philox.hpp); other targets (aarch64 and friends) compile
+// the baseline loops only. AVX-512: 16 elements per vector, mask registers
+// for the kernel's selects.
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define ALTGRAD_SDK_X86_DISPATCH 1
+#define ALTGRAD_SDK_TARGET_AVX512 \
+    __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,prefer-vector-width=512")))
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
 __attribute__((target("avx2"))) void quantize_avx2(const F& f, const float* in, float* out, size_t n, float s,
                                                    uint64_t seed, uint64_t offset, element_counts& counts) {
@@ -190,6 +355,17 @@ template <class F, altgrad_rounding R, altgrad_overflow O>
 __attribute__((target("avx2"))) void quantize_blocks_avx2(const F& f, const float* in, float* out, size_t n,
                                                           const scale_source& scales, uint64_t seed,
                                                           uint64_t offset, element_counts& counts) {
+    quantize_blocks_body<F, R, O, true>(f, in, out, n, scales, seed, offset, counts);
+}
+template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
+ALTGRAD_SDK_TARGET_AVX512 void quantize_avx512(const F& f, const float* in, float* out, size_t n, float s,
+                                               uint64_t seed, uint64_t offset, element_counts& counts) {
+    quantize_body<F, R, O, S, true>(f, in, out, n, s, seed, offset, counts);
+}
+template <class F, altgrad_rounding R, altgrad_overflow O>
+ALTGRAD_SDK_TARGET_AVX512 void quantize_blocks_avx512(const F& f, const float* in, float* out, size_t n,
+                                                      const scale_source& scales, uint64_t seed, uint64_t offset,
+                                                      element_counts& counts) {
     quantize_blocks_body<F, R, O, true>(f, in, out, n, scales, seed, offset, counts);
 }
 #endif
@@ -205,13 +381,7 @@ void quantize_blocks_baseline(const F& f, const float* in, float* out, size_t n,
     quantize_blocks_body<F, R, O, false>(f, in, out, n, scales, seed, offset, counts);
 }
 
-#ifdef ALTGRAD_SDK_X86_DISPATCH
-inline bool cpu_has_avx2() {
-    static const bool has = __builtin_cpu_supports("avx2");
-    return has;
-}
-#else
-inline bool cpu_has_avx2() { return false; }
+#ifndef ALTGRAD_SDK_X86_DISPATCH
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
 void quantize_avx2(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed, uint64_t offset,
                    element_counts& counts) {
@@ -222,27 +392,49 @@ void quantize_blocks_avx2(const F& f, const float* in, float* out, size_t n, con
                           uint64_t seed, uint64_t offset, element_counts& counts) {
     quantize_blocks_body<F, R, O, false>(f, in, out, n, scales, seed, offset, counts);
 }
+template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
+void quantize_avx512(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed, uint64_t offset,
+                     element_counts& counts) {
+    quantize_body<F, R, O, S, false>(f, in, out, n, s, seed, offset, counts);
+}
+template <class F, altgrad_rounding R, altgrad_overflow O>
+void quantize_blocks_avx512(const F& f, const float* in, float* out, size_t n, const scale_source& scales,
+                            uint64_t seed, uint64_t offset, element_counts& counts) {
+    quantize_blocks_body<F, R, O, false>(f, in, out, n, scales, seed, offset, counts);
+}
 #endif
+
+// The loop for this CPU: one of three instantiations of the same template.
+template <class Fn>
+Fn pick_isa(Fn baseline, Fn avx2, Fn avx512) {
+    switch (cpu_vector_isa()) {
+        case vector_isa::avx512: return avx512;
+        case vector_isa::avx2: return avx2;
+        case vector_isa::baseline: break;
+    }
+    return baseline;
+}
+
+template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
+void quantize_per_tensor(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed,
+                         uint64_t offset, element_counts& counts) {
+    pick_isa(quantize_baseline<F, R, O, S>, quantize_avx2<F, R, O, S>, quantize_avx512<F, R, O, S>)(
+        f, in, out, n, s, seed, offset, counts);
+}
 
 template <class F, altgrad_rounding R, altgrad_overflow O>
 void quantize_dispatch_scale(const F& f, const float* in, float* out, size_t n, const scale_source& scales,
                              uint64_t seed, uint64_t offset, element_counts& counts) {
-    const bool avx2 = cpu_has_avx2();
     if (scales.per_block())
-        return (avx2 ? quantize_blocks_avx2<F, R, O> : quantize_blocks_baseline<F, R, O>)(f, in, out, n, scales, seed,
-                                                                                          offset, counts);
+        return pick_isa(quantize_blocks_baseline<F, R, O>, quantize_blocks_avx2<F, R, O>,
+                        quantize_blocks_avx512<F, R, O>)(f, in, out, n, scales, seed, offset, counts);
     const float s = scales.scale;
     switch (classify_scale(s)) {
-        case scaling::unit:
-            return (avx2 ? quantize_avx2<F, R, O, scaling::unit> : quantize_baseline<F, R, O, scaling::unit>)(
-                f, in, out, n, s, seed, offset, counts);
+        case scaling::unit: return quantize_per_tensor<F, R, O, scaling::unit>(f, in, out, n, s, seed, offset, counts);
         case scaling::power_of_two:
-            return (avx2 ? quantize_avx2<F, R, O, scaling::power_of_two>
-                         : quantize_baseline<F, R, O, scaling::power_of_two>)(f, in, out, n, s, seed, offset,
-                                                                              counts);
+            return quantize_per_tensor<F, R, O, scaling::power_of_two>(f, in, out, n, s, seed, offset, counts);
         case scaling::general:
-            return (avx2 ? quantize_avx2<F, R, O, scaling::general>
-                         : quantize_baseline<F, R, O, scaling::general>)(f, in, out, n, s, seed, offset, counts);
+            return quantize_per_tensor<F, R, O, scaling::general>(f, in, out, n, s, seed, offset, counts);
     }
 }
 
