@@ -124,6 +124,18 @@ void check_no_partial_overlap(const void* in, size_t in_bytes, const void* out, 
         throw py::value_error("out overlaps the input without being the input itself (in place: pass out=x)");
 }
 
+// The input and output of one call: each of its dtype, C-contiguous, the
+// output writable, both of one size, which is returned.
+size_t checked_pair(const char* call, const py::array& in, const py::dtype& in_type, const char* in_name,
+                    const py::array& out, const py::dtype& out_type, const char* out_name) {
+    check_array(in, in_type, (std::string(call) + " " + in_name).c_str(), false);
+    check_array(out, out_type, (std::string(call) + " " + out_name).c_str(), true);
+    if (in.size() != out.size())
+        throw py::value_error(std::string(call) + ": " + out_name + " has " + std::to_string(out.size()) +
+                              " elements, the " + in_name + " " + std::to_string(in.size()));
+    return static_cast<size_t>(in.size());
+}
+
 struct conversion {
     quantize_options mode;
     int threads = 1;
@@ -200,12 +212,7 @@ std::pair<uint64_t, uint64_t> quantize_arrays(const format_handle& f, const py::
                                               uint64_t seed, uint64_t offset,
                                               const std::optional<py::array>& block_scales, size_t block_size,
                                               int threads) {
-    check_array(in, float32(), "quantize input", false);
-    check_array(out, float32(), "quantize out", true);
-    if (in.size() != out.size())
-        throw py::value_error("quantize: out has " + std::to_string(out.size()) + " elements, the input " +
-                              std::to_string(in.size()));
-    const size_t n = static_cast<size_t>(in.size());
+    const size_t n = checked_pair("quantize", in, float32(), "input", out, float32(), "out");
     check_no_partial_overlap(in.data(), n * 4, out.data(), n * 4);
     const conversion c = conversion_of(rounding, overflow, scale, seed, offset, block_scales, block_size, n, threads);
     const auto* src = static_cast<const float*>(in.data());
@@ -244,12 +251,8 @@ std::pair<uint64_t, uint64_t> encode_arrays(const format_handle& f, const py::ar
                                             uint64_t seed, uint64_t offset,
                                             const std::optional<py::array>& block_scales, size_t block_size,
                                             int threads) {
-    check_array(in, float32(), "encode input", false);
-    check_array(codes, code_dtype(f), "encode codes", true);
-    if (in.size() != codes.size())
-        throw py::value_error("encode: codes has " + std::to_string(codes.size()) + " elements, the input " +
-                              std::to_string(in.size()));
-    const size_t n = static_cast<size_t>(in.size()), width = f.info().code_bytes;
+    const size_t n = checked_pair("encode", in, float32(), "input", codes, code_dtype(f), "codes");
+    const size_t width = f.info().code_bytes;
     const conversion c = conversion_of(rounding, overflow, scale, seed, offset, block_scales, block_size, n, threads);
     const auto* src = static_cast<const float*>(in.data());
     auto* dst = static_cast<unsigned char*>(codes.mutable_data());
@@ -260,12 +263,8 @@ std::pair<uint64_t, uint64_t> encode_arrays(const format_handle& f, const py::ar
 
 void decode_arrays(const format_handle& f, const py::array& codes, py::array& out, float scale,
                    const std::optional<py::array>& block_scales, size_t block_size, int threads) {
-    check_array(codes, code_dtype(f), "decode codes", false);
-    check_array(out, float32(), "decode out", true);
-    if (codes.size() != out.size())
-        throw py::value_error("decode: out has " + std::to_string(out.size()) + " elements, the codes " +
-                              std::to_string(codes.size()));
-    const size_t n = static_cast<size_t>(codes.size()), width = f.info().code_bytes;
+    const size_t n = checked_pair("decode", codes, code_dtype(f), "codes", out, float32(), "out");
+    const size_t width = f.info().code_bytes;
     const conversion c = conversion_of("nearest", "saturate", scale, 0, 0, block_scales, block_size, n, threads);
     const auto* src = static_cast<const unsigned char*>(codes.data());
     auto* dst = static_cast<float*>(out.mutable_data());

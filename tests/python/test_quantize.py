@@ -182,3 +182,28 @@ def test_a_plugins_refusal_carries_its_message(formats):
     # The plugin checks the scale (finite, > 0) and says why; the host names the plugin and the call.
     with pytest.raises(altgrad.Error, match=r"plugin 'e4m3': quantize failed .*scale"):
         formats["e4m3"].quantize(X, scale=-1.0)
+
+
+def test_the_gil_is_released_while_the_plugin_runs(formats):
+    # While a worker thread is inside quantize, the main thread's Python code must run: a call
+    # that held the GIL would let no wake-up of the main thread happen between its start and end.
+    import threading
+    import time
+    x = np.ones(1 << 24, dtype=np.float32)
+    span = {}
+
+    def work():
+        span["start"] = time.perf_counter()
+        for _ in range(4):
+            formats["e4m3"].quantize(x, rounding="stochastic", out=x)
+        span["end"] = time.perf_counter()
+
+    worker = threading.Thread(target=work)
+    wakeups = []
+    worker.start()
+    while worker.is_alive():
+        time.sleep(0.001)
+        wakeups.append(time.perf_counter())
+    worker.join()
+    inside = [t for t in wakeups if span["start"] < t < span["end"]]
+    assert len(inside) >= 3, (len(inside), span["end"] - span["start"])
