@@ -185,18 +185,18 @@ def test_a_plugins_refusal_carries_its_message(formats):
 
 
 def test_the_gil_is_released_while_the_plugin_runs(formats):
-    # While a worker thread is inside quantize, the main thread's Python code must run: a call
-    # that held the GIL would let no wake-up of the main thread happen between its start and end.
+    # While a worker thread is inside a quantize call (tens of ms), the main thread's Python code
+    # must run, waking every millisecond.
     import threading
     import time
     x = np.ones(1 << 24, dtype=np.float32)
-    span = {}
+    spans = []
 
     def work():
-        span["start"] = time.perf_counter()
         for _ in range(4):
+            start = time.perf_counter()
             formats["e4m3"].quantize(x, rounding="stochastic", out=x)
-        span["end"] = time.perf_counter()
+            spans.append((start, time.perf_counter()))
 
     worker = threading.Thread(target=work)
     wakeups = []
@@ -205,5 +205,7 @@ def test_the_gil_is_released_while_the_plugin_runs(formats):
         time.sleep(0.001)
         wakeups.append(time.perf_counter())
     worker.join()
-    inside = [t for t in wakeups if span["start"] < t < span["end"]]
-    assert len(inside) >= 3, (len(inside), span["end"] - span["start"])
+    # The first half of each span: the Python around the call (argument checks, the return) may
+    # let the main thread in at its edges, but a call holding the GIL would leave the middle empty.
+    inside = [t for t in wakeups if any(start < t < (start + end) / 2 for start, end in spans)]
+    assert len(inside) >= 3, (len(inside), spans)
