@@ -118,3 +118,19 @@ def test_a_quantized_model_trains(scaling):
         losses.append(loss.item())
     assert len(aqt.quantized_layers(model)) == 3
     assert losses[-1] < 0.25 * losses[0], losses[::10]
+
+
+def test_scaling_is_the_trainers_power_of_two_rule():
+    # scale = the largest 2^k <= max_finite / (amax * 2^margin); E4M3's max_finite is 448.
+    # current: amax 3 -> 448/3 = 149.3 -> 128; then amax 96 -> 4.67 -> 4 (96*4 = 384 exact).
+    # delayed: the second call still uses the history's amax, 3 -> 128: 96*128 saturates to 448 -> 3.5.
+    first, second = torch.tensor([3.0, -1.0]), torch.tensor([96.0, 1.0])
+    current = aqt.Quantizer("e4m3", scaling="current")
+    assert current(first).tolist() == [3.0, -1.0] and current.scaling.scale == 128.0
+    assert current(second).tolist() == [96.0, 1.0] and current.scaling.scale == 4.0
+    delayed = aqt.Quantizer("e4m3", scaling="delayed")
+    delayed(first)
+    assert delayed(second).tolist() == [3.5, 1.0] and delayed.scaling.scale == 128.0
+    margin = aqt.Quantizer("e4m3", scaling="current", margin=2)  # 448 / (3 * 4) = 37.3 -> 32
+    margin(first)
+    assert margin.scaling.scale == 32.0
