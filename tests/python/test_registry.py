@@ -2,6 +2,7 @@
 import os
 import shutil
 
+import numpy as np
 import pytest
 
 import altgrad
@@ -83,3 +84,24 @@ def test_closed_registry_refuses_every_call():
 def test_missing_folder_is_an_error(tmp_path):
     with pytest.raises(altgrad.Error, match="no_such_folder"):
         altgrad.Registry(tmp_path / "no_such_folder")
+
+
+def test_a_plugin_that_crashes_or_hangs_while_loading_leaves_python_alone(tmp_path):
+    # The deliberately broken test plugins of the build (tests/plugins/): each library is probed in
+    # a child process, so a segfault, an abort or a hang while loading is a reason, not a crash.
+    build = os.environ.get("ALTGRAD_BUILD_DIR") or os.path.dirname(os.path.normpath(plugin_dir()))
+    for name in ("broken_load_segv", "broken_entry_abort", "broken_entry_loop"):
+        source = os.path.join(build, "test-plugins", name)
+        if not os.path.isdir(source):
+            pytest.fail(f"{source}: the test plugins are not built")
+        shutil.copytree(source, tmp_path / name)
+    shutil.copytree(os.path.join(plugin_dir(), "e5m2"), tmp_path / "e5m2")
+    with altgrad.Registry(tmp_path, probe_seconds=2) as reg:
+        broken = reg.broken()
+        assert set(broken) == {"broken_load_segv", "broken_entry_abort", "broken_entry_loop"}
+        assert broken["broken_load_segv"].endswith("load: the plugin killed the process with signal 11 "
+                                                   "(Segmentation fault)")
+        assert broken["broken_entry_abort"].endswith("load: the plugin killed the process with signal 6 (Aborted)")
+        assert broken["broken_entry_loop"].endswith("load: still running after 2 s; killed")
+        assert reg.formats() == ["e5m2"]
+        assert reg.format("e5m2").quantize(np.float32([1.1])).output[0] == 1.0
