@@ -18,6 +18,7 @@ packages=(
   gnuplot-nox                          # report figures (the report tests draw them)
   python3                              # benchmark post-processing, the LibTorch 2.x check
   python3-pandas                       # the pandas example of docs/training.md, run as a test
+  python3-dev python3-pybind11 python3-numpy python3-torch python3-pytest  # the Python package (docs/python.md)
   clang libclang-rt-14-dev             # libFuzzer and its sanitizers (scripts/fuzz.sh)
 )
 

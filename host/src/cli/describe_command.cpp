@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "cli/plugin_json.hpp"
 #include "plugins/abi_names.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
@@ -88,7 +89,8 @@ ordered_json codes_json(const std::vector<float>& values) {
     return codes;
 }
 
-// `describe --json`: the manifest, and for a format its encoding (with --table, every code).
+}  // namespace
+
 ordered_json describe_json(const manifest& m, const format_handle* f, bool table) {
     ordered_json parameters = ordered_json::array();
     for (const param_decl& p : m.params)
@@ -106,6 +108,8 @@ ordered_json describe_json(const manifest& m, const format_handle* f, bool table
     }
     return out;
 }
+
+namespace {
 
 void print_format_text(const altgrad_format_info& i) {
     std::cout << "family          " << format_family_names().name(i.family) << "\n"

@@ -7,10 +7,22 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "cli/plugin_json.hpp"
 #include "plugins/registry.hpp"
 #include "util/json_output.hpp"
 
 namespace altgrad::host::cli {
+
+ordered_json plugin_record_json(const plugin_record& r) {
+    const bool ok = r.status == plugin_status::ok;
+    return ordered_json{{"kind", r.info ? kind_name(r.info->kind) : "?"},
+                        {"name", r.name()},
+                        {"version", r.info ? version_string(r.info->version) : "?"},
+                        {"status", ok ? "ok" : "broken"},
+                        {"description", r.info ? ordered_json(r.info->description) : ordered_json(nullptr)},
+                        {"manifest", r.manifest_path.string()},
+                        {"error", ok ? ordered_json(nullptr) : ordered_json(r.error)}};
+}
 
 int list_command(const context& ctx, const args& a) {
     po::options_description options("list options");
@@ -44,13 +56,7 @@ int list_command(const context& ctx, const args& a) {
         const std::string kind = r.info ? kind_name(r.info->kind) : "?";
         const std::string version = r.info ? version_string(r.info->version) : "?";
         if (as_json) {
-            plugins.push_back(ordered_json{{"kind", kind},
-                                           {"name", r.name()},
-                                           {"version", version},
-                                           {"status", ok ? "ok" : "broken"},
-                                           {"description", r.info ? ordered_json(r.info->description) : ordered_json(nullptr)},
-                                           {"manifest", r.manifest_path.string()},
-                                           {"error", ok ? ordered_json(nullptr) : ordered_json(r.error)}});
+            plugins.push_back(plugin_record_json(r));
         } else {
             std::cout << std::setw(kind_w + 2) << kind << std::setw(name_w + 2) << r.name() << std::setw(version_w + 2)
                       << version << (ok ? "ok" : "broken: " + r.error) << "\n";

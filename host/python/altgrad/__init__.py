@@ -1,0 +1,231 @@
+"""AltGrad from Python: the format plugins on NumPy arrays and PyTorch tensors.
+
+    import altgrad
+    reg = altgrad.Registry()                 # the bundled plugins of this build or install
+    e4m3 = reg.format("e4m3")
+    y, overflow, underflow = e4m3.quantize(x, rounding="stochastic", seed=1)
+
+The numerics are the plugins' own, called through the host's code (the
+extension `altgrad._native`); nothing is copied and the GIL is released while
+a plugin runs. `altgrad.torch` has the fake-quantization autograd function,
+`QuantLinear` and `quantize_model`; `altgrad.read_run` reads a run directory.
+See docs/python.md.
+"""
+import json
+import os
+from collections import namedtuple
+
+from . import _native
+from ._paths import bundled_plugin_dir
+from .runs import Run, Runs, read_run, read_runs
+
+__all__ = ["Error", "Registry", "Format", "QuantizeResult", "EncodeResult", "Run", "Runs", "read_run", "read_runs",
+           "default_plugin_dir"]
+
+# A plugin or host error (a failed plugin call carries the plugin's own message).
+Error = _native.Error
+
+QuantizeResult = namedtuple("QuantizeResult", ["output", "overflow", "underflow"])
+EncodeResult = namedtuple("EncodeResult", ["codes", "overflow", "underflow"])
+
+
+def default_plugin_dir():
+    """$ALTGRAD_PLUGIN_DIR when set, else the plugins bundled with this build or install."""
+    return os.environ.get("ALTGRAD_PLUGIN_DIR") or bundled_plugin_dir()
+
+
+def _param_text(value):
+    # Plugin parameters as the config and --param spell them.
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _params(params):
+    return {str(k): _param_text(v) for k, v in (params or {}).items()}
+
+
+class Registry:
+    """The plugins of one folder (each `<name>/manifest.toml`), loaded when first used.
+
+    A plugin that is broken (bad manifest, a library that fails to load or crashes
+    while loading: each is probed in a child process first) is reported by
+    `plugins()` with its reason, as `altgrad-host list` does, and never stops the others.
+    """
+
+    def __init__(self, plugin_dir=None, probe_seconds=10.0):
+        self._native = _native.Registry(str(plugin_dir or default_plugin_dir()), float(probe_seconds))
+
+    @property
+    def folder(self):
+        return self._native.folder
+
+    @property
+    def closed(self):
+        return self._native.closed
+
+    def close(self):
+        """Forget the folder: later calls raise ValueError. Formats already made keep working."""
+        self._native.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def plugins(self):
+        """Every plugin as `altgrad-host list --json` reports it: kind, name, version, status
+        ("ok" or "broken"), description, manifest and error (the reason, for a broken one)."""
+        return [json.loads(r) for r in self._native.records_json()]
+
+    def _names(self, kind):
+        return [p["name"] for p in self.plugins() if p["kind"] == kind and p["status"] == "ok"]
+
+    def formats(self):
+        """The names of the working format plugins."""
+        return self._names("format")
+
+    def diagnostics(self):
+        """The names of the working diagnostic plugins."""
+        return self._names("diagnostic")
+
+    def interventions(self):
+        """The names of the working intervention plugins."""
+        return self._names("intervention")
+
+    def broken(self):
+        """{name: reason} of the broken plugins."""
+        return {p["name"]: p["error"] for p in self.plugins() if p["status"] != "ok"}
+
+    def describe(self, name, params=None, table=False):
+        """What `altgrad-host describe NAME --json [--table]` prints, as a dict."""
+        return json.loads(self._native.describe_json(name, _params(params), bool(table)))
+
+    def format(self, name, params=None):
+        """A format plugin's instance, with plugin parameters {key: value}."""
+        return Format(self._native.format(name, _params(params)))
+
+
+def _torch_module(x):
+    # Only a torch.Tensor has these; torch itself is never imported here.
+    return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
+
+
+def _check_tensor(t, what):
+    import torch
+    if t.dtype != torch.float32:
+        raise TypeError(f"{what}: expected a torch.float32 tensor, got {t.dtype} (convert it first; altgrad never copies)")
+    if not t.is_contiguous():
+        raise ValueError(f"{what}: the tensor is not contiguous (pass t.contiguous())")
+    if t.device.type not in ("cpu", "cuda"):
+        raise ValueError(f"{what}: tensors on {t.device} are not supported (cpu or cuda)")
+
+
+def _host_view(x, what, dtype=None):
+    """x as a NumPy array over the same memory: a NumPy array itself, or a CPU tensor's view."""
+    if _torch_module(x):
+        if dtype is None:
+            _check_tensor(x, what)
+        if x.device.type != "cpu":
+            raise ValueError(f"{what}: a {x.device} tensor where a CPU one is needed")
+        return x.detach().numpy()
+    import numpy as np
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{what}: expected a numpy.ndarray or a torch.Tensor, got {type(x).__name__}")
+    return x
+
+
+class Format:
+    """A created format plugin: quantize, encode and decode on float32 arrays and tensors.
+
+    `x` is a C-contiguous numpy.float32 array or a contiguous torch.float32 tensor
+    (CPU; CUDA where the plugin has a CUDA implementation). Results go to `out`
+    when given (`out=x`: in place), else to a new array or tensor like `x`.
+    Other dtypes and non-contiguous inputs are refused (TypeError, ValueError):
+    nothing is ever converted or copied.
+    """
+
+    def __init__(self, native):
+        self._native = native
+
+    @property
+    def name(self):
+        return self._native.name
+
+    @property
+    def info(self):
+        """The format's encoding (bits, bias, max_finite, ...), its rounding modes and memory kinds."""
+        return self._native.info
+
+    def __repr__(self):
+        return f"altgrad.Format({self.name!r})"
+
+    def quantize(self, x, rounding="nearest", overflow="saturate", scale=1.0, seed=0, offset=0, out=None,
+                 block_scales=None, block_size=0, threads=1):
+        """q(x*s)/s, element by element, through the plugin: (output, overflow, underflow).
+
+        rounding: nearest | stochastic | toward-zero; overflow: saturate | nonfinite.
+        Stochastic rounding draws element i from the stream (seed, offset + i), as the
+        C++ host does, so a tensor quantized in chunks with their offsets equals one call.
+        block_scales (float32, one per `block_size` elements): per-block scales instead of `scale`.
+        threads > 1 splits the work in chunks over threads (the same result).
+        """
+        if _torch_module(x) and x.device.type == "cuda":
+            return self._quantize_cuda(x, rounding, overflow, scale, seed, offset, out, block_scales)
+        if out is None:
+            out = _empty_like(x)
+        src, dst = _host_view(x, "quantize input"), _host_view(out, "quantize out")
+        scales = None if block_scales is None else _host_view(block_scales, "block_scales")
+        counts = self._native.quantize(src, dst, rounding, overflow, float(scale), int(seed), int(offset), scales,
+                                       int(block_size), int(threads))
+        return QuantizeResult(out, *counts)
+
+    def _quantize_cuda(self, x, rounding, overflow, scale, seed, offset, out, block_scales):
+        import torch
+        _check_tensor(x, "quantize input")
+        if block_scales is not None:
+            raise ValueError("quantize: block_scales on CUDA tensors are not supported from Python")
+        if out is None:
+            out = torch.empty_like(x)
+        _check_tensor(out, "quantize out")
+        if out.device != x.device or out.numel() != x.numel():
+            raise ValueError("quantize: out must be on the input's device, with as many elements")
+        counts = self._native.quantize_device(x.data_ptr(), out.data_ptr(), x.numel(), x.device.index or 0, rounding,
+                                              overflow, float(scale), int(seed), int(offset))
+        return QuantizeResult(out, *counts)
+
+    def encode(self, x, rounding="nearest", overflow="saturate", scale=1.0, seed=0, offset=0, codes=None,
+               block_scales=None, block_size=0, threads=1):
+        """The codes of quantize's results: (codes, overflow, underflow). Codes are unsigned
+        integers of the format's code width (`code_dtype`: uint8, uint16 or uint32)."""
+        import numpy as np
+        src = _host_view(x, "encode input")
+        if codes is None:
+            codes = np.empty(src.shape, dtype=self.code_dtype)
+        scales = None if block_scales is None else _host_view(block_scales, "block_scales")
+        counts = self._native.encode(src, _host_view(codes, "encode codes", dtype=True), rounding, overflow,
+                                     float(scale), int(seed), int(offset), scales, int(block_size), int(threads))
+        return EncodeResult(codes, *counts)
+
+    def decode(self, codes, scale=1.0, out=None, block_scales=None, block_size=0, threads=1):
+        """The values of `codes` (divided by `scale`, or by each block's scale)."""
+        import numpy as np
+        src = _host_view(codes, "decode codes", dtype=True)
+        if out is None:
+            out = np.empty(src.shape, dtype=np.float32)
+        scales = None if block_scales is None else _host_view(block_scales, "block_scales")
+        self._native.decode(src, _host_view(out, "decode out"), float(scale), scales, int(block_size), int(threads))
+        return out
+
+    @property
+    def code_dtype(self):
+        return self._native.code_dtype
+
+
+def _empty_like(x):
+    if _torch_module(x):
+        import torch
+        return torch.empty_like(x)
+    import numpy as np
+    return np.empty_like(x) if isinstance(x, np.ndarray) else None

@@ -1,0 +1,94 @@
+"""Run directories (docs/training.md) as pandas tables: metrics by record kind, summary, config."""
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+
+# Lines written before metrics carried "kind", told apart by their keys as `report` does.
+def _kind_of(record):
+    if "kind" in record:
+        return record["kind"]
+    if "diagnostic" in record:
+        return "diagnostic"
+    if "tensor" in record:
+        return "tensor"
+    if "event" in record:
+        return "event"
+    if "val_loss" in record:
+        return "val"
+    return "train"
+
+
+@dataclass
+class Run:
+    """One run directory: `metrics[kind]` a DataFrame per record kind (train, val, tensor,
+    diagnostic, event; nested values flattened, e.g. `values.stiffness_mean`), `summary` the
+    dict of summary.json (None while the run has none), `config` the dict of config.toml."""
+    path: str
+    run_id: str
+    metrics: dict
+    summary: dict
+    config: dict
+
+    def __getitem__(self, kind):
+        return self.metrics[kind]
+
+
+@dataclass
+class Runs:
+    """Many runs: `metrics[kind]` their tables concatenated (told apart by `run_id`),
+    `summaries` one row per run, `runs` the Run objects."""
+    runs: list
+    metrics: dict = field(default_factory=dict)
+    summaries: object = None
+
+    def __getitem__(self, kind):
+        return self.metrics[kind]
+
+
+def read_run(run_dir):
+    """The run directory `run_dir`: its metrics.jsonl by kind, summary.json and config.toml."""
+    import pandas as pd
+    metrics_path = os.path.join(run_dir, "metrics.jsonl")
+    if not os.path.isfile(metrics_path):
+        raise FileNotFoundError(f"{run_dir}: not a run directory (no metrics.jsonl)")
+    by_kind = {}
+    with open(metrics_path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                # The last line of a run killed while writing may be cut short.
+                raise ValueError(f"{metrics_path}:{number}: not a JSON line ({e.msg})") from None
+            by_kind.setdefault(_kind_of(record), []).append(record)
+    # JSON has no NaN: a non-finite number was written null, read back as NaN.
+    metrics = {kind: pd.json_normalize(records) for kind, records in by_kind.items()}
+    summary = None
+    summary_path = os.path.join(run_dir, "summary.json")
+    if os.path.isfile(summary_path):
+        with open(summary_path, encoding="utf-8") as f:
+            summary = json.load(f)
+    config = {}
+    config_path = os.path.join(run_dir, "config.toml")
+    if os.path.isfile(config_path):
+        with open(config_path, "rb") as f:
+            config = tomllib.load(f)
+    run_id = (summary or {}).get("run_id")
+    if run_id is None:
+        for records in by_kind.values():
+            run_id = records[0].get("run_id")
+            break
+    return Run(path=str(run_dir), run_id=run_id or os.path.basename(os.path.normpath(run_dir)), metrics=metrics,
+               summary=summary, config=config)
+
+
+def read_runs(run_dirs):
+    """Several run directories at once (see Runs)."""
+    import pandas as pd
+    runs = [read_run(d) for d in run_dirs]
+    kinds = sorted({k for r in runs for k in r.metrics})
+    metrics = {k: pd.concat([r.metrics[k] for r in runs if k in r.metrics], ignore_index=True) for k in kinds}
+    summaries = pd.DataFrame([dict(r.summary or {}, run_id=r.run_id, path=r.path) for r in runs])
+    return Runs(runs=runs, metrics=metrics, summaries=summaries)

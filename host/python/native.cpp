@@ -1,0 +1,383 @@
+// altgrad._native: the host's plugin code for Python (the package `altgrad`,
+// docs/python.md). Everything numeric happens in the plugins, called through
+// format_handle exactly as the CLI and the trainer call them; this file only
+// checks buffers, releases the GIL and turns host errors into exceptions.
+// No LibTorch: altgrad.torch hands tensors over as NumPy views (CPU) or raw
+// device pointers (CUDA).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "cli/plugin_json.hpp"
+#include "config/run_config.hpp"
+#include "plugins/abi_names.hpp"
+#include "plugins/format_handle.hpp"
+#include "plugins/registry.hpp"
+#include "train/scaling.hpp"
+#include "util/error.hpp"
+
+namespace py = pybind11;
+using namespace altgrad::host;
+
+namespace {
+
+// A registry that Python may close: afterwards every call on it is an error.
+// Formats made before keep their plugin loaded (they share it).
+class python_registry {
+public:
+    explicit python_registry(const std::string& dir, double probe_seconds) : folder_(dir) {
+        py::gil_scoped_release unlocked;
+        reg_ = std::make_unique<registry>(dir, probe_seconds);
+    }
+
+    registry& get() {
+        if (!reg_) throw py::value_error("altgrad.Registry('" + folder_ + "') is closed");
+        return *reg_;
+    }
+    void close() { reg_.reset(); }
+    bool closed() const { return !reg_; }
+    const std::string& folder() const { return folder_; }
+
+    // Every plugin as `list --json` reports it (probing each, in a child process).
+    std::vector<std::string> records_json() {
+        registry& r = get();
+        {
+            py::gil_scoped_release unlocked;
+            r.probe_all();
+        }
+        std::vector<std::string> out;
+        for (const plugin_record& rec : r.records()) out.push_back(json_output(cli::plugin_record_json(rec)));
+        return out;
+    }
+
+    std::string describe_json(const std::string& name, const std::map<std::string, std::string>& params, bool table) {
+        registry& r = get();
+        std::shared_ptr<const loaded_plugin> plugin;
+        {
+            py::gil_scoped_release unlocked;
+            plugin = r.load(name);
+        }
+        std::shared_ptr<format_handle> f;
+        if (plugin->info.kind == ALTGRAD_KIND_FORMAT) f = format_handle::create(plugin, params, "params");
+        else if (table) throw py::value_error("describe(table=True): '" + name + "' is not a format plugin");
+        if (table && f->info().total_bits > 16)
+            throw py::value_error("describe(table=True): '" + name + "' has " + std::to_string(f->info().total_bits) +
+                                  " bits; tables are limited to formats of at most 16 bits");
+        return json_output(cli::describe_json(plugin->info, f.get(), table));
+    }
+
+    std::shared_ptr<format_handle> format(const std::string& name, const std::map<std::string, std::string>& params) {
+        registry& r = get();
+        std::shared_ptr<const loaded_plugin> plugin;
+        {
+            py::gil_scoped_release unlocked;
+            plugin = r.load(name);
+        }
+        if (plugin->info.kind != ALTGRAD_KIND_FORMAT)
+            throw error("plugin '" + name + "' is a " + kind_name(plugin->info.kind) + " plugin, not a format");
+        return format_handle::create(plugin, params, "params");
+    }
+
+private:
+    std::string folder_;
+    std::unique_ptr<registry> reg_;
+};
+
+template <class E>
+E parse_choice(const name_table<E>& names, const char* what, const std::string& s) {
+    if (const std::optional<E> v = names.value(s)) return *v;
+    throw py::value_error(std::string(what) + " '" + s + "': expected one of " + names.list());
+}
+
+std::string dtype_name(const py::dtype& d) { return py::str(py::handle(d)).cast<std::string>(); }
+
+// A C-contiguous array of exactly `dtype`, writable when it is an output.
+void check_array(const py::array& a, const py::dtype& dtype, const char* what, bool writable) {
+    if (!a.dtype().is(dtype))
+        throw py::type_error(std::string(what) + ": expected a " + dtype_name(dtype) + " array, got " + dtype_name(a.dtype()) + " (convert it first; altgrad never copies)");
+    if (!(a.flags() & py::array::c_style))
+        throw py::value_error(std::string(what) + ": the array is not contiguous (pass a contiguous copy, e.g. "
+                                                  "numpy.ascontiguousarray(x) or tensor.contiguous())");
+    if (writable && !a.writeable()) throw py::value_error(std::string(what) + ": the array is read-only");
+}
+
+const py::dtype& float32() {
+    static const py::dtype d = py::dtype::of<float>();
+    return d;
+}
+
+// Output and input are the same buffer (in place) or apart, as the ABI requires.
+void check_no_partial_overlap(const void* in, size_t in_bytes, const void* out, size_t out_bytes) {
+    const auto a = reinterpret_cast<uintptr_t>(in), b = reinterpret_cast<uintptr_t>(out);
+    if (a != b && a < b + out_bytes && b < a + in_bytes)
+        throw py::value_error("out overlaps the input without being the input itself (in place: pass out=x)");
+}
+
+// The input and output of one call: each of its dtype, C-contiguous, the
+// output writable, both of one size, which is returned.
+size_t checked_pair(const char* call, const py::array& in, const py::dtype& in_type, const char* in_name,
+                    const py::array& out, const py::dtype& out_type, const char* out_name) {
+    check_array(in, in_type, (std::string(call) + " " + in_name).c_str(), false);
+    check_array(out, out_type, (std::string(call) + " " + out_name).c_str(), true);
+    if (in.size() != out.size())
+        throw py::value_error(std::string(call) + ": " + out_name + " has " + std::to_string(out.size()) +
+                              " elements, the " + in_name + " " + std::to_string(in.size()));
+    return static_cast<size_t>(in.size());
+}
+
+struct conversion {
+    quantize_options mode;
+    int threads = 1;
+};
+
+conversion conversion_of(const std::string& rounding, const std::string& overflow, float scale, uint64_t seed,
+                         uint64_t offset, const std::optional<py::array>& block_scales, size_t block_size,
+                         size_t count, int threads) {
+    conversion c;
+    c.mode.rounding = parse_choice(rounding_names(), "rounding", rounding);
+    c.mode.overflow = parse_choice(overflow_names(), "overflow", overflow);
+    c.mode.scale = scale;
+    c.mode.seed = seed;
+    c.mode.offset = offset;
+    if (threads < 1) throw py::value_error("threads " + std::to_string(threads) + ": expected at least 1");
+    c.threads = threads;
+    if (block_scales) {
+        check_array(*block_scales, float32(), "block_scales", false);
+        if (block_size == 0) throw py::value_error("block_scales given without block_size (elements per scale)");
+        const size_t blocks = (count + block_size - 1) / block_size;
+        if (static_cast<size_t>(block_scales->size()) != blocks)
+            throw py::value_error("block_scales: expected " + std::to_string(blocks) + " scales (one per " +
+                                  std::to_string(block_size) + " of " + std::to_string(count) + " elements), got " +
+                                  std::to_string(block_scales->size()));
+        c.mode.block_scales = static_cast<const float*>(block_scales->data());
+        c.mode.block_size = block_size;
+    } else if (block_size != 0) {
+        throw py::value_error("block_size given without block_scales");
+    }
+    return c;
+}
+
+// call(begin, count, mode) over `threads` chunks, as the trainer chunks a
+// tensor: each chunk carries its offset in the random stream (and its first
+// block scale), so the result does not depend on the chunking. Chunks are
+// whole blocks when block scales are set. Runs without the GIL.
+template <class Call>
+quantize_counts chunked(size_t n, const conversion& c, Call&& call) {
+    py::gil_scoped_release unlocked;
+    const size_t unit = c.mode.block_size > 0 ? c.mode.block_size : 1;
+    const size_t units = (n + unit - 1) / unit;
+    const size_t parts = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(c.threads), units));
+    auto piece = [&](size_t p) {
+        const size_t begin = std::min(n, units * p / parts * unit), end = std::min(n, units * (p + 1) / parts * unit);
+        quantize_options m = c.mode;
+        m.offset = c.mode.offset + begin;
+        if (m.block_scales != nullptr) m.block_scales += begin / unit;
+        return call(begin, end - begin, m);
+    };
+    if (parts == 1) return piece(0);
+    std::atomic<uint64_t> overflow{0}, underflow{0};
+    std::vector<std::thread> workers;
+    std::vector<std::exception_ptr> errors(parts);
+    for (size_t p = 0; p < parts; ++p)
+        workers.emplace_back([&, p] {
+            try {
+                const quantize_counts k = piece(p);
+                overflow += k.overflow;
+                underflow += k.underflow;
+            } catch (...) {
+                errors[p] = std::current_exception();
+            }
+        });
+    for (std::thread& t : workers) t.join();
+    for (const std::exception_ptr& e : errors)
+        if (e) std::rethrow_exception(e);
+    return {overflow, underflow};
+}
+
+std::pair<uint64_t, uint64_t> counts_pair(const quantize_counts& k) { return {k.overflow, k.underflow}; }
+
+std::pair<uint64_t, uint64_t> quantize_arrays(const format_handle& f, const py::array& in, py::array& out,
+                                              const std::string& rounding, const std::string& overflow, float scale,
+                                              uint64_t seed, uint64_t offset,
+                                              const std::optional<py::array>& block_scales, size_t block_size,
+                                              int threads) {
+    const size_t n = checked_pair("quantize", in, float32(), "input", out, float32(), "out");
+    check_no_partial_overlap(in.data(), n * 4, out.data(), n * 4);
+    const conversion c = conversion_of(rounding, overflow, scale, seed, offset, block_scales, block_size, n, threads);
+    const auto* src = static_cast<const float*>(in.data());
+    auto* dst = static_cast<float*>(out.mutable_data());
+    return counts_pair(chunked(n, c, [&](size_t begin, size_t count, const quantize_options& m) {
+        return f.quantize(src + begin, dst + begin, count, m);
+    }));
+}
+
+// A CUDA tensor's buffers, by address (altgrad.torch checks dtype, layout and device).
+std::pair<uint64_t, uint64_t> quantize_device(const format_handle& f, uintptr_t in, uintptr_t out, size_t n,
+                                              int device_index, const std::string& rounding,
+                                              const std::string& overflow, float scale, uint64_t seed,
+                                              uint64_t offset) {
+    if (!f.accepts(ALTGRAD_MEMORY_CUDA))
+        throw error("format plugin '" + f.name() + "' has no CUDA implementation (build with -DALTGRAD_CUDA=ON)");
+    check_no_partial_overlap(reinterpret_cast<const void*>(in), n * 4, reinterpret_cast<const void*>(out), n * 4);
+    conversion c = conversion_of(rounding, overflow, scale, seed, offset, std::nullopt, 0, n, 1);
+    c.mode.memory = ALTGRAD_MEMORY_CUDA;
+    c.mode.device_index = device_index;
+    py::gil_scoped_release unlocked;
+    return counts_pair(
+        f.quantize(reinterpret_cast<const float*>(in), reinterpret_cast<float*>(out), n, c.mode));
+}
+
+py::dtype code_dtype(const format_handle& f) {
+    switch (f.info().code_bytes) {
+        case 1: return py::dtype::of<uint8_t>();
+        case 2: return py::dtype::of<uint16_t>();
+        default: return py::dtype::of<uint32_t>();
+    }
+}
+
+std::pair<uint64_t, uint64_t> encode_arrays(const format_handle& f, const py::array& in, py::array& codes,
+                                            const std::string& rounding, const std::string& overflow, float scale,
+                                            uint64_t seed, uint64_t offset,
+                                            const std::optional<py::array>& block_scales, size_t block_size,
+                                            int threads) {
+    const size_t n = checked_pair("encode", in, float32(), "input", codes, code_dtype(f), "codes");
+    const size_t width = f.info().code_bytes;
+    const conversion c = conversion_of(rounding, overflow, scale, seed, offset, block_scales, block_size, n, threads);
+    const auto* src = static_cast<const float*>(in.data());
+    auto* dst = static_cast<unsigned char*>(codes.mutable_data());
+    return counts_pair(chunked(n, c, [&](size_t begin, size_t count, const quantize_options& m) {
+        return f.encode(src + begin, dst + begin * width, count, m);
+    }));
+}
+
+void decode_arrays(const format_handle& f, const py::array& codes, py::array& out, float scale,
+                   const std::optional<py::array>& block_scales, size_t block_size, int threads) {
+    const size_t n = checked_pair("decode", codes, code_dtype(f), "codes", out, float32(), "out");
+    const size_t width = f.info().code_bytes;
+    const conversion c = conversion_of("nearest", "saturate", scale, 0, 0, block_scales, block_size, n, threads);
+    const auto* src = static_cast<const unsigned char*>(codes.data());
+    auto* dst = static_cast<float*>(out.mutable_data());
+    chunked(n, c, [&](size_t begin, size_t count, const quantize_options& m) {
+        f.decode(src + begin * width, dst + begin, count, m.scale, m.block_scales, m.block_size);
+        return quantize_counts{};
+    });
+}
+
+template <class E>
+std::vector<std::string> names_in(uint32_t bits, const name_table<E>& names) {
+    std::vector<std::string> out;
+    for (const auto& [value, name] : names.entries())
+        if (bits & (1u << value)) out.emplace_back(name);
+    return out;
+}
+
+py::dict info_dict(const format_handle& f) {
+    const altgrad_format_info& i = f.info();
+    py::dict d;
+    d["family"] = format_family_names().name(i.family);
+    d["total_bits"] = i.total_bits;
+    d["code_bytes"] = i.code_bytes;
+    d["exponent_bits"] = i.exponent_bits;
+    d["mantissa_bits"] = i.mantissa_bits;
+    d["bias"] = i.bias;
+    d["signed"] = i.is_signed != 0;
+    d["zero"] = zero_kind_names().name(i.zero);
+    d["subnormals"] = i.has_subnormals != 0;
+    d["inf"] = i.has_inf != 0;
+    d["nan_codes"] = i.nan_code_count;
+    d["max_finite"] = i.max_finite;
+    d["lowest_finite"] = i.lowest_finite;
+    d["min_normal"] = i.min_normal;
+    d["min_subnormal"] = i.min_subnormal;
+    d["rounding_modes"] = names_in(i.rounding_modes, rounding_names());
+    d["memory_kinds"] = names_in(i.memory_kinds, memory_kind_names());
+    d["block_scales"] = f.takes_block_scales();
+    return d;
+}
+
+using rule_tuple = std::tuple<std::string, std::optional<std::string>, std::optional<std::string>,
+                              std::optional<std::string>>;
+
+// config::formats_for, the trainer's first-match rule resolution, on rules
+// given as (pattern, weight, activation, gradient); "" = no default format.
+std::tuple<std::string, std::string, std::string, int> formats_for(const std::string& weight,
+                                                                   const std::string& activation,
+                                                                   const std::string& gradient,
+                                                                   const std::vector<rule_tuple>& rules,
+                                                                   const std::string& layer) {
+    config::quantization_config q;
+    q.weight_format = weight;
+    q.activation_format = activation;
+    q.gradient_format = gradient;
+    for (const auto& [pattern, w, a, g] : rules) q.rules.push_back({pattern, w, a, g});
+    const config::layer_formats f = config::formats_for(q, layer);
+    return {f.weight, f.activation, f.gradient, f.rule};
+}
+
+train::scaling_state make_scaling(const std::string& mode, int history_len, const std::string& amax_compute,
+                                  int margin, double format_max) {
+    train::scaling_config c;
+    c.mode = parse_choice(config::scaling_names(), "scaling", mode);
+    c.compute = parse_choice(config::amax_compute_names(), "amax_compute", amax_compute);
+    if (history_len < 1 || history_len > 1024)
+        throw py::value_error("amax_history_len " + std::to_string(history_len) + ": expected 1..1024");
+    if (margin < 0 || margin > 64) throw py::value_error("margin " + std::to_string(margin) + ": expected 0..64");
+    c.history_len = history_len;
+    c.margin = margin;
+    return train::scaling_state(c, format_max);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m) {
+    m.doc() = "AltGrad's plugin host, bound for Python (use the package `altgrad`, not this module)";
+    py::register_exception<error>(m, "Error", PyExc_RuntimeError);
+
+    py::class_<python_registry>(m, "Registry")
+        .def(py::init<const std::string&, double>(), py::arg("plugin_dir"), py::arg("probe_seconds"))
+        .def_property_readonly("folder", &python_registry::folder)
+        .def_property_readonly("closed", &python_registry::closed)
+        .def("close", &python_registry::close)
+        .def("records_json", &python_registry::records_json)
+        .def("describe_json", &python_registry::describe_json, py::arg("name"), py::arg("params"), py::arg("table"))
+        .def("format", &python_registry::format, py::arg("name"), py::arg("params"));
+
+    py::class_<format_handle, std::shared_ptr<format_handle>>(m, "Format")
+        .def_property_readonly("name", [](const format_handle& f) { return f.name(); })
+        .def_property_readonly("info", &info_dict)
+        .def_property_readonly("code_dtype", &code_dtype)
+        .def("quantize", &quantize_arrays, py::arg("input"), py::arg("out"), py::arg("rounding"), py::arg("overflow"),
+             py::arg("scale"), py::arg("seed"), py::arg("offset"), py::arg("block_scales"), py::arg("block_size"),
+             py::arg("threads"))
+        .def("quantize_device", &quantize_device, py::arg("input_ptr"), py::arg("out_ptr"), py::arg("count"),
+             py::arg("device_index"), py::arg("rounding"), py::arg("overflow"), py::arg("scale"), py::arg("seed"),
+             py::arg("offset"))
+        .def("encode", &encode_arrays, py::arg("input"), py::arg("codes"), py::arg("rounding"), py::arg("overflow"),
+             py::arg("scale"), py::arg("seed"), py::arg("offset"), py::arg("block_scales"), py::arg("block_size"),
+             py::arg("threads"))
+        .def("decode", &decode_arrays, py::arg("codes"), py::arg("out"), py::arg("scale"), py::arg("block_scales"),
+             py::arg("block_size"), py::arg("threads"));
+
+    py::class_<train::scaling_state>(m, "ScalingState")
+        .def(py::init(&make_scaling), py::arg("mode"), py::arg("history_len"), py::arg("amax_compute"),
+             py::arg("margin"), py::arg("format_max"))
+        .def("scale_for", &train::scaling_state::scale_for, py::arg("amax"))
+        .def("record", &train::scaling_state::record, py::arg("amax"))
+        .def_property_readonly("scale", &train::scaling_state::scale);
+
+    m.def("pattern_matches", &config::pattern_matches, py::arg("pattern"), py::arg("name"));
+    m.def("formats_for", &formats_for, py::arg("weight"), py::arg("activation"), py::arg("gradient"),
+          py::arg("rules"), py::arg("layer"));
+    m.def("rounding_names", [] { return names_in(~0u, rounding_names()); });
+}

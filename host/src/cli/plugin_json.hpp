@@ -1,0 +1,19 @@
+// The JSON documents of `list --json` (one entry per plugin) and `describe
+// --json`, for the commands and for the Python package (host/python/), so both
+// report the same information.
+#pragma once
+
+#include "plugins/format_handle.hpp"
+#include "plugins/manifest.hpp"
+#include "plugins/registry.hpp"
+#include "util/json_output.hpp"
+
+namespace altgrad::host::cli {
+
+// One plugin of `list --json`: kind, name, version, status, description, manifest, error.
+ordered_json plugin_record_json(const plugin_record& r);
+
+// `describe --json`: the manifest, and for a format (f set) its encoding (with `table`, every code).
+ordered_json describe_json(const manifest& m, const format_handle* f, bool table);
+
+}  // namespace altgrad::host::cli

@@ -1,0 +1,56 @@
+"""altgrad.read_run / read_runs on short real runs of altgrad-host."""
+import math
+import os
+
+import pytest
+
+import altgrad
+from conftest import ROOT, run_host
+
+
+def short_run(out, seed):
+    run_host("run", os.path.join(ROOT, "configs", "e5m2_short.toml"), "--out", str(out),
+             "--set", "training.max_steps=10", "--set", "training.warmup_steps=2", "--set", "training.eval_interval=5",
+             "--set", "quantization.diagnostic_interval=5", "--set", "diagnostics.plugins=range",
+             "--set", f"training.seed={seed}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("runs")
+    return [short_run(base / "first", 1), short_run(base / "second", 2)]
+
+
+def test_read_run_returns_the_logged_steps(runs):
+    run = altgrad.read_run(runs[0])
+    assert run.run_id == "first"
+    train = run["train"]
+    assert list(train.step) == list(range(1, 11))
+    assert train.loss.map(math.isfinite).all()
+    assert list(run["val"].step) == [0, 5, 10]
+    assert {"tensor", "diagnostic"} <= set(run.metrics)
+    assert "values.max_abs" in run["diagnostic"].columns or any(c.startswith("values.") for c in run["diagnostic"])
+    assert run.summary["steps_done"] == 10 and run.summary["status"] == "finished"
+    assert run.config["training"]["max_steps"] == 10
+    assert run.config["quantization"]["weight_format"] == "e5m2"
+
+
+def test_read_runs_tells_the_runs_apart(runs):
+    both = altgrad.read_runs(runs)
+    assert sorted(both["train"].run_id.unique()) == ["first", "second"]
+    assert len(both["train"]) == 20
+    assert list(both.summaries.run_id) == ["first", "second"]
+    last = both["train"].groupby("run_id").loss.last()
+    assert last["first"] != last["second"]  # other seeds, other runs
+
+
+def test_not_a_run_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not a run directory"):
+        altgrad.read_run(tmp_path)
+
+
+def test_a_damaged_metrics_line_names_the_file_and_line(tmp_path):
+    (tmp_path / "metrics.jsonl").write_text('{"kind": "train", "run_id": "x", "step": 1, "loss": 2.0}\n{"kind": "tr\n')
+    with pytest.raises(ValueError, match=r"metrics.jsonl:2: not a JSON line"):
+        altgrad.read_run(tmp_path)
