@@ -46,6 +46,7 @@ int list_command(const context& ctx, const args& a) {
         if (as_json) {
             plugins.push_back(ordered_json{{"kind", kind},
                                            {"name", r.name()},
+                                           {"aliases", r.info ? ordered_json(r.info->aliases) : ordered_json::array()},
                                            {"version", version},
                                            {"status", ok ? "ok" : "broken"},
                                            {"description", r.info ? ordered_json(r.info->description) : ordered_json(nullptr)},
