@@ -32,7 +32,7 @@ int new_plugin_command(const context&, const args& a) {
     if (!kind)
         throw usage_error("new-plugin: --kind \"" + kind_text + "\": expected one of " + plugin_kind_names().list());
     for (const auto& file : scaffold::write_plugin_project(name, *kind, dir)) std::cout << file.string() << "\n";
-    std::cerr << "next: see " << (std::filesystem::path(dir) / name / "README.md").string()
+    std::cerr << "next: see " << (std::filesystem::path(dir) / name / "README.md").lexically_normal().string()
               << " (build against the installed SDK, run the conformance kit, use it)\n";
     return 0;
 }

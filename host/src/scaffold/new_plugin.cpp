@@ -168,7 +168,7 @@ std::vector<fs::path> write_plugin_project(const std::string& name, altgrad_plug
     if (!sdk::is_plugin_name(name))
         throw error("new-plugin: \"" + name + "\" is not a valid plugin name (" + sdk::kPluginNamePattern +
                     ", at most " + std::to_string(sdk::kMaxPluginNameLength) + " characters)");
-    const fs::path root = dir / name;
+    const fs::path root = (dir / name).lexically_normal();  // "my_fp4", not "./my_fp4"
     std::error_code ec;
     if (fs::exists(root, ec) && !(fs::is_directory(root, ec) && fs::is_empty(root, ec)))
         throw error("new-plugin: " + root.string() + " exists and is not empty (choose another --dir or name)");
