@@ -302,7 +302,7 @@ TEST(Cli, DescribeTableListsEveryCode) {
 }
 
 TEST(Cli, HelpOnEverySubcommand) {
-    std::vector<const char*> commands = {"list", "describe", "quantize", "conformance", "report"};
+    std::vector<const char*> commands = {"list", "describe", "quantize", "conformance", "report", "new-plugin"};
 #ifndef ALTGRAD_HOST_WITHOUT_TRAINER
     commands.push_back("run");
 #endif
