@@ -16,7 +16,8 @@ packages=(
   libtorch-dev libopenblas0-pthread    # tensors and autograd for the trainer, a fast BLAS
   fortunes                             # the default text corpus
   gnuplot-nox                          # report figures (the report tests draw them)
-  python3                              # benchmark post-processing, the LibTorch 2.x check
+  python3                              # benchmark post-processing, the LibTorch 2.x check, tests/docs
+  bsdutils                             # script(1): the run test's terminal (live progress on stderr)
   python3-pandas                       # the pandas example of docs/training.md, run as a test
   python3-dev python3-pybind11 python3-numpy python3-torch python3-pytest  # the Python package (docs/python.md)
   clang libclang-rt-14-dev             # libFuzzer and its sanitizers (scripts/fuzz.sh)

@@ -15,6 +15,7 @@
 
 #include "cli/commands.hpp"
 #include "plugins/loader.hpp"
+#include "plugins/registry.hpp"
 #include "util/edit_distance.hpp"
 #include "util/error.hpp"
 
@@ -32,13 +33,23 @@ const std::map<std::string, std::pair<int (*)(const cli::context&, const cli::ar
     {"run", {&cli::run_command, "train a GPT on a config, quantized through the format plugins"}},
 #endif
     {"report", {&cli::report_command, "a markdown report with figures from run directories"}},
+    {"new-plugin", {&cli::new_plugin_command, "write a buildable out-of-tree plugin project to start from"}},
 };
+
+// Which plugin folder a command without --plugins uses, for the help.
+std::string default_plugins_text() {
+    const std::optional<altgrad::host::plugin_folder_choice> d = altgrad::host::default_plugin_folder();
+    if (!d) return "none: give --plugins DIR or set ALTGRAD_PLUGINS (no plugins/ beside this host, none installed)";
+    return d->dir.string() + " (" + d->source + ")";
+}
 
 void print_usage(const po::options_description& global) {
     std::cout << "usage: altgrad-host [--plugins DIR] COMMAND [ARGS...]\n\ncommands:\n";
     for (const auto& [name, command] : kCommands) std::cout << "  " << name << std::string(12 - name.size(), ' ')
                                                             << command.second << "\n";
-    std::cout << "\n" << global << "\n'altgrad-host COMMAND --help' describes a command's options.\n";
+    std::cout << "\n" << global << "\nWithout --plugins: $ALTGRAD_PLUGINS, else the plugins of the build or installation "
+                 "this host belongs to.\nHere that is: " << default_plugins_text()
+              << "\n\n'altgrad-host COMMAND --help' describes a command's options.\n";
 }
 
 // Options before the command are the host's own. With allow_unregistered an
@@ -60,6 +71,17 @@ void refuse_unknown_global_options(const po::parsed_options& parsed, const po::o
     }
 }
 
+// The command's index in argv (argc when there is none): the first argument
+// that is neither an option nor the value of a separate "--plugins DIR".
+int command_index(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--plugins") ++i;
+        else if (a.empty() || a[0] != '-') return i;
+    }
+    return argc;
+}
+
 // Parses the command line and runs the command; returns the exit code.
 int run_command_line(int argc, char** argv) {
     po::options_description global("global options");
@@ -74,8 +96,17 @@ int run_command_line(int argc, char** argv) {
 
     try {
         po::variables_map vm;
-        po::parsed_options parsed =
-            po::command_line_parser(argc, argv).options(all).positional(pos).allow_unregistered().run();
+        // Only the arguments up to the command are the host's: "conformance --plugin X"
+        // must not reach the global --plugins (nor by Boost's abbreviation guessing).
+        const int command_at = command_index(argc, argv);
+        const int global_end = std::min(argc, command_at + 1);
+        po::parsed_options parsed = po::command_line_parser(global_end, argv)
+                                        .options(all)
+                                        .positional(pos)
+                                        .style(po::command_line_style::default_style &
+                                               ~po::command_line_style::allow_guessing)
+                                        .allow_unregistered()
+                                        .run();
         refuse_unknown_global_options(parsed, global);
         po::store(parsed, vm);
         if (vm.count("version")) {
@@ -91,18 +122,21 @@ int run_command_line(int argc, char** argv) {
         const auto it = kCommands.find(command);
         if (it == kCommands.end()) throw altgrad::host::usage_error("unknown command '" + command + "'");
         // Everything after the command name belongs to the command.
-        std::vector<std::string> rest = po::collect_unrecognized(parsed.options, po::include_positional);
-        rest.erase(rest.begin());
+        std::vector<std::string> rest(argv + global_end, argv + argc);
         if (vm.count("help")) rest.push_back("--help");
         cli::context ctx;
-        if (!vm.count("plugins")) {
+        if (vm.count("plugins")) {
+            ctx.plugins = vm["plugins"].as<std::string>();
+        } else if (const auto d = altgrad::host::default_plugin_folder()) {
+            ctx.plugins = d->dir;
+        } else {
             const bool wants_help = std::find(rest.begin(), rest.end(), "--help") != rest.end() ||
                                     std::find(rest.begin(), rest.end(), "-h") != rest.end();
-            // conformance can take library paths; report reads run directories only.
-            if (!wants_help && command != "conformance" && command != "report")
-                throw altgrad::host::usage_error("--plugins DIR is required");
-        } else {
-            ctx.plugins = vm["plugins"].as<std::string>();
+            // conformance can take library paths; report reads run directories only; new-plugin writes files.
+            if (!wants_help && command != "conformance" && command != "report" && command != "new-plugin")
+                throw altgrad::host::usage_error(
+                    "--plugins DIR is required (or set ALTGRAD_PLUGINS): this host has no plugins/ beside it and "
+                    "none installed");
         }
         return it->second.first(ctx, rest);
     } catch (const altgrad::host::usage_error& e) {

@@ -48,6 +48,8 @@ function(altgrad_add_plugin)
   target_link_options(${target} PRIVATE "LINKER:--no-undefined" "LINKER:--version-script=${version_script}")
   set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS "${version_script}")
   get_filename_component(manifest "${ARG_MANIFEST}" ABSOLUTE)
+  # An edited manifest relinks the plugin, so the copy beside it (POST_BUILD) follows the edit.
+  set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS "${manifest}")
   add_custom_command(TARGET ${target} POST_BUILD
     COMMAND ${CMAKE_COMMAND} -E copy_if_different "${manifest}" "${ARG_OUTPUT_DIR}/${ARG_NAME}/manifest.toml"
     VERBATIM)

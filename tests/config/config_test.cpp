@@ -271,8 +271,8 @@ TEST(ConfigErrors, CrossKeyChecks) {
                  "expected a multiple of model.n_head (4), got 130");
     expect_error(error_of("[training]\nlearning_rate = 1e-5\n"), "training.min_lr",
                  "expected at most training.learning_rate (1e-05), got 6e-05");
-    expect_error(error_of("[training]\nmax_steps = 10\n"), "training.warmup_steps",
-                 "expected at most training.max_steps (10), got 50");
+    expect_error(error_of("[training]\nmax_steps = 10\nwarmup_steps = 20\n"), "training.warmup_steps",
+                 "expected at most training.max_steps (10), got 20");
     EXPECT_EQ(error_of("[training]\nmax_steps = 10\nwarmup_steps = 10\nmin_lr = 6e-4\n"), "");
 }
 
@@ -366,9 +366,25 @@ TEST(ConfigOverrides, WithoutAnEqualsSignIsAUsageError) {
 }
 
 TEST(ConfigOverrides, CrossKeyErrorsSayWhereTheOtherValueCameFrom) {
-    EXPECT_EQ(error_of("", {"training.max_steps=10"}),
+    EXPECT_EQ(error_of("[training]\nwarmup_steps = 50\n", {"training.max_steps=10"}),
               std::string(kFile) + ": key 'training.warmup_steps': expected at most training.max_steps "
                                    "(10, from --set training.max_steps=10), got 50");
+}
+
+// The first experiment a newcomer tries: a short run. The default warm-up (50)
+// gives way, to a tenth of the run, and says so; a warm-up that was set does not.
+TEST(ConfigOverrides, AShortRunShortensTheDefaultWarmUpWithANote) {
+    const run_config c = parse_config("", kFile, {"training.max_steps=20"});
+    EXPECT_EQ(c.training.max_steps, 20);
+    EXPECT_EQ(c.training.warmup_steps, 2);
+    ASSERT_EQ(c.notes.size(), 1u);
+    EXPECT_NE(c.notes[0].find("training.warmup_steps: the default 50 is more than training.max_steps (20); "
+                              "shortened to max_steps / 10 = 2"),
+              std::string::npos)
+        << c.notes[0];
+    EXPECT_TRUE(parse_config("", kFile, {"training.max_steps=50"}).notes.empty());  // 50 fits: unchanged
+    EXPECT_EQ(parse_config("", kFile, {"training.max_steps=50"}).training.warmup_steps, 50);
+    EXPECT_NE(error_of("", {"training.max_steps=20", "training.warmup_steps=30"}), "");
 }
 
 TEST(ConfigOverrides, OverrideFixesACrossKeyProblemInTheFile) {
@@ -608,6 +624,16 @@ TEST(ConfigRules, APatternThatMatchesNoLayerIsAnError) {
     // The model size comes from overrides too.
     expect_error(error_of(rule + "\"blocks.3.*\"\n", {"model.n_layer=2"}), "quantization.rules[0].pattern",
                  "matches no layer");
+}
+
+// Issue #18: "blocks.0.ln_1" matched no layer, yet the list of layers showed
+// blocks.N.{ln_1, ...}. LayerNorms are not quantized layers: the list must not
+// name them.
+TEST(ConfigRules, TheNoLayerErrorListsOnlyLayersThatExist) {
+    const std::string e = error_of("[[quantization.rules]]\nformat = \"bf16\"\npattern = \"blocks.0.ln_1\"\n");
+    expect_error(e, "quantization.rules[0].pattern", "\"blocks.0.ln_1\" matches no layer of this model");
+    EXPECT_EQ(e.find("ln_1", e.find("its layers")), std::string::npos) << e;
+    EXPECT_NE(e.find("blocks.N.attn.qkv"), std::string::npos) << e;
 }
 
 TEST(ConfigRules, ARuleShadowedByEarlierOnesIsAnError) {

@@ -10,6 +10,8 @@
 # Steps (each failure names the step, the command and its output):
 #   1. cmake --install BUILD_DIR --prefix WORK/prefix.
 #   2. The INSTALLED host lists the INSTALLED bundled plugins, e5m2 ok.
+#   2b. The installed host without --plugins uses the installed plugins, and
+#      the examples are installed under share/doc/altgrad/examples.
 #   3. docs/examples/nf4 configures with only -DCMAKE_PREFIX_PATH=WORK/prefix
 #      (AltGrad must be found there, and no compile command may reach into the
 #      source tree's sdk/), builds, is listed ok, describes, and quantizes
@@ -19,6 +21,12 @@
 #      mantissa_bits=2 bias=15) it must give the OCP E5M2 values, and the
 #      same output as the bundled e5m2; other parameter sets (E2M1, P3109
 #      E1M6) and rejected parameters are checked too.
+#   5. `altgrad-host new-plugin` (the installed host) scaffolds a plugin of
+#      each kind; each builds against the prefix and passes the conformance
+#      kit as written.
+#   6. docs/writing-a-plugin.md's shown commands run against the prefix and
+#      print what the page shows.
+
 cmake_minimum_required(VERSION 3.22)
 
 foreach(var HOST BUILD_DIR SOURCE_DIR WORK)
@@ -167,10 +175,15 @@ function(check_quantize step)
   message(STATUS "ok: ${step} (${n_in} values)")
 endfunction()
 
-# configure_and_build(<example>): a standalone project under docs/examples
-# that may see AltGrad only through the installed prefix.
+# configure_and_build(<example> [SOURCE <dir>]): a standalone project (under
+# docs/examples unless SOURCE says where) that may see AltGrad only through
+# the installed prefix.
 function(configure_and_build example)
+  cmake_parse_arguments(C "" "SOURCE" "" ${ARGN})
   set(src "${SOURCE_DIR}/docs/examples/${example}")
+  if(C_SOURCE)
+    set(src "${C_SOURCE}")
+  endif()
   set(bin "${WORK}/${example}-build")
   set(args -S "${src}" -B "${bin}" "-DCMAKE_PREFIX_PATH=${PREFIX}" -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
     # Keep find_package from the user/system package registries: only the prefix counts.
@@ -240,6 +253,15 @@ endforeach()
 run("installed host lists the installed plugins"
   COMMAND "${installed_host}" --plugins "${installed_plugins}" list OUTPUT listing)
 expect_listed_ok("installed host" "${listing}" e5m2)
+# Without --plugins (and no ALTGRAD_PLUGINS) the installed host finds PREFIX/lib/altgrad/plugins.
+run("installed host without --plugins uses the installed plugins"
+  COMMAND "${CMAKE_COMMAND}" -E env --unset=ALTGRAD_PLUGINS "${installed_host}" list OUTPUT listing)
+expect_listed_ok("installed host without --plugins" "${listing}" e4m3)
+foreach(f nf4/nf4.cpp nf4/CMakeLists.txt exmy_param/exmy_param.cpp)
+  if(NOT EXISTS "${PREFIX}/share/doc/altgrad/examples/${f}")
+    message(FATAL_ERROR "out_of_tree: install did not put the example ${PREFIX}/share/doc/altgrad/examples/${f}")
+  endif()
+endforeach()
 check_quantize("installed host quantizes e5m2" HOST "${installed_host}" PLUGINS "${installed_plugins}" NAME e5m2
   INPUTS 1 3.3 57344 100000
   EXPECT 0x1p+0 0x1.cp+1 0x1.cp+15 0x1.cp+15)
@@ -369,5 +391,31 @@ run("exmy_param: an impossible combination is refused by create()"
   COMMAND "${HOST}" --plugins "${exmy_plugins}" quantize exmy_param --param exponent_bits=8 --param bias=200
   INPUT "${WORK}/input_1.txt" OUTPUT refused EXPECT_FAILURE)
 expect_contains("exmy_param: impossible combination" "${refused}" "bias=200")
+
+# ---------------------------------------------------------------------------
+# 5. new-plugin: a project of each kind, as scaffolded, builds against the
+#    installed SDK and passes every conformance check.
+foreach(kind format diagnostic intervention)
+  set(name "scaffold_${kind}")
+  run("new-plugin ${kind}"
+    COMMAND "${installed_host}" new-plugin ${name} --kind ${kind} --dir "${WORK}/scaffolds")
+  configure_and_build(${name} SOURCE "${WORK}/scaffolds/${name}")
+  run("${name}: conformance" COMMAND "${installed_host}" --plugins "${WORK}/${name}-build/plugins"
+    conformance --brief --seed 18 ${name} OUTPUT conformed)
+  expect_contains("${name}: conformance" "${conformed}" "${name}")
+endforeach()
+
+# ---------------------------------------------------------------------------
+# 6. docs/writing-a-plugin.md, end to end: every command it shows with its
+#    output runs against the installed SDK and host (PATH, $HOME/altgrad),
+#    with the examples built above as nf4/build and exmy_param/build, and
+#    prints what the page shows (tests/docs/doc_commands.py).
+file(MAKE_DIRECTORY "${WORK}/home")
+file(CREATE_LINK "${PREFIX}" "${WORK}/home/altgrad" SYMBOLIC)
+run("docs/writing-a-plugin.md: the commands it shows print what it shows"
+  COMMAND /usr/bin/python3 "${SOURCE_DIR}/tests/docs/doc_commands.py" --workdir "${WORK}/docs"
+    --link "nf4/build=${WORK}/nf4-build" --link "exmy_param/build=${WORK}/exmy_param-build"
+    --path "${PREFIX}/bin" --env "HOME=${WORK}/home" --env ALTGRAD_PLUGINS=
+    "${SOURCE_DIR}/docs/writing-a-plugin.md")
 
 message(STATUS "out_of_tree: all checks passed")

@@ -122,6 +122,31 @@ std::vector<std::string> comparable_metrics(const fs::path& run_dir) {
     return out;
 }
 
+// On a terminal (a pty from script(1)) the log and the live progress line go
+// to standard error, with the validation losses among them; standard output,
+// redirected to a file, holds only the run directory; and a finished run has
+// no reports/ folder (only a collapse writes one).
+TEST(Run, ProgressGoesToStandardErrorAndStandardOutputIsTheRunDirectory) {
+    scratch s;
+    const fs::path out = s.path / "run", stdout_file = s.path / "stdout.txt";
+    const std::string inner = kHost + " --plugins " + kPlugins + " run " + s.config("tiny").string() + " --out " +
+                              out.string() + " > " + stdout_file.string();
+    FILE* p = ::popen(("script -qec '" + inner + "' /dev/null < /dev/null").c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    std::string terminal;
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) terminal.append(buf, n);
+    ASSERT_EQ(::pclose(p), 0) << terminal;
+    EXPECT_NE(terminal.find("step 12/12 | loss "), std::string::npos) << "the live line: " << terminal;
+    EXPECT_NE(terminal.find("step 4: val loss "), std::string::npos) << "validation on a terminal: " << terminal;
+    EXPECT_NE(terminal.find("done: finished, 12/12 steps"), std::string::npos) << terminal;
+    std::ifstream in(stdout_file);
+    const std::string stdout_text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(stdout_text, out.string() + "\n");
+    EXPECT_TRUE(fs::exists(out / "summary.json"));
+    EXPECT_FALSE(fs::exists(out / "reports")) << "a finished run has nothing to report";
+}
+
 TEST(Run, WritesTheRunDirectory) {
     scratch s;
     const fs::path out = s.path / "run";
@@ -166,7 +191,7 @@ TEST(Run, WritesTheRunDirectory) {
     EXPECT_EQ(::altgrad::host::run::read_metrics(out / "metrics.jsonl").run_id, "run");
     EXPECT_TRUE(fs::exists(out / "checkpoints" / "step_0000008" / "model.pt"));
     EXPECT_FALSE(fs::exists(out / "checkpoints" / "step_0000004")) << "keep_checkpoints = 2";
-    EXPECT_TRUE(fs::is_directory(out / "reports"));
+    EXPECT_FALSE(fs::exists(out / "reports")) << "only a collapse writes reports/";
 }
 
 TEST(Run, SameConfigAndSeedGiveTheSameLossesBitForBit) {

@@ -20,5 +20,6 @@ int quantize_command(const context& ctx, const args& a);
 int conformance_command(const context& ctx, const args& a);
 int run_command(const context& ctx, const args& a);
 int report_command(const context& ctx, const args& a);
+int new_plugin_command(const context& ctx, const args& a);
 
 }  // namespace altgrad::host::cli

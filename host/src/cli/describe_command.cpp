@@ -33,6 +33,12 @@ std::string memory_text(uint32_t bits) {
     return s.empty() ? "none" : s;
 }
 
+std::string comma_list(const std::vector<std::string>& items) {
+    std::string s;
+    for (const std::string& item : items) s += (s.empty() ? "" : ", ") + item;
+    return s;
+}
+
 // "%a (%.9g)": exact and readable.
 std::string both(double x) {
     char buf[48];
@@ -96,6 +102,7 @@ ordered_json describe_json(const manifest& m, const format_handle* f, bool table
     for (const param_decl& p : m.params)
         parameters.push_back(ordered_json{{"key", p.key}, {"type", param_type_name(p.type)}, {"summary", param_summary(p)}});
     ordered_json out{{"name", m.name},
+                     {"aliases", m.aliases},
                      {"kind", kind_name(m.kind)},
                      {"version", version_string(m.version)},
                      {"abi_version", version_string(m.abi_version, false)},
@@ -143,7 +150,8 @@ void print_code_table(const altgrad_format_info& i, const std::vector<float>& va
 void print_text(const manifest& m, const format_handle* f, bool table) {
     std::cout << "name            " << m.name << " " << version_string(m.version) << " (" << kind_name(m.kind)
               << ", ABI " << version_string(m.abi_version, false) << ")\n"
-              << "description     " << m.description << "\n"
+              << (m.aliases.empty() ? "" : "aliases         " + comma_list(m.aliases) + "\n") << "description     "
+              << m.description << "\n"
               << "library         " << m.library.string() << "\n";
     for (const param_decl& p : m.params) std::cout << "parameter       " << param_summary(p) << "\n";
     if (f == nullptr) return;
@@ -176,11 +184,10 @@ int describe_command(const context& ctx, const args& a) {
     const bool as_json = vm.count("json") > 0, table = vm.count("table") > 0;
 
     registry reg(ctx.plugins);
-    const auto plugin = reg.load(name);
+    const auto plugin = reg.load(name);  // by its name or an alias; the output shows its name
     const manifest& m = plugin->info;
-    if (m.kind != ALTGRAD_KIND_FORMAT) {
-        if (table) throw usage_error("describe --table: '" + name + "' is not a format plugin");
-    }
+    if (m.kind != ALTGRAD_KIND_FORMAT && table)
+        throw usage_error("describe --table: '" + name + "' is not a format plugin");
     std::shared_ptr<format_handle> f;
     if (m.kind == ALTGRAD_KIND_FORMAT) f = format_handle::create(plugin, parse_param_assignments(params));
     if (table && f->info().total_bits > 16)

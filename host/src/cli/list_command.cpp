@@ -17,6 +17,7 @@ ordered_json plugin_record_json(const plugin_record& r) {
     const bool ok = r.status == plugin_status::ok;
     return ordered_json{{"kind", r.info ? kind_name(r.info->kind) : "?"},
                         {"name", r.name()},
+                        {"aliases", r.info ? ordered_json(r.info->aliases) : ordered_json::array()},
                         {"version", r.info ? version_string(r.info->version) : "?"},
                         {"status", ok ? "ok" : "broken"},
                         {"description", r.info ? ordered_json(r.info->description) : ordered_json(nullptr)},

@@ -14,7 +14,13 @@ bool parse_subcommand(const command_help& help, po::options_description& options
     po::options_description all;
     all.add(options).add(operands);
     try {
-        po::store(po::command_line_parser(a).options(all).positional(positional).run(), vm);
+        const po::parsed_options parsed = po::command_line_parser(a).options(all).positional(positional).run();
+        // Operands are named only to bind them to positions: "--plugin X" or
+        // "--name X" given by name would be an undocumented second spelling.
+        for (const po::option& o : parsed.options)
+            if (o.position_key < 0 && operands.find_nothrow(o.string_key, false) != nullptr)
+                throw usage_error(help.name + ": unrecognised option '" + o.original_tokens.front() + "'");
+        po::store(parsed, vm);
         if (vm.count("help")) {
             // A line starting with a space continues the form above it.
             for (size_t i = 0; i < help.usage.size(); ++i)

@@ -10,7 +10,7 @@
 
 namespace altgrad::host::cli {
 
-// One plugin of `list --json`: kind, name, version, status, description, manifest, error.
+// One plugin of `list --json`: kind, name, aliases, version, status, description, manifest, error.
 ordered_json plugin_record_json(const plugin_record& r);
 
 // `describe --json`: the manifest, and for a format (f set) its encoding (with `table`, every code).

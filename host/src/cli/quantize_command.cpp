@@ -1,12 +1,18 @@
-// altgrad-host quantize: numbers from standard input through a format, one
-// C99 hex-float per line. The quick way to see what a format does to a value.
+// altgrad-host quantize: numbers from standard input (or a file: text, .npy,
+// raw float32) through a format, one C99 hex-float (or shortest decimal) per
+// line, or into a file of the same kinds. The quick way to see what a format
+// does to a value, and to a real tensor.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "cli/tensor_files.hpp"
 #include "plugins/abi_names.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
@@ -32,12 +38,67 @@ std::string alternatives(const name_table<E>& names) {
     return s;
 }
 
+// The shortest decimal that reads back as the float32 `x` ("0.1015625", "448",
+// "-0", "nan"): exact, and readable.
+std::string float_decimal(float x) {
+    if (std::isnan(x)) return "nan";
+    if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+    char buf[48];
+    for (int digits = 1; digits <= 9; ++digits) {  // 9 significant digits always read back as the same float32
+        std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(x));
+        if (std::strtof(buf, nullptr) == x) break;
+    }
+    return buf;
+}
+
+float_tensor read_input(const std::string& file) {
+    if (file.empty()) {
+        float_tensor t;
+        t.values = read_floats(std::cin, "quantize: standard input");
+        t.shape = {t.values.size()};
+        return t;
+    }
+    switch (tensor_file_kind_of(file)) {
+        case tensor_file_kind::npy: return read_npy(file);
+        case tensor_file_kind::raw_f32: {
+            float_tensor t;
+            t.values = read_raw_f32(file);
+            t.shape = {t.values.size()};
+            return t;
+        }
+        case tensor_file_kind::text: break;
+    }
+    std::ifstream in(file);
+    if (!in) throw error(file + ": cannot read");
+    float_tensor t;
+    t.values = read_floats(in, file);
+    t.shape = {t.values.size()};
+    return t;
+}
+
+void write_output(const std::string& file, const float_tensor& t, bool decimal) {
+    const tensor_file_kind kind = file.empty() ? tensor_file_kind::text : tensor_file_kind_of(file);
+    if (kind == tensor_file_kind::npy) return write_npy(file, t);
+    if (kind == tensor_file_kind::raw_f32) return write_raw_f32(file, t.values);
+    std::ostringstream text;
+    for (const float y : t.values) text << (decimal ? float_decimal(y) : hex_float(y)) << "\n";
+    if (file.empty()) {
+        std::cout << text.str();
+        return;
+    }
+    std::ofstream out(file, std::ios::trunc);
+    out << text.str();
+    out.close();
+    if (!out) throw error(file + ": cannot write");
+}
+
 }  // namespace
 
 int quantize_command(const context& ctx, const args& a) {
     po::options_description options("quantize options (numbers are read from standard input)");
     std::vector<std::string> params;
     std::string rounding = "nearest", overflow = "saturate", scale_text = "1", seed_text = "0", offset_text = "0";
+    std::string output_format = "hex", input_file, output_file;
     quantize_options o;
     po::options_description operands;
     operands.add_options()("name", po::value<std::string>());
@@ -50,6 +111,13 @@ int quantize_command(const context& ctx, const args& a) {
         "offset", po::value<std::string>(&offset_text)->default_value("0"),
         "index of the first value in the random stream")(
         "counts", "print the overflow and underflow counts to standard error")(
+        "output-format", po::value<std::string>(&output_format)->default_value("hex"),
+        "hex | decimal: text output as C99 hex-floats, or as the shortest decimal that reads back exactly")(
+        "input", po::value<std::string>(&input_file),
+        "read FILE instead of standard input: .npy (float32, any shape), .f32 (raw little-endian float32), "
+        "else text")(
+        "output", po::value<std::string>(&output_file),
+        "write FILE instead of standard output: .npy (the input's shape), .f32, else text")(
         "param", po::value<std::vector<std::string>>(&params), "KEY=VALUE plugin parameter (repeatable)");
     po::positional_options_description pos;
     pos.add("name", 1);
@@ -58,6 +126,7 @@ int quantize_command(const context& ctx, const args& a) {
         "quantize",
         {"--plugins DIR quantize NAME [--rounding nearest|stochastic|toward-zero]",
          "             [--overflow saturate|nonfinite] [--scale S] [--seed N] [--offset N] [--counts]",
+         "             [--output-format hex|decimal] [--input FILE] [--output FILE]",
          "             [--param KEY=VALUE]...   < numbers"},
         "echo \"0.1 464 1e5 nan\" | altgrad-host --plugins build/plugins quantize e4m3 --rounding nearest",
         {{0, "every number was quantized and printed"},
@@ -74,16 +143,22 @@ int quantize_command(const context& ctx, const args& a) {
     o.scale = *scale;
     o.seed = unsigned_option("quantize", "seed", seed_text);
     o.offset = unsigned_option("quantize", "offset", offset_text);
+    if (output_format != "hex" && output_format != "decimal")
+        throw usage_error("quantize: --output-format \"" + output_format + "\": expected one of hex, decimal");
+    if (!vm["output-format"].defaulted() && !output_file.empty() && tensor_file_kind_of(output_file) != tensor_file_kind::text)
+        throw usage_error("quantize: --output-format is for text output, not the binary file " + output_file);
 
     registry reg(ctx.plugins);
-    const auto f = format_handle::create(reg.load(vm["name"].as<std::string>()), parse_param_assignments(params));
-    const std::vector<float> in = read_floats(std::cin, "quantize: standard input");
-    std::vector<float> out(in.size());
-    const quantize_counts counts = f->quantize(in.data(), out.data(), in.size(), o);
-    for (const float y : out) std::printf("%a\n", static_cast<double>(y));
-    if (vm.count("counts"))
+    const auto f = format_handle::create(reg.load(vm["name"].as<std::string>(), ALTGRAD_KIND_FORMAT), parse_param_assignments(params));
+    const float_tensor in = read_input(input_file);
+    float_tensor out = in;
+    const quantize_counts counts = f->quantize(in.values.data(), out.values.data(), in.values.size(), o);
+    write_output(output_file, out, output_format == "decimal");
+    if (vm.count("counts")) {
+        std::cout.flush();  // the counts follow the values on a terminal
         std::fprintf(stderr, "overflow %llu underflow %llu of %zu\n", static_cast<unsigned long long>(counts.overflow),
-                     static_cast<unsigned long long>(counts.underflow), in.size());
+                     static_cast<unsigned long long>(counts.underflow), in.values.size());
+    }
     return 0;
 }
 

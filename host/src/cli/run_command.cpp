@@ -49,10 +49,13 @@ int run_command(const context& ctx, const args& a) {
     req.out = out;
     req.resume = resume;
     req.plugins = ctx.plugins;
-    req.live_progress = ::isatty(STDOUT_FILENO) != 0;
+    // The log and the live progress line go to standard error, so standard
+    // output holds only the run directory (`dir=$(altgrad-host ... run ...)`).
+    req.live_progress = ::isatty(STDERR_FILENO) != 0;
     // Before LibTorch starts threads: the parent only watches.
     if (const std::optional<int> status = run::supervise_training(ctx.plugins, std::cerr)) return *status;
-    const train::run_summary s = train::run_training(req, std::cout);
+    const train::run_summary s = train::run_training(req, std::cerr);
+    if (!s.run_dir.empty()) std::cout << s.run_dir.string() << "\n";
     if (s.stop_reason == "interrupted") {
         std::cerr << "altgrad-host: " << run::signal_name(run::stop_requested()) << ": stopped after step "
                   << s.steps_done << " of " << s.max_steps << " with a checkpoint; continue it: altgrad-host --plugins "

@@ -616,10 +616,19 @@ public:
             fail("training.min_lr", "expected at most training.learning_rate (" +
                                         float_text(c.training.learning_rate) + origin("training.learning_rate") +
                                         "), got " + float_text(c.training.min_lr));
-        if (c.training.warmup_steps > c.training.max_steps)
-            fail("training.warmup_steps", "expected at most training.max_steps (" +
-                                              std::to_string(c.training.max_steps) + origin("training.max_steps") +
-                                              "), got " + std::to_string(c.training.warmup_steps));
+        if (c.training.warmup_steps > c.training.max_steps) {
+            // The default warm-up (not the config's, not a --set) gives way to a short run.
+            if (get(section_table(doc, "training"), "training.warmup_steps") != nullptr)
+                fail("training.warmup_steps", "expected at most training.max_steps (" +
+                                                  std::to_string(c.training.max_steps) + origin("training.max_steps") +
+                                                  "), got " + std::to_string(c.training.warmup_steps));
+            const int64_t shortened = c.training.max_steps / 10;
+            c.notes.push_back("training.warmup_steps: the default " + std::to_string(c.training.warmup_steps) +
+                              " is more than training.max_steps (" + std::to_string(c.training.max_steps) +
+                              "); shortened to max_steps / 10 = " + std::to_string(shortened) +
+                              " (set training.warmup_steps to choose)");
+            c.training.warmup_steps = shortened;
+        }
         check_rules_reach_layers(c);
         return c;
     }

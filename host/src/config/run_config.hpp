@@ -201,6 +201,7 @@ struct run_config {
     failure_config failure;
     output_config output;
     std::filesystem::path source;  // the file it was read from (not compared by ==, not written by to_toml)
+    std::vector<std::string> notes;  // defaults the reader adjusted, for the run's log (not compared, not written)
 };
 
 // Reads `file`, applies `overrides` in order ("training.max_steps=50"; the value

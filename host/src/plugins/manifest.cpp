@@ -1,5 +1,6 @@
 #include "plugins/manifest.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -41,6 +42,12 @@ struct reader {
     std::string string_of(const toml::node& n, const std::string& key) const {
         if (!n.is_string()) fail(key, "expected a string");
         return n.as_string()->get();
+    }
+
+    void check_plugin_name(const std::string& name, const std::string& key) const {
+        if (!sdk::is_plugin_name(name))
+            fail(key, "\"" + name + "\" is not a valid name (" + sdk::kPluginNamePattern + ", at most " +
+                          std::to_string(sdk::kMaxPluginNameLength) + " characters)");
     }
 
     void reject_unknown(const toml::table& t, const std::string& prefix, std::set<std::string> allowed) const {
@@ -152,7 +159,7 @@ manifest parse_manifest(const std::string& text, const fs::path& path) {
     if (plugin_node == nullptr) r.fail("plugin", "missing (the [plugin] table)");
     if (!plugin_node->is_table()) r.fail("plugin", "expected a table");
     const toml::table& p = *plugin_node->as_table();
-    r.reject_unknown(p, "plugin.", {"kind", "name", "version", "abi_version", "library", "description"});
+    r.reject_unknown(p, "plugin.", {"kind", "name", "aliases", "version", "abi_version", "library", "description"});
 
     manifest m;
     m.path = path;
@@ -164,9 +171,17 @@ manifest parse_manifest(const std::string& text, const fs::path& path) {
     m.kind = *k;
 
     m.name = r.string_of(r.require(p, "plugin.", "name"), "plugin.name");
-    if (!sdk::is_plugin_name(m.name))
-        r.fail("plugin.name", "\"" + m.name + "\" is not a valid name (" + sdk::kPluginNamePattern + ", at most " +
-                                  std::to_string(sdk::kMaxPluginNameLength) + " characters)");
+    r.check_plugin_name(m.name, "plugin.name");
+    if (const toml::node* aliases = p.get("aliases")) {
+        if (!aliases->is_array()) r.fail("plugin.aliases", "expected an array of names, e.g. [\"float8_e4m3fn\"]");
+        for (const toml::node& item : *aliases->as_array()) {
+            const std::string alias = r.string_of(item, "plugin.aliases");
+            r.check_plugin_name(alias, "plugin.aliases");
+            if (alias == m.name || std::find(m.aliases.begin(), m.aliases.end(), alias) != m.aliases.end())
+                r.fail("plugin.aliases", "\"" + alias + "\" is given twice (or is the plugin's own name)");
+            m.aliases.push_back(alias);
+        }
+    }
     m.version = r.version_of(r.require(p, "plugin.", "version"), "plugin.version", 3);
     m.abi_version = r.version_of(r.require(p, "plugin.", "abi_version"), "plugin.abi_version", 2);
     m.description = r.string_of(r.require(p, "plugin.", "description"), "plugin.description");

@@ -30,6 +30,10 @@ struct manifest {
     std::filesystem::path folder;   // its folder (canonical)
     altgrad_plugin_kind kind = ALTGRAD_KIND_FORMAT;
     std::string name;
+    // Other names the plugin answers to (ml_dtypes' and PyTorch's names, e.g.
+    // float8_e4m3fn for e4m3): `describe`, `quantize` and configs accept them;
+    // output always shows `name`.
+    std::vector<std::string> aliases;
     altgrad_version version{};
     altgrad_version abi_version{};
     std::filesystem::path library;  // canonical, checked to lie inside folder

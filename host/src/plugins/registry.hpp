@@ -33,6 +33,21 @@ struct plugin_record {
     std::string name() const;
 };
 
+// The plugin folder used when --plugins is not given, and where it came from.
+struct plugin_folder_choice {
+    std::filesystem::path dir;
+    std::string source;  // "ALTGRAD_PLUGINS", "the build's (beside the host)", "the installation's"
+};
+
+// The default plugin folder: $ALTGRAD_PLUGINS when set and not empty, else
+// the plugins of the build or installation `host_exe` belongs to
+// (<dir of host>/plugins in a build tree, <dir of host>/../<installed_subdir>
+// once installed), when that folder exists; nullopt otherwise.
+std::optional<plugin_folder_choice> default_plugin_folder(const char* env_value, const std::filesystem::path& host_exe,
+                                                          const std::filesystem::path& installed_subdir);
+// The same for this process: getenv("ALTGRAD_PLUGINS") and /proc/self/exe.
+std::optional<plugin_folder_choice> default_plugin_folder();
+
 // Every <dir>/<sub>/manifest.toml, sorted. Throws when dir is not a folder.
 std::vector<std::filesystem::path> find_manifests(const std::filesystem::path& dir);
 
@@ -45,10 +60,13 @@ public:
     const std::filesystem::path& folder() const { return dir_; }
     const std::vector<plugin_record>& records() const { return records_; }
 
-    // The loaded plugin called `name`, probing and loading it now if needed. Throws
-    // host::error for an unknown name (listing the known ones) or a broken
-    // plugin (with its reason).
-    std::shared_ptr<const loaded_plugin> load(const std::string& name);
+    // The loaded plugin called `name` (its manifest's name, or else one of its
+    // aliases), probing and loading it now if needed. With `kind`, it must be
+    // of that kind. Throws host::error for an unknown name (with a "did you
+    // mean" for a near miss and the names of that kind), an alias two plugins
+    // declare, a plugin of another kind, or a broken plugin (with its reason).
+    std::shared_ptr<const loaded_plugin> load(const std::string& name,
+                                              std::optional<altgrad_plugin_kind> kind = std::nullopt);
 
     // Probe every plugin with a valid manifest (each in a child process);
     // failures become broken records. Loads nothing into this process.
@@ -59,6 +77,7 @@ public:
     void load_all();
 
 private:
+    plugin_record& find(const std::string& name, std::optional<altgrad_plugin_kind> kind);
     void probe(plugin_record& r);
     void try_load(plugin_record& r);
 

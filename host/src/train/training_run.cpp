@@ -223,6 +223,7 @@ training_run::training_run(const run_request& req, std::ostream& log)
     note_run_dir(run_dir_);  // for a crash summary (run/supervise.hpp)
     int64_t parameter_count = 0;
     for (const auto& p : params_) parameter_count += p.second.numel();
+    for (const std::string& note : c_.notes) log_ << "note: " << note << "\n";
     log_ << "run " << c_.name << ": " << parameter_count << " parameters, " << data_.description() << "\n"
          << "run directory " << run_dir_.string() << std::endl;
 }
@@ -278,7 +279,6 @@ void training_run::open_run_directory() {
     } else {
         run_id_ = run_dir_.filename().string();
         fs::create_directories(run::checkpoints_dir(run_dir_));
-        fs::create_directories(run::reports_dir(run_dir_));
         run::write_file_atomically(run::config_file(run_dir_), config::to_toml(c_));
         stall_.advance(plan_, weight_of_);  // the first bit-stall measurement compares against the initial weights
     }
@@ -504,6 +504,7 @@ void training_run::collapse(const stability::verdict& v) {
     checkpoint();
     const fs::path ckpt = fs::relative(run::checkpoint_dir(run_dir_, step_), run_dir_);
     const fs::path report = run::reports_dir(run_dir_) / "failure.md";
+    fs::create_directories(report.parent_path());  // only a collapsed run has reports/
     run::write_file_atomically(report, stability::failure_report_markdown(failure_context_of(
                                            c_, v, ckpt, lr_, plan_, params_, history_)));
     if (live_progress_) log_ << "\n";
@@ -531,7 +532,9 @@ void training_run::evaluate() {
     metrics_->write(run::val_line{step_, val});
     history_.last_val_loss = val;
     if (!std::isnan(val) && !(val >= history_.best_val_loss)) history_.best_val_loss = val;  // NaN best: none yet
-    if (!live_progress_) log_ << "step " << step_ << ": val loss " << val << std::endl;
+    // On a terminal the line overwrites the live progress line, which the next step redraws below it.
+    log_ << (live_progress_ ? "\r" : "") << "step " << step_ << ": val loss " << val
+         << (live_progress_ ? std::string(40, ' ') : "") << std::endl;
 }
 
 void training_run::checkpoint() {
@@ -571,7 +574,7 @@ run_summary training_run::finish(const std::string& status, const stability::ver
     log_ << "done: " << s.stop_reason << ", " << s.steps_done << "/" << s.max_steps << " steps, final train loss "
          << s.final_train_loss << ", final val loss " << s.final_val_loss << " (best " << s.best_val_loss << "), "
          << duration_text(s.seconds) << "\n"
-         << "run directory " << run_dir_.string() << " (config.toml, metrics.jsonl, summary.json, checkpoints/, reports/)\n"
+         << "run directory " << run_dir_.string() << " (config.toml, metrics.jsonl, summary.json, checkpoints/)\n"
          << "corpus unigram entropy " << data_.unigram_entropy_nats() << " nats/char\n";
     return s;
 }
