@@ -6,6 +6,11 @@
 //   quantize/<format>/<mode>/<size>   mode: nearest_even, stochastic, toward_zero
 //   quantize_block32/<format>/<mode>/<size>   the same call with ABI 1.2 block
 //                                     scales, one per 32 elements (OCP MX blocks)
+//   quantize_amax/<format>/<mode>/<size>   per tensor as the trainer does it: the
+//                                     array's amax, its power-of-two scale, the call
+//   quantize_mx32/<format>/<mode>/<size>   block-scaled as the trainer does it: each
+//                                     block's amax, its scale by the OCP MX rule
+//                                     (host/src/train/block_scales.hpp), the call
 //   copy/memcpy/<size>                size: 4KiB 64KiB 256KiB 1MiB 16MiB 64MiB
 // <size> is the float32 input; every element is 4 bytes read and 4 written, so
 // bytes_per_second counts 8 bytes per element for quantize and copy alike.
@@ -33,6 +38,9 @@
 
 #include <altgrad/altgrad.h>
 #include <altgrad/sdk/call_args.hpp>
+
+#include "train/block_scales.hpp"
+#include "train/scaling.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -213,12 +221,23 @@ void bm_copy(benchmark::State& state, size_t bytes) {
     set_throughput(state, d.count);
 }
 
-// block_size 0: one scale (1) for the array; else one scale per block, the
-// OCP MX rule's power of two 2^(emax - floor(log2(block amax))) (emax the
-// format's largest exponent), computed before timing: the plugin's share of a
-// block-scaled quantize.
+// Which scales a timed call uses and where they come from.
+enum class scales_from {
+    none,           // scale 1 (quantize/)
+    given,          // block scales set before timing (quantize_block32/)
+    tensor_amax,    // the array's amax and its power-of-two scale, timed (quantize_amax/)
+    block_amaxes,   // every block's amax and MX scale, timed (quantize_mx32/)
+};
+
+// The array's amax and the trainer's per-tensor scale for it (scaling.hpp, current scaling).
+float tensor_scale(const float* x, size_t n, altgrad::host::train::scaling_state& scaling) {
+    float amax = 0;
+    altgrad::host::train::block_amaxes(x, n, n, &amax);  // one block: the whole array
+    return scaling.scale_for(amax);
+}
+
 void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding rounding, size_t bytes,
-                 size_t block_size) {
+                 scales_from from) {
     plugin& p = plugin_for(format);
     if (!p.error.empty()) {
         state.SkipWithError(p.error.c_str());
@@ -232,27 +251,34 @@ void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding r
     for (size_t i = 0; i < d.count; ++i) d.input[i] = d.normal[i] * factor;
 
     altgrad_quantize_args args = bench_args(d.input.get(), d.output.get(), d.count, rounding);
+    // Block scales by the OCP MX rule (the trainer's code): set once before
+    // timing (given: the plugin's share of a block-scaled quantize), or
+    // derived in every timed iteration (block_amaxes: the whole of it).
+    const altgrad::host::train::scale_grid grid = altgrad::host::train::scale_grid::power_of_two();
+    const altgrad::host::train::block_recipe recipe{altgrad::host::config::scale_rule_kind::mx_floor, &grid,
+                                                    p.info.max_finite};
     std::vector<float> block_scales;
-    if (block_size > 0) {
-        int emax = 0;
-        std::frexp(p.info.max_finite, &emax);  // max_finite = m * 2^emax, m in [0.5, 1)
-        for (size_t first = 0; first < d.count; first += block_size) {
-            float amax = 0;
-            for (size_t i = first; i < std::min(d.count, first + block_size); ++i)
-                amax = std::max(amax, std::fabs(d.input[i]));
-            int e = 0;
-            std::frexp(amax, &e);
-            block_scales.push_back(amax > 0 ? std::ldexp(1.0f, (emax - 1) - (e - 1)) : 1.0f);
-        }
+    auto derive_block_scales = [&] {
+        altgrad::host::train::block_amaxes(d.input.get(), d.count, kBlockSize, block_scales.data());
+        altgrad::host::train::scales_from_amaxes(block_scales.data(), block_scales.size(), recipe);
+    };
+    if (from == scales_from::given || from == scales_from::block_amaxes) {
+        block_scales.resize((d.count + kBlockSize - 1) / kBlockSize);
+        derive_block_scales();
         args.block_scales = block_scales.data();
-        args.block_size = block_size;
+        args.block_size = kBlockSize;
     }
+    altgrad::host::train::scaling_config current;
+    current.mode = altgrad::host::train::scaling_mode::current;
+    altgrad::host::train::scaling_state tensor_scaling(current, p.info.max_finite);
     altgrad_error err{};
     err.struct_size = sizeof err;
 
     uint64_t underflow = 0, overflow = 0;
     bool failed = false;
     for (auto _ : state) {
+        if (from == scales_from::tensor_amax) args.scale = tensor_scale(d.input.get(), d.count, tensor_scaling);
+        if (from == scales_from::block_amaxes) derive_block_scales();
         const altgrad_status st = p.vtable->quantize(p.instance, &args, &err);
         if (st != ALTGRAD_STATUS_OK) {
             failed = true;
@@ -408,15 +434,20 @@ int main(int argc, char** argv) {
                                      [bytes](benchmark::State& s) { bm_copy(s, bytes); })
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
-        for (size_t block : {size_t{0}, kBlockSize})
+        const std::pair<const char*, scales_from> families[] = {{"quantize/", scales_from::none},
+                                                                {"quantize_block32/", scales_from::given},
+                                                                {"quantize_amax/", scales_from::tensor_amax},
+                                                                {"quantize_mx32/", scales_from::block_amaxes}};
+        for (const auto& [family, from] : families)
             for (const char* format : kFormats)
                 for (const mode& m : kModes) {
-                    const std::string name = std::string(block ? "quantize_block32/" : "quantize/") + format + "/" +
-                                             m.name + "/" + sz.name;
+                    const std::string name = std::string(family) + format + "/" + m.name + "/" + sz.name;
                     const std::string f = format;
                     const altgrad_rounding r = m.rounding;
-                    benchmark::RegisterBenchmark(
-                        name.c_str(), [f, r, bytes, block](benchmark::State& s) { bm_quantize(s, f, r, bytes, block); })
+                    const scales_from how = from;
+                    benchmark::RegisterBenchmark(name.c_str(), [f, r, bytes, how](benchmark::State& s) {
+                        bm_quantize(s, f, r, bytes, how);
+                    })
                         ->Unit(benchmark::kMicrosecond)
                         ->UseRealTime();
                 }

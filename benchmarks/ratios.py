@@ -12,7 +12,9 @@ when present, else the median of the repetitions.
 Targets (issue #16). Large arrays (64 MiB and up): nearest-even >= 0.60 x
 copy, stochastic >= 0.30, toward-zero >= 0.70; block-scaled quantize
 (quantize_block32, listed as format "<name>/block32") >= 0.80 x its
-per-tensor counterpart of the same run. In cache (256 KiB): nearest-even >= 3 G
+per-tensor counterpart of the same run, and the whole block-scaled quantize
+with its amaxes and scales (quantize_mx32, "<name>/mx32") >= 0.80 x the
+per-tensor one with its amax and scale (quantize_amax, "<name>/amax"). In cache (256 KiB): nearest-even >= 3 G
 elements/s. Other sizes get their ratios but no verdict. --check makes the
 exit status 1 when a target is missed.
 
@@ -54,8 +56,9 @@ def parse_name(run_name):
         return ("copy", parts[1] if len(parts) > 2 else "memcpy", None, size)
     if parts[0] == "quantize" and len(parts) >= 4:
         return ("quantize", parts[1], parts[2], size)
-    if parts[0] == "quantize_block32" and len(parts) >= 4:
-        return ("quantize", parts[1] + "/block32", parts[2], size)
+    suffixes = {"quantize_block32": "/block32", "quantize_amax": "/amax", "quantize_mx32": "/mx32"}
+    if parts[0] in suffixes and len(parts) >= 4:
+        return ("quantize", parts[1] + suffixes[parts[0]], parts[2], size)
     return None
 
 
@@ -127,10 +130,15 @@ def main():
             if r is None:
                 continue
             ratio = r[0] / copy[0]
-            per_tensor = rates.get(("quantize", fmt.split("/")[0], mode, size))
-            if fmt.endswith("/block32"):
+            # quantize_mx32 (block amaxes, MX scales and the call, all timed) is judged
+            # against quantize_amax (the array's amax, its scale and the call): like for like.
+            counterpart = fmt.split("/")[0] + ("/amax" if fmt.endswith("/mx32") else "")
+            per_tensor = rates.get(("quantize", counterpart, mode, size))
+            if fmt.endswith("/block32") or fmt.endswith("/mx32"):
                 # The block target is relative to the per-tensor call: shown as "x tensor".
                 target, value, unit = BLOCK_TARGET, r[0] / per_tensor[0] if per_tensor else None, " x tensor"
+            elif fmt.endswith("/amax"):
+                target, value, unit = None, None, ""  # the counterpart of /mx32, judged there
             elif size == IN_CACHE_SIZE and mode == "nearest_even":
                 target, value, unit = IN_CACHE_NEAREST_EVEN, r[1], " elements/s"
             elif size_bytes(size) >= TARGET_MIN_BYTES:

@@ -59,7 +59,7 @@ def test_broken_plugins_are_reported_with_their_reason(tmp_path):
 
 
 def test_unknown_format_names_the_known_ones(registry):
-    with pytest.raises(altgrad.Error, match=r"no plugin named 'e9m9' in .*\(found: .*e4m3"):
+    with pytest.raises(altgrad.Error, match=r"no plugin named 'e9m9' in .*\(plugins there: .*e4m3"):
         registry.format("e9m9")
 
 

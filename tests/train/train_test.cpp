@@ -67,6 +67,16 @@ public:
     ~scratch() { fs::remove_all(path); }
     fs::path path;
 
+    // A plugin folder with the test plugin "param_format" (an ExMy shaped by
+    // parameters; its defaults make E4M3, ABI 1.0) beside the bundled e5m2.
+    fs::path plugins_with_param_format() const {
+        const fs::path plugins = path / "plugins";
+        fs::create_directories(plugins);
+        fs::copy(fs::path(ALTGRAD_TEST_PLUGIN_DIR) / "param_format", plugins / "param_format");
+        fs::copy(fs::path(kPlugins) / "e5m2", plugins / "e5m2");
+        return plugins;
+    }
+
     // A tiny config: one layer, 16 wide, 16-token blocks, single-threaded.
     // quantization: extra [quantization] keys; tail: appended at the end.
     fs::path config(const std::string& name, const std::string& quantization = "", const std::string& tail = "") const {
@@ -308,12 +318,7 @@ TEST(Run, ResumeSaysWhichInterventionsStartAfresh) {
 
 TEST(Run, AThirdPartyFormatTrainsWithNoHostChange) {
     scratch s;
-    // A plugin folder with the test plugin "param_format" (an ExMy shaped by
-    // parameters; its defaults make E4M3) beside a bundled one.
-    const fs::path plugins = s.path / "plugins";
-    fs::create_directories(plugins);
-    fs::copy(fs::path(ALTGRAD_TEST_PLUGIN_DIR) / "param_format", plugins / "param_format");
-    fs::copy(fs::path(kPlugins) / "e5m2", plugins / "e5m2");
+    const fs::path plugins = s.plugins_with_param_format();
     const fs::path cfg =
         s.config("third", "weight_format = \"param_format\"\nactivation_format = \"param_format\"\n");
     const std::string cmd = kHost + " --plugins " + plugins.string() + " run " + cfg.string() + " --out " +
@@ -463,10 +468,7 @@ TEST(BlockScaling, RowIsOneBlockPerRowAndUe8m0IsPowersOfTwo) {
 // which reads the block scales itself), per tensor and with blocks of 8.
 TEST(BlockScaling, FormatParametersMakeANewFormatInTraining) {
     scratch s;
-    const fs::path plugins = s.path / "plugins";
-    fs::create_directories(plugins);
-    fs::copy(fs::path(ALTGRAD_TEST_PLUGIN_DIR) / "param_format", plugins / "param_format");
-    fs::copy(fs::path(kPlugins) / "e5m2", plugins / "e5m2");
+    const fs::path plugins = s.plugins_with_param_format();
     const std::string params =
         "[quantization.params.param_format]\nexponent_bits = 5\nmantissa_bits = 2\nbias = 15\nspecials = \"ieee\"\n";
     for (const std::string blocks : {"", "granularity = \"block\"\nblock_size = 8\n"}) {
