@@ -100,8 +100,8 @@ void block_scale_stats::add(const block_scale_stats& o) {
     underflowed += o.underflowed;
     neutral += o.neutral;
     amax = std::isnan(amax) || std::isnan(o.amax) ? NAN : std::max(amax, o.amax);
-    if (!(smallest_scale <= o.smallest_scale)) smallest_scale = std::isnan(o.smallest_scale) ? smallest_scale : o.smallest_scale;
-    if (!(largest_scale >= o.largest_scale)) largest_scale = std::isnan(o.largest_scale) ? largest_scale : o.largest_scale;
+    smallest_scale = std::fmin(smallest_scale, o.smallest_scale);  // fmin/fmax skip a NaN (no block yet)
+    largest_scale = std::fmax(largest_scale, o.largest_scale);
 }
 
 // The largest |x| of each block as the largest of the bit patterns with the
@@ -182,8 +182,8 @@ block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, cons
         if (!std::isfinite(s)) s = FLT_MAX;  // a scale format reaching below 1/FLT_MAX
         amax_then_scale[b] = s;
         const double decode = 1.0 / s;
-        if (!(st.smallest_scale <= decode)) st.smallest_scale = decode;
-        if (!(st.largest_scale >= decode)) st.largest_scale = decode;
+        st.smallest_scale = std::fmin(st.smallest_scale, decode);
+        st.largest_scale = std::fmax(st.largest_scale, decode);
     }
     return st;
 }

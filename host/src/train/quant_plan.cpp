@@ -140,6 +140,7 @@ quantize_counts quantize_blocks(const format_handle& format, const torch::Tensor
     float* dst = out.data_ptr<float>();
     const float* scales = b.scales.data_ptr<float>();
     o.block_size = static_cast<size_t>(block);
+    o.scale = 1.0f;  // the block scales replace it (format.h); a block site keeps no per-tensor scale
     const bool flat = k % block == 0;
     const int64_t segment = flat ? n : k, per_segment = (segment + block - 1) / block;
     if (x.device().is_cuda()) {
