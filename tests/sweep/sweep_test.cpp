@@ -234,6 +234,18 @@ TEST(RunState, RunArgumentsStartFreshOrResume) {
     EXPECT_EQ(shell_words({"run", "a b", "it's", "x=1"}), "run 'a b' 'it'\\''s' x=1");
 }
 
+TEST(RunState, OnlyAMarkedSweepFoldersLogsAndSlurmAreHousekeeping) {
+    scratch s;
+    const fs::path out = s.path() / "out";
+    fs::create_directories(out / "logs");
+    fs::create_directories(out / "slurm");
+    EXPECT_FALSE(is_sweep_housekeeping(out / "logs"));  // not marked: report must still refuse it
+    mark_sweep_folder(out, s.path() / "sweeps" / "s.toml");
+    EXPECT_TRUE(is_sweep_housekeeping(out / "logs"));
+    EXPECT_TRUE(is_sweep_housekeeping((out / "slurm").string() + "/"));  // as a shell's */ names it
+    EXPECT_FALSE(is_sweep_housekeeping(out / "tiny-s7"));
+}
+
 TEST(Slurm, ArrayListsAreCompactRanges) {
     EXPECT_EQ(array_list({0, 1, 2, 5, 7, 8, 9}), "0-2,5,7-9");
     EXPECT_EQ(array_list({3}), "3");

@@ -82,7 +82,7 @@ int sweep_command(const context& ctx, const args& a) {
     const uint64_t jobs = unsigned_option("sweep", "jobs", jobs_text);
     if (jobs < 1 || jobs > 1024) throw usage_error("sweep: --jobs " + jobs_text + ": expected 1..1024");
     if (vm.count("slurm-args") && !slurm) throw usage_error("sweep: --slurm-args goes with --slurm");
-    if (vm.count("task") && (slurm || dry_run || !vm["jobs"].defaulted()))
+    if (vm.count("task") && (slurm || dry_run || vm.count("jobs")))
         throw usage_error("sweep: --task runs one run: it excludes --slurm, --dry-run and --jobs");
     const std::vector<std::string> sbatch_args = sweep::split_arguments(slurm_args);
 
@@ -99,6 +99,7 @@ int sweep_command(const context& ctx, const args& a) {
     }
     const std::string head = "sweep " + spec.name + ": ";
 
+    if (!dry_run || slurm) sweep::mark_sweep_folder(out_dir, file);
     if (vm.count("task")) {
         const uint64_t i = unsigned_option("sweep", "task", task_text);
         if (i >= runs.size())

@@ -153,7 +153,7 @@ pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>
     clock::time_point shown_at;
 
     const auto progress_text = [&] {
-        const size_t left = queue.size();
+        const size_t left = queue.size() + result.interrupted;
         std::string eta = "?";
         if (left + running.size() == 0) {
             eta = "0s";
@@ -264,6 +264,7 @@ pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>
             say(label + (code == 0 ? ": finished" : ": collapsed (a result; reports/failure.md says why)") + " in " +
                 duration_text(seconds));
         } else if (code == run::kInterruptedExitCode && result.stop_signal != 0) {
+            ++result.interrupted;
             say(label + ": stopped with a checkpoint");
         } else {
             result.failed.push_back({&r, exit_text(status)});

@@ -40,6 +40,21 @@ run_status status_of(const fs::path& dir) {
 fs::path run_dir(const fs::path& out, const sweep_run& r) { return out / r.name; }
 fs::path log_file(const fs::path& out, const sweep_run& r) { return out / "logs" / (r.name + ".log"); }
 
+namespace {
+const char* const kMarker = ".altgrad-sweep";
+}
+
+void mark_sweep_folder(const fs::path& out, const fs::path& sweep_file) {
+    fs::create_directories(out);
+    run::write_file_atomically(out / kMarker, fs::absolute(sweep_file).lexically_normal().string() + "\n");
+}
+
+bool is_sweep_housekeeping(const fs::path& dir) {
+    // "runs/x/logs/" names "" last: its folder is the parent of that.
+    const fs::path d = dir.filename().empty() ? dir.parent_path() : dir;
+    return (d.filename() == "logs" || d.filename() == "slurm") && fs::is_regular_file(d.parent_path() / kMarker);
+}
+
 std::vector<std::string> run_arguments(const fs::path& plugins, const fs::path& out, const sweep_run& r,
                                        run_status status) {
     std::vector<std::string> a = {"--plugins", plugins.string(), "run"};

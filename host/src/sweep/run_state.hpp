@@ -5,6 +5,8 @@
 //   OUT/<run name>/        each run's ordinary run directory
 //   OUT/logs/<run name>.log  its log (appended to by every attempt)
 //   OUT/slurm/sweep.sbatch   the job script of --slurm
+//   OUT/.altgrad-sweep       marks OUT as a sweep's folder (the sweep file's path):
+//                            `report OUT/*/` passes over logs/ and slurm/
 #pragma once
 
 #include <filesystem>
@@ -31,6 +33,11 @@ run_status status_of(const fs::path& run_dir);
 
 fs::path run_dir(const fs::path& out, const sweep_run& r);  // OUT/<name>
 fs::path log_file(const fs::path& out, const sweep_run& r); // OUT/logs/<name>.log
+
+// Writes OUT/.altgrad-sweep (the sweep file's absolute path).
+void mark_sweep_folder(const fs::path& out, const fs::path& sweep_file);
+// OUT/logs or OUT/slurm of a marked sweep folder: the sweep's own, not a run.
+bool is_sweep_housekeeping(const fs::path& dir);
 
 // The arguments after the host's path that make progress on `r` in `status`:
 // --plugins PLUGINS run --resume DIR, or --plugins PLUGINS run CONFIG --out DIR --set ...
