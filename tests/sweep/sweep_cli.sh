@@ -5,7 +5,7 @@
 # the only one redone; SIGINT to the sweep exits 130 and the same command
 # then finishes the interrupted run by resuming it, with exactly the metrics
 # of the same run never interrupted; bad input and --task out of range give
-# one line; --slurm hands its job script and arguments to sbatch (a stand-in).
+# one line; a failing run is listed with its log; --slurm hands its job script and arguments to sbatch (a stand-in).
 # Usage: sweep_cli.sh HOST PLUGINS SOURCE_DIR WORK
 set -euo pipefail
 host="$1" plugins="$2" src="$3" work="$4"
@@ -103,6 +103,15 @@ sweep sweeps/bad.toml > /dev/null 2> bad.err || rc=$?
   fail "a bad grid value: exit $rc: $(cat bad.err)"
 [ ! -e runs/bad ] || fail "a bad sweep created its folder"
 echo "bad input: one line each"
+
+# A run that fails (its data is missing: only the trainer checks that) is listed with its log: exit 1.
+printf 'name = "broken"\nconfigs = ["%s"]\nset = ["data.path=%s/no-such-corpus"]\n' "$src/configs/e5m2_short.toml" "$work" > sweeps/broken.toml
+rc=0
+sweep sweeps/broken.toml > /dev/null 2> broken.err || rc=$?
+[ "$rc" -eq 1 ] && grep -q "sweep broken: failed: run 0 e5m2_short-s42 (exit 1), log runs/broken/logs/e5m2_short-s42.log" broken.err &&
+  grep -q "0 done, 0 running, 1 failed, 0 left" broken.err || fail "a failing run: exit $rc: $(cat broken.err)"
+grep -q "no-such-corpus" runs/broken/logs/*.log || fail "the failing run's log does not say why"
+echo "a failing run: listed with its log, exit 1"
 
 # 6. --slurm: the job script arrays the runs not done, sbatch gets it and the arguments.
 mkdir bin

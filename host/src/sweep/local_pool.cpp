@@ -161,7 +161,12 @@ pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>
             double mean = 0;
             for (const double d : durations) mean += d;
             mean /= static_cast<double>(durations.size());
-            eta = duration_text(mean * static_cast<double>(left + running.size()) / static_cast<double>(o.jobs));
+            // The runs left take the mean each; a running one, what the mean leaves of it.
+            double work = mean * static_cast<double>(left);
+            const auto now = clock::now();
+            for (const worker& w : running)
+                work += std::max(0.0, mean - std::chrono::duration<double>(now - w.started).count());
+            eta = duration_text(work / static_cast<double>(o.jobs));
         }
         return head + std::to_string(result.done) + " done, " + std::to_string(running.size()) + " running, " +
                std::to_string(result.failed.size()) + " failed, " + std::to_string(left) + " left, ETA " + eta;
@@ -174,7 +179,9 @@ pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>
             if (text == shown && !force && now - shown_at < std::chrono::seconds(1)) return;
             err << "\r\033[K" << text << std::flush;
         } else {
-            if (text == shown) return;
+            // A change of the counts, not the ETA's countdown: a log gets no line a second.
+            const auto counts = [](const std::string& t) { return t.substr(0, t.rfind(", ETA")); };
+            if (counts(text) == counts(shown)) return;
             err << text << "\n" << std::flush;
         }
         shown = text, shown_at = now;
