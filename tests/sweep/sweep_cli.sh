@@ -5,7 +5,9 @@
 # the only one redone; SIGINT to the sweep exits 130 and the same command
 # then finishes the interrupted run by resuming it, with exactly the metrics
 # of the same run never interrupted; bad input and --task out of range give
-# one line; a failing run is listed with its log; --slurm hands its job script and arguments to sbatch (a stand-in).
+# one line; a failing run is listed with its log; --task stops on SIGTERM and
+# resumes as a requeued Slurm task; --slurm hands its job script and
+# arguments to sbatch (a stand-in).
 # Usage: sweep_cli.sh HOST PLUGINS SOURCE_DIR WORK
 set -euo pipefail
 host="$1" plugins="$2" src="$3" work="$4"
@@ -89,6 +91,24 @@ grep -q "run 0 e5m2_short-s3: resumed from its checkpoint" resume.err || fail "t
 comparable cut/e5m2_short-s3/metrics.jsonl | cmp -s - <(comparable whole/e5m2_short-s3/metrics.jsonl) ||
   fail "resumed metrics differ from the uninterrupted run's"
 echo "SIGINT: exit 130; the same command resumed it: metrics identical to an uninterrupted run"
+
+# 4b. --task, as a Slurm array task runs it: SIGTERM (pre-emption) exits 130 with a
+# checkpoint; the requeued task (the same command) resumes; once done, it is skipped.
+"$host" --plugins "$plugins" sweep sweeps/long.toml --out requeue --task 0 > /dev/null 2> task1.err &
+pid=$!
+while kill -0 "$pid" 2>/dev/null && ! [ -s requeue/e5m2_short-s3/metrics.jsonl ]; do sleep 0.01; done
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" -eq 130 ] || fail "--task, SIGTERM: exit $rc, expected 130 ($(tail -2 task1.err))"
+got=$(sweep sweeps/long.toml --out requeue --task 0 2> task2.err) || fail "the requeued task failed: $(tail -2 task2.err)"
+[ "$got" = requeue/e5m2_short-s3 ] || fail "--task stdout: '$got'"
+grep -q "resumed from its checkpoint" task2.err || fail "the requeued task did not resume"
+comparable requeue/e5m2_short-s3/metrics.jsonl | cmp -s - <(comparable whole/e5m2_short-s3/metrics.jsonl) ||
+  fail "the requeued task's metrics differ from the uninterrupted run's"
+sweep sweeps/long.toml --out requeue --task 0 > /dev/null 2> task3.err || fail "--task on a finished run failed"
+grep -q "run 0 e5m2_short-s3: already finished" task3.err || fail "--task on a finished run: $(cat task3.err)"
+echo "--task: SIGTERM exit 130, the requeued task resumed (metrics identical), then skipped"
 
 # 5. Bad input: one line, the right exit status, nothing run.
 rc=0

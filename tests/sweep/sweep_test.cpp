@@ -279,6 +279,7 @@ TEST(Slurm, TheJobScriptArraysOnlyTheRunsNotDone) {
               "#SBATCH --cpus-per-task=1\n"
               "#SBATCH --requeue\n"
               "#SBATCH --output=/shared/runs/formats/logs/slurm-%A_%a.log\n"
+              "#SBATCH --open-mode=append\n"
               "exec /opt/ag/bin/altgrad-host --plugins /opt/ag/plugins sweep /shared/s.toml --out /shared/runs/formats "
               "--task \"$SLURM_ARRAY_TASK_ID\"\n");
     // Paths with spaces are quoted in the exec line, but cannot be in an #SBATCH line.

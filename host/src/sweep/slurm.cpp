@@ -38,6 +38,7 @@ std::string sbatch_script(const slurm_job& job) {
            "#SBATCH --cpus-per-task=1\n"
            "#SBATCH --requeue\n"
            "#SBATCH --output=" + out + "/logs/slurm-%A_%a.log\n"
+           "#SBATCH --open-mode=append\n"  // a requeued task adds to its log, not replaces it
            "exec " + shell_words({job.host.string(), "--plugins", job.plugins.string(), "sweep",
                                   job.sweep_file.string(), "--out", out, "--task"}) +
            " \"$SLURM_ARRAY_TASK_ID\"\n";
