@@ -156,6 +156,20 @@ TEST(SweepFile, BadFilesGiveOneLineNamingTheFileAndKey) {
            f + ": key 'configs': " + (s.path() / "configs" / "missing.toml").string() + ": no such config file");
 }
 
+TEST(SweepFile, AMissingFileOrAFolderIsSaidSo) {
+    scratch s;
+    const auto message = [](const fs::path& p) {
+        try {
+            load_sweep(p);
+        } catch (const error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_EQ(message(s.path() / "none.toml"), (s.path() / "none.toml").string() + ": no such sweep file");
+    EXPECT_EQ(message(s.path() / "configs"), (s.path() / "configs").string() + ": not a file (expected a sweep file)");
+}
+
 TEST(SweepFile, ABadOverrideFailsTheWholeSweepNamingThePointAndTheKey) {
     scratch s;
     const std::string f = (s.path() / "sweeps" / "s.toml").string();

@@ -173,6 +173,9 @@ sweep_spec parse_sweep(const std::string& text, const fs::path& file) {
 }
 
 sweep_spec load_sweep(const fs::path& file) {
+    std::error_code ec;
+    if (!fs::is_regular_file(file, ec))
+        throw error(file.string() + (fs::exists(file, ec) ? ": not a file (expected a sweep file)" : ": no such sweep file"));
     std::ifstream in(file, std::ios::binary);
     if (!in) throw error(file.string() + ": cannot read the sweep file");
     std::ostringstream text;
