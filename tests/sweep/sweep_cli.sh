@@ -4,7 +4,7 @@
 # a rerun skips them all; a run whose summary and checkpoints are deleted is
 # the only one redone; SIGINT to the sweep exits 130 and the same command
 # then finishes the interrupted run by resuming it, with exactly the metrics
-# of the same run never interrupted; bad input and --task out of range give
+# of the same run never interrupted (and so after a kill -9 of the sweep); bad input and --task out of range give
 # one line; a failing run is listed with its log; --task stops on SIGTERM and
 # resumes as a requeued Slurm task; --slurm hands its job script and
 # arguments to sbatch (a stand-in).
@@ -91,6 +91,21 @@ grep -q "run 0 e5m2_short-s3: resumed from its checkpoint" resume.err || fail "t
 comparable cut/e5m2_short-s3/metrics.jsonl | cmp -s - <(comparable whole/e5m2_short-s3/metrics.jsonl) ||
   fail "resumed metrics differ from the uninterrupted run's"
 echo "SIGINT: exit 130; the same command resumed it: metrics identical to an uninterrupted run"
+
+# 4a. kill -9 of the sweep: its worker gets SIGTERM (it dies with the sweep) and
+# checkpoints; the same command then resumes it.
+"$host" --plugins "$plugins" sweep sweeps/long.toml --out killed > /dev/null 2> killed.err &
+pid=$!
+while kill -0 "$pid" 2>/dev/null && ! [ -s killed/e5m2_short-s3/metrics.jsonl ]; do sleep 0.01; done
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null || true
+for _ in $(seq 300); do [ -s killed/e5m2_short-s3/summary.json ] && break; sleep 0.1; done
+[ "$(status_of killed/e5m2_short-s3)" = interrupted ] || fail "after kill -9 of the sweep: the run is not interrupted"
+sweep sweeps/long.toml --out killed > /dev/null 2> killed2.err || fail "the rerun after kill -9 failed: $(tail -2 killed2.err)"
+grep -q "resumed from its checkpoint" killed2.err || fail "the rerun after kill -9 did not resume"
+comparable killed/e5m2_short-s3/metrics.jsonl | cmp -s - <(comparable whole/e5m2_short-s3/metrics.jsonl) ||
+  fail "after kill -9 and resume: metrics differ from the uninterrupted run's"
+echo "kill -9 of the sweep: its worker checkpointed; the same command resumed it (metrics identical)"
 
 # 4b. --task, as a Slurm array task runs it: SIGTERM (pre-emption) exits 130 with a
 # checkpoint; the requeued task (the same command) resumes; once done, it is skipped.
