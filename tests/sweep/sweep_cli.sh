@@ -2,12 +2,12 @@
 # altgrad-host sweep end to end on a tiny sweep (2 configs x 2 seeds, 30
 # steps of a shrunken model, about 3 s a run): --jobs 2 finishes every run;
 # a rerun skips them all; a run whose summary and checkpoints are deleted is
-# the only one redone; SIGINT to the sweep exits 130 and the same command
-# then finishes the interrupted run by resuming it, with exactly the metrics
-# of the same run never interrupted (and so after a kill -9 of the sweep); bad input and --task out of range give
-# one line; a failing run is listed with its log; --task stops on SIGTERM and
-# resumes as a requeued Slurm task; --slurm hands its job script and
-# arguments to sbatch (a stand-in).
+# the only one redone; SIGINT to the sweep (or a kill -9 of it) and the same
+# command again finish the interrupted run by resuming it, with exactly the
+# metrics of the same run never interrupted; --task stops on SIGTERM and
+# resumes as a requeued Slurm task; bad input and --task out of range give
+# one line; a failing run is listed with its log; --slurm hands its job
+# script and arguments to sbatch (a stand-in).
 # Usage: sweep_cli.sh HOST PLUGINS SOURCE_DIR WORK
 set -euo pipefail
 host="$1" plugins="$2" src="$3" work="$4"
