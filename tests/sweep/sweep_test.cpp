@@ -156,6 +156,24 @@ TEST(SweepFile, BadFilesGiveOneLineNamingTheFileAndKey) {
            f + ": key 'configs': " + (s.path() / "configs" / "missing.toml").string() + ": no such config file");
 }
 
+TEST(SweepFile, AGridOfTooManyCombinationsIsRefusedBeforeExpanding) {
+    scratch s;
+    const auto grid = [](int keys, int values) {
+        std::string text = std::string(kHeader) + "[grid]\n";
+        for (int k = 0; k < keys; ++k) {
+            text += "\"k" + std::to_string(k) + "\" = [0";
+            for (int v = 1; v < values; ++v) text += ", " + std::to_string(v);
+            text += "]\n";
+        }
+        return text;
+    };
+    // 10^5 combinations from five keys of ten values: over the limit of 10000.
+    EXPECT_NE(error_of(s.sweep(grid(5, 10))).find("s.toml: key 'grid': more than 10000 combinations"), std::string::npos);
+    // Four keys (10^4 points) is at the limit and expands.
+    EXPECT_EQ(expand_points(load_sweep(s.sweep(grid(4, 10)))).size(), 10000u);
+    EXPECT_NE(error_of(s.sweep(grid(65, 1))).find("s.toml: key 'grid': 65 keys: at most 64"), std::string::npos);
+}
+
 TEST(SweepFile, AMissingFileOrAFolderIsSaidSo) {
     scratch s;
     const auto message = [](const fs::path& p) {

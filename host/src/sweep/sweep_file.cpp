@@ -19,6 +19,8 @@ namespace altgrad::host::sweep {
 namespace {
 
 const char* const kThreadsKey = "training.threads";
+const size_t kMaxPoints = 10000;  // runs are minutes each: more is a mistake
+const size_t kMaxGridKeys = 64;
 
 // "SWEEP: key 'K': ..." as host::error.
 [[noreturn]] void key_error(const fs::path& file, const std::string& key, const std::string& what) {
@@ -184,6 +186,16 @@ sweep_spec load_sweep(const fs::path& file) {
 }
 
 std::vector<point> expand_points(const sweep_spec& spec) {
+    // A grid multiplies: a few keys too many would be billions of runs (and memory) before anything ran.
+    if (spec.grid.size() > kMaxGridKeys)
+        key_error(spec.file, "grid", std::to_string(spec.grid.size()) + " keys: at most " + std::to_string(kMaxGridKeys));
+    size_t combinations = spec.grid.empty() ? 0 : 1;
+    for (const auto& [key, values] : spec.grid) {
+        combinations *= values.size();
+        if (combinations > kMaxPoints)
+            key_error(spec.file, "grid", "more than " + std::to_string(kMaxPoints) +
+                                             " combinations: split the sweep, or list the points wanted with [[point]]");
+    }
     std::vector<point> points;
     if (!spec.grid.empty()) {
         // An odometer over the grid's values, the last key turning fastest.

@@ -50,7 +50,8 @@ sweep_spec load_sweep(const fs::path& file);
 // One point of the sweep: its overrides ("KEY=VALUE"), in order.
 using point = std::vector<std::string>;
 // The grid's combinations (the first key varies slowest), then the explicit
-// points; one point without overrides when there are neither.
+// points; one point without overrides when there are neither. More than
+// 10000 combinations or 64 grid keys is an error (host::error naming the key 'grid').
 std::vector<point> expand_points(const sweep_spec& spec);
 
 // "point 3 (quantization.scaling=delayed, quantization.shadow_weights=true)", 1-based as people count.
