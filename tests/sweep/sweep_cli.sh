@@ -5,7 +5,8 @@
 # the only one redone; SIGINT to the sweep (or a kill -9 of it) and the same
 # command again finish the interrupted run by resuming it, with exactly the
 # metrics of the same run never interrupted; --task stops on SIGTERM and
-# resumes as a requeued Slurm task; bad input and --task out of range give
+# resumes as a requeued Slurm task; a run another process holds is not
+# started twice; bad input and --task out of range give
 # one line; a failing run is listed with its log; --slurm hands its job
 # script and arguments to sbatch (a stand-in).
 # Usage: sweep_cli.sh HOST PLUGINS SOURCE_DIR WORK
@@ -101,6 +102,7 @@ kill -KILL "$pid"
 wait "$pid" 2>/dev/null || true
 for _ in $(seq 300); do [ -s killed/e5m2_short-s3/summary.json ] && break; sleep 0.1; done
 [ "$(status_of killed/e5m2_short-s3)" = interrupted ] || fail "after kill -9 of the sweep: the run is not interrupted"
+flock killed/logs/e5m2_short-s3.lock true  # the worker holds its run's lock until it has exited
 sweep sweeps/long.toml --out killed > /dev/null 2> killed2.err || fail "the rerun after kill -9 failed: $(tail -2 killed2.err)"
 grep -q "resumed from its checkpoint" killed2.err || fail "the rerun after kill -9 did not resume"
 comparable killed/e5m2_short-s3/metrics.jsonl | cmp -s - <(comparable whole/e5m2_short-s3/metrics.jsonl) ||
@@ -124,6 +126,18 @@ comparable requeue/e5m2_short-s3/metrics.jsonl | cmp -s - <(comparable whole/e5m
 sweep sweeps/long.toml --out requeue --task 0 > /dev/null 2> task3.err || fail "--task on a finished run failed"
 grep -q "run 0 e5m2_short-s3: already finished" task3.err || fail "--task on a finished run: $(cat task3.err)"
 echo "--task: SIGTERM exit 130, the requeued task resumed (metrics identical), then skipped"
+
+# 4c. A run another process holds (its lock taken) is not started twice: it is reported.
+rm -r requeue/e5m2_short-s3
+exec 9> requeue/logs/e5m2_short-s3.lock
+flock 9
+rc=0
+sweep sweeps/long.toml --out requeue > /dev/null 2> locked.err || rc=$?
+exec 9>&-
+[ "$rc" -eq 1 ] && grep -q "run 0 e5m2_short-s3: not started: another sweep process is running it" locked.err ||
+  fail "a locked run: exit $rc: $(cat locked.err)"
+[ ! -e requeue/e5m2_short-s3 ] || fail "a locked run was started"
+echo "a run locked by another process: not started, reported"
 
 # 5. Bad input: one line, the right exit status, nothing run.
 rc=0

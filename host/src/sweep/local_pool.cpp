@@ -1,6 +1,7 @@
 #include "sweep/local_pool.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -89,7 +90,7 @@ std::string duration_text(double seconds) {
     return std::to_string(m / 60) + "h" + (mm.size() < 2 ? "0" : "") + mm + "m";
 }
 
-int spawn_process(const std::vector<std::string>& argv, int output_fd, bool die_with_parent) {
+int spawn_process(const std::vector<std::string>& argv, int output_fd, bool die_with_parent, int keep_fd) {
     if (argv.empty()) throw error("spawn: no program");
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -111,6 +112,7 @@ int spawn_process(const std::vector<std::string>& argv, int output_fd, bool die_
             ::prctl(PR_SET_PDEATHSIG, SIGTERM);
             if (::getppid() != parent) ::_exit(127);  // the parent is already gone
         }
+        if (keep_fd >= 0) ::fcntl(keep_fd, F_SETFD, 0);
         ::signal(SIGINT, SIG_DFL);
         ::signal(SIGTERM, SIG_DFL);
         const int in = ::open("/dev/null", O_RDONLY);
@@ -195,12 +197,27 @@ pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>
     const auto start = [&](size_t i) {
         const sweep_run& r = runs[i];
         const fs::path dir = run_dir(o.out, r);
+        const std::string label = "run " + std::to_string(r.index) + " " + r.name;
+        int lock = -1;
+        try {
+            fs::create_directories(log_file(o.out, r).parent_path());
+            lock = ::open(lock_file(o.out, r).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+            if (lock < 0) throw error(lock_file(o.out, r).string() + ": cannot open: " + std::strerror(errno));
+            if (::flock(lock, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+                throw error("another sweep process is running it (" + lock_file(o.out, r).string() + " is locked)");
+            // (A filesystem without locks: go on unguarded.)
+        } catch (const std::exception& e) {
+            if (lock >= 0) ::close(lock);
+            result.failed.push_back({&r, first_line(e.what())});
+            say(label + ": not started: " + first_line(e.what()));
+            return;
+        }
         const run_status status = status_of(dir);
         if (is_done(status)) {  // another process finished it meanwhile
+            ::close(lock);
             ++result.done;
             return;
         }
-        const std::string label = "run " + std::to_string(r.index) + " " + r.name;
         try {
             if (status != run_status::interrupted && fs::exists(dir)) {
                 // Nothing to resume from: `run --out` needs an empty folder.
@@ -208,7 +225,6 @@ pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>
                 say(label + ": cleared its run directory (" + (status == run_status::failed ? "failed" : "no summary") +
                     ", no checkpoint): starting it again");
             }
-            fs::create_directories(log_file(o.out, r).parent_path());
             const int log = ::open(log_file(o.out, r).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
             if (log < 0) throw error(log_file(o.out, r).string() + ": cannot open: " + std::strerror(errno));
             std::vector<std::string> argv = {o.host.string()};
@@ -219,16 +235,19 @@ pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>
                                "\n");
             pid_t pid = -1;
             try {
-                pid = spawn_process(argv, log, true);
+                pid = spawn_process(argv, log, true, lock);  // the worker holds the lock from here
             } catch (...) {
                 ::close(log);
                 throw;
             }
             ::close(log);
+            ::close(lock);
+            lock = -1;
             running.push_back({pid, i, clock::now()});
             say(label + (status == run_status::interrupted ? ": resumed from its checkpoint" : ": started") +
                 ", log " + log_file(o.out, r).string());
         } catch (const std::exception& e) {
+            if (lock >= 0) ::close(lock);
             result.failed.push_back({&r, first_line(e.what())});
             say(label + ": failed to start: " + first_line(e.what()));
         }

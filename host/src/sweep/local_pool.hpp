@@ -4,6 +4,11 @@
 // progress line on standard error. Finished and collapsed runs are skipped;
 // interrupted ones resume from their checkpoint; the rest start fresh.
 //
+// One process at a time works on a run: a worker holds an flock on
+// OUT/logs/<name>.lock until it ends (inherited, so it outlives a killed
+// sweep as long as its worker runs); a run locked by another sweep process
+// (a second sweep, a duplicate Slurm task) fails here with a line saying so.
+//
 // SIGINT and SIGTERM stop the sweep: no new run starts, the signal goes on to
 // every running worker (which checkpoints and exits 130), and once they have
 // all ended the pool returns `stopped`. A worker dies with the pool
@@ -49,10 +54,11 @@ pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>
 
 // Starts `argv` (argv[0] searched on PATH when it has no '/'), standard input
 // /dev/null, standard output and error to `output_fd` (-1: inherited); when
-// `die_with_parent`, the child gets SIGTERM if this process dies. Returns its
-// pid; throws host::error naming argv[0] when it cannot be started (not
+// `die_with_parent`, the child gets SIGTERM if this process dies; `keep_fd`
+// (-1: none), a close-on-exec descriptor, stays open in the child. Returns
+// its pid; throws host::error naming argv[0] when it cannot be started (not
 // found, not executable).
-int spawn_process(const std::vector<std::string>& argv, int output_fd, bool die_with_parent);
+int spawn_process(const std::vector<std::string>& argv, int output_fd, bool die_with_parent, int keep_fd = -1);
 
 // "12s", "14m", "2h05m".
 std::string duration_text(double seconds);

@@ -39,6 +39,7 @@ run_status status_of(const fs::path& dir) {
 
 fs::path run_dir(const fs::path& out, const sweep_run& r) { return out / r.name; }
 fs::path log_file(const fs::path& out, const sweep_run& r) { return out / "logs" / (r.name + ".log"); }
+fs::path lock_file(const fs::path& out, const sweep_run& r) { return out / "logs" / (r.name + ".lock"); }
 
 namespace {
 const char* const kMarker = ".altgrad-sweep";

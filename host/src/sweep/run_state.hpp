@@ -4,6 +4,7 @@
 // `run CONFIG --out DIR --set ...` otherwise. The sweep's output folder:
 //   OUT/<run name>/        each run's ordinary run directory
 //   OUT/logs/<run name>.log  its log (appended to by every attempt)
+//   OUT/logs/<run name>.lock flock'ed by the process working on the run
 //   OUT/slurm/sweep.sbatch   the job script of --slurm
 //   OUT/.altgrad-sweep       marks OUT as a sweep's folder (the sweep file's path):
 //                            `report OUT/*/` passes over logs/ and slurm/
@@ -33,6 +34,7 @@ run_status status_of(const fs::path& run_dir);
 
 fs::path run_dir(const fs::path& out, const sweep_run& r);  // OUT/<name>
 fs::path log_file(const fs::path& out, const sweep_run& r); // OUT/logs/<name>.log
+fs::path lock_file(const fs::path& out, const sweep_run& r);  // OUT/logs/<name>.lock (held by its worker)
 
 // Writes OUT/.altgrad-sweep (the sweep file's absolute path).
 void mark_sweep_folder(const fs::path& out, const fs::path& sweep_file);
