@@ -203,9 +203,9 @@ pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>
             fs::create_directories(log_file(o.out, r).parent_path());
             lock = ::open(lock_file(o.out, r).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
             if (lock < 0) throw error(lock_file(o.out, r).string() + ": cannot open: " + std::strerror(errno));
+            // Only "held by another" stops the run; a filesystem without locks (ENOLCK) goes unguarded.
             if (::flock(lock, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
                 throw error("another sweep process is running it (" + lock_file(o.out, r).string() + " is locked)");
-            // (A filesystem without locks: go on unguarded.)
         } catch (const std::exception& e) {
             if (lock >= 0) ::close(lock);
             result.failed.push_back({&r, first_line(e.what())});

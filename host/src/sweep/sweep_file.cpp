@@ -1,6 +1,7 @@
 #include "sweep/sweep_file.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <set>
