@@ -31,6 +31,7 @@ const std::map<std::string, std::pair<int (*)(const cli::context&, const cli::ar
     {"conformance", {&cli::conformance_command, "check plugins against the ABI's rules, precisely"}},
 #ifndef ALTGRAD_HOST_WITHOUT_TRAINER  // the sanitizer build (ALTGRAD_SANITIZE) has no LibTorch
     {"run", {&cli::run_command, "train a GPT on a config, quantized through the format plugins"}},
+    {"sweep", {&cli::sweep_command, "many runs from a sweep file: a local worker pool, or a Slurm job array"}},
 #endif
     {"report", {&cli::report_command, "a markdown report with figures from run directories"}},
     {"new-plugin", {&cli::new_plugin_command, "write a buildable out-of-tree plugin project to start from"}},

@@ -305,6 +305,7 @@ TEST(Cli, HelpOnEverySubcommand) {
     std::vector<const char*> commands = {"list", "describe", "quantize", "conformance", "report", "new-plugin"};
 #ifndef ALTGRAD_HOST_WITHOUT_TRAINER
     commands.push_back("run");
+    commands.push_back("sweep");
 #endif
     for (const char* cmd : commands) {
         SCOPED_TRACE(cmd);

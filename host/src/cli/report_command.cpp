@@ -3,12 +3,14 @@
 // Exit 2 for no run directory or a path that is not one; 1 for a bad
 // hypotheses file, a folder where a run's file belongs, or when the report
 // cannot be written. Damaged runs are lines in the report, not errors.
+#include <algorithm>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "report/report.hpp"
 #include "report/run_record.hpp"
+#include "sweep/run_state.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host::cli {
@@ -46,6 +48,10 @@ int report_command(const context&, const args& a) {
     o.judged = rep::load_hypotheses(hypotheses_file.empty() ? rep::default_hypotheses_file() : std::filesystem::path(hypotheses_file));
 
     std::vector<rep::run_record> runs;
+    // `report OUT/*/` over a sweep's folder names its logs/ and slurm/ too.
+    dirs.erase(std::remove_if(dirs.begin(), dirs.end(), [](const std::string& d) { return sweep::is_sweep_housekeeping(d); }),
+               dirs.end());
+    if (dirs.empty()) throw usage_error("report: no run directories among the folders given (only a sweep's logs/ and slurm/)");
     for (const std::string& d : dirs) {
         std::error_code ec;
         if (!std::filesystem::exists(d, ec)) throw usage_error("report: " + d + ": no such run directory");

@@ -1,0 +1,305 @@
+#include "sweep/local_pool.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <deque>
+#include <thread>
+
+#include "run/supervise.hpp"
+#include "util/error.hpp"
+
+namespace altgrad::host::sweep {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void on_stop_signal(int signal) {
+    if (g_stop == 0) g_stop = signal;
+}
+
+// SIGINT and SIGTERM set g_stop while the pool runs; the old handlers come back after.
+class stop_signals {
+public:
+    stop_signals() {
+        g_stop = 0;
+        struct sigaction sa {};
+        sa.sa_handler = on_stop_signal;
+        sigemptyset(&sa.sa_mask);
+        ::sigaction(SIGINT, &sa, &old_int_);
+        ::sigaction(SIGTERM, &sa, &old_term_);
+    }
+    ~stop_signals() {
+        ::sigaction(SIGINT, &old_int_, nullptr);
+        ::sigaction(SIGTERM, &old_term_, nullptr);
+    }
+    stop_signals(const stop_signals&) = delete;
+    stop_signals& operator=(const stop_signals&) = delete;
+
+private:
+    struct sigaction old_int_ {}, old_term_ {};
+};
+
+struct worker {
+    pid_t pid = 0;
+    size_t run = 0;
+    clock::time_point started;
+};
+
+std::string exit_text(int status) {
+    if (WIFSIGNALED(status)) return run::signal_name(WTERMSIG(status));
+    return "exit " + std::to_string(WEXITSTATUS(status));
+}
+
+std::string utc_now() {
+    const std::time_t t = std::time(nullptr);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+    return buf;
+}
+
+// Appends `text` to an open log, as much as it takes.
+void write_all(int fd, const std::string& text) {
+    for (size_t at = 0; at < text.size();) {
+        const ssize_t n = ::write(fd, text.data() + at, text.size() - at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;  // the worker's own output will meet the same problem and say so
+        at += static_cast<size_t>(n);
+    }
+}
+
+}  // namespace
+
+std::string duration_text(double seconds) {
+    const long s = seconds < 0 ? 0 : static_cast<long>(seconds + 0.5);
+    if (s < 60) return std::to_string(s) + "s";
+    if (s < 3600) return std::to_string((s + 30) / 60) + "m";
+    const long m = (s + 30) / 60;
+    const std::string mm = std::to_string(m % 60);
+    return std::to_string(m / 60) + "h" + (mm.size() < 2 ? "0" : "") + mm + "m";
+}
+
+int spawn_process(const std::vector<std::string>& argv, int output_fd, bool die_with_parent, int keep_fd) {
+    if (argv.empty()) throw error("spawn: no program");
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    // The child reports a failed exec through this pipe (closed by a successful one).
+    int report[2];
+    if (::pipe2(report, O_CLOEXEC) != 0) throw error(argv[0] + ": cannot start: " + std::strerror(errno));
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        const int e = errno;
+        ::close(report[0]);
+        ::close(report[1]);
+        throw error(argv[0] + ": cannot start: " + std::strerror(e));
+    }
+    if (pid == 0) {
+        ::close(report[0]);
+        if (die_with_parent) {
+            ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+            if (::getppid() != parent) ::_exit(127);  // the parent is already gone
+        }
+        if (keep_fd >= 0) ::fcntl(keep_fd, F_SETFD, 0);
+        ::signal(SIGINT, SIG_DFL);
+        ::signal(SIGTERM, SIG_DFL);
+        const int in = ::open("/dev/null", O_RDONLY);
+        if (in >= 0) ::dup2(in, 0);
+        if (output_fd >= 0) {
+            ::dup2(output_fd, 1);
+            ::dup2(output_fd, 2);
+        }
+        ::execvp(args[0], args.data());
+        const int e = errno;
+        (void)!::write(report[1], &e, sizeof e);
+        ::_exit(127);
+    }
+    ::close(report[1]);
+    int e = 0;
+    ssize_t n;
+    while ((n = ::read(report[0], &e, sizeof e)) < 0 && errno == EINTR) {
+    }
+    ::close(report[0]);
+    if (n == sizeof e) {
+        int status;
+        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        throw error(argv[0] + ": cannot run: " + std::strerror(e));
+    }
+    return pid;
+}
+
+pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>& runs,
+                     const std::vector<size_t>& todo, const pool_options& o, std::ostream& err) {
+    const stop_signals signals;
+    const std::string head = "sweep " + sweep_name + ": ";
+    pool_result result;
+    result.done = runs.size() - todo.size();
+    std::deque<size_t> queue(todo.begin(), todo.end());
+    std::vector<worker> running;
+    std::vector<double> durations;  // of runs that ended with a result, in this invocation
+    bool forwarded = false;
+    std::string shown;  // the progress text last written
+    clock::time_point shown_at;
+
+    const auto progress_text = [&] {
+        const size_t left = queue.size() + result.interrupted;
+        std::string eta = "?";
+        if (left + running.size() == 0) {
+            eta = "0s";
+        } else if (!durations.empty()) {
+            double mean = 0;
+            for (const double d : durations) mean += d;
+            mean /= static_cast<double>(durations.size());
+            // The runs left take the mean each; a running one, what the mean leaves of it.
+            double work = mean * static_cast<double>(left);
+            const auto now = clock::now();
+            for (const worker& w : running)
+                work += std::max(0.0, mean - std::chrono::duration<double>(now - w.started).count());
+            eta = duration_text(work / static_cast<double>(o.jobs));
+        }
+        return head + std::to_string(result.done) + " done, " + std::to_string(running.size()) + " running, " +
+               std::to_string(result.failed.size()) + " failed, " + std::to_string(left) + " left, ETA " + eta;
+    };
+    // One line per change, or one line redrawn in place on a terminal.
+    const auto show_progress = [&](bool force) {
+        const std::string text = progress_text();
+        const auto now = clock::now();
+        if (o.live) {
+            if (text == shown && !force && now - shown_at < std::chrono::seconds(1)) return;
+            err << "\r\033[K" << text << std::flush;
+        } else {
+            // A change of the counts, not the ETA's countdown: a log gets no line a second.
+            const auto counts = [](const std::string& t) { return t.substr(0, t.rfind(", ETA")); };
+            if (counts(text) == counts(shown)) return;
+            err << text << "\n" << std::flush;
+        }
+        shown = text, shown_at = now;
+    };
+    const auto say = [&](const std::string& line) {
+        if (o.live) err << "\r\033[K";
+        err << head << line << "\n" << std::flush;
+        if (o.live) shown.clear();
+    };
+
+    const auto start = [&](size_t i) {
+        const sweep_run& r = runs[i];
+        const fs::path dir = run_dir(o.out, r);
+        const std::string label = "run " + std::to_string(r.index) + " " + r.name;
+        int lock = -1;
+        try {
+            fs::create_directories(log_file(o.out, r).parent_path());
+            lock = ::open(lock_file(o.out, r).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+            if (lock < 0) throw error(lock_file(o.out, r).string() + ": cannot open: " + std::strerror(errno));
+            // Only "held by another" stops the run; a filesystem without locks (ENOLCK) goes unguarded.
+            if (::flock(lock, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+                throw error("another sweep process is running it (" + lock_file(o.out, r).string() + " is locked)");
+        } catch (const std::exception& e) {
+            if (lock >= 0) ::close(lock);
+            result.failed.push_back({&r, first_line(e.what())});
+            say(label + ": not started: " + first_line(e.what()));
+            return;
+        }
+        const run_status status = status_of(dir);
+        if (is_done(status)) {  // another process finished it meanwhile
+            ::close(lock);
+            ++result.done;
+            return;
+        }
+        try {
+            if (status != run_status::interrupted && fs::exists(dir)) {
+                // Nothing to resume from: `run --out` needs an empty folder.
+                fs::remove_all(dir);
+                say(label + ": cleared its run directory (" + (status == run_status::failed ? "failed" : "no summary") +
+                    ", no checkpoint): starting it again");
+            }
+            const int log = ::open(log_file(o.out, r).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+            if (log < 0) throw error(log_file(o.out, r).string() + ": cannot open: " + std::strerror(errno));
+            std::vector<std::string> argv = {o.host.string()};
+            const std::vector<std::string> a = run_arguments(o.plugins, o.out, r, status);
+            argv.insert(argv.end(), a.begin(), a.end());
+            write_all(log, "==== " + utc_now() + " altgrad-host sweep " + sweep_name + ": " +
+                               (status == run_status::interrupted ? "resume" : "start") + ": " + shell_words(argv) +
+                               "\n");
+            pid_t pid = -1;
+            try {
+                pid = spawn_process(argv, log, true, lock);  // the worker holds the lock from here
+            } catch (...) {
+                ::close(log);
+                throw;
+            }
+            ::close(log);
+            ::close(lock);
+            lock = -1;
+            running.push_back({pid, i, clock::now()});
+            say(label + (status == run_status::interrupted ? ": resumed from its checkpoint" : ": started") +
+                ", log " + log_file(o.out, r).string());
+        } catch (const std::exception& e) {
+            if (lock >= 0) ::close(lock);
+            result.failed.push_back({&r, first_line(e.what())});
+            say(label + ": failed to start: " + first_line(e.what()));
+        }
+    };
+
+    show_progress(true);
+    while (!queue.empty() || !running.empty()) {
+        if (g_stop != 0 && !forwarded) {
+            forwarded = true;
+            result.stop_signal = g_stop;
+            for (const worker& w : running) ::kill(w.pid, g_stop);
+            say(run::signal_name(g_stop) + ": stopping " + std::to_string(running.size()) +
+                " running run(s) at their next step (each writes a checkpoint)");
+        }
+        while (g_stop == 0 && running.size() < o.jobs && !queue.empty()) {
+            const size_t i = queue.front();
+            queue.pop_front();
+            start(i);
+            show_progress(false);
+        }
+        if (g_stop != 0 && running.empty()) break;
+        int status = 0;
+        const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+        if (pid <= 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            show_progress(false);
+            continue;
+        }
+        const auto it = std::find_if(running.begin(), running.end(), [&](const worker& w) { return w.pid == pid; });
+        if (it == running.end()) continue;
+        const worker w = *it;
+        running.erase(it);
+        const sweep_run& r = runs[w.run];
+        const double seconds = std::chrono::duration<double>(clock::now() - w.started).count();
+        const std::string label = "run " + std::to_string(r.index) + " " + r.name;
+        const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        if (code == 0 || code == 3) {  // finished, or collapsed: a result either way
+            ++result.done;
+            durations.push_back(seconds);
+            say(label + (code == 0 ? ": finished" : ": collapsed (a result; reports/failure.md says why)") + " in " +
+                duration_text(seconds));
+        } else if (code == run::kInterruptedExitCode && result.stop_signal != 0) {
+            ++result.interrupted;
+            say(label + ": stopped with a checkpoint");
+        } else {
+            result.failed.push_back({&r, exit_text(status)});
+            say(label + ": failed (" + exit_text(status) + "), log " + log_file(o.out, r).string());
+        }
+        show_progress(false);
+    }
+    if (o.live) err << "\r\033[K" << progress_text() << "\n" << std::flush;
+    return result;
+}
+
+}  // namespace altgrad::host::sweep
