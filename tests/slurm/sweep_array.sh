@@ -50,7 +50,7 @@ for dir in "$out"/*/; do
 done
 [ "$runs" -eq 4 ] || fail "$runs run directories in $out, expected 4: $(ls "$out")"
 # The same point run here, not through Slurm: the same metrics, bit for bit.
-seed1_e5m2=$(ls -d "$out"/e5m2_short*s1/ | head -1)
+seed1_e5m2="$out/e5m2_short-s1"   # run names: docs/sweeps.md
 "$host" --plugins "$plugins" run "$src/configs/e5m2_short.toml" "${shrink_args[@]}" --set training.max_steps=10 \
   --set training.seed=1 --set training.threads=1 --out "$work/local" > "$work/local.log" 2>&1 ||
   fail "the local run failed: $(tail -1 "$work/local.log")"
@@ -75,9 +75,8 @@ out="$work/long"
 "$host" --plugins "$plugins" sweep "$work/long.toml" --out "$out" --slurm > "$work/submit3.log" 2>&1 ||
   fail "sweep --slurm failed: $(tail -3 "$work/submit3.log")"
 job=$(grep -o 'Submitted batch job [0-9]*' "$work/submit3.log" | grep -o '[0-9]*$') || fail "no job id: $(cat "$work/submit3.log")"
-run_dir=$(ls -d "$out"/e5m2_short*/ 2>/dev/null | head -1)
-for _ in $(seq 600); do [ -n "$run_dir" ] && [ -s "$run_dir/metrics.jsonl" ] && break; sleep 0.1
-  run_dir=$(ls -d "$out"/e5m2_short*/ 2>/dev/null | head -1); done
+run_dir="$out/e5m2_short-s3"
+for _ in $(seq 600); do [ -s "$run_dir/metrics.jsonl" ] && break; sleep 0.1; done
 [ -s "$run_dir/metrics.jsonl" ] || fail "the task did not start in 60 s: $(squeue -h)"
 scontrol requeue "$job" || fail "scontrol requeue $job failed"
 # Slurm holds a requeued job back for two minutes (its begin time); let it go now.
@@ -92,6 +91,7 @@ for _ in $(seq 1200); do [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break; s
 grep -q '"status": *"finished"' "$run_dir/summary.json" || fail "the requeued run did not finish: $(head -5 "$run_dir/summary.json")"
 cat "$out"/logs/* > "$work/long.logs" 2>/dev/null || true
 grep -q 'REQUEUE' "$work/long.logs" || fail "the job was never requeued (logs: $(ls "$out/logs"))"
+grep -q 'resumed from its checkpoint' "$work/long.logs" || fail "the requeued task started over instead of resuming"
 "$host" --plugins "$plugins" run "$src/configs/e5m2_short.toml" "${shrink_args[@]}" --set training.max_steps=300 \
   --set output.checkpoint_interval=50 --set training.seed=3 --set training.threads=1 --out "$work/whole" \
   > "$work/whole.log" 2>&1 || fail "the uninterrupted run failed: $(tail -1 "$work/whole.log")"
