@@ -352,7 +352,7 @@ const std::vector<float> kBlockX = {kNaN, -200.0f, 1000.0f, 3.0f, 0.001f, 0.002f
 const std::vector<float> kBlockScales = {1.0f / 64, 64.0f,  // row 0: big block, tiny block
                                          1.0f, 0.5f};       // row 1
 
-TEST(BlockScales, RangeCountsEachElementAtItsBlocksScale) {
+TEST(BlockScaledViews, RangeCountsEachElementAtItsBlocksScale) {
     const auto f = format("e3m4");  // max 15.5, smallest subnormal 2^-6: |y| < 2^-7 rounds to 0
     ASSERT_EQ(f->info().max_finite, 15.5);
     auto v = values_of(diagnostic("range")->measure(0, {blocked(kBlockX, *f, 2, 6, 4, kBlockScales)}));
@@ -366,7 +366,7 @@ TEST(BlockScales, RangeCountsEachElementAtItsBlocksScale) {
     EXPECT_EQ(v["nonfinite_count"], 1.0);
 }
 
-TEST(BlockScales, TheSameTensorAtOneScaleOfOneCountsDifferently) {
+TEST(BlockScaledViews, TheSameTensorAtOneScaleOfOneCountsDifferently) {
     const auto f = format("e3m4");
     // As the host showed block-scaled tensors before ABI 1.2 views: scale 1.
     // Overflow: 200, 1000, 16, 20. Underflow: 0.001, 0.002, 0.005 (0.01
@@ -376,7 +376,7 @@ TEST(BlockScales, TheSameTensorAtOneScaleOfOneCountsDifferently) {
     EXPECT_EQ(v["underflow_rate"], 3.0 / 11);
 }
 
-TEST(BlockScales, BitStallQuantizesRowsThatEndInAShortBlock) {
+TEST(BlockScaledViews, BitStallQuantizesRowsThatEndInAShortBlock) {
     const auto f = format("e3m4");
     // [2, 3] in blocks of 2: per row a block of 2 and a short block of 1. Every
     // weight moved 0 -> 0.01: at scale 1 it reaches 2^-6 (moved), at 1/64 it
@@ -390,7 +390,7 @@ TEST(BlockScales, BitStallQuantizesRowsThatEndInAShortBlock) {
     EXPECT_EQ(values_of(diagnostic("bit_stall")->measure(0, {v}))["bit_stall_rate"], 0.5);
 }
 
-TEST(BlockScales, StiffnessAndGridAlignmentUseTheElementsScale) {
+TEST(BlockScaledViews, StiffnessAndGridAlignmentUseTheElementsScale) {
     const auto f = format("e3m4");  // M = 4
     // [1, 4] in blocks of 2 at {1, 3}: 0.75 sits on 2^(-1-4) = 2^-5 at scale 1,
     // and on 2^(1-4)/3 at scale 3 (0.75*3 = 2.25, floor(log2) = 1).
@@ -408,7 +408,22 @@ TEST(BlockScales, StiffnessAndGridAlignmentUseTheElementsScale) {
     EXPECT_NEAR(g["mean_abs_error"], std::fabs(e3) / 2, 1e-7);
 }
 
-TEST(BlockScales, AViewOfTheOldSizeHasNone) {
+TEST(BlockScaledViews, UlpCountsOnEachBlocksGrid) {
+    const auto f = format("e3m4");  // spacing 2^-4 in [1, 2), 2^-3 in [2, 4)
+    // [1, 4] in blocks of 2 at {1, 3}. Moved 1.03 -> 1: at scale 1 both are
+    // q = 1 (0.03 < half of 1/16): distance 0; at scale 3, 3.09 -> 3.125 and
+    // 3 -> 3: one step. Spacing at q(w): 1/16 at scale 1, (1/8)/3 at scale 3.
+    const std::vector<float> w(4, 1.0f), prev(4, 1.03f), scales = {1.0f, 3.0f};
+    altgrad_tensor_view v = blocked(w, *f, 1, 4, 2, scales);
+    v.previous = prev.data();
+    auto u = values_of(diagnostic("ulp")->measure(0, {v}));
+    EXPECT_EQ(u["ulp_moved_fraction"], 0.5);
+    EXPECT_EQ(u["ulp_distance_mean"], 0.5);
+    EXPECT_EQ(u["ulp_distance_max"], 1.0);
+    EXPECT_DOUBLE_EQ(u["ulp_size_mean"], (0.0625 + 0.125 / 3) / 2);
+}
+
+TEST(BlockScaledViews, AViewOfTheOldSizeHasNone) {
     // A 1.1 host's view ends at `scale`: the fields past struct_size are not
     // read, so the block scales here (garbage to a 1.1 host) change nothing.
     const auto f = format("e3m4");
@@ -419,7 +434,7 @@ TEST(BlockScales, AViewOfTheOldSizeHasNone) {
     EXPECT_EQ(r["underflow_rate"], 3.0 / 11);
 }
 
-TEST(BlockScales, ScalesThatDoNotFitTheShapeAreErrorsNamingThePlugin) {
+TEST(BlockScaledViews, ScalesThatDoNotFitTheShapeAreErrorsNamingThePlugin) {
     const auto f = format("e3m4");
     auto d = diagnostic("range");
     const std::vector<float> three = {1.0f, 2.0f, 3.0f};
@@ -435,7 +450,7 @@ TEST(BlockScales, ScalesThatDoNotFitTheShapeAreErrorsNamingThePlugin) {
     EXPECT_NE(e.find("block_size is 0"), std::string::npos) << e;
 }
 
-TEST(BlockScales, AnAbi11DiagnosticLoadsAndReadsTheViewsItKnows) {
+TEST(BlockScaledViews, AnAbi11DiagnosticLoadsAndReadsTheViewsItKnows) {
     // Built as against the 1.1 headers: the host accepts it and its views are
     // read at the host's stride up to their 1.1 end; it sees scale 1 only.
     // (A folder of its own: the test plugin folder holds plugins that hang on load.)
@@ -454,7 +469,7 @@ TEST(BlockScales, AnAbi11DiagnosticLoadsAndReadsTheViewsItKnows) {
     EXPECT_EQ(values_of(all, 1)["scaled_amax"], 1.5);     // the second view, read at the host's stride
 }
 
-TEST(BlockScales, ScaleAtFollowsTheRowLayout) {
+TEST(BlockScaledViews, ScaleAtFollowsTheRowLayout) {
     const auto f = format("e3m4");
     // [2, 5] in blocks of 2: three blocks per row (2, 2, 1).
     const std::vector<float> x(10, 1.0f), scales = {1, 2, 3, 4, 5, 6};
