@@ -34,8 +34,8 @@ public:
             if (t.previous != nullptr && t.count > 0) {
                 qw_.resize(t.count);
                 qp_.resize(t.count);
-                sdk::quantize_with(t.format, t.data, qw_.data(), t.count, t.scale, ALTGRAD_ROUND_NEAREST_EVEN);
-                sdk::quantize_with(t.format, t.previous, qp_.data(), t.count, t.scale, ALTGRAD_ROUND_NEAREST_EVEN);
+                sdk::quantize_like(t, t.data, qw_.data(), ALTGRAD_ROUND_NEAREST_EVEN);
+                sdk::quantize_like(t, t.previous, qp_.data(), ALTGRAD_ROUND_NEAREST_EVEN);  // on the same grid
                 uint64_t stalls = 0, moves = 0, stalled_moves = 0;
                 for (size_t j = 0; j < t.count; ++j) {
                     const bool same_q = qw_[j] == qp_[j];

@@ -78,7 +78,7 @@ public:
             uint64_t below = 0;
             for (size_t j = 0; j < w.count; ++j) {
                 if (w.data[j] == 0.0f || !std::isfinite(w.data[j]) || !std::isfinite(g.data[j])) continue;
-                const double s = sdk::stiffness_of(info, w.data[j], w.scale);
+                const double s = sdk::stiffness_of(info, w.data[j], sdk::scale_at(w, j));
                 if (std::isnan(s)) continue;
                 abs_g_.push_back(std::fabs(static_cast<double>(g.data[j])));
                 s_.push_back(s);

@@ -1,5 +1,6 @@
 // grid_alignment: how far weights sit from their format's grid, |w - q(w)|,
-// q = the tensor's own format with its scale (q(w*s)/s), nearest-even
+// q = the tensor's own format with its scale (q(w*s)/s; a block-scaled
+// tensor's s is the element's block's), nearest-even
 // rounding, saturating overflow. Per weight tensor, over its finite elements
 // (NaN/Inf skipped, counted in nonfinite_count): mean_abs_error,
 // max_abs_error, and mse = mean((w - q(w))^2) (TransformerEngine's mse).
@@ -21,12 +22,12 @@ public:
     void measure(uint64_t, const altgrad_tensor_view* tensors, size_t n, sdk::value_sink& out) {
         for (size_t i = 0; i < n; ++i) {
             const altgrad_tensor_view& t = tensors[i];
-            const uint64_t nonfinite = sdk::finite_elements(t, x_);
+            const uint64_t nonfinite = sdk::finite_elements(t, x_, s_);
             const double nan = std::numeric_limits<double>::quiet_NaN();
             double mean = nan, max = nan, mse = nan;
             if (!x_.empty()) {
                 q_.resize(x_.size());
-                sdk::quantize_with(t.format, x_.data(), q_.data(), x_.size(), t.scale, ALTGRAD_ROUND_NEAREST_EVEN);
+                sdk::quantize_gathered(t, x_.data(), q_.data(), x_.size(), s_.data(), ALTGRAD_ROUND_NEAREST_EVEN);
                 double sum = 0, sum2 = 0;
                 max = 0;
                 for (size_t j = 0; j < x_.size(); ++j) {
@@ -47,7 +48,7 @@ public:
     }
 
 private:
-    std::vector<float> x_, q_;
+    std::vector<float> x_, s_, q_;  // finite elements, their scales, q of them
 };
 
 grid_alignment_diagnostic make(const sdk::param_view&) { return grid_alignment_diagnostic(); }

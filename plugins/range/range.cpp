@@ -1,7 +1,8 @@
 // range: how well each tensor fits its format's range, with TransformerEngine's
 // FP8 debug-statistics definitions (as fractions in [0, 1], not percent).
-// Over the finite elements x of a tensor with scale s (NaN/Inf are skipped and
-// counted in nonfinite_count):
+// Over the finite elements x of a tensor, each with its scale s (the tensor's
+// one scale, or its block's when the tensor is block-scaled; NaN/Inf are
+// skipped and counted in nonfinite_count):
 //   overflow_rate  = #{ |fl(x*s)| > max_finite } / #finite   (TE overflows%;
 //                    measured on the scaled value, before rounding, so it is
 //                    computed here rather than taken from quantize's
@@ -32,20 +33,21 @@ public:
     void measure(uint64_t, const altgrad_tensor_view* tensors, size_t n, sdk::value_sink& out) {
         for (size_t i = 0; i < n; ++i) {
             const altgrad_tensor_view& t = tensors[i];
-            const uint64_t nonfinite = sdk::finite_elements(t, x_);
+            const uint64_t nonfinite = sdk::finite_elements(t, x_, s_);
             const double nan = std::numeric_limits<double>::quiet_NaN();
             double over = nan, under = nan, dr = nan, amax = nan;
             if (!x_.empty()) {
                 const double max_finite = sdk::format_info_of(t.format).max_finite;
                 q_.resize(x_.size());
                 const sdk::quantize_result r =
-                    sdk::quantize_with(t.format, x_.data(), q_.data(), x_.size(), t.scale, ALTGRAD_ROUND_NEAREST_EVEN);
+                    sdk::quantize_gathered(t, x_.data(), q_.data(), x_.size(), s_.data(), ALTGRAD_ROUND_NEAREST_EVEN);
                 uint64_t overflows = 0;
                 double lo = std::numeric_limits<double>::infinity();
                 amax = 0;
-                for (const float v : x_) {
+                for (size_t k = 0; k < x_.size(); ++k) {
+                    const float v = x_[k];
                     const double a = std::fabs(v);
-                    if (std::fabs(static_cast<double>(v * t.scale)) > max_finite) ++overflows;
+                    if (std::fabs(static_cast<double>(v * s_[k])) > max_finite) ++overflows;
                     if (a > amax) amax = a;
                     if (a > 0 && a < lo) lo = a;
                 }
@@ -64,7 +66,7 @@ public:
     }
 
 private:
-    std::vector<float> x_, q_;
+    std::vector<float> x_, s_, q_;  // finite elements, their scales, q of them
 };
 
 range_diagnostic make(const sdk::param_view&) { return range_diagnostic(); }

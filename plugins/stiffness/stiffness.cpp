@@ -28,11 +28,12 @@ public:
     void measure(uint64_t, const altgrad_tensor_view* tensors, size_t n, sdk::value_sink& out) {
         for (size_t i = 0; i < n; ++i) {
             const altgrad_tensor_view& t = tensors[i];
-            const uint64_t nonfinite = sdk::finite_elements(t, x_);
+            const uint64_t nonfinite = sdk::finite_elements(t, x_, scales_);
             const altgrad_format_info info = sdk::format_info_of(t.format);
             s_.clear();
-            for (const float w : x_) {
-                const double s = sdk::stiffness_of(info, w, t.scale);  // NaN: zero, overflowed or codebook
+            for (size_t k = 0; k < x_.size(); ++k) {
+                const float w = x_[k];
+                const double s = sdk::stiffness_of(info, w, scales_[k]);  // NaN: zero, overflowed or codebook
                 if (w != 0.0f && !std::isnan(s)) s_.push_back(s);
             }
             const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -57,7 +58,7 @@ public:
     }
 
 private:
-    std::vector<float> x_;
+    std::vector<float> x_, scales_;  // finite weights and their scales
     std::vector<double> s_;
 };
 

@@ -1,6 +1,7 @@
 // ulp: weight movement counted in the format's own grid. Weights w (now) and
 // p (`previous`, at the previous measurement) are encoded through the view's
-// format at its current scale s (nearest-even, saturating), and each code is
+// format at its current scale s (a block-scaled view: each element at its
+// block's scale, p on the same grid as w; nearest-even, saturating), and each code is
 // mapped to its ordinal: its position among the format's finite values in
 // value order, +0 and -0 sharing one position. Over the elements where both
 // w and p are finite (NaN/Inf skipped):
@@ -126,11 +127,11 @@ public:
             gather(t);
             if (order.usable() && !x_.empty()) {
                 cx_.resize(x_.size());
-                sdk::encode_with(t.format, x_.data(), cx_.data(), x_.size(), t.scale, ALTGRAD_ROUND_NEAREST_EVEN);
+                sdk::encode_gathered(t, x_.data(), cx_.data(), x_.size(), xs_.data(), ALTGRAD_ROUND_NEAREST_EVEN);
                 size_mean = mean_spacing(t, info, order);
                 if (!p_.empty()) {
                     cp_.resize(p_.size());
-                    sdk::encode_with(t.format, p_.data(), cp_.data(), p_.size(), t.scale, ALTGRAD_ROUND_NEAREST_EVEN);
+                    sdk::encode_gathered(t, p_.data(), cp_.data(), p_.size(), ps_.data(), ALTGRAD_ROUND_NEAREST_EVEN);
                     double sum = 0, max = 0;
                     uint64_t moves = 0;
                     for (size_t k = 0; k < p_.size(); ++k) {
@@ -162,25 +163,29 @@ private:
     }
 
     // x_: the finite elements of w; p_: the finite previous values where w is
-    // finite too, pair_[k] the index into x_ of p_[k]'s element.
+    // finite too, pair_[k] the index into x_ of p_[k]'s element; xs_, ps_
+    // their scales.
     void gather(const altgrad_tensor_view& t) {
-        x_.clear();
+        sdk::finite_elements(t, x_, xs_);
         p_.clear();
+        ps_.clear();
         pair_.clear();
-        for (size_t j = 0; j < t.count; ++j) {
+        if (t.previous == nullptr) return;
+        for (size_t j = 0, k = 0; j < t.count; ++j) {
             if (!std::isfinite(t.data[j])) continue;
-            x_.push_back(t.data[j]);
-            if (t.previous != nullptr && std::isfinite(t.previous[j])) {
+            if (std::isfinite(t.previous[j])) {
                 p_.push_back(t.previous[j]);
-                pair_.push_back(x_.size() - 1);
+                ps_.push_back(xs_[k]);
+                pair_.push_back(k);
             }
+            ++k;
         }
     }
 
     // Mean over x_ (encoded in cx_) of |neighbour away from zero - q|: the
     // format's own values (decoded at scale 1, exact) and the gap divided by
-    // the scale in double, so a scale that is not a power of two costs no
-    // float32 rounding.
+    // the element's scale in double, so a scale that is not a power of two
+    // costs no float32 rounding.
     double mean_spacing(const altgrad_tensor_view& t, const altgrad_format_info& info, const value_order& order) {
         if (order.lowest() == order.highest()) return std::numeric_limits<double>::quiet_NaN();  // one value: no spacing
         const size_t m = x_.size();
@@ -196,12 +201,12 @@ private:
         nq_.resize(m);
         sdk::decode_with(t.format, neighbour_.data(), nq_.data(), m, 1.0f);
         double sum = 0;
-        for (size_t k = 0; k < m; ++k) sum += std::fabs(static_cast<double>(nq_[k]) - static_cast<double>(q_[k]));
-        return sum / t.scale / m;
+        for (size_t k = 0; k < m; ++k) sum += std::fabs(static_cast<double>(nq_[k]) - static_cast<double>(q_[k])) / xs_[k];
+        return sum / m;
     }
 
     std::map<std::pair<const void*, const void*>, value_order> orders_;
-    std::vector<float> x_, p_, q_, nq_;
+    std::vector<float> x_, p_, xs_, ps_, q_, nq_;
     std::vector<size_t> pair_;
     std::vector<uint32_t> cx_, cp_, neighbour_;  // codes, code_bytes each (read with code_at)
 };

@@ -360,6 +360,35 @@ TEST(KitPlanted, AnAbi11FormatSkipsTheBlockScaleCheck) {
     for (const kit::result& y : r.results) EXPECT_FALSE(kit::is_failure(y.status)) << y.check << "\n" << dump(r);
 }
 
+// A 1.2 diagnostic that reads the view's `scale` (1 with block scales) where
+// each element's block scale is meant: measure.block_scales fails, showing
+// both answers (max |x*3| against max |x|); nothing else does. A diagnostic
+// built for ABI 1.1 cannot see block scales: the check is skipped for it.
+TEST(KitPlanted, ADiagnosticReadingOnlyScaleFailsTheBlockViewCheck) {
+    // Each beside e5m2, the format its tensors name (see above).
+    const fs::path folder = fs::temp_directory_path() / ("altgrad-kit-block-view-" + std::to_string(::getpid()));
+    fs::remove_all(folder);
+    fs::create_directories(folder);
+    fs::copy(kTestPlugins / "broken_block_view", folder / "broken_block_view");
+    fs::copy(kTestPlugins / "abi11_diagnostic", folder / "abi11_diagnostic");
+    fs::copy(kBundled / "e5m2", folder / "e5m2");
+    const kit::plugin_report r =
+        kit::check_plugin(kit::target_by_path(folder / "broken_block_view" / "manifest.toml"), opts(""));
+    expect_outcome(r, "measure.block_scales", outcome::failed);
+    const kit::result* x = find(r, "measure.block_scales");
+    ASSERT_NE(x, nullptr);
+    EXPECT_NE(x->reason.find("the block-scaled view answered"), std::string::npos) << x->reason;
+    expect_no_other_failure(r, "measure.block_scales");
+    const kit::plugin_report old =
+        kit::check_plugin(kit::target_by_path(folder / "abi11_diagnostic" / "manifest.toml"), opts(""));
+    expect_outcome(old, "measure.block_scales", outcome::skipped);
+    const kit::result* y = find(old, "measure.block_scales");
+    ASSERT_NE(y, nullptr);
+    EXPECT_NE(y->reason.find("ABI 1.1"), std::string::npos) << y->reason;
+    for (const kit::result& z : old.results) EXPECT_FALSE(kit::is_failure(z.status)) << z.check << "\n" << dump(old);
+    fs::remove_all(folder);
+}
+
 // 4 KiB a call never freed: memory.leak fails, naming the growth; the answers
 // are right, so nothing else does.
 TEST(KitPlanted, LeakPerCallFailsMemoryLeak) {
@@ -396,6 +425,7 @@ TEST(KitBundled, InterventionsAndDiagnosticsPassTheirChecks) {
             expect_outcome(r, "measure.nonfinite", outcome::passed);
             expect_outcome(r, "measure.empty", outcome::passed);
             expect_outcome(r, "measure.names", outcome::passed);
+            expect_outcome(r, "measure.block_scales", outcome::passed);
         }
         for (const kit::result& x : r.results) {
             EXPECT_FALSE(kit::is_failure(x.status)) << x.check << "\n" << dump(r);
@@ -420,7 +450,7 @@ TEST(KitSelection, CheckListCoversEveryKind) {
             EXPECT_EQ(std::count(all.begin(), all.end(), n), 1) << n;
     for (const char* n : {"memory.leak", "params.defaults", "params.refused", "instances.separate", "answers.deterministic",
                           "observe.nonfinite", "observe.empty", "state.resume", "measure.nonfinite", "measure.empty",
-                          "measure.names"})
+                          "measure.names", "measure.block_scales"})
         EXPECT_NE(std::find(all.begin(), all.end(), n), all.end()) << n;
 }
 

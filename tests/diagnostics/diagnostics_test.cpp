@@ -3,11 +3,15 @@
 // the host's registry and diagnostic_handle, measuring tensors whose formats
 // come from format_handle, against values computed by hand.
 #include <cmath>
+#include <cstddef>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -323,6 +327,156 @@ TEST(Diagnostics, GrownTensorViewsAreReadAtTheirStride) {
     EXPECT_EQ(items[0].value, 0.03125);  // 0.75 -> 2^-5
     EXPECT_EQ(items[5].tensor_index, 1u);
     EXPECT_EQ(items[5].value, 0.125);    // 3.0 -> 2^-3
+}
+
+// ---------------------------------------------------------------- block scales (ABI 1.2 views)
+
+// A view of shape [rows, k] whose blocks of `block` elements along each row
+// (a row's last one possibly short) have the given scales (tensor.h).
+altgrad_tensor_view blocked(const std::vector<float>& data, const format_handle& f, int64_t rows, int64_t k,
+                            size_t block, const std::vector<float>& scales) {
+    altgrad_tensor_view v = view(data, f);
+    v.ndim = 2;
+    v.shape[0] = rows;
+    v.shape[1] = k;
+    v.block_scales = scales.data();
+    v.block_size = block;
+    v.block_count = scales.size();
+    return v;
+}
+
+// The E3M4 tensor of the two range tests below: [2, 6], blocks of 4 along the
+// rows, so each row has a block of 4 and a short block of 2.
+const std::vector<float> kBlockX = {kNaN, -200.0f, 1000.0f, 3.0f, 0.001f, 0.002f,   // row 0
+                                    2.0f, 16.0f,   0.005f,  0.0f, 20.0f,  0.01f};   // row 1
+const std::vector<float> kBlockScales = {1.0f / 64, 64.0f,  // row 0: big block, tiny block
+                                         1.0f, 0.5f};       // row 1
+
+TEST(BlockScaledViews, RangeCountsEachElementAtItsBlocksScale) {
+    const auto f = format("e3m4");  // max 15.5, smallest subnormal 2^-6: |y| < 2^-7 rounds to 0
+    ASSERT_EQ(f->info().max_finite, 15.5);
+    auto v = values_of(diagnostic("range")->measure(0, {blocked(kBlockX, *f, 2, 6, 4, kBlockScales)}));
+    // 11 finite elements (the NaN skipped; the scales still go by position).
+    // Overflow |x*s| > 15.5: 1000/64 = 15.625 and 16*1; not -200/64, 20*0.5.
+    // Underflow: 0.005*1 and 0.01*0.5 = 0.005 round to 0; 0.001*64, 0.002*64
+    // do not; 0 is not counted.
+    EXPECT_EQ(v["overflow_rate"], 2.0 / 11);
+    EXPECT_EQ(v["underflow_rate"], 2.0 / 11);
+    EXPECT_EQ(v["amax"], 1000.0);  // of x, unscaled
+    EXPECT_EQ(v["nonfinite_count"], 1.0);
+}
+
+TEST(BlockScaledViews, TheSameTensorAtOneScaleOfOneCountsDifferently) {
+    const auto f = format("e3m4");
+    // As the host showed block-scaled tensors before ABI 1.2 views: scale 1.
+    // Overflow: 200, 1000, 16, 20. Underflow: 0.001, 0.002, 0.005 (0.01
+    // rounds up to 2^-6).
+    auto v = values_of(diagnostic("range")->measure(0, {view(kBlockX, *f, 1.0f)}));
+    EXPECT_EQ(v["overflow_rate"], 4.0 / 11);
+    EXPECT_EQ(v["underflow_rate"], 3.0 / 11);
+}
+
+TEST(BlockScaledViews, BitStallQuantizesRowsThatEndInAShortBlock) {
+    const auto f = format("e3m4");
+    // [2, 3] in blocks of 2: per row a block of 2 and a short block of 1. Every
+    // weight moved 0 -> 0.01: at scale 1 it reaches 2^-6 (moved), at 1/64 it
+    // still rounds to 0 (stalled). Row 0 at {1, 1/64}, row 1 at {1/64, 1}:
+    // stalled are (0,2), (1,0), (1,1). Read as if blocks ran on across rows
+    // (s[i / 2]) it would be elements 2..5 instead.
+    const std::vector<float> w(6, 0.01f), prev(6, 0.0f);
+    const std::vector<float> scales = {1.0f, 1.0f / 64, 1.0f / 64, 1.0f};
+    altgrad_tensor_view v = blocked(w, *f, 2, 3, 2, scales);
+    v.previous = prev.data();
+    EXPECT_EQ(values_of(diagnostic("bit_stall")->measure(0, {v}))["bit_stall_rate"], 0.5);
+}
+
+TEST(BlockScaledViews, StiffnessAndGridAlignmentUseTheElementsScale) {
+    const auto f = format("e3m4");  // M = 4
+    // [1, 4] in blocks of 2 at {1, 3}: 0.75 sits on 2^(-1-4) = 2^-5 at scale 1,
+    // and on 2^(1-4)/3 at scale 3 (0.75*3 = 2.25, floor(log2) = 1).
+    const std::vector<float> w = {0.75f, 0.75f, 0.75f, 0.75f}, scales = {1.0f, 3.0f};
+    auto s = values_of(diagnostic("stiffness")->measure(0, {blocked(w, *f, 1, 4, 2, scales)}));
+    EXPECT_EQ(s["stiffness_min"], 0.03125);
+    EXPECT_DOUBLE_EQ(s["stiffness_max"], 0.125 / 3);
+    // Grid alignment: 0.75 is on E3M4's grid at scale 1 (error 0); 0.7 at
+    // scale 3 is 2.1 -> 2.125 (spacing 1/8 in [2, 4)), error |0.7 - 2.125/3|
+    // = 0.00833 (at scale 1 it would be 0.7 -> 0.6875, error 0.0125).
+    const std::vector<float> off = {0.75f, 0.75f, 0.7f, 0.7f};
+    auto g = values_of(diagnostic("grid_alignment")->measure(0, {blocked(off, *f, 1, 4, 2, scales)}));
+    const double e3 = 0.7 - 2.125 / 3;
+    EXPECT_NEAR(g["max_abs_error"], std::fabs(e3), 1e-7);
+    EXPECT_NEAR(g["mean_abs_error"], std::fabs(e3) / 2, 1e-7);
+}
+
+TEST(BlockScaledViews, UlpCountsOnEachBlocksGrid) {
+    const auto f = format("e3m4");  // spacing 2^-4 in [1, 2), 2^-3 in [2, 4)
+    // [1, 4] in blocks of 2 at {1, 3}. Moved 1.03 -> 1: at scale 1 both are
+    // q = 1 (0.03 < half of 1/16): distance 0; at scale 3, 3.09 -> 3.125 and
+    // 3 -> 3: one step. Spacing at q(w): 1/16 at scale 1, (1/8)/3 at scale 3.
+    const std::vector<float> w(4, 1.0f), prev(4, 1.03f), scales = {1.0f, 3.0f};
+    altgrad_tensor_view v = blocked(w, *f, 1, 4, 2, scales);
+    v.previous = prev.data();
+    auto u = values_of(diagnostic("ulp")->measure(0, {v}));
+    EXPECT_EQ(u["ulp_moved_fraction"], 0.5);
+    EXPECT_EQ(u["ulp_distance_mean"], 0.5);
+    EXPECT_EQ(u["ulp_distance_max"], 1.0);
+    EXPECT_DOUBLE_EQ(u["ulp_size_mean"], (0.0625 + 0.125 / 3) / 2);
+}
+
+TEST(BlockScaledViews, AViewOfTheOldSizeHasNone) {
+    // A 1.1 host's view ends at `scale`: the fields past struct_size are not
+    // read, so the block scales here (garbage to a 1.1 host) change nothing.
+    const auto f = format("e3m4");
+    altgrad_tensor_view v = blocked(kBlockX, *f, 2, 6, 4, kBlockScales);
+    v.struct_size = offsetof(altgrad_tensor_view, block_scales);
+    auto r = values_of(diagnostic("range")->measure(0, {v}));
+    EXPECT_EQ(r["overflow_rate"], 4.0 / 11);  // as at scale 1
+    EXPECT_EQ(r["underflow_rate"], 3.0 / 11);
+}
+
+TEST(BlockScaledViews, ScalesThatDoNotFitTheShapeAreErrorsNamingThePlugin) {
+    const auto f = format("e3m4");
+    auto d = diagnostic("range");
+    const std::vector<float> three = {1.0f, 2.0f, 3.0f};
+    altgrad_tensor_view v = blocked(kBlockX, *f, 2, 6, 4, three);  // needs 4
+    std::string e = measure_error(*d, {v});
+    EXPECT_NE(e.find("range"), std::string::npos) << e;
+    EXPECT_NE(e.find("block_count is 3, its shape needs 4"), std::string::npos) << e;
+    const std::vector<float> zero = {1.0f, 0.0f, 1.0f, 1.0f};
+    e = measure_error(*d, {blocked(kBlockX, *f, 2, 6, 4, zero)});
+    EXPECT_NE(e.find("block scale 1 is not finite and > 0"), std::string::npos) << e;
+    v = blocked(kBlockX, *f, 2, 6, 0, kBlockScales);
+    e = measure_error(*d, {v});
+    EXPECT_NE(e.find("block_size is 0"), std::string::npos) << e;
+}
+
+TEST(BlockScaledViews, AnAbi11DiagnosticLoadsAndReadsTheViewsItKnows) {
+    // Built as against the 1.1 headers: the host accepts it and its views are
+    // read at the host's stride up to their 1.1 end; it sees scale 1 only.
+    // (A folder of its own: the test plugin folder holds plugins that hang on load.)
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("altgrad_abi11_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::copy(fs::path(ALTGRAD_TEST_PLUGIN_DIR) / "abi11_diagnostic", dir / "abi11_diagnostic");
+    registry old(dir);
+    const auto d = diagnostic_handle::create(old.load("abi11_diagnostic"), {});
+    fs::remove_all(dir);  // loaded: the library stays mapped
+    const auto f = format("e3m4");
+    const std::vector<float> y = {-3.0f, 2.0f};
+    const auto all = d->measure(0, {blocked(kBlockX, *f, 2, 6, 4, kBlockScales), view(y, *f, 0.5f)});
+    EXPECT_EQ(values_of(all, 0)["scaled_amax"], 1000.0);  // not 1000/64: it cannot see the blocks
+    EXPECT_EQ(values_of(all, 1)["scaled_amax"], 1.5);     // the second view, read at the host's stride
+}
+
+TEST(BlockScaledViews, ScaleAtFollowsTheRowLayout) {
+    const auto f = format("e3m4");
+    // [2, 5] in blocks of 2: three blocks per row (2, 2, 1).
+    const std::vector<float> x(10, 1.0f), scales = {1, 2, 3, 4, 5, 6};
+    const altgrad_tensor_view v = blocked(x, *f, 2, 5, 2, scales);
+    const float expected[10] = {1, 1, 2, 2, 3, 4, 4, 5, 5, 6};
+    for (size_t i = 0; i < 10; ++i) EXPECT_EQ(altgrad::sdk::scale_at(v, i), expected[i]) << i;
+    EXPECT_EQ(altgrad::sdk::scale_at(view(x, *f, 0.25f), 7), 0.25f);  // per tensor
 }
 
 // ---------------------------------------------------------------- bit_stall

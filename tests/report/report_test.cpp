@@ -662,11 +662,13 @@ TEST(ReportFigures, DrawnWithGnuplotAndLinkedRelatively) {
     const report_output out = write_report(runs, o);
     EXPECT_EQ(out.figures_missing, "");
     const std::string md = read(out.markdown);
-    // Loss per config (3), validation loss of all, and the five diagnostic series.
-    EXPECT_EQ(out.figures, 9u) << md;
+    // Loss per config (3), validation loss of all, the five diagnostic series,
+    // and per layer amax and scale of the two runs with tensor lines (weights only).
+    EXPECT_EQ(out.figures, 13u) << md;
     for (const char* stem : {"loss-e5m2_short", "loss-bf16_baseline", "loss-e7m0_uniform", "val_loss-all",
                              "diag-bit_stall", "diag-overflow", "diag-underflow", "diag-grad_sparsity",
-                             "diag-stiffness"}) {
+                             "diag-stiffness", "amax-e5m2_short-weight", "scale-e5m2_short-weight",
+                             "amax-bf16_baseline-weight", "scale-bf16_baseline-weight"}) {
         const std::string image = std::string(stem) + ".png";
         EXPECT_CONTAINS(md, "](figures/" + image + ")");
         EXPECT_GT(fs::file_size(o.out_dir / "figures" / image), 1000u) << image;
@@ -676,6 +678,73 @@ TEST(ReportFigures, DrawnWithGnuplotAndLinkedRelatively) {
     EXPECT_TRUE(fs::exists(o.out_dir / "figures" / "data" / "loss-e5m2_short-0.dat"));
     // PNG magic.
     EXPECT_EQ(read(o.out_dir / "figures" / "loss-e5m2_short.png").substr(1, 3), "PNG");
+}
+
+// A tensor line of a block-scaled tensor (docs/training.md): scale null, and its blocks.
+std::string block_tensor_line(int64_t step, const std::string& tensor, const std::string& role, double amax,
+                              int blocks, int saturated, int underflowed, double smallest, double largest) {
+    return "{\"step\": " + std::to_string(step) + ", \"tensor\": \"" + tensor + "\", \"role\": \"" + role +
+           "\", \"format\": \"e4m3\", \"scale\": null, \"amax\": " + num(amax) +
+           ", \"overflow\": 0, \"underflow\": 0, \"count\": 3200, \"blocks\": {\"blocks\": " + std::to_string(blocks) +
+           ", \"saturated\": " + std::to_string(saturated) + ", \"underflowed\": " + std::to_string(underflowed) +
+           ", \"neutral\": 0, \"smallest_scale\": " + num(smallest) + ", \"largest_scale\": " + num(largest) + "}}\n";
+}
+
+// Per layer: amax (and a per-tensor run's scale) over time, a line per layer
+// and a figure per role; for a block-scaled run, the block statistics summed
+// over each role's tensors. Expected values from the lines written here.
+TEST(ReportFigures, PerLayerAmaxScaleAndBlockStatistics) {
+    ASSERT_TRUE(have_gnuplot()) << "no gnuplot on PATH (scripts/setup.sh installs gnuplot-nox)";
+    scratch tmp;
+    const fs::path mx = tmp.path() / "mx";
+    write(mx / "config.toml", config_toml("mx", "e4m3", 1, 20));
+    write(mx / "metrics.jsonl",
+          loss_line(10, 3.0) +
+              block_tensor_line(10, "blocks.0.mlp.fc.weight", "weight", 0.5, 100, 2, 5, 0.001, 0.01) +
+              block_tensor_line(10, "blocks.1.mlp.fc.weight", "weight", 0.25, 100, 0, 5, 0.0005, 0.02) +
+              block_tensor_line(10, "blocks.0.mlp.fc.input", "activation", 3.0, 50, 0, 10, 0.002, 0.05) +
+              loss_line(20, 2.5) +
+              block_tensor_line(20, "blocks.0.mlp.fc.weight", "weight", 0.75, 100, 4, 1, 0.004, 0.01) +
+              block_tensor_line(20, "blocks.1.mlp.fc.weight", "weight", 0.125, 100, 0, 3, 0.002, 0.008) +
+              block_tensor_line(20, "blocks.0.mlp.fc.input", "activation", 6.0, 50, 1, 0, 0.001, 0.1) +
+              val_line(20, 2.6));
+    const fs::path pt = tmp.path() / "pt";
+    write(pt / "config.toml", config_toml("pt", "e5m2", 1, 20));
+    std::string m = loss_line(10, 3.0) + loss_line(20, 2.5) + val_line(20, 2.7);
+    for (int64_t step : {10, 20})
+        m += "{\"step\": " + std::to_string(step) +
+             ", \"tensor\": \"lm_head.output_grad\", \"role\": \"output_gradient\", \"format\": \"e5m2\", "
+             "\"scale\": " + (step == 10 ? "1024" : "2048") + ", \"amax\": " + (step == 10 ? "0.01" : "0.005") +
+             ", \"overflow\": 0, \"underflow\": 0, \"count\": 100}\n";
+    write(pt / "metrics.jsonl", m);
+    std::vector<run_record> runs = {read_run(mx), read_run(pt)};
+    report_options o;
+    o.out_dir = tmp.path() / "out";
+    const report_output out = write_report(runs, o);
+    const std::string md = read(out.markdown);
+    EXPECT_EQ(out.figures_missing, "") << md;
+    const fs::path fig = o.out_dir / "figures";
+    for (const char* stem : {"amax-mx-weight", "amax-mx-activation", "blocks-mx", "block_scales-mx",
+                             "amax-pt-output_gradient", "scale-pt-output_gradient"}) {
+        EXPECT_CONTAINS(md, std::string("](figures/") + stem + ".png)");
+        EXPECT_TRUE(fs::exists(fig / (std::string(stem) + ".png"))) << stem;
+    }
+    // Block-scaled tensors have no one scale: no scale figure for mx.
+    EXPECT_FALSE(fs::exists(fig / "scale-mx-weight.png"));
+    // A line per layer, titled with the layer.
+    EXPECT_EQ(read(fig / "data" / "amax-mx-weight-0.dat"), "# step\tblocks.0.mlp.fc\n10\t0.5\n20\t0.75\n");
+    EXPECT_EQ(read(fig / "data" / "amax-mx-weight-1.dat"), "# step\tblocks.1.mlp.fc\n10\t0.25\n20\t0.125\n");
+    EXPECT_EQ(read(fig / "data" / "scale-pt-output_gradient-0.dat"), "# step\tlm_head\n10\t1024\n20\t2048\n");
+    // Weights: saturated (2+0)/200 then (4+0)/200, underflowed (5+5)/200 then (1+3)/200;
+    // the activation's own 0/50, 1/50 and 10/50, 0/50.
+    EXPECT_EQ(read(fig / "data" / "blocks-mx-0.dat"), "# step\tweight saturated\n10\t0.01\n20\t0.02\n");
+    EXPECT_EQ(read(fig / "data" / "blocks-mx-1.dat"), "# step\tweight underflowed\n10\t0.05\n20\t0.02\n");
+    EXPECT_EQ(read(fig / "data" / "blocks-mx-2.dat"), "# step\tactivation saturated\n10\t0\n20\t0.02\n");
+    EXPECT_EQ(read(fig / "data" / "blocks-mx-3.dat"), "# step\tactivation underflowed\n10\t0.2\n20\t0\n");
+    // Largest and smallest over the weights: max(0.01, 0.02), max(0.01, 0.008); min(0.001, 0.0005), min(0.004, 0.002).
+    EXPECT_EQ(read(fig / "data" / "block_scales-mx-0.dat"), "# step\tweight largest\n10\t0.02\n20\t0.01\n");
+    EXPECT_EQ(read(fig / "data" / "block_scales-mx-1.dat"), "# step\tweight smallest\n10\t0.0005\n20\t0.002\n");
+    EXPECT_CONTAINS(read(fig / "block_scales-mx.gp"), "set logscale y 2");
 }
 
 // A run directory from someone else is data, never code: a run name that

@@ -443,6 +443,41 @@ TEST(BlockScaling, EveryBlockScaledConfigTrainsAFewSteps) {
     }
 }
 
+// A block-scaled run's diagnostics see each block's scale (ABI 1.2 views).
+// Under the round_up rule a block's scale keeps fl(amax * s) <= max, so no
+// element overflows (docs/config.md: "Never" clips): range's overflow_rate is
+// exactly 0 for every tensor (measured at scale 1, as before ABI 1.2 views,
+// about a third of the activations here lie beyond E0M7's max). And E0M7's grid (step 1/128, max 127/128) at a
+// block's scale leaves zero only the elements below about amax/256 of their
+// block of 8: few of the output gradients, which at scale 1 (|dy| mostly
+// below 1/256 in this model) would nearly all underflow.
+TEST(BlockScaling, RangeDiagnosticMeasuresAtTheBlockScales) {
+    scratch s;
+    const fs::path cfg = s.config("range_blocks",
+                                  "weight_format = \"e0m7\"\nactivation_format = \"e0m7\"\ngradient_format = \"e0m7\"\n"
+                                  "granularity = \"block\"\nblock_size = 8\nscale_rule = \"round_up\"\n",
+                                  "[diagnostics]\nplugins = [\"range\"]\n");
+    const fs::path out = s.path / "run";
+    const run_result r = run("run " + cfg.string() + " --out " + out.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    std::map<std::string, int> lines_by_role;
+    std::ifstream in(out / "metrics.jsonl");
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto j = nlohmann::json::parse(line);
+        if (j.value("kind", "") != "diagnostic" || j.value("diagnostic", "") != "range") continue;
+        const auto& v = j["values"];
+        const std::string role = j["role"];
+        ++lines_by_role[role];
+        EXPECT_EQ(v["overflow_rate"].get<double>(), 0.0) << line;
+        if (role == "output_gradient") EXPECT_LT(v["underflow_rate"].get<double>(), 0.5) << line;
+    }
+    EXPECT_GT(lines_by_role["weight"], 0);
+    EXPECT_GT(lines_by_role["activation"], 0);
+    EXPECT_GT(lines_by_role["output_gradient"], 0);
+    EXPECT_GT(lines_by_role["weight_gradient"], 0);
+}
+
 // Row granularity is one block per row: the same run as blocks longer than
 // any row. And E8M0 scales (the ue8m0 plugin's values) are the powers of two
 // of "pow2" wherever neither clamps: the same run again.

@@ -1349,7 +1349,7 @@ std::vector<diagnostic_value> measure(diagnostic_handle& d, uint64_t step,
         "measure of step " + std::to_string(step) + " (tensor count " + std::to_string(views.size()) + ")";
     const call_note note(call);
     std::vector<guarded_array<float>> elements;
-    elements.reserve(2 * views.size());
+    elements.reserve(3 * views.size());
     auto sealed_copy = [&](const float* from, size_t n, const std::string& name) -> const float* {
         if (from == nullptr) return nullptr;
         elements.emplace_back(std::vector<float>(from, from + n), name.c_str());
@@ -1360,6 +1360,8 @@ std::vector<diagnostic_value> measure(diagnostic_handle& d, uint64_t step,
     for (size_t k = 0; k < copies.size(); ++k) {
         copies[k].data = sealed_copy(copies[k].data, copies[k].count, "data of tensor " + std::to_string(k));
         copies[k].previous = sealed_copy(copies[k].previous, copies[k].count, "previous of tensor " + std::to_string(k));
+        copies[k].block_scales =
+            sealed_copy(copies[k].block_scales, copies[k].block_count, "block_scales of tensor " + std::to_string(k));
     }
     guarded_array<altgrad_tensor_view> tensors(copies, "tensors");
     tensors.seal();
@@ -1701,6 +1703,55 @@ result check_measure_empty(env& e) {
     return pass("count-0 tensors and a call with no tensors measure without error");
 }
 
+// ABI 1.2 views: a tensor whose blocks all have scale s is the same tensor as
+// one scaled per tensor by s, so a diagnostic must answer the same for both.
+// One that reads `scale` only sees scale 1 in the block-scaled view and
+// answers differently (unless its answer does not depend on the scale).
+result check_measure_block_scales(env& e) {
+    result why;
+    if (!prepare(e, why)) return why;
+    const altgrad_version abi = e.plugin->entry->abi_version;
+    if (abi.major == 1 && abi.minor < 2)
+        return skip("built for ABI " + version_string(abi, false) + ": its views end before block scales");
+    if (!e.format->takes_block_scales())
+        return skip("the reference format is built before ABI 1.2 block scales");
+    constexpr int64_t kRows = 8, kCols = 12;
+    constexpr size_t kBlock = 5;  // three blocks per row, the last of 2
+    constexpr float kScale = 3.0f;  // not a power of two: it moves the grid
+    const std::vector<float> scales(kRows * ((kCols + kBlock - 1) / kBlock), kScale);
+    const std::shared_ptr<diagnostic_handle> probe = diagnostic_handle::create(e.plugin, {}, "conformance");
+    tensor_set s = make_tensors(e, *probe, kRows * kCols);
+    std::vector<altgrad_tensor_view> per_tensor = s.views, blocked = s.views;
+    for (size_t k = 0; k < s.views.size(); ++k) {
+        if (s.views[k].role == ALTGRAD_TENSOR_ATTENTION_PROBS) continue;  // never block-scaled by the host
+        for (altgrad_tensor_view* v : {&per_tensor[k], &blocked[k]}) {
+            v->ndim = 2;
+            v->shape[0] = kRows;
+            v->shape[1] = kCols;
+        }
+        per_tensor[k].scale = kScale;
+        blocked[k].block_scales = scales.data();
+        blocked[k].block_size = kBlock;
+        blocked[k].block_count = scales.size();
+    }
+    const std::string input = std::to_string(s.views.size()) + " tensors [8, 12] with random magnitudes: at scale 3, "
+                              "and with blocks of 5 along the rows (the last of 2) all of scale 3 and scale 1";
+    std::vector<diagnostic_value> a, b;
+    try {
+        a = measure(*diagnostic_handle::create(e.plugin, {}, "conformance"), 0, per_tensor);
+        b = measure(*diagnostic_handle::create(e.plugin, {}, "conformance"), 0, blocked);
+    } catch (const std::exception& x) {
+        return fail(std::string("measure failed: ") + x.what(), input,
+                    "a view with block scales (abi/tensor.h) must be measured like any other");
+    }
+    if (!same_values(a, b))
+        return fail("the block-scaled view answered " + values_text(b) + ", the per-tensor one " + values_text(a),
+                    input,
+                    "read each element's scale with altgrad::sdk::scale_at (or quantize_like / quantize_gathered), "
+                    "not the view's `scale`, which is 1 when block_scales is set");
+    return pass("blocks all of scale 3 answer as one scale of 3 (" + std::to_string(a.size()) + " values)");
+}
+
 bool good_name(const std::string& n) {
     if (n.empty()) return false;
     for (char c : n)
@@ -1934,6 +1985,10 @@ const std::vector<check_def>& diagnostic_only_checks() {
         {"measure.empty", "diagnostic: count-0 tensors measure without error", false, check_measure_empty},
         {"measure.names", "diagnostic: names [a-z0-9_.]+, valid indices, at most max_values_per_tensor*(n+1)",
          false, check_measure_names},
+        {"measure.block_scales",
+         "diagnostic: a view whose blocks all have scale s answers as one scaled per tensor by s (skipped before ABI "
+         "1.2)",
+         false, check_measure_block_scales},
     };
     return checks;
 }

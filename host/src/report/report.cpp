@@ -11,6 +11,7 @@
 #include <toml++/toml.h>
 
 #include "plugins/abi_names.hpp"
+#include "report/layer_figures.hpp"
 #include "report/plot.hpp"
 #include "report/stats.hpp"
 #include "report/tables.hpp"
@@ -809,6 +810,11 @@ void write_figures(std::ostream& md, const std::vector<run_record>& runs, const 
     std::vector<figure> figures;
     add_loss_figures(figures, stems, groups, baseline, names);
     const std::vector<std::string> no_data = add_diagnostic_figures(figures, stems, groups);
+    for (const group_summary& g : groups)  // per layer: the first run of each group (layer_figures.hpp)
+        for (figure f : g.runs.empty() ? std::vector<figure>{} : layer_figures(*g.runs.front(), g.label)) {
+            f.stem = stems.unique(f.stem);
+            figures.push_back(std::move(f));
+        }
 
     const std::vector<std::string> failures = draw_figures(md, figures, options, result);
     if (!options.figures) md << "No figures: not asked for (--no-figures).\n";

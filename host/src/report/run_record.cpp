@@ -198,6 +198,13 @@ void digest_metrics(const metrics_data& m, run_record& r) {
     for (const auto& [key, line] : m.tensors) {
         const int64_t step = key.first;
         const std::string& tensor = key.second;
+        tensor_series& series = r.tensors[tensor];
+        series.role = line.role;
+        series.amax.push_back({step, line.amax});
+        series.scale.push_back({step, line.scale});
+        if (line.blocks)
+            series.blocks.push_back({step, line.blocks->blocks, line.blocks->saturated, line.blocks->underflowed,
+                                     line.blocks->smallest_scale, line.blocks->largest_scale});
         const double count = static_cast<double>(line.count);
         if (!(count > 0)) continue;
         const double o = static_cast<double>(line.overflow) / count, u = static_cast<double>(line.underflow) / count;

@@ -4,6 +4,7 @@
 // `problems` and the record holds what could be read.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -32,6 +33,20 @@ struct peak {
 };
 
 using run::format_switch;
+
+// One block-scaled tensor's block statistics at one step (its `tensor` line's `blocks`).
+struct block_point {
+    int64_t step = 0;
+    uint64_t blocks = 0, saturated = 0, underflowed = 0;
+    double smallest_scale = NAN, largest_scale = NAN;  // NaN: not written (no ordinary block)
+};
+
+// One quantized tensor over time, from its `tensor` lines (the per-layer figures).
+struct tensor_series {
+    std::string role;                // "weight", "activation", "output_gradient"
+    std::vector<point> amax, scale;  // scale: NaN at steps where the tensor is block-scaled
+    std::vector<block_point> blocks;  // block-scaled tensors only
+};
 
 // The diagnostic series a record keeps (keys of run_record::diagnostics).
 // overflow / underflow: the largest rate of any quantized tensor at that step;
@@ -81,6 +96,7 @@ struct run_record {
 
     std::vector<point> train_loss, val_loss;  // by step
     std::map<std::string, std::vector<point>> diagnostics;  // see kDiagnosticSeries
+    std::map<std::string, tensor_series> tensors;           // by tensor name ("blocks.0.mlp.fc.weight")
     std::map<std::string, peak> max_overflow;  // by role: weight, activation, gradient (per tensor)
     peak max_bit_stall;                        // over weight tensors
 

@@ -66,14 +66,17 @@ torch::Tensor bit_stall_meter::previous(size_t k) const {
 
 namespace {
 
-// The views of one call, with the tensors and names they borrow kept alive.
+// The views of one call, with the tensors (block scales included) and names
+// they borrow kept alive.
 struct view_set {
     std::vector<altgrad_tensor_view> views;
     std::vector<torch::Tensor> keep;
     std::vector<std::string> names;  // stable storage: reserved up front
 
+    // `blocks`: the block-scaled site whose recipe scales t (its view gets the
+    // block scales q(t) uses), or null: t is scaled per tensor by `scale`.
     void add(const std::string& name, altgrad_tensor_role role, const torch::Tensor& t, const torch::Tensor& previous,
-             const format_handle& format, float scale) {
+             const format_handle& format, float scale, const quant_site* blocks = nullptr) {
         // Diagnostic plugins read host memory: a GPU run's tensors are copied here.
         const torch::Tensor data = t.detach().to(torch::kCPU).contiguous();
         keep.push_back(data);
@@ -92,6 +95,14 @@ struct view_set {
         v.memory = ALTGRAD_MEMORY_HOST;
         v.format = format.ref();
         v.scale = scale;
+        if (blocks != nullptr && v.count > 0) {
+            site_block_scales b = block_scales_for(data, *blocks);
+            keep.push_back(b.scales);
+            v.scale = 1.0f;
+            v.block_scales = b.scales.data_ptr<float>();
+            v.block_size = b.block_size;
+            v.block_count = static_cast<size_t>(b.scales.numel());
+        }
         views.push_back(v);
     }
     void finish() {
@@ -111,16 +122,22 @@ std::vector<diagnostic_record> run_diagnostics(stability::diagnostic_set& diagno
         for (size_t k = 0; k < plan.sites.size(); ++k) {
             const quant_site& s = plan.sites[k];
             const format_handle& f = s.format ? *s.format : fp32;
-            // The view carries one per-tensor scale; a block-scaled tensor has none (scale 1).
+            // A block-scaled tensor has no one scale (1 in the view): its view
+            // carries the forward (rowwise) copy's block scales, derived from
+            // the tensor shown by the site's recipe, when its format reads
+            // block scales itself (ABI >= 1.2; an older one's view has none).
+            // A weight's gradient, which is not quantized, gets the scales the
+            // recipe would give it.
             const float scale = s.block_scaled() ? 1.0f : s.scale;
+            const quant_site* blocks = s.format && s.block_scaled() && s.format->takes_block_scales() ? &s : nullptr;
             if (s.role == ALTGRAD_TENSOR_WEIGHT) {
                 const torch::Tensor w = weight_of(s);
                 if (d->interested_in(ALTGRAD_TENSOR_WEIGHT))
-                    vs.add(s.name(), ALTGRAD_TENSOR_WEIGHT, w, stall.previous(k), f, scale);
+                    vs.add(s.name(), ALTGRAD_TENSOR_WEIGHT, w, stall.previous(k), f, scale, blocks);
                 if (d->interested_in(ALTGRAD_TENSOR_GRADIENT) && w.grad().defined())
-                    vs.add(s.name(), ALTGRAD_TENSOR_GRADIENT, w.grad(), torch::Tensor(), f, scale);
+                    vs.add(s.name(), ALTGRAD_TENSOR_GRADIENT, w.grad(), torch::Tensor(), f, scale, blocks);
             } else if (s.captured.defined() && d->interested_in(s.role)) {
-                vs.add(s.name(), s.role, s.captured, torch::Tensor(), f, scale);
+                vs.add(s.name(), s.role, s.captured, torch::Tensor(), f, scale, blocks);
             }
         }
         if (d->interested_in(ALTGRAD_TENSOR_ATTENTION_PROBS))

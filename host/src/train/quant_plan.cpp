@@ -230,6 +230,14 @@ torch::Tensor quantize_nearest(const torch::Tensor& t, const quant_site& site) {
     return out;
 }
 
+site_block_scales block_scales_for(const torch::Tensor& t, const quant_site& site) {
+    const torch::Tensor x = t.contiguous();
+    check_quantizable(x, site);
+    const int64_t k = x.dim() ? x.size(-1) : 1;
+    const int64_t block = std::max<int64_t>(1, std::min<int64_t>(k, static_cast<int64_t>(std::min<size_t>(site.block_size, INT64_MAX))));
+    return {derive_block_scales(x, site, block).scales.to(torch::kCPU).contiguous(), static_cast<size_t>(block)};
+}
+
 void store_in_format(torch::Tensor& w, const quant_site& site, const quant_plan& plan, uint64_t stream) {
     if (!site.format) return;
     check_quantizable(w, site);

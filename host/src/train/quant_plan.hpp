@@ -97,6 +97,17 @@ inline std::string parameter_of(const quant_site& s) { return weight_of_layer(s.
 // compares (stochastic rounding would make equal inputs differ).
 torch::Tensor quantize_nearest(const torch::Tensor& t, const quant_site& site);
 
+// The block scales a block-scaled site's recipe gives t along its last
+// dimension (K), as q(t) would use them: float32 on the CPU, ceil(K /
+// block_size) per row, in row order (the layout of altgrad_tensor_view's
+// block_scales), with the block size that applies (the site's, at most K).
+// Touches no state. What diagnostics are shown.
+struct site_block_scales {
+    torch::Tensor scales;
+    size_t block_size = 0;
+};
+site_block_scales block_scales_for(const torch::Tensor& t, const quant_site& site);
+
 // y = q(x) q(w)^T + b, with q(dy) in the backward pass. With block scaling
 // every operand is quantized along the reduction dimension of the product
 // that consumes it, so x, w and dy are each quantized twice (docs/training.md).

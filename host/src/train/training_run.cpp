@@ -437,12 +437,16 @@ stability::step_evidence training_run::measure(const step_result& r, double step
     tokens_per_s_ = static_cast<double>(c_.training.batch_size * c_.model.block_size) / std::max(step_seconds, 1e-9);
     metrics_->write(run::train_line{step_, r.loss, lr_, r.grad_norm, tokens_per_s_, sparsity, rates.overflow,
                                     rates.underflow});
-    if (stall_fresh_) {
+    // Each quantized tensor's amax, scale and counts are its last use's, known
+    // every step: written at every log step too (the report's per-layer
+    // curves), bit stall only where it was measured.
+    const bool log_step = step_ % c_.training.log_interval == 0 || step_ == c_.training.max_steps;
+    if (stall_fresh_ || log_step) {
         for (const quant_site& s : plan_.sites) {
             if (!s.format) continue;
             run::tensor_line t{step_, s.name(), s.role_name(), format_name_of(s), s.scale, s.amax,
                                s.overflow_count, s.underflow_count, s.count, std::nullopt};
-            if (s.role == ALTGRAD_TENSOR_WEIGHT) t.bit_stall_rate = s.bit_stall_rate;
+            if (s.role == ALTGRAD_TENSOR_WEIGHT && stall_fresh_) t.bit_stall_rate = s.bit_stall_rate;
             if (s.block_scaled()) {
                 const block_scale_stats& b = s.block_stats;
                 t.blocks = run::block_scales_line{b.blocks, b.saturated, b.underflowed, b.neutral, b.smallest_scale,
@@ -450,6 +454,8 @@ stability::step_evidence training_run::measure(const step_result& r, double step
             }
             metrics_->write(t);
         }
+    }
+    if (stall_fresh_) {
         for (const diagnostic_record& d : records)
             metrics_->write(run::diagnostic_line{step_, d.diagnostic, d.tensor, d.role, d.values});
         remember_diagnostics(history_, step_, records);

@@ -17,7 +17,9 @@
 /* History of minors (each adds only; a 1.0 plugin loads in a 1.1 host):
  *   1.0  formats, interventions, diagnostics, parameters, tensor views
  *   1.1  interventions may save and load their state (state.h)
- *   1.2  format calls may carry per-block scales (format.h, block_scales)
+ *   1.2  format calls may carry per-block scales (format.h, block_scales);
+ *        tensor views carry the block scales a tensor was quantized with
+ *        (tensor.h)
  */
 
 #ifdef __cplusplus

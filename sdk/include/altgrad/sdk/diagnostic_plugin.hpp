@@ -28,6 +28,11 @@
 //    status into plugin_error (with the format's message and name).
 //    stiffness_of(info, w, scale) is the grid-spacing formula the stiffness
 //    diagnostics share.
+//  - A block-scaled view (ABI 1.2 block_scales, tensor.h) has one scale per
+//    block: scale_at(view, i) is element i's, quantize_like and
+//    quantize_gathered / encode_gathered quantize with the view's own scales.
+//    The adapter checks the scales' count against the view's shape and that
+//    each is finite and > 0 before D sees them.
 //  - Exceptions never cross the boundary: measure and create report them as a
 //    status and message (detail::guarded). interests and max_values_per_tensor
 //    have no error channel in the ABI: an exception there yields 0.
@@ -228,6 +233,101 @@ inline uint64_t finite_elements(const altgrad_tensor_view& t, std::vector<float>
     return skipped;
 }
 
+// ---- The scale of each element (ABI 1.2 block scales, tensor.h).
+//
+// A view is scaled per tensor (`scale`) or, when block_scales is set, per
+// block along its rows. Diagnostics ask for element i's scale with scale_at,
+// and quantize through the format with the view's own scales with
+// quantize_like (a whole buffer laid out like the view) or quantize_gathered /
+// encode_gathered (elements picked out of it, with the scales finite_elements
+// picked with them): both use the format call's block-scale path, never
+// private arithmetic.
+
+// Whether view t carries block scales (a view of ABI 1.0/1.1 size never does).
+inline bool has_block_scales(const altgrad_tensor_view& t) {
+    return ALTGRAD_STRUCT_HAS(&t, altgrad_tensor_view, block_count) && t.block_scales != nullptr;
+}
+
+// Elements per row of a view: its last dimension (count for a 0-d view).
+inline size_t row_length(const altgrad_tensor_view& t) {
+    return t.ndim > 0 ? static_cast<size_t>(t.shape[t.ndim - 1]) : t.count;
+}
+
+// The scale element i of view t was quantized at: its block's, or `scale`.
+inline float scale_at(const altgrad_tensor_view& t, size_t i) {
+    if (!has_block_scales(t)) return t.scale;
+    const size_t k = row_length(t), per_row = (k + t.block_size - 1) / t.block_size;
+    return t.block_scales[i / k * per_row + i % k / t.block_size];
+}
+
+// The finite elements of a view, in order, into `out`, and the scale of each
+// into `scales`; returns how many were NaN or +-Inf (skipped).
+inline uint64_t finite_elements(const altgrad_tensor_view& t, std::vector<float>& out, std::vector<float>& scales) {
+    const uint64_t skipped = finite_elements(t, out);
+    scales.clear();
+    scales.reserve(out.size());
+    for (size_t i = 0; i < t.count; ++i)
+        if (std::isfinite(t.data[i])) scales.push_back(scale_at(t, i));
+    return skipped;
+}
+
+namespace detail {
+// The mode of a call over n elements picked from view t, each at scales[k]:
+// the view's one scale, or one-element blocks (the format's block path).
+inline conversion_mode gathered_mode(const altgrad_tensor_view& t, const float* scales, altgrad_rounding rounding,
+                                     altgrad_overflow overflow) {
+    conversion_mode m = host_mode(t.scale, rounding, overflow);
+    if (has_block_scales(t)) m.scale = 1.0f, m.block_scales = scales, m.block_size = 1;
+    return m;
+}
+}  // namespace detail
+
+// q(in[k] * scales[k]) / scales[k] of n elements picked from view t (scales as
+// finite_elements gives them), through t's format.
+inline quantize_result quantize_gathered(const altgrad_tensor_view& t, const float* in, float* out, size_t n,
+                                         const float* scales, altgrad_rounding rounding,
+                                         altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE) {
+    detail::check_format_ref(t.format);
+    altgrad_quantize_args a = quantize_args(in, out, n, detail::gathered_mode(t, scales, rounding, overflow));
+    detail::call_format(t.format, "quantize", t.format.vtable->quantize, &a);
+    return {a.overflow_count, a.underflow_count};
+}
+
+// Codes of q(in[k] * scales[k]) as encode_with, for elements picked from view t.
+inline quantize_result encode_gathered(const altgrad_tensor_view& t, const float* in, void* codes, size_t n,
+                                       const float* scales, altgrad_rounding rounding,
+                                       altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE) {
+    detail::check_format_ref(t.format);
+    altgrad_encode_args a = encode_args(in, codes, n, detail::gathered_mode(t, scales, rounding, overflow));
+    detail::call_format(t.format, "encode", t.format.vtable->encode, &a);
+    return {a.overflow_count, a.underflow_count};
+}
+
+// q(x*s)/s of t.count elements laid out like view t (its data, its previous,
+// or any buffer of its shape) at t's scales, into out. The format's blocks
+// run on across rows (format.h), so a view whose rows end in a short block is
+// quantized one row per call; otherwise in one call.
+inline quantize_result quantize_like(const altgrad_tensor_view& t, const float* in, float* out,
+                                     altgrad_rounding rounding,
+                                     altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE) {
+    if (!has_block_scales(t)) return quantize_with(t.format, in, out, t.count, t.scale, rounding, overflow);
+    detail::check_format_ref(t.format);
+    const size_t k = row_length(t), per_row = (k + t.block_size - 1) / t.block_size;
+    const size_t segment = k % t.block_size == 0 ? t.count : k;
+    conversion_mode m = detail::host_mode(1.0f, rounding, overflow);
+    m.block_size = t.block_size;
+    quantize_result total;
+    for (size_t first = 0; first < t.count; first += segment) {
+        m.block_scales = t.block_scales + first / k * per_row;
+        m.offset = first;
+        altgrad_quantize_args a = quantize_args(in + first, out + first, segment, m);
+        detail::call_format(t.format, "quantize", t.format.vtable->quantize, &a);
+        total.overflow += a.overflow_count;
+        total.underflow += a.underflow_count;
+    }
+    return total;
+}
+
 // The vtable for diagnostic class D made by Factory(const param_view&).
 template <class D, D (*Factory)(const param_view&)>
 struct diagnostic_adapter {
@@ -272,6 +372,23 @@ struct diagnostic_adapter {
         if (memory != ALTGRAD_MEMORY_HOST) detail::invalid(where + ": unknown memory kind");
         if (t->count > 0 && t->data == nullptr) detail::invalid(where + ": data is NULL with count > 0");
         detail::check_format_ref(t->format);
+        if (has_block_scales(*t)) check_block_scales(*t, where);
+    }
+
+    // Block scales as tensor.h lays them out: so scale_at reads only inside
+    // them, and every scale is one a format call accepts.
+    static void check_block_scales(const altgrad_tensor_view& t, const std::string& where) {
+        if (t.ndim > ALTGRAD_TENSOR_MAX_DIMS) detail::invalid(where + ": ndim is over ALTGRAD_TENSOR_MAX_DIMS");
+        const size_t k = row_length(t);
+        if (t.block_size == 0 || k == 0 || t.count % k != 0)
+            detail::invalid(where + ": block_size is 0, or count is not a whole number of rows");
+        const size_t expected = t.count / k * ((k + t.block_size - 1) / t.block_size);
+        if (t.block_count != expected)
+            detail::invalid(where + ": block_count is " + std::to_string(t.block_count) + ", its shape needs " +
+                            std::to_string(expected));
+        for (size_t b = 0; b < t.block_count; ++b)
+            if (!(std::isfinite(t.block_scales[b]) && t.block_scales[b] > 0.0f))
+                detail::invalid(where + ": block scale " + std::to_string(b) + " is not finite and > 0");
     }
 
     static altgrad_status measure(altgrad_diagnostic* p, uint64_t step, const altgrad_tensor_view* tensors,

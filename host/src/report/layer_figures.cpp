@@ -1,0 +1,102 @@
+#include "report/layer_figures.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+namespace altgrad::host::report {
+
+namespace {
+
+const char* const kRoles[] = {"weight", "activation", "output_gradient"};
+
+// "blocks.0.mlp.fc.weight" -> "blocks.0.mlp.fc": the layer, as a line's title.
+std::string layer_of(const std::string& tensor) {
+    for (const char* suffix : {".weight", ".input", ".output_grad"}) {
+        const std::string s = suffix;
+        if (tensor.size() > s.size() && tensor.compare(tensor.size() - s.size(), s.size(), s) == 0)
+            return tensor.substr(0, tensor.size() - s.size());
+    }
+    return tensor;
+}
+
+bool any_finite(const std::vector<point>& pts) {
+    return std::any_of(pts.begin(), pts.end(), [](const point& p) { return std::isfinite(p.value); });
+}
+
+// A line per tensor of `role`: the series `of` picks.
+template <class Of>
+figure per_layer(const run_record& r, const std::string& role, Of of, const std::string& stem, const std::string& title,
+                 const std::string& ylabel) {
+    figure f;
+    f.stem = stem;
+    f.title = title;
+    f.ylabel = ylabel;
+    f.log_y = true;
+    for (const auto& [name, t] : r.tensors)
+        if (t.role == role && any_finite(of(t))) f.lines.push_back({layer_of(name), of(t), false, false, 0, {}});
+    return f;
+}
+
+// The block statistics of a role's tensors at one step, summed.
+struct block_sum {
+    uint64_t blocks = 0, saturated = 0, underflowed = 0;
+    double smallest = NAN, largest = NAN;
+};
+
+}  // namespace
+
+std::vector<figure> layer_figures(const run_record& r, const std::string& label) {
+    std::vector<figure> out;
+    for (const char* role : kRoles) {
+        figure amax = per_layer(
+            r, role, [](const tensor_series& t) -> const std::vector<point>& { return t.amax; },
+            "amax-" + label + "-" + role, "amax per layer: " + std::string(role) + "s of " + label, "amax");
+        if (!amax.lines.empty()) out.push_back(std::move(amax));
+        figure scale = per_layer(
+            r, role, [](const tensor_series& t) -> const std::vector<point>& { return t.scale; },
+            "scale-" + label + "-" + role,
+            "Per-tensor scale per layer (q(x*s)/s): " + std::string(role) + "s of " + label, "scale s");
+        if (!scale.lines.empty()) out.push_back(std::move(scale));
+    }
+    std::map<std::string, std::map<int64_t, block_sum>> by_role;  // role -> step -> sum
+    for (const auto& [name, t] : r.tensors)
+        for (const block_point& b : t.blocks) {
+            block_sum& s = by_role[t.role][b.step];
+            s.blocks += b.blocks, s.saturated += b.saturated, s.underflowed += b.underflowed;
+            s.smallest = std::fmin(s.smallest, b.smallest_scale);  // fmin/fmax: a NaN (none written) is skipped
+            s.largest = std::fmax(s.largest, b.largest_scale);
+        }
+    if (by_role.empty()) return out;
+    figure fractions, scales;
+    fractions.stem = "blocks-" + label;
+    fractions.title = "Block scales clamped (fraction of blocks; saturated: elements clip): " + label;
+    fractions.ylabel = "fraction of blocks";
+    scales.stem = "block_scales-" + label;
+    scales.title = "Smallest and largest block scale (decode scale X = 1/s): " + label;
+    scales.ylabel = "block scale X";
+    scales.log_y = true;
+    int color = 0;
+    for (const char* role : kRoles) {
+        const auto it = by_role.find(role);
+        if (it == by_role.end()) continue;
+        ++color;
+        std::vector<point> saturated, underflowed, smallest, largest;
+        for (const auto& [step, s] : it->second) {
+            const double n = static_cast<double>(s.blocks);
+            saturated.push_back({step, s.blocks ? static_cast<double>(s.saturated) / n : NAN});
+            underflowed.push_back({step, s.blocks ? static_cast<double>(s.underflowed) / n : NAN});
+            smallest.push_back({step, s.smallest});
+            largest.push_back({step, s.largest});
+        }
+        fractions.lines.push_back({std::string(role) + " saturated", saturated, false, false, color, {}});
+        fractions.lines.push_back({std::string(role) + " underflowed", underflowed, false, true, color, {}});
+        scales.lines.push_back({std::string(role) + " largest", largest, false, false, color, {}});
+        scales.lines.push_back({std::string(role) + " smallest", smallest, false, true, color, {}});
+    }
+    out.push_back(std::move(fractions));
+    out.push_back(std::move(scales));
+    return out;
+}
+
+}  // namespace altgrad::host::report
