@@ -12,7 +12,9 @@
 #   2. The INSTALLED host lists the INSTALLED bundled plugins, e5m2 ok.
 #   2b. The installed host without --plugins uses the installed plugins, and
 #      the examples are installed under share/doc/altgrad/examples.
-#   3. docs/examples/nf4 configures with only -DCMAKE_PREFIX_PATH=WORK/prefix
+#   3. The nf4 project docs/writing-a-plugin.md shows (its three files,
+#      extracted from the page by tests/docs/doc_files.py, and the same bytes
+#      as docs/examples/nf4) configures with only -DCMAKE_PREFIX_PATH=WORK/prefix
 #      (AltGrad must be found there, and no compile command may reach into the
 #      source tree's sdk/), builds, is listed ok, describes, and quantizes
 #      inputs to the values expected from the NF4 table (computed
@@ -267,8 +269,19 @@ check_quantize("installed host quantizes e5m2" HOST "${installed_host}" PLUGINS 
   EXPECT 0x1p+0 0x1.cp+1 0x1.cp+15 0x1.cp+15)
 
 # ---------------------------------------------------------------------------
-# 3. NF4: a codebook format.
-configure_and_build(nf4)
+# 3. NF4: a codebook format, built from the page's own text.
+run("nf4: the files docs/writing-a-plugin.md shows"
+  COMMAND /usr/bin/python3 "${SOURCE_DIR}/tests/docs/doc_files.py" "${SOURCE_DIR}/docs/writing-a-plugin.md"
+    "${WORK}/nf4-doc")
+foreach(f CMakeLists.txt manifest.toml nf4.cpp)
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files "${WORK}/nf4-doc/${f}" "${SOURCE_DIR}/docs/examples/nf4/${f}"
+    RESULT_VARIABLE differs)
+  if(differs)
+    message(FATAL_ERROR "out_of_tree: nf4: docs/examples/nf4/${f} is not what docs/writing-a-plugin.md shows "
+      "(${WORK}/nf4-doc/${f}): make them the same")
+  endif()
+endforeach()
+configure_and_build(nf4 SOURCE "${WORK}/nf4-doc")
 set(nf4_plugins "${WORK}/nf4-build/plugins")
 run("nf4: list" COMMAND "${HOST}" --plugins "${nf4_plugins}" list OUTPUT listing)
 expect_listed_ok("nf4: list" "${listing}" nf4)

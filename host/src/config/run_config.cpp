@@ -773,12 +773,10 @@ private:
 
     // Every format plugin the quantization keys name (not "fp32" or "pow2").
     static std::set<std::string> formats_named(const quantization_config& q) {
-        std::set<std::string> out{q.weight_format, q.activation_format, q.gradient_format, q.scale_format};
-        for (const role_table& r : role_tables())
-            if (const auto& f = (q.*r.member).scale_format) out.insert(*f);
-        for (const quantization_rule& r : q.rules)
-            for (const auto* f : {&r.weight, &r.activation, &r.gradient, &r.scaling.scale_format})
-                if (*f) out.insert(**f);
+        std::set<std::string> out;
+        quantization_config scratch = q;
+        scratch.params.clear();
+        rename_formats(scratch, [&](const std::string& name) { return *out.insert(name).first; });
         out.erase("fp32");
         out.erase("pow2");
         return out;
@@ -1089,6 +1087,18 @@ std::string to_toml(const run_config& c) {
         }
     });
     return o.str();
+}
+
+void rename_formats(quantization_config& q, const std::function<std::string(const std::string&)>& rename) {
+    for (std::string* f : {&q.weight_format, &q.activation_format, &q.gradient_format, &q.scale_format}) *f = rename(*f);
+    for (const role_table& r : role_tables())
+        if (auto& f = (q.*r.member).scale_format) f = rename(*f);
+    for (quantization_rule& r : q.rules)
+        for (auto* f : {&r.weight, &r.activation, &r.gradient, &r.scaling.scale_format})
+            if (*f) *f = rename(**f);
+    plugin_params params;
+    for (auto& [name, values] : q.params) params[rename(name)].insert(values.begin(), values.end());
+    q.params = std::move(params);
 }
 
 bool operator==(const quantization_rule& a, const quantization_rule& b) {
