@@ -15,7 +15,8 @@ test compares. Every fenced block is one of:
   - code or a file's text: tagged with its language (cpp, cmake, toml, json, python, ...); a
     python block may not show results (a ">>> " line, or a comment that starts with a value:
     "# [", "# {", "# (", "# '", "# tensor(", "# array(");
-  - a figure that is no program's output (a bit layout, pseudo-code, a folder tree): tagged text.
+  - a figure that is no program's output (a bit layout, pseudo-code, a folder tree), or the record
+    of a measurement no test can repeat (a profile): tagged text.
 An untagged block, or one tagged console or output, without "$ " lines is output no test checks.
 
 usage: doc_commands.py --workdir DIR [--link NAME=TARGET]... [--path DIR]... [--env KEY=VALUE]...

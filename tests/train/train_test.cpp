@@ -532,7 +532,7 @@ TEST(RunErrors, NameTheFileAndKey) {
     const std::vector<bad> cases = {
         {"run " + cfg.string() + " --set data.path=/nonexistent/corpus", "data.path", 1},
         {"run " + cfg.string() + " --set model.block_size=4096", "block_size + 1", 1},
-        {"run " + cfg.string() + " --set quantization.weight_format=e9m9", "format 'e9m9'", 1},
+        {"run " + cfg.string() + " --set quantization.weight_format=e9m9", "key 'quantization.weight_format': no format plugin named 'e9m9'", 1},
         {"run " + cfg.string() + " --set training.device=cuda", "training.device", 1},
         {"run " + cfg.string() + " --set training.max_stesp=3", "training.max_stesp", 1},
         {"run " + cfg.string() + " --set model.vocab_size=10", "vocabulary", 1},

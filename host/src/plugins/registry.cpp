@@ -143,7 +143,9 @@ std::shared_ptr<const loaded_plugin> registry::load(const std::string& name, std
     return r.loaded;
 }
 
-std::string registry::name_of(const std::string& name) { return find(name, std::nullopt).name(); }
+std::string registry::name_of(const std::string& name, std::optional<altgrad_plugin_kind> kind) {
+    return find(name, kind).name();
+}
 
 const plugin_record& registry::probed(const std::string& name) {
     plugin_record& r = find(name, std::nullopt);

@@ -70,8 +70,8 @@ public:
 
     // The manifest name of the plugin called `name` (its own, or one of its
     // aliases); reads manifests only. Throws host::error as load() does for an
-    // unknown or ambiguous name.
-    std::string name_of(const std::string& name);
+    // unknown or ambiguous name, or one of another kind than `kind`.
+    std::string name_of(const std::string& name, std::optional<altgrad_plugin_kind> kind = std::nullopt);
 
     // The record of the plugin called `name` (or one of its aliases), probed
     // in a child process, nothing loaded here. Throws host::error as load()
