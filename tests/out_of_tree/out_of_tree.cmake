@@ -25,7 +25,8 @@
 #      E1M6) and rejected parameters are checked too.
 #   5. `altgrad-host new-plugin` (the installed host) scaffolds a plugin of
 #      each kind; each builds against the prefix and passes the conformance
-#      kit as written.
+#      kit as written; then, as its README says, it is installed into the
+#      prefix and a short run trains with it (installed host, no --plugins).
 #   6. docs/writing-a-plugin.md's shown commands run against the prefix and
 #      print what the page shows.
 
@@ -408,6 +409,18 @@ expect_contains("exmy_param: impossible combination" "${refused}" "bias=200")
 # ---------------------------------------------------------------------------
 # 5. new-plugin: a project of each kind, as scaffolded, builds against the
 #    installed SDK and passes every conformance check.
+# A tiny model on a small corpus: a few seconds per run.
+set(corpus "")
+foreach(i RANGE 60)
+  string(APPEND corpus "the quick brown fox jumps over the lazy dog ${i}. pack my box with five dozen jugs.\n")
+endforeach()
+file(WRITE "${WORK}/corpus.txt" "${corpus}")
+file(WRITE "${WORK}/tiny.toml" "[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\nblock_size = 16\n"
+  "[data]\npath = \"${WORK}/corpus.txt\"\n[training]\nmax_steps = 4\nbatch_size = 4\neval_interval = 2\n"
+  "eval_batches = 1\nlog_interval = 1\nthreads = 1\n[quantization]\ndiagnostic_interval = 1\n")
+set(use_format quantization.weight_format)
+set(use_diagnostic diagnostics.plugins)
+set(use_intervention stability.interventions)
 foreach(kind format diagnostic intervention)
   set(name "scaffold_${kind}")
   run("new-plugin ${kind}"
@@ -416,6 +429,16 @@ foreach(kind format diagnostic intervention)
   run("${name}: conformance" COMMAND "${installed_host}" --plugins "${WORK}/${name}-build/plugins"
     conformance --brief --seed 18 ${name} OUTPUT conformed)
   expect_contains("${name}: conformance" "${conformed}" "${name}")
+  # Its README's last two steps: install beside the bundled plugins, train with it.
+  file(READ "${WORK}/scaffolds/${name}/README.md" readme)
+  expect_contains("${name}: README" "${readme}" "cmake --install build --prefix PREFIX"
+    "PREFIX/bin/altgrad-host run CONFIG.toml --set ${use_${kind}}=${name}")
+  run("${name}: install into the prefix" COMMAND "${CMAKE_COMMAND}" --install "${WORK}/${name}-build" --prefix "${PREFIX}")
+  run("${name}: a run trains with it"
+    COMMAND "${CMAKE_COMMAND}" -E env --unset=ALTGRAD_PLUGINS "${installed_host}" run "${WORK}/tiny.toml"
+      --set "${use_${kind}}=${name}" --out "${WORK}/${name}-run")
+  file(READ "${WORK}/${name}-run/config.toml" resolved)
+  expect_contains("${name}: the run's config" "${resolved}" "\"${name}\"")
 endforeach()
 
 # ---------------------------------------------------------------------------
