@@ -629,6 +629,33 @@ TEST(ConfigRules, APatternThatMatchesNoLayerIsAnError) {
 // Issue #18: "blocks.0.ln_1" matched no layer, yet the list of layers showed
 // blocks.N.{ln_1, ...}. LayerNorms are not quantized layers: the list must not
 // name them.
+// rename_formats (how the trainer gives aliases their plugin's name) reaches
+// every place a format is named, and says which key each stands at.
+TEST(ConfigRules, RenameFormatsVisitsEveryFormatWithItsKey) {
+    run_config c = parse_config(
+        "[quantization]\nweight_format = \"w\"\nactivation_format = \"a\"\ngradient_format = \"g\"\n"
+        "scale_format = \"s\"\n[quantization.weight]\nscale_format = \"ws\"\n[quantization.params.w]\nk = 1\n"
+        "[[quantization.rules]]\npattern = \"lm_head\"\nweight = \"rw\"\nscale_format = \"rs\"\n",
+        kFile);
+    std::set<std::string> seen;
+    rename_formats(c.quantization, [&](const std::string& key, const std::string& name) {
+        seen.insert(key + "=" + name);
+        return name + "2";
+    });
+    EXPECT_EQ(seen, (std::set<std::string>{"quantization.weight_format=w", "quantization.activation_format=a",
+                                           "quantization.gradient_format=g", "quantization.scale_format=s",
+                                           "quantization.weight.scale_format=ws", "quantization.params.w=w",
+                                           "quantization.rules[0]=rw", "quantization.rules[0]=rs"}));
+    const quantization_config& q = c.quantization;
+    EXPECT_EQ(q.weight_format + q.activation_format + q.gradient_format + q.scale_format, "w2a2g2s2");
+    EXPECT_EQ(q.weight_scaling.scale_format, std::optional<std::string>("ws2"));
+    EXPECT_EQ(q.rules.at(0).weight, std::optional<std::string>("rw2"));
+    EXPECT_EQ(q.rules.at(0).scaling.scale_format, std::optional<std::string>("rs2"));
+    EXPECT_FALSE(q.rules.at(0).activation) << "a direction the rule leaves to the global format stays unset";
+    ASSERT_EQ(q.params.count("w2"), 1u);
+    EXPECT_EQ(q.params.at("w2").at("k"), "1");
+}
+
 TEST(ConfigRules, TheNoLayerErrorListsOnlyLayersThatExist) {
     const std::string e = error_of("[[quantization.rules]]\nformat = \"bf16\"\npattern = \"blocks.0.ln_1\"\n");
     expect_error(e, "quantization.rules[0].pattern", "\"blocks.0.ln_1\" matches no layer of this model");

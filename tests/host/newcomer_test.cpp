@@ -198,6 +198,58 @@ TEST(Aliases, ANameWinsAndASharedAliasIsRefused) {
     }
 }
 
+// The text table: an ALIASES column between VERSION and STATUS ("-" for none), and `list NAME...`
+// lists only the plugins named, by name or alias, in the order given.
+TEST(Aliases, ListShowsThemAndTakesNames) {
+    const run_result all = run_host(kPlugins + "list", "", "/dev/null");
+    ASSERT_EQ(all.exit_code, 0) << all.out;
+    std::vector<std::string> lines;
+    for (size_t pos = 0; pos < all.out.size();) {
+        const size_t end = all.out.find('\n', pos);
+        lines.push_back(all.out.substr(pos, end - pos));
+        pos = end + 1;
+    }
+    ASSERT_GE(lines.size(), 3u) << all.out;
+    const size_t aliases_at = lines[0].find("ALIASES"), status_at = lines[0].find("STATUS");
+    ASSERT_LT(aliases_at, status_at) << lines[0];
+    const auto column = [&](const std::string& line) {
+        return line.substr(aliases_at, line.find(' ', aliases_at) - aliases_at);
+    };
+    size_t seen = 0;
+    const std::vector<std::pair<std::string, std::string>> expected = {
+        {"e4m3", "float8_e4m3fn"}, {"fp32", "float32"}, {"kurtosis", "-"}};
+    for (const std::string& line : lines)
+        for (const auto& [name, aliases] : expected)
+            if (line.find(" " + name + " ") != std::string::npos) {
+                ++seen;
+                EXPECT_EQ(column(line), aliases) << line;
+            }
+    EXPECT_EQ(seen, 3u) << all.out;
+
+    const run_result named = run_host(kPlugins + "list float8_e4m3fn bf16", "", "/dev/null");
+    ASSERT_EQ(named.exit_code, 0) << named.out;
+    EXPECT_EQ(named.out,
+              "KIND    NAME  VERSION  ALIASES        STATUS\n"
+              "format  e4m3  1.0.0    float8_e4m3fn  ok\n"
+              "format  bf16  1.0.0    bfloat16       ok\n");
+    const host::ordered_json j = host::ordered_json::parse(run_host(kPlugins + "list --json float16", "", "/dev/null").out);
+    ASSERT_EQ(j["plugins"].size(), 1u) << j.dump(2);
+    EXPECT_EQ(j["plugins"][0]["name"], "fp16");
+
+    const run_result wrong = run_host(kPlugins + "list e4m3fn");
+    EXPECT_EQ(wrong.exit_code, 1) << wrong.out;
+    EXPECT_TRUE(has(wrong.out, "no plugin named 'e4m3fn'")) << wrong.out;
+    EXPECT_TRUE(has(wrong.out, "did you mean 'e4m3'?")) << wrong.out;
+}
+
+// --plugins is optional (the default folder, above): every usage line says so.
+TEST(Newcomer, UsagesShowPluginsAsOptional) {
+    for (const std::string command : {"list", "describe", "quantize", "conformance", "run"}) {
+        const run_result r = run_host(command + " --help");
+        EXPECT_EQ(r.out.rfind("usage: altgrad-host [--plugins DIR] " + command + " ", 0), 0u) << r.out;
+    }
+}
+
 // ---- quantize: decimal output, binary files ------------------------------------------------
 
 // OCP E4M3FN by hand: 0.1 = 1.6 * 2^-4, step 2^-7 -> 13/128 = 0.1015625; -0.3 = -1.2 * 2^-2, step

@@ -12,7 +12,9 @@
 #   2. The INSTALLED host lists the INSTALLED bundled plugins, e5m2 ok.
 #   2b. The installed host without --plugins uses the installed plugins, and
 #      the examples are installed under share/doc/altgrad/examples.
-#   3. docs/examples/nf4 configures with only -DCMAKE_PREFIX_PATH=WORK/prefix
+#   3. The nf4 project docs/writing-a-plugin.md shows (its three files,
+#      extracted from the page by tests/docs/doc_files.py, and the same bytes
+#      as docs/examples/nf4) configures with only -DCMAKE_PREFIX_PATH=WORK/prefix
 #      (AltGrad must be found there, and no compile command may reach into the
 #      source tree's sdk/), builds, is listed ok, describes, and quantizes
 #      inputs to the values expected from the NF4 table (computed
@@ -23,7 +25,8 @@
 #      E1M6) and rejected parameters are checked too.
 #   5. `altgrad-host new-plugin` (the installed host) scaffolds a plugin of
 #      each kind; each builds against the prefix and passes the conformance
-#      kit as written.
+#      kit as written; then, as its README says, it is installed into the
+#      prefix and a short run trains with it (installed host, no --plugins).
 #   6. docs/writing-a-plugin.md's shown commands run against the prefix and
 #      print what the page shows.
 
@@ -267,8 +270,19 @@ check_quantize("installed host quantizes e5m2" HOST "${installed_host}" PLUGINS 
   EXPECT 0x1p+0 0x1.cp+1 0x1.cp+15 0x1.cp+15)
 
 # ---------------------------------------------------------------------------
-# 3. NF4: a codebook format.
-configure_and_build(nf4)
+# 3. NF4: a codebook format, built from the page's own text.
+run("nf4: the files docs/writing-a-plugin.md shows"
+  COMMAND /usr/bin/python3 "${SOURCE_DIR}/tests/docs/doc_files.py" "${SOURCE_DIR}/docs/writing-a-plugin.md"
+    "${WORK}/nf4-doc")
+foreach(f CMakeLists.txt manifest.toml nf4.cpp)
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files "${WORK}/nf4-doc/${f}" "${SOURCE_DIR}/docs/examples/nf4/${f}"
+    RESULT_VARIABLE differs)
+  if(differs)
+    message(FATAL_ERROR "out_of_tree: nf4: docs/examples/nf4/${f} is not what docs/writing-a-plugin.md shows "
+      "(${WORK}/nf4-doc/${f}): make them the same")
+  endif()
+endforeach()
+configure_and_build(nf4 SOURCE "${WORK}/nf4-doc")
 set(nf4_plugins "${WORK}/nf4-build/plugins")
 run("nf4: list" COMMAND "${HOST}" --plugins "${nf4_plugins}" list OUTPUT listing)
 expect_listed_ok("nf4: list" "${listing}" nf4)
@@ -395,6 +409,18 @@ expect_contains("exmy_param: impossible combination" "${refused}" "bias=200")
 # ---------------------------------------------------------------------------
 # 5. new-plugin: a project of each kind, as scaffolded, builds against the
 #    installed SDK and passes every conformance check.
+# A tiny model on a small corpus: a few seconds per run.
+set(corpus "")
+foreach(i RANGE 60)
+  string(APPEND corpus "the quick brown fox jumps over the lazy dog ${i}. pack my box with five dozen jugs.\n")
+endforeach()
+file(WRITE "${WORK}/corpus.txt" "${corpus}")
+file(WRITE "${WORK}/tiny.toml" "[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\nblock_size = 16\n"
+  "[data]\npath = \"${WORK}/corpus.txt\"\n[training]\nmax_steps = 4\nbatch_size = 4\neval_interval = 2\n"
+  "eval_batches = 1\nlog_interval = 1\nthreads = 1\n[quantization]\ndiagnostic_interval = 1\n")
+set(use_format quantization.weight_format)
+set(use_diagnostic diagnostics.plugins)
+set(use_intervention stability.interventions)
 foreach(kind format diagnostic intervention)
   set(name "scaffold_${kind}")
   run("new-plugin ${kind}"
@@ -403,6 +429,16 @@ foreach(kind format diagnostic intervention)
   run("${name}: conformance" COMMAND "${installed_host}" --plugins "${WORK}/${name}-build/plugins"
     conformance --brief --seed 18 ${name} OUTPUT conformed)
   expect_contains("${name}: conformance" "${conformed}" "${name}")
+  # Its README's last two steps: install beside the bundled plugins, train with it.
+  file(READ "${WORK}/scaffolds/${name}/README.md" readme)
+  expect_contains("${name}: README" "${readme}" "cmake --install build --prefix PREFIX"
+    "PREFIX/bin/altgrad-host run CONFIG.toml --set ${use_${kind}}=${name}")
+  run("${name}: install into the prefix" COMMAND "${CMAKE_COMMAND}" --install "${WORK}/${name}-build" --prefix "${PREFIX}")
+  run("${name}: a run trains with it"
+    COMMAND "${CMAKE_COMMAND}" -E env --unset=ALTGRAD_PLUGINS "${installed_host}" run "${WORK}/tiny.toml"
+      --set "${use_${kind}}=${name}" --out "${WORK}/${name}-run")
+  file(READ "${WORK}/${name}-run/config.toml" resolved)
+  expect_contains("${name}: the run's config" "${resolved}" "\"${name}\"")
 endforeach()
 
 # ---------------------------------------------------------------------------

@@ -353,6 +353,30 @@ TEST(Run, RulesKeepLayersOutOfTheFormat) {
     EXPECT_TRUE(fc_e5m2);
 }
 
+// An alias is its plugin's name: "float32" (the fp32 plugin's alias) is "fp32",
+// float32 itself, everywhere a format is named, so the two configs train bit
+// for bit alike, write the same resolved config.toml, and the summary says fp32.
+TEST(Run, Float32IsFp32) {
+    scratch s;
+    const auto config = [&](const std::string& file, const std::string& f) {
+        return s.config(file, "weight_format = \"" + f + "\"\nactivation_format = \"" + f + "\"\ngradient_format = \"" + f +
+                                  "\"\nscale_format = \"" + f + "\"\n",
+                        "[diagnostics]\nplugins = [\"range\"]\n[[quantization.rules]]\npattern = \"lm_head\"\nformat = \"" +
+                            f + "\"\n");
+    };
+    const std::string common = " --set name=same --set training.max_steps=2 --set training.warmup_steps=1"
+                               " --set quantization.diagnostic_interval=1 --out ";
+    ASSERT_EQ(run("run " + config("a", "fp32").string() + common + (s.path / "a").string()).exit_code, 0);
+    ASSERT_EQ(run("run " + config("b", "float32").string() + common + (s.path / "b").string()).exit_code, 0);
+    EXPECT_EQ(comparable_metrics(s.path / "a"), comparable_metrics(s.path / "b"));
+    EXPECT_EQ(lines_of(s.path / "a" / "config.toml"), lines_of(s.path / "b" / "config.toml"));
+    const auto formats = nlohmann::json::parse(std::ifstream(s.path / "b" / "summary.json"))["formats"];
+    EXPECT_EQ(formats, nlohmann::json::parse(R"({"weight": "fp32", "activation": "fp32", "gradient": "fp32"})"));
+    // float32 is not quantized: no tensor statistics, as for fp32 layers (above).
+    for (const std::string& line : lines_of(s.path / "b" / "metrics.jsonl"))
+        EXPECT_EQ(line.find("\"kind\": \"tensor\""), std::string::npos) << line;
+}
+
 // The model names its quantized layers as the config's rules see them: the
 // weights it reports at a diagnostic step are exactly the documented layers
 // (docs/config.md), in model order, SwiGLU's gate included.
@@ -543,7 +567,7 @@ TEST(RunErrors, NameTheFileAndKey) {
     const std::vector<bad> cases = {
         {"run " + cfg.string() + " --set data.path=/nonexistent/corpus", "data.path", 1},
         {"run " + cfg.string() + " --set model.block_size=4096", "block_size + 1", 1},
-        {"run " + cfg.string() + " --set quantization.weight_format=e9m9", "format 'e9m9'", 1},
+        {"run " + cfg.string() + " --set quantization.weight_format=e9m9", "key 'quantization.weight_format': no format plugin named 'e9m9'", 1},
         {"run " + cfg.string() + " --set training.device=cuda", "training.device", 1},
         {"run " + cfg.string() + " --set training.max_stesp=3", "training.max_stesp", 1},
         {"run " + cfg.string() + " --set model.vocab_size=10", "vocabulary", 1},

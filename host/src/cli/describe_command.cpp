@@ -172,7 +172,7 @@ int describe_command(const context& ctx, const args& a) {
     pos.add("name", 1);
     po::variables_map vm;
     const command_help help{"describe",
-                            {"--plugins DIR describe NAME [--json] [--table] [--param KEY=VALUE]..."},
+                            {"[--plugins DIR] describe NAME [--json] [--table] [--param KEY=VALUE]..."},
                             "altgrad-host --plugins build/plugins describe e4m3 --table",
                             {{0, "the plugin was described"},
                              {1, "an error: no such plugin, a broken one, or a bad parameter"}}};

@@ -21,7 +21,7 @@ namespace po = boost::program_options;
 // (2, a wrong command line, is added for every subcommand).
 struct command_help {
     std::string name;                                // "quantize"
-    std::vector<std::string> usage;                  // forms after "altgrad-host ", e.g. "--plugins DIR list [--json]";
+    std::vector<std::string> usage;                  // forms after "altgrad-host ", e.g. "[--plugins DIR] list [--json]";
                                                      // a line starting with a space continues the one above
     std::string example;                             // a complete command line
     std::vector<std::pair<int, std::string>> exits;  // {0, "success"}, ...

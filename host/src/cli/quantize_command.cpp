@@ -124,7 +124,7 @@ int quantize_command(const context& ctx, const args& a) {
     po::variables_map vm;
     const command_help help{
         "quantize",
-        {"--plugins DIR quantize NAME [--rounding nearest|stochastic|toward-zero]",
+        {"[--plugins DIR] quantize NAME [--rounding nearest|stochastic|toward-zero]",
          "             [--overflow saturate|nonfinite] [--scale S] [--seed N] [--offset N] [--counts]",
          "             [--output-format hex|decimal] [--input FILE] [--output FILE]",
          "             [--param KEY=VALUE]...   < numbers"},

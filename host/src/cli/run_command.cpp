@@ -30,8 +30,8 @@ int run_command(const context& ctx, const args& a) {
     po::variables_map vm;
     const command_help help{
         "run",
-        {"--plugins DIR run CONFIG.toml [--out RUN_DIR] [--set KEY=VALUE]...",
-         "--plugins DIR run --resume RUN_DIR [--fallback] [--set KEY=VALUE]..."},
+        {"[--plugins DIR] run CONFIG.toml [--out RUN_DIR] [--set KEY=VALUE]...",
+         "[--plugins DIR] run --resume RUN_DIR [--fallback] [--set KEY=VALUE]..."},
         "altgrad-host --plugins build/plugins run configs/e5m2_short.toml --set training.max_steps=50",
         {{0, "the run finished all its steps"},
          {1, "an error: a bad config, missing data, a broken plugin, or a run directory that cannot be resumed"},

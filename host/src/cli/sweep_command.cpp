@@ -70,9 +70,9 @@ int sweep_command(const context& ctx, const args& a) {
     po::variables_map vm;
     const command_help help{
         "sweep",
-        {"--plugins DIR sweep SWEEP.toml [--out DIR] [--jobs N] [--dry-run]",
-         "--plugins DIR sweep SWEEP.toml [--out DIR] --task I",
-         "--plugins DIR sweep SWEEP.toml [--out DIR] --slurm [--slurm-args \"ARGS\"] [--dry-run]"},
+        {"[--plugins DIR] sweep SWEEP.toml [--out DIR] [--jobs N] [--dry-run]",
+         "[--plugins DIR] sweep SWEEP.toml [--out DIR] --task I",
+         "[--plugins DIR] sweep SWEEP.toml [--out DIR] --slurm [--slurm-args \"ARGS\"] [--dry-run]"},
         "altgrad-host --plugins build/plugins sweep sweeps/formats.toml --jobs 2",
         {{0, "every run finished or collapsed (with --slurm: sbatch's status; with --dry-run: listed)"},
          {1, "an error (a bad sweep file or config: nothing ran), or some runs failed: they are listed with their logs"},

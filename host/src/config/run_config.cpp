@@ -773,12 +773,10 @@ private:
 
     // Every format plugin the quantization keys name (not "fp32" or "pow2").
     static std::set<std::string> formats_named(const quantization_config& q) {
-        std::set<std::string> out{q.weight_format, q.activation_format, q.gradient_format, q.scale_format};
-        for (const role_table& r : role_tables())
-            if (const auto& f = (q.*r.member).scale_format) out.insert(*f);
-        for (const quantization_rule& r : q.rules)
-            for (const auto* f : {&r.weight, &r.activation, &r.gradient, &r.scaling.scale_format})
-                if (*f) out.insert(**f);
+        std::set<std::string> out;
+        quantization_config scratch = q;
+        scratch.params.clear();
+        rename_formats(scratch, [&](const std::string&, const std::string& name) { return *out.insert(name).first; });
         out.erase("fp32");
         out.erase("pow2");
         return out;
@@ -1089,6 +1087,22 @@ std::string to_toml(const run_config& c) {
         }
     });
     return o.str();
+}
+
+void rename_formats(quantization_config& q,
+                    const std::function<std::string(const std::string& key, const std::string& name)>& rename) {
+    const std::string at = "quantization.";
+    for (auto [key, f] : {std::pair{"weight_format", &q.weight_format}, {"activation_format", &q.activation_format},
+                          {"gradient_format", &q.gradient_format}, {"scale_format", &q.scale_format}})
+        *f = rename(at + key, *f);
+    for (const role_table& r : role_tables())
+        if (auto& f = (q.*r.member).scale_format) f = rename(r.key() + ".scale_format", *f);
+    for (size_t i = 0; i < q.rules.size(); ++i)
+        for (auto* f : {&q.rules[i].weight, &q.rules[i].activation, &q.rules[i].gradient, &q.rules[i].scaling.scale_format})
+            if (*f) *f = rename(at + "rules[" + std::to_string(i) + "]", **f);
+    plugin_params params;
+    for (auto& [name, values] : q.params) params[rename(kQuantizationParamsKey + ("." + name), name)].insert(values.begin(), values.end());
+    q.params = std::move(params);
 }
 
 bool operator==(const quantization_rule& a, const quantization_rule& b) {

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -219,6 +220,15 @@ run_config parse_config(const std::string& toml_text, const std::string& source_
 // The fully resolved config as TOML: every key with its value (defaults filled
 // in), in schema order; parse_config(to_toml(c), ...) == c.
 std::string to_toml(const run_config& config);
+
+// Every format name `q` holds (the three format keys, every scale_format and
+// rule format, the [quantization.params.NAME] names, "fp32" and "pow2"
+// included) replaced by rename(key, name), `key` saying where it stands
+// ("quantization.weight_format", "quantization.rules[2]"): the trainer gives
+// plugins' aliases their plugin's name this way, so "float32" is "fp32"
+// (float32 itself), and names an unknown format's key.
+void rename_formats(quantization_config& q,
+                    const std::function<std::string(const std::string& key, const std::string& name)>& rename);
 
 // Everything but `source`.
 bool operator==(const quantization_rule& a, const quantization_rule& b);

@@ -143,6 +143,16 @@ std::shared_ptr<const loaded_plugin> registry::load(const std::string& name, std
     return r.loaded;
 }
 
+std::string registry::name_of(const std::string& name, std::optional<altgrad_plugin_kind> kind) {
+    return find(name, kind).name();
+}
+
+const plugin_record& registry::probed(const std::string& name) {
+    plugin_record& r = find(name, std::nullopt);
+    if (r.info) probe(r);
+    return r;
+}
+
 void registry::probe_all() {
     for (plugin_record& r : records_) probe(r);
 }

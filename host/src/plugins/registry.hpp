@@ -68,6 +68,16 @@ public:
     std::shared_ptr<const loaded_plugin> load(const std::string& name,
                                               std::optional<altgrad_plugin_kind> kind = std::nullopt);
 
+    // The manifest name of the plugin called `name` (its own, or one of its
+    // aliases); reads manifests only. Throws host::error as load() does for an
+    // unknown or ambiguous name, or one of another kind than `kind`.
+    std::string name_of(const std::string& name, std::optional<altgrad_plugin_kind> kind = std::nullopt);
+
+    // The record of the plugin called `name` (or one of its aliases), probed
+    // in a child process, nothing loaded here. Throws host::error as load()
+    // does for an unknown or ambiguous name; a broken plugin is a record.
+    const plugin_record& probed(const std::string& name);
+
     // Probe every plugin with a valid manifest (each in a child process);
     // failures become broken records. Loads nothing into this process.
     void probe_all();

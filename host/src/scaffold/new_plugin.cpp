@@ -147,7 +147,8 @@ kit, and use it:
 ```sh
 cmake -S . -B build -DCMAKE_PREFIX_PATH=PREFIX && cmake --build build
 PREFIX/bin/altgrad-host --plugins build/plugins conformance @NAME@
-PREFIX/bin/altgrad-host --plugins build/plugins @USE@
+cmake --install build --prefix PREFIX    # beside the bundled plugins, which a run needs too
+PREFIX/bin/altgrad-host @USE@
 ```
 
 `manifest.toml` and the macro at the end of `@NAME@.cpp` must agree on the name, kind, version
@@ -179,13 +180,13 @@ std::vector<fs::path> write_plugin_project(const std::string& name, altgrad_plug
                          : kind == ALTGRAD_KIND_DIAGNOSTIC ? kDiagnosticSource : kInterventionSource;
     const char* description = kind == ALTGRAD_KIND_FORMAT ? kFormatDescription
                               : kind == ALTGRAD_KIND_DIAGNOSTIC ? kDiagnosticDescription : kInterventionDescription;
-    // How to use it once it passes: a format is tried with quantize; the
-    // others are enabled in a run's config.
-    const std::string use = kind == ALTGRAD_KIND_FORMAT
-                                ? "describe " + name + " --table"
-                                : std::string("run CONFIG.toml --set ") +
-                                      (kind == ALTGRAD_KIND_DIAGNOSTIC ? "diagnostics.plugins=" : "stability.interventions=") +
-                                      name;
+    // How to use it once it passes and is installed beside the bundled
+    // plugins (the installed host's default folder): trained with.
+    const std::string use = std::string("run CONFIG.toml --set ") +
+                            (kind == ALTGRAD_KIND_FORMAT       ? "quantization.weight_format="
+                             : kind == ALTGRAD_KIND_DIAGNOSTIC ? "diagnostics.plugins="
+                                                               : "stability.interventions=") +
+                            name;
     const std::vector<std::pair<std::string, std::string>> values = {
         {"@DESCRIPTION@", description},
         {"@NAME@", name},

@@ -52,12 +52,25 @@ error as_host_error(const std::exception& e, const config::run_config& c) {
     return error(c.source.string() + ": training failed: " + what);
 }
 
-// The config of a new run (CONFIG.toml), or of a resumed one (its config.toml).
+// The config of a new run (CONFIG.toml), or of a resumed one (its config.toml),
+// with every format named by its plugin's own name: an alias means exactly
+// what the name means ("float32" is "fp32", float32 itself), and the run
+// directory's config.toml, summary and metrics say the project's names. A
+// name that is no format plugin is an error naming the file and key.
 config::run_config load_run_config(const run_request& req) {
-    if (req.resume.empty()) return config::load_config(req.config, req.overrides);
-    if (!fs::exists(run::config_file(req.resume)))
+    if (!req.resume.empty() && !fs::exists(run::config_file(req.resume)))
         throw error("--resume " + req.resume.string() + ": no config.toml (not a run directory)");
-    return config::load_config(run::config_file(req.resume), req.overrides);
+    config::run_config c = config::load_config(req.resume.empty() ? req.config : run::config_file(req.resume), req.overrides);
+    registry names(req.plugins);
+    config::rename_formats(c.quantization, [&](const std::string& key, const std::string& name) {
+        if (name == "fp32" || name == "pow2") return name;
+        try {
+            return names.name_of(name, ALTGRAD_KIND_FORMAT);
+        } catch (const error& e) {
+            throw error(c.source.string() + ": key '" + key + "': " + e.what());
+        }
+    });
+    return c;
 }
 
 // --out, or <output.dir>/<name> (then -2, -3, ... when taken).
