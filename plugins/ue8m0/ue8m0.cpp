@@ -4,7 +4,7 @@
 #include <altgrad/sdk/format_plugin.hpp>
 
 namespace {
-altgrad::sdk::codebook_format make(const altgrad::sdk::param_view&) {
+altgrad::sdk::power_of_two_format make(const altgrad::sdk::param_view&) {
     return altgrad::sdk::power_of_two_codebook(8, 127, true);
 }
 }  // namespace

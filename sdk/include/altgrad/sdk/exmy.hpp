@@ -114,7 +114,7 @@ public:
 
     // The fast path of the adapter's vector loop. A scaled input whose
     // magnitude a (float32 bits) is finite and at least the format's min
-    // normal, i.e. a - normal_low() <= normal_span() as unsigned numbers,
+    // normal, i.e. a - normal_low_ <= normal_span_ as unsigned numbers,
     // rounds in the normal range: quantize_bits gives
     // ((a + increment) & ~step_mask), or the overflow target when that
     // exceeds max finite, with the sign, and never an underflow. This is the
@@ -131,23 +131,54 @@ public:
     // code's does (a + increment < 2^31 for finite a). d == 0 (M == 23)
     // drops nothing.
     // A zero input takes the path too where zeros keep their sign (the
-    // formula gives 0 and 0 is no underflow): fast_zero() is 0 then, else 1,
-    // and a zero magnitude a qualifies when (a | fast_zero()) == 0.
-    ALTGRAD_SDK_INLINE uint32_t normal_low() const { return normal_low_; }
-    ALTGRAD_SDK_INLINE uint32_t normal_span() const { return normal_span_; }
-    ALTGRAD_SDK_INLINE uint32_t fast_zero() const { return signed_zero_ ? 0u : 1u; }
+    // formula gives 0 and 0 is no underflow).
+    //
+    // The finite fast path (quantize_finite_bits) takes any finite input,
+    // the subnormal range included: there the grid step is constant, 2^k
+    // with k = emin - M, so the input rounds by round_to_step (rounding.hpp)
+    // instead of by a shift of its significand that differs per element;
+    // the normal range rounds as above, and a select picks the one that
+    // applies. Only for formats whose smallest step is at least 2^-67
+    // (emin_f - M >= 60: every 8-bit format and fp16, not bf16 or fp32):
+    // then a float32 subnormal input is below 2^-32 of a step and rounds to
+    // 0 in every mode however the FPU treats it (flush-to-zero included), and
+    // every result is a normal float32.
+    //
+    // fast_flags tells the adapter which path an element may take, OR-ed
+    // over a chunk: bit 0 set if not the normal one, bit 1 if not the finite
+    // one either.
+    ALTGRAD_SDK_INLINE uint32_t fast_flags(uint32_t bits) const {
+        const uint32_t a = bits & ~kSignBit;
+        const uint32_t fast_zero = signed_zero_ ? 0u : 1u;
+        const uint32_t outside_normal =
+            static_cast<uint32_t>(a - normal_low_ > normal_span_) & static_cast<uint32_t>((a | fast_zero) != 0);
+        return outside_normal | (static_cast<uint32_t>(a >= finite_limit_) << 1);
+    }
     template <altgrad_rounding R, altgrad_overflow O>
     ALTGRAD_SDK_INLINE uint32_t quantize_normal_bits(uint32_t bits, uint32_t random, uint32_t& overflow) const {
         const uint32_t sign = bits & kSignBit;
-        const uint32_t a = bits ^ sign;
-        uint32_t increment = 0;
-        if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN)
-            increment = half_step_less_one_ + (((a >> d_normal_) + parity_adjust_normal_) & odd_bit_);
-        if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) increment = (random >> random_shift_) & step_mask_;
-        const uint32_t mag = (a + increment) & ~step_mask_;
+        const uint32_t mag = round_normal<R>(bits ^ sign, random);
         const bool over = mag > max_bits_;
         overflow += over;
         return detail::select_bits(over, overflow_target<R, O>(false), mag) | sign;
+    }
+    template <altgrad_rounding R, altgrad_overflow O>
+    ALTGRAD_SDK_INLINE uint32_t quantize_finite_bits(uint32_t bits, uint32_t random, uint32_t& overflow,
+                                                     uint32_t& underflow) const {
+        using detail::mask_if;
+        using detail::select_bits;
+        const uint32_t sign = bits & kSignBit;
+        const uint32_t a = bits ^ sign;
+        const bool below = a < normal_low_;
+        // Normal-range elements round 0 there (no overflow, no out-of-range conversion), then are not picked.
+        const float sub =
+            round_to_step<R>(bits_float(a & mask_if(below)), grid_magic_, grid_step_, grid_frac_scale_, random);
+        const uint32_t mag = select_bits(below, float_bits(sub), round_normal<R>(a, random));
+        const bool over = mag > max_bits_;  // only a normal-range result can be
+        const uint32_t out = select_bits(over, overflow_target<R, O>(false), mag);
+        overflow += over;
+        underflow += (a != 0) & (out == 0);
+        return out | (sign & (mask_if(out != 0) | mask_if(signed_zero_)));
     }
 
     // Encode one scaled float32 (as bits) into a code. NaN into a format
@@ -197,6 +228,17 @@ public:
 
 private:
     friend class exmy_format;
+
+    // The normal-range rounding of the fast paths (see quantize_normal_bits).
+    template <altgrad_rounding R>
+    ALTGRAD_SDK_INLINE uint32_t round_normal(uint32_t a, uint32_t random) const {
+        uint32_t increment = 0;
+        if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN)
+            increment = half_step_less_one_ + (((a >> d_normal_) + parity_adjust_normal_) & odd_bit_);
+        if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) increment = (random >> random_shift_) & step_mask_;
+        (void)random;
+        return (a + increment) & ~step_mask_;
+    }
 
     // Round a finite magnitude (float32 bits `a`, no sign) onto the grid.
     // Garbage for Inf/NaN inputs; the caller overrides those.
@@ -322,6 +364,9 @@ private:
     // The fast path (quantize_normal_bits).
     uint32_t normal_low_ = 0, normal_span_ = 0;
     uint32_t step_mask_ = 0, half_step_less_one_ = 0, odd_bit_ = 0, parity_adjust_normal_ = 0, random_shift_ = 31;
+    // The finite fast path (quantize_finite_bits); finite_limit_ 0 turns it off.
+    uint32_t finite_limit_ = 0;
+    float grid_magic_ = 0, grid_step_ = 0, grid_frac_scale_ = 0;
 };
 
 class exmy_format {
@@ -368,6 +413,13 @@ public:
         k.random_shift_ = d > 0 ? 32u - d : 31u;
         k.normal_low_ = static_cast<uint32_t>(k.emin_f_) << 23;  // emin_f <= 254
         k.normal_span_ = 0x7F7FFFFFu - k.normal_low_;            // up to FLT_MAX
+        const int grid_exponent = k.emin_f_ - 127 - M;              // the subnormal step is 2^grid_exponent
+        if (k.emin_f_ - M >= 60 && grid_exponent + 23 <= 127) {
+            k.finite_limit_ = kInfBits;
+            k.grid_magic_ = std::ldexp(1.0f, grid_exponent + 23);
+            k.grid_step_ = std::ldexp(1.0f, grid_exponent);
+            k.grid_frac_scale_ = std::ldexp(1.0f, 32 - grid_exponent);
+        }
         if (total_bits() <= 16) {
             decode_table_.resize(size_t{1} << total_bits());
             for (uint32_t c = 0; c < decode_table_.size(); ++c) decode_table_[c] = kernel_.decode(c);
@@ -420,12 +472,15 @@ public:
         return kernel_.quantize_bits_branchless<R, O>(bits, random, counts);
     }
 
-    ALTGRAD_SDK_INLINE uint32_t normal_low() const { return kernel_.normal_low(); }
-    ALTGRAD_SDK_INLINE uint32_t normal_span() const { return kernel_.normal_span(); }
-    ALTGRAD_SDK_INLINE uint32_t fast_zero() const { return kernel_.fast_zero(); }
+    ALTGRAD_SDK_INLINE uint32_t fast_flags(uint32_t bits) const { return kernel_.fast_flags(bits); }
     template <altgrad_rounding R, altgrad_overflow O>
     ALTGRAD_SDK_INLINE uint32_t quantize_normal_bits(uint32_t bits, uint32_t random, uint32_t& overflow) const {
         return kernel_.quantize_normal_bits<R, O>(bits, random, overflow);
+    }
+    template <altgrad_rounding R, altgrad_overflow O>
+    ALTGRAD_SDK_INLINE uint32_t quantize_finite_bits(uint32_t bits, uint32_t random, uint32_t& overflow,
+                                                     uint32_t& underflow) const {
+        return kernel_.quantize_finite_bits<R, O>(bits, random, overflow, underflow);
     }
 
     template <altgrad_rounding R, altgrad_overflow O>

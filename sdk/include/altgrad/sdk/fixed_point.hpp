@@ -43,6 +43,20 @@ public:
         kmin_ = -(int64_t{1} << (spec.total_bits - 1));
         step_ = std::ldexp(1.0, -spec.fraction_bits);
         inv_step_ = std::ldexp(1.0, spec.fraction_bits);
+        // The finite fast path (see quantize_finite_bits): the grid is
+        // uniform, so round_to_step serves every |x| < 2^(total - fraction)
+        // (beyond that everything overflows) when that bound is at most its
+        // magic number 2^(23 - fraction), and when a float32 subnormal is
+        // below 2^-32 of a step (fraction <= 93), as for exmy.hpp's path.
+        const int F = spec.fraction_bits;
+        if (spec.total_bits <= 23 && F <= 93) {
+            fast_bound_ = float_bits(std::ldexp(1.0f, spec.total_bits - F));
+            grid_magic_ = std::ldexp(1.0f, 23 - F);
+            grid_step_ = std::ldexp(1.0f, -F);
+            grid_frac_scale_ = std::ldexp(1.0f, 32 + F);
+            limit_positive_ = static_cast<float>(kmax_) * grid_step_;  // exact: |k| < 2^23
+            limit_negative_ = static_cast<float>(-kmin_) * grid_step_;
+        }
     }
 
     uint32_t total_bits() const { return static_cast<uint32_t>(spec_.total_bits); }
@@ -75,6 +89,29 @@ public:
         // float32 (as it was in double before the conversion).
         const float value = static_cast<float>(k) * static_cast<float>(step_);
         return detail::select_bits(is_nan(bits), kQuietNanBits, float_bits(value));
+    }
+
+    // The adapter's finite fast path (format_plugin.hpp): a chunk whose
+    // inputs all have |x| < 2^(total - fraction) rounds |x| onto the grid
+    // with round_to_step (rounding.hpp), the same rounding of the magnitude
+    // as round_to_integer, then clamps it to kmax or -kmin by the sign.
+    // fast_flags: bit 0 always set (no normal-range path), bit 1 when x is
+    // outside that range (NaN and Inf included).
+    ALTGRAD_SDK_INLINE uint32_t fast_flags(uint32_t bits) const {
+        return 1u | (static_cast<uint32_t>((bits & ~kSignBit) >= fast_bound_) << 1);
+    }
+    template <altgrad_rounding R, altgrad_overflow O>
+    ALTGRAD_SDK_INLINE uint32_t quantize_finite_bits(uint32_t bits, uint32_t random, uint32_t& overflow,
+                                                     uint32_t& underflow) const {
+        const uint32_t sign = bits & kSignBit;
+        const uint32_t a = bits ^ sign;
+        const float m = round_to_step<R>(bits_float(a), grid_magic_, grid_step_, grid_frac_scale_, random);
+        const float limit = sign != 0 ? limit_negative_ : limit_positive_;
+        const bool over = m > limit;
+        const float v = over ? limit : m;
+        overflow += over;
+        underflow += (a != 0) & (v == 0.0f);
+        return float_bits(v) | (sign & detail::mask_if(v != 0.0f));  // one zero: +0
     }
 
     template <altgrad_rounding R, altgrad_overflow O>
@@ -142,6 +179,9 @@ private:
     fixed_point_spec spec_;
     int64_t kmax_ = 0, kmin_ = 0;
     double step_ = 0, inv_step_ = 0;
+    // The finite fast path; fast_bound_ 0 turns it off.
+    uint32_t fast_bound_ = 0;
+    float grid_magic_ = 0, grid_step_ = 0, grid_frac_scale_ = 0, limit_positive_ = 0, limit_negative_ = 0;
 };
 
 }  // namespace altgrad::sdk

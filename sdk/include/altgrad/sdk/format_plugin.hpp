@@ -32,6 +32,7 @@
 // kernels of cuda_kernels.cuh; info().memory_kinds says so.
 #pragma once
 
+#include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -118,14 +119,36 @@ struct has_branchless_kernel<F, std::void_t<decltype(std::declval<const F&>().te
                                                      ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
                                     uint32_t{}, uint32_t{}, std::declval<element_counts&>()))>> : std::true_type {};
 
-// Whether F has the normal-range fast path (exmy_format does): normal_low,
-// normal_span, fast_zero and quantize_normal_bits (see exmy.hpp).
+// Whether F has fast paths for chunks whose inputs all lie in a range
+// (exmy_format, fixed_point_format and power_of_two_format do; see
+// exmy.hpp): fast_flags(bits), OR-ed over a chunk, bit 0 clear when every
+// element may take quantize_normal_bits (a short kernel that never
+// underflows), bit 1 clear when every element may take quantize_finite_bits.
+// A format may have either or both.
 template <class F, class = void>
 struct has_normal_fast_path : std::false_type {};
 template <class F>
 struct has_normal_fast_path<F, std::void_t<decltype(std::declval<const F&>().template quantize_normal_bits<
                                                     ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
                                    uint32_t{}, uint32_t{}, std::declval<uint32_t&>()))>> : std::true_type {};
+template <class F, class = void>
+struct has_finite_fast_path : std::false_type {};
+template <class F>
+struct has_finite_fast_path<F, std::void_t<decltype(std::declval<const F&>().template quantize_finite_bits<
+                                                    ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
+                                   uint32_t{}, uint32_t{}, std::declval<uint32_t&>(), std::declval<uint32_t&>()))>>
+    : std::true_type {};
+
+// Whether the FPU rounds to nearest, which the finite fast paths need
+// (round_to_step, rounding.hpp); under another rounding mode the general
+// kernel, which works on the bits alone, runs instead.
+inline bool fpu_rounds_to_nearest() {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+    return (_mm_getcsr() & 0x6000u) == 0;  // MXCSR.RC: the SSE/AVX rounding control
+#else
+    return std::fegetround() == FE_TONEAREST;
+#endif
+}
 
 // How the element loop scales: one scale for the call (unit, power_of_two,
 // general, as classify_scale says), or one scale per element of the chunk
@@ -170,27 +193,39 @@ __attribute__((always_inline)) inline void quantize_chunk(const F& f, const floa
                                                           const float* __restrict inv_scale,
                                                           const uint32_t* __restrict random, uint64_t& overflow,
                                                           uint64_t& underflow) {
-    if constexpr (Vector && has_normal_fast_path<F>::value) {
-        // When every scaled input of the chunk is finite and at least the
-        // format's min normal (or a zero it may pass, see exmy.hpp), the
-        // short kernel gives the same bits and counts; the check costs a
-        // few operations per element.
-        const uint32_t low = f.normal_low(), span = f.normal_span(), fast_zero = f.fast_zero();
-        uint32_t outside = 0;
-        for (size_t j = 0; j < m; ++j) {
-            const uint32_t a = float_bits(scale_input<S>(in[j], s, scale, j)) & ~kSignBit;
-            outside |= static_cast<uint32_t>(a - low > span) & static_cast<uint32_t>((a | fast_zero) != 0);
-        }
-        if (outside == 0) {
-            uint32_t chunk_overflow = 0;
-            for (size_t j = 0; j < m; ++j) {
-                const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
-                const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
-                const uint32_t q = f.template quantize_normal_bits<R, O>(bits, random_j, chunk_overflow);
-                out[j] = scale_output<S>(bits_float(q), s, inv, scale, inv_scale, j);
+    if constexpr (Vector && (has_normal_fast_path<F>::value || has_finite_fast_path<F>::value)) {
+        // When every scaled input of the chunk lies in a fast path's range
+        // (see has_normal_fast_path), its short kernel gives the same bits
+        // and counts; the check costs a few operations per element.
+        uint32_t flags = 0;
+        for (size_t j = 0; j < m; ++j) flags |= f.fast_flags(float_bits(scale_input<S>(in[j], s, scale, j)));
+        if constexpr (has_normal_fast_path<F>::value) {
+            if ((flags & 1u) == 0) {
+                uint32_t chunk_overflow = 0;
+                for (size_t j = 0; j < m; ++j) {
+                    const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
+                    const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
+                    const uint32_t q = f.template quantize_normal_bits<R, O>(bits, random_j, chunk_overflow);
+                    out[j] = scale_output<S>(bits_float(q), s, inv, scale, inv_scale, j);
+                }
+                overflow += chunk_overflow;
+                return;
             }
-            overflow += chunk_overflow;
-            return;
+        }
+        if constexpr (has_finite_fast_path<F>::value) {
+            if ((flags & 2u) == 0 && fpu_rounds_to_nearest()) {
+                uint32_t chunk_overflow = 0, chunk_underflow = 0;
+                for (size_t j = 0; j < m; ++j) {
+                    const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
+                    const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
+                    const uint32_t q =
+                        f.template quantize_finite_bits<R, O>(bits, random_j, chunk_overflow, chunk_underflow);
+                    out[j] = scale_output<S>(bits_float(q), s, inv, scale, inv_scale, j);
+                }
+                overflow += chunk_overflow;
+                underflow += chunk_underflow;
+                return;
+            }
         }
     }
     uint32_t chunk_overflow = 0, chunk_underflow = 0;

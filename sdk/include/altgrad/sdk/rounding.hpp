@@ -89,6 +89,37 @@ ALTGRAD_SDK_INLINE uint32_t round_away(uint32_t frac32, uint32_t odd, uint32_t r
     }
 }
 
+// Round x (>= 0, finite) onto a uniform grid of step 2^k, for x below
+// 2^(k+23) (where the grid is finer than x's float32 spacing would allow
+// anything else): the subnormal range of an ExMy format, a fixed-point
+// format. magic = 2^(k+23), frac_scale = 2^(32-k). x + magic lies in
+// [magic, 2 magic), whose float32 spacing is exactly the step, so the add
+// rounds x to the grid, ties to the even multiple (the even code), and the
+// subtraction is exact; that is nearest-even, provided the FPU rounds to
+// nearest (the caller checks: fpu_rounds_to_nearest in format_plugin.hpp).
+// Toward-zero steps back when that went up; stochastic adds a step by
+// round_away with frac32 = floor((x - below) / step * 2^32), the fraction
+// the bit-level kernels compute (x - below is exact: Sterbenz, or below = 0).
+// A handful of vector instructions instead of shifting the significand by
+// a per-element count.
+template <altgrad_rounding R>
+ALTGRAD_SDK_INLINE float round_to_step(float x, float magic, float step, float frac_scale, uint32_t random) {
+    const float nearest = (x + magic) - magic;
+    if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN) {
+        (void)step, (void)frac_scale, (void)random;
+        return nearest;
+    } else {
+        const float below = nearest - (nearest > x ? step : 0.0f);
+        if constexpr (R == ALTGRAD_ROUND_TOWARD_ZERO) {
+            (void)frac_scale, (void)random;
+            return below;
+        } else {
+            const uint32_t frac32 = static_cast<uint32_t>((x - below) * frac_scale);  // < 2^32
+            return below + (round_away<R>(frac32, 0u, random) != 0 ? step : 0.0f);
+        }
+    }
+}
+
 namespace detail {
 
 // All ones when c, else zero; and a branch-free c ? a : b on 32-bit words.
