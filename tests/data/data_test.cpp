@@ -666,6 +666,10 @@ TEST(DataFortunes, DebianFortunesCorpus) {
     EXPECT_LT(ref.bigram, h - 0.3);
     EXPECT_LT(ref.trigram, ref.bigram - 0.2);
     EXPECT_GT(ref.trigram, 1.5);
+    // A training split beyond the limit is not counted.
+    const host::data::corpus_reference big = host::data::reference_losses(d, d.size(split::train) - 1);
+    EXPECT_EQ(big.unigram_entropy, h);
+    EXPECT_TRUE(std::isnan(big.bigram) && std::isnan(big.trigram));
 }
 
 }  // namespace

@@ -78,10 +78,11 @@ double witten_bell_cross_entropy(const uint16_t* train, size_t n_train, const ui
     return sum / static_cast<double>(n_test - (static_cast<size_t>(order) - 1));
 }
 
-corpus_reference reference_losses(const dataset& d) {
+corpus_reference reference_losses(const dataset& d, size_t max_train_tokens) {
     const uint16_t* train = d.tokens(split::train);
     const uint16_t* val = d.tokens(split::val);
     const size_t nt = d.size(split::train), nv = d.size(split::val);
+    if (nt > max_train_tokens) return {d.unigram_entropy_nats(), NAN, NAN};
     return {d.unigram_entropy_nats(), witten_bell_cross_entropy(train, nt, val, nv, d.vocab_size(), 2),
             witten_bell_cross_entropy(train, nt, val, nv, d.vocab_size(), 3)};
 }

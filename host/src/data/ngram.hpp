@@ -28,9 +28,13 @@ double witten_bell_cross_entropy(const uint16_t* train, size_t n_train, const ui
 // The references `run` records in summary.json and `report` prints.
 struct corpus_reference {
     double unigram_entropy = 0;  // dataset::unigram_entropy_nats(): the train split's own entropy
-    double bigram = 0, trigram = 0;  // witten_bell_cross_entropy, train split -> validation split
+    double bigram = 0, trigram = 0;  // witten_bell_cross_entropy, train split -> validation split; NaN: not computed
 };
 
-corpus_reference reference_losses(const dataset& d);
+// Above this many training tokens (a large nanoGPT corpus) the n-gram tables
+// would cost more memory and time than a short run: bigram and trigram are NaN.
+constexpr size_t kMaxReferenceTokens = 50'000'000;
+
+corpus_reference reference_losses(const dataset& d, size_t max_train_tokens = kMaxReferenceTokens);
 
 }  // namespace altgrad::host::data
