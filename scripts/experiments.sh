@@ -8,7 +8,7 @@
 #               separating workload (configs/separating_bf16.toml), 3 seeds, 5 for BF16, E5M2, E3M4 (27 runs)
 #   blocks      study_blocks.toml: the block-scaled configs at the separating workload, 3 seeds
 #               (27 runs); its report sets them beside the separating runs (and their BF16 baseline)
-# Two runs at a time, one thread each: about 3 hours on an otherwise idle 2-core machine
+# Two runs at a time, one thread each: about 2.7 hours on an otherwise idle 2-core machine
 # (docs/performance.md, "A workload that separates the formats"). It prints the time each study took.
 # Runs go to OUT_DIR/runs/<study>/, the reports to OUT_DIR/<study>/report.md with their figures.
 # A collapsed run is a result, not an error; `sweep` says what it does with runs already in its
