@@ -1,34 +1,44 @@
 #!/usr/bin/env bash
-# The seed experiments (issue 6), on the CPU, then the report over all of them:
+# The format study of issue #14, on the CPU, then one report per study:
 #   scripts/experiments.sh [OUT_DIR]        (default docs/results)
-# Runs every config at 500 steps: bf16_baseline, e5m2_short and e3m4_uniform with seeds 42, 1 and 2;
-# e4m3_uniform, e1m6_uniform, e1m6_postln, e0m7_uniform, e7m0_uniform and e7m0_mantissa_shift with
-# seed 42; the range and stiffness diagnostics on in every run (they measure, they do not change
-# training). Two runs at a time, one thread each. About 10 minutes on a 2-core machine (it prints
-# the time it took). Runs go to OUT_DIR/runs/, the report to OUT_DIR/report.md with OUT_DIR/figures/.
+# Each study is a sweep file in configs/sweeps/ (the runs, seeds and overrides are there):
+#   seeds       study_seeds.toml: the seed formats x scaling {none, delayed} x master weights
+#               {on, off} at the seeds' 500 steps, 3 seeds (84 runs)
+#   separating  study_separating.toml + study_separating_more_seeds.toml: the seed formats at the
+#               separating workload (configs/separating_bf16.toml), 3 seeds, 5 for BF16, E5M2, E3M4 (27 runs)
+#   blocks      study_blocks.toml: the block-scaled configs at the separating workload, 3 seeds
+#               (27 runs); its report sets them beside the separating runs (and their BF16 baseline)
+# Two runs at a time, one thread each: about 2.7 hours on an otherwise idle 2-core machine
+# (docs/performance.md, "A workload that separates the formats"). It prints the time each study took.
+# Runs go to OUT_DIR/runs/<study>/, the reports to OUT_DIR/<study>/report.md with their figures.
+# A collapsed run is a result, not an error; `sweep` says what it does with runs already in its
+# --out folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-docs/results}"
 [ -x build/altgrad-host ] || scripts/build.sh
-rm -rf "$out/runs"
+host=(build/altgrad-host --plugins build/plugins)
 mkdir -p "$out/runs"
 start=$(date +%s)
-jobs_file=$(mktemp)
-for seed in 42 1 2; do
-  for config in bf16_baseline e5m2_short e3m4_uniform; do echo "$config $seed"; done
-done >> "$jobs_file"
-for config in e4m3_uniform e1m6_uniform e1m6_postln e0m7_uniform e7m0_uniform e7m0_mantissa_shift; do
-  echo "$config 42"
-done >> "$jobs_file"
-run_one() {
-  local config=$1 seed=$2 out=$3
-  build/altgrad-host --plugins build/plugins run "configs/$config.toml" --out "$out/runs/$config-s$seed" \
-    --set training.seed="$seed" --set training.threads=1 --set diagnostics.plugins=range,stiffness \
-    > "$out/runs/$config-s$seed.log" 2>&1 || true   # a collapsed run exits 3: that is a result, not an error
-  tail -n 4 "$out/runs/$config-s$seed.log" | head -n 1
+
+sweep() {  # sweep FILE STUDY: the sweep file's runs into OUT/runs/STUDY
+  local t=$(date +%s)
+  "${host[@]}" sweep "configs/sweeps/$1.toml" --jobs 2 --out "$out/runs/$2"
+  echo "sweep $1: $(( $(date +%s) - t )) s"
 }
-export -f run_one
-xargs -P 2 -L 1 bash -c 'run_one "$0" "$1" "'"$out"'"' < "$jobs_file"
-rm -f "$jobs_file"
-build/altgrad-host report "$out"/runs/*/ -o "$out"
-echo "experiments and report: $(( $(date +%s) - start )) s; report: $out/report.md"
+report() {  # report STUDY RUN_FOLDER...: one report over the run directories in those folders
+  local study=$1
+  shift
+  local dirs=()
+  for folder in "$@"; do dirs+=("$out/runs/$folder"/*/); done
+  "${host[@]}" report "${dirs[@]}" -o "$out/$study"
+}
+
+sweep study_seeds seeds
+report seeds seeds
+sweep study_separating separating
+sweep study_separating_more_seeds separating_more_seeds
+report separating separating separating_more_seeds
+sweep study_blocks blocks
+report blocks separating separating_more_seeds blocks
+echo "experiments and reports: $(( $(date +%s) - start )) s; reports: $out/{seeds,separating,blocks}/report.md"

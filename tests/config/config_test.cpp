@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <toml++/toml.h>
 #include <unistd.h>
 
 #include "config/run_config.hpp"
@@ -1123,6 +1124,30 @@ TEST(ConfigFiles, TheSeedExperimentsAreThereWithTheSeedSettings) {
         const run_config c = load_config(fs::path(ALTGRAD_CONFIGS_DIR) / (std::string(name) + ".toml"));
         EXPECT_EQ(c.quantization.weight_format + c.quantization.activation_format + c.quantization.gradient_format,
                   "e5m2e5m2e5m2");
+    }
+}
+
+// The study's sweeps at the separating workload repeat configs/separating_bf16.toml's [training]
+// settings as overrides (a sweep file names base configs, not a workload): they must agree, or the
+// study would not train what docs/performance.md measured.
+TEST(ConfigFiles, TheStudySweepsTrainAtTheSeparatingWorkload) {
+    const fs::path dir = ALTGRAD_CONFIGS_DIR;
+    run_config workload = load_config(dir / "separating_bf16.toml");
+    for (const char* sweep : {"study_separating.toml", "study_separating_more_seeds.toml", "study_blocks.toml"}) {
+        SCOPED_TRACE(sweep);
+        const toml::table t = toml::parse_file((dir / "sweeps" / sweep).string());
+        std::vector<std::string> training;
+        const toml::array* set = t["set"].as_array();
+        ASSERT_NE(set, nullptr);
+        for (const toml::node& n : *set) {
+            const std::string o = n.value_or(std::string());
+            if (o.rfind("training.", 0) == 0 && o.rfind("training.threads=", 0) != 0) training.push_back(o);
+        }
+        run_config c = load_config(dir / "bf16_baseline.toml", training);
+        EXPECT_GT(c.training.max_steps, 500);
+        c.name = workload.name;
+        c.source = workload.source;
+        EXPECT_TRUE(c == workload) << "bf16_baseline with the sweep's training.* overrides differs from separating_bf16";
     }
 }
 

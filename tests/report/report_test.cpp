@@ -381,6 +381,41 @@ TEST(ReportGroups, MeanAndSpreadAgainstTheBaseline) {
     EXPECT_CONTAINS(md, "- `" + runs[3].dir.generic_string() + "`: no summary.json");
 }
 
+// summary.json with the corpus references a host now records.
+fs::path with_corpus(const fs::path& run, const std::string& corpus_json) {
+    std::string s = read(run / "summary.json");
+    s.replace(s.find("\"switches\""), 0, "\"corpus\": " + corpus_json + ", ");
+    write(run / "summary.json", s);
+    return run;
+}
+
+TEST(ReportCorpus, TheNgramReferencesOncePerCorpus) {
+    scratch tmp;
+    const std::string fortunes = "{\"unigram_entropy\": 3.31487, \"bigram\": 2.61254, \"trigram\": 2.14119}";
+    std::vector<run_record> runs = {
+        read_run(with_corpus(finished_run(tmp.path(), "a", "e5m2_short", "e5m2", 1, 2.5), fortunes)),
+        read_run(with_corpus(finished_run(tmp.path(), "b", "e5m2_short", "e5m2", 2, 2.7), fortunes)),
+        read_run(finished_run(tmp.path(), "c", "bf16_baseline", "bf16", 42, 2.4)),  // an older host: none
+    };
+    EXPECT_EQ(runs[0].corpus.trigram, 2.14119);
+    EXPECT_TRUE(std::isnan(runs[2].corpus.bigram));
+    report_options o;
+    o.out_dir = tmp.path() / "report";
+    o.figures = false;
+    write_report(runs, o);
+    EXPECT_CONTAINS(read(o.out_dir / "report.md"),
+                    "Reference, the corpus without a model (docs/data.md, \"Reference losses\"): unigram entropy "
+                    "3.3149, held-out bigram 2.6125, trigram 2.1412 nats/char.\n");
+    // Two corpora: one line each with its number of runs.
+    runs.push_back(read_run(with_corpus(finished_run(tmp.path(), "d", "e5m2_short", "e5m2", 3, 2.6),
+                                        "{\"unigram_entropy\": 1, \"bigram\": 0.5, \"trigram\": null}")));
+    write_report(runs, o);
+    const std::string md = read(o.out_dir / "report.md");
+    EXPECT_CONTAINS(md, "the runs used 2 different corpora or splits:\n\n");
+    EXPECT_CONTAINS(md, "- unigram entropy 3.3149, held-out bigram 2.6125, trigram 2.1412 nats/char (2 runs)\n");
+    EXPECT_CONTAINS(md, "- unigram entropy 1.0000, held-out bigram 0.5000, trigram nan nats/char (1 run)\n");
+}
+
 // A config.toml with one more key in [training].
 fs::path with_training_key(const fs::path& run, const std::string& key_line) {
     std::string c = read(run / "config.toml");

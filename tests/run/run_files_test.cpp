@@ -206,6 +206,7 @@ summary_record a_summary() {
     s.best_val_loss = 4.0625;
     s.seconds = 12.5;
     s.formats = {"e7m0", "e7m0", "e5m2"};
+    s.corpus = {3.25, 2.5, NAN};
     s.switches = {{3, "mantissa_shift", "blocks.0.attn.qkv.weight", "e7m0", "e5m2"}};
     s.interventions = {{"mantissa_shift", {{"switch_format", 1}}}};
     return s;
@@ -226,6 +227,18 @@ TEST(Summary, RoundTrips) {
     EXPECT_EQ(s.switches[0].plugin, "mantissa_shift");
     EXPECT_EQ(s.switches[0].to, "e5m2");
     EXPECT_EQ(s.interventions.at("mantissa_shift").at("switch_format"), 1);
+    EXPECT_EQ(s.corpus.unigram_entropy, 3.25);
+    EXPECT_EQ(s.corpus.bigram, 2.5);
+    EXPECT_TRUE(std::isnan(s.corpus.trigram));  // written as null
+    // A summary of a host before "corpus" reads with the references unknown.
+    std::string text = read(summary_file(tmp.path()));
+    const size_t from = text.find("\"corpus\""), to = text.find("\"switches\"");
+    ASSERT_NE(from, std::string::npos);
+    text.erase(from, to - from);
+    const summary_record old = parse_summary(text, "old/summary.json");
+    EXPECT_TRUE(std::isnan(old.corpus.unigram_entropy));
+    EXPECT_TRUE(std::isnan(old.corpus.bigram));
+    EXPECT_EQ(old.final_val_loss, 4.125);
 }
 
 // A training process killed from outside while between plugin calls: the

@@ -611,6 +611,26 @@ std::string group_row(const group_summary& g, const group_summary* baseline, con
     return o.str();
 }
 
+// What the corpus alone predicts, once per distinct corpus among the runs
+// (summary.json's "corpus"): the bar a model's validation loss should clear.
+void write_corpus_reference(std::ostream& md, const std::vector<run_record>& runs) {
+    std::map<std::string, size_t> lines;  // reference text -> runs with it
+    for (const run_record& r : runs) {
+        const run::corpus_record& c = r.corpus;
+        if (std::isnan(c.bigram) && std::isnan(c.trigram)) continue;
+        ++lines["unigram entropy " + fixed(c.unigram_entropy) + ", held-out bigram " + fixed(c.bigram) +
+                ", trigram " + fixed(c.trigram) + " nats/char"];
+    }
+    if (lines.empty()) return;
+    md << "\nReference, the corpus without a model (docs/data.md, \"Reference losses\"): ";
+    if (lines.size() == 1) {
+        md << lines.begin()->first << ".\n";
+        return;
+    }
+    md << "the runs used " << lines.size() << " different corpora or splits:\n\n";
+    for (const auto& [text, n] : lines) md << "- " << text << " (" << n << (n == 1 ? " run" : " runs") << ")\n";
+}
+
 void write_comparison(std::ostream& md, const std::vector<group_summary>& groups, const group_summary* baseline) {
     md << "\n## Formats compared across seeds\n\n"
        << "Runs are grouped by their resolved configuration without the seed (the name, `training.threads` and "
@@ -844,6 +864,7 @@ report_output write_report(const std::vector<run_record>& runs, const report_opt
     write_overview(md, runs, groups.size());
     write_runs(md, runs, options.out_dir);
     write_comparison(md, groups, baseline);
+    write_corpus_reference(md, runs);
     write_hypotheses(md, runs, options.judged);
     write_figures(md, runs, groups, baseline, options, result);
     md << "\n## Tables\n\n[`runs.csv`](runs.csv): one row per run; [`steps.csv`](steps.csv): one row per run per "

@@ -143,6 +143,7 @@ void read_summary(const fs::path& file, run_record& r) {
     r.final_train_loss = s.final_train_loss;
     r.final_val_loss = s.final_val_loss;
     r.best_val_loss = s.best_val_loss;
+    r.corpus = s.corpus;
     if (r.formats.empty()) {
         const run::formats_record& f = s.formats;
         r.formats = (f.weight == f.activation && f.activation == f.gradient)

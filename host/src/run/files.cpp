@@ -544,6 +544,10 @@ void write_summary(const fs::path& run_dir, const summary_record& s) {
               {"best_val_loss", number_or_null(s.best_val_loss)},
               {"seconds", number_or_null(s.seconds)},
               {"formats", {{"weight", s.formats.weight}, {"activation", s.formats.activation}, {"gradient", s.formats.gradient}}},
+              {"corpus",
+               {{"unigram_entropy", number_or_null(s.corpus.unigram_entropy)},
+                {"bigram", number_or_null(s.corpus.bigram)},
+                {"trigram", number_or_null(s.corpus.trigram)}}},
               {"switches", switches_json(s.switches)},
               {"interventions", interventions_json(s.interventions)}};
     j["crash"] = nullptr;
@@ -588,6 +592,10 @@ summary_record parse_summary(const std::string& text, const std::string& name) {
         s.seconds = f.number("seconds");
         const fields formats = f.object("formats");
         s.formats = {formats.string("weight"), formats.string("activation"), formats.string("gradient")};
+        if (f.has("corpus")) {  // hosts before it wrote none
+            const fields corpus = f.object("corpus");
+            s.corpus = {corpus.number("unigram_entropy"), corpus.number("bigram"), corpus.number("trigram")};
+        }
         s.switches = switches_from(f, "switches");
         s.interventions = interventions_from(f, "interventions");
         // Hosts before "crash" wrote none; null: not a crash.

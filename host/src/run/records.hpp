@@ -140,6 +140,14 @@ struct crash_record {
     int64_t steps_done = 0;      // steps finished before the crash
 };
 
+// What the corpus alone predicts (data/ngram.hpp), beside the run's losses:
+// the train split's unigram entropy and the held-out bigram and trigram
+// cross-entropies on the validation split, nats per token. NaN: not recorded
+// (a summary of a host before them, or of a crashed run).
+struct corpus_record {
+    double unigram_entropy = NAN, bigram = NAN, trigram = NAN;
+};
+
 struct summary_record {
     std::string run_id, name;
     std::string status;        // "finished", "collapsed", "error", "crashed", "interrupted" (SIGINT/SIGTERM)
@@ -150,6 +158,7 @@ struct summary_record {
     double final_train_loss = NAN, final_val_loss = NAN, best_val_loss = NAN;  // null: not finite / none
     double seconds = NAN;
     formats_record formats;  // the global formats at the start
+    corpus_record corpus;
     std::vector<format_switch> switches;
     std::map<std::string, std::map<std::string, int64_t>> interventions;
     std::optional<crash_record> crash;  // status "crashed" only

@@ -9,6 +9,7 @@
 #include <set>
 #include <thread>
 
+#include "data/ngram.hpp"
 #include "plugins/call_record.hpp"
 #include "run/supervise.hpp"
 #include "stability/failure_report.hpp"
@@ -586,6 +587,8 @@ run_summary training_run::finish(const std::string& status, const stability::ver
     r.best_val_loss = s.best_val_loss;
     r.seconds = s.seconds;
     r.formats = {c_.quantization.weight_format, c_.quantization.activation_format, c_.quantization.gradient_format};
+    const data::corpus_reference ref = data::reference_losses(data_);
+    r.corpus = {ref.unigram_entropy, ref.bigram, ref.trigram};
     r.switches = history_.switches;
     r.interventions = history_.interventions;
     run::write_summary(run_dir_, r);
@@ -594,7 +597,8 @@ run_summary training_run::finish(const std::string& status, const stability::ver
          << s.final_train_loss << ", final val loss " << s.final_val_loss << " (best " << s.best_val_loss << "), "
          << duration_text(s.seconds) << "\n"
          << "run directory " << run_dir_.string() << " (config.toml, metrics.jsonl, summary.json, checkpoints/)\n"
-         << "corpus unigram entropy " << data_.unigram_entropy_nats() << " nats/char\n";
+         << "corpus unigram entropy " << ref.unigram_entropy << " nats/char; held-out bigram " << ref.bigram
+         << ", trigram " << ref.trigram << " nats/char (what n-gram statistics alone reach)\n";
     return s;
 }
 
