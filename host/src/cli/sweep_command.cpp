@@ -19,6 +19,7 @@
 #include "sweep/slurm.hpp"
 #include "sweep/sweep_file.hpp"
 #include "util/error.hpp"
+#include "util/process.hpp"
 
 namespace altgrad::host::cli {
 
@@ -34,7 +35,7 @@ int submit(const std::vector<std::string>& slurm_args, const fs::path& script) {
     pid_t pid = -1;
     try {
         std::cout << std::flush;
-        pid = sweep::spawn_process(argv, -1, false);
+        pid = spawn_process(argv, -1, false);
     } catch (const error& e) {
         throw error("sweep: --slurm: " + std::string(e.what()) + " (is Slurm installed and on PATH? the job script is " +
                     script.string() + ")");

@@ -10,11 +10,11 @@
 #include <sstream>
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char** environ;
+#include "util/error.hpp"
+#include "util/process.hpp"
 
 namespace altgrad::host::report {
 
@@ -22,18 +22,16 @@ namespace fs = std::filesystem;
 
 int run_program(const std::vector<std::string>& argv, const fs::path& log, double timeout_seconds) {
     if (argv.empty()) return 127;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    pid_t pid = 0;
-    const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) return 127;
+    const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (log_fd < 0) return 127;
+    pid_t pid = -1;
+    try {
+        pid = spawn_process(argv, log_fd, false);
+    } catch (const error&) {  // not found, not executable: the caller names the program
+        ::close(log_fd);
+        return 127;
+    }
+    ::close(log_fd);
     // A program that never returns must not hang the report: poll, then kill it.
     int status = 0;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
@@ -49,9 +47,7 @@ int run_program(const std::vector<std::string>& argv, const fs::path& log, doubl
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-    return 127;
+    return exit_code(status);
 }
 
 namespace {

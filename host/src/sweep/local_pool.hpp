@@ -52,14 +52,6 @@ struct pool_result {
 pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>& runs,
                      const std::vector<size_t>& todo, const pool_options& o, std::ostream& err);
 
-// Starts `argv` (argv[0] searched on PATH when it has no '/'), standard input
-// /dev/null, standard output and error to `output_fd` (-1: inherited); when
-// `die_with_parent`, the child gets SIGTERM if this process dies; `keep_fd`
-// (-1: none), a close-on-exec descriptor, stays open in the child. Returns
-// its pid; throws host::error naming argv[0] when it cannot be started (not
-// found, not executable).
-int spawn_process(const std::vector<std::string>& argv, int output_fd, bool die_with_parent, int keep_fd = -1);
-
 // "12s", "14m", "2h05m".
 std::string duration_text(double seconds);
 
