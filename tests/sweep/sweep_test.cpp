@@ -262,7 +262,7 @@ TEST(RunState, RunArgumentsStartFreshOrResume) {
               (std::vector<std::string>{"--plugins", "/p", "run", "configs/tiny.toml", "--out", "out/tiny-s7", "--set",
                                         "training.threads=1", "--set", "training.seed=7"}));
     EXPECT_EQ(run_arguments("/p", "out", r, run_status::interrupted),
-              (std::vector<std::string>{"--plugins", "/p", "run", "--resume", "out/tiny-s7"}));
+              (std::vector<std::string>{"--plugins", "/p", "run", "--resume", "out/tiny-s7", "--fallback"}));
     EXPECT_EQ(shell_words({"run", "a b", "it's", "x=1"}), "run 'a b' 'it'\\''s' x=1");
 }
 

@@ -60,7 +60,9 @@ std::vector<std::string> run_arguments(const fs::path& plugins, const fs::path& 
                                        run_status status) {
     std::vector<std::string> a = {"--plugins", plugins.string(), "run"};
     if (status == run_status::interrupted) {
-        a.insert(a.end(), {"--resume", run_dir(out, r).string()});
+        // --fallback: a damaged newest checkpoint gives way to the newest intact
+        // one; training is deterministic, so the run ends exactly as it would have.
+        a.insert(a.end(), {"--resume", run_dir(out, r).string(), "--fallback"});
         return a;
     }
     a.insert(a.end(), {r.config.string(), "--out", run_dir(out, r).string()});

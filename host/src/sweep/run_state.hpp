@@ -42,7 +42,7 @@ void mark_sweep_folder(const fs::path& out, const fs::path& sweep_file);
 bool is_sweep_housekeeping(const fs::path& dir);
 
 // The arguments after the host's path that make progress on `r` in `status`:
-// --plugins PLUGINS run --resume DIR, or --plugins PLUGINS run CONFIG --out DIR --set ...
+// --plugins PLUGINS run --resume DIR --fallback, or --plugins PLUGINS run CONFIG --out DIR --set ...
 std::vector<std::string> run_arguments(const fs::path& plugins, const fs::path& out, const sweep_run& r,
                                        run_status status);
 
