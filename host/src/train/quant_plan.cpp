@@ -94,6 +94,12 @@ void check_quantizable(const torch::Tensor& x, const quant_site& site) {
         throw error("quantize " + site.name() + ": tensors on " + x.device().str() + " are not supported");
 }
 
+// The block length along rows of k elements: the site's block size, at most
+// one row (a row shorter than a block is one short block), at least 1.
+int64_t block_length(int64_t k, const quant_site& site) {
+    return std::max<int64_t>(1, std::min<int64_t>(k, static_cast<int64_t>(std::min<size_t>(site.block_size, INT64_MAX))));
+}
+
 // The encode scale of every block of x's rows (blocks of `block` elements
 // along the last dimension, a row's last one possibly short), by the site's
 // recipe, in row order: ceil(K / block) per row.
@@ -132,7 +138,7 @@ block_scales_of derive_block_scales(const torch::Tensor& x, const quant_site& si
 quantize_counts quantize_blocks(const format_handle& format, const torch::Tensor& x, torch::Tensor& out,
                                 quantize_options o, const quant_site& site, block_scale_stats* stats) {
     const int64_t k = x.dim() ? x.size(-1) : 1, n = x.numel();
-    const int64_t block = std::min<int64_t>(k, static_cast<int64_t>(std::min<size_t>(site.block_size, INT64_MAX)));
+    const int64_t block = block_length(k, site);
     if (n == 0 || k == 0) return {};
     const block_scales_of b = derive_block_scales(x, site, block);
     if (stats) stats->add(b.stats);
@@ -234,7 +240,7 @@ site_block_scales block_scales_for(const torch::Tensor& t, const quant_site& sit
     const torch::Tensor x = t.contiguous();
     check_quantizable(x, site);
     const int64_t k = x.dim() ? x.size(-1) : 1;
-    const int64_t block = std::max<int64_t>(1, std::min<int64_t>(k, static_cast<int64_t>(std::min<size_t>(site.block_size, INT64_MAX))));
+    const int64_t block = block_length(k, site);
     return {derive_block_scales(x, site, block).scales.to(torch::kCPU).contiguous(), static_cast<size_t>(block)};
 }
 
