@@ -441,15 +441,61 @@ TEST(ReportGroups, RunsThatDifferInMoreThanTheSeedAreNeverAveraged) {
     const std::vector<group_summary> groups = group_runs(runs);
     ASSERT_EQ(groups.size(), 4u);
     EXPECT_TRUE(groups[3].settings.empty());
-    EXPECT_EQ(groups[3].label, "lr_test (3)");
+    EXPECT_EQ(groups[3].label, "lr_test (config unknown)");
     EXPECT_EQ(groups[0].name, "lr_test, lr_test-s2");
     EXPECT_EQ(groups[0].runs.size(), 2u);
     EXPECT_NEAR(groups[0].val.mean, 3.05, 1e-12);
-    EXPECT_EQ(groups[1].label, "lr_test");
+    // Groups that share a name are labelled by what tells them apart (the rate, shortest decimal).
+    EXPECT_EQ(groups[1].label, "lr_test [learning_rate=0.003]");
     EXPECT_EQ(groups[1].runs.size(), 1u);
     // training.threads does not change the experiment: the last run is apart by its (default) rate alone.
-    EXPECT_EQ(groups[2].label, "lr_test (2)");
+    EXPECT_EQ(groups[2].label, "lr_test [learning_rate=0.0006]");
     EXPECT_EQ(varying_settings(groups), std::vector<std::string>{"training.learning_rate"});
+}
+
+TEST(ReportGroups, EachGroupIsComparedWithTheBaselineThatSharesItsSettings) {
+    scratch tmp;
+    // BF16 and E5M2, each at two learning rates (as a study of scaling x master weights has a BF16 group
+    // per condition): E5M2 at 0.01 is compared with BF16 at 0.01, not with the first BF16 group.
+    auto at_rate = [&](const std::string& dir, const std::string& name, const std::string& format, int seed,
+                       double loss, const std::string& rate) {
+        return read_run(with_training_key(finished_run(tmp.path(), dir, name, format, seed, loss),
+                                          "learning_rate = " + rate));
+    };
+    std::vector<run_record> runs = {
+        at_rate("b-slow-1", "bf16_baseline", "bf16", 1, 2.4, "0.001"), at_rate("b-slow-2", "bf16_baseline", "bf16", 2, 2.5, "0.001"),
+        at_rate("b-fast-1", "bf16_baseline", "bf16", 1, 3.0, "0.01"), at_rate("b-fast-2", "bf16_baseline", "bf16", 2, 3.2, "0.01"),
+        at_rate("e-fast-1", "e5m2_short", "e5m2", 1, 3.3, "0.01"), at_rate("e-fast-2", "e5m2_short", "e5m2", 2, 3.5, "0.01"),
+        at_rate("e-slow-1", "e5m2_short", "e5m2", 1, 2.5, "0.001"), at_rate("e-slow-2", "e5m2_short", "e5m2", 2, 2.6, "0.001"),
+    };
+    const std::vector<group_summary> groups = group_runs(runs);
+    ASSERT_EQ(groups.size(), 4u);
+    EXPECT_EQ(groups[0].label, "bf16_baseline [learning_rate=0.001]");
+    EXPECT_EQ(groups[2].label, "e5m2_short [learning_rate=0.01]");
+    EXPECT_TRUE(groups[0].baseline && groups[1].baseline);
+    EXPECT_EQ(groups[2].compared_with, 1u);
+    EXPECT_EQ(groups[3].compared_with, 0u);
+    // {3.3, 3.5} against {3.0, 3.2}: +0.3; both sd 0.1414, se = sqrt(0.02/2 + 0.02/2) = 0.1414, t = 2.1213
+    // with Welch's df = 0.02^2 / (2 * 0.01^2) = 2, where the two-sided p is 1 - t / sqrt(2 + t^2) = 0.168.
+    EXPECT_NEAR(groups[2].vs_baseline.difference, 0.3, 1e-12);
+    EXPECT_NEAR(groups[2].vs_baseline.p, 1 - 2.1213203435596424 / std::sqrt(2 + 4.5), 1e-9);
+    EXPECT_NEAR(groups[3].vs_baseline.difference, 0.1, 1e-12);
+
+    report_options o;
+    o.out_dir = tmp.path() / "report";
+    o.figures = false;
+    write_report(runs, o);
+    const std::string md = read(o.out_dir / "report.md");
+    EXPECT_CONTAINS(md, "Baselines: the 2 groups of BF16 (`bf16_baseline [learning_rate=0.001]`, "
+                        "`bf16_baseline [learning_rate=0.01]`)");
+    EXPECT_CONTAINS(md, "| 95% CI | baseline | vs baseline |");
+    // 0.3 / 3.1 = 9.68%.
+    EXPECT_CONTAINS(md, "| bf16_baseline [learning_rate=0.01] | +0.3000 (+9.7%) | 0.168 | 0/2 (0%) |");
+    EXPECT_CONTAINS(md, "| bf16_baseline [learning_rate=0.001] | +0.1000 (+4.1%) |");
+    EXPECT_CONTAINS(md, "| 2 | 3.1000 | 0.1414 | 1.8294 – 4.3706 | — | baseline | — |");
+    const std::string csv = read(o.out_dir / "runs.csv");
+    EXPECT_CONTAINS(csv, ",0.01,e5m2,e5m2,finished,none,,500,500,2.5,3.3,3.3,false,bf16_baseline [learning_rate=0.01]\n");
+    EXPECT_CONTAINS(csv, ",0.01,bf16,bf16,finished,none,,500,500,2.5,3,3,true,\n");
 }
 
 TEST(ReportTables, OneRowPerRunAndOnePerRunPerStep) {
@@ -471,11 +517,12 @@ TEST(ReportTables, OneRowPerRunAndOnePerRunPerStep) {
     ASSERT_EQ(lines.size(), 4u);
     EXPECT_EQ(lines[0], "run,run_id,group,config,seed,quantization.activation_format,quantization.gradient_format,"
                         "quantization.weight_format,formats,uniform_format,status,failure_mode,failure_step,steps_done,"
-                        "max_steps,final_train_loss,final_val_loss,best_val_loss,baseline");
+                        "max_steps,final_train_loss,final_val_loss,best_val_loss,baseline,baseline_group");
     const std::string quoted = "\"" + (tmp.path() / "e5m2,\"\"s1\"\"").generic_string() + "\"";
-    EXPECT_EQ(lines[1], quoted + ",,e5m2_short,e5m2_short,1,e5m2,e5m2,e5m2,e5m2,e5m2,finished,none,,500,500,2.5,2.5,2.5,false");
+    EXPECT_EQ(lines[1], quoted + ",,e5m2_short,e5m2_short,1,e5m2,e5m2,e5m2,e5m2,e5m2,finished,none,,500,500,2.5,2.5,2.5,false,bf16_baseline");
     EXPECT_EQ(lines[3], (tmp.path() / "e3m4-killed").generic_string() +
-                            ",,e3m4_uniform,e3m4_uniform,42,e3m4,e3m4,e3m4,e3m4,e3m4,interrupted,,,30,500,3.7,3.9,3.9,false");
+                            ",,e3m4_uniform,e3m4_uniform,42,e3m4,e3m4,e3m4,e3m4,e3m4,interrupted,,,30,500,3.7,3.9,3.9,false,"
+                            "bf16_baseline");
     // steps.csv: the run's logged steps in order, each value in its column, the rest empty. The fixture's
     // loss at step s is 4 - s/250; bit stall 25% at 250, 12.5% at 500; overflow from the per-step lines.
     const std::string steps = read(o.out_dir / "steps.csv");
@@ -670,11 +717,11 @@ TEST(ReportHypotheses, JudgedPerGroupFromTheRuns) {
     EXPECT_EQ(verdict_of(v, "E0M7", "40–60%").verdict, "not tested by these runs");
     EXPECT_EQ(verdict_of(v, "E0M7", "40–60%").observed, "no run with E0M7 for every tensor");
     // 0 of 3 bit-stall failures: [0, 70.8%] crosses "at most half".
-    const hypothesis_verdict& slow = verdict_of(v, "E5M2", "bit_stall", "e5m2_uniform");
+    const hypothesis_verdict& slow = verdict_of(v, "E5M2", "bit_stall", "e5m2_uniform [learning_rate=0.0006]");
     EXPECT_EQ(slow.verdict, "inconclusive");
     EXPECT_CONTAINS(slow.observed, "0/3 (0%) runs failed; largest bit-stall rate 25.0% (");
     // A failure of another mode contradicts "fail only by bit-stall".
-    const hypothesis_verdict& fast = verdict_of(v, "E5M2", "bit_stall", "e5m2_uniform (2)");
+    const hypothesis_verdict& fast = verdict_of(v, "E5M2", "bit_stall", "e5m2_uniform [learning_rate=0.01]");
     EXPECT_EQ(fast.verdict, "contradicted");
     EXPECT_CONTAINS(fast.observed, "1/3 (33.3%) runs failed: overflow at step 10");
 }

@@ -384,6 +384,51 @@ std::string sanitize(const std::string& s) {
     return out.empty() ? "run" : out;
 }
 
+// The settings on which two groups agree (keys with equal values in both).
+size_t agreeing_settings(const group_summary& a, const group_summary& b) {
+    size_t n = 0;
+    for (const auto& [key, value] : a.settings) {
+        const auto it = b.settings.find(key);
+        n += it != b.settings.end() && it->second == value;
+    }
+    return n;
+}
+
+// Labels that say what a group is: the config name alone where no other group has that name; else
+// the name and the settings in which the groups of that name differ, e.g. "e3m4_uniform [scaling=none,
+// shadow_weights=true]" (a key by its last part unless two differing keys share it). A group whose
+// config could not be read is "name (config unknown)"; a label still taken gets " (2)", " (3)", ...
+void label_groups(std::vector<group_summary>& groups) {
+    std::map<std::string, std::vector<group_summary*>> by_name;
+    for (group_summary& g : groups) by_name[g.name].push_back(&g);
+    std::set<std::string> taken;
+    for (group_summary& g : groups) {
+        const std::vector<group_summary*>& same = by_name[g.name];
+        std::string label = g.name;
+        if (g.settings.empty() && same.size() > 1) {
+            label += " (config unknown)";
+        } else if (same.size() > 1) {
+            std::vector<group_summary> known;
+            for (const group_summary* o : same)
+                if (!o->settings.empty()) known.push_back(*o);
+            const std::vector<std::string> differ = varying_settings(known);
+            std::map<std::string, int> last_parts;
+            auto last_part = [](const std::string& key) { return key.substr(key.rfind('.') + 1); };
+            for (const std::string& key : differ) ++last_parts[last_part(key)];
+            std::string what;
+            for (const std::string& key : differ) {
+                const auto it = g.settings.find(key);
+                what += (what.empty() ? "" : ", ") + (last_parts[last_part(key)] == 1 ? last_part(key) : key) + "=" +
+                        (it == g.settings.end() ? "(none)" : it->second);
+            }
+            if (!what.empty()) label += " [" + what + "]";
+        }
+        std::string unique = label;
+        for (int k = 2; !taken.insert(unique).second; ++k) unique = label + " (" + std::to_string(k) + ")";
+        g.label = unique;
+    }
+}
+
 }  // namespace
 
 std::vector<group_summary> group_runs(const std::vector<run_record>& runs) {
@@ -413,21 +458,28 @@ std::vector<group_summary> group_runs(const std::vector<run_record>& runs) {
         if (r.status == "finished" && r.final_val_loss && std::isfinite(*r.final_val_loss))
             g.final_val.push_back(*r.final_val_loss);
     }
-    std::map<std::string, int> seen;
-    for (group_summary& g : groups) {
-        const int k = ++seen[g.name];
-        g.label = k == 1 ? g.name : g.name + " (" + std::to_string(k) + ")";
-        g.val = summarize(g.final_val);
-    }
-    // The baseline: the config named bf16_baseline, else one whose every run is BF16 throughout.
+    label_groups(groups);
+    for (group_summary& g : groups) g.val = summarize(g.final_val);
+    // The baselines: the groups of the config named bf16_baseline, else those whose every run is BF16
+    // throughout. Each other group is compared with the baseline whose settings agree with its own on
+    // the most keys (the first on a tie), so that a study of scaling x master weights compares each
+    // format with BF16 under the same scaling and master weights.
     auto all_bf16 = [](const group_summary& g) {
         return std::all_of(g.runs.begin(), g.runs.end(), [](const run_record* r) { return r->uniform_format == "bf16"; });
     };
-    auto it = std::find_if(groups.begin(), groups.end(), [](const group_summary& g) { return g.name == "bf16_baseline"; });
-    if (it == groups.end()) it = std::find_if(groups.begin(), groups.end(), all_bf16);
-    if (it != groups.end()) {
-        it->baseline = true;
-        for (group_summary& g : groups) g.vs_baseline = welch_test(g.final_val, it->final_val);
+    for (group_summary& g : groups) g.baseline = g.name == "bf16_baseline";
+    if (std::none_of(groups.begin(), groups.end(), [](const group_summary& g) { return g.baseline; }))
+        for (group_summary& g : groups) g.baseline = all_bf16(g);
+    for (group_summary& g : groups) {
+        size_t best_agree = 0;
+        for (size_t b = 0; b < groups.size(); ++b) {
+            if (!groups[b].baseline) continue;
+            const size_t agree = g.baseline ? 0 : agreeing_settings(g, groups[b]);
+            if (g.baseline ? &groups[b] == &g : (g.compared_with == kNoGroup || agree > best_agree))
+                g.compared_with = b, best_agree = agree;
+        }
+        if (g.compared_with != kNoGroup && !g.baseline)
+            g.vs_baseline = welch_test(g.final_val, groups[g.compared_with].final_val);
     }
     return groups;
 }
@@ -560,11 +612,17 @@ void write_runs(std::ostream& md, const std::vector<run_record>& runs, const fs:
     }
 }
 
-const group_summary* baseline_of(const std::vector<group_summary>& groups) {
-    const group_summary* baseline = nullptr;
+// The baseline a group is compared with; nullptr when there is none.
+const group_summary* baseline_of(const std::vector<group_summary>& groups, const group_summary& g) {
+    return g.compared_with == kNoGroup ? nullptr : &groups[g.compared_with];
+}
+
+// The baseline groups, in order.
+std::vector<const group_summary*> baselines(const std::vector<group_summary>& groups) {
+    std::vector<const group_summary*> out;
     for (const group_summary& g : groups)
-        if (g.baseline) baseline = &g;
-    return baseline;
+        if (g.baseline) out.push_back(&g);
+    return out;
 }
 
 std::string signed_fixed(double x, int digits = 4) { return (x >= 0 ? "+" : "") + fixed(x, digits); }
@@ -577,7 +635,9 @@ std::string p_value_text(double p) {
 }
 
 // A group's row of the comparison table; `varying` are its setting columns.
-std::string group_row(const group_summary& g, const group_summary* baseline, const std::vector<std::string>& varying) {
+// `with_baseline`: a column naming the baseline it is compared with (when there are several).
+std::string group_row(const group_summary& g, const group_summary* baseline, const std::vector<std::string>& varying,
+                      bool with_baseline) {
     std::set<int64_t> seeds;
     for (const run_record* r : g.runs)
         if (r->seed) seeds.insert(*r->seed);
@@ -606,7 +666,9 @@ std::string group_row(const group_summary& g, const group_summary* baseline, con
         o << " " << cell(g.settings.empty() ? "?" : it == g.settings.end() ? "(none)" : it->second) << " |";
     }
     o << " " << cell(g.formats.empty() ? "?" : g.formats) << " | " << (seed_text.empty() ? "?" : seed_text) << " | "
-      << v.n << " | " << mean << " | " << sd << " | " << ci << " | " << vs << " | " << p << " | " << rate << " | "
+      << v.n << " | " << mean << " | " << sd << " | " << ci << " | ";
+    if (with_baseline) o << cell(g.baseline || baseline == nullptr ? "—" : baseline->label) << " | ";
+    o << vs << " | " << p << " | " << rate << " | "
       << not_counted << " |";
     return o.str();
 }
@@ -631,26 +693,34 @@ void write_corpus_reference(std::ostream& md, const std::vector<run_record>& run
     for (const auto& [text, n] : lines) md << "- " << text << " (" << n << (n == 1 ? " run" : " runs") << ")\n";
 }
 
-void write_comparison(std::ostream& md, const std::vector<group_summary>& groups, const group_summary* baseline) {
+void write_comparison(std::ostream& md, const std::vector<group_summary>& groups) {
     md << "\n## Formats compared across seeds\n\n"
        << "Runs are grouped by their resolved configuration without the seed (the name, `training.threads` and "
           "`output.*` do not count either): runs that differ in anything else are never averaged together. ";
-    if (baseline != nullptr)
-        md << "Baseline: `" << baseline->label << "` (" << baseline->runs.size()
-           << (baseline->runs.size() == 1 ? " run" : " runs") << "). ";
-    else
+    const std::vector<const group_summary*> bases = baselines(groups);
+    if (bases.size() == 1) {
+        md << "Baseline: `" << bases[0]->label << "` (" << bases[0]->runs.size()
+           << (bases[0]->runs.size() == 1 ? " run" : " runs") << "). ";
+    } else if (bases.size() > 1) {
+        md << "Baselines: the " << bases.size() << " groups of BF16 (";
+        for (size_t i = 0; i < bases.size(); ++i) md << (i ? ", `" : "`") << bases[i]->label << "`";
+        md << "); each other group is compared with the one whose settings agree with its own on the most keys "
+              "(column `baseline`), e.g. the same scaling and master weights. ";
+    } else {
         md << "No BF16 baseline among these runs (a config named bf16_baseline, or one with BF16 for every tensor): "
               "no differences shown. ";
+    }
     md << "Final validation loss over the finished runs of each group: n, mean, sample standard deviation, the "
           "95% confidence interval of the mean (Student t), the difference from the baseline's mean and its "
           "two-sided Welch t-test p-value; failure rate over the runs that finished or collapsed.\n\n";
     const std::vector<std::string> varying = varying_settings(groups);
+    const bool with_baseline = bases.size() > 1;
     std::string header = "| group |", rule = "|---|";
     for (const std::string& key : varying) header += " " + cell(key) + " |", rule += "---|";
-    md << header << " formats | seeds | n | mean final val loss | sd | 95% CI | vs baseline | p (Welch) | failure rate | "
-                    "not counted |\n"
-       << rule << "---|---|---|---|---|---|---|---|---|---|\n";
-    for (const group_summary& g : groups) md << group_row(g, baseline, varying) << "\n";
+    md << header << " formats | seeds | n | mean final val loss | sd | 95% CI |" << (with_baseline ? " baseline |" : "")
+       << " vs baseline | p (Welch) | failure rate | not counted |\n"
+       << rule << "---|---|---|---|---|---|" << (with_baseline ? "---|" : "") << "---|---|---|---|\n";
+    for (const group_summary& g : groups) md << group_row(g, baseline_of(groups, g), varying, with_baseline) << "\n";
     bool any_unknown = false;
     for (const group_summary& g : groups) any_unknown = any_unknown || g.settings.empty();
     if (any_unknown)
@@ -662,7 +732,12 @@ void write_hypotheses(std::ostream& md, const std::vector<run_record>& runs, con
     if (judged.items.empty()) {
         md << "No hypotheses to judge (give a hypotheses file with --hypotheses; docs/report.md).\n";
     } else {
-        md << "Hypotheses of " << judged.source << " (`" << judged.file.generic_string()
+        std::error_code ec;  // the file as the reader would type it: relative to here when below it
+        const fs::path here = fs::current_path(ec);
+        const fs::path relative = ec ? fs::path() : judged.file.lexically_relative(here);
+        const bool below = !relative.empty() && *relative.begin() != "..";
+        const fs::path shown = below ? relative : judged.file;
+        md << "Hypotheses of " << judged.source << " (`" << shown.generic_string()
            << "`), each judged per group from these runs alone (a group counts for a format when its runs use that "
               "format for every quantized tensor at the start; a run counts for a failure rate when it finished or "
               "collapsed). A verdict needs at least " << kRunsForVerdict << " such runs in the group; a rate is "
@@ -731,10 +806,11 @@ void add_group_series(figure& f, const std::vector<group_summary>& groups, Of of
 // One loss figure per group (its seeds in its colour, against the baseline's
 // validation loss), and the validation loss of every group when there are several.
 void add_loss_figures(std::vector<figure>& figures, figure_stems& stems, const std::vector<group_summary>& groups,
-                      const group_summary* baseline, const std::map<const run_record*, std::string>& names) {
+                      const std::map<const run_record*, std::string>& names) {
     const auto val = [](const run_record& r) -> const std::vector<point>& { return r.val_loss; };
     for (size_t k = 0; k < groups.size(); ++k) {
         const group_summary& g = groups[k];
+        const group_summary* baseline = baseline_of(groups, g);
         figure f;
         f.stem = stems.unique("loss-" + g.label);
         f.title = "Loss: " + g.label + (baseline != nullptr && !g.baseline ? " against " + baseline->label : "");
@@ -823,12 +899,12 @@ std::vector<std::string> draw_figures(std::ostream& md, const std::vector<figure
 }
 
 void write_figures(std::ostream& md, const std::vector<run_record>& runs, const std::vector<group_summary>& groups,
-                   const group_summary* baseline, const report_options& options, report_output& result) {
+                   const report_options& options, report_output& result) {
     md << "\n## Figures\n\n";
     const auto names = short_labels(runs);
     figure_stems stems;
     std::vector<figure> figures;
-    add_loss_figures(figures, stems, groups, baseline, names);
+    add_loss_figures(figures, stems, groups, names);
     const std::vector<std::string> no_data = add_diagnostic_figures(figures, stems, groups);
     for (const group_summary& g : groups)  // per layer: the first run of each group (layer_figures.hpp)
         for (figure f : g.runs.empty() ? std::vector<figure>{} : layer_figures(*g.runs.front(), g.label)) {
@@ -859,14 +935,13 @@ report_output write_report(const std::vector<run_record>& runs, const report_opt
     result.markdown = options.out_dir / "report.md";
 
     const std::vector<group_summary> groups = group_runs(runs);
-    const group_summary* baseline = baseline_of(groups);
     std::ostringstream md;
     write_overview(md, runs, groups.size());
     write_runs(md, runs, options.out_dir);
-    write_comparison(md, groups, baseline);
+    write_comparison(md, groups);
     write_corpus_reference(md, runs);
     write_hypotheses(md, runs, options.judged);
-    write_figures(md, runs, groups, baseline, options, result);
+    write_figures(md, runs, groups, options, result);
     md << "\n## Tables\n\n[`runs.csv`](runs.csv): one row per run; [`steps.csv`](steps.csv): one row per run per "
           "logged step (docs/report.md, \"Tables\", has a pandas example).\n";
     run::write_file_atomically(options.out_dir / "runs.csv", runs_csv(runs, groups));

@@ -71,21 +71,29 @@ struct report_output {
 // An experiment: runs whose resolved configurations are equal but for the
 // seed (run_record::settings), and what they add up to. Runs whose config
 // could not be read are grouped by name, and said so.
+inline constexpr size_t kNoGroup = static_cast<size_t>(-1);
+
 struct group_summary {
     std::string name;   // the config name of its runs (names joined by ", " when they differ)
-    std::string label;  // unique among the groups: the name, then "name (2)", ... for other groups of that name
+    // Unique among the groups: the name; where groups share it, the name and the settings in which they
+    // differ ("e3m4_uniform [scaling=none, shadow_weights=true]"); "name (config unknown)"; then " (2)", ...
+    std::string label;
     std::string formats;
     std::map<std::string, std::string> settings;  // of its runs; empty: unknown (grouped by name)
     std::vector<const run_record*> runs;
     size_t finished = 0, decided = 0, failed = 0, interrupted = 0;
     std::vector<double> final_val;  // finished runs with a finite final validation loss
     sample_summary val;             // of final_val: n, mean, sample sd, 95% CI
-    welch_result vs_baseline;       // mean - the baseline's mean, Welch's t-test (NaN: no baseline, or too few runs)
-    bool baseline = false;          // the BF16 baseline
+    welch_result vs_baseline;       // mean - its baseline's mean, Welch's t-test (NaN: no baseline, or too few runs)
+    bool baseline = false;          // a BF16 baseline (the config bf16_baseline, else BF16 throughout)
+    // The index of the baseline group it is compared with: the baseline whose settings agree with its
+    // own on the most keys; a baseline's own index; kNoGroup when there is no baseline.
+    size_t compared_with = kNoGroup;
 };
 
 // Runs grouped by resolved configuration without the seed, in order of first
-// appearance, the baseline marked and every other group compared with it.
+// appearance, the baselines marked and every other group compared with the
+// baseline that shares the most of its settings.
 std::vector<group_summary> group_runs(const std::vector<run_record>& runs);
 
 // The settings whose values differ between groups (a key some group lacks counts), in key order.

@@ -1,6 +1,7 @@
 #include "report/run_record.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -76,6 +77,13 @@ bool experiment_key(const std::string& key) {
     return key != "name" && key != "training.seed" && key != "training.threads" && key.rfind("output.", 0) != 0;
 }
 
+// The shortest decimal that reads back as x.
+std::string shortest(double x) {
+    char buf[64];
+    const auto res = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::general);
+    return std::string(buf, res.ptr);
+}
+
 void flatten(const toml::table& t, const std::string& prefix, std::map<std::string, std::string>& out) {
     for (auto&& [k, v] : t) {
         const std::string key = prefix + std::string(k.str());
@@ -85,6 +93,7 @@ void flatten(const toml::table& t, const std::string& prefix, std::map<std::stri
             std::ostringstream text;
             if (const toml::array* a = v.as_array()) text << *a;
             else if (const auto* str = v.as_string()) text << str->get();  // e5m2, not 'e5m2'
+            else if (const auto* d = v.as_floating_point()) text << shortest(d->get());  // 0.003, not 0.0030000000000000001
             else v.visit([&](auto&& x) { text << x; });
             out[key] = text.str();
         }

@@ -56,7 +56,8 @@ std::string runs_csv(const std::vector<run_record>& runs, const std::vector<grou
     std::vector<std::string> header = {"run", "run_id", "group", "config", "seed"};
     header.insert(header.end(), varying.begin(), varying.end());
     for (const char* h : {"formats", "uniform_format", "status", "failure_mode", "failure_step", "steps_done",
-                          "max_steps", "final_train_loss", "final_val_loss", "best_val_loss", "baseline"})
+                          "max_steps", "final_train_loss", "final_val_loss", "best_val_loss", "baseline",
+                          "baseline_group"})
         header.push_back(h);
     std::string out = row(header);
     for (const run_record& r : runs) {
@@ -69,7 +70,8 @@ std::string runs_csv(const std::vector<run_record>& runs, const std::vector<grou
         for (const std::string& x :
              {r.formats, r.uniform_format, r.status, r.failure_mode, integer(r.failure_step), integer(r.steps_done),
               integer(r.max_steps), number(r.final_train_loss), number(r.final_val_loss), number(r.best_val_loss),
-              std::string(g.baseline ? "true" : "false")})
+              std::string(g.baseline ? "true" : "false"),
+              g.compared_with == kNoGroup || g.baseline ? std::string() : groups[g.compared_with].label})
             f.push_back(x);
         out += row(f);
     }
