@@ -1,21 +1,42 @@
 #!/usr/bin/env bash
 # The format study of issue #14, on the CPU, then one report per study:
-#   scripts/experiments.sh [OUT_DIR]        (default docs/results)
+#   scripts/experiments.sh [OUT_DIR]        (default docs/results, where the published study lives;
+#                                            its runs keep no metrics, so regenerate into a new folder)
 # Each study is a sweep file in configs/sweeps/ (the runs, seeds and overrides are there):
 #   seeds       study_seeds.toml: the seed formats x scaling {none, delayed} x master weights
 #               {on, off} at the seeds' 500 steps, 3 seeds (84 runs)
 #   separating  study_separating.toml + study_separating_more_seeds.toml: the seed formats at the
 #               separating workload (configs/separating_bf16.toml), 3 seeds, 5 for BF16, E5M2, E3M4 (27 runs)
 #   blocks      study_blocks.toml: the block-scaled configs at the separating workload, 3 seeds
-#               (27 runs); its report sets them beside the separating runs (and their BF16 baseline)
+#               (27 runs); its report sets them beside the separating runs (and their BF16 baseline),
+#               and blocks_vs_mxfp8_e4m3/ compares them with MXFP8 E4M3 instead (report --baseline)
 # Two runs at a time, one thread each: about 2.7 hours on an otherwise idle 2-core machine
 # (docs/performance.md, "A workload that separates the formats"). It prints the time each study took.
-# Runs go to OUT_DIR/runs/<study>/, the reports to OUT_DIR/<study>/report.md with their figures.
-# A collapsed run is a result, not an error; `sweep` says what it does with runs already in its
-# --out folder.
+# Runs go to OUT_DIR/runs/<study>/, the reports to OUT_DIR/<study>/report.md with their figures and
+# tables. A finished sweep is not run again (`sweep` skips finished and collapsed runs and resumes
+# interrupted ones), so rerunning this script after a stop finishes the study and redraws the reports.
+#
+# What is published stays small (docs/results/.gitignore keeps the rest out of git): each run's
+# config.toml, summary.json and failure report; each report's markdown, runs.csv, steps.csv
+# compressed to steps.csv.xz (pandas reads it as it is), and its figures as 8-bit palette PNGs
+# (pngquant; gnuplot's are 24-bit and 4x larger). metrics.jsonl, checkpoints, logs and the figures'
+# data and gnuplot scripts stay on the machine that ran the study.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-docs/results}"
+for tool in xz pngquant; do
+  command -v "$tool" > /dev/null || { echo "experiments.sh: $tool not found (scripts/setup.sh installs it)" >&2; exit 1; }
+done
+# The published runs in git keep no metrics.jsonl: a sweep would count them finished and the
+# reports would lose their curves. Regenerate the study in a new folder instead.
+for summary in "$out"/runs/*/*/summary.json; do
+  [ -e "$summary" ] || continue
+  if [ ! -e "$(dirname "$summary")/metrics.jsonl" ]; then
+    echo "experiments.sh: $(dirname "$summary"): a published run without its metrics.jsonl;" \
+         "run the study into a new folder: scripts/experiments.sh /tmp/study" >&2
+    exit 1
+  fi
+done
 [ -x build/altgrad-host ] || scripts/build.sh
 host=(build/altgrad-host --plugins build/plugins)
 mkdir -p "$out/runs"
@@ -26,19 +47,26 @@ sweep() {  # sweep FILE STUDY: the sweep file's runs into OUT/runs/STUDY
   "${host[@]}" sweep "configs/sweeps/$1.toml" --jobs 2 --out "$out/runs/$2"
   echo "sweep $1: $(( $(date +%s) - t )) s"
 }
-report() {  # report STUDY RUN_FOLDER...: one report over the run directories in those folders
-  local study=$1
-  shift
+report() {  # report STUDY "RUN_FOLDER..." [REPORT_OPTION...]: one report over the runs in those folders
+  local study=$1 folders=$2
+  shift 2
   local dirs=()
-  for folder in "$@"; do dirs+=("$out/runs/$folder"/*/); done
-  "${host[@]}" report "${dirs[@]}" -o "$out/$study"
+  for folder in $folders; do dirs+=("$out/runs/$folder"/*/); done
+  rm -rf "${out:?}/$study"
+  "${host[@]}" report "${dirs[@]}" -o "$out/$study" "$@"
+  xz -9 -T1 -f "$out/$study/steps.csv"
+  sed -i 's/(steps\.csv)/(steps.csv.xz)/' "$out/$study/report.md"
+  [ ! -d "$out/$study/figures" ] || find "$out/$study/figures" -maxdepth 1 -name '*.png' -exec pngquant --force --ext .png 256 {} +
 }
 
 sweep study_seeds seeds
 report seeds seeds
 sweep study_separating separating
 sweep study_separating_more_seeds separating_more_seeds
-report separating separating separating_more_seeds
+report separating "separating separating_more_seeds"
 sweep study_blocks blocks
-report blocks separating separating_more_seeds blocks
-echo "experiments and reports: $(( $(date +%s) - start )) s; reports: $out/{seeds,separating,blocks}/report.md"
+report blocks "separating separating_more_seeds blocks"
+# The block-scaled seed formats against MXFP8 E4M3 (the same 32-element E8M0 blocks): the table only.
+report blocks_vs_mxfp8_e4m3 blocks --baseline mxfp8_e4m3 --no-figures
+echo "experiments and reports: $(( $(date +%s) - start )) s;" \
+     "reports: $out/{seeds,separating,blocks,blocks_vs_mxfp8_e4m3}/report.md"

@@ -16,6 +16,7 @@ packages=(
   libtorch-dev libopenblas0-pthread    # tensors and autograd for the trainer, a fast BLAS
   fortunes                             # the default text corpus
   gnuplot-nox                          # report figures (the report tests draw them)
+  pngquant xz-utils                    # scripts/experiments.sh: the published figures and tables, compressed
   python3                              # benchmark post-processing, the LibTorch 2.x check, tests/docs
   bsdutils                             # script(1): the run test's terminal (live progress on stderr)
   python3-pandas                       # the pandas example of docs/training.md, run as a test

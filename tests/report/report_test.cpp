@@ -486,7 +486,7 @@ TEST(ReportGroups, EachGroupIsComparedWithTheBaselineThatSharesItsSettings) {
     o.figures = false;
     write_report(runs, o);
     const std::string md = read(o.out_dir / "report.md");
-    EXPECT_CONTAINS(md, "Baselines: the 2 groups of BF16 (`bf16_baseline [learning_rate=0.001]`, "
+    EXPECT_CONTAINS(md, "Baselines: the 2 groups of `bf16_baseline` (`bf16_baseline [learning_rate=0.001]`, "
                         "`bf16_baseline [learning_rate=0.01]`)");
     EXPECT_CONTAINS(md, "| 95% CI | baseline | vs baseline |");
     // 0.3 / 3.1 = 9.68%.
@@ -1035,7 +1035,31 @@ TEST(ReportCli, WrongArgumentsAreUsageErrorsNamingThePath) {
 
     r = host("report --help");
     EXPECT_EQ(r.exit_code, 0);
-    EXPECT_CONTAINS(r.out, "usage: altgrad-host report RUN_DIR... [-o OUT_DIR] [--hypotheses FILE]");
+    EXPECT_CONTAINS(r.out, "usage: altgrad-host report RUN_DIR... [-o OUT_DIR] [--baseline CONFIG] [--hypotheses FILE]");
+}
+
+// --baseline: another config is the reference (e.g. MXFP8 E4M3 for the block-scaled seed formats).
+TEST(ReportCli, BaselineNamesTheConfigEveryGroupIsComparedWith) {
+    scratch tmp;
+    const fs::path e4 = finished_run(tmp.path(), "e4m3", "mxfp8_e4m3", "e4m3", 1, 2.0);
+    const fs::path e3 = finished_run(tmp.path(), "e3m4", "e3m4_mx", "e3m4", 1, 2.1);
+    const fs::path bf = finished_run(tmp.path(), "bf16", "bf16_baseline", "bf16", 1, 1.9);
+    const std::string runs = e4.string() + " " + e3.string() + " " + bf.string();
+    const fs::path out = tmp.path() / "rep";
+    result r = host("report " + runs + " -o " + out.string() + " --no-figures --baseline mxfp8_e4m3");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const std::string md = read(out / "report.md");
+    EXPECT_CONTAINS(md, "Baseline: `mxfp8_e4m3` (1 run).");
+    // 2.1 - 2.0 = +0.1 of 2.0: +5.0%; BF16 is one group among the others here: -0.1, -5.0%.
+    EXPECT_CONTAINS(md, "| e3m4_mx | e3m4 | e3m4 | e3m4 | e3m4 | 1 | 1 | 2.1000 | — | — | +0.1000 (+5.0%) |");
+    EXPECT_CONTAINS(md, "| bf16_baseline | bf16 | bf16 | bf16 | bf16 | 1 | 1 | 1.9000 | — | — | -0.1000 (-5.0%) |");
+    EXPECT_CONTAINS(md, "| mxfp8_e4m3 | e4m3 | e4m3 | e4m3 | e4m3 | 1 | 1 | 2.0000 | — | — | baseline |");
+    // A config no run has is a usage error naming the configs there are; nothing is written.
+    r = host("report " + runs + " -o " + (tmp.path() / "rep2").string() + " --no-figures --baseline mxfp8_e5m2");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_CONTAINS(r.out, "report: --baseline mxfp8_e5m2: no run of that config among the runs given (their configs: "
+                           "'mxfp8_e4m3', 'e3m4_mx', 'bf16_baseline')");
+    EXPECT_FALSE(fs::exists(tmp.path() / "rep2"));
 }
 
 // A folder where a run's file belongs is an error naming it (a metrics.jsonl

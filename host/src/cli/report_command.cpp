@@ -26,7 +26,10 @@ int report_command(const context&, const args& a) {
         "hypotheses", po::value<std::string>(&hypotheses_file),
         "the failure-mode hypotheses to judge (TOML, docs/report.md; default: the seeds', configs/hypotheses/seeds.toml)")(
         "gnuplot", po::value<std::string>(&o.gnuplot)->default_value("gnuplot"),
-        "the gnuplot program that draws the figures")("no-figures", "write the report without figures");
+        "the gnuplot program that draws the figures")(
+        "baseline", po::value<std::string>(&o.baseline)->default_value("bf16_baseline"),
+        "the config (its name) every group is compared with; several groups of it: each group with the one that "
+        "shares the most of its settings")("no-figures", "write the report without figures");
     po::options_description operands;
     operands.add_options()("run", po::value<std::vector<std::string>>(&dirs));
     po::positional_options_description pos;
@@ -34,7 +37,7 @@ int report_command(const context&, const args& a) {
     po::variables_map vm;
     const command_help help{
         "report",
-        {"report RUN_DIR... [-o OUT_DIR] [--hypotheses FILE] [--gnuplot PROGRAM] [--no-figures]"},
+        {"report RUN_DIR... [-o OUT_DIR] [--baseline CONFIG] [--hypotheses FILE] [--gnuplot PROGRAM] [--no-figures]"},
         "altgrad-host report runs/e5m2_short runs/bf16_baseline -o report",
         {{0, "the report was written (damaged runs are notes in it, not errors)"},
          {1, "an error: a bad hypotheses file, a folder in place of a run's file, the report folder cannot be "
@@ -60,6 +63,14 @@ int report_command(const context&, const args& a) {
             throw usage_error("report: " + d + ": not a run directory (no config.toml, metrics.jsonl or summary.json)");
     }
     for (const std::string& d : dirs) runs.push_back(rep::read_run(d));
+    if (!vm["baseline"].defaulted() &&
+        std::none_of(runs.begin(), runs.end(), [&](const rep::run_record& r) { return r.name == o.baseline; })) {
+        std::string names;
+        for (const rep::run_record& r : runs)
+            if (names.find("'" + r.name + "'") == std::string::npos) names += (names.empty() ? "'" : ", '") + r.name + "'";
+        throw usage_error("report: --baseline " + o.baseline + ": no run of that config among the runs given (their configs: " +
+                          names + ")");
+    }
 
     const rep::report_output out = rep::write_report(runs, o);
     size_t problems = 0;

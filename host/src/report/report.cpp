@@ -431,7 +431,7 @@ void label_groups(std::vector<group_summary>& groups) {
 
 }  // namespace
 
-std::vector<group_summary> group_runs(const std::vector<run_record>& runs) {
+std::vector<group_summary> group_runs(const std::vector<run_record>& runs, const std::string& baseline) {
     std::vector<group_summary> groups;
     auto same_experiment = [](const group_summary& g, const run_record& r) {
         if (g.settings.empty() || r.settings.empty())  // unknown config: by name
@@ -460,15 +460,17 @@ std::vector<group_summary> group_runs(const std::vector<run_record>& runs) {
     }
     label_groups(groups);
     for (group_summary& g : groups) g.val = summarize(g.final_val);
-    // The baselines: the groups of the config named bf16_baseline, else those whose every run is BF16
-    // throughout. Each other group is compared with the baseline whose settings agree with its own on
+    // The baselines: the groups of the config named `baseline` (bf16_baseline by default, and then, when
+    // there is none, the groups whose every run is BF16 throughout). Each other group is compared with the baseline whose settings agree with its own on
     // the most keys (the first on a tie), so that a study of scaling x master weights compares each
     // format with BF16 under the same scaling and master weights.
     auto all_bf16 = [](const group_summary& g) {
         return std::all_of(g.runs.begin(), g.runs.end(), [](const run_record* r) { return r->uniform_format == "bf16"; });
     };
-    for (group_summary& g : groups) g.baseline = g.name == "bf16_baseline";
-    if (std::none_of(groups.begin(), groups.end(), [](const group_summary& g) { return g.baseline; }))
+    for (group_summary& g : groups)
+        g.baseline = std::any_of(g.runs.begin(), g.runs.end(), [&](const run_record* r) { return r->name == baseline; });
+    if (baseline == "bf16_baseline" &&
+        std::none_of(groups.begin(), groups.end(), [](const group_summary& g) { return g.baseline; }))
         for (group_summary& g : groups) g.baseline = all_bf16(g);
     for (group_summary& g : groups) {
         size_t best_agree = 0;
@@ -693,7 +695,7 @@ void write_corpus_reference(std::ostream& md, const std::vector<run_record>& run
     for (const auto& [text, n] : lines) md << "- " << text << " (" << n << (n == 1 ? " run" : " runs") << ")\n";
 }
 
-void write_comparison(std::ostream& md, const std::vector<group_summary>& groups) {
+void write_comparison(std::ostream& md, const std::vector<group_summary>& groups, const std::string& baseline) {
     md << "\n## Formats compared across seeds\n\n"
        << "Runs are grouped by their resolved configuration without the seed (the name, `training.threads` and "
           "`output.*` do not count either): runs that differ in anything else are never averaged together. ";
@@ -702,13 +704,15 @@ void write_comparison(std::ostream& md, const std::vector<group_summary>& groups
         md << "Baseline: `" << bases[0]->label << "` (" << bases[0]->runs.size()
            << (bases[0]->runs.size() == 1 ? " run" : " runs") << "). ";
     } else if (bases.size() > 1) {
-        md << "Baselines: the " << bases.size() << " groups of BF16 (";
+        md << "Baselines: the " << bases.size() << " groups of `" << bases[0]->name << "` (";
         for (size_t i = 0; i < bases.size(); ++i) md << (i ? ", `" : "`") << bases[i]->label << "`";
         md << "); each other group is compared with the one whose settings agree with its own on the most keys "
               "(column `baseline`), e.g. the same scaling and master weights. ";
-    } else {
+    } else if (baseline == "bf16_baseline") {
         md << "No BF16 baseline among these runs (a config named bf16_baseline, or one with BF16 for every tensor): "
               "no differences shown. ";
+    } else {
+        md << "No run of the baseline config `" << baseline << "` among these runs: no differences shown. ";
     }
     md << "Final validation loss over the finished runs of each group: n, mean, sample standard deviation, the "
           "95% confidence interval of the mean (Student t), the difference from the baseline's mean and its "
@@ -934,11 +938,11 @@ report_output write_report(const std::vector<run_record>& runs, const report_opt
     if (ec) throw error(options.out_dir.string() + ": cannot create the report folder (" + ec.message() + ")");
     result.markdown = options.out_dir / "report.md";
 
-    const std::vector<group_summary> groups = group_runs(runs);
+    const std::vector<group_summary> groups = group_runs(runs, options.baseline);
     std::ostringstream md;
     write_overview(md, runs, groups.size());
     write_runs(md, runs, options.out_dir);
-    write_comparison(md, groups);
+    write_comparison(md, groups, options.baseline);
     write_corpus_reference(md, runs);
     write_hypotheses(md, runs, options.judged);
     write_figures(md, runs, groups, options, result);

@@ -59,6 +59,9 @@ struct report_options {
     double gnuplot_timeout = 60;  // seconds per gnuplot run; then it is killed and the figure not drawn
     bool figures = true;
     hypotheses judged;  // the hypotheses section; none: the section says so
+    // The config whose groups are the baselines (--baseline): "bf16_baseline" by default, and then,
+    // when no run has that name, the groups that are BF16 throughout.
+    std::string baseline = "bf16_baseline";
 };
 
 struct report_output {
@@ -85,7 +88,7 @@ struct group_summary {
     std::vector<double> final_val;  // finished runs with a finite final validation loss
     sample_summary val;             // of final_val: n, mean, sample sd, 95% CI
     welch_result vs_baseline;       // mean - its baseline's mean, Welch's t-test (NaN: no baseline, or too few runs)
-    bool baseline = false;          // a BF16 baseline (the config bf16_baseline, else BF16 throughout)
+    bool baseline = false;          // a baseline: of report_options::baseline's config (by default BF16)
     // The index of the baseline group it is compared with: the baseline whose settings agree with its
     // own on the most keys; a baseline's own index; kNoGroup when there is no baseline.
     size_t compared_with = kNoGroup;
@@ -94,7 +97,9 @@ struct group_summary {
 // Runs grouped by resolved configuration without the seed, in order of first
 // appearance, the baselines marked and every other group compared with the
 // baseline that shares the most of its settings.
-std::vector<group_summary> group_runs(const std::vector<run_record>& runs);
+// `baseline`: the config name of the baselines (report_options::baseline).
+std::vector<group_summary> group_runs(const std::vector<run_record>& runs,
+                                      const std::string& baseline = "bf16_baseline");
 
 // The settings whose values differ between groups (a key some group lacks counts), in key order.
 std::vector<std::string> varying_settings(const std::vector<group_summary>& groups);
