@@ -370,10 +370,10 @@ TEST(ReportGroups, MeanAndSpreadAgainstTheBaseline) {
     // 95% CI of two runs: 2.6 ± t(0.975, 1) 0.1414/sqrt(2) = 2.6 ± 1.2706 (t from the published table: 12.7062).
     // One baseline run: no spread, no Welch test.
     EXPECT_CONTAINS(md, "| e5m2_short | e5m2 | e5m2 | e5m2 | e5m2 | 1, 2 | 2 | 2.6000 | 0.1414 | "
-                        "1.3294 – 3.8706 | +0.2000 (+8.3%) | — | 0/2 (0%) |  |");
-    EXPECT_CONTAINS(md, "| bf16_baseline | bf16 | bf16 | bf16 | bf16 | 42 | 1 | 2.4000 | — | — | baseline | — | "
+                        "1.3294 – 3.8706 | +0.2000 (+8.3%) | — | — | — | 0/2 (0%) |  |");
+    EXPECT_CONTAINS(md, "| bf16_baseline | bf16 | bf16 | bf16 | bf16 | 42 | 1 | 2.4000 | — | — | baseline | — | — | — | "
                         "0/1 (0%) |  |");
-    EXPECT_CONTAINS(md, "| e3m4_uniform | e3m4 | e3m4 | e3m4 | e3m4 | 42 | 0 | — | — | — | — | — | — | "
+    EXPECT_CONTAINS(md, "| e3m4_uniform | e3m4 | e3m4 | e3m4 | e3m4 | 42 | 0 | — | — | — | — | — | — | — | — | "
                         "1 interrupted |");
     EXPECT_CONTAINS(md, "No figures: not asked for (--no-figures).");
     // Every run has its row, and the notes name the run.
@@ -490,7 +490,9 @@ TEST(ReportGroups, EachGroupIsComparedWithTheBaselineThatSharesItsSettings) {
                         "`bf16_baseline [learning_rate=0.01]`)");
     EXPECT_CONTAINS(md, "| 95% CI | baseline | vs baseline |");
     // 0.3 / 3.1 = 9.68%.
-    EXPECT_CONTAINS(md, "| bf16_baseline [learning_rate=0.01] | +0.3000 (+9.7%) | 0.168 | 0/2 (0%) |");
+    // Seeds 1 and 2 on both sides: 3.3 - 3.0 and 3.5 - 3.2, both +0.3, no spread: no paired p.
+    EXPECT_CONTAINS(md, "| bf16_baseline [learning_rate=0.01] | +0.3000 (+9.7%) | 0.168 | "
+                        "+0.3000 (+0.3000 – +0.3000), n=2 | — | 0/2 (0%) |");
     EXPECT_CONTAINS(md, "| bf16_baseline [learning_rate=0.001] | +0.1000 (+4.1%) |");
     EXPECT_CONTAINS(md, "| 2 | 3.1000 | 0.1414 | 1.8294 – 4.3706 | — | baseline | — |");
     const std::string csv = read(o.out_dir / "runs.csv");
@@ -590,6 +592,26 @@ TEST(ReportStats, WelchTestByHand) {
     EXPECT_NEAR(w.t, -1.9262462746037203, 1e-12);
     EXPECT_NEAR(w.p, 0.14215549213464923, 1e-12);
     EXPECT_TRUE(std::isnan(welch_test({1}, {2, 3}).p));
+}
+
+TEST(ReportStats, PairedTestByHand) {
+    // d = {0.1, 0.2, 0.3}: mean 0.2, sd 0.1, se = 0.1/sqrt(3), t = 2 sqrt(3) = 3.4641 with 2 degrees of
+    // freedom, where P(|T| > t) = 1 - t/sqrt(2 + t^2) = 1 - sqrt(12/14); the interval 0.2 ± 4.302653 se.
+    paired_result r = paired_test({0.1, 0.2, 0.3});
+    EXPECT_EQ(r.d.n, 3u);
+    EXPECT_NEAR(r.d.mean, 0.2, 1e-15);
+    EXPECT_NEAR(r.t, 2 * std::sqrt(3.0), 1e-12);
+    EXPECT_NEAR(r.p, 1 - std::sqrt(12.0 / 14.0), 1e-12);
+    EXPECT_NEAR(r.d.ci_low, 0.2 - 4.30265272974946 * 0.1 / std::sqrt(3.0), 1e-12);
+    // d = {0.3, 0.4}: t = 0.35 / (0.0707107 / sqrt(2)) = 7 with 1 degree of freedom (Cauchy):
+    // P(|T| > 7) = 1 - 2 atan(7) / pi.
+    r = paired_test({0.3, 0.4});
+    EXPECT_NEAR(r.t, 7, 1e-12);
+    EXPECT_NEAR(r.p, 1 - 2 * std::atan(7.0) / M_PI, 1e-12);
+    // One pair, or no spread: no test.
+    EXPECT_TRUE(std::isnan(paired_test({0.5}).p));
+    EXPECT_TRUE(std::isnan(paired_test({0.25, 0.25}).p));
+    EXPECT_EQ(paired_test({}).d.n, 0u);
 }
 
 TEST(ReportStats, ClopperPearsonInterval) {

@@ -384,6 +384,26 @@ std::string sanitize(const std::string& s) {
     return out.empty() ? "run" : out;
 }
 
+// A group's final validation loss by seed: its finished runs with a finite loss and a known seed.
+std::map<int64_t, double> final_val_by_seed(const group_summary& g) {
+    std::map<int64_t, double> out;
+    for (const run_record* r : g.runs)
+        if (r->status == "finished" && r->seed && r->final_val_loss && std::isfinite(*r->final_val_loss))
+            out.emplace(*r->seed, *r->final_val_loss);
+    return out;
+}
+
+// a's loss - b's loss for every seed both have, in seed order.
+std::vector<double> paired_differences(const group_summary& a, const group_summary& b) {
+    const std::map<int64_t, double> by_seed = final_val_by_seed(b);
+    std::vector<double> d;
+    for (const auto& [seed, loss] : final_val_by_seed(a)) {
+        const auto it = by_seed.find(seed);
+        if (it != by_seed.end()) d.push_back(loss - it->second);
+    }
+    return d;
+}
+
 // The settings on which two groups agree (keys with equal values in both).
 size_t agreeing_settings(const group_summary& a, const group_summary& b) {
     size_t n = 0;
@@ -480,8 +500,10 @@ std::vector<group_summary> group_runs(const std::vector<run_record>& runs, const
             if (g.baseline ? &groups[b] == &g : (g.compared_with == kNoGroup || agree > best_agree))
                 g.compared_with = b, best_agree = agree;
         }
-        if (g.compared_with != kNoGroup && !g.baseline)
+        if (g.compared_with != kNoGroup && !g.baseline) {
             g.vs_baseline = welch_test(g.final_val, groups[g.compared_with].final_val);
+            g.vs_baseline_paired = paired_test(paired_differences(g, groups[g.compared_with]));
+        }
     }
     return groups;
 }
@@ -646,7 +668,8 @@ std::string group_row(const group_summary& g, const group_summary* baseline, con
     std::string seed_text;
     for (int64_t s : seeds) seed_text += (seed_text.empty() ? "" : ", ") + std::to_string(s);
     const sample_summary& v = g.val;
-    std::string mean = "—", sd = "—", ci = "—", vs = g.baseline ? "baseline" : "—", p = "—";
+    std::string mean = "—", sd = "—", ci = "—", vs = g.baseline ? "baseline" : "—", p = "—", paired = "—",
+                paired_p = "—";
     if (v.n > 0) {
         mean = fixed(v.mean);
         if (v.n > 1) sd = fixed(v.sd), ci = fixed(v.ci_low) + " – " + fixed(v.ci_high);
@@ -655,6 +678,12 @@ std::string group_row(const group_summary& g, const group_summary* baseline, con
             vs = signed_fixed(d) + " (" + signed_fixed(100 * d / baseline->val.mean, 1) + "%)";
             p = p_value_text(g.vs_baseline.p);
         }
+    }
+    const sample_summary& pd = g.vs_baseline_paired.d;
+    if (!g.baseline && baseline != nullptr && pd.n > 0) {
+        paired = signed_fixed(pd.mean) + (pd.n > 1 ? " (" + signed_fixed(pd.ci_low) + " – " + signed_fixed(pd.ci_high) + ")" : "") +
+                 ", n=" + std::to_string(pd.n);
+        paired_p = p_value_text(g.vs_baseline_paired.p);
     }
     const std::string rate = g.decided ? ratio(g.failed, g.decided) : "—";
     const size_t other = g.runs.size() - g.decided - g.interrupted;
@@ -670,7 +699,7 @@ std::string group_row(const group_summary& g, const group_summary* baseline, con
     o << " " << cell(g.formats.empty() ? "?" : g.formats) << " | " << (seed_text.empty() ? "?" : seed_text) << " | "
       << v.n << " | " << mean << " | " << sd << " | " << ci << " | ";
     if (with_baseline) o << cell(g.baseline || baseline == nullptr ? "—" : baseline->label) << " | ";
-    o << vs << " | " << p << " | " << rate << " | "
+    o << vs << " | " << p << " | " << paired << " | " << paired_p << " | " << rate << " | "
       << not_counted << " |";
     return o.str();
 }
@@ -716,14 +745,17 @@ void write_comparison(std::ostream& md, const std::vector<group_summary>& groups
     }
     md << "Final validation loss over the finished runs of each group: n, mean, sample standard deviation, the "
           "95% confidence interval of the mean (Student t), the difference from the baseline's mean and its "
-          "two-sided Welch t-test p-value; failure rate over the runs that finished or collapsed.\n\n";
+          "two-sided Welch t-test p-value; then, over the seeds the group shares with its baseline, the mean "
+          "of the run-by-run differences with its 95% interval and the paired t-test's p-value (runs of one "
+          "seed start from the same weights and see the same batches, so the seed's own effect cancels); "
+          "failure rate over the runs that finished or collapsed.\n\n";
     const std::vector<std::string> varying = varying_settings(groups);
     const bool with_baseline = bases.size() > 1;
     std::string header = "| group |", rule = "|---|";
     for (const std::string& key : varying) header += " " + cell(key) + " |", rule += "---|";
     md << header << " formats | seeds | n | mean final val loss | sd | 95% CI |" << (with_baseline ? " baseline |" : "")
-       << " vs baseline | p (Welch) | failure rate | not counted |\n"
-       << rule << "---|---|---|---|---|---|" << (with_baseline ? "---|" : "") << "---|---|---|---|\n";
+       << " vs baseline | p (Welch) | paired vs baseline (95% CI) | p (paired) | failure rate | not counted |\n"
+       << rule << "---|---|---|---|---|---|" << (with_baseline ? "---|" : "") << "---|---|---|---|---|---|\n";
     for (const group_summary& g : groups) md << group_row(g, baseline_of(groups, g), varying, with_baseline) << "\n";
     bool any_unknown = false;
     for (const group_summary& g : groups) any_unknown = any_unknown || g.settings.empty();

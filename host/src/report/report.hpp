@@ -88,6 +88,9 @@ struct group_summary {
     std::vector<double> final_val;  // finished runs with a finite final validation loss
     sample_summary val;             // of final_val: n, mean, sample sd, 95% CI
     welch_result vs_baseline;       // mean - its baseline's mean, Welch's t-test (NaN: no baseline, or too few runs)
+    // Against its baseline, run by run where the two share a seed (finished runs with a finite loss):
+    // the paired differences and their t-test. n = 0 when no seed is shared.
+    paired_result vs_baseline_paired;
     bool baseline = false;          // a baseline: of report_options::baseline's config (by default BF16)
     // The index of the baseline group it is compared with: the baseline whose settings agree with its
     // own on the most keys; a baseline's own index; kNoGroup when there is no baseline.

@@ -141,6 +141,16 @@ welch_result welch_test(const std::vector<double>& a, const std::vector<double>&
     return w;
 }
 
+paired_result paired_test(const std::vector<double>& differences) {
+    paired_result r;
+    r.d = summarize(differences);
+    r.t = r.p = kNaN;
+    if (r.d.n < 2 || r.d.sd == 0) return r;
+    r.t = r.d.mean / (r.d.sd / std::sqrt(static_cast<double>(r.d.n)));
+    r.p = 2 * student_t_cdf(-std::fabs(r.t), static_cast<double>(r.d.n - 1));
+    return r;
+}
+
 rate_interval clopper_pearson(size_t k, size_t n) {
     rate_interval r;
     if (n == 0 || k > n) return {kNaN, kNaN};

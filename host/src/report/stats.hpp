@@ -35,6 +35,17 @@ struct welch_result {
 };
 welch_result welch_test(const std::vector<double>& a, const std::vector<double>& b);
 
+// The paired t-test of differences d_i = a_i - b_i between runs that share a
+// seed (the same initial weights, batches and rounding draws, so the seed's
+// own effect cancels): n pairs, their mean, sd and 95% interval (summarize),
+// t = mean / (sd / sqrt(n)) with n - 1 degrees of freedom and the two-sided
+// p-value. t and p are NaN with fewer than 2 pairs or no spread.
+struct paired_result {
+    sample_summary d;
+    double t = 0, p = 0;
+};
+paired_result paired_test(const std::vector<double>& differences);
+
 // The exact (Clopper-Pearson) 95% interval of a rate observed as k of n (n > 0).
 struct rate_interval {
     double low = 0, high = 1;
