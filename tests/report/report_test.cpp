@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "report/plot.hpp"
 #include "report/report.hpp"
 #include "report/run_record.hpp"
 #include "report/stats.hpp"
@@ -753,6 +754,34 @@ TEST(ReportHypotheses, JudgedPerGroupFromTheRuns) {
 // scripts/setup.sh installs gnuplot-nox: without it these fail, never skip.
 bool have_gnuplot() { return std::system("gnuplot --version > /dev/null 2>&1") == 0; }
 
+// A study of 28 groups drew its key over the plot at 540 pixels: the figure grows with its key.
+TEST(ReportFigures, AFigureOfManyGroupsGrowsWithItsKey) {
+    EXPECT_EQ(figure_height(0), 540);
+    EXPECT_EQ(figure_height(8), 540);
+    EXPECT_EQ(figure_height(9), 560);   // 380 + 9 lines of 20 pixels
+    EXPECT_EQ(figure_height(28), 940);  // the seeds study: 28 groups
+    EXPECT_EQ(figure_height(1000), 2400);
+}
+
+// Beyond 8 groups the colours repeat: the 9th group is drawn in the 1st group's colour, dashed.
+TEST(ReportFigures, GroupsBeyondEightColoursAreDashed) {
+    ASSERT_TRUE(std::system("gnuplot --version > /dev/null 2>&1") == 0) << "no gnuplot (scripts/setup.sh installs it)";
+    scratch tmp;
+    std::vector<run_record> runs;
+    for (int k = 1; k <= 9; ++k)
+        runs.push_back(read_run(with_training_key(
+            finished_run(tmp.path(), "lr" + std::to_string(k), "lr_test", "e5m2", 1, 2.0 + 0.1 * k),
+            "learning_rate = 0.00" + std::to_string(k))));
+    report_options o;
+    o.out_dir = tmp.path() / "out";
+    write_report(runs, o);
+    const std::string gp = read(o.out_dir / "figures" / "val_loss-all.gp");
+    EXPECT_CONTAINS(gp, "lw 2 lc 1 title 'lr_test [learning_rate=0.001]'");
+    EXPECT_CONTAINS(gp, "lw 2 lc 8 title 'lr_test [learning_rate=0.008]'");
+    EXPECT_CONTAINS(gp, "lw 2 lc 1 dt 2 title 'lr_test [learning_rate=0.009]'");
+    EXPECT_CONTAINS(gp, " size 960,560 noenhanced\n");  // 9 key entries
+}
+
 TEST(ReportFigures, DrawnWithGnuplotAndLinkedRelatively) {
     ASSERT_TRUE(have_gnuplot()) << "no gnuplot on PATH (scripts/setup.sh installs gnuplot-nox)";
     scratch tmp;
@@ -871,9 +900,10 @@ TEST(ReportFigures, EachGroupOneColourWithABandForItsSeeds) {
     EXPECT_CONTAINS(gp, "'data/val_loss-all-0.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 1 title 'e5m2_short'");
     EXPECT_CONTAINS(gp, "'data/val_loss-all-1.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 1 notitle");
     EXPECT_CONTAINS(gp, "'data/val_loss-all-2.dat' using 1:2:3 with filledcurves fs transparent solid 0.2 noborder "
-                        "lc 1 title 'e5m2_short (seeds'' range)'");
+                        "lc 1 notitle");
     EXPECT_CONTAINS(gp, "'data/val_loss-all-3.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 2 title 'bf16_baseline'");
     EXPECT_EQ(gp.find("val_loss-all-4"), std::string::npos) << gp;
+    EXPECT_CONTAINS(gp, " size 960,540 noenhanced\n");  // two key entries: the usual height
     // The band is the seeds' lowest and highest value at each step (the fixture: final_val + 0.5 at 250).
     EXPECT_CONTAINS(read(o.out_dir / "figures" / "data" / "val_loss-all-2.dat"), "0\t4.7\t4.7\n250\t3\t3.2\n500\t2.5\t2.7\n");
     // The group's own figure: every seed's curves in the group's colour, the baseline dashed in its own.

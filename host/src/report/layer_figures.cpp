@@ -34,7 +34,7 @@ figure per_layer(const run_record& r, const std::string& role, Of of, const std:
     f.ylabel = ylabel;
     f.log_y = true;
     for (const auto& [name, t] : r.tensors)
-        if (t.role == role && any_finite(of(t))) f.lines.push_back({layer_of(name), of(t), false, false, 0, {}});
+        if (t.role == role && any_finite(of(t))) f.lines.push_back({layer_of(name), of(t), false, 0, 0, {}});
     return f;
 }
 
@@ -89,10 +89,10 @@ std::vector<figure> layer_figures(const run_record& r, const std::string& label)
             smallest.push_back({step, s.smallest});
             largest.push_back({step, s.largest});
         }
-        fractions.lines.push_back({std::string(role) + " saturated", saturated, false, false, color, {}});
-        fractions.lines.push_back({std::string(role) + " underflowed", underflowed, false, true, color, {}});
-        scales.lines.push_back({std::string(role) + " largest", largest, false, false, color, {}});
-        scales.lines.push_back({std::string(role) + " smallest", smallest, false, true, color, {}});
+        fractions.lines.push_back({std::string(role) + " saturated", saturated, false, 0, color, {}});
+        fractions.lines.push_back({std::string(role) + " underflowed", underflowed, false, 2, color, {}});
+        scales.lines.push_back({std::string(role) + " largest", largest, false, 0, color, {}});
+        scales.lines.push_back({std::string(role) + " smallest", smallest, false, 2, color, {}});
     }
     out.push_back(std::move(fractions));
     out.push_back(std::move(scales));

@@ -1,5 +1,6 @@
 #include "report/plot.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -116,6 +117,13 @@ const std::string& plotter::unavailable() {
     return unavailable_;
 }
 
+int figure_height(size_t key_entries) {
+    // The key sits below the plot, one entry a line of about 20 pixels at gnuplot's default font: a
+    // figure of many groups grows so that its key does not cover the plot.
+    if (key_entries <= 8) return 540;
+    return static_cast<int>(std::min<size_t>(380 + 20 * key_entries, 2400));
+}
+
 bool plotter::draw(const figure& f, std::string& image, std::string& why) {
     if (!unavailable().empty()) {
         why = unavailable_;
@@ -124,7 +132,7 @@ bool plotter::draw(const figure& f, std::string& image, std::string& why) {
     std::error_code ec;
     fs::create_directories(dir_ / "data", ec);
     std::ostringstream plot;
-    size_t drawn = 0;
+    size_t drawn = 0, keyed = 0;
     for (size_t i = 0; i < f.lines.size(); ++i) {
         const series& s = f.lines[i];
         const std::string data = "data/" + f.stem + "-" + std::to_string(i) + ".dat";
@@ -154,9 +162,9 @@ bool plotter::draw(const figure& f, std::string& image, std::string& why) {
         if (!s.band.empty()) plot << " using 1:2:3 with filledcurves fs transparent solid 0.2 noborder";
         else plot << " using 1:2 with " << (s.with_points ? "linespoints pt 7 ps 0.6 lw 2" : "lines lw 1.2");
         if (s.color > 0) plot << " lc " << s.color;
-        if (s.dashed) plot << " dt 2";
+        if (s.dash > 1) plot << " dt " << s.dash;
         if (s.title.empty()) plot << " notitle";
-        else plot << " title " << gnuplot_quote(s.title);
+        else plot << " title " << gnuplot_quote(s.title), ++keyed;
     }
     if (drawn == 0) {
         why = "no data to plot";
@@ -168,7 +176,7 @@ bool plotter::draw(const figure& f, std::string& image, std::string& why) {
         std::ofstream gp(dir_ / script);
         // noenhanced: run names hold '_', which enhanced text would subscript.
         gp << "# " << gnuplot_text(f.title) << " (altgrad-host report). Redraw: cd into this folder, gnuplot " << script << "\n"
-           << "set terminal " << terminal_ << " size 960,540 noenhanced\n"
+           << "set terminal " << terminal_ << " size 960," << figure_height(keyed) << " noenhanced\n"
            << "set output " << gnuplot_quote(image) << "\n"
            << "set title " << gnuplot_quote(f.title) << "\n"
            << "set xlabel 'step'\n"

@@ -22,11 +22,15 @@ struct series {
     std::string title;          // empty: not in the key (the other seeds of a group titled once)
     std::vector<point> points;  // non-finite values are left out (a gap in the line)
     bool with_points = false;   // lines and points (sparse series: validation loss)
-    bool dashed = false;
+    int dash = 0;   // gnuplot's dash type: 0 or 1 solid, 2 dashed, 3 dotted, ...
     int color = 0;  // 0: the next of gnuplot's colours; N > 0: colour N (the series of one group share it)
     // When not empty the series is this shaded band (translucent, in `color`) instead of `points`.
     std::vector<band_point> band;
 };
+
+// A figure's height in pixels (its width is 960) for a key of `key_entries` lines below the plot:
+// 540 up to 8 entries, then 20 more per entry (at most 2400).
+int figure_height(size_t key_entries);
 
 struct figure {
     std::string stem;  // file name without extension, [A-Za-z0-9._-]

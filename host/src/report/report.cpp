@@ -801,8 +801,10 @@ private:
     std::set<std::string> taken_;
 };
 
-// Each group's colour (gnuplot's line types 1-8, in turn): its seeds share it.
+// Each group's colour (gnuplot's line types 1-8, in turn) and dash type (solid for the first 8
+// groups, then dashed, dotted, ...: 8 colours alone repeat in a study of 28 groups); its seeds share both.
 int group_color(size_t group_index) { return static_cast<int>(group_index % 8) + 1; }
+int group_dash(size_t group_index) { return static_cast<int>(group_index / 8 % 5) + 1; }
 
 // The spread of `runs`' series (selected by `of`) at each step two or more of them have a finite value.
 template <class Of>
@@ -831,11 +833,12 @@ void add_group_series(figure& f, const std::vector<group_summary>& groups, Of of
             const std::vector<point>& pts = of(*r);
             if (pts.empty()) continue;
             const bool sparse = with_points || pts.size() < 60;  // a few points: show each one
-            f.lines.push_back({titled ? "" : g.label, pts, sparse, false, color, {}});
+            f.lines.push_back({titled ? "" : g.label, pts, sparse, group_dash(k), color, {}});
             titled = true;
         }
         std::vector<band_point> band = spread_of(g.runs, of);
-        if (!band.empty()) f.lines.push_back({g.label + " (seeds' range)", {}, false, false, color, std::move(band)});
+        // The band is in the group's colour, which the key names once already.
+        if (!band.empty()) f.lines.push_back({"", {}, false, 0, color, std::move(band)});
     }
 }
 
@@ -853,15 +856,15 @@ void add_loss_figures(std::vector<figure>& figures, figure_stems& stems, const s
         f.ylabel = "loss (nats/token)";
         const int color = group_color(k);
         for (const run_record* r : g.runs) {
-            f.lines.push_back({names.at(r) + " train", r->train_loss, false, false, color, {}});
-            f.lines.push_back({names.at(r) + " val", r->val_loss, true, false, color, {}});
+            f.lines.push_back({names.at(r) + " train", r->train_loss, false, 0, color, {}});
+            f.lines.push_back({names.at(r) + " val", r->val_loss, true, 0, color, {}});
         }
         std::vector<band_point> band = spread_of(g.runs, val);
-        if (!band.empty()) f.lines.push_back({"val, seeds' range", {}, false, false, color, std::move(band)});
+        if (!band.empty()) f.lines.push_back({"val, seeds' range", {}, false, 0, color, std::move(band)});
         if (baseline != nullptr && !g.baseline) {
             const int base_color = group_color(static_cast<size_t>(baseline - groups.data()));
             for (const run_record* r : baseline->runs)
-                f.lines.push_back({names.at(r) + " val (baseline)", r->val_loss, true, true, base_color, {}});
+                f.lines.push_back({names.at(r) + " val (baseline)", r->val_loss, true, 2, base_color, {}});
         }
         figures.push_back(f);
     }
