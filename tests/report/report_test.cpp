@@ -754,6 +754,15 @@ TEST(ReportHypotheses, JudgedPerGroupFromTheRuns) {
 // scripts/setup.sh installs gnuplot-nox: without it these fail, never skip.
 bool have_gnuplot() { return std::system("gnuplot --version > /dev/null 2>&1") == 0; }
 
+// The k-th line's style: 8 colours, then the same colours dashed, dotted, ... (gnuplot dash types 1-5).
+TEST(ReportFigures, LinesBeyondEightTakeTheColoursAgainWithAnotherDash) {
+    EXPECT_EQ(std::make_pair(line_color(0), line_dash(0)), std::make_pair(1, 1));
+    EXPECT_EQ(std::make_pair(line_color(7), line_dash(7)), std::make_pair(8, 1));
+    EXPECT_EQ(std::make_pair(line_color(8), line_dash(8)), std::make_pair(1, 2));
+    EXPECT_EQ(std::make_pair(line_color(16), line_dash(16)), std::make_pair(1, 3));  // the 17th layer
+    EXPECT_EQ(std::make_pair(line_color(40), line_dash(40)), std::make_pair(1, 1));  // after 5 x 8 styles
+}
+
 // A study of 28 groups drew its key over the plot at 540 pixels: the figure grows with its key.
 TEST(ReportFigures, AFigureOfManyGroupsGrowsWithItsKey) {
     EXPECT_EQ(figure_height(0), 540);
@@ -867,6 +876,9 @@ TEST(ReportFigures, PerLayerAmaxScaleAndBlockStatistics) {
     // A line per layer, titled with the layer.
     EXPECT_EQ(read(fig / "data" / "amax-mx-weight-0.dat"), "# step\tblocks.0.mlp.fc\n10\t0.5\n20\t0.75\n");
     EXPECT_EQ(read(fig / "data" / "amax-mx-weight-1.dat"), "# step\tblocks.1.mlp.fc\n10\t0.25\n20\t0.125\n");
+    // Each layer its own colour (and beyond 8 layers its own dash: line_color, line_dash).
+    EXPECT_CONTAINS(read(fig / "amax-mx-weight.gp"), "using 1:2 with lines lw 1.2 lc 1 title 'blocks.0.mlp.fc'");
+    EXPECT_CONTAINS(read(fig / "amax-mx-weight.gp"), "using 1:2 with lines lw 1.2 lc 2 title 'blocks.1.mlp.fc'");
     EXPECT_EQ(read(fig / "data" / "scale-pt-output_gradient-0.dat"), "# step\tlm_head\n10\t1024\n20\t2048\n");
     // Weights: saturated (2+0)/200 then (4+0)/200, underflowed (5+5)/200 then (1+3)/200;
     // the activation's own 0/50, 1/50 and 10/50, 0/50.

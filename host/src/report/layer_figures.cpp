@@ -33,8 +33,11 @@ figure per_layer(const run_record& r, const std::string& role, Of of, const std:
     f.title = title;
     f.ylabel = ylabel;
     f.log_y = true;
-    for (const auto& [name, t] : r.tensors)
-        if (t.role == role && any_finite(of(t))) f.lines.push_back({layer_of(name), of(t), false, 0, 0, {}});
+    for (const auto& [name, t] : r.tensors) {
+        if (t.role != role || !any_finite(of(t))) continue;
+        const size_t k = f.lines.size();
+        f.lines.push_back({layer_of(name), of(t), false, line_dash(k), line_color(k), {}});
+    }
     return f;
 }
 

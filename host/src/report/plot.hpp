@@ -28,6 +28,11 @@ struct series {
     std::vector<band_point> band;
 };
 
+// The k-th of many lines told apart: gnuplot's colours 1-8 in turn, solid for the first 8, then
+// dashed, dotted, ... (8 colours alone repeat in a study of 28 groups or a model of 17 layers).
+inline int line_color(size_t k) { return static_cast<int>(k % 8) + 1; }
+inline int line_dash(size_t k) { return static_cast<int>(k / 8 % 5) + 1; }
+
 // A figure's height in pixels (its width is 960) for a key of `key_entries` lines below the plot:
 // 540 up to 8 entries, then 20 more per entry (at most 2400).
 int figure_height(size_t key_entries);

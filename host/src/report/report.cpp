@@ -801,10 +801,9 @@ private:
     std::set<std::string> taken_;
 };
 
-// Each group's colour (gnuplot's line types 1-8, in turn) and dash type (solid for the first 8
-// groups, then dashed, dotted, ...: 8 colours alone repeat in a study of 28 groups); its seeds share both.
-int group_color(size_t group_index) { return static_cast<int>(group_index % 8) + 1; }
-int group_dash(size_t group_index) { return static_cast<int>(group_index / 8 % 5) + 1; }
+// Each group's colour and dash type (plot.hpp: line_color, line_dash); its seeds share both.
+int group_color(size_t group_index) { return line_color(group_index); }
+int group_dash(size_t group_index) { return line_dash(group_index); }
 
 // The spread of `runs`' series (selected by `of`) at each step two or more of them have a finite value.
 template <class Of>
