@@ -27,7 +27,7 @@ int report_command(const context&, const args& a) {
         "the failure-mode hypotheses to judge (TOML, docs/report.md; default: the seeds', configs/hypotheses/seeds.toml)")(
         "gnuplot", po::value<std::string>(&o.gnuplot)->default_value("gnuplot"),
         "the gnuplot program that draws the figures")(
-        "baseline", po::value<std::string>(&o.baseline)->default_value("bf16_baseline"),
+        "baseline", po::value<std::string>(&o.baseline)->default_value(rep::kDefaultBaseline),
         "the config (its name) every group is compared with; several groups of it: each group with the one that "
         "shares the most of its settings")("no-figures", "write the report without figures");
     po::options_description operands;

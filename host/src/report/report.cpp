@@ -489,21 +489,24 @@ std::vector<group_summary> group_runs(const std::vector<run_record>& runs, const
     };
     for (group_summary& g : groups)
         g.baseline = std::any_of(g.runs.begin(), g.runs.end(), [&](const run_record* r) { return r->name == baseline; });
-    if (baseline == "bf16_baseline" &&
+    if (baseline == kDefaultBaseline &&
         std::none_of(groups.begin(), groups.end(), [](const group_summary& g) { return g.baseline; }))
         for (group_summary& g : groups) g.baseline = all_bf16(g);
-    for (group_summary& g : groups) {
+    for (size_t k = 0; k < groups.size(); ++k) {
+        group_summary& g = groups[k];
+        if (g.baseline) {
+            g.compared_with = k;
+            continue;
+        }
         size_t best_agree = 0;
         for (size_t b = 0; b < groups.size(); ++b) {
             if (!groups[b].baseline) continue;
-            const size_t agree = g.baseline ? 0 : agreeing_settings(g, groups[b]);
-            if (g.baseline ? &groups[b] == &g : (g.compared_with == kNoGroup || agree > best_agree))
-                g.compared_with = b, best_agree = agree;
+            const size_t agree = agreeing_settings(g, groups[b]);
+            if (g.compared_with == kNoGroup || agree > best_agree) g.compared_with = b, best_agree = agree;
         }
-        if (g.compared_with != kNoGroup && !g.baseline) {
-            g.vs_baseline = welch_test(g.final_val, groups[g.compared_with].final_val);
-            g.vs_baseline_paired = paired_test(paired_differences(g, groups[g.compared_with]));
-        }
+        if (g.compared_with == kNoGroup) continue;
+        g.vs_baseline = welch_test(g.final_val, groups[g.compared_with].final_val);
+        g.vs_baseline_paired = paired_test(paired_differences(g, groups[g.compared_with]));
     }
     return groups;
 }
@@ -737,7 +740,7 @@ void write_comparison(std::ostream& md, const std::vector<group_summary>& groups
         for (size_t i = 0; i < bases.size(); ++i) md << (i ? ", `" : "`") << bases[i]->label << "`";
         md << "); each other group is compared with the one whose settings agree with its own on the most keys "
               "(column `baseline`), e.g. the same scaling and master weights. ";
-    } else if (baseline == "bf16_baseline") {
+    } else if (baseline == kDefaultBaseline) {
         md << "No BF16 baseline among these runs (a config named bf16_baseline, or one with BF16 for every tensor): "
               "no differences shown. ";
     } else {
@@ -801,10 +804,6 @@ private:
     std::set<std::string> taken_;
 };
 
-// Each group's colour and dash type (plot.hpp: line_color, line_dash); its seeds share both.
-int group_color(size_t group_index) { return line_color(group_index); }
-int group_dash(size_t group_index) { return line_dash(group_index); }
-
 // The spread of `runs`' series (selected by `of`) at each step two or more of them have a finite value.
 template <class Of>
 std::vector<band_point> spread_of(const std::vector<const run_record*>& runs, Of of) {
@@ -826,13 +825,13 @@ template <class Of>
 void add_group_series(figure& f, const std::vector<group_summary>& groups, Of of, bool with_points) {
     for (size_t k = 0; k < groups.size(); ++k) {
         const group_summary& g = groups[k];
-        const int color = group_color(k);
+        const int color = line_color(k);
         bool titled = false;
         for (const run_record* r : g.runs) {
             const std::vector<point>& pts = of(*r);
             if (pts.empty()) continue;
             const bool sparse = with_points || pts.size() < 60;  // a few points: show each one
-            f.lines.push_back({titled ? "" : g.label, pts, sparse, group_dash(k), color, {}});
+            f.lines.push_back({titled ? "" : g.label, pts, sparse, line_dash(k), color, {}});
             titled = true;
         }
         std::vector<band_point> band = spread_of(g.runs, of);
@@ -853,7 +852,7 @@ void add_loss_figures(std::vector<figure>& figures, figure_stems& stems, const s
         f.stem = stems.unique("loss-" + g.label);
         f.title = "Loss: " + g.label + (baseline != nullptr && !g.baseline ? " against " + baseline->label : "");
         f.ylabel = "loss (nats/token)";
-        const int color = group_color(k);
+        const int color = line_color(k);
         for (const run_record* r : g.runs) {
             f.lines.push_back({names.at(r) + " train", r->train_loss, false, 0, color, {}});
             f.lines.push_back({names.at(r) + " val", r->val_loss, true, 0, color, {}});
@@ -861,7 +860,7 @@ void add_loss_figures(std::vector<figure>& figures, figure_stems& stems, const s
         std::vector<band_point> band = spread_of(g.runs, val);
         if (!band.empty()) f.lines.push_back({"val, seeds' range", {}, false, 0, color, std::move(band)});
         if (baseline != nullptr && !g.baseline) {
-            const int base_color = group_color(static_cast<size_t>(baseline - groups.data()));
+            const int base_color = line_color(static_cast<size_t>(baseline - groups.data()));
             for (const run_record* r : baseline->runs)
                 f.lines.push_back({names.at(r) + " val (baseline)", r->val_loss, true, 2, base_color, {}});
         }

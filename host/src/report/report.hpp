@@ -53,6 +53,9 @@ hypotheses parse_hypotheses(const std::string& toml_text, const std::string& sou
 // (hypotheses/seeds.toml) and installed in share/altgrad/hypotheses/.
 fs::path default_hypotheses_file();
 
+// The config whose groups are the baselines unless --baseline names another.
+inline constexpr const char* kDefaultBaseline = "bf16_baseline";
+
 struct report_options {
     fs::path out_dir = "report";  // gets report.md and figures/
     std::string gnuplot = "gnuplot";
@@ -61,7 +64,7 @@ struct report_options {
     hypotheses judged;  // the hypotheses section; none: the section says so
     // The config whose groups are the baselines (--baseline): "bf16_baseline" by default, and then,
     // when no run has that name, the groups that are BF16 throughout.
-    std::string baseline = "bf16_baseline";
+    std::string baseline = kDefaultBaseline;
 };
 
 struct report_output {
@@ -102,7 +105,7 @@ struct group_summary {
 // baseline that shares the most of its settings.
 // `baseline`: the config name of the baselines (report_options::baseline).
 std::vector<group_summary> group_runs(const std::vector<run_record>& runs,
-                                      const std::string& baseline = "bf16_baseline");
+                                      const std::string& baseline = kDefaultBaseline);
 
 // The settings whose values differ between groups (a key some group lacks counts), in key order.
 std::vector<std::string> varying_settings(const std::vector<group_summary>& groups);
