@@ -129,6 +129,65 @@ TEST(BlockScales, MxFloorClampsToUe8m0sRangeAndCountsIt) {
     EXPECT_EQ(st.underflowed, 1u);
 }
 
+// E8M0's grid (every power of two 2^-127 .. 2^127) under mx_floor takes the
+// exponent-arithmetic path; over amaxes across the whole float range
+// (subnormal, normal, the largest finite, and either side of every power of
+// two) each scale must be 2^-clamp(e - emax, -127, 127) with e = floor(log2 a)
+// from frexp, the counts and the scale range as the rule defines them.
+TEST(BlockScales, MxFloorOnE8m0MatchesTheRuleAcrossTheFloatRange) {
+    std::vector<float> e8m0;
+    for (int e = -127; e <= 127; ++e) e8m0.push_back(std::ldexp(1.0f, e));
+    const scale_grid g = scale_grid::of_values("ue8m0", e8m0);
+    ASSERT_TRUE(g.powers_of_two());
+    std::vector<float> amax{std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max(),
+                            std::nextafter(std::numeric_limits<float>::min(), 0.0f)};
+    for (int e = -149; e <= 127; ++e) {
+        const float p = std::ldexp(1.0f, e);
+        amax.insert(amax.end(), {p, std::nextafter(p, 0.0f), std::nextafter(p, kInf), p * 1.75f});
+    }
+    for (const double element_max : {448.0, 6.0, 57344.0, 127.0 / 128.0}) {
+        SCOPED_TRACE(element_max);
+        int emax = 0;
+        std::frexp(element_max, &emax);
+        emax -= 1;  // floor(log2 M)
+        block_scale_stats st;
+        const std::vector<float> s = scales_of(amax, {scale_rule::mx_floor, &g, element_max}, 0, &st);
+        uint64_t saturated = 0, underflowed = 0, neutral = 0;
+        int smallest = 1000, largest = -1000;
+        for (size_t i = 0; i < amax.size(); ++i) {
+            if (!(amax[i] > 0) || std::isinf(amax[i])) {
+                EXPECT_EQ(s[i], 1.0f) << amax[i];
+                ++neutral;
+                continue;
+            }
+            int e = 0;
+            std::frexp(amax[i], &e);
+            int k = e - 1 - emax;
+            if (k > 127) k = 127, ++saturated;
+            if (k < -127) k = -127, ++underflowed;
+            smallest = std::min(smallest, k);
+            largest = std::max(largest, k);
+            EXPECT_EQ(s[i], std::ldexp(1.0f, -k)) << amax[i];
+        }
+        EXPECT_EQ(st.blocks, amax.size());
+        EXPECT_EQ(st.saturated, saturated);
+        EXPECT_EQ(st.underflowed, underflowed);
+        EXPECT_EQ(st.neutral, neutral);
+        EXPECT_EQ(st.smallest_scale, std::ldexp(1.0, smallest));
+        EXPECT_EQ(st.largest_scale, std::ldexp(1.0, largest));
+    }
+}
+
+// Powers of two with a gap are not E8M0's grid: rounding must keep to the listed values.
+TEST(BlockScales, PowersOfTwoWithAGapStayAValueGrid) {
+    const scale_grid g = scale_grid::of_values("gappy", {1.0f, 2.0f, 8.0f});
+    EXPECT_FALSE(g.powers_of_two());
+    EXPECT_EQ(g.down(5), 2.0f);
+    EXPECT_EQ(g.up(3), 8.0f);
+    block_recipe r{scale_rule::mx_floor, &g, 1.0};  // emax 0: X = 2^floor(log2 a), down to the grid
+    EXPECT_EQ(scales_of({5.0f}, r)[0], 0.5f);       // X = 4 -> 2
+}
+
 TEST(BlockScales, RoundUpNeverClips) {
     const scale_grid g = scale_grid::power_of_two();
     block_recipe r{scale_rule::round_up, &g, 448.0};

@@ -52,6 +52,13 @@ scale_grid scale_grid::of_values(const std::string& name, const std::vector<floa
     positive.erase(std::unique(positive.begin(), positive.end()), positive.end());
     if (positive.empty())
         throw error("scale format '" + name + "': has no positive finite value, so it cannot hold a scale");
+    // Every power of two from the smallest to the largest and nothing else (E8M0's grid): the
+    // power_of_two kind rounds to it by exponent arithmetic, with the same results as a search.
+    int exponent = 0;
+    bool consecutive_powers = std::frexp(positive.front(), &exponent) == 0.5f;
+    for (size_t i = 1; i < positive.size() && consecutive_powers; ++i)
+        consecutive_powers = positive[i] == 2 * positive[i - 1];
+    if (consecutive_powers) return scale_grid(kind::power_of_two, name, positive.front(), positive.back());
     scale_grid g(kind::values, name, positive.front(), positive.back());
     g.values_ = std::move(positive);
     return g;
@@ -133,6 +140,63 @@ float encode_scale_never_clipping(float decode_scale, float amax, float element_
     return s;
 }
 
+// mx_floor on a grid of the powers of two 2^kmin .. 2^kmax (E8M0's, or
+// scale_grid::power_of_two), the trainer's hot case: the generic loop below
+// computes the same X = 2^clamp(floor(log2 a) - emax) and s = 1/X through
+// doubles, a grid search and divisions per block; here it is integer
+// arithmetic on the amax's bits without branches, so the loop vectorizes.
+// Needs -127 <= kmin, kmax <= 127 (s and X both floats). no-trapping-math:
+// GCC will not vectorize an int-to-float conversion that might raise the
+// inexact flag; this one converts m < 2^23, always exact.
+__attribute__((target_clones("avx2", "default"), optimize("no-trapping-math"))) block_scale_stats
+mx_floor_on_powers_of_two(
+    float* amax_then_scale, size_t blocks, int emax, int kmin, int kmax) {
+    block_scale_stats st;
+    st.blocks = blocks;
+    int smallest_k = kmax + 1, largest_k = kmin - 1;
+    constexpr size_t kStretch = size_t{1} << 16;  // blocks per 32-bit tally (vector lanes)
+    for (size_t b0 = 0; b0 < blocks; b0 += kStretch) {
+        const size_t end = std::min(blocks, b0 + kStretch);
+        uint32_t neutral = 0, saturated = 0, underflowed = 0;
+        for (size_t b = b0; b < end; ++b) {
+            uint32_t bits = 0;
+            std::memcpy(&bits, amax_then_scale + b, sizeof bits);
+            // Selects as masks (all ones or zero), so that the loop has no branch to keep it from vectorizing.
+            // Zero, negative, Inf or NaN (bits - 1 wraps for +0): s = 1, as in the generic loop.
+            const uint32_t is_neutral = 0u - static_cast<uint32_t>(bits - 1u >= 0x7F7FFFFFu);
+            // floor(log2 a): the exponent field; for a subnormal (m * 2^-149), float(m)'s (exact).
+            const float m = static_cast<float>(static_cast<int32_t>(bits & 0x7FFFFFu));
+            uint32_t m_bits = 0;
+            std::memcpy(&m_bits, &m, sizeof m_bits);
+            const uint32_t field = bits >> 23;
+            const uint32_t is_subnormal = 0u - static_cast<uint32_t>(field == 0);
+            const int log2_a = static_cast<int>(((field - 127u) & ~is_subnormal) | (((m_bits >> 23) - 276u) & is_subnormal));
+            const int ideal = log2_a - emax;
+            const int k = std::min(std::max(ideal, kmin), kmax);
+            neutral += is_neutral & 1u;
+            saturated += ~is_neutral & static_cast<uint32_t>(ideal > kmax);
+            underflowed += ~is_neutral & static_cast<uint32_t>(ideal < kmin);
+            // s = 2^-k: normal for k <= 126, else 2^-127 (k <= 127).
+            const uint32_t is_normal_s = 0u - static_cast<uint32_t>(k <= 126);
+            const uint32_t s_bits = (static_cast<uint32_t>(127 - k) << 23 & is_normal_s) | (0x00400000u & ~is_normal_s);
+            const uint32_t result = (0x3F800000u & is_neutral) | (s_bits & ~is_neutral);
+            std::memcpy(amax_then_scale + b, &result, sizeof result);
+            smallest_k = std::min(smallest_k, static_cast<int>((static_cast<uint32_t>(k) & ~is_neutral) |
+                                                               (static_cast<uint32_t>(kmax + 1) & is_neutral)));
+            largest_k = std::max(largest_k, static_cast<int>((static_cast<uint32_t>(k) & ~is_neutral) |
+                                                             (static_cast<uint32_t>(kmin - 1) & is_neutral)));
+        }
+        st.neutral += neutral;
+        st.saturated += saturated;
+        st.underflowed += underflowed;
+    }
+    if (smallest_k <= largest_k) {
+        st.smallest_scale = std::ldexp(1.0, smallest_k);
+        st.largest_scale = std::ldexp(1.0, largest_k);
+    }
+    return st;
+}
+
 }  // namespace
 
 block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, const block_recipe& r,
@@ -140,6 +204,10 @@ block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, cons
     const scale_grid& grid = *r.grid;
     const float element_max = static_cast<float>(r.element_max);
     const int emax = floor_log2(r.element_max);
+    if (r.rule == scale_rule::mx_floor && grid.powers_of_two()) {
+        const int kmin = floor_log2(grid.smallest()), kmax = floor_log2(grid.largest());
+        if (kmin >= -127 && kmax <= 127) return mx_floor_on_powers_of_two(amax_then_scale, blocks, emax, kmin, kmax);
+    }
     // two_level's tensor encode scale g (float32, as NVFP4 computes it).
     float g = 1.0f;
     if (r.rule == scale_rule::two_level && std::isfinite(tensor_amax) && tensor_amax > 0) {

@@ -54,6 +54,9 @@ public:
     const std::string& name() const { return name_; }
     float smallest() const { return smallest_; }
     float largest() const { return largest_; }
+    // Whether the grid is every power of two from smallest() to largest() (power_of_two(), and
+    // of_values() given such values, e.g. E8M0's): scales_from_amaxes has a fast path for it.
+    bool powers_of_two() const { return kind_ == kind::power_of_two; }
 
     // x > 0 and finite, taken to a grid value: the nearest (ties to the
     // larger), the smallest at or above, the largest at or below; clamped into
