@@ -150,10 +150,20 @@ inline bool fpu_rounds_to_nearest() {
 #endif
 }
 
+// A power of two whose reciprocal is one too, both normal (exponent field
+// 1..253, mantissa 0): the reciprocal's bits are 0x7F000000 minus its bits
+// (field 254 - f), and multiplying by it is exactly dividing.
+inline bool invertible_power_of_two(float s) {
+    const uint32_t b = float_bits(s);
+    return (b & 0x7FFFFFu) == 0 && (b >> 23) - 1u < 253u;
+}
+ALTGRAD_SDK_INLINE float reciprocal_power_of_two(float s) { return bits_float(0x7F000000u - float_bits(s)); }
+
 // How the element loop scales: one scale for the call (unit, power_of_two,
 // general, as classify_scale says), or one scale per element of the chunk
-// (block scaling, expanded from the block scales), with the reciprocals when
-// every scale of the chunk is a power of two (exact, see block_chunk_scales).
+// (block scaling, expanded from the block scales), multiplying back by
+// reciprocals made from the bits when every scale of the chunk is an
+// invertible power of two (exact, see block_chunk_scales), else dividing.
 enum class element_scaling { unit, power_of_two, general, each_power_of_two, each_general };
 
 constexpr element_scaling element_scaling_of(scaling s) {
@@ -170,12 +180,11 @@ __attribute__((always_inline)) inline float scale_input(float x, float s, const 
     return x;
 }
 template <element_scaling S>
-__attribute__((always_inline)) inline float scale_output(float r, float s, float inv, const float* scale,
-                                                         const float* inv_scale, size_t j) {
-    (void)s, (void)inv, (void)scale, (void)inv_scale, (void)j;
+__attribute__((always_inline)) inline float scale_output(float r, float s, float inv, const float* scale, size_t j) {
+    (void)s, (void)inv, (void)scale, (void)j;
     if constexpr (S == element_scaling::power_of_two) return r * inv;  // exact: 1/s is a power of two
     if constexpr (S == element_scaling::general) return r / s;
-    if constexpr (S == element_scaling::each_power_of_two) return r * inv_scale[j];
+    if constexpr (S == element_scaling::each_power_of_two) return r * reciprocal_power_of_two(scale[j]);
     if constexpr (S == element_scaling::each_general) return r / scale[j];
     return r;
 }
@@ -183,14 +192,13 @@ __attribute__((always_inline)) inline float scale_output(float r, float s, float
 // One chunk (m <= kBlock elements) of the quantize loop. Tallies are summed in
 // 32 bits (an element adds 0 or 1 to each, a chunk has at most kBlock
 // elements), which keeps a vectorized loop in 32-bit lanes. s and inv: the
-// call's scale and 1/s; scale and inv_scale: per element (each_*). Vector: the
+// call's scale and 1/s; scale: per element (each_*). Vector: the
 // loop is compiled for AVX2 or AVX-512 and uses F's normal-range fast path
 // and branch-free kernel when it has them.
 template <class F, altgrad_rounding R, altgrad_overflow O, element_scaling S, bool Vector>
 __attribute__((always_inline)) inline void quantize_chunk(const F& f, const float* in,
                                                           float* out, size_t m, float s, float inv,
                                                           const float* __restrict scale,
-                                                          const float* __restrict inv_scale,
                                                           const uint32_t* __restrict random, uint64_t& overflow,
                                                           uint64_t& underflow) {
     if constexpr (Vector && (has_normal_fast_path<F>::value || has_finite_fast_path<F>::value)) {
@@ -206,7 +214,7 @@ __attribute__((always_inline)) inline void quantize_chunk(const F& f, const floa
                     const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
                     const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
                     const uint32_t q = f.template quantize_normal_bits<R, O>(bits, random_j, chunk_overflow);
-                    out[j] = scale_output<S>(bits_float(q), s, inv, scale, inv_scale, j);
+                    out[j] = scale_output<S>(bits_float(q), s, inv, scale, j);
                 }
                 overflow += chunk_overflow;
                 return;
@@ -220,7 +228,7 @@ __attribute__((always_inline)) inline void quantize_chunk(const F& f, const floa
                     const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
                     const uint32_t q =
                         f.template quantize_finite_bits<R, O>(bits, random_j, chunk_overflow, chunk_underflow);
-                    out[j] = scale_output<S>(bits_float(q), s, inv, scale, inv_scale, j);
+                    out[j] = scale_output<S>(bits_float(q), s, inv, scale, j);
                 }
                 overflow += chunk_overflow;
                 underflow += chunk_underflow;
@@ -240,7 +248,7 @@ __attribute__((always_inline)) inline void quantize_chunk(const F& f, const floa
             q = f.template quantize_bits<R, O>(bits, random_j, c);
         chunk_overflow += static_cast<uint32_t>(c.overflow);
         chunk_underflow += static_cast<uint32_t>(c.underflow);
-        out[j] = scale_output<S>(bits_float(q), s, inv, scale, inv_scale, j);
+        out[j] = scale_output<S>(bits_float(q), s, inv, scale, j);
     }
     overflow += chunk_overflow;
     underflow += chunk_underflow;
@@ -295,11 +303,11 @@ __attribute__((always_inline)) inline void quantize_body(const F& f, const float
         if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) fill_random_bits(seed, offset + i0, m, random);
         if (start < n && i0 >= start) {
             alignas(64) float staging[kBlock];
-            quantize_chunk<F, R, O, ES, Vector>(f, in + i0, staging, m, s, inv, nullptr, nullptr, random, overflow,
+            quantize_chunk<F, R, O, ES, Vector>(f, in + i0, staging, m, s, inv, nullptr, random, overflow,
                                                 underflow);
             stream_floats(out + i0, staging, m);
         } else {
-            quantize_chunk<F, R, O, ES, Vector>(f, in + i0, out + i0, m, s, inv, nullptr, nullptr, random, overflow,
+            quantize_chunk<F, R, O, ES, Vector>(f, in + i0, out + i0, m, s, inv, nullptr, random, overflow,
                                                 underflow);
         }
         i0 += m;
@@ -309,30 +317,19 @@ __attribute__((always_inline)) inline void quantize_body(const F& f, const float
     counts.underflow += underflow;
 }
 
-// A normal power of two (exponent field 1..254, mantissa 0): its reciprocal
-// is a float too, so multiplying by it is exactly dividing.
-inline bool normal_power_of_two(float s) {
-    const uint32_t b = float_bits(s);
-    return (b & 0x7FFFFFu) == 0 && (b >> 23) - 1u < 254u;
-}
-
 // The scales of elements [i0, i0 + m) of a block-scaled call, one per element
-// (element i takes block_scales[i / block_size], the format.h rule), and
-// their reciprocals; returns whether every one is a normal power of two
-// (inv_scale is then filled and exact).
-inline bool block_chunk_scales(const scale_source& scales, size_t i0, size_t m, float* scale, float* inv_scale) {
+// (element i takes block_scales[i / block_size], the format.h rule); returns
+// whether every one is an invertible power of two (the element loop then
+// multiplies by reciprocals made from the bits instead of dividing).
+inline bool block_chunk_scales(const scale_source& scales, size_t i0, size_t m, float* scale) {
     bool all_powers_of_two = true;
     size_t b = i0 / scales.block_size;
     size_t run = scales.block_size - i0 % scales.block_size;  // elements of block b from i0 on
     for (size_t j = 0; j < m; j += run, run = scales.block_size, ++b) {
         run = run < m - j ? run : m - j;
         const float sb = scales.block_scales[b];
-        all_powers_of_two &= normal_power_of_two(sb);
-        const float ib = 1.0f / sb;
-        for (size_t k = j; k < j + run; ++k) {
-            scale[k] = sb;
-            inv_scale[k] = ib;
-        }
+        all_powers_of_two &= invertible_power_of_two(sb);
+        for (size_t k = j; k < j + run; ++k) scale[k] = sb;
     }
     return all_powers_of_two;
 }
@@ -350,7 +347,7 @@ __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, cons
                                                                 uint64_t offset, element_counts& counts) {
     uint64_t overflow = 0, underflow = 0;
     alignas(64) uint32_t random[kBlock];
-    alignas(64) float scale[kBlock], inv_scale[kBlock], staging[kBlock];
+    alignas(64) float scale[kBlock], staging[kBlock];
     const size_t start = Vector ? stream_start(out, n) : n;  // as in quantize_body
     const size_t first = start < n && start > 0 ? start : (n < kBlock ? n : kBlock);
     for (size_t i0 = 0; i0 < n;) {
@@ -359,12 +356,12 @@ __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, cons
         if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) fill_random_bits(seed, offset + i0, m, random);
         const bool streamed = start < n && i0 >= start;
         float* dst = streamed ? staging : out + i0;
-        if (block_chunk_scales(scales, i0, m, scale, inv_scale))
-            quantize_chunk<F, R, O, element_scaling::each_power_of_two, Vector>(
-                f, in + i0, dst, m, 1.0f, 1.0f, scale, inv_scale, random, overflow, underflow);
+        if (block_chunk_scales(scales, i0, m, scale))
+            quantize_chunk<F, R, O, element_scaling::each_power_of_two, Vector>(f, in + i0, dst, m, 1.0f, 1.0f, scale,
+                                                                                 random, overflow, underflow);
         else
-            quantize_chunk<F, R, O, element_scaling::each_general, Vector>(
-                f, in + i0, dst, m, 1.0f, 1.0f, scale, inv_scale, random, overflow, underflow);
+            quantize_chunk<F, R, O, element_scaling::each_general, Vector>(f, in + i0, dst, m, 1.0f, 1.0f, scale,
+                                                                            random, overflow, underflow);
         if (streamed) stream_floats(out + i0, staging, m);
         i0 += m;
     }
