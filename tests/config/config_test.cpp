@@ -1133,7 +1133,8 @@ TEST(ConfigFiles, TheSeedExperimentsAreThereWithTheSeedSettings) {
 TEST(ConfigFiles, TheStudySweepsTrainAtTheSeparatingWorkload) {
     const fs::path dir = ALTGRAD_CONFIGS_DIR;
     run_config workload = load_config(dir / "separating_bf16.toml");
-    for (const char* sweep : {"study_separating.toml", "study_separating_more_seeds.toml", "study_blocks.toml"}) {
+    for (const char* sweep : {"study_separating.toml", "study_separating_more_seeds.toml", "study_blocks.toml",
+                             "study_blocks_round_up.toml"}) {
         SCOPED_TRACE(sweep);
         const toml::table t = toml::parse_file((dir / "sweeps" / sweep).string());
         std::vector<std::string> training;
