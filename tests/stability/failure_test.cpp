@@ -582,6 +582,21 @@ TEST(FailureReport, OverflowAndVanishingRecommendations) {
     EXPECT_TRUE(has(md, "- Overflowing: blocks.0.mlp.fc.act (e4m3, 30.0%). Raise `quantization.margin` (now 2)")) << md;
     EXPECT_TRUE(has(md, "- Enable `partition_clip`")) << md;
 
+    // Block-scaled by OCP MX's floor rule, the margin does not apply: the rule clips, round_up does not.
+    // Only the activations are in blocks here, so a weight overflowing as well keeps the margin advice.
+    x.config = host::config::parse_config(
+        "[quantization]\n[quantization.activation]\ngranularity = \"block\"\nscale_rule = \"mx_floor\"\n", "mx.toml");
+    md = failure_report_markdown(x);
+    EXPECT_TRUE(has(md, "- Overflowing: blocks.0.mlp.fc.act (e4m3, 30.0%). Their block scales follow OCP MX's floor "
+                        "rule (`scale_rule = \"mx_floor\"`)"))
+        << md;
+    EXPECT_TRUE(has(md, "`quantization.scale_rule = \"round_up\"` never clips.")) << md;
+    EXPECT_FALSE(has(md, "quantization.margin")) << md;
+    x.tensors.push_back({"blocks.0.mlp.fc.weight", ALTGRAD_TENSOR_WEIGHT, "e4m3", 3, 0.2, 0.0, NAN});
+    md = failure_report_markdown(x);
+    EXPECT_TRUE(has(md, "Raise `quantization.margin`")) << md;
+    EXPECT_FALSE(has(md, "floor rule")) << md;
+
     x.collapse.mode = failure_mode::gradient_vanishing;
     x.config.quantization.scaling = host::config::scaling_mode::none;
     x.tensors = {{"blocks.0.mlp.fc.grad", ALTGRAD_TENSOR_OUTPUT_GRADIENT, "e4m3", 3, 0.0, 0.8, NAN},

@@ -118,10 +118,30 @@ std::vector<std::string> after_bit_stall(const failure_context& x) {
     return out;
 }
 
+// Whether tensor t is scaled in blocks (or rows) by OCP MX's floor rule,
+// which lets each block's largest elements clip by design. A tensor's name is
+// its layer's and a last part ("blocks.0.mlp.fc.act").
+bool clipped_by_mx_floor(const config::quantization_config& q, const tensor_state& t) {
+    const std::string layer = t.name.substr(0, t.name.rfind('.'));
+    const char* role = t.role == ALTGRAD_TENSOR_WEIGHT       ? "weight"
+                       : t.role == ALTGRAD_TENSOR_ACTIVATION ? "activation"
+                                                             : "gradient";
+    const config::block_scaling b = config::scaling_for(q, layer, role);
+    return b.granularity != config::granularity_kind::tensor && b.scale_rule == config::scale_rule_kind::mx_floor;
+}
+
 std::vector<std::string> after_overflow(const failure_context& x) {
     std::vector<std::string> out;
     const auto overflowing = worst(x.tensors, &tensor_state::overflow_rate, std::nullopt, 0.0, 3);
-    if (!overflowing.empty())
+    const bool all_mx_floor = !overflowing.empty() && std::all_of(overflowing.begin(), overflowing.end(), [&](auto* t) {
+        return clipped_by_mx_floor(x.config.quantization, *t);
+    });
+    if (all_mx_floor)
+        out.push_back("Overflowing: " + list_of(overflowing, &tensor_state::overflow_rate) +
+                      ". Their block scales follow OCP MX's floor rule (`scale_rule = \"mx_floor\"`), which lets "
+                      "each block's largest elements exceed the format's max and clip; "
+                      "`quantization.scale_rule = \"round_up\"` never clips.");
+    else if (!overflowing.empty())
         out.push_back("Overflowing: " + list_of(overflowing, &tensor_state::overflow_rate) +
                       ". Raise `quantization.margin` (now " + std::to_string(x.config.quantization.margin) +
                       ") or use `quantization.scaling = \"current\"` so the scale follows the tensor.");
