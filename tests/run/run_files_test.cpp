@@ -205,6 +205,7 @@ summary_record a_summary() {
     s.final_val_loss = 4.125;
     s.best_val_loss = 4.0625;
     s.seconds = 12.5;
+    s.cpu_seconds = 20.25;
     s.formats = {"e7m0", "e7m0", "e5m2"};
     s.corpus = {3.25, 2.5, NAN};
     s.switches = {{3, "mantissa_shift", "blocks.0.attn.qkv.weight", "e7m0", "e5m2"}};
@@ -222,6 +223,8 @@ TEST(Summary, RoundTrips) {
     EXPECT_EQ(*s.failure_step, 7);
     EXPECT_TRUE(std::isnan(s.final_train_loss));
     EXPECT_EQ(s.final_val_loss, 4.125);
+    EXPECT_EQ(s.seconds, 12.5);
+    EXPECT_EQ(s.cpu_seconds, 20.25);
     EXPECT_EQ(s.formats.gradient, "e5m2");
     ASSERT_EQ(s.switches.size(), 1u);
     EXPECT_EQ(s.switches[0].plugin, "mantissa_shift");
@@ -235,7 +238,11 @@ TEST(Summary, RoundTrips) {
     const size_t from = text.find("\"corpus\""), to = text.find("\"switches\"");
     ASSERT_NE(from, std::string::npos);
     text.erase(from, to - from);
+    const size_t cpu = text.find("  \"cpu_seconds\"");
+    ASSERT_NE(cpu, std::string::npos);
+    text.erase(cpu, text.find('\n', cpu) + 1 - cpu);
     const summary_record old = parse_summary(text, "old/summary.json");
+    EXPECT_TRUE(std::isnan(old.cpu_seconds));  // nor before "cpu_seconds"
     EXPECT_TRUE(std::isnan(old.corpus.unigram_entropy));
     EXPECT_TRUE(std::isnan(old.corpus.bigram));
     EXPECT_EQ(old.final_val_loss, 4.125);

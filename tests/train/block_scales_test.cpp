@@ -52,6 +52,29 @@ TEST(BlockScales, AmaxPerBlockWithAShortLastBlockAndNaN) {
     EXPECT_EQ(amax[2], kInf);
 }
 
+// Blocks of 32 take their own loop: two full blocks and a short one (70 elements), the largest
+// magnitude placed at each block's first, last and a middle element, a NaN in the second.
+TEST(BlockScales, AmaxOfBlocksOf32WithAShortLastBlock) {
+    for (const size_t at : {size_t{0}, size_t{17}, size_t{31}}) {
+        SCOPED_TRACE(at);
+        std::vector<float> x(70);
+        for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 2 ? -1.0f : 1.0f) * static_cast<float>(i % 7);
+        x[at] = -100.0f;                         // block 0: amax 100
+        x[32 + at] = kNaN;                       // block 1: NaN
+        x[64 + at % 6] = 1e-3f;                  // block 2 (6 elements): one made small
+        std::vector<float> amax(3, -1);
+        block_amaxes(x.data(), x.size(), 32, amax.data());
+        EXPECT_EQ(amax[0], 100.0f);
+        EXPECT_TRUE(std::isnan(amax[1]));
+        // Block 2 holds i = 64..69, |x| = i % 7 = 1..6, one of them replaced by 0.001: 6 unless it was i = 69.
+        EXPECT_EQ(amax[2], at % 6 == 5 ? 5.0f : 6.0f);
+    }
+    const std::vector<float> y(32, -kInf);
+    float a = 0;
+    block_amaxes(y.data(), y.size(), 32, &a);
+    EXPECT_EQ(a, kInf);
+}
+
 TEST(BlockScales, PowerOfTwoGridRoundsEachWay) {
     const scale_grid g = scale_grid::power_of_two();
     EXPECT_EQ(g.up(3), 4.0f);

@@ -153,7 +153,10 @@ TEST(Run, ProgressGoesToStandardErrorAndStandardOutputIsTheRunDirectory) {
     std::ifstream in(stdout_file);
     const std::string stdout_text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_EQ(stdout_text, out.string() + "\n");
-    EXPECT_TRUE(fs::exists(out / "summary.json"));
+    const ::altgrad::host::run::summary_record summary = ::altgrad::host::run::read_summary(out / "summary.json");
+    // CPU time: positive, and at most what every core could give in the run's wall time.
+    EXPECT_GT(summary.cpu_seconds, 0.0);
+    EXPECT_LE(summary.cpu_seconds, summary.seconds * std::max(1u, std::thread::hardware_concurrency()) + 1.0);
     EXPECT_FALSE(fs::exists(out / "reports")) << "a finished run has nothing to report";
 }
 

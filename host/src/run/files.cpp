@@ -543,6 +543,7 @@ void write_summary(const fs::path& run_dir, const summary_record& s) {
               {"final_val_loss", number_or_null(s.final_val_loss)},
               {"best_val_loss", number_or_null(s.best_val_loss)},
               {"seconds", number_or_null(s.seconds)},
+              {"cpu_seconds", number_or_null(s.cpu_seconds)},
               {"formats", {{"weight", s.formats.weight}, {"activation", s.formats.activation}, {"gradient", s.formats.gradient}}},
               {"corpus",
                {{"unigram_entropy", number_or_null(s.corpus.unigram_entropy)},
@@ -590,6 +591,7 @@ summary_record parse_summary(const std::string& text, const std::string& name) {
         s.final_val_loss = f.number("final_val_loss");
         s.best_val_loss = f.number("best_val_loss");
         s.seconds = f.number("seconds");
+        if (f.has("cpu_seconds")) s.cpu_seconds = f.number("cpu_seconds");  // hosts before it wrote none
         const fields formats = f.object("formats");
         s.formats = {formats.string("weight"), formats.string("activation"), formats.string("gradient")};
         if (f.has("corpus")) {  // hosts before it wrote none

@@ -156,7 +156,8 @@ struct summary_record {
     std::string failure_evidence;
     int64_t steps_done = 0, max_steps = 0, seed = 0;
     double final_train_loss = NAN, final_val_loss = NAN, best_val_loss = NAN;  // null: not finite / none
-    double seconds = NAN;
+    double seconds = NAN;      // wall-clock time of the process that wrote it (a resumed run: since the resume)
+    double cpu_seconds = NAN;  // its user + system CPU time, all threads; null where unknown (a crash summary)
     formats_record formats;  // the global formats at the start
     corpus_record corpus;
     std::vector<format_switch> switches;

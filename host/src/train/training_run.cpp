@@ -9,6 +9,8 @@
 #include <set>
 #include <thread>
 
+#include <sys/resource.h>
+
 #include "data/ngram.hpp"
 #include "plugins/call_record.hpp"
 #include "run/supervise.hpp"
@@ -24,6 +26,14 @@ namespace {
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// User + system CPU time of this process so far, all threads (NaN if getrusage fails).
+double process_cpu_seconds() {
+    rusage u{};
+    if (::getrusage(RUSAGE_SELF, &u) != 0) return NAN;
+    const auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+    return sec(u.ru_utime) + sec(u.ru_stime);
 }
 
 std::string duration_text(double seconds) {
@@ -586,6 +596,7 @@ run_summary training_run::finish(const std::string& status, const stability::ver
     r.final_val_loss = s.final_val_loss;
     r.best_val_loss = s.best_val_loss;
     r.seconds = s.seconds;
+    r.cpu_seconds = process_cpu_seconds();
     r.formats = {c_.quantization.weight_format, c_.quantization.activation_format, c_.quantization.gradient_format};
     const data::corpus_reference ref = data::reference_losses(data_);
     r.corpus = {ref.unigram_entropy, ref.bigram, ref.trigram};
