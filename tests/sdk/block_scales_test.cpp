@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "test_common.hpp"
@@ -35,11 +36,20 @@ std::vector<float> inputs(size_t n) {
 }
 
 // Scales as a block-scaling host makes them: powers of two over a wide range
-// (MX), and general values (amax / max).
-std::vector<float> block_scales(size_t blocks) {
+// (MX), and general values (amax / max). powers_only: an MX host's, from
+// 2^-126 to 2^126 (whose reciprocals are normal floats: the SDK multiplies by
+// them) with one 2^127 at block 20 (whose reciprocal is not: it divides), so
+// that the first 512 elements of blocks of 32 take the reciprocal path and
+// the next 512 the division.
+std::vector<float> block_scales(size_t blocks, bool powers_only) {
     std::vector<float> s;
-    for (size_t b = 0; b < blocks; ++b)
-        s.push_back(b % 3 == 2 ? 0.37f * static_cast<float>(b + 1) : std::ldexp(1.0f, static_cast<int>(b % 41) - 20));
+    for (size_t b = 0; b < blocks; ++b) {
+        const int i = static_cast<int>(b);
+        if (powers_only)
+            s.push_back(std::ldexp(1.0f, b == 20 ? 127 : b % 2 ? -126 + 3 * (i % 84) : 126 - 3 * (i % 84)));
+        else
+            s.push_back(b % 3 == 2 ? 0.37f * static_cast<float>(b + 1) : std::ldexp(1.0f, i % 41 - 20));
+    }
     return s;
 }
 
@@ -48,11 +58,12 @@ TEST(BlockScales, EachBlockIsACallOfItsOwnInEveryFormatAndMode) {
     const std::vector<float> xs = inputs(count);
     for (const char* name : kFormats) {
         const FormatPlugin& p = plugin(name);
-        for (size_t block_size : {size_t{1}, size_t{32}, size_t{100}, size_t{5000}}) {
-            const std::vector<float> scales = block_scales((count + block_size - 1) / block_size);
+        for (const auto& [block_size, powers_only] : std::vector<std::pair<size_t, bool>>{
+                 {1, false}, {32, false}, {32, true}, {100, false}, {100, true}, {5000, false}}) {
+            const std::vector<float> scales = block_scales((count + block_size - 1) / block_size, powers_only);
             for (Mode m : all_modes(1.0f, 0xB10Cull, 13)) {
                 const std::string where = std::string(name) + " " + describe(m) + " block " +
-                                          std::to_string(block_size);
+                                          std::to_string(block_size) + (powers_only ? " (powers of two)" : "");
                 // The definition: one scalar call per block.
                 std::vector<float> want_out;
                 std::vector<uint32_t> want_codes;

@@ -322,6 +322,17 @@ __attribute__((always_inline)) inline void quantize_body(const F& f, const float
 // whether every one is an invertible power of two (the element loop then
 // multiplies by reciprocals made from the bits instead of dividing).
 inline bool block_chunk_scales(const scale_source& scales, size_t i0, size_t m, float* scale) {
+    if (scales.block_size == 32 && i0 % 32 == 0 && m % 32 == 0) {
+        // OCP MX's blocks, whole: loops of fixed trip count, which the compiler turns into one
+        // vector test over the chunk's scales and two broadcast stores per block.
+        const float* block_scales = scales.block_scales + i0 / 32;
+        const size_t blocks = m / 32;
+        uint32_t invertible = 1;
+        for (size_t b = 0; b < blocks; ++b) invertible &= static_cast<uint32_t>(invertible_power_of_two(block_scales[b]));
+        for (size_t b = 0; b < blocks; ++b)
+            for (size_t k = 0; k < 32; ++k) scale[b * 32 + k] = block_scales[b];
+        return invertible != 0;
+    }
     bool all_powers_of_two = true;
     size_t b = i0 / scales.block_size;
     size_t run = scales.block_size - i0 % scales.block_size;  // elements of block b from i0 on
