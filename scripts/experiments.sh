@@ -12,7 +12,7 @@
 #               up instead of OCP MX's floor rule (6 runs); its report sets them beside the separating
 #               runs (and their BF16 baseline), and blocks_vs_mxfp8_e4m3/ compares them with MXFP8 E4M3
 #               of the same scale rule instead (report --baseline)
-# Two runs at a time, one thread each: about 5 hours on an otherwise idle 2-core machine
+# Two runs at a time, one thread each: about 3.5 hours on an otherwise idle 2-core machine
 # (docs/performance.md, "A workload that separates the formats"). It prints the time each study took.
 # Runs go to OUT_DIR/runs/<study>/, the reports to OUT_DIR/<study>/report.md with their figures and
 # tables. A finished sweep is not run again (`sweep` skips finished and collapsed runs and resumes
