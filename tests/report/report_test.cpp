@@ -112,7 +112,7 @@ std::string summary_json(const std::string& name, const std::string& status, con
            "\", \"failure_step\": " + failure_step + ", \"failure_evidence\": \"x\", \"steps_done\": " +
            std::to_string(steps_done) + ", \"max_steps\": " + std::to_string(max_steps) +
            ", \"seed\": " + std::to_string(seed) + ", \"final_train_loss\": 2.5, \"final_val_loss\": " + num(final_val) +
-           ", \"best_val_loss\": " + num(best_val) + ", \"seconds\": 40.1, \"formats\": {\"weight\": \"" + format +
+           ", \"best_val_loss\": " + num(best_val) + ", \"seconds\": 40.1, \"cpu_seconds\": 38.5, \"formats\": {\"weight\": \"" + format +
            "\", \"activation\": \"" + format + "\", \"gradient\": \"" + format + "\"}, \"switches\": " + switches +
            ", \"interventions\": " + interventions + "}\n";
 }
@@ -497,8 +497,8 @@ TEST(ReportGroups, EachGroupIsComparedWithTheBaselineThatSharesItsSettings) {
     EXPECT_CONTAINS(md, "| bf16_baseline [learning_rate=0.001] | +0.1000 (+4.1%) |");
     EXPECT_CONTAINS(md, "| 2 | 3.1000 | 0.1414 | 1.8294 – 4.3706 | — | baseline | — |");
     const std::string csv = read(o.out_dir / "runs.csv");
-    EXPECT_CONTAINS(csv, ",0.01,e5m2,e5m2,finished,none,,500,500,2.5,3.3,3.3,false,bf16_baseline [learning_rate=0.01]\n");
-    EXPECT_CONTAINS(csv, ",0.01,bf16,bf16,finished,none,,500,500,2.5,3,3,true,\n");
+    EXPECT_CONTAINS(csv, ",0.01,e5m2,e5m2,finished,none,,500,500,2.5,3.3,3.3,false,bf16_baseline [learning_rate=0.01],40.1,38.5\n");
+    EXPECT_CONTAINS(csv, ",0.01,bf16,bf16,finished,none,,500,500,2.5,3,3,true,,40.1,38.5\n");
 }
 
 TEST(ReportTables, OneRowPerRunAndOnePerRunPerStep) {
@@ -520,12 +520,12 @@ TEST(ReportTables, OneRowPerRunAndOnePerRunPerStep) {
     ASSERT_EQ(lines.size(), 4u);
     EXPECT_EQ(lines[0], "run,run_id,group,config,seed,quantization.activation_format,quantization.gradient_format,"
                         "quantization.weight_format,formats,uniform_format,status,failure_mode,failure_step,steps_done,"
-                        "max_steps,final_train_loss,final_val_loss,best_val_loss,baseline,baseline_group");
+                        "max_steps,final_train_loss,final_val_loss,best_val_loss,baseline,baseline_group,seconds,cpu_seconds");
     const std::string quoted = "\"" + (tmp.path() / "e5m2,\"\"s1\"\"").generic_string() + "\"";
-    EXPECT_EQ(lines[1], quoted + ",,e5m2_short,e5m2_short,1,e5m2,e5m2,e5m2,e5m2,e5m2,finished,none,,500,500,2.5,2.5,2.5,false,bf16_baseline");
+    EXPECT_EQ(lines[1], quoted + ",,e5m2_short,e5m2_short,1,e5m2,e5m2,e5m2,e5m2,e5m2,finished,none,,500,500,2.5,2.5,2.5,false,bf16_baseline,40.1,38.5");
     EXPECT_EQ(lines[3], (tmp.path() / "e3m4-killed").generic_string() +
                             ",,e3m4_uniform,e3m4_uniform,42,e3m4,e3m4,e3m4,e3m4,e3m4,interrupted,,,30,500,3.7,3.9,3.9,false,"
-                            "bf16_baseline");
+                            "bf16_baseline,,");  // no summary.json: no times
     // steps.csv: the run's logged steps in order, each value in its column, the rest empty. The fixture's
     // loss at step s is 4 - s/250; bit stall 25% at 250, 12.5% at 500; overflow from the per-step lines.
     const std::string steps = read(o.out_dir / "steps.csv");

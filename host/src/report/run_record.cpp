@@ -152,6 +152,8 @@ void read_summary(const fs::path& file, run_record& r) {
     r.final_train_loss = s.final_train_loss;
     r.final_val_loss = s.final_val_loss;
     r.best_val_loss = s.best_val_loss;
+    if (std::isfinite(s.seconds)) r.seconds = s.seconds;
+    if (std::isfinite(s.cpu_seconds)) r.cpu_seconds = s.cpu_seconds;
     r.corpus = s.corpus;
     if (r.formats.empty()) {
         const run::formats_record& f = s.formats;

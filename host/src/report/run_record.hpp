@@ -79,6 +79,8 @@ struct run_record {
     std::optional<int64_t> failure_step;
     std::string failure_evidence;
     std::optional<double> final_train_loss, final_val_loss, best_val_loss;  // NaN: not finite
+    // summary.json's wall-clock and CPU seconds of the process that wrote it (none: not recorded).
+    std::optional<double> seconds, cpu_seconds;
     run::corpus_record corpus;  // summary.json's n-gram references (NaN: not recorded)
     std::map<std::string, std::map<std::string, int64_t>> interventions;    // plugin -> event -> count
     std::optional<int64_t> last_checkpoint;  // newest complete checkpoints/step_N

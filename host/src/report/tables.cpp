@@ -57,7 +57,7 @@ std::string runs_csv(const std::vector<run_record>& runs, const std::vector<grou
     header.insert(header.end(), varying.begin(), varying.end());
     for (const char* h : {"formats", "uniform_format", "status", "failure_mode", "failure_step", "steps_done",
                           "max_steps", "final_train_loss", "final_val_loss", "best_val_loss", "baseline",
-                          "baseline_group"})
+                          "baseline_group", "seconds", "cpu_seconds"})
         header.push_back(h);
     std::string out = row(header);
     for (const run_record& r : runs) {
@@ -71,7 +71,8 @@ std::string runs_csv(const std::vector<run_record>& runs, const std::vector<grou
              {r.formats, r.uniform_format, r.status, r.failure_mode, integer(r.failure_step), integer(r.steps_done),
               integer(r.max_steps), number(r.final_train_loss), number(r.final_val_loss), number(r.best_val_loss),
               std::string(g.baseline ? "true" : "false"),
-              g.compared_with == kNoGroup || g.baseline ? std::string() : groups[g.compared_with].label})
+              g.compared_with == kNoGroup || g.baseline ? std::string() : groups[g.compared_with].label,
+              number(r.seconds), number(r.cpu_seconds)})
             f.push_back(x);
         out += row(f);
     }
