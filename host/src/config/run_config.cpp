@@ -1162,4 +1162,11 @@ block_scaling scaling_for(const quantization_config& q, std::string_view layer, 
     return b;
 }
 
+block_scaling scaling_for(const quantization_config& q, std::string_view layer, altgrad_tensor_role role) {
+    return scaling_for(q, layer,
+                       role == ALTGRAD_TENSOR_WEIGHT       ? "weight"
+                       : role == ALTGRAD_TENSOR_ACTIVATION ? "activation"
+                                                           : "gradient");
+}
+
 }  // namespace altgrad::host::config

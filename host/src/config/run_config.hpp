@@ -260,6 +260,8 @@ struct layer_formats {
 // "gradient"): quantization's keys, then the role's table, then the first
 // rule matching the layer.
 block_scaling scaling_for(const quantization_config& q, std::string_view layer, std::string_view role);
+// The same for a tensor of that role (an output gradient takes the "gradient" keys).
+block_scaling scaling_for(const quantization_config& q, std::string_view layer, altgrad_tensor_role role);
 
 // The formats of one layer: the first rule whose pattern matches decides; the
 // directions it leaves unset take quantization.{weight,activation,gradient}_format.

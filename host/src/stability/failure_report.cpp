@@ -122,11 +122,7 @@ std::vector<std::string> after_bit_stall(const failure_context& x) {
 // which lets each block's largest elements clip by design. A tensor's name is
 // its layer's and a last part ("blocks.0.mlp.fc.act").
 bool clipped_by_mx_floor(const config::quantization_config& q, const tensor_state& t) {
-    const std::string layer = t.name.substr(0, t.name.rfind('.'));
-    const char* role = t.role == ALTGRAD_TENSOR_WEIGHT       ? "weight"
-                       : t.role == ALTGRAD_TENSOR_ACTIVATION ? "activation"
-                                                             : "gradient";
-    const config::block_scaling b = config::scaling_for(q, layer, role);
+    const config::block_scaling b = config::scaling_for(q, t.name.substr(0, t.name.rfind('.')), t.role);
     return b.granularity != config::granularity_kind::tensor && b.scale_rule == config::scale_rule_kind::mx_floor;
 }
 

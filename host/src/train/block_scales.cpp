@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include <altgrad/sdk/rounding.hpp>
+
 #include "util/error.hpp"
 
 namespace altgrad::host::train {
@@ -111,37 +113,21 @@ void block_scale_stats::add(const block_scale_stats& o) {
     largest_scale = std::fmax(largest_scale, o.largest_scale);
 }
 
-namespace {
-
 // The largest |x| of each block as the largest of the bit patterns with the
 // sign cleared: for floats of one sign integer order is magnitude order, and
 // every NaN pattern lies above +Inf's, so a NaN wins as abs().max() has it.
 // An integer max vectorizes where a float one (with NaN rules) does not.
-__attribute__((always_inline)) inline uint32_t amax_bits(const float* x, size_t count) {
-    uint32_t m = 0;
-    for (size_t i = 0; i < count; ++i) {
-        uint32_t bits = 0;
-        std::memcpy(&bits, x + i, sizeof bits);
-        bits &= 0x7fffffffu;
-        m = bits > m ? bits : m;
-    }
-    return m;
-}
-
-}  // namespace
-
-// Blocks of 32 (OCP MX's) get a loop of their own, whose fixed trip count
-// the compiler unrolls into two 16-lane maxima and one reduction per block.
-__attribute__((target_clones("arch=x86-64-v4", "avx2", "default"))) void block_amaxes(const float* x, size_t n,
-                                                                                      size_t block_size, float* amax) {
-    size_t b = 0, first = 0;
-    if (block_size == 32)
-        for (; first + 32 <= n; ++b, first += 32) {
-            const uint32_t m = amax_bits(x + first, 32);
-            std::memcpy(amax + b, &m, sizeof m);
+__attribute__((target_clones("avx2", "default"))) void block_amaxes(const float* x, size_t n, size_t block_size,
+                                                                    float* amax) {
+    for (size_t b = 0, first = 0; first < n; ++b, first += block_size) {
+        const size_t end = std::min(n, first + block_size);
+        uint32_t m = 0;
+        for (size_t i = first; i < end; ++i) {
+            uint32_t bits = 0;
+            std::memcpy(&bits, x + i, sizeof bits);
+            bits &= 0x7fffffffu;
+            m = bits > m ? bits : m;
         }
-    for (; first < n; ++b, first += block_size) {
-        const uint32_t m = amax_bits(x + first, std::min(n, first + block_size) - first);
         std::memcpy(amax + b, &m, sizeof m);
     }
 }
@@ -178,8 +164,8 @@ mx_floor_on_powers_of_two(
             uint32_t bits = 0;
             std::memcpy(&bits, amax_then_scale + b, sizeof bits);
             // Selects as masks (all ones or zero), so that the loop has no branch to keep it from vectorizing.
-            // Zero, negative, Inf or NaN (bits - 1 wraps for +0): s = 1, as in the generic loop.
-            const uint32_t is_neutral = 0u - static_cast<uint32_t>(bits - 1u >= 0x7F7FFFFFu);
+            // Zero, negative, Inf or NaN: s = 1, as in the generic loop.
+            const uint32_t is_neutral = 0u - static_cast<uint32_t>(!sdk::positive_finite_bits(bits));
             // floor(log2 a): the exponent field; for a subnormal (m * 2^-149), float(m)'s (exact).
             const float m = static_cast<float>(static_cast<int32_t>(bits & 0x7FFFFFu));
             uint32_t m_bits = 0;

@@ -394,8 +394,7 @@ void assign_formats(quant_plan& plan, const config::run_config& c, format_librar
         s.rounding = backward ? q.backward_rounding : q.forward_rounding;
         s.overflow = q.overflow;
         s.scaling = scaling_state(scaling_of(q), 1.0);
-        const config::block_scaling b =
-            config::scaling_for(q, s.layer, weight ? "weight" : activation ? "activation" : "gradient");
+        const config::block_scaling b = config::scaling_for(q, s.layer, s.role);
         s.block_size = b.granularity == config::granularity_kind::tensor ? 0
                        : b.granularity == config::granularity_kind::row  ? SIZE_MAX
                                                                          : static_cast<size_t>(b.block_size);

@@ -50,6 +50,10 @@ ALTGRAD_SDK_INLINE uint32_t float_bits(float x) {
 #endif
 }
 
+// Whether the float with bits b is finite and > 0: b - 1 lies below FLT_MAX's bits (the wrap sends
+// +0 up; every negative, Inf and NaN pattern is above). Branch-free, so loops over it vectorize.
+ALTGRAD_SDK_INLINE bool positive_finite_bits(uint32_t b) { return b - 1u < 0x7F7FFFFFu; }
+
 ALTGRAD_SDK_INLINE float bits_float(uint32_t b) {
 #ifdef __CUDA_ARCH__
     return __uint_as_float(b);

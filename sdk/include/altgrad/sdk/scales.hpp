@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <string>
 
 #include <altgrad/abi/format.h>
@@ -63,17 +62,12 @@ inline void check_scales(const scale_source& s, size_t count, bool scales_in_hos
     if (s.block_size == 0) refuse("block_size is 0 with block_scales set");
     if (!scales_in_host_memory) return;
     const size_t blocks = block_count(count, s.block_size);
-    // A float is finite and > 0 when its bits minus 1 lie below FLT_MAX's (the wrap sends +0 up).
     // One pass without an early exit vectorizes; the search for the first bad one runs only then.
     uint32_t bad = 0;
-    for (size_t b = 0; b < blocks; ++b) {
-        uint32_t bits = 0;
-        std::memcpy(&bits, s.block_scales + b, sizeof bits);
-        bad |= static_cast<uint32_t>(bits - 1u >= 0x7F7FFFFFu);
-    }
+    for (size_t b = 0; b < blocks; ++b) bad |= static_cast<uint32_t>(!positive_finite_bits(float_bits(s.block_scales[b])));
     if (bad == 0) return;
     for (size_t b = 0; b < blocks; ++b)
-        if (!(std::isfinite(s.block_scales[b]) && s.block_scales[b] > 0.0f))
+        if (!positive_finite_bits(float_bits(s.block_scales[b])))
             refuse("block scale " + std::to_string(b) + " must be finite and > 0, got " +
                    std::to_string(s.block_scales[b]));
 }
