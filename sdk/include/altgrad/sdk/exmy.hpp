@@ -177,7 +177,20 @@ public:
         const bool over = mag > max_bits_;  // only a normal-range result can be
         const uint32_t out = select_bits(over, overflow_target<R, O>(false), mag);
         overflow += over;
-        underflow += (a != 0) & (out == 0);
+        // Nearest-even and toward-zero round a nonzero input to 0 exactly when
+        // it lies in (0, half a step] or (0, a step): one compare on the input,
+        // off the result's dependency chain.
+        if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN) underflow += (a - 1u) < zero_half_step_bits_;
+        if constexpr (R == ALTGRAD_ROUND_TOWARD_ZERO) underflow += (a - 1u) < zero_step_bits_ - 1u;
+        if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) underflow += (a != 0) & (out == 0);
+        // A zero keeps its sign where the format's zero has one. For nearest-even
+        // and toward-zero, a loop-invariant test, which GCC takes out of the
+        // element loop (one OR per element instead of three operations); the
+        // longer stochastic loop would then not vectorize, so it stays branch-free.
+        if constexpr (R != ALTGRAD_ROUND_STOCHASTIC) {
+            if (signed_zero_) return out | sign;
+            return out | (sign & mask_if(out != 0));
+        }
         return out | (sign & (mask_if(out != 0) | mask_if(signed_zero_)));
     }
 
@@ -367,6 +380,7 @@ private:
     // The finite fast path (quantize_finite_bits); finite_limit_ 0 turns it off.
     uint32_t finite_limit_ = 0;
     float grid_magic_ = 0, grid_step_ = 0, grid_frac_scale_ = 0;
+    uint32_t zero_half_step_bits_ = 0, zero_step_bits_ = 0;  // the bits of half the grid step, and of the step
 };
 
 class exmy_format {
@@ -419,6 +433,8 @@ public:
             k.grid_magic_ = std::ldexp(1.0f, grid_exponent + 23);
             k.grid_step_ = std::ldexp(1.0f, grid_exponent);
             k.grid_frac_scale_ = std::ldexp(1.0f, 32 - grid_exponent);
+            k.zero_step_bits_ = float_bits(k.grid_step_);
+            k.zero_half_step_bits_ = float_bits(std::ldexp(1.0f, grid_exponent - 1));
         }
         if (total_bits() <= 16) {
             decode_table_.resize(size_t{1} << total_bits());
