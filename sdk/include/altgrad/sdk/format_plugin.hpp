@@ -192,15 +192,17 @@ __attribute__((always_inline)) inline float scale_output(float r, float s, float
 // One chunk (m <= kBlock elements) of the quantize loop. Tallies are summed in
 // 32 bits (an element adds 0 or 1 to each, a chunk has at most kBlock
 // elements), which keeps a vectorized loop in 32-bit lanes. s and inv: the
-// call's scale and 1/s; scale: per element (each_*). Vector: the
+// call's scale and 1/s; scale: per element (each_*); fpu_nearest: whether
+// the FPU rounds to nearest, which the finite fast path needs (read once
+// per call by the loops: reading MXCSR per chunk cost 2-4% of a call). Vector: the
 // loop is compiled for AVX2 or AVX-512 and uses F's normal-range fast path
 // and branch-free kernel when it has them.
 template <class F, altgrad_rounding R, altgrad_overflow O, element_scaling S, bool Vector>
 __attribute__((always_inline)) inline void quantize_chunk(const F& f, const float* in,
                                                           float* out, size_t m, float s, float inv,
                                                           const float* __restrict scale,
-                                                          const uint32_t* __restrict random, uint64_t& overflow,
-                                                          uint64_t& underflow) {
+                                                          const uint32_t* __restrict random, bool fpu_nearest,
+                                                          uint64_t& overflow, uint64_t& underflow) {
     if constexpr (Vector && (has_normal_fast_path<F>::value || has_finite_fast_path<F>::value)) {
         // When every scaled input of the chunk lies in a fast path's range
         // (see has_normal_fast_path), its short kernel gives the same bits
@@ -221,7 +223,7 @@ __attribute__((always_inline)) inline void quantize_chunk(const F& f, const floa
             }
         }
         if constexpr (has_finite_fast_path<F>::value) {
-            if ((flags & 2u) == 0 && fpu_rounds_to_nearest()) {
+            if ((flags & 2u) == 0 && fpu_nearest) {
                 uint32_t chunk_overflow = 0, chunk_underflow = 0;
                 for (size_t j = 0; j < m; ++j) {
                     const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
@@ -296,6 +298,7 @@ __attribute__((always_inline)) inline void quantize_body(const F& f, const float
     uint64_t overflow = 0, underflow = 0;
     alignas(64) uint32_t random[kBlock];
     const size_t start = Vector ? stream_start(out, n) : n;
+    const bool fpu_nearest = fpu_rounds_to_nearest();  // read once per call: MXCSR reads are slow
     const size_t first = start < n && start > 0 ? start : (n < kBlock ? n : kBlock);
     for (size_t i0 = 0; i0 < n;) {
         const size_t left = n - i0;
@@ -303,12 +306,12 @@ __attribute__((always_inline)) inline void quantize_body(const F& f, const float
         if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) fill_random_bits(seed, offset + i0, m, random);
         if (start < n && i0 >= start) {
             alignas(64) float staging[kBlock];
-            quantize_chunk<F, R, O, ES, Vector>(f, in + i0, staging, m, s, inv, nullptr, random, overflow,
-                                                underflow);
+            quantize_chunk<F, R, O, ES, Vector>(f, in + i0, staging, m, s, inv, nullptr, random, fpu_nearest,
+                                                overflow, underflow);
             stream_floats(out + i0, staging, m);
         } else {
-            quantize_chunk<F, R, O, ES, Vector>(f, in + i0, out + i0, m, s, inv, nullptr, random, overflow,
-                                                underflow);
+            quantize_chunk<F, R, O, ES, Vector>(f, in + i0, out + i0, m, s, inv, nullptr, random, fpu_nearest,
+                                                overflow, underflow);
         }
         i0 += m;
     }
@@ -360,6 +363,7 @@ __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, cons
     alignas(64) uint32_t random[kBlock];
     alignas(64) float scale[kBlock], staging[kBlock];
     const size_t start = Vector ? stream_start(out, n) : n;  // as in quantize_body
+    const bool fpu_nearest = fpu_rounds_to_nearest();
     const size_t first = start < n && start > 0 ? start : (n < kBlock ? n : kBlock);
     for (size_t i0 = 0; i0 < n;) {
         const size_t left = n - i0;
@@ -369,10 +373,10 @@ __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, cons
         float* dst = streamed ? staging : out + i0;
         if (block_chunk_scales(scales, i0, m, scale))
             quantize_chunk<F, R, O, element_scaling::each_power_of_two, Vector>(f, in + i0, dst, m, 1.0f, 1.0f, scale,
-                                                                                 random, overflow, underflow);
+                                                                                 random, fpu_nearest, overflow, underflow);
         else
             quantize_chunk<F, R, O, element_scaling::each_general, Vector>(f, in + i0, dst, m, 1.0f, 1.0f, scale,
-                                                                            random, overflow, underflow);
+                                                                            random, fpu_nearest, overflow, underflow);
         if (streamed) stream_floats(out + i0, staging, m);
         i0 += m;
     }
