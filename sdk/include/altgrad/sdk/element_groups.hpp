@@ -61,6 +61,22 @@ ALTGRAD_SDK_INLINE float scale_down(float r, float s) {
 #endif
 }
 
+// One scaled element by the shortest kernel that takes it: the format's
+// normal-range fast path where it has one and the element lies in its range
+// (the bits and counts of quantize_bits, see exmy.hpp), else quantize_bits.
+template <class K, altgrad_rounding R, altgrad_overflow O>
+ALTGRAD_SDK_HD inline uint32_t quantize_element(const K& k, uint32_t bits, uint32_t random, element_counts& c) {
+    if constexpr (detail::has_normal_fast_path<K>::value) {
+        if ((k.fast_flags(bits) & 1u) == 0) {
+            uint32_t overflow = 0;
+            const uint32_t q = k.template quantize_normal_bits<R, O>(bits, random, overflow);
+            c.overflow += overflow;
+            return q;
+        }
+    }
+    return k.template quantize_bits<R, O>(bits, random, c);
+}
+
 // Quantize the elements of group g of a call: in and out are the call's
 // buffers (element i at global index offset + i, scale scales.at(i)).
 template <class K, altgrad_rounding R, altgrad_overflow O>
@@ -73,7 +89,7 @@ ALTGRAD_SDK_HD inline void quantize_group(const K& k, const float* in, float* ou
         if (index < offset || index - offset >= count) continue;
         const size_t i = static_cast<size_t>(index - offset);
         const float s = scales.at(i);
-        const uint32_t q = k.template quantize_bits<R, O>(float_bits(scale_up(in[i], s)), e.random.word[lane], c);
+        const uint32_t q = quantize_element<K, R, O>(k, float_bits(scale_up(in[i], s)), e.random.word[lane], c);
         out[i] = scale_down(bits_float(q), s);
     }
 }

@@ -119,26 +119,6 @@ struct has_branchless_kernel<F, std::void_t<decltype(std::declval<const F&>().te
                                                      ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
                                     uint32_t{}, uint32_t{}, std::declval<element_counts&>()))>> : std::true_type {};
 
-// Whether F has fast paths for chunks whose inputs all lie in a range
-// (exmy_format, fixed_point_format and power_of_two_format do; see
-// exmy.hpp): fast_flags(bits), OR-ed over a chunk, bit 0 clear when every
-// element may take quantize_normal_bits (a short kernel that never
-// underflows), bit 1 clear when every element may take quantize_finite_bits.
-// A format may have either or both.
-template <class F, class = void>
-struct has_normal_fast_path : std::false_type {};
-template <class F>
-struct has_normal_fast_path<F, std::void_t<decltype(std::declval<const F&>().template quantize_normal_bits<
-                                                    ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
-                                   uint32_t{}, uint32_t{}, std::declval<uint32_t&>()))>> : std::true_type {};
-template <class F, class = void>
-struct has_finite_fast_path : std::false_type {};
-template <class F>
-struct has_finite_fast_path<F, std::void_t<decltype(std::declval<const F&>().template quantize_finite_bits<
-                                                    ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
-                                   uint32_t{}, uint32_t{}, std::declval<uint32_t&>(), std::declval<uint32_t&>()))>>
-    : std::true_type {};
-
 // Whether the FPU rounds to nearest, which the finite fast paths need
 // (round_to_step, rounding.hpp); under another rounding mode the general
 // kernel, which works on the bits alone, runs instead.

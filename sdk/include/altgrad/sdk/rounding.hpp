@@ -13,6 +13,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #include <altgrad/abi/format.h>
 
@@ -142,5 +144,31 @@ struct element_counts {
     uint64_t overflow = 0;
     uint64_t underflow = 0;
 };
+
+namespace detail {
+
+// Whether F has fast paths for inputs in a range (exmy_format,
+// fixed_point_format and power_of_two_format do; see exmy.hpp):
+// fast_flags(bits) has bit 0 clear when the element may take
+// quantize_normal_bits (a short kernel that never underflows), bit 1 clear
+// when it may take quantize_finite_bits. A format may have either or both.
+// The host loops (format_plugin.hpp) OR the flags over a chunk and use both;
+// the CUDA kernels (element_groups.hpp) decide per element and use the
+// normal one, which is integer arithmetic only.
+template <class F, class = void>
+struct has_normal_fast_path : std::false_type {};
+template <class F>
+struct has_normal_fast_path<F, std::void_t<decltype(std::declval<const F&>().template quantize_normal_bits<
+                                                    ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
+                                   uint32_t{}, uint32_t{}, std::declval<uint32_t&>()))>> : std::true_type {};
+template <class F, class = void>
+struct has_finite_fast_path : std::false_type {};
+template <class F>
+struct has_finite_fast_path<F, std::void_t<decltype(std::declval<const F&>().template quantize_finite_bits<
+                                                    ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
+                                   uint32_t{}, uint32_t{}, std::declval<uint32_t&>(), std::declval<uint32_t&>()))>>
+    : std::true_type {};
+
+}  // namespace detail
 
 }  // namespace altgrad::sdk
