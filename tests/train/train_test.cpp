@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -294,6 +295,70 @@ TEST(Run, ResumeRestoresAnInterventionsSavedState) {
     // summary.json counts the whole run's actions, those before the resume too.
     const ::altgrad::host::run::summary_record summary = ::altgrad::host::run::read_summary(resumed / "summary.json");
     EXPECT_EQ(summary.interventions.at("counting_clip").at("clip_grad_norm"), 12);
+}
+
+// A resumed run's summary gives the whole run's time: each checkpoint carries
+// the wall and CPU seconds the run had taken (history.elapsed_seconds,
+// elapsed_cpu_seconds in state.json) and the resumed process adds its own.
+TEST(Run, AResumedRunsSummaryCountsTheTimeBeforeTheResume) {
+    namespace run_files = ::altgrad::host::run;
+    scratch s;
+    const fs::path cfg = s.config("timed", "", "keep_checkpoints = 5\n");
+    const fs::path whole = s.path / "whole";
+    ASSERT_EQ(run("run " + cfg.string() + " --out " + whole.string()).exit_code, 0);
+    const fs::path step4 = fs::path("checkpoints") / "step_0000004" / "state.json";
+    nlohmann::json state = nlohmann::json::parse(std::ifstream(whole / step4));
+    const run_files::summary_record w = run_files::read_summary(whole / "summary.json");
+    // Step 4's checkpoint was written a third of the way through.
+    EXPECT_GT(state["history"]["elapsed_seconds"].get<double>(), 0.0);
+    EXPECT_LT(state["history"]["elapsed_seconds"].get<double>(), w.seconds);
+    EXPECT_GT(state["history"]["elapsed_cpu_seconds"].get<double>(), 0.0);
+    EXPECT_LE(state["history"]["elapsed_cpu_seconds"].get<double>(), w.cpu_seconds);
+
+    // The run as if it had stopped after its step-4 checkpoint, written once
+    // 1000 s (500 s of CPU) had gone by in earlier processes.
+    const auto stopped_after_step4 = [&](const fs::path& dir, const nlohmann::json& history) {
+        fs::copy(whole, dir, fs::copy_options::recursive);
+        fs::remove_all(dir / "checkpoints" / "step_0000008");
+        fs::remove_all(dir / "checkpoints" / "step_0000012");
+        nlohmann::json edited = state;
+        edited["history"] = history;
+        std::ofstream(dir / step4) << edited.dump();
+    };
+    nlohmann::json history = state["history"];
+    history["elapsed_seconds"] = 1000.0;
+    history["elapsed_cpu_seconds"] = 500.0;
+    const fs::path resumed = s.path / "resumed";
+    stopped_after_step4(resumed, history);
+    const auto start = std::chrono::steady_clock::now();
+    const run_result r = run("run --resume " + resumed.string());
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const run_files::summary_record summary = run_files::read_summary(resumed / "summary.json");
+    EXPECT_GE(summary.seconds, 1000.0);
+    EXPECT_LE(summary.seconds, 1000.0 + took);
+    EXPECT_GE(summary.cpu_seconds, 500.0);
+    EXPECT_LE(summary.cpu_seconds, 500.0 + took * std::max(1u, std::thread::hardware_concurrency()));
+
+    // A checkpoint of a host before these fields: the time before the resume
+    // is unknown, and the summary says so (null) rather than undercount.
+    history.erase("elapsed_seconds");
+    history.erase("elapsed_cpu_seconds");
+    const fs::path old = s.path / "old";
+    stopped_after_step4(old, history);
+    ASSERT_EQ(run("run --resume " + old.string()).exit_code, 0);
+    const run_files::summary_record unknown = run_files::read_summary(old / "summary.json");
+    EXPECT_TRUE(std::isnan(unknown.seconds));
+    EXPECT_TRUE(std::isnan(unknown.cpu_seconds));
+
+    // A negative time is damage, refused naming the file and key.
+    history["elapsed_seconds"] = -1.0;
+    const fs::path damaged = s.path / "damaged";
+    stopped_after_step4(damaged, history);
+    const run_result d = run("run --resume " + damaged.string());
+    EXPECT_NE(d.exit_code, 0);
+    EXPECT_NE(d.out.find("elapsed_seconds"), std::string::npos) << d.out;
+    EXPECT_NE(d.out.find("state.json"), std::string::npos) << d.out;
 }
 
 // An intervention plugin without save_state (here one built as ABI 1.0

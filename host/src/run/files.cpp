@@ -203,7 +203,9 @@ json history_json(const run_history& h) {
             {"trend", trend},
             {"diagnostics", diagnostics},
             {"last_val_loss", exact(h.last_val_loss)},
-            {"best_val_loss", exact(h.best_val_loss)}};
+            {"best_val_loss", exact(h.best_val_loss)},
+            {"elapsed_seconds", exact(h.elapsed_seconds)},
+            {"elapsed_cpu_seconds", exact(h.elapsed_cpu_seconds)}};
 }
 
 run_history history_from(const fields& f) {
@@ -229,6 +231,13 @@ run_history history_from(const fields& f) {
     }
     h.last_val_loss = f.exact_number("last_val_loss");
     h.best_val_loss = f.exact_number("best_val_loss");
+    // Checkpoints of hosts before these fields: the time before the resume is unknown.
+    for (auto [key, value] : {std::pair{"elapsed_seconds", &h.elapsed_seconds},
+                              std::pair{"elapsed_cpu_seconds", &h.elapsed_cpu_seconds}}) {
+        *value = f.has(key) ? f.exact_number(key) : NAN;
+        if (!std::isnan(*value) && !(*value >= 0 && std::isfinite(*value)))
+            throw f.fail(key, "expected a time in seconds >= 0 or \"nan\"");
+    }
     return h;
 }
 

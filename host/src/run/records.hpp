@@ -123,6 +123,11 @@ struct run_history {
     // Evaluations so far: the summary's final and best validation loss cover
     // the whole run, across resumes.
     double last_val_loss = NAN, best_val_loss = NAN;
+    // Wall-clock and CPU seconds the run had taken when this checkpoint was
+    // written, its earlier processes' included, so that a resumed run's
+    // summary gives the whole run's time (the work redone after a crash is
+    // counted once). NaN: unknown (a checkpoint of a host before these).
+    double elapsed_seconds = 0, elapsed_cpu_seconds = 0;
 };
 
 // ---- summary.json -------------------------------------------------------------------
@@ -156,7 +161,7 @@ struct summary_record {
     std::string failure_evidence;
     int64_t steps_done = 0, max_steps = 0, seed = 0;
     double final_train_loss = NAN, final_val_loss = NAN, best_val_loss = NAN;  // null: not finite / none
-    double seconds = NAN;      // wall-clock time of the process that wrote it (a resumed run: since the resume)
+    double seconds = NAN;      // wall-clock time of the run, across resumes (run_history::elapsed_seconds)
     double cpu_seconds = NAN;  // its user + system CPU time, all threads; null where unknown (a crash summary)
     formats_record formats;  // the global formats at the start
     corpus_record corpus;

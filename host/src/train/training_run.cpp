@@ -297,6 +297,8 @@ void training_run::open_run_directory() {
         const resumed r = load_latest_checkpoint(run_dir_, checkpointed_parts(), formats_, log_, fallback_);
         step_ = r.step;
         run_id_ = r.run_id;
+        seconds_before_ = history_.elapsed_seconds;  // NaN where the checkpoint does not know
+        cpu_seconds_before_ = history_.elapsed_cpu_seconds;
         run::truncate_metrics(run::metrics_file(run_dir_), step_);
         fs::remove(run::summary_file(run_dir_));
         log_ << "resumed " << run_dir_.string() << " at step " << step_ << "\n";
@@ -568,6 +570,8 @@ void training_run::evaluate() {
 }
 
 void training_run::checkpoint() {
+    history_.elapsed_seconds = seconds_before_ + seconds_since(start_time_);
+    history_.elapsed_cpu_seconds = cpu_seconds_before_ + process_cpu_seconds();
     save_checkpoint(run_dir_, run_id_, step_, checkpointed_parts(), c_.output.keep_checkpoints);
 }
 
@@ -579,7 +583,7 @@ run_summary training_run::finish(const std::string& status, const stability::ver
     s.final_train_loss = history_.trend.empty() ? NAN : history_.trend.back().loss;
     s.final_val_loss = history_.last_val_loss;
     s.best_val_loss = std::isnan(history_.best_val_loss) ? INFINITY : history_.best_val_loss;
-    s.seconds = seconds_since(start_time_);
+    s.seconds = seconds_before_ + seconds_since(start_time_);
     s.stop_reason = status == "error" ? v.evidence : stop_reason_;
 
     run::summary_record r;
@@ -596,7 +600,7 @@ run_summary training_run::finish(const std::string& status, const stability::ver
     r.final_val_loss = s.final_val_loss;
     r.best_val_loss = s.best_val_loss;
     r.seconds = s.seconds;
-    r.cpu_seconds = process_cpu_seconds();
+    r.cpu_seconds = cpu_seconds_before_ + process_cpu_seconds();
     r.formats = {c_.quantization.weight_format, c_.quantization.activation_format, c_.quantization.gradient_format};
     const data::corpus_reference ref = data::reference_losses(data_);
     r.corpus = {ref.unigram_entropy, ref.bigram, ref.trigram};

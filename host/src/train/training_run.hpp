@@ -82,6 +82,9 @@ private:
     std::ostream& log_;
     bool live_progress_;
     std::chrono::steady_clock::time_point start_time_;
+    // The run's wall and CPU time before this process: 0 for a new run, the
+    // resumed checkpoint's elapsed times otherwise (NaN: unknown).
+    double seconds_before_ = 0, cpu_seconds_before_ = 0;
     config::run_config c_;
     std::filesystem::path run_dir_;
     bool resuming_;
