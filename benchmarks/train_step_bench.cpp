@@ -31,7 +31,7 @@ struct step_setup {
     torch::Tensor x, y;
 
     explicit step_setup(bool quantized) {
-        at::set_num_threads(1);
+        train::set_cpu_threads(1);
         torch::manual_seed(42);
         train::gpt_config c;
         c.vocab_size = 113;

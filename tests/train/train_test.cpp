@@ -297,6 +297,31 @@ TEST(Run, ResumeRestoresAnInterventionsSavedState) {
     EXPECT_EQ(summary.interventions.at("counting_clip").at("clip_grad_norm"), 12);
 }
 
+// training.threads bounds the BLAS that LibTorch's matrix products call too
+// (OpenBLAS, whose own pool would otherwise take every core): asked for two
+// BLAS threads through the environment, a run of threads = 1 reports one and
+// keeps to one core; threads = 2 gives two.
+TEST(Run, TrainingThreadsBoundTheBlasThreads) {
+    namespace run_files = ::altgrad::host::run;
+    scratch s;
+    // The configs' default model, whose matrix products OpenBLAS would split.
+    const fs::path cfg = s.config("blas", "", "");
+    const std::string model = " --set model.n_layer=4 --set model.n_head=4 --set model.n_embd=128"
+                              " --set model.block_size=64 --set training.batch_size=12 --set training.max_steps=20";
+    const run_result one = run("run " + cfg.string() + model + " --out " + (s.path / "one").string(), kPlugins,
+                               "OPENBLAS_NUM_THREADS=2 ");
+    ASSERT_EQ(one.exit_code, 0) << one.out;
+    EXPECT_NE(one.out.find("cpu threads 1 (BLAS 1)"), std::string::npos) << one.out;
+    const run_files::summary_record summary = run_files::read_summary(s.path / "one" / "summary.json");
+    // One busy thread: CPU time within wall time (an OpenBLAS worker spinning
+    // beside it made this about 1.9).
+    EXPECT_LE(summary.cpu_seconds, 1.3 * summary.seconds + 0.2) << summary.cpu_seconds << " s CPU in " << summary.seconds << " s";
+
+    const run_result two = run("run " + cfg.string() + " --set training.threads=2 --out " + (s.path / "two").string());
+    ASSERT_EQ(two.exit_code, 0) << two.out;
+    EXPECT_NE(two.out.find("cpu threads 2 (BLAS 2)"), std::string::npos) << two.out;
+}
+
 // A resumed run's summary gives the whole run's time: each checkpoint carries
 // the wall and CPU seconds the run had taken (history.elapsed_seconds,
 // elapsed_cpu_seconds in state.json) and the resumed process adds its own.

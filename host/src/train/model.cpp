@@ -1,5 +1,7 @@
 #include "train/model.hpp"
 
+#include <dlfcn.h>
+
 #include "util/error.hpp"
 
 #include <cmath>
@@ -119,6 +121,18 @@ std::pair<torch::Tensor, torch::Tensor> GPTImpl::forward(const torch::Tensor& id
     if (targets.defined())
         loss = torch::nn::functional::cross_entropy(logits.view({-1, logits.size(-1)}), targets.view({-1}));
     return {logits, loss};
+}
+
+int set_cpu_threads(int threads) {
+    at::set_num_threads(threads);
+    // Looked up at run time: OpenBLAS is LibTorch's dependency, not ours.
+    using set_fn = void (*)(int);
+    using get_fn = int (*)();
+    const auto set = reinterpret_cast<set_fn>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+    const auto get = reinterpret_cast<get_fn>(::dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+    if (set == nullptr || get == nullptr) return -1;
+    set(threads);
+    return get();
 }
 
 }  // namespace altgrad::host::train

@@ -105,4 +105,13 @@ private:
 };
 TORCH_MODULE(GPT);
 
+// The CPU threads of the model's tensor operations: LibTorch's intra-op pool
+// and the BLAS that LibTorch's matrix products call (OpenBLAS on Debian),
+// whose own pool otherwise takes every core whatever LibTorch is told: a run
+// of `threads = 1` then kept two cores busy (one spinning in sched_yield), and
+// its results depended on the machine's core count (matrix products split
+// across BLAS threads differ in their last bits). Returns the BLAS's thread
+// count after the call, or -1 where LibTorch's BLAS is not OpenBLAS.
+int set_cpu_threads(int threads);
+
 }  // namespace altgrad::host::train

@@ -240,8 +240,9 @@ training_run::training_run(const run_request& req, std::ostream& log)
       fp32_(diagnostics_.empty() ? nullptr : formats_.fp32()),
       detector_(c_.failure, !interventions_.empty(), c_.training.max_steps) {
     // Deliberately: LibTorch starts with one intra-op thread on small machines.
-    at::set_num_threads(c_.training.threads > 0 ? static_cast<int>(c_.training.threads)
-                                                : static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    cpu_threads_ = c_.training.threads > 0 ? static_cast<int>(c_.training.threads)
+                                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    blas_threads_ = set_cpu_threads(cpu_threads_);
     build_model_and_optimizer();
     open_run_directory();
     note_run_dir(run_dir_);  // for a crash summary (run/supervise.hpp)
@@ -249,6 +250,8 @@ training_run::training_run(const run_request& req, std::ostream& log)
     for (const auto& p : params_) parameter_count += p.second.numel();
     for (const std::string& note : c_.notes) log_ << "note: " << note << "\n";
     log_ << "run " << c_.name << ": " << parameter_count << " parameters, " << data_.description() << "\n"
+         << "cpu threads " << cpu_threads_ << " (BLAS "
+         << (blas_threads_ >= 0 ? std::to_string(blas_threads_) : std::string("not OpenBLAS: its own")) << ")\n"
          << "run directory " << run_dir_.string() << std::endl;
 }
 
