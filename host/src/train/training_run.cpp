@@ -240,9 +240,10 @@ training_run::training_run(const run_request& req, std::ostream& log)
       fp32_(diagnostics_.empty() ? nullptr : formats_.fp32()),
       detector_(c_.failure, !interventions_.empty(), c_.training.max_steps) {
     // Deliberately: LibTorch starts with one intra-op thread on small machines.
-    cpu_threads_ = c_.training.threads > 0 ? static_cast<int>(c_.training.threads)
-                                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    blas_threads_ = set_cpu_threads(cpu_threads_);
+    const int cpu_threads = c_.training.threads > 0
+                                ? static_cast<int>(c_.training.threads)
+                                : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int blas_threads = set_cpu_threads(cpu_threads);
     build_model_and_optimizer();
     open_run_directory();
     note_run_dir(run_dir_);  // for a crash summary (run/supervise.hpp)
@@ -250,8 +251,8 @@ training_run::training_run(const run_request& req, std::ostream& log)
     for (const auto& p : params_) parameter_count += p.second.numel();
     for (const std::string& note : c_.notes) log_ << "note: " << note << "\n";
     log_ << "run " << c_.name << ": " << parameter_count << " parameters, " << data_.description() << "\n"
-         << "cpu threads " << cpu_threads_ << " (BLAS "
-         << (blas_threads_ >= 0 ? std::to_string(blas_threads_) : std::string("not OpenBLAS: its own")) << ")\n"
+         << "cpu threads " << cpu_threads << " (BLAS "
+         << (blas_threads >= 0 ? std::to_string(blas_threads) : std::string("not OpenBLAS: its own")) << ")\n"
          << "run directory " << run_dir_.string() << std::endl;
 }
 
@@ -572,9 +573,13 @@ void training_run::evaluate() {
          << (live_progress_ ? std::string(40, ' ') : "") << std::endl;
 }
 
-void training_run::checkpoint() {
+void training_run::update_elapsed() {
     history_.elapsed_seconds = seconds_before_ + seconds_since(start_time_);
     history_.elapsed_cpu_seconds = cpu_seconds_before_ + process_cpu_seconds();
+}
+
+void training_run::checkpoint() {
+    update_elapsed();
     save_checkpoint(run_dir_, run_id_, step_, checkpointed_parts(), c_.output.keep_checkpoints);
 }
 
@@ -586,7 +591,8 @@ run_summary training_run::finish(const std::string& status, const stability::ver
     s.final_train_loss = history_.trend.empty() ? NAN : history_.trend.back().loss;
     s.final_val_loss = history_.last_val_loss;
     s.best_val_loss = std::isnan(history_.best_val_loss) ? INFINITY : history_.best_val_loss;
-    s.seconds = seconds_before_ + seconds_since(start_time_);
+    update_elapsed();
+    s.seconds = history_.elapsed_seconds;
     s.stop_reason = status == "error" ? v.evidence : stop_reason_;
 
     run::summary_record r;
@@ -603,7 +609,7 @@ run_summary training_run::finish(const std::string& status, const stability::ver
     r.final_val_loss = s.final_val_loss;
     r.best_val_loss = s.best_val_loss;
     r.seconds = s.seconds;
-    r.cpu_seconds = cpu_seconds_before_ + process_cpu_seconds();
+    r.cpu_seconds = history_.elapsed_cpu_seconds;
     r.formats = {c_.quantization.weight_format, c_.quantization.activation_format, c_.quantization.gradient_format};
     const data::corpus_reference ref = data::reference_losses(data_);
     r.corpus = {ref.unigram_entropy, ref.bigram, ref.trigram};

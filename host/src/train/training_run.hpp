@@ -71,6 +71,8 @@ private:
     void collapse(const stability::verdict& v);
     void evaluate();
     void checkpoint();
+    // The run's wall and CPU time so far, its earlier processes' included, into history_.
+    void update_elapsed();
     run_summary finish(const std::string& status, const stability::verdict& v);
 
     void open_run_directory();
@@ -85,7 +87,6 @@ private:
     // The run's wall and CPU time before this process: 0 for a new run, the
     // resumed checkpoint's elapsed times otherwise (NaN: unknown).
     double seconds_before_ = 0, cpu_seconds_before_ = 0;
-    int cpu_threads_ = 1, blas_threads_ = -1;  // training.threads in effect; the BLAS's (-1: not OpenBLAS)
     config::run_config c_;
     std::filesystem::path run_dir_;
     bool resuming_;

@@ -110,15 +110,6 @@ __attribute__((always_inline)) inline void run_loop(const float* in, size_t n, f
     }
 }
 
-// Whether F has quantize_bits_branchless (exmy_format does): the same
-// function as quantize_bits, written so that the element loop vectorizes.
-template <class F, class = void>
-struct has_branchless_kernel : std::false_type {};
-template <class F>
-struct has_branchless_kernel<F, std::void_t<decltype(std::declval<const F&>().template quantize_bits_branchless<
-                                                     ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
-                                    uint32_t{}, uint32_t{}, std::declval<element_counts&>()))>> : std::true_type {};
-
 // Whether the FPU rounds to nearest, which the finite fast paths need
 // (round_to_step, rounding.hpp); under another rounding mode the general
 // kernel, which works on the bits alone, runs instead.

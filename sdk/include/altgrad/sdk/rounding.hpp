@@ -147,6 +147,15 @@ struct element_counts {
 
 namespace detail {
 
+// Whether F has quantize_bits_branchless (exmy_format does): the same
+// function as quantize_bits, written so that the element loop vectorizes.
+template <class F, class = void>
+struct has_branchless_kernel : std::false_type {};
+template <class F>
+struct has_branchless_kernel<F, std::void_t<decltype(std::declval<const F&>().template quantize_bits_branchless<
+                                                     ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
+                                    uint32_t{}, uint32_t{}, std::declval<element_counts&>()))>> : std::true_type {};
+
 // Whether F has fast paths for inputs in a range (exmy_format,
 // fixed_point_format and power_of_two_format do; see exmy.hpp):
 // fast_flags(bits) has bit 0 clear when the element may take
