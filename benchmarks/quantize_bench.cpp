@@ -6,11 +6,17 @@
 //   quantize/<format>/<mode>/<size>   mode: nearest_even, stochastic, toward_zero
 //   quantize_block32/<format>/<mode>/<size>   the same call with ABI 1.2 block
 //                                     scales, one per 32 elements (OCP MX blocks)
-//   quantize_amax/<format>/<mode>/<size>   per tensor as the trainer does it: the
-//                                     array's amax, its power-of-two scale, the call
-//   quantize_mx32/<format>/<mode>/<size>   block-scaled as the trainer does it: each
-//                                     block's amax, its scale by the OCP MX rule
-//                                     (host/src/train/block_scales.hpp), the call
+//   quantize_amax/<format>/<mode>/<size>   per tensor with current scaling, as the
+//                                     trainer does it: the array's amax, its
+//                                     power-of-two scale, then the call
+//   quantize_delayed/<format>/<mode>/<size>   per tensor with the scale known
+//                                     before (delayed scaling), as the trainer does
+//                                     it: the calls over 32 KiB pieces, each piece's
+//                                     amax taken just before (quantize_taking_amax)
+//   quantize_mx32/<format>/<mode>/<size>   block-scaled as the trainer does it: per
+//                                     32 KiB piece, each block's amax, its scale by
+//                                     the OCP MX rule, the call
+//                                     (quantize_with_block_scales, block_scales.hpp)
 //   copy/memcpy/<size>                size: 4KiB 64KiB 256KiB 1MiB 16MiB 64MiB
 // <size> is the float32 input; every element is 4 bytes read and 4 written, so
 // bytes_per_second counts 8 bytes per element for quantize and copy alike.
@@ -226,7 +232,8 @@ enum class scales_from {
     none,           // scale 1 (quantize/)
     given,          // block scales set before timing (quantize_block32/)
     tensor_amax,    // the array's amax and its power-of-two scale, timed (quantize_amax/)
-    block_amaxes,   // every block's amax and MX scale, timed (quantize_mx32/)
+    known_scale,    // the scale set before timing, the amax taken piece by piece, timed (quantize_delayed/)
+    block_amaxes,   // every block's amax and MX scale piece by piece, timed (quantize_mx32/)
 };
 
 // The array's amax and the trainer's per-tensor scale for it (scaling.hpp, current scaling).
@@ -253,18 +260,15 @@ void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding r
     altgrad_quantize_args args = bench_args(d.input.get(), d.output.get(), d.count, rounding);
     // Block scales by the OCP MX rule (the trainer's code): set once before
     // timing (given: the plugin's share of a block-scaled quantize), or
-    // derived in every timed iteration (block_amaxes: the whole of it).
+    // derived piece by piece in every timed iteration (block_amaxes: the whole of it).
     const altgrad::host::train::scale_grid grid = altgrad::host::train::scale_grid::power_of_two();
     const altgrad::host::train::block_recipe recipe{altgrad::host::config::scale_rule_kind::mx_floor, &grid,
                                                     p.info.max_finite};
     std::vector<float> block_scales;
-    auto derive_block_scales = [&] {
-        altgrad::host::train::block_amaxes(d.input.get(), d.count, kBlockSize, block_scales.data());
-        altgrad::host::train::scales_from_amaxes(block_scales.data(), block_scales.size(), recipe);
-    };
     if (from == scales_from::given || from == scales_from::block_amaxes) {
         block_scales.resize((d.count + kBlockSize - 1) / kBlockSize);
-        derive_block_scales();
+        altgrad::host::train::block_amaxes(d.input.get(), d.count, kBlockSize, block_scales.data());
+        altgrad::host::train::scales_from_amaxes(block_scales.data(), block_scales.size(), recipe);
         args.block_scales = block_scales.data();
         args.block_size = kBlockSize;
     }
@@ -274,20 +278,44 @@ void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding r
     altgrad_error err{};
     err.struct_size = sizeof err;
 
+    if (from == scales_from::known_scale) args.scale = tensor_scale(d.input.get(), d.count, tensor_scaling);
+
     uint64_t underflow = 0, overflow = 0;
     bool failed = false;
-    for (auto _ : state) {
-        if (from == scales_from::tensor_amax) args.scale = tensor_scale(d.input.get(), d.count, tensor_scaling);
-        if (from == scales_from::block_amaxes) derive_block_scales();
-        const altgrad_status st = p.vtable->quantize(p.instance, &args, &err);
-        if (st != ALTGRAD_STATUS_OK) {
+    // One call on a piece of the array (the fused loops' callback), its counts added up.
+    auto call_on_piece = [&](size_t first, size_t count, const float* scales) {
+        altgrad_quantize_args piece = args;
+        piece.input = d.input.get() + first;
+        piece.output = d.output.get() + first;
+        piece.count = count;
+        piece.offset = first;
+        piece.block_scales = scales;
+        if (failed || p.vtable->quantize(p.instance, &piece, &err) != ALTGRAD_STATUS_OK) {
             failed = true;
+            return;
+        }
+        underflow += piece.underflow_count;
+        overflow += piece.overflow_count;
+    };
+    for (auto _ : state) {
+        underflow = overflow = 0;
+        if (from == scales_from::known_scale) {
+            benchmark::DoNotOptimize(altgrad::host::train::quantize_taking_amax(
+                d.input.get(), d.count, [&](size_t first, size_t count) { call_on_piece(first, count, nullptr); }));
+        } else if (from == scales_from::block_amaxes) {
+            altgrad::host::train::quantize_with_block_scales(d.input.get(), d.count, kBlockSize, recipe,
+                                                             block_scales.data(), call_on_piece);
+        } else {
+            if (from == scales_from::tensor_amax) args.scale = tensor_scale(d.input.get(), d.count, tensor_scaling);
+            failed = p.vtable->quantize(p.instance, &args, &err) != ALTGRAD_STATUS_OK;
+            underflow = args.underflow_count;
+            overflow = args.overflow_count;
+        }
+        if (failed) {
             state.SkipWithError(err.message);
             break;
         }
         benchmark::ClobberMemory();
-        underflow = args.underflow_count;
-        overflow = args.overflow_count;
     }
     if (failed) return;
     set_throughput(state, d.count);
@@ -437,6 +465,7 @@ int main(int argc, char** argv) {
         const std::pair<const char*, scales_from> families[] = {{"quantize/", scales_from::none},
                                                                 {"quantize_block32/", scales_from::given},
                                                                 {"quantize_amax/", scales_from::tensor_amax},
+                                                                {"quantize_delayed/", scales_from::known_scale},
                                                                 {"quantize_mx32/", scales_from::block_amaxes}};
         for (const auto& [family, from] : families)
             for (const char* format : kFormats)

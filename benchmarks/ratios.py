@@ -14,7 +14,11 @@ copy, stochastic >= 0.30, toward-zero >= 0.70; block-scaled quantize
 (quantize_block32, listed as format "<name>/block32") >= 0.80 x its
 per-tensor counterpart of the same run, and the whole block-scaled quantize
 with its amaxes and scales (quantize_mx32, "<name>/mx32") >= 0.80 x the
-per-tensor one with its amax and scale (quantize_amax, "<name>/amax"). In cache (256 KiB): nearest-even >= 3 G
+per-tensor one with its amax and scale (quantize_amax, "<name>/amax": current
+scaling, whose scale also comes from the data it scales). The per-tensor
+quantize with a scale known before (delayed scaling, its amax taken in the same
+pass: quantize_delayed, "<name>/delayed") is shown beside it without a verdict.
+In cache (256 KiB): nearest-even >= 3 G
 elements/s. Other sizes get their ratios but no verdict. --check makes the
 exit status 1 when a target is missed.
 
@@ -56,7 +60,8 @@ def parse_name(run_name):
         return ("copy", parts[1] if len(parts) > 2 else "memcpy", None, size)
     if parts[0] == "quantize" and len(parts) >= 4:
         return ("quantize", parts[1], parts[2], size)
-    suffixes = {"quantize_block32": "/block32", "quantize_amax": "/amax", "quantize_mx32": "/mx32"}
+    suffixes = {"quantize_block32": "/block32", "quantize_amax": "/amax", "quantize_delayed": "/delayed",
+                "quantize_mx32": "/mx32"}
     if parts[0] in suffixes and len(parts) >= 4:
         return ("quantize", parts[1] + suffixes[parts[0]], parts[2], size)
     return None
@@ -137,8 +142,8 @@ def main():
             if fmt.endswith("/block32") or fmt.endswith("/mx32"):
                 # The block target is relative to the per-tensor call: shown as "x tensor".
                 target, value, unit = BLOCK_TARGET, r[0] / per_tensor[0] if per_tensor else None, " x tensor"
-            elif fmt.endswith("/amax"):
-                target, value, unit = None, None, ""  # the counterpart of /mx32, judged there
+            elif fmt.endswith("/amax") or fmt.endswith("/delayed"):
+                target, value, unit = None, None, ""  # counterparts of /mx32, judged there
             elif size == IN_CACHE_SIZE and mode == "nearest_even":
                 target, value, unit = IN_CACHE_NEAREST_EVEN, r[1], " elements/s"
             elif size_bytes(size) >= TARGET_MIN_BYTES:
@@ -148,6 +153,9 @@ def main():
             verdict = "" if target is None or value is None else ("met" if value >= target else "MISSED")
             if verdict:
                 target = f"{target:.3g}{unit}" + (f" ({value:.3g})" if unit == " x tensor" else "")
+                delayed = rates.get(("quantize", fmt.split("/")[0] + "/delayed", mode, size))
+                if fmt.endswith("/mx32") and delayed:
+                    target += f"; x delayed {r[0] / delayed[0]:.3g}"  # shown, not judged
             if verdict == "MISSED":
                 missed.append(f"{fmt}/{mode}")
             rows.append((fmt, mode, r[0] / 1e9, r[1], r[2], ratio, target, verdict))

@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "util/error.hpp"
@@ -256,6 +258,70 @@ TEST(BlockScales, Nvfp4TwoLevels) {
     // No tensor amax (0 or NaN): g = 1, X_b = a / 6 to E4M3.
     const std::vector<float> u = scales_of({12.0f}, r, kNaN);
     EXPECT_EQ(u[0], 0.5f);  // X_b = 2
+}
+
+// The fused passes: pieces cover [0, n) once, in order, at most kFusedPiece long (whole blocks
+// for the block one), and each piece's amax is taken before its call, so writing the piece in
+// place (here: zeroing it) changes nothing. The largest magnitude sits in the last, short
+// piece, negative; then a NaN in the first piece must win.
+TEST(BlockScales, QuantizeTakingAmaxSeesEveryPieceBeforeItsCall) {
+    const size_t n = 2 * kFusedPiece + 1000;
+    std::vector<float> x(n, 0.5f);
+    x[n - 3] = -40.0f;
+    std::vector<std::pair<size_t, size_t>> pieces;
+    const float amax = quantize_taking_amax(x.data(), n, [&](size_t first, size_t count) {
+        pieces.emplace_back(first, count);
+        std::fill(x.begin() + static_cast<std::ptrdiff_t>(first), x.begin() + static_cast<std::ptrdiff_t>(first + count), 0.0f);
+    });
+    EXPECT_EQ(amax, 40.0f);
+    const std::vector<std::pair<size_t, size_t>> expected{{0, kFusedPiece}, {kFusedPiece, kFusedPiece}, {2 * kFusedPiece, 1000}};
+    EXPECT_EQ(pieces, expected);
+    std::vector<float> y(n, 1.0f);
+    y[5] = kNaN;
+    y[n - 1] = kInf;
+    EXPECT_TRUE(std::isnan(quantize_taking_amax(y.data(), n, [](size_t, size_t) {})));
+    EXPECT_EQ(quantize_taking_amax(y.data(), 0, [](size_t, size_t) { ADD_FAILURE() << "a call for nothing"; }), 0.0f);
+}
+
+// Blocks of 32 over 1.5 pieces plus a short block. Block b holds 0.75 * 2^(b mod 9 - 4) (its amax,
+// placed at element b mod 32), except block 3 (a NaN) and block 4 (zeros). OCP MX's rule for E4M3
+// (emax 8) on a power-of-two grid: X = 2^(floor(log2 a) - 8) = 2^(b mod 9 - 5 - 8), s = 1/X.
+TEST(BlockScales, QuantizeWithBlockScalesDerivesEachPiecesScalesBeforeItsCall) {
+    const scale_grid g = scale_grid::power_of_two();
+    const block_recipe r{scale_rule::mx_floor, &g, 448.0};
+    const size_t n = kFusedPiece + kFusedPiece / 2 + 7, blocks = (n + 31) / 32;
+    std::vector<float> x(n, 0.0f);
+    for (size_t b = 0; b < blocks; ++b) {
+        const size_t at = std::min(n - 1, b * 32 + b % 32);
+        if (b == 4) continue;
+        x[at] = b == 3 ? kNaN : -0.75f * std::ldexp(1.0f, static_cast<int>(b % 9) - 4);
+    }
+    std::vector<float> scales(blocks, -1.0f);
+    std::vector<size_t> firsts;
+    size_t covered = 0;
+    const block_scale_stats st = quantize_with_block_scales(x.data(), n, 32, r, scales.data(),
+                                                            [&](size_t first, size_t count, const float* s) {
+        EXPECT_EQ(first, covered);
+        EXPECT_EQ(s, scales.data() + first / 32);  // this piece's scales, already derived
+        EXPECT_EQ(*s, first / 32 == 3 || first / 32 == 4 ? 1.0f : std::ldexp(1.0f, 13 - static_cast<int>(first / 32 % 9)));
+        EXPECT_TRUE(first + count == n || count % 32 == 0) << count;
+        EXPECT_LE(count, kFusedPiece);
+        firsts.push_back(first);
+        covered += count;
+    });
+    EXPECT_EQ(covered, n);
+    EXPECT_EQ(firsts.size(), 2u);
+    for (size_t b = 0; b < blocks; ++b) {
+        const float expected = b == 3 || b == 4 ? 1.0f : std::ldexp(1.0f, 13 - static_cast<int>(b % 9));
+        ASSERT_EQ(scales[b], expected) << "block " << b;
+    }
+    EXPECT_EQ(st.blocks, blocks);
+    EXPECT_EQ(st.neutral, 2u);  // the NaN block and the zero block
+    EXPECT_TRUE(std::isnan(st.amax));
+    EXPECT_EQ(st.smallest_scale, std::ldexp(1.0, -13));  // b mod 9 == 0
+    EXPECT_EQ(st.largest_scale, std::ldexp(1.0, -5));   // b mod 9 == 8
+    x[3 * 32 + 3] = 1.0f;                                // without the NaN: the largest amax, 0.75 * 2^4
+    EXPECT_EQ(quantize_with_block_scales(x.data(), n, 32, r, scales.data(), [](size_t, size_t, const float*) {}).amax, 12.0);
 }
 
 }  // namespace

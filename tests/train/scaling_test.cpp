@@ -48,6 +48,28 @@ TEST(Scaling, DelayedScalingUsesTheHistoryNotTheTensor) {
     EXPECT_EQ(recent.scale_for(0.001), 128.0f);
 }
 
+// What lets the trainer take a tensor's amax in its quantize pass (quant_plan.cpp): the scale must
+// not depend on it. Delayed scaling needs it only while its history is empty; after a non-finite
+// amax (not recorded) it still does.
+TEST(Scaling, WhichScalingsNeedTheTensorsOwnAmax) {
+    scaling_state d(delayed(), kE4m3Max);
+    EXPECT_TRUE(d.needs_current_amax());
+    d.record(std::nan(""));
+    EXPECT_TRUE(d.needs_current_amax());
+    d.record(3.0);
+    EXPECT_FALSE(d.needs_current_amax());
+    EXPECT_EQ(d.scale_for(0.0), 128.0f);  // the history's 3, not the 0 given
+    d.reset(kE4m3Max);
+    EXPECT_TRUE(d.needs_current_amax());
+    scaling_config current, none;
+    current.mode = scaling_mode::current;
+    none.mode = scaling_mode::none;
+    scaling_state c(current, kE4m3Max), n(none, kE4m3Max);
+    c.record(3.0);
+    EXPECT_TRUE(c.needs_current_amax());
+    EXPECT_FALSE(n.needs_current_amax());
+}
+
 TEST(Scaling, CurrentAndNone) {
     scaling_config current;
     current.mode = scaling_mode::current;

@@ -29,8 +29,10 @@
 // format's overflow mode, where the run's non-finite checks see it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -109,5 +111,67 @@ void block_amaxes(const float* x, size_t n, size_t block_size, float* amax);
 // the others; 0 or non-finite there makes g = 1).
 block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, const block_recipe& recipe,
                                      double tensor_amax = 0.0);
+
+// The larger of two amaxes as block_amaxes orders them (by the bits of
+// values >= 0 or NaN: a NaN wins).
+inline float larger_amax(float a, float b) {
+    uint32_t x = 0, y = 0;
+    std::memcpy(&x, &a, sizeof x);
+    std::memcpy(&y, &b, sizeof y);
+    return x >= y ? a : b;
+}
+
+// The fused passes. The amax a scale needs and the quantize call that uses
+// it both read the tensor; over a whole large tensor they are two trips to
+// memory. Piece by piece, the call finds its piece in the core's L2 cache.
+// kFusedPiece: 2^18 floats, 1 MiB (L2 is 1-2 MiB per core on current x86
+// server cores). Measured at 64 MiB (docs/performance.md): pieces of 32-512
+// KiB gained nothing, 1-4 MiB gained 10-15%, 8 MiB lost (the re-read then
+// comes from L3). Both work in place (a piece is read before it is written),
+// and the pieces carry their first element, so the calls' offsets keep
+// stochastic rounding independent of the piece size.
+constexpr size_t kFusedPiece = size_t{1} << 18;
+
+// Per tensor, when the scale is known before the tensor (delayed scaling
+// with a history, or none): quantize(first, count) over x[0, n) piece by
+// piece, each piece's amax taken just before its call. Returns the amax of
+// x, as block_amaxes takes it.
+template <class Quantize>
+float quantize_taking_amax(const float* x, size_t n, Quantize&& quantize) {
+    float amax = 0.0f;
+    for (size_t first = 0; first < n; first += kFusedPiece) {
+        const size_t count = std::min(kFusedPiece, n - first);
+        float piece_amax = 0.0f;
+        block_amaxes(x + first, count, count, &piece_amax);
+        amax = larger_amax(amax, piece_amax);
+        quantize(first, count);
+    }
+    return amax;
+}
+
+// Block scaling: over x[0, n) in pieces of whole blocks, each block's amax
+// and its encode scale by `recipe` into scales[first / block_size, ...), then
+// quantize(first, count, the piece's scales). The stats are those of
+// scales_from_amaxes over all blocks, with amax the largest block amax.
+// two_level's scales need the tensor's amax (`tensor_amax`, as for
+// scales_from_amaxes): the caller takes it in a pass of its own before.
+template <class Quantize>
+block_scale_stats quantize_with_block_scales(const float* x, size_t n, size_t block_size, const block_recipe& recipe,
+                                             float* scales, Quantize&& quantize, double tensor_amax = 0.0) {
+    const size_t piece = std::max(block_size, kFusedPiece / block_size * block_size);
+    block_scale_stats stats;
+    for (size_t first = 0; first < n; first += piece) {
+        const size_t count = std::min(piece, n - first), blocks = (count + block_size - 1) / block_size;
+        float* piece_scales = scales + first / block_size;
+        block_amaxes(x + first, count, block_size, piece_scales);
+        float piece_amax = 0.0f;
+        block_amaxes(piece_scales, blocks, blocks, &piece_amax);  // amaxes are >= 0 or NaN: their own |.|
+        block_scale_stats piece_stats = scales_from_amaxes(piece_scales, blocks, recipe, tensor_amax);
+        piece_stats.amax = piece_amax;
+        stats.add(piece_stats);
+        quantize(first, count, static_cast<const float*>(piece_scales));
+    }
+    return stats;
+}
 
 }  // namespace altgrad::host::train

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cmath>
+#include <mutex>
+#include <vector>
 
 #include "plugins/abi_names.hpp"
 #include "util/error.hpp"
@@ -50,12 +52,28 @@ namespace {
 // The stochastic-rounding seed of one tensor's quantization: a hash of (run seed, step, stream).
 uint64_t seed_of(const quant_plan& plan, uint64_t stream) { return mix(plan.seed ^ mix(plan.step ^ mix(stream))); }
 
-// q(in*s)/s of a float32 tensor into out (same size and device) through the
-// format plugin. CPU: chunked over LibTorch's threads; chunks carry their
-// offset, so results do not depend on the thread count. CUDA: one call on the
-// device's default stream, whose counts make it wait for the result.
+// The amax of a float32 CPU array as block_amaxes takes it (a NaN wins),
+// over LibTorch's threads.
+float cpu_amax(const float* x, int64_t n) {
+    std::mutex m;
+    float amax = 0.0f;
+    at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {
+        float a = 0.0f;
+        block_amaxes(x + begin, static_cast<size_t>(end - begin), static_cast<size_t>(end - begin), &a);
+        const std::lock_guard<std::mutex> lock(m);
+        amax = larger_amax(amax, a);
+    });
+    return amax;
+}
+
+// q(in*s)/s of a float32 tensor into out (same size and device; out may be
+// in) through the format plugin. CPU: chunked over LibTorch's threads; chunks
+// carry their offset, so results do not depend on the thread count. With
+// `amax`, the amax of in is taken in the same pass (quantize_taking_amax:
+// for a scale known before the tensor). CUDA: one call on the device's
+// default stream, whose counts make it wait for the result.
 quantize_counts quantize_tensor(const format_handle& format, const torch::Tensor& in, torch::Tensor& out,
-                                quantize_options o) {
+                                quantize_options o, float* amax = nullptr) {
     const float* src = in.data_ptr<float>();
     float* dst = out.data_ptr<float>();
     const int64_t n = in.numel();
@@ -65,12 +83,21 @@ quantize_counts quantize_tensor(const format_handle& format, const torch::Tensor
         return format.quantize(src, dst, static_cast<size_t>(n), o);
     }
     std::atomic<uint64_t> overflow{0}, underflow{0};
+    std::mutex m;
+    if (amax) *amax = 0.0f;
     at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {
-        quantize_options chunk = o;
-        chunk.offset = static_cast<uint64_t>(begin);
-        const quantize_counts c = format.quantize(src + begin, dst + begin, static_cast<size_t>(end - begin), chunk);
-        overflow += c.overflow;
-        underflow += c.underflow;
+        auto quantize = [&](size_t first, size_t count) {
+            quantize_options piece = o;
+            piece.offset = static_cast<uint64_t>(begin) + first;
+            const quantize_counts c = format.quantize(src + begin + first, dst + begin + first, count, piece);
+            overflow += c.overflow;
+            underflow += c.underflow;
+        };
+        const size_t count = static_cast<size_t>(end - begin);
+        if (!amax) return quantize(0, count);
+        const float chunk_amax = quantize_taking_amax(src + begin, count, quantize);
+        const std::lock_guard<std::mutex> lock(m);
+        *amax = larger_amax(*amax, chunk_amax);
     });
     return {overflow, underflow};
 }
@@ -100,86 +127,110 @@ int64_t block_length(int64_t k, const quant_site& site) {
     return std::max<int64_t>(1, std::min<int64_t>(k, static_cast<int64_t>(std::min<size_t>(site.block_size, INT64_MAX))));
 }
 
-// The encode scale of every block of x's rows (blocks of `block` elements
-// along the last dimension, a row's last one possibly short), by the site's
-// recipe, in row order: ceil(K / block) per row.
+// How x (float32, contiguous) splits into blocks: rows of k elements (the
+// last dimension), `block` elements per block, ceil(k / block) per row, a
+// row's last one possibly short.
+struct block_layout {
+    int64_t n = 0, k = 1, rows = 0, block = 1, per_row = 0;
+    block_layout(const torch::Tensor& x, const quant_site& site)
+        : n(x.numel()), k(x.dim() ? x.size(-1) : 1), rows(k ? n / k : 0), block(block_length(k, site)),
+          per_row((k + block - 1) / block) {}
+    int64_t blocks() const { return rows * per_row; }
+};
+
+// On the CPU: the encode scale of every block of x by the site's recipe into
+// scales (row order), and, given a format, q(x*s)/s into dst (may be x),
+// each piece quantized right after its scales are derived, while it is in
+// cache (quantize_with_block_scales). Work items over LibTorch's threads:
+// blocks of a flat tensor (rows a whole number of blocks), rows otherwise.
+// Offsets are element indices in x, so stochastic rounding does not depend
+// on the chunking.
+block_scale_stats scale_and_quantize_blocks_cpu(const float* src, float* dst, const block_layout& l,
+                                                const quant_site& site, const format_handle* format,
+                                                quantize_options o, float* scales, quantize_counts* counts) {
+    // two_level scales the blocks under the tensor's amax: one pass of its own first.
+    const double tensor_amax = site.blocks.rule == scale_rule::two_level ? cpu_amax(src, l.n) : 0.0;
+    const bool flat = l.k % l.block == 0;
+    const int64_t items = flat ? l.n / l.block : l.rows, item_len = flat ? l.block : l.k;
+    std::atomic<uint64_t> overflow{0}, underflow{0};
+    std::mutex m;
+    block_scale_stats stats;
+    at::parallel_for(0, items, std::max<int64_t>(1, (1 << 15) / item_len), [&](int64_t i0, int64_t i1) {
+        // Segments: the range's blocks as one (flat), or each of its rows.
+        const int64_t segments = flat ? 1 : i1 - i0, segment_len = flat ? (i1 - i0) * l.block : l.k;
+        block_scale_stats local;
+        for (int64_t j = 0; j < segments; ++j) {
+            const int64_t first = i0 * item_len + j * segment_len;
+            float* segment_scales = scales + (flat ? i0 : (i0 + j) * l.per_row);
+            auto quantize = [&](size_t piece_first, size_t count, const float* piece_scales) {
+                if (!format) return;
+                quantize_options piece = o;
+                piece.offset = static_cast<uint64_t>(first) + piece_first;
+                piece.block_scales = piece_scales;
+                const quantize_counts c =
+                    format->quantize(src + first + piece_first, dst + first + piece_first, count, piece);
+                overflow += c.overflow, underflow += c.underflow;
+            };
+            local.add(quantize_with_block_scales(src + first, static_cast<size_t>(segment_len),
+                                                 static_cast<size_t>(l.block), site.blocks, segment_scales, quantize,
+                                                 tensor_amax));
+        }
+        const std::lock_guard<std::mutex> lock(m);
+        stats.add(local);
+    });
+    if (counts) *counts = {overflow, underflow};
+    return stats;
+}
+
+// On a GPU: the blocks' amaxes on the device, the rule on the host (one
+// small copy each way); the scales back on the device.
 struct block_scales_of {
-    torch::Tensor scales;  // float32, on x's device
+    torch::Tensor scales;
     block_scale_stats stats;
 };
-block_scales_of derive_block_scales(const torch::Tensor& x, const quant_site& site, int64_t block) {
-    const int64_t k = x.dim() ? x.size(-1) : 1, rows = k ? x.numel() / k : 0, per_row = (k + block - 1) / block;
-    torch::Tensor amax;
-    if (x.device().is_cuda()) {  // amax on the device; the rule on the host (one small copy each way)
-        torch::Tensor padded = x.reshape({rows, k});
-        if (per_row * block != k) padded = torch::constant_pad_nd(padded, {0, per_row * block - k});
-        amax = padded.reshape({rows, per_row, block}).abs().amax(-1).to(torch::kCPU).contiguous();
-    } else {
-        amax = torch::empty({rows * per_row}, x.options());
-        const float* src = x.data_ptr<float>();
-        float* dst = amax.data_ptr<float>();
-        at::parallel_for(0, rows, std::max<int64_t>(1, (1 << 15) / std::max<int64_t>(k, 1)), [&](int64_t r0, int64_t r1) {
-            for (int64_t r = r0; r < r1; ++r)
-                block_amaxes(src + r * k, static_cast<size_t>(k), static_cast<size_t>(block), dst + r * per_row);
-        });
-    }
+block_scales_of derive_block_scales_cuda(const torch::Tensor& x, const quant_site& site, const block_layout& l) {
+    torch::Tensor padded = x.reshape({l.rows, l.k});
+    if (l.per_row * l.block != l.k) padded = torch::constant_pad_nd(padded, {0, l.per_row * l.block - l.k});
+    torch::Tensor amax = padded.reshape({l.rows, l.per_row, l.block}).abs().amax(-1).to(torch::kCPU).contiguous();
     const double tensor_amax = amax.numel() ? amax.max().item<double>() : 0.0;  // NaN if a block's is
     block_scales_of out;
     out.stats = scales_from_amaxes(amax.data_ptr<float>(), static_cast<size_t>(amax.numel()), site.blocks, tensor_amax);
     out.stats.amax = tensor_amax;
-    out.scales = x.device().is_cuda() ? amax.to(x.device()) : amax;
+    out.scales = amax.to(x.device());
     return out;
 }
 
-// q(x*s)/s with one scale per block along x's rows, into out. Rows whose
-// length the block size divides are one flat call (chunked over threads at
-// block boundaries); otherwise one call per row. Offsets are element indices
-// in x, so stochastic rounding does not depend on the chunking.
+// q(x*s)/s with one scale per block along x's rows, into out (may be x).
 quantize_counts quantize_blocks(const format_handle& format, const torch::Tensor& x, torch::Tensor& out,
                                 quantize_options o, const quant_site& site, block_scale_stats* stats) {
-    const int64_t k = x.dim() ? x.size(-1) : 1, n = x.numel();
-    const int64_t block = block_length(k, site);
-    if (n == 0 || k == 0) return {};
-    const block_scales_of b = derive_block_scales(x, site, block);
-    if (stats) stats->add(b.stats);
+    const block_layout l(x, site);
+    if (l.n == 0 || l.k == 0) return {};
+    o.block_size = static_cast<size_t>(l.block);
+    o.scale = 1.0f;  // the block scales replace it (format.h); a block site keeps no per-tensor scale
     const float* src = x.data_ptr<float>();
     float* dst = out.data_ptr<float>();
-    const float* scales = b.scales.data_ptr<float>();
-    o.block_size = static_cast<size_t>(block);
-    o.scale = 1.0f;  // the block scales replace it (format.h); a block site keeps no per-tensor scale
-    const bool flat = k % block == 0;
-    const int64_t segment = flat ? n : k, per_segment = (segment + block - 1) / block;
-    if (x.device().is_cuda()) {
-        o.memory = ALTGRAD_MEMORY_CUDA;
-        o.device_index = x.device().index();
-        quantize_counts total;
-        for (int64_t first = 0; first < n; first += segment) {
-            o.offset = static_cast<uint64_t>(first);
-            o.block_scales = scales + first / segment * per_segment;
-            const quantize_counts c = format.quantize(src + first, dst + first, static_cast<size_t>(segment), o);
-            total.overflow += c.overflow, total.underflow += c.underflow;
-        }
-        return total;
+    if (!x.device().is_cuda()) {
+        std::vector<float> scales(static_cast<size_t>(l.blocks()));
+        quantize_counts counts;
+        const block_scale_stats st = scale_and_quantize_blocks_cpu(src, dst, l, site, &format, o, scales.data(), &counts);
+        if (stats) stats->add(st);
+        return counts;
     }
-    // Work items: blocks of a flat tensor, rows otherwise.
-    const int64_t items = flat ? n / block : n / k, item_len = flat ? block : k;
-    std::atomic<uint64_t> overflow{0}, underflow{0};
-    at::parallel_for(0, items, std::max<int64_t>(1, (1 << 15) / item_len), [&](int64_t i0, int64_t i1) {
-        quantize_options chunk = o;
-        const int64_t first = i0 * item_len;
-        chunk.offset = static_cast<uint64_t>(first);
-        chunk.block_scales = scales + (flat ? i0 : i0 * per_segment);
-        if (flat) {
-            const quantize_counts c = format.quantize(src + first, dst + first, static_cast<size_t>((i1 - i0) * block), chunk);
-            overflow += c.overflow, underflow += c.underflow;
-            return;
-        }
-        for (int64_t r = i0; r < i1; ++r, chunk.offset += static_cast<uint64_t>(k), chunk.block_scales += per_segment) {
-            const quantize_counts c = format.quantize(src + r * k, dst + r * k, static_cast<size_t>(k), chunk);
-            overflow += c.overflow, underflow += c.underflow;
-        }
-    });
-    return {overflow, underflow};
+    const block_scales_of b = derive_block_scales_cuda(x, site, l);
+    if (stats) stats->add(b.stats);
+    const float* scales = b.scales.data_ptr<float>();
+    // One call per segment: the whole tensor when rows are whole blocks, else each row.
+    const int64_t segment = l.k % l.block == 0 ? l.n : l.k, per_segment = (segment + l.block - 1) / l.block;
+    o.memory = ALTGRAD_MEMORY_CUDA;
+    o.device_index = x.device().index();
+    quantize_counts total;
+    for (int64_t first = 0; first < l.n; first += segment) {
+        o.offset = static_cast<uint64_t>(first);
+        o.block_scales = scales + first / segment * per_segment;
+        const quantize_counts c = format.quantize(src + first, dst + first, static_cast<size_t>(segment), o);
+        total.overflow += c.overflow, total.underflow += c.underflow;
+    }
+    return total;
 }
 
 }  // namespace
@@ -204,8 +255,11 @@ torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quan
         site.scale = NAN;  // no one scale: block_stats has their range
         return out;
     }
+    // Delayed scaling with a history (and none) knows the scale before the
+    // tensor: the amax it records is then taken in the quantize pass itself.
+    const bool amax_in_pass = x.device().is_cpu() && !site.scaling.needs_current_amax();
     double amax = 0.0;
-    if (n > 0) {  // one pass, no |x| temporary; NaN propagates as from abs().max()
+    if (n > 0 && !amax_in_pass) {  // one pass, no |x| temporary; NaN propagates as from abs().max()
         const auto [lo_t, hi_t] = torch::aminmax(x);
         const double lo = lo_t.item<double>(), hi = hi_t.item<double>();  // one read each (a GPU sync each)
         amax = std::isnan(lo) || std::isnan(hi) ? NAN : std::max(std::fabs(lo), std::fabs(hi));
@@ -214,7 +268,9 @@ torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quan
     torch::Tensor out = torch::empty_like(x);
     quantize_options o = options_of(site, scale);
     o.seed = seed_of(plan, stream);
-    const quantize_counts c = quantize_tensor(*site.format, x, out, o);
+    float pass_amax = 0.0f;
+    const quantize_counts c = quantize_tensor(*site.format, x, out, o, amax_in_pass ? &pass_amax : nullptr);
+    if (amax_in_pass) amax = pass_amax;
     site.scaling.record(amax);
     site.amax = amax;
     site.scale = scale;
@@ -239,9 +295,12 @@ torch::Tensor quantize_nearest(const torch::Tensor& t, const quant_site& site) {
 site_block_scales block_scales_for(const torch::Tensor& t, const quant_site& site) {
     const torch::Tensor x = t.contiguous();
     check_quantizable(x, site);
-    const int64_t k = x.dim() ? x.size(-1) : 1;
-    const int64_t block = block_length(k, site);
-    return {derive_block_scales(x, site, block).scales.to(torch::kCPU).contiguous(), static_cast<size_t>(block)};
+    const block_layout l(x, site);
+    if (x.device().is_cuda()) return {derive_block_scales_cuda(x, site, l).scales.to(torch::kCPU).contiguous(), static_cast<size_t>(l.block)};
+    torch::Tensor scales = torch::empty({l.blocks()}, x.options());
+    if (l.n > 0 && l.k > 0)
+        scale_and_quantize_blocks_cpu(x.data_ptr<float>(), nullptr, l, site, nullptr, {}, scales.data_ptr<float>(), nullptr);
+    return {scales, static_cast<size_t>(l.block)};
 }
 
 void store_in_format(torch::Tensor& w, const quant_site& site, const quant_plan& plan, uint64_t stream) {

@@ -40,6 +40,12 @@ public:
 
     // The scale to use for a tensor whose own amax is `current_amax`.
     float scale_for(double current_amax);
+    // Whether scale_for needs this use's amax: current scaling, and delayed
+    // scaling before its history has one. Otherwise the scale is known before
+    // the tensor, and the amax to record can be taken while quantizing.
+    bool needs_current_amax() const {
+        return config_.mode == scaling_mode::current || (config_.mode == scaling_mode::delayed && history_.empty());
+    }
     // Record this use's amax into the history (after quantizing).
     void record(double amax);
     // Forget everything (after a format switch).
