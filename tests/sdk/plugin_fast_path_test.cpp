@@ -11,6 +11,8 @@
 
 #include <cfenv>
 #include <cmath>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -67,6 +69,52 @@ TEST_P(FastPath, RoundUpwardFpuModeStillMatchesTheReference) {
         EXPECT_EQ(bad, 0u) << describe(mode);
         EXPECT_EQ(got.overflow, want.overflow) << describe(mode);
         EXPECT_EQ(got.underflow, want.underflow) << describe(mode);
+    }
+}
+
+// Runs of chunks (512 elements) as the adapter meets them: after a chunk that
+// took the finite path, the next one takes it without the flags pass and is
+// redone when an input was beyond that path's range (a NaN, an Inf, or 4 x max,
+// beyond e0m7's bound of 2) or ends the run when all its inputs were in the
+// normal range. Chunks: spread (reaching below the format's normal range),
+// spread, spread + NaN last, spread, spread + 4 max first, spread, normal,
+// normal, spread, spread + -Inf inside, and a short spread one. Out of place,
+// in place (where the run must not start: the inputs would be gone), and
+// block-scaled with scales of 1 (the block loop), all equal the reference.
+TEST_P(FastPath, RunsOfChunksMatchTheReferenceInPlaceOrNot) {
+    const FormatModel& m = model(GetParam());
+    const FormatPlugin& p = plugin(GetParam());
+    std::mt19937_64 rng(0xC4u);
+    const double lo = std::log2(m.min_positive() / 4), hi = std::log2(m.max / 2);
+    auto spread = [&] {
+        const double e = lo + (hi - lo) * std::uniform_real_distribution<double>(0, 1)(rng);
+        return static_cast<float>(std::exp2(e) * (rng() & 1 ? -1 : 1));
+    };
+    auto normal = [&] {  // 0.6 max .. 0.9 max: the top binade or two, normal in every format here
+        return static_cast<float>(m.max * std::uniform_real_distribution<double>(0.6, 0.9)(rng) * (rng() & 1 ? -1 : 1));
+    };
+    const char kinds[] = "sssssssnnsss";
+    std::vector<float> xs;
+    for (size_t c = 0; c < sizeof kinds - 1; ++c)
+        for (size_t j = 0; j < (c + 1 == sizeof kinds - 1 ? 300u : 512u); ++j) xs.push_back(kinds[c] == 's' ? spread() : normal());
+    xs[3 * 512 - 1] = std::nanf("");
+    xs[4 * 512] = static_cast<float>(4 * m.max);
+    xs[10 * 512 + 77] = -std::numeric_limits<float>::infinity();
+    for (const Mode& mode : all_modes()) {
+        EXPECT_TRUE(quantize_matches_reference(p, m, xs, mode));
+        const QuantizeResult apart = p.quantize(xs, mode);
+        std::vector<float> in_place = xs;
+        altgrad_quantize_args a = quantize_args(in_place.data(), in_place.data(), in_place.size(), mode);
+        ASSERT_EQ(p.quantize_raw(&a), ALTGRAD_STATUS_OK) << describe(mode);
+        for (size_t i = 0; i < xs.size(); ++i)
+            ASSERT_TRUE(same_float(in_place[i], apart.out[i])) << describe(mode) << " in place, element " << i;
+        EXPECT_EQ(a.overflow_count, apart.overflow);
+        EXPECT_EQ(a.underflow_count, apart.underflow);
+        const std::vector<float> ones((xs.size() + 31) / 32, 1.0f);
+        Mode blocks = mode;
+        blocks.block_scales = ones.data();
+        blocks.block_size = 32;
+        EXPECT_TRUE(quantize_matches_reference(p, m, xs, blocks)) << "block-scaled";
     }
 }
 

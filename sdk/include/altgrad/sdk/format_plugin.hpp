@@ -160,6 +160,31 @@ __attribute__((always_inline)) inline float scale_output(float r, float s, float
     return r;
 }
 
+// The OR of fast_flags over a chunk's scaled inputs. Where the flags depend
+// on the magnitude in intervals (has_interval_fast_ranges), from the chunk's
+// largest and smallest magnitudes and whether it has a zero: a max and two
+// mins per element instead of the flags' compares and selects.
+template <class F, element_scaling S>
+__attribute__((always_inline)) inline uint32_t chunk_fast_flags(const F& f, const float* in, size_t m, float s,
+                                                                const float* __restrict scale) {
+    if constexpr (has_interval_fast_ranges<F>::value) {
+        uint32_t largest = 0, smallest = ~0u, smallest_less_one = ~0u;
+        for (size_t j = 0; j < m; ++j) {
+            const uint32_t magnitude = float_bits(scale_input<S>(in[j], s, scale, j)) & ~kSignBit;
+            largest = magnitude > largest ? magnitude : largest;
+            smallest = magnitude < smallest ? magnitude : smallest;
+            smallest_less_one = magnitude - 1u < smallest_less_one ? magnitude - 1u : smallest_less_one;  // 0 wraps
+        }
+        if (m == 0) return 0;
+        // smallest_less_one + 1: the smallest nonzero magnitude (0 when there is none: then all are zero).
+        return f.fast_flags(largest) | f.fast_flags(smallest_less_one + 1u) | (smallest == 0 ? f.fast_flags(0) : 0u);
+    } else {
+        uint32_t flags = 0;
+        for (size_t j = 0; j < m; ++j) flags |= f.fast_flags(float_bits(scale_input<S>(in[j], s, scale, j)));
+        return flags;
+    }
+}
+
 // One chunk (m <= kBlock elements) of the quantize loop. Tallies are summed in
 // 32 bits (an element adds 0 or 1 to each, a chunk has at most kBlock
 // elements), which keeps a vectorized loop in 32-bit lanes. s and inv: the
@@ -167,19 +192,51 @@ __attribute__((always_inline)) inline float scale_output(float r, float s, float
 // the FPU rounds to nearest, which the finite fast path needs (read once
 // per call by the loops: reading MXCSR per chunk cost 2-4% of a call). Vector: the
 // loop is compiled for AVX2 or AVX-512 and uses F's normal-range fast path
-// and branch-free kernel when it has them.
+// and branch-free kernel when it has them. finite_run: whether the call's
+// previous chunk took the finite path (the loops start it false); the chunk
+// sets it.
 template <class F, altgrad_rounding R, altgrad_overflow O, element_scaling S, bool Vector>
 __attribute__((always_inline)) inline void quantize_chunk(const F& f, const float* in,
                                                           float* out, size_t m, float s, float inv,
                                                           const float* __restrict scale,
                                                           const uint32_t* __restrict random, bool fpu_nearest,
-                                                          uint64_t& overflow, uint64_t& underflow) {
+                                                          bool& finite_run, uint64_t& overflow, uint64_t& underflow) {
     if constexpr (Vector && (has_normal_fast_path<F>::value || has_finite_fast_path<F>::value)) {
+        if constexpr (has_finite_fast_path<F>::value && has_interval_fast_ranges<F>::value) {
+            // After a chunk that took the finite path, the next one likely
+            // does too (its data reach below the normal range): take it
+            // straight away, keeping the largest and smallest nonzero
+            // magnitudes (a max and a min per element instead of the flags
+            // pass below), and keep the result if the largest was below the
+            // path's limit. Otherwise the chunk is redone below, so not in
+            // place, where the inputs would be gone. A chunk that lay in the
+            // normal range after all ends the run: the normal path is faster.
+            if (finite_run && fpu_nearest && static_cast<const float*>(out) != in) {
+                uint32_t chunk_overflow = 0, chunk_underflow = 0, largest = 0, smallest_less_one = ~0u;
+                for (size_t j = 0; j < m; ++j) {
+                    const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
+                    const uint32_t magnitude = bits & ~kSignBit;
+                    largest = magnitude > largest ? magnitude : largest;
+                    smallest_less_one = magnitude - 1u < smallest_less_one ? magnitude - 1u : smallest_less_one;  // 0 wraps
+                    const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
+                    const uint32_t q =
+                        f.template quantize_finite_bits<R, O>(bits, random_j, chunk_overflow, chunk_underflow);
+                    out[j] = scale_output<S>(bits_float(q), s, inv, scale, j);
+                }
+                if (largest < f.finite_path_limit()) {
+                    overflow += chunk_overflow;
+                    underflow += chunk_underflow;
+                    // The path's range is an interval of magnitudes: its ends decide.
+                    finite_run = ((f.fast_flags(smallest_less_one + 1u) | f.fast_flags(largest)) & 1u) != 0;
+                    return;
+                }
+            }
+        }
         // When every scaled input of the chunk lies in a fast path's range
         // (see has_normal_fast_path), its short kernel gives the same bits
         // and counts; the check costs a few operations per element.
-        uint32_t flags = 0;
-        for (size_t j = 0; j < m; ++j) flags |= f.fast_flags(float_bits(scale_input<S>(in[j], s, scale, j)));
+        const uint32_t flags = chunk_fast_flags<F, S>(f, in, m, s, scale);
+        finite_run = false;
         if constexpr (has_normal_fast_path<F>::value) {
             if ((flags & 1u) == 0) {
                 uint32_t chunk_overflow = 0;
@@ -205,6 +262,7 @@ __attribute__((always_inline)) inline void quantize_chunk(const F& f, const floa
                 }
                 overflow += chunk_overflow;
                 underflow += chunk_underflow;
+                finite_run = true;
                 return;
             }
         }
@@ -270,6 +328,7 @@ __attribute__((always_inline)) inline void quantize_body(const F& f, const float
     alignas(64) uint32_t random[kBlock];
     const size_t start = Vector ? stream_start(out, n) : n;
     const bool fpu_nearest = fpu_rounds_to_nearest();  // read once per call: MXCSR reads are slow
+    bool finite_run = false;
     const size_t first = start < n && start > 0 ? start : (n < kBlock ? n : kBlock);
     for (size_t i0 = 0; i0 < n;) {
         const size_t left = n - i0;
@@ -278,11 +337,11 @@ __attribute__((always_inline)) inline void quantize_body(const F& f, const float
         if (start < n && i0 >= start) {
             alignas(64) float staging[kBlock];
             quantize_chunk<F, R, O, ES, Vector>(f, in + i0, staging, m, s, inv, nullptr, random, fpu_nearest,
-                                                overflow, underflow);
+                                                finite_run, overflow, underflow);
             stream_floats(out + i0, staging, m);
         } else {
             quantize_chunk<F, R, O, ES, Vector>(f, in + i0, out + i0, m, s, inv, nullptr, random, fpu_nearest,
-                                                overflow, underflow);
+                                                finite_run, overflow, underflow);
         }
         i0 += m;
     }
@@ -335,6 +394,7 @@ __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, cons
     alignas(64) float scale[kBlock], staging[kBlock];
     const size_t start = Vector ? stream_start(out, n) : n;  // as in quantize_body
     const bool fpu_nearest = fpu_rounds_to_nearest();
+    bool finite_run = false;
     const size_t first = start < n && start > 0 ? start : (n < kBlock ? n : kBlock);
     for (size_t i0 = 0; i0 < n;) {
         const size_t left = n - i0;
@@ -344,10 +404,12 @@ __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, cons
         float* dst = streamed ? staging : out + i0;
         if (block_chunk_scales(scales, i0, m, scale))
             quantize_chunk<F, R, O, element_scaling::each_power_of_two, Vector>(f, in + i0, dst, m, 1.0f, 1.0f, scale,
-                                                                                 random, fpu_nearest, overflow, underflow);
+                                                                                 random, fpu_nearest, finite_run, overflow,
+                                                                                 underflow);
         else
             quantize_chunk<F, R, O, element_scaling::each_general, Vector>(f, in + i0, dst, m, 1.0f, 1.0f, scale,
-                                                                            random, fpu_nearest, overflow, underflow);
+                                                                            random, fpu_nearest, finite_run, overflow,
+                                                                            underflow);
         if (streamed) stream_floats(out + i0, staging, m);
         i0 += m;
     }
