@@ -78,7 +78,8 @@ TEST_P(FastPath, RoundUpwardFpuModeStillMatchesTheReference) {
 // beyond e0m7's bound of 2) or ends the run when all its inputs were in the
 // normal range. Chunks: spread (reaching below the format's normal range),
 // spread, spread + NaN last, spread, spread + 4 max first, spread, normal,
-// normal, spread, spread + -Inf inside, and a short spread one. Out of place,
+// normal, normal with zeros and one value below the normal range, spread,
+// spread + -Inf inside, and a short spread one. Out of place,
 // in place (where the run must not start: the inputs would be gone), and
 // block-scaled with scales of 1 (the block loop), all equal the reference.
 TEST_P(FastPath, RunsOfChunksMatchTheReferenceInPlaceOrNot) {
@@ -93,13 +94,17 @@ TEST_P(FastPath, RunsOfChunksMatchTheReferenceInPlaceOrNot) {
     auto normal = [&] {  // 0.6 max .. 0.9 max: the top binade or two, normal in every format here
         return static_cast<float>(m.max * std::uniform_real_distribution<double>(0.6, 0.9)(rng) * (rng() & 1 ? -1 : 1));
     };
-    const char kinds[] = "sssssssnnsss";
+    const char kinds[] = "sssssssnnzsss";
     std::vector<float> xs;
     for (size_t c = 0; c < sizeof kinds - 1; ++c)
         for (size_t j = 0; j < (c + 1 == sizeof kinds - 1 ? 300u : 512u); ++j) xs.push_back(kinds[c] == 's' ? spread() : normal());
     xs[3 * 512 - 1] = std::nanf("");
     xs[4 * 512] = static_cast<float>(4 * m.max);
-    xs[10 * 512 + 77] = -std::numeric_limits<float>::infinity();
+    // Chunk 9: normal values, zeros of both signs, and one value below the normal range (the
+    // smallest positive one times 0.3: an underflow), which a zero must not hide from the flags.
+    for (size_t j = 0; j < 512; j += 7) xs[9 * 512 + j] = j % 2 ? -0.0f : 0.0f;
+    xs[9 * 512 + 300] = static_cast<float>(0.3 * m.min_positive());
+    xs[11 * 512 + 77] = -std::numeric_limits<float>::infinity();
     for (const Mode& mode : all_modes()) {
         EXPECT_TRUE(quantize_matches_reference(p, m, xs, mode));
         const QuantizeResult apart = p.quantize(xs, mode);

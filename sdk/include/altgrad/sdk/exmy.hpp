@@ -183,14 +183,14 @@ public:
         if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN) underflow += (a - 1u) < zero_half_step_bits_;
         if constexpr (R == ALTGRAD_ROUND_TOWARD_ZERO) underflow += (a - 1u) < zero_step_bits_ - 1u;
         if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) underflow += (a != 0) & (out == 0);
-        // A zero keeps its sign where the format's zero has one. For nearest-even
-        // and toward-zero, a loop-invariant test, which GCC takes out of the
-        // element loop (one OR per element instead of three operations); the
-        // longer stochastic loop would then not vectorize, so it stays branch-free.
-        if constexpr (R != ALTGRAD_ROUND_STOCHASTIC) {
-            if (signed_zero_) return out | sign;
-            return out | (sign & mask_if(out != 0));
-        }
+        // A zero keeps its sign where the format's zero has one. Nearest-even
+        // gives 0 exactly for the magnitudes up to half a step, toward-zero
+        // for those below a step (as above), so where the zero is unsigned the
+        // sign is kept from the next magnitude on (where it is signed, from 0):
+        // one compare on the input, and no branch, which the vectorizer would
+        // have to take out of the loop. Stochastic rounding decides by the result.
+        if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN) return out | (sign & mask_if(a >= keep_sign_nearest_from_));
+        if constexpr (R == ALTGRAD_ROUND_TOWARD_ZERO) return out | (sign & mask_if(a >= keep_sign_toward_zero_from_));
         return out | (sign & (mask_if(out != 0) | mask_if(signed_zero_)));
     }
 
@@ -381,6 +381,7 @@ private:
     uint32_t finite_limit_ = 0;
     float grid_magic_ = 0, grid_step_ = 0, grid_frac_scale_ = 0;
     uint32_t zero_half_step_bits_ = 0, zero_step_bits_ = 0;  // the bits of half the grid step, and of the step
+    uint32_t keep_sign_nearest_from_ = 0, keep_sign_toward_zero_from_ = 0;  // the smallest magnitudes not rounded to 0 (unsigned zero), or 0
 };
 
 class exmy_format {
@@ -435,6 +436,8 @@ public:
             k.grid_frac_scale_ = std::ldexp(1.0f, 32 - grid_exponent);
             k.zero_step_bits_ = float_bits(k.grid_step_);
             k.zero_half_step_bits_ = float_bits(std::ldexp(1.0f, grid_exponent - 1));
+            k.keep_sign_nearest_from_ = k.signed_zero_ ? 0u : k.zero_half_step_bits_ + 1u;
+            k.keep_sign_toward_zero_from_ = k.signed_zero_ ? 0u : k.zero_step_bits_;
         }
         if (total_bits() <= 16) {
             decode_table_.resize(size_t{1} << total_bits());

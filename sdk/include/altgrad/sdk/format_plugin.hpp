@@ -160,29 +160,85 @@ __attribute__((always_inline)) inline float scale_output(float r, float s, float
     return r;
 }
 
-// The OR of fast_flags over a chunk's scaled inputs. Where the flags depend
-// on the magnitude in intervals (has_interval_fast_ranges), from the chunk's
-// largest and smallest magnitudes and whether it has a zero: a max and two
-// mins per element instead of the flags' compares and selects.
+// The largest and smallest magnitudes (float32 bits, no sign) of a chunk's
+// scaled inputs: where F's fast_flags depend on the magnitude in intervals
+// (has_interval_fast_ranges), what decides the chunk's flags. A max, a
+// subtraction and a min per element instead of the flags' compares and
+// selects. Where a zero may take the normal path (zero_free: bit 0 of
+// fast_flags(0) clear), the minimum is taken over magnitude - 1, so that
+// zeros wrap to the top and the smallest nonzero magnitude is seen (a zero
+// can then only set bit 1, which the largest magnitude sets too); elsewhere
+// over the magnitude, zeros included (a zero then sets bit 0, the only one
+// the smallest nonzero magnitude could add).
+struct magnitude_range {
+    uint32_t zero_free = 0;  // 1 or 0
+    uint32_t largest = 0, smallest_less_zero_free = ~0u;
+    template <class F>
+    explicit magnitude_range(const F& f) : zero_free((f.fast_flags(0) & 1u) == 0 ? 1u : 0u) {}
+    ALTGRAD_SDK_INLINE void add(uint32_t bits) {
+        const uint32_t magnitude = bits & ~kSignBit, shifted = magnitude - zero_free;
+        largest = magnitude > largest ? magnitude : largest;
+        smallest_less_zero_free = shifted < smallest_less_zero_free ? shifted : smallest_less_zero_free;
+    }
+    // The OR of f.fast_flags over the magnitudes added (at least one).
+    template <class F>
+    uint32_t flags(const F& f) const {
+        const bool nonzero_seen = smallest_less_zero_free != ~0u;  // or, where zeros count, any
+        return f.fast_flags(largest) | (nonzero_seen ? f.fast_flags(smallest_less_zero_free + zero_free) : 0u);
+    }
+};
+
+// The OR of fast_flags over a chunk's scaled inputs.
 template <class F, element_scaling S>
 __attribute__((always_inline)) inline uint32_t chunk_fast_flags(const F& f, const float* in, size_t m, float s,
                                                                 const float* __restrict scale) {
     if constexpr (has_interval_fast_ranges<F>::value) {
-        uint32_t largest = 0, smallest = ~0u, smallest_less_one = ~0u;
+        magnitude_range range(f);
+        uint32_t largest = 0, smallest = ~0u;  // range's, as locals: they vectorize
         for (size_t j = 0; j < m; ++j) {
             const uint32_t magnitude = float_bits(scale_input<S>(in[j], s, scale, j)) & ~kSignBit;
+            const uint32_t shifted = magnitude - range.zero_free;
             largest = magnitude > largest ? magnitude : largest;
-            smallest = magnitude < smallest ? magnitude : smallest;
-            smallest_less_one = magnitude - 1u < smallest_less_one ? magnitude - 1u : smallest_less_one;  // 0 wraps
+            smallest = shifted < smallest ? shifted : smallest;
         }
-        if (m == 0) return 0;
-        // smallest_less_one + 1: the smallest nonzero magnitude (0 when there is none: then all are zero).
-        return f.fast_flags(largest) | f.fast_flags(smallest_less_one + 1u) | (smallest == 0 ? f.fast_flags(0) : 0u);
+        range.largest = largest, range.smallest_less_zero_free = smallest;
+        return range.flags(f);
     } else {
         uint32_t flags = 0;
         for (size_t j = 0; j < m; ++j) flags |= f.fast_flags(float_bits(scale_input<S>(in[j], s, scale, j)));
         return flags;
     }
+}
+
+// Which kernel a chunk took: the loops pass it from one chunk to the next.
+enum class chunk_path { general, normal, finite };
+
+// A fast kernel over a chunk into out, its tallies into the chunk's; with
+// Track, the range of its scaled inputs into *range (made for f).
+template <class F, altgrad_rounding R, altgrad_overflow O, element_scaling S, chunk_path P, bool Track>
+__attribute__((always_inline)) inline void fast_kernel(const F& f, const float* in, float* out, size_t m, float s,
+                                                       float inv, const float* __restrict scale,
+                                                       const uint32_t* __restrict random, uint32_t& overflow,
+                                                       uint32_t& underflow, magnitude_range* range) {
+    uint32_t chunk_overflow = 0, chunk_underflow = 0;
+    const uint32_t zero_free = Track ? range->zero_free : 0u;
+    uint32_t largest = 0, smallest = ~0u;  // *range's, as locals: they vectorize
+    for (size_t j = 0; j < m; ++j) {
+        const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
+        if constexpr (Track) {
+            const uint32_t magnitude = bits & ~kSignBit, shifted = magnitude - zero_free;
+            largest = magnitude > largest ? magnitude : largest;
+            smallest = shifted < smallest ? shifted : smallest;
+        }
+        const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
+        uint32_t q;
+        if constexpr (P == chunk_path::normal) q = f.template quantize_normal_bits<R, O>(bits, random_j, chunk_overflow);
+        else q = f.template quantize_finite_bits<R, O>(bits, random_j, chunk_overflow, chunk_underflow);
+        out[j] = scale_output<S>(bits_float(q), s, inv, scale, j);
+    }
+    overflow = chunk_overflow;
+    underflow = chunk_underflow;
+    if constexpr (Track) range->largest = largest, range->smallest_less_zero_free = smallest;
 }
 
 // One chunk (m <= kBlock elements) of the quantize loop. Tallies are summed in
@@ -191,82 +247,78 @@ __attribute__((always_inline)) inline uint32_t chunk_fast_flags(const F& f, cons
 // call's scale and 1/s; scale: per element (each_*); fpu_nearest: whether
 // the FPU rounds to nearest, which the finite fast path needs (read once
 // per call by the loops: reading MXCSR per chunk cost 2-4% of a call). Vector: the
-// loop is compiled for AVX2 or AVX-512 and uses F's normal-range fast path
-// and branch-free kernel when it has them. finite_run: whether the call's
-// previous chunk took the finite path (the loops start it false); the chunk
-// sets it.
+// loop is compiled for AVX2 or AVX-512 and uses F's fast paths and
+// branch-free kernel when it has them. last: the path the call's previous
+// chunk took (the loops start it at general); the chunk sets it.
 template <class F, altgrad_rounding R, altgrad_overflow O, element_scaling S, bool Vector>
 __attribute__((always_inline)) inline void quantize_chunk(const F& f, const float* in,
                                                           float* out, size_t m, float s, float inv,
                                                           const float* __restrict scale,
                                                           const uint32_t* __restrict random, bool fpu_nearest,
-                                                          bool& finite_run, uint64_t& overflow, uint64_t& underflow) {
+                                                          chunk_path& last, uint64_t& overflow, uint64_t& underflow) {
     if constexpr (Vector && (has_normal_fast_path<F>::value || has_finite_fast_path<F>::value)) {
-        if constexpr (has_finite_fast_path<F>::value && has_interval_fast_ranges<F>::value) {
-            // After a chunk that took the finite path, the next one likely
-            // does too (its data reach below the normal range): take it
-            // straight away, keeping the largest and smallest nonzero
-            // magnitudes (a max and a min per element instead of the flags
-            // pass below), and keep the result if the largest was below the
-            // path's limit. Otherwise the chunk is redone below, so not in
-            // place, where the inputs would be gone. A chunk that lay in the
-            // normal range after all ends the run: the normal path is faster.
-            if (finite_run && fpu_nearest && static_cast<const float*>(out) != in) {
-                uint32_t chunk_overflow = 0, chunk_underflow = 0, largest = 0, smallest_less_one = ~0u;
-                for (size_t j = 0; j < m; ++j) {
-                    const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
-                    const uint32_t magnitude = bits & ~kSignBit;
-                    largest = magnitude > largest ? magnitude : largest;
-                    smallest_less_one = magnitude - 1u < smallest_less_one ? magnitude - 1u : smallest_less_one;  // 0 wraps
-                    const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
-                    const uint32_t q =
-                        f.template quantize_finite_bits<R, O>(bits, random_j, chunk_overflow, chunk_underflow);
-                    out[j] = scale_output<S>(bits_float(q), s, inv, scale, j);
+        // When every scaled input of the chunk lies in a fast path's range
+        // (see has_normal_fast_path), its short kernel gives the same bits
+        // and counts. Which one is decided by the chunk's flags, from a pass
+        // over it; or, where the ranges are intervals, consecutive chunks
+        // are alike and the output is not the input (which a redo needs), by
+        // running the previous chunk's path straight away while taking the
+        // range of the inputs (three operations per element instead of a
+        // pass), and keeping the result if the range fits that path.
+        uint32_t flags = 0, chunk_overflow = 0, chunk_underflow = 0;
+        bool have_flags = false;
+        if constexpr (has_interval_fast_ranges<F>::value) {
+            const bool may_redo = static_cast<const float*>(out) != in;
+            magnitude_range range(f);
+            if constexpr (has_normal_fast_path<F>::value) {
+                if (last == chunk_path::normal && may_redo) {
+                    fast_kernel<F, R, O, S, chunk_path::normal, true>(f, in, out, m, s, inv, scale, random,
+                                                                      chunk_overflow, chunk_underflow, &range);
+                    flags = range.flags(f);
+                    have_flags = true;
+                    if ((flags & 1u) == 0) {
+                        overflow += chunk_overflow;
+                        return;
+                    }
                 }
-                if (largest < f.finite_path_limit()) {
-                    overflow += chunk_overflow;
-                    underflow += chunk_underflow;
-                    // The path's range is an interval of magnitudes: its ends decide.
-                    finite_run = ((f.fast_flags(smallest_less_one + 1u) | f.fast_flags(largest)) & 1u) != 0;
-                    return;
+            }
+            if constexpr (has_finite_fast_path<F>::value) {
+                if (last == chunk_path::finite && may_redo && fpu_nearest) {
+                    fast_kernel<F, R, O, S, chunk_path::finite, true>(f, in, out, m, s, inv, scale, random,
+                                                                      chunk_overflow, chunk_underflow, &range);
+                    flags = range.flags(f);
+                    have_flags = true;
+                    if ((flags & 2u) == 0) {
+                        overflow += chunk_overflow;
+                        underflow += chunk_underflow;
+                        last = (flags & 1u) ? chunk_path::finite : chunk_path::normal;  // normal is faster
+                        return;
+                    }
                 }
             }
         }
-        // When every scaled input of the chunk lies in a fast path's range
-        // (see has_normal_fast_path), its short kernel gives the same bits
-        // and counts; the check costs a few operations per element.
-        const uint32_t flags = chunk_fast_flags<F, S>(f, in, m, s, scale);
-        finite_run = false;
+        if (!have_flags) flags = chunk_fast_flags<F, S>(f, in, m, s, scale);
         if constexpr (has_normal_fast_path<F>::value) {
             if ((flags & 1u) == 0) {
-                uint32_t chunk_overflow = 0;
-                for (size_t j = 0; j < m; ++j) {
-                    const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
-                    const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
-                    const uint32_t q = f.template quantize_normal_bits<R, O>(bits, random_j, chunk_overflow);
-                    out[j] = scale_output<S>(bits_float(q), s, inv, scale, j);
-                }
+                fast_kernel<F, R, O, S, chunk_path::normal, false>(f, in, out, m, s, inv, scale, random,
+                                                                   chunk_overflow, chunk_underflow, nullptr);
                 overflow += chunk_overflow;
+                last = chunk_path::normal;
                 return;
             }
         }
         if constexpr (has_finite_fast_path<F>::value) {
             if ((flags & 2u) == 0 && fpu_nearest) {
-                uint32_t chunk_overflow = 0, chunk_underflow = 0;
-                for (size_t j = 0; j < m; ++j) {
-                    const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
-                    const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
-                    const uint32_t q =
-                        f.template quantize_finite_bits<R, O>(bits, random_j, chunk_overflow, chunk_underflow);
-                    out[j] = scale_output<S>(bits_float(q), s, inv, scale, j);
-                }
+                fast_kernel<F, R, O, S, chunk_path::finite, false>(f, in, out, m, s, inv, scale, random,
+                                                                   chunk_overflow, chunk_underflow, nullptr);
                 overflow += chunk_overflow;
                 underflow += chunk_underflow;
-                finite_run = true;
+                last = chunk_path::finite;
                 return;
             }
         }
     }
+    last = chunk_path::general;
     uint32_t chunk_overflow = 0, chunk_underflow = 0;
     for (size_t j = 0; j < m; ++j) {
         const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
@@ -328,7 +380,7 @@ __attribute__((always_inline)) inline void quantize_body(const F& f, const float
     alignas(64) uint32_t random[kBlock];
     const size_t start = Vector ? stream_start(out, n) : n;
     const bool fpu_nearest = fpu_rounds_to_nearest();  // read once per call: MXCSR reads are slow
-    bool finite_run = false;
+    chunk_path last = chunk_path::general;
     const size_t first = start < n && start > 0 ? start : (n < kBlock ? n : kBlock);
     for (size_t i0 = 0; i0 < n;) {
         const size_t left = n - i0;
@@ -337,11 +389,11 @@ __attribute__((always_inline)) inline void quantize_body(const F& f, const float
         if (start < n && i0 >= start) {
             alignas(64) float staging[kBlock];
             quantize_chunk<F, R, O, ES, Vector>(f, in + i0, staging, m, s, inv, nullptr, random, fpu_nearest,
-                                                finite_run, overflow, underflow);
+                                                last, overflow, underflow);
             stream_floats(out + i0, staging, m);
         } else {
             quantize_chunk<F, R, O, ES, Vector>(f, in + i0, out + i0, m, s, inv, nullptr, random, fpu_nearest,
-                                                finite_run, overflow, underflow);
+                                                last, overflow, underflow);
         }
         i0 += m;
     }
@@ -394,7 +446,7 @@ __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, cons
     alignas(64) float scale[kBlock], staging[kBlock];
     const size_t start = Vector ? stream_start(out, n) : n;  // as in quantize_body
     const bool fpu_nearest = fpu_rounds_to_nearest();
-    bool finite_run = false;
+    chunk_path last = chunk_path::general;
     const size_t first = start < n && start > 0 ? start : (n < kBlock ? n : kBlock);
     for (size_t i0 = 0; i0 < n;) {
         const size_t left = n - i0;
@@ -404,11 +456,11 @@ __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, cons
         float* dst = streamed ? staging : out + i0;
         if (block_chunk_scales(scales, i0, m, scale))
             quantize_chunk<F, R, O, element_scaling::each_power_of_two, Vector>(f, in + i0, dst, m, 1.0f, 1.0f, scale,
-                                                                                 random, fpu_nearest, finite_run, overflow,
+                                                                                 random, fpu_nearest, last, overflow,
                                                                                  underflow);
         else
             quantize_chunk<F, R, O, element_scaling::each_general, Vector>(f, in + i0, dst, m, 1.0f, 1.0f, scale,
-                                                                            random, fpu_nearest, finite_run, overflow,
+                                                                            random, fpu_nearest, last, overflow,
                                                                             underflow);
         if (streamed) stream_floats(out + i0, staging, m);
         i0 += m;
