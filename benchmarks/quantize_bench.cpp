@@ -11,10 +11,10 @@
 //                                     power-of-two scale, then the call
 //   quantize_delayed/<format>/<mode>/<size>   per tensor with the scale known
 //                                     before (delayed scaling), as the trainer does
-//                                     it: the calls over 32 KiB pieces, each piece's
+//                                     it: the calls over 1 MiB pieces, each piece's
 //                                     amax taken just before (quantize_taking_amax)
 //   quantize_mx32/<format>/<mode>/<size>   block-scaled as the trainer does it: per
-//                                     32 KiB piece, each block's amax, its scale by
+//                                     1 MiB piece, each block's amax, its scale by
 //                                     the OCP MX rule, the call
 //                                     (quantize_with_block_scales, block_scales.hpp)
 //   copy/memcpy/<size>                size: 4KiB 64KiB 256KiB 1MiB 16MiB 64MiB
