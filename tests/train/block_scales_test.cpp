@@ -77,6 +77,40 @@ TEST(BlockScales, AmaxOfBlocksOf32WithAShortLastBlock) {
     EXPECT_EQ(a, kInf);
 }
 
+// Blocks of 32 go 16 at a time through a transposing reduction where the CPU has AVX-512: 53
+// whole blocks (three groups of 16 and five left over) and a short one. Block b's largest
+// magnitude sits at element (7 b) mod 32, negative in odd blocks; block 5 holds a NaN after it,
+// block 20 an Inf, block 33 only zeros of both signs, block 47 a float32 subnormal as its largest.
+// Expected: std::fabs of that element, NaN for block 5, written from the definition.
+TEST(BlockScales, AmaxOfManyBlocksOf32MatchesTheDefinition) {
+    const size_t blocks = 53, n = blocks * 32 + 7;
+    std::vector<float> x(n);
+    for (size_t i = 0; i < n; ++i) x[i] = std::ldexp(static_cast<float>(i % 13 + 1), -8) * (i % 3 ? 1.0f : -1.0f);
+    std::vector<float> expected(blocks + 1);
+    for (size_t b = 0; b <= blocks; ++b) {
+        const size_t at = std::min(n - 1, b * 32 + (7 * b) % 32);
+        x[at] = (b % 2 ? -1.0f : 1.0f) * (1.5f + static_cast<float>(b));
+        expected[b] = 1.5f + static_cast<float>(b);
+    }
+    x[5 * 32 + 30] = kNaN;
+    x[20 * 32 + 1] = -kInf;
+    expected[20] = kInf;
+    for (size_t i = 33 * 32; i < 34 * 32; ++i) x[i] = i % 2 ? -0.0f : 0.0f;
+    expected[33] = 0.0f;
+    for (size_t i = 47 * 32; i < 48 * 32; ++i) x[i] = std::ldexp(static_cast<float>(i % 5), -140);  // subnormals
+    expected[47] = std::ldexp(4.0f, -140);
+    std::vector<float> amax(blocks + 1, -1.0f);
+    block_amaxes(x.data(), n, 32, amax.data());
+    for (size_t b = 0; b <= blocks; ++b) {
+        if (b == 5) {
+            EXPECT_TRUE(std::isnan(amax[b]));
+            continue;
+        }
+        EXPECT_EQ(amax[b], expected[b]) << "block " << b;
+        EXPECT_FALSE(std::signbit(amax[b])) << "block " << b;
+    }
+}
+
 TEST(BlockScales, PowerOfTwoGridRoundsEachWay) {
     const scale_grid g = scale_grid::power_of_two();
     EXPECT_EQ(g.up(3), 4.0f);
