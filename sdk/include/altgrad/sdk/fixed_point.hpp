@@ -100,8 +100,9 @@ public:
     ALTGRAD_SDK_INLINE uint32_t fast_flags(uint32_t bits) const {
         return 1u | (static_cast<uint32_t>((bits & ~kSignBit) >= fast_bound_) << 1);
     }
-    // The finite path takes every magnitude (float32 bits, no sign) below this.
-    ALTGRAD_SDK_INLINE uint32_t finite_path_limit() const { return fast_bound_; }
+    // fast_flags: bit 1 for the magnitudes from one bound up, bit 0 outside one interval
+    // (has_interval_fast_ranges, rounding.hpp).
+    static constexpr bool fast_ranges_are_intervals = true;
     template <altgrad_rounding R, altgrad_overflow O>
     ALTGRAD_SDK_INLINE uint32_t quantize_finite_bits(uint32_t bits, uint32_t random, uint32_t& overflow,
                                                      uint32_t& underflow) const {

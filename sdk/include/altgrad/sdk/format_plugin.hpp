@@ -175,12 +175,14 @@ struct magnitude_range {
     uint32_t largest = 0, smallest_less_zero_free = ~0u;
     template <class F>
     explicit magnitude_range(const F& f) : zero_free((f.fast_flags(0) & 1u) == 0 ? 1u : 0u) {}
-    ALTGRAD_SDK_INLINE void add(uint32_t bits) {
+    // One element into (largest, smallest): the element loops keep the two
+    // in locals, which vectorize where members of a struct did not.
+    static ALTGRAD_SDK_INLINE void widen(uint32_t bits, uint32_t zero_free, uint32_t& largest, uint32_t& smallest) {
         const uint32_t magnitude = bits & ~kSignBit, shifted = magnitude - zero_free;
         largest = magnitude > largest ? magnitude : largest;
-        smallest_less_zero_free = shifted < smallest_less_zero_free ? shifted : smallest_less_zero_free;
+        smallest = shifted < smallest ? shifted : smallest;
     }
-    // The OR of f.fast_flags over the magnitudes added (at least one).
+    // The OR of f.fast_flags over the magnitudes taken (at least one).
     template <class F>
     uint32_t flags(const F& f) const {
         const bool nonzero_seen = smallest_less_zero_free != ~0u;  // or, where zeros count, any
@@ -194,13 +196,9 @@ __attribute__((always_inline)) inline uint32_t chunk_fast_flags(const F& f, cons
                                                                 const float* __restrict scale) {
     if constexpr (has_interval_fast_ranges<F>::value) {
         magnitude_range range(f);
-        uint32_t largest = 0, smallest = ~0u;  // range's, as locals: they vectorize
-        for (size_t j = 0; j < m; ++j) {
-            const uint32_t magnitude = float_bits(scale_input<S>(in[j], s, scale, j)) & ~kSignBit;
-            const uint32_t shifted = magnitude - range.zero_free;
-            largest = magnitude > largest ? magnitude : largest;
-            smallest = shifted < smallest ? shifted : smallest;
-        }
+        uint32_t largest = 0, smallest = ~0u;
+        for (size_t j = 0; j < m; ++j)
+            magnitude_range::widen(float_bits(scale_input<S>(in[j], s, scale, j)), range.zero_free, largest, smallest);
         range.largest = largest, range.smallest_less_zero_free = smallest;
         return range.flags(f);
     } else {
@@ -222,14 +220,10 @@ __attribute__((always_inline)) inline void fast_kernel(const F& f, const float* 
                                                        uint32_t& underflow, magnitude_range* range) {
     uint32_t chunk_overflow = 0, chunk_underflow = 0;
     const uint32_t zero_free = Track ? range->zero_free : 0u;
-    uint32_t largest = 0, smallest = ~0u;  // *range's, as locals: they vectorize
+    uint32_t largest = 0, smallest = ~0u;
     for (size_t j = 0; j < m; ++j) {
         const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
-        if constexpr (Track) {
-            const uint32_t magnitude = bits & ~kSignBit, shifted = magnitude - zero_free;
-            largest = magnitude > largest ? magnitude : largest;
-            smallest = shifted < smallest ? shifted : smallest;
-        }
+        if constexpr (Track) magnitude_range::widen(bits, zero_free, largest, smallest);
         const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
         uint32_t q;
         if constexpr (P == chunk_path::normal) q = f.template quantize_normal_bits<R, O>(bits, random_j, chunk_overflow);
@@ -268,30 +262,30 @@ __attribute__((always_inline)) inline void quantize_chunk(const F& f, const floa
         uint32_t flags = 0, chunk_overflow = 0, chunk_underflow = 0;
         bool have_flags = false;
         if constexpr (has_interval_fast_ranges<F>::value) {
-            const bool may_redo = static_cast<const float*>(out) != in;
-            magnitude_range range(f);
-            if constexpr (has_normal_fast_path<F>::value) {
-                if (last == chunk_path::normal && may_redo) {
-                    fast_kernel<F, R, O, S, chunk_path::normal, true>(f, in, out, m, s, inv, scale, random,
-                                                                      chunk_overflow, chunk_underflow, &range);
-                    flags = range.flags(f);
-                    have_flags = true;
-                    if ((flags & 1u) == 0) {
-                        overflow += chunk_overflow;
-                        return;
+            if (last != chunk_path::general && static_cast<const float*>(out) != in) {
+                magnitude_range range(f);
+                if constexpr (has_normal_fast_path<F>::value) {
+                    if (last == chunk_path::normal) {
+                        fast_kernel<F, R, O, S, chunk_path::normal, true>(f, in, out, m, s, inv, scale, random,
+                                                                          chunk_overflow, chunk_underflow, &range);
+                        have_flags = true;
                     }
                 }
-            }
-            if constexpr (has_finite_fast_path<F>::value) {
-                if (last == chunk_path::finite && may_redo && fpu_nearest) {
-                    fast_kernel<F, R, O, S, chunk_path::finite, true>(f, in, out, m, s, inv, scale, random,
-                                                                      chunk_overflow, chunk_underflow, &range);
+                if constexpr (has_finite_fast_path<F>::value) {
+                    if (last == chunk_path::finite && fpu_nearest) {
+                        fast_kernel<F, R, O, S, chunk_path::finite, true>(f, in, out, m, s, inv, scale, random,
+                                                                          chunk_overflow, chunk_underflow, &range);
+                        have_flags = true;
+                    }
+                }
+                if (have_flags) {
                     flags = range.flags(f);
-                    have_flags = true;
-                    if ((flags & 2u) == 0) {
+                    // The result stands if the range fits the path taken (normal: bit 0 clear,
+                    // finite: bit 1); the next chunk then tries the faster path the range allows.
+                    if ((flags & (last == chunk_path::normal ? 1u : 2u)) == 0) {
                         overflow += chunk_overflow;
-                        underflow += chunk_underflow;
-                        last = (flags & 1u) ? chunk_path::finite : chunk_path::normal;  // normal is faster
+                        underflow += chunk_underflow;  // 0 from the normal path
+                        last = (flags & 1u) ? chunk_path::finite : chunk_path::normal;
                         return;
                     }
                 }

@@ -178,18 +178,19 @@ struct has_finite_fast_path<F, std::void_t<decltype(std::declval<const F&>().tem
                                    uint32_t{}, uint32_t{}, std::declval<uint32_t&>(), std::declval<uint32_t&>()))>>
     : std::true_type {};
 
-// Whether F's fast_flags depend on the magnitude alone, in intervals
+// Whether F's fast_flags depend on the magnitude alone, in intervals: F
+// says so with `static constexpr bool fast_ranges_are_intervals = true`
 // (exmy_format and fixed_point_format; not power_of_two_format, whose finite
-// path skips a band): bit 1 set exactly for magnitudes (float32 bits, no
-// sign) at or above finite_path_limit(), bit 0 for the nonzero magnitudes
+// path skips a band). That is: bit 1 set exactly for the magnitudes (float32
+// bits, no sign) at or above one bound, bit 0 for the nonzero magnitudes
 // outside one interval, and for zero as fast_flags(0) says. Then the largest
-// and smallest magnitudes of a chunk give its flags (chunk_fast_flags,
+// and smallest magnitudes of a chunk give its flags (magnitude_range,
 // format_plugin.hpp).
 template <class F, class = void>
 struct has_interval_fast_ranges : std::false_type {};
 template <class F>
-struct has_interval_fast_ranges<F, std::void_t<decltype(std::declval<const F&>().finite_path_limit())>>
-    : std::true_type {};
+struct has_interval_fast_ranges<F, std::void_t<decltype(F::fast_ranges_are_intervals)>>
+    : std::bool_constant<F::fast_ranges_are_intervals> {};
 
 }  // namespace detail
 
