@@ -84,7 +84,9 @@ TEST(Philox, FillRandomBitsAgreesWithRandomBitsForAnyFirstAndLength) {
     std::mt19937_64 rng(777);
     std::vector<uint64_t> firsts = {0, 1, 2, 3, 4, 7, (1ull << 34) - 3, 0xFFFFFFFFFFFFFFF0ull};
     for (int i = 0; i < 40; ++i) firsts.push_back(rng() >> (rng() % 64));
-    const size_t lengths[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 13, 31, 64, 511, 512, 513, 1000};
+    // The vector generators take blocks of 4 elements in steps of 6 x 8 blocks (AVX-512), then as many
+    // groups of 8 as are left (1-5: 32 .. 160 elements), then AVX2 and scalar tails: every such tail.
+    const size_t lengths[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 13, 31, 32, 64, 96, 128, 160, 191, 192, 366, 511, 512, 513, 1000};
     for (uint64_t first : firsts)
         for (size_t len : lengths) {
             const uint64_t seed = rng();
