@@ -4,8 +4,15 @@
 //
 // Benchmarks (one per format x rounding mode x size, plus one copy per size):
 //   quantize/<format>/<mode>/<size>   mode: nearest_even, stochastic, toward_zero
+//   quantize_scaled/<format>/<mode>/<size>   the same call with scale 2 over the
+//                                     input halved: the format sees quantize/'s
+//                                     values, and the call multiplies by its scale
+//                                     and back, as every call with a scale other
+//                                     than 1 does (the trainer's, with a power-of-two
+//                                     scale from the amax)
 //   quantize_block32/<format>/<mode>/<size>   the same call with ABI 1.2 block
-//                                     scales, one per 32 elements (OCP MX blocks)
+//                                     scales, one per 32 elements (OCP MX blocks);
+//                                     its per-tensor counterpart is quantize_scaled
 //   quantize_amax/<format>/<mode>/<size>   per tensor with current scaling, as the
 //                                     trainer does it: the array's amax, its
 //                                     power-of-two scale, then the call
@@ -230,6 +237,7 @@ void bm_copy(benchmark::State& state, size_t bytes) {
 // Which scales a timed call uses and where they come from.
 enum class scales_from {
     none,           // scale 1 (quantize/)
+    doubled,        // scale 2 over the input halved (quantize_scaled/)
     given,          // block scales set before timing (quantize_block32/)
     tensor_amax,    // the array's amax and its power-of-two scale, timed (quantize_amax/)
     known_scale,    // the scale set before timing, the amax taken piece by piece, timed (quantize_delayed/)
@@ -256,8 +264,22 @@ void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding r
     // Scale N(0,1) so the array's largest magnitude is about max_finite / 2.
     const float factor = static_cast<float>(p.info.max_finite / 2.0 / d.amax);
     for (size_t i = 0; i < d.count; ++i) d.input[i] = d.normal[i] * factor;
+    // Halving is exact for these inputs (normal floats far above float32's
+    // subnormals), so scale 2 gives the format exactly quantize/'s values.
+    if (from == scales_from::doubled)
+        for (size_t i = 0; i < d.count; ++i) {
+            const float half = d.input[i] * 0.5f;
+            if (half * 2.0f != d.input[i]) {
+                state.SkipWithError("an input does not halve exactly: quantize_scaled would see other values");
+                for (auto _ : state) {
+                }
+                return;
+            }
+            d.input[i] = half;
+        }
 
     altgrad_quantize_args args = bench_args(d.input.get(), d.output.get(), d.count, rounding);
+    if (from == scales_from::doubled) args.scale = 2.0f;
     // Block scales by the OCP MX rule (the trainer's code): set once before
     // timing (given: the plugin's share of a block-scaled quantize), or
     // derived piece by piece in every timed iteration (block_amaxes: the whole of it).
@@ -463,6 +485,7 @@ int main(int argc, char** argv) {
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
         const std::pair<const char*, scales_from> families[] = {{"quantize/", scales_from::none},
+                                                                {"quantize_scaled/", scales_from::doubled},
                                                                 {"quantize_block32/", scales_from::given},
                                                                 {"quantize_amax/", scales_from::tensor_amax},
                                                                 {"quantize_delayed/", scales_from::known_scale},

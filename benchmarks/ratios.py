@@ -12,7 +12,10 @@ when present, else the median of the repetitions.
 Targets (issue #16). Large arrays (64 MiB and up): nearest-even >= 0.60 x
 copy, stochastic >= 0.30, toward-zero >= 0.70; block-scaled quantize
 (quantize_block32, listed as format "<name>/block32") >= 0.80 x its
-per-tensor counterpart of the same run, and the whole block-scaled quantize
+per-tensor counterpart of the same run, the call that also scales
+(quantize_scaled, "<name>/scaled": scale 2, the format seeing the same values
+as at scale 1; where a file has no such rows, the scale-1 call; the ratio to
+the scale-1 call is shown beside it without a verdict), and the whole block-scaled quantize
 with its amaxes and scales (quantize_mx32, "<name>/mx32") >= 0.80 x the
 per-tensor one with its amax and scale (quantize_amax, "<name>/amax": current
 scaling, whose scale also comes from the data it scales). The per-tensor
@@ -61,7 +64,7 @@ def parse_name(run_name):
     if parts[0] == "quantize" and len(parts) >= 4:
         return ("quantize", parts[1], parts[2], size)
     suffixes = {"quantize_block32": "/block32", "quantize_amax": "/amax", "quantize_delayed": "/delayed",
-                "quantize_mx32": "/mx32"}
+                "quantize_mx32": "/mx32", "quantize_scaled": "/scaled"}
     if parts[0] in suffixes and len(parts) >= 4:
         return ("quantize", parts[1] + suffixes[parts[0]], parts[2], size)
     return None
@@ -137,13 +140,18 @@ def main():
             ratio = r[0] / copy[0]
             # quantize_mx32 (block amaxes, MX scales and the call, all timed) is judged
             # against quantize_amax (the array's amax, its scale and the call): like for like.
-            counterpart = fmt.split("/")[0] + ("/amax" if fmt.endswith("/mx32") else "")
+            # quantize_block32 (the plugin call with block scales) against the per-tensor call
+            # that also multiplies by a scale and back (quantize_scaled), where the file has it.
+            base = fmt.split("/")[0]
+            counterpart = base + ("/amax" if fmt.endswith("/mx32") else "")
+            if fmt.endswith("/block32") and ("quantize", base + "/scaled", mode, size) in rates:
+                counterpart = base + "/scaled"
             per_tensor = rates.get(("quantize", counterpart, mode, size))
             if fmt.endswith("/block32") or fmt.endswith("/mx32"):
                 # The block target is relative to the per-tensor call: shown as "x tensor".
                 target, value, unit = BLOCK_TARGET, r[0] / per_tensor[0] if per_tensor else None, " x tensor"
-            elif fmt.endswith("/amax") or fmt.endswith("/delayed"):
-                target, value, unit = None, None, ""  # counterparts of /mx32, judged there
+            elif fmt.endswith("/amax") or fmt.endswith("/delayed") or fmt.endswith("/scaled"):
+                target, value, unit = None, None, ""  # counterparts of /mx32 and /block32, judged there
             elif size == IN_CACHE_SIZE and mode == "nearest_even":
                 target, value, unit = IN_CACHE_NEAREST_EVEN, r[1], " elements/s"
             elif size_bytes(size) >= TARGET_MIN_BYTES:
@@ -156,6 +164,9 @@ def main():
                 delayed = rates.get(("quantize", fmt.split("/")[0] + "/delayed", mode, size))
                 if fmt.endswith("/mx32") and delayed:
                     target += f"; x delayed {r[0] / delayed[0]:.3g}"  # shown, not judged
+                unit_scale = rates.get(("quantize", base, mode, size))
+                if fmt.endswith("/block32") and counterpart != base and unit_scale:
+                    target += f"; x scale-1 call {r[0] / unit_scale[0]:.3g}"  # shown, not judged
             if verdict == "MISSED":
                 missed.append(f"{fmt}/{mode}")
             rows.append((fmt, mode, r[0] / 1e9, r[1], r[2], ratio, target, verdict))
