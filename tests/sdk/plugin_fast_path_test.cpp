@@ -76,12 +76,13 @@ TEST_P(FastPath, RoundUpwardFpuModeStillMatchesTheReference) {
 // took the finite path, the next one takes it without the flags pass and is
 // redone when an input was beyond that path's range (a NaN, an Inf, or 4 x max,
 // beyond e0m7's bound of 2) or ends the run when all its inputs were in the
-// normal range. Chunks: spread (reaching below the format's normal range),
-// spread, spread + NaN last, spread, spread + 4 max first, spread, normal,
-// normal, normal with zeros and one value below the normal range, spread,
-// spread + -Inf inside, and a short spread one. Out of place,
+// normal range. Chunks: 0 spread (reaching below the format's normal range),
+// 1 spread, 2 spread + NaN last, 3 spread, 4 spread + 4 max first, 5 spread,
+// 6-8 normal, 9 normal with zeros and one value below the normal range,
+// 10 spread, 11 spread + -Inf inside, and 12 a short spread one. Out of place,
 // in place (where the run must not start: the inputs would be gone), and
-// block-scaled with scales of 1 (the block loop), all equal the reference.
+// block-scaled with scales of 1 and with scales that vary (the block loop),
+// all equal the reference.
 TEST_P(FastPath, RunsOfChunksMatchTheReferenceInPlaceOrNot) {
     const FormatModel& m = model(GetParam());
     const FormatPlugin& p = plugin(GetParam());
@@ -94,7 +95,7 @@ TEST_P(FastPath, RunsOfChunksMatchTheReferenceInPlaceOrNot) {
     auto normal = [&] {  // 0.6 max .. 0.9 max: the top binade or two, normal in every format here
         return static_cast<float>(m.max * std::uniform_real_distribution<double>(0.6, 0.9)(rng) * (rng() & 1 ? -1 : 1));
     };
-    const char kinds[] = "sssssssnnzsss";
+    const char kinds[] = "ssssssnnnnsss";
     std::vector<float> xs;
     for (size_t c = 0; c < sizeof kinds - 1; ++c)
         for (size_t j = 0; j < (c + 1 == sizeof kinds - 1 ? 300u : 512u); ++j) xs.push_back(kinds[c] == 's' ? spread() : normal());
@@ -120,6 +121,17 @@ TEST_P(FastPath, RunsOfChunksMatchTheReferenceInPlaceOrNot) {
         blocks.block_scales = ones.data();
         blocks.block_size = 32;
         EXPECT_TRUE(quantize_matches_reference(p, m, xs, blocks)) << "block-scaled";
+        // Scales that change block to block (0.5, 1, 2), with one 3 (not a power of two) in chunk 8,
+        // in blocks of 32 and of 48 (which straddle chunks): the block loop's vector path takes
+        // chunk 7 (after a normal chunk) and gives chunks 8 (the 3) and 9 (the underflow) back.
+        for (const size_t block_size : {size_t{32}, size_t{48}}) {
+            std::vector<float> varied((xs.size() + block_size - 1) / block_size);
+            for (size_t b = 0; b < varied.size(); ++b) varied[b] = std::ldexp(1.0f, static_cast<int>(b % 3) - 1);
+            varied[8 * 512 / block_size + 3] = 3.0f;
+            blocks.block_scales = varied.data();
+            blocks.block_size = block_size;
+            EXPECT_TRUE(quantize_matches_reference(p, m, xs, blocks)) << "block-scaled, varied, " << block_size;
+        }
     }
 }
 

@@ -32,11 +32,13 @@ inline Expected reference_quantize(const FormatModel& model, const std::vector<f
     e.out.resize(xs.size());
     e.ref.resize(xs.size());
     for (size_t i = 0; i < xs.size(); ++i) {
-        const float scaled = m.scale == 1.0f ? xs[i] : xs[i] * m.scale;
+        // ABI 1.2's rule: element i takes its block's scale where block scales are given.
+        const float s = m.block_scales != nullptr ? m.block_scales[i / m.block_size] : m.scale;
+        const float scaled = s == 1.0f ? xs[i] : xs[i] * s;
         const uint32_t random = m.rounding == ALTGRAD_ROUND_STOCHASTIC ? ref_random_bits(m.seed, m.offset + i) : 0u;
         const RefResult r = ref_quantize(model, scaled, m.rounding, m.overflow, random);
         e.ref[i] = r;
-        e.out[i] = m.scale == 1.0f ? r.value : r.value / m.scale;
+        e.out[i] = s == 1.0f ? r.value : r.value / s;
         e.overflow += r.overflow;
         e.underflow += r.underflow;
     }

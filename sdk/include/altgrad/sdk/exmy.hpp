@@ -156,11 +156,20 @@ public:
     }
     template <altgrad_rounding R, altgrad_overflow O>
     ALTGRAD_SDK_INLINE uint32_t quantize_normal_bits(uint32_t bits, uint32_t random, uint32_t& overflow) const {
-        const uint32_t sign = bits & kSignBit;
-        const uint32_t mag = round_normal<R>(bits ^ sign, random);
-        const bool over = mag > max_bits_;
-        overflow += over;
-        return detail::select_bits(over, overflow_target<R, O>(false), mag) | sign;
+        uint32_t out;
+        quantize_normal_lanes<R, O>(bits, random, overflow, out);
+        return out;
+    }
+    // The same on lanes of type U: uint32_t, or a GCC vector of them (the
+    // SDK's explicit-vector block loop, format_plugin.hpp), lane by lane.
+    template <altgrad_rounding R, altgrad_overflow O, class U>
+    ALTGRAD_SDK_INLINE void quantize_normal_lanes(const U& bits, const U& random, U& overflow, U& out) const {
+        const U sign = bits & kSignBit, a = bits ^ sign;
+        U mag, over;
+        round_normal_lanes<R>(a, random, mag);
+        detail::lane_mask(mag > max_bits_, over);
+        overflow += over & 1u;
+        out = (overflow_target<R, O>(false) & over) | (mag & ~over) | sign;
     }
     template <altgrad_rounding R, altgrad_overflow O>
     ALTGRAD_SDK_INLINE uint32_t quantize_finite_bits(uint32_t bits, uint32_t random, uint32_t& overflow,
@@ -245,12 +254,18 @@ private:
     // The normal-range rounding of the fast paths (see quantize_normal_bits).
     template <altgrad_rounding R>
     ALTGRAD_SDK_INLINE uint32_t round_normal(uint32_t a, uint32_t random) const {
-        uint32_t increment = 0;
+        uint32_t out;
+        round_normal_lanes<R>(a, random, out);
+        return out;
+    }
+    template <altgrad_rounding R, class U>
+    ALTGRAD_SDK_INLINE void round_normal_lanes(const U& a, const U& random, U& out) const {
+        U increment{};
         if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN)
             increment = half_step_less_one_ + (((a >> d_normal_) + parity_adjust_normal_) & odd_bit_);
         if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) increment = (random >> random_shift_) & step_mask_;
         (void)random;
-        return (a + increment) & ~step_mask_;
+        out = (a + increment) & ~step_mask_;
     }
 
     // Round a finite magnitude (float32 bits `a`, no sign) onto the grid.
@@ -498,6 +513,11 @@ public:
     template <altgrad_rounding R, altgrad_overflow O>
     ALTGRAD_SDK_INLINE uint32_t quantize_normal_bits(uint32_t bits, uint32_t random, uint32_t& overflow) const {
         return kernel_.quantize_normal_bits<R, O>(bits, random, overflow);
+    }
+    // quantize_normal_bits on lanes (uint32_t or GCC vectors of them): has_normal_lanes, format_plugin.hpp.
+    template <altgrad_rounding R, altgrad_overflow O, class U>
+    ALTGRAD_SDK_INLINE void quantize_normal_lanes(const U& bits, const U& random, U& overflow, U& out) const {
+        kernel_.quantize_normal_lanes<R, O>(bits, random, overflow, out);
     }
     template <altgrad_rounding R, altgrad_overflow O>
     ALTGRAD_SDK_INLINE uint32_t quantize_finite_bits(uint32_t bits, uint32_t random, uint32_t& overflow,

@@ -424,6 +424,81 @@ inline bool block_chunk_scales(const scale_source& scales, size_t i0, size_t m, 
     return all_powers_of_two;
 }
 
+// Whether F's normal path runs on lanes: quantize_normal_lanes<R, O>(bits,
+// random, overflow, out), all of one type U, for U a GCC vector of uint32_t.
+template <class F, class = void>
+struct has_normal_lanes : std::false_type {};
+template <class F>
+struct has_normal_lanes<F, std::void_t<decltype(std::declval<const F&>().template quantize_normal_lanes<
+                                                ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
+                               std::declval<const uint32_t&>(), std::declval<const uint32_t&>(),
+                               std::declval<uint32_t&>(), std::declval<uint32_t&>()))>> : std::true_type {};
+
+#if defined(__GNUC__)
+// One chunk of a block-scaled call on the normal path, written with explicit
+// 16-lane vectors (GCC vector extensions; compiled in the AVX-512 loop only):
+// each block's scale and reciprocal stay in a register for its vectors and
+// the tallies and the range stay in registers across blocks, which the
+// auto-vectorized chunk loop cannot do without expanding the scales per
+// element. Needs i0, m and block_size multiples of 16 and out != in; the
+// same bits and counts as quantize_chunk's normal path. Returns false, with
+// out undefined, when a scale is not an invertible power of two or an input
+// lies outside the normal path's range: the caller then runs the chunk the
+// general way.
+template <class F, altgrad_rounding R, altgrad_overflow O>
+__attribute__((always_inline)) inline bool quantize_normal_chunk_lanes(const F& f, const float* __restrict in,
+                                                                       float* __restrict out, size_t m,
+                                                                       const scale_source& scales, size_t i0,
+                                                                       const uint32_t* __restrict random,
+                                                                       uint64_t& overflow) {
+    typedef uint32_t u32x16 __attribute__((vector_size(64)));
+    typedef float f32x16 __attribute__((vector_size(64)));
+    const magnitude_range range0(f);
+    const uint32_t zero_free = range0.zero_free;
+    u32x16 tally{}, largest{}, smallest = ~u32x16{};
+    // One loop over the vectors (a loop per block kept GCC from hoisting the
+    // format's constants out of it), the block's scale reloaded as it changes.
+    size_t b = i0 / scales.block_size;
+    size_t left = scales.block_size - i0 % scales.block_size;  // elements of block b from the vector on
+    float sb = scales.block_scales[b];
+    if (!invertible_power_of_two(sb)) return false;
+    float inv = reciprocal_power_of_two(sb);
+    for (size_t k = 0; k < m; k += 16) {
+        f32x16 x;
+        std::memcpy(&x, in + k, sizeof x);
+        const u32x16 bits = (u32x16)(x * sb);
+        const u32x16 magnitude = bits & ~kSignBit;
+        largest = magnitude > largest ? magnitude : largest;
+        const u32x16 shifted = magnitude - zero_free;
+        smallest = shifted < smallest ? shifted : smallest;
+        u32x16 random_k{};
+        if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) std::memcpy(&random_k, random + k, sizeof random_k);
+        u32x16 q;
+        f.template quantize_normal_lanes<R, O>(bits, random_k, tally, q);
+        const f32x16 r = (f32x16)q * inv;
+        std::memcpy(out + k, &r, sizeof r);
+        left -= 16;
+        if (left == 0 && k + 16 < m) {
+            left = scales.block_size;
+            sb = scales.block_scales[++b];
+            if (!invertible_power_of_two(sb)) return false;
+            inv = reciprocal_power_of_two(sb);
+        }
+    }
+    magnitude_range range(f);
+    uint32_t chunk_overflow = 0;
+    for (int lane = 0; lane < 16; ++lane) {
+        range.largest = largest[lane] > range.largest ? largest[lane] : range.largest;
+        range.smallest_less_zero_free =
+            smallest[lane] < range.smallest_less_zero_free ? smallest[lane] : range.smallest_less_zero_free;
+        chunk_overflow += tally[lane];
+    }
+    if ((range.flags(f) & 1u) != 0) return false;
+    overflow += chunk_overflow;
+    return true;
+}
+#endif
+
 // The block-scaled quantize loop (ABI 1.2). Element i is quantized with its
 // block's scale and the random bits of offset + i, which is the format.h rule
 // (one call per block) word for word, but the loop runs over chunks of kBlock
@@ -431,7 +506,7 @@ inline bool block_chunk_scales(const scale_source& scales, size_t i0, size_t m, 
 // vectorized element loop per chunk, with the block scales expanded per
 // element. A chunk whose scales are all powers of two multiplies by the exact
 // reciprocals; any other chunk divides (r / s is exact for every scale).
-template <class F, altgrad_rounding R, altgrad_overflow O, bool Vector>
+template <class F, altgrad_rounding R, altgrad_overflow O, bool Vector, bool Lanes16 = false>
 __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, const float* in, float* out, size_t n,
                                                                 const scale_source& scales, uint64_t seed,
                                                                 uint64_t offset, element_counts& counts) {
@@ -448,6 +523,20 @@ __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, cons
         if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) fill_random_bits(seed, offset + i0, m, random);
         const bool streamed = start < n && i0 >= start;
         float* dst = streamed ? staging : out + i0;
+#if defined(__GNUC__)
+        if constexpr (Lanes16 && has_normal_lanes<F>::value) {
+            // After a chunk on the normal path, as quantize_chunk speculates (see there).
+            if (last == chunk_path::normal && static_cast<const float*>(dst) != in + i0 &&
+                (i0 | m | scales.block_size) % 16 == 0) {
+                if (quantize_normal_chunk_lanes<F, R, O>(f, in + i0, dst, m, scales, i0, random, overflow)) {
+                    if (streamed) stream_floats(out + i0, staging, m);
+                    i0 += m;
+                    continue;
+                }
+                last = chunk_path::general;  // the chunk below checks its flags first
+            }
+        }
+#endif
         if (block_chunk_scales(scales, i0, m, scale))
             quantize_chunk<F, R, O, element_scaling::each_power_of_two, Vector>(f, in + i0, dst, m, 1.0f, 1.0f, scale,
                                                                                  random, fpu_nearest, last, overflow,
@@ -492,7 +581,7 @@ template <class F, altgrad_rounding R, altgrad_overflow O>
 ALTGRAD_SDK_TARGET_AVX512 void quantize_blocks_avx512(const F& f, const float* in, float* out, size_t n,
                                                       const scale_source& scales, uint64_t seed, uint64_t offset,
                                                       element_counts& counts) {
-    quantize_blocks_body<F, R, O, true>(f, in, out, n, scales, seed, offset, counts);
+    quantize_blocks_body<F, R, O, true, true>(f, in, out, n, scales, seed, offset, counts);
 }
 #endif
 

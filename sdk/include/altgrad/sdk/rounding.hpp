@@ -136,6 +136,16 @@ ALTGRAD_SDK_INLINE uint32_t select_bits(bool c, uint32_t a, uint32_t b) {
     const uint32_t m = mask_if(c);
     return (a & m) | (b & ~m);
 }
+// mask_if for a kernel written for lanes of type U: uint32_t, or a GCC vector
+// of uint32_t, whose compares give all ones or zero per lane already. By
+// reference, as every lane function: a 64-byte vector passed or returned by
+// value has another calling convention outside AVX-512 code, which GCC warns
+// about (-Wpsabi) even where every call is inlined.
+template <class U, class C>
+ALTGRAD_SDK_INLINE void lane_mask(const C& c, U& mask) {
+    if constexpr (std::is_same_v<C, bool>) mask = mask_if(c);
+    else mask = (U)c;
+}
 
 }  // namespace detail
 
