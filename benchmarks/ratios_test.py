@@ -88,6 +88,18 @@ class Verdicts(unittest.TestCase):
         self.assertIn("(0.825)", line)
         self.assertIn("x delayed 0.75", line)
 
+    def test_block_ratios_below_64_mib_are_shown_not_judged(self):
+        # 256 KiB: block32 6.0 against scaled 8.0 = 0.75, shown without a verdict; nearest-even
+        # 12.5 GB/s = 1.5625 G elements/s, under the in-cache 3 G: missed.
+        code, out, err = run_ratios([median("copy/memcpy/256KiB/real_time", 50.0),
+                                     median("quantize/e5m2/nearest_even/256KiB/real_time", 12.5),
+                                     median("quantize_scaled/e5m2/nearest_even/256KiB/real_time", 8.0),
+                                     median("quantize_block32/e5m2/nearest_even/256KiB/real_time", 6.0)])
+        self.assertEqual(code, 1)
+        self.assertIn("x tensor 0.75", row(out, "e5m2/block32", "nearest_even"))
+        self.assertNotIn("block32", err)
+        self.assertIn("targets missed: e5m2/nearest_even", err)
+
     def test_per_tensor_ratio_to_copy(self):
         # Toward-zero 6.5 GB/s: 0.65 x copy < 0.70.
         code, out, err = run_ratios(self.base + [median("quantize/e5m2/toward_zero/64MiB/real_time", 6.5)])
