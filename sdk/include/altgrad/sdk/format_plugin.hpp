@@ -434,7 +434,7 @@ struct has_normal_lanes<F, std::void_t<decltype(std::declval<const F&>().templat
                                std::declval<const uint32_t&>(), std::declval<const uint32_t&>(),
                                std::declval<uint32_t&>(), std::declval<uint32_t&>()))>> : std::true_type {};
 
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(__CUDACC__)  // nvcc's front end (cudafe++) aborts on these GCC vector extensions
 // One chunk of a block-scaled call on the normal path, written with explicit
 // 16-lane vectors (GCC vector extensions; compiled in the AVX-512 loop only):
 // each block's scale and reciprocal stay in a register for its vectors and
@@ -523,7 +523,7 @@ __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, cons
         if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) fill_random_bits(seed, offset + i0, m, random);
         const bool streamed = start < n && i0 >= start;
         float* dst = streamed ? staging : out + i0;
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(__CUDACC__)  // nvcc's front end (cudafe++) aborts on these GCC vector extensions
         if constexpr (Lanes16 && has_normal_lanes<F>::value) {
             // After a chunk on the normal path, as quantize_chunk speculates (see there).
             if (last == chunk_path::normal && static_cast<const float*>(dst) != in + i0 &&
