@@ -425,7 +425,9 @@ inline bool block_chunk_scales(const scale_source& scales, size_t i0, size_t m, 
 }
 
 // Whether F's normal path runs on lanes: quantize_normal_lanes<R, O>(bits,
-// random, overflow, out), all of one type U, for U a GCC vector of uint32_t.
+// random, overflow, out), all of one type U, for U a GCC vector of uint32_t
+// too (the trait checks uint32_t; the vector instantiation is the format's
+// promise).
 template <class F, class = void>
 struct has_normal_lanes : std::false_type {};
 template <class F>
@@ -506,6 +508,9 @@ __attribute__((always_inline)) inline bool quantize_normal_chunk_lanes(const F& 
 // vectorized element loop per chunk, with the block scales expanded per
 // element. A chunk whose scales are all powers of two multiplies by the exact
 // reciprocals; any other chunk divides (r / s is exact for every scale).
+// Lanes16 (the AVX-512 build): after a chunk on the normal path, a format
+// with normal-path lanes and interval ranges (whose chunk flags its range
+// gives) runs the chunk with quantize_normal_chunk_lanes, nothing expanded.
 template <class F, altgrad_rounding R, altgrad_overflow O, bool Vector, bool Lanes16 = false>
 __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, const float* in, float* out, size_t n,
                                                                 const scale_source& scales, uint64_t seed,
@@ -524,7 +529,7 @@ __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, cons
         const bool streamed = start < n && i0 >= start;
         float* dst = streamed ? staging : out + i0;
 #if defined(__GNUC__) && !defined(__CUDACC__)  // nvcc's front end (cudafe++) aborts on these GCC vector extensions
-        if constexpr (Lanes16 && has_normal_lanes<F>::value) {
+        if constexpr (Lanes16 && has_normal_lanes<F>::value && has_interval_fast_ranges<F>::value) {
             // After a chunk on the normal path, as quantize_chunk speculates (see there).
             if (last == chunk_path::normal && static_cast<const float*>(dst) != in + i0 &&
                 (i0 | m | scales.block_size) % 16 == 0) {
