@@ -251,35 +251,36 @@ float tensor_scale(const float* x, size_t n, altgrad::host::train::scaling_state
     return scaling.scale_for(amax);
 }
 
+// Marks the benchmark skipped with `why` (its loop run empty, as the library expects before a return).
+void skip(benchmark::State& state, const char* why) {
+    state.SkipWithError(why);
+    for (auto _ : state) {
+    }
+}
+
 void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding rounding, size_t bytes,
                  scales_from from) {
     plugin& p = plugin_for(format);
-    if (!p.error.empty()) {
-        state.SkipWithError(p.error.c_str());
-        for (auto _ : state) {
-        }
-        return;
-    }
+    if (!p.error.empty()) return skip(state, p.error.c_str());
     size_data& d = data_for(bytes);
     // Scale N(0,1) so the array's largest magnitude is about max_finite / 2.
     const float factor = static_cast<float>(p.info.max_finite / 2.0 / d.amax);
     for (size_t i = 0; i < d.count; ++i) d.input[i] = d.normal[i] * factor;
     // Halving is exact for these inputs (normal floats far above float32's
     // subnormals), so scale 2 gives the format exactly quantize/'s values.
-    if (from == scales_from::doubled)
-        for (size_t i = 0; i < d.count; ++i) {
-            const float half = d.input[i] * 0.5f;
-            if (half * 2.0f != d.input[i]) {
-                state.SkipWithError("an input does not halve exactly: quantize_scaled would see other values");
-                for (auto _ : state) {
-                }
-                return;
-            }
-            d.input[i] = half;
-        }
 
     altgrad_quantize_args args = bench_args(d.input.get(), d.output.get(), d.count, rounding);
-    if (from == scales_from::doubled) args.scale = 2.0f;
+    if (from == scales_from::doubled) {
+        // Halving is exact for these inputs (normal floats far above float32's
+        // subnormals), so scale 2 gives the format exactly quantize/'s values.
+        for (size_t i = 0; i < d.count; ++i) {
+            const float half = d.input[i] * 0.5f;
+            if (half * 2.0f != d.input[i])
+                return skip(state, "an input does not halve exactly: quantize_scaled would see other values");
+            d.input[i] = half;
+        }
+        args.scale = 2.0f;
+    }
     // Block scales by the OCP MX rule (the trainer's code): set once before
     // timing (given: the plugin's share of a block-scaled quantize), or
     // derived piece by piece in every timed iteration (block_amaxes: the whole of it).

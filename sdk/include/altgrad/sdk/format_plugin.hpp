@@ -176,9 +176,11 @@ struct magnitude_range {
     template <class F>
     explicit magnitude_range(const F& f) : zero_free((f.fast_flags(0) & 1u) == 0 ? 1u : 0u) {}
     // One element into (largest, smallest): the element loops keep the two
-    // in locals, which vectorize where members of a struct did not.
-    static ALTGRAD_SDK_INLINE void widen(uint32_t bits, uint32_t zero_free, uint32_t& largest, uint32_t& smallest) {
-        const uint32_t magnitude = bits & ~kSignBit, shifted = magnitude - zero_free;
+    // in locals, which vectorize where members of a struct did not. U:
+    // uint32_t, or a GCC vector of them (quantize_normal_chunk_lanes).
+    template <class U>
+    static ALTGRAD_SDK_INLINE void widen(const U& bits, uint32_t zero_free, U& largest, U& smallest) {
+        const U magnitude = bits & ~kSignBit, shifted = magnitude - zero_free;
         largest = magnitude > largest ? magnitude : largest;
         smallest = shifted < smallest ? shifted : smallest;
     }
@@ -436,7 +438,13 @@ struct has_normal_lanes<F, std::void_t<decltype(std::declval<const F&>().templat
                                std::declval<const uint32_t&>(), std::declval<const uint32_t&>(),
                                std::declval<uint32_t&>(), std::declval<uint32_t&>()))>> : std::true_type {};
 
-#if defined(__GNUC__) && !defined(__CUDACC__)  // nvcc's front end (cudafe++) aborts on these GCC vector extensions
+// The explicit-vector path below needs GCC's vector extensions, which nvcc's
+// front end (cudafe++) aborts on: plugins built with ALTGRAD_CUDA go without it.
+#if defined(__GNUC__) && !defined(__CUDACC__)
+#define ALTGRAD_SDK_VECTOR_LANES 1
+#endif
+
+#ifdef ALTGRAD_SDK_VECTOR_LANES
 // One chunk of a block-scaled call on the normal path, written with explicit
 // 16-lane vectors (GCC vector extensions; compiled in the AVX-512 loop only):
 // each block's scale and reciprocal stay in a register for its vectors and
@@ -455,8 +463,7 @@ __attribute__((always_inline)) inline bool quantize_normal_chunk_lanes(const F& 
                                                                        uint64_t& overflow) {
     typedef uint32_t u32x16 __attribute__((vector_size(64)));
     typedef float f32x16 __attribute__((vector_size(64)));
-    const magnitude_range range0(f);
-    const uint32_t zero_free = range0.zero_free;
+    magnitude_range range(f);
     u32x16 tally{}, largest{}, smallest = ~u32x16{};
     // One loop over the vectors (a loop per block kept GCC from hoisting the
     // format's constants out of it), the block's scale reloaded as it changes.
@@ -469,10 +476,7 @@ __attribute__((always_inline)) inline bool quantize_normal_chunk_lanes(const F& 
         f32x16 x;
         std::memcpy(&x, in + k, sizeof x);
         const u32x16 bits = (u32x16)(x * sb);
-        const u32x16 magnitude = bits & ~kSignBit;
-        largest = magnitude > largest ? magnitude : largest;
-        const u32x16 shifted = magnitude - zero_free;
-        smallest = shifted < smallest ? shifted : smallest;
+        magnitude_range::widen(bits, range.zero_free, largest, smallest);
         u32x16 random_k{};
         if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) std::memcpy(&random_k, random + k, sizeof random_k);
         u32x16 q;
@@ -487,7 +491,6 @@ __attribute__((always_inline)) inline bool quantize_normal_chunk_lanes(const F& 
             inv = reciprocal_power_of_two(sb);
         }
     }
-    magnitude_range range(f);
     uint32_t chunk_overflow = 0;
     for (int lane = 0; lane < 16; ++lane) {
         range.largest = largest[lane] > range.largest ? largest[lane] : range.largest;
@@ -528,7 +531,7 @@ __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, cons
         if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) fill_random_bits(seed, offset + i0, m, random);
         const bool streamed = start < n && i0 >= start;
         float* dst = streamed ? staging : out + i0;
-#if defined(__GNUC__) && !defined(__CUDACC__)  // nvcc's front end (cudafe++) aborts on these GCC vector extensions
+#ifdef ALTGRAD_SDK_VECTOR_LANES
         if constexpr (Lanes16 && has_normal_lanes<F>::value && has_interval_fast_ranges<F>::value) {
             // After a chunk on the normal path, as quantize_chunk speculates (see there).
             if (last == chunk_path::normal && static_cast<const float*>(dst) != in + i0 &&
