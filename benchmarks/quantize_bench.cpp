@@ -52,8 +52,8 @@
 #include <altgrad/altgrad.h>
 #include <altgrad/sdk/call_args.hpp>
 
-#include "train/block_scales.hpp"
-#include "train/scaling.hpp"
+#include "quant/block_scales.hpp"
+#include "quant/scaling.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -245,9 +245,9 @@ enum class scales_from {
 };
 
 // The array's amax and the trainer's per-tensor scale for it (scaling.hpp, current scaling).
-float tensor_scale(const float* x, size_t n, altgrad::host::train::scaling_state& scaling) {
+float tensor_scale(const float* x, size_t n, altgrad::host::quant::scaling_state& scaling) {
     float amax = 0;
-    altgrad::host::train::block_amaxes(x, n, n, &amax);  // one block: the whole array
+    altgrad::host::quant::block_amaxes(x, n, n, &amax);  // one block: the whole array
     return scaling.scale_for(amax);
 }
 
@@ -284,20 +284,20 @@ void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding r
     // Block scales by the OCP MX rule (the trainer's code): set once before
     // timing (given: the plugin's share of a block-scaled quantize), or
     // derived piece by piece in every timed iteration (block_amaxes: the whole of it).
-    const altgrad::host::train::scale_grid grid = altgrad::host::train::scale_grid::power_of_two();
-    const altgrad::host::train::block_recipe recipe{altgrad::host::config::scale_rule_kind::mx_floor, &grid,
+    const altgrad::host::quant::scale_grid grid = altgrad::host::quant::scale_grid::power_of_two();
+    const altgrad::host::quant::block_recipe recipe{altgrad::host::config::scale_rule_kind::mx_floor, &grid,
                                                     p.info.max_finite};
     std::vector<float> block_scales;
     if (from == scales_from::given || from == scales_from::block_amaxes) {
         block_scales.resize((d.count + kBlockSize - 1) / kBlockSize);
-        altgrad::host::train::block_amaxes(d.input.get(), d.count, kBlockSize, block_scales.data());
-        altgrad::host::train::scales_from_amaxes(block_scales.data(), block_scales.size(), recipe);
+        altgrad::host::quant::block_amaxes(d.input.get(), d.count, kBlockSize, block_scales.data());
+        altgrad::host::quant::scales_from_amaxes(block_scales.data(), block_scales.size(), recipe);
         args.block_scales = block_scales.data();
         args.block_size = kBlockSize;
     }
-    altgrad::host::train::scaling_config current;
-    current.mode = altgrad::host::train::scaling_mode::current;
-    altgrad::host::train::scaling_state tensor_scaling(current, p.info.max_finite);
+    altgrad::host::quant::scaling_config current;
+    current.mode = altgrad::host::quant::scaling_mode::current;
+    altgrad::host::quant::scaling_state tensor_scaling(current, p.info.max_finite);
     altgrad_error err{};
     err.struct_size = sizeof err;
 
@@ -323,10 +323,10 @@ void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding r
     for (auto _ : state) {
         underflow = overflow = 0;
         if (from == scales_from::known_scale) {
-            benchmark::DoNotOptimize(altgrad::host::train::quantize_taking_amax(
+            benchmark::DoNotOptimize(altgrad::host::quant::quantize_taking_amax(
                 d.input.get(), d.count, [&](size_t first, size_t count) { call_on_piece(first, count, nullptr); }));
         } else if (from == scales_from::block_amaxes) {
-            altgrad::host::train::quantize_with_block_scales(d.input.get(), d.count, kBlockSize, recipe,
+            altgrad::host::quant::quantize_with_block_scales(d.input.get(), d.count, kBlockSize, recipe,
                                                              block_scales.data(), call_on_piece);
         } else {
             if (from == scales_from::tensor_amax) args.scale = tensor_scale(d.input.get(), d.count, tensor_scaling);

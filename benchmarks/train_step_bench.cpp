@@ -44,7 +44,7 @@ struct step_setup {
                 s.format = e5m2;
                 s.rounding = s.role == ALTGRAD_TENSOR_OUTPUT_GRADIENT ? ALTGRAD_ROUND_STOCHASTIC
                                                                       : ALTGRAD_ROUND_NEAREST_EVEN;
-                s.scaling = train::scaling_state(train::scaling_config{}, e5m2->info().max_finite);
+                s.scaling = quant::scaling_state(quant::scaling_config{}, e5m2->info().max_finite);
             }
         }
         optimizer = std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(6e-4));

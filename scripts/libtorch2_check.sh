@@ -42,7 +42,7 @@ failed = 0
 checked = 0
 for entry in json.load(open(commands)):
     src = entry["file"]
-    if "/altgrad_train.dir/" not in entry["command"] and "/altgrad_train_step_bench.dir/" not in entry["command"]:
+    if "/altgrad_host_train.dir/" not in entry["command"] and "/altgrad_train_step_bench.dir/" not in entry["command"]:
         continue
     args = shlex.split(entry["command"])
     out = []

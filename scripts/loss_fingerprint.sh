@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Runs every config in configs/ for a few steps and prints each run's losses
 # (training loss per step, validation loss per evaluation) as exact hex-floats,
-# one line each: "CONFIG STEP loss|val_loss HEX". Two builds that train alike
-# print the same lines, so a refactoring proves it changed no number with:
+# one line each: "CONFIG STEP loss|val_loss HEX", then with --all every line of
+# its metrics.jsonl (timing fields aside: tokens_per_s), "CONFIG LINE". Two
+# builds that train alike print the same lines, so a refactoring proves it
+# changed no number with:
 #   scripts/loss_fingerprint.sh > before.txt   # on the old build
 #   scripts/loss_fingerprint.sh > after.txt    # on the new build
 #   diff before.txt after.txt
-# Usage: scripts/loss_fingerprint.sh [STEPS (60)] [HOST (build/altgrad-host)] [PLUGINS (build/plugins)]
+# Usage: scripts/loss_fingerprint.sh [--all] [STEPS (60)] [HOST (build/altgrad-host)] [PLUGINS (build/plugins)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+all=0
+if [ "${1:-}" = "--all" ]; then all=1; shift; fi
 steps="${1:-60}"
 host="${2:-build/altgrad-host}"
 plugins="${3:-build/plugins}"
@@ -25,14 +29,18 @@ for config in configs/*.toml; do
     tail -5 "$work/$name.log" >&2
     exit 1
   fi
-  /usr/bin/python3 - "$name" "$work/$name/metrics.jsonl" <<'PY'
+  /usr/bin/python3 - "$name" "$work/$name/metrics.jsonl" "$all" <<'PY'
 import json, sys
-name, path = sys.argv[1], sys.argv[2]
-for line in open(path):
-    rec = json.loads(line)
+name, path, all_lines = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+lines = [json.loads(line) for line in open(path)]
+for rec in lines:
     for key in ("loss", "val_loss"):
         if key in rec:
             v = rec[key]
             print(name, rec["step"], key, "null" if v is None else float(v).hex())
+if all_lines:
+    for rec in lines:
+        rec.pop("tokens_per_s", None)  # wall-clock timing: differs from run to run
+        print(name, json.dumps(rec))
 PY
 done

@@ -19,12 +19,12 @@
 #include <tuple>
 #include <vector>
 
-#include "cli/plugin_json.hpp"
+#include "plugins/plugin_json.hpp"
 #include "config/run_config.hpp"
-#include "plugins/abi_names.hpp"
+#include "util/abi_names.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
-#include "train/scaling.hpp"
+#include "quant/scaling.hpp"
 #include "util/error.hpp"
 
 namespace py = pybind11;
@@ -57,7 +57,7 @@ public:
             r.probe_all();
         }
         std::vector<std::string> out;
-        for (const plugin_record& rec : r.records()) out.push_back(json_output(cli::plugin_record_json(rec)));
+        for (const plugin_record& rec : r.records()) out.push_back(json_output(plugin_record_json(rec)));
         return out;
     }
 
@@ -74,7 +74,7 @@ public:
         if (table && f->info().total_bits > 16)
             throw py::value_error("describe(table=True): '" + name + "' has " + std::to_string(f->info().total_bits) +
                                   " bits; tables are limited to formats of at most 16 bits");
-        return json_output(cli::describe_json(plugin->info, f.get(), table));
+        return json_output(describe_json(plugin->info, f.get(), table));
     }
 
     std::shared_ptr<format_handle> format(const std::string& name, const std::map<std::string, std::string>& params) {
@@ -325,9 +325,9 @@ std::tuple<std::string, std::string, std::string, int> formats_for(const std::st
     return {f.weight, f.activation, f.gradient, f.rule};
 }
 
-train::scaling_state make_scaling(const std::string& mode, int history_len, const std::string& amax_compute,
+quant::scaling_state make_scaling(const std::string& mode, int history_len, const std::string& amax_compute,
                                   int margin, double format_max) {
-    train::scaling_config c;
+    quant::scaling_config c;
     c.mode = parse_choice(config::scaling_names(), "scaling", mode);
     c.compute = parse_choice(config::amax_compute_names(), "amax_compute", amax_compute);
     if (history_len < 1 || history_len > 1024)
@@ -335,7 +335,7 @@ train::scaling_state make_scaling(const std::string& mode, int history_len, cons
     if (margin < 0 || margin > 64) throw py::value_error("margin " + std::to_string(margin) + ": expected 0..64");
     c.history_len = history_len;
     c.margin = margin;
-    return train::scaling_state(c, format_max);
+    return quant::scaling_state(c, format_max);
 }
 
 }  // namespace
@@ -369,12 +369,12 @@ PYBIND11_MODULE(_native, m) {
         .def("decode", &decode_arrays, py::arg("codes"), py::arg("out"), py::arg("scale"), py::arg("block_scales"),
              py::arg("block_size"), py::arg("threads"));
 
-    py::class_<train::scaling_state>(m, "ScalingState")
+    py::class_<quant::scaling_state>(m, "ScalingState")
         .def(py::init(&make_scaling), py::arg("mode"), py::arg("history_len"), py::arg("amax_compute"),
              py::arg("margin"), py::arg("format_max"))
-        .def("scale_for", &train::scaling_state::scale_for, py::arg("amax"))
-        .def("record", &train::scaling_state::record, py::arg("amax"))
-        .def_property_readonly("scale", &train::scaling_state::scale);
+        .def("scale_for", &quant::scaling_state::scale_for, py::arg("amax"))
+        .def("record", &quant::scaling_state::record, py::arg("amax"))
+        .def_property_readonly("scale", &quant::scaling_state::scale);
 
     m.def("pattern_matches", &config::pattern_matches, py::arg("pattern"), py::arg("name"));
     m.def("formats_for", &formats_for, py::arg("weight"), py::arg("activation"), py::arg("gradient"),

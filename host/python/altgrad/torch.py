@@ -44,7 +44,7 @@ def _mix(z):
 
 class Quantizer:
     """One quantized tensor site: a format, its rounding and overflow, its scaling
-    (none | current | delayed, the trainer's power-of-two scales: host/src/train/scaling.cpp)
+    (none | current | delayed, the trainer's power-of-two scales: host/src/quant/scaling.cpp)
     or the fixed `scale` (scaling none) and, for stochastic rounding, a fresh seed per call
     derived from (seed, call, stream) (vary_seed=False: `seed` itself, every call).
     The last call's overflow and underflow counts are kept in `counts`."""

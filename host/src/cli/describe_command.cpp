@@ -7,8 +7,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "cli/plugin_json.hpp"
-#include "plugins/abi_names.hpp"
+#include "plugins/plugin_json.hpp"
+#include "util/abi_names.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
 #include "util/error.hpp"
@@ -51,72 +51,6 @@ std::string binary(uint32_t code, uint32_t bits) {
     for (int b = static_cast<int>(bits) - 1; b >= 0; --b) s += ((code >> b) & 1u) ? '1' : '0';
     return s;
 }
-
-// "bits (int, default 4, 1..8): the exponent width"
-std::string param_summary(const param_decl& p) {
-    std::string s = p.key + " (" + param_type_name(p.type) + ", default ";
-    switch (p.type) {
-        case ALTGRAD_PARAM_BOOL: s += p.default_bool ? "true" : "false"; break;
-        case ALTGRAD_PARAM_INT: s += std::to_string(p.default_int); break;
-        case ALTGRAD_PARAM_FLOAT: s += shortest_decimal(p.default_float); break;
-        case ALTGRAD_PARAM_STRING: s += "\"" + p.default_string + "\""; break;
-    }
-    if (p.min || p.max)
-        s += ", " + (p.min ? shortest_decimal(*p.min) : std::string("-inf")) + ".." +
-             (p.max ? shortest_decimal(*p.max) : std::string("inf"));
-    if (!p.choices.empty()) {
-        s += ", one of";
-        for (const std::string& c : p.choices) s += " " + c;
-    }
-    return s + ")" + (p.description.empty() ? "" : ": " + p.description);
-}
-
-ordered_json format_json(const altgrad_format_info& i) {
-    return {{"total_bits", i.total_bits},
-            {"code_bytes", i.code_bytes},
-            {"exponent_bits", i.exponent_bits},
-            {"mantissa_bits", i.mantissa_bits},
-            {"bias", i.bias},
-            {"signed", i.is_signed != 0},
-            {"zero", zero_kind_names().name(i.zero)},
-            {"subnormals", i.has_subnormals != 0},
-            {"inf", i.has_inf != 0},
-            {"nan_codes", i.nan_code_count},
-            {"max_finite", i.max_finite},
-            {"lowest_finite", i.lowest_finite},
-            {"min_normal", i.min_normal},
-            {"min_subnormal", i.min_subnormal}};
-}
-
-ordered_json codes_json(const std::vector<float>& values) {
-    ordered_json codes = ordered_json::array();
-    for (size_t c = 0; c < values.size(); ++c)
-        codes.push_back(ordered_json{{"code", c}, {"value", static_cast<double>(values[c])}, {"hex", hex_float(values[c])}});
-    return codes;
-}
-
-}  // namespace
-
-ordered_json describe_json(const manifest& m, const format_handle* f, bool table) {
-    ordered_json parameters = ordered_json::array();
-    for (const param_decl& p : m.params)
-        parameters.push_back(ordered_json{{"key", p.key}, {"type", param_type_name(p.type)}, {"summary", param_summary(p)}});
-    ordered_json out{{"name", m.name},
-                     {"aliases", m.aliases},
-                     {"kind", kind_name(m.kind)},
-                     {"version", version_string(m.version)},
-                     {"abi_version", version_string(m.abi_version, false)},
-                     {"description", m.description},
-                     {"library", m.library.string()},
-                     {"parameters", parameters}};
-    if (f != nullptr) {
-        out["format"] = format_json(f->info());
-        if (table) out["codes"] = codes_json(f->decode_all_codes());
-    }
-    return out;
-}
-
-namespace {
 
 void print_format_text(const altgrad_format_info& i) {
     std::cout << "family          " << format_family_names().name(i.family) << "\n"

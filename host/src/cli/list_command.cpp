@@ -7,23 +7,11 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "cli/plugin_json.hpp"
+#include "plugins/plugin_json.hpp"
 #include "plugins/registry.hpp"
 #include "util/json_output.hpp"
 
 namespace altgrad::host::cli {
-
-ordered_json plugin_record_json(const plugin_record& r) {
-    const bool ok = r.status == plugin_status::ok;
-    return ordered_json{{"kind", r.info ? kind_name(r.info->kind) : "?"},
-                        {"name", r.name()},
-                        {"aliases", r.info ? ordered_json(r.info->aliases) : ordered_json::array()},
-                        {"version", r.info ? version_string(r.info->version) : "?"},
-                        {"status", ok ? "ok" : "broken"},
-                        {"description", r.info ? ordered_json(r.info->description) : ordered_json(nullptr)},
-                        {"manifest", r.manifest_path.string()},
-                        {"error", ok ? ordered_json(nullptr) : ordered_json(r.error)}};
-}
 
 int list_command(const context& ctx, const args& a) {
     po::options_description options("list options");

@@ -5,7 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "plugins/abi_names.hpp"
+#include "util/abi_names.hpp"
 #include "scaffold/new_plugin.hpp"
 #include "util/error.hpp"
 

@@ -17,10 +17,10 @@
 
 #include <toml++/toml.h>
 
-#include "plugins/abi_names.hpp"
+#include "util/abi_names.hpp"
 #include <altgrad/sdk/names.hpp>
 
-#include "train/layer_names.hpp"
+#include "config/layer_names.hpp"
 #include "util/edit_distance.hpp"
 #include "util/error.hpp"
 #include "util/glob.hpp"
@@ -988,10 +988,10 @@ private:
     // "blocks.N.attn.qkv, ... for N = 0..3, lm_head": the quantized layers.
     static std::string layer_summary(const model_config& m) {
         std::string s;
-        for (const std::string& layer : train::names_of_block("N", m.activation == activation_function::swiglu).layers())
+        for (const std::string& layer : names_of_block("N", m.activation == activation_function::swiglu).layers())
             s += layer + ", ";
         s.resize(s.size() - 2);
-        return s + " for N = 0.." + std::to_string(m.n_layer - 1) + ", " + train::kHeadLayer;
+        return s + " for N = 0.." + std::to_string(m.n_layer - 1) + ", " + kHeadLayer;
     }
 };
 
@@ -1129,7 +1129,7 @@ bool operator==(const run_config& a, const run_config& b) {
 bool pattern_matches(std::string_view pattern, std::string_view name) { return glob_match(pattern, name); }
 
 std::vector<std::string> layer_names(const model_config& model) {
-    return train::layer_names(model.n_layer, model.activation == activation_function::swiglu);
+    return config::layer_names(model.n_layer, model.activation == activation_function::swiglu);
 }
 
 layer_formats formats_for(const quantization_config& q, std::string_view layer) {

@@ -35,7 +35,7 @@ namespace altgrad::host::config {
 
 // The config's choices, enums from the moment they are parsed. Their names
 // (the TOML values) are in the tables below; rounding and overflow are the
-// ABI's own enums, named by plugins/abi_names.hpp.
+// ABI's own enums, named by util/abi_names.hpp.
 enum class activation_function { gelu, swiglu };
 enum class data_format { auto_detect, text, nanogpt };  // auto_detect: a folder holding train.bin is nanogpt
 enum class lr_schedule_kind { cosine, constant };
@@ -100,7 +100,7 @@ using plugin_params = std::map<std::string, std::map<std::string, std::string>>;
 // amax_* keys), per row of the consuming matrix product's reduction dimension,
 // or per block of block_size consecutive elements along it; for row and block,
 // the decode scales' own format ("fp32", "pow2" or a format plugin's name) and
-// the rule that derives them from each block's amax (train/block_scales.hpp).
+// the rule that derives them from each block's amax (quant/block_scales.hpp).
 struct block_scaling {
     granularity_kind granularity = granularity_kind::tensor;
     int64_t block_size = 32;                            // 1..1048576 (granularity block)
@@ -248,7 +248,7 @@ bool pattern_matches(std::string_view pattern, std::string_view name);
 // and LayerNorms stay float32 (their weights are quantized only through the
 // tied head). The loader rejects a rule that matches none of these, or whose
 // every match is taken by an earlier rule. The names are the model's own
-// (train/layer_names.hpp, the one definition both use).
+// (config/layer_names.hpp, the one definition both use).
 std::vector<std::string> layer_names(const model_config& model);
 
 struct layer_formats {

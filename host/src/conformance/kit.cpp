@@ -23,8 +23,8 @@ extern "C" size_t __sanitizer_get_current_allocated_bytes(void);
 
 #include "conformance/elf_exports.hpp"
 #include "conformance/format_reference.hpp"
-#include "conformance/guarded_memory.hpp"
-#include "conformance/isolate.hpp"
+#include "sandbox/guarded_memory.hpp"
+#include "sandbox/isolate.hpp"
 #include "plugins/diagnostic_handle.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/intervention_handle.hpp"
@@ -35,6 +35,12 @@ extern "C" size_t __sanitizer_get_current_allocated_bytes(void);
 
 namespace altgrad::host::conformance {
 namespace fs = std::filesystem;
+// The kit hands plugins guarded buffers and runs each check in a child (the sandbox room).
+using sandbox::call_note;
+using sandbox::crash_note;
+using sandbox::guarded_array;
+using sandbox::guarded_buffer;
+using sandbox::run_isolated;
 
 // ---------------------------------------------------------------- targets
 
@@ -130,7 +136,7 @@ struct finding : std::exception {
 };
 
 // The plugin calls of the format checks. Each hands the plugin guarded copies
-// of its buffers (guarded_memory.hpp): inputs read-only, every buffer between
+// of its buffers (sandbox/guarded_memory.hpp): inputs read-only, every buffer between
 // inaccessible pages, so touching outside a buffer kills the check's process
 // with a report naming the call, the buffer and the element. A write just
 // before element 0 does not fault; the pattern there shows it.

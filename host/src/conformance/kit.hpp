@@ -9,11 +9,18 @@
 #include <string>
 #include <vector>
 
-#include "conformance/result.hpp"
 #include "plugins/manifest.hpp"
+#include "sandbox/result.hpp"
 #include "util/glob.hpp"
 
 namespace altgrad::host::conformance {
+
+// A check's outcome is the sandbox's: each check runs there (sandbox/isolate.hpp).
+using sandbox::is_failure;
+using sandbox::outcome;
+using sandbox::outcome_name;
+using sandbox::outcome_names;
+using sandbox::result;
 
 // What to check: a plugin folder's manifest and the library it names.
 struct plugin_target {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "plugins/abi_names.hpp"
+#include "util/abi_names.hpp"
 #include "plugins/params.hpp"
 #include "util/error.hpp"
 

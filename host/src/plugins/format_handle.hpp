@@ -15,7 +15,7 @@
 #include <altgrad/altgrad.h>
 #include <altgrad/sdk/call_args.hpp>
 
-#include "plugins/abi_names.hpp"  // status_name
+#include "util/abi_names.hpp"  // status_name
 #include "plugins/loader.hpp"
 #include "plugins/plugin_instance.hpp"
 

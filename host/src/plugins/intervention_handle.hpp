@@ -16,7 +16,7 @@
 
 #include <altgrad/altgrad.h>
 
-#include "plugins/abi_names.hpp"  // action_kind_name
+#include "util/abi_names.hpp"  // action_kind_name
 #include "plugins/loader.hpp"
 #include "plugins/plugin_instance.hpp"
 

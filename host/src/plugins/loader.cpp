@@ -5,7 +5,7 @@
 
 #include <boost/dll/shared_library.hpp>
 
-#include "plugins/abi_names.hpp"
+#include "util/abi_names.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host {

@@ -8,7 +8,7 @@
 
 #include <altgrad/altgrad.h>
 
-#include "plugins/abi_names.hpp"  // kind_name, param_type_name
+#include "util/abi_names.hpp"  // kind_name, param_type_name
 
 namespace altgrad::host {
 

@@ -1,13 +1,13 @@
 #include "plugins/probe.hpp"
 
-#include "conformance/isolate.hpp"
 #include "plugins/loader.hpp"
+#include "sandbox/isolate.hpp"
 
 namespace altgrad::host {
 
 std::optional<std::string> probe_plugin(const manifest& m, double timeout_seconds) {
-    namespace kit = conformance;
-    // The kit's isolation: a child process, a pipe for the result, a time limit.
+    namespace kit = sandbox;
+    // The conformance kit's isolation: a child process, a pipe for the result, a time limit.
     const kit::result r = kit::run_isolated("load", timeout_seconds, [&]() -> kit::result {
         load_plugin(m);  // throws the loader's error; the child's exception becomes a failed result
         return kit::result{"load", kit::outcome::passed, "", "", "", 0};

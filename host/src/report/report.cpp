@@ -10,7 +10,7 @@
 
 #include <toml++/toml.h>
 
-#include "plugins/abi_names.hpp"
+#include "util/abi_names.hpp"
 #include "report/layer_figures.hpp"
 #include "report/plot.hpp"
 #include "report/stats.hpp"

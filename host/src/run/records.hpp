@@ -175,7 +175,7 @@ struct summary_record {
 // doubles round-trip through JSON's decimal form, and non-finite ones are
 // written as the strings "nan", "inf", "-inf".
 
-// Delayed scaling of one tensor (train/scaling.hpp).
+// Delayed scaling of one tensor (quant/scaling.hpp).
 struct scaling_record {
     float scale = 1.0f;
     std::vector<double> amax_history;  // oldest first

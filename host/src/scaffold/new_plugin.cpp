@@ -4,7 +4,7 @@
 
 #include <altgrad/sdk/names.hpp>
 
-#include "plugins/abi_names.hpp"
+#include "util/abi_names.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host::scaffold {

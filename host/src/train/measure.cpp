@@ -1,6 +1,6 @@
 #include "train/measure.hpp"
 
-#include "plugins/abi_names.hpp"
+#include "util/abi_names.hpp"
 
 #include <cmath>
 

@@ -20,7 +20,7 @@ torch::Tensor QuantizedLinearImpl::forward(const torch::Tensor& x) {
     return quantized_linear(x, weight, bias, *plan_, first_site_);
 }
 
-CausalSelfAttentionImpl::CausalSelfAttentionImpl(const gpt_config& c, quant_plan& plan, const block_names& names)
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(const gpt_config& c, quant_plan& plan, const config::block_names& names)
     : n_head_(c.n_head), n_embd_(c.n_embd), plan_(&plan), probs_name_(names.attn_probs) {
     qkv = register_module("qkv", QuantizedLinear(c.n_embd, 3 * c.n_embd, c.bias, plan, names.attn_qkv));
     proj = register_module("proj", QuantizedLinear(c.n_embd, c.n_embd, c.bias, plan, names.attn_proj));
@@ -47,7 +47,7 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
     return resid_drop->forward(proj->forward(y));
 }
 
-MLPImpl::MLPImpl(const gpt_config& c, quant_plan& plan, const block_names& names) : swiglu_(c.swiglu) {
+MLPImpl::MLPImpl(const gpt_config& c, quant_plan& plan, const config::block_names& names) : swiglu_(c.swiglu) {
     // SwiGLU keeps the parameter count of the 4x GELU MLP: hidden = 8/3 C,
     // rounded up to a multiple of 8.
     const int64_t hidden = swiglu_ ? ((8 * c.n_embd / 3 + 7) / 8) * 8 : 4 * c.n_embd;
@@ -62,7 +62,7 @@ torch::Tensor MLPImpl::forward(const torch::Tensor& x) {
     return drop->forward(proj->forward(h));
 }
 
-BlockImpl::BlockImpl(const gpt_config& c, quant_plan& plan, const block_names& names) {
+BlockImpl::BlockImpl(const gpt_config& c, quant_plan& plan, const config::block_names& names) {
     ln_1 = register_module("ln_1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd})));
     attn = register_module("attn", CausalSelfAttention(c, plan, names));
     ln_2 = register_module("ln_2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd})));
@@ -80,9 +80,9 @@ GPTImpl::GPTImpl(const gpt_config& c, quant_plan& plan) : config_(c), plan_(&pla
     drop = register_module("drop", torch::nn::Dropout(c.dropout));
     blocks = register_module("blocks", torch::nn::ModuleList());
     for (int64_t i = 0; i < c.n_layer; ++i)
-        blocks->push_back(Block(c, plan, names_of_block(std::to_string(i), c.swiglu)));
+        blocks->push_back(Block(c, plan, config::names_of_block(std::to_string(i), c.swiglu)));
     ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({c.n_embd})));
-    head_site_ = plan.add_linear(kHeadLayer);
+    head_site_ = plan.add_linear(config::kHeadLayer);
     // The module names above must spell the paths layer_names.hpp defines.
     const auto parameters = named_parameters();
     for (const quant_site& s : plan.sites)

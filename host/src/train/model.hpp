@@ -8,7 +8,7 @@
 // blocks.N.attn.qkv.{weight,bias}, blocks.N.attn.proj.*, blocks.N.ln_2.*,
 // blocks.N.mlp.fc.*, blocks.N.mlp.gate.* (SwiGLU), blocks.N.mlp.proj.*,
 // ln_f.*; the LM head is tied to tok_emb.weight and quantized as "lm_head".
-// The quantized layers take their names from train/layer_names.hpp.
+// The quantized layers take their names from config/layer_names.hpp.
 #pragma once
 
 #include <cmath>
@@ -50,7 +50,7 @@ TORCH_MODULE(QuantizedLinear);
 
 class CausalSelfAttentionImpl : public torch::nn::Module {
 public:
-    CausalSelfAttentionImpl(const gpt_config& c, quant_plan& plan, const block_names& names);
+    CausalSelfAttentionImpl(const gpt_config& c, quant_plan& plan, const config::block_names& names);
     torch::Tensor forward(const torch::Tensor& x);
 
 private:
@@ -65,7 +65,7 @@ TORCH_MODULE(CausalSelfAttention);
 
 class MLPImpl : public torch::nn::Module {
 public:
-    MLPImpl(const gpt_config& c, quant_plan& plan, const block_names& names);
+    MLPImpl(const gpt_config& c, quant_plan& plan, const config::block_names& names);
     torch::Tensor forward(const torch::Tensor& x);
 
 private:
@@ -77,7 +77,7 @@ TORCH_MODULE(MLP);
 
 class BlockImpl : public torch::nn::Module {
 public:
-    BlockImpl(const gpt_config& c, quant_plan& plan, const block_names& names);
+    BlockImpl(const gpt_config& c, quant_plan& plan, const config::block_names& names);
     torch::Tensor forward(const torch::Tensor& x);
 
 private:

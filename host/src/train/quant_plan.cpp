@@ -7,7 +7,7 @@
 #include <mutex>
 #include <vector>
 
-#include "plugins/abi_names.hpp"
+#include "util/abi_names.hpp"
 #include "util/error.hpp"
 #include "util/glob.hpp"
 
@@ -52,16 +52,16 @@ namespace {
 // The stochastic-rounding seed of one tensor's quantization: a hash of (run seed, step, stream).
 uint64_t seed_of(const quant_plan& plan, uint64_t stream) { return mix(plan.seed ^ mix(plan.step ^ mix(stream))); }
 
-// The amax of a float32 CPU array as block_amaxes takes it (a NaN wins),
+// The amax of a float32 CPU array as quant::block_amaxes takes it (a NaN wins),
 // over LibTorch's threads.
 float cpu_amax(const float* x, int64_t n) {
     std::mutex m;
     float amax = 0.0f;
     at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {
         float a = 0.0f;
-        block_amaxes(x + begin, static_cast<size_t>(end - begin), static_cast<size_t>(end - begin), &a);
+        quant::block_amaxes(x + begin, static_cast<size_t>(end - begin), static_cast<size_t>(end - begin), &a);
         const std::lock_guard<std::mutex> lock(m);
-        amax = larger_amax(amax, a);
+        amax = quant::larger_amax(amax, a);
     });
     return amax;
 }
@@ -69,7 +69,7 @@ float cpu_amax(const float* x, int64_t n) {
 // q(in*s)/s of a float32 tensor into out (same size and device; out may be
 // in) through the format plugin. CPU: chunked over LibTorch's threads; chunks
 // carry their offset, so results do not depend on the thread count. With
-// `amax`, the amax of in is taken in the same pass (quantize_taking_amax:
+// `amax`, the amax of in is taken in the same pass (quant::quantize_taking_amax:
 // for a scale known before the tensor). CUDA: one call on the device's
 // default stream, whose counts make it wait for the result.
 quantize_counts quantize_tensor(const format_handle& format, const torch::Tensor& in, torch::Tensor& out,
@@ -95,9 +95,9 @@ quantize_counts quantize_tensor(const format_handle& format, const torch::Tensor
         };
         const size_t count = static_cast<size_t>(end - begin);
         if (!amax) return quantize(0, count);
-        const float chunk_amax = quantize_taking_amax(src + begin, count, quantize);
+        const float chunk_amax = quant::quantize_taking_amax(src + begin, count, quantize);
         const std::lock_guard<std::mutex> lock(m);
-        *amax = larger_amax(*amax, chunk_amax);
+        *amax = quant::larger_amax(*amax, chunk_amax);
     });
     return {overflow, underflow};
 }
@@ -141,24 +141,24 @@ struct block_layout {
 // On the CPU: the encode scale of every block of x by the site's recipe into
 // scales (row order), and, given a format, q(x*s)/s into dst (may be x),
 // each piece quantized right after its scales are derived, while it is in
-// cache (quantize_with_block_scales). Work items over LibTorch's threads:
+// cache (quant::quantize_with_block_scales). Work items over LibTorch's threads:
 // blocks of a flat tensor (rows a whole number of blocks), rows otherwise.
 // Offsets are element indices in x, so stochastic rounding does not depend
 // on the chunking.
-block_scale_stats scale_and_quantize_blocks_cpu(const float* src, float* dst, const block_layout& l,
+quant::block_scale_stats scale_and_quantize_blocks_cpu(const float* src, float* dst, const block_layout& l,
                                                 const quant_site& site, const format_handle* format,
                                                 quantize_options o, float* scales, quantize_counts* counts) {
     // two_level scales the blocks under the tensor's amax: one pass of its own first.
-    const double tensor_amax = site.blocks.rule == scale_rule::two_level ? cpu_amax(src, l.n) : 0.0;
+    const double tensor_amax = site.blocks.rule == quant::scale_rule::two_level ? cpu_amax(src, l.n) : 0.0;
     const bool flat = l.k % l.block == 0;
     const int64_t items = flat ? l.n / l.block : l.rows, item_len = flat ? l.block : l.k;
     std::atomic<uint64_t> overflow{0}, underflow{0};
     std::mutex m;
-    block_scale_stats stats;
+    quant::block_scale_stats stats;
     at::parallel_for(0, items, std::max<int64_t>(1, (1 << 15) / item_len), [&](int64_t i0, int64_t i1) {
         // Segments: the range's blocks as one (flat), or each of its rows.
         const int64_t segments = flat ? 1 : i1 - i0, segment_len = flat ? (i1 - i0) * l.block : l.k;
-        block_scale_stats local;
+        quant::block_scale_stats local;
         for (int64_t j = 0; j < segments; ++j) {
             const int64_t first = i0 * item_len + j * segment_len;
             float* segment_scales = scales + (flat ? i0 : (i0 + j) * l.per_row);
@@ -171,7 +171,7 @@ block_scale_stats scale_and_quantize_blocks_cpu(const float* src, float* dst, co
                     format->quantize(src + first + piece_first, dst + first + piece_first, count, piece);
                 overflow += c.overflow, underflow += c.underflow;
             };
-            local.add(quantize_with_block_scales(src + first, static_cast<size_t>(segment_len),
+            local.add(quant::quantize_with_block_scales(src + first, static_cast<size_t>(segment_len),
                                                  static_cast<size_t>(l.block), site.blocks, segment_scales, quantize,
                                                  tensor_amax));
         }
@@ -186,7 +186,7 @@ block_scale_stats scale_and_quantize_blocks_cpu(const float* src, float* dst, co
 // small copy each way); the scales back on the device.
 struct block_scales_of {
     torch::Tensor scales;
-    block_scale_stats stats;
+    quant::block_scale_stats stats;
 };
 block_scales_of derive_block_scales_cuda(const torch::Tensor& x, const quant_site& site, const block_layout& l) {
     torch::Tensor padded = x.reshape({l.rows, l.k});
@@ -194,7 +194,7 @@ block_scales_of derive_block_scales_cuda(const torch::Tensor& x, const quant_sit
     torch::Tensor amax = padded.reshape({l.rows, l.per_row, l.block}).abs().amax(-1).to(torch::kCPU).contiguous();
     const double tensor_amax = amax.numel() ? amax.max().item<double>() : 0.0;  // NaN if a block's is
     block_scales_of out;
-    out.stats = scales_from_amaxes(amax.data_ptr<float>(), static_cast<size_t>(amax.numel()), site.blocks, tensor_amax);
+    out.stats = quant::scales_from_amaxes(amax.data_ptr<float>(), static_cast<size_t>(amax.numel()), site.blocks, tensor_amax);
     out.stats.amax = tensor_amax;
     out.scales = amax.to(x.device());
     return out;
@@ -202,7 +202,7 @@ block_scales_of derive_block_scales_cuda(const torch::Tensor& x, const quant_sit
 
 // q(x*s)/s with one scale per block along x's rows, into out (may be x).
 quantize_counts quantize_blocks(const format_handle& format, const torch::Tensor& x, torch::Tensor& out,
-                                quantize_options o, const quant_site& site, block_scale_stats* stats) {
+                                quantize_options o, const quant_site& site, quant::block_scale_stats* stats) {
     const block_layout l(x, site);
     if (l.n == 0 || l.k == 0) return {};
     o.block_size = static_cast<size_t>(l.block);
@@ -212,7 +212,7 @@ quantize_counts quantize_blocks(const format_handle& format, const torch::Tensor
     if (!x.device().is_cuda()) {
         std::vector<float> scales(static_cast<size_t>(l.blocks()));
         quantize_counts counts;
-        const block_scale_stats st = scale_and_quantize_blocks_cpu(src, dst, l, site, &format, o, scales.data(), &counts);
+        const quant::block_scale_stats st = scale_and_quantize_blocks_cpu(src, dst, l, site, &format, o, scales.data(), &counts);
         if (stats) stats->add(st);
         return counts;
     }
@@ -399,18 +399,18 @@ std::shared_ptr<const format_handle> format_library::load(const std::string& nam
     }
 }
 
-const scale_grid& format_library::scale_format(const std::string& name) {
-    std::unique_ptr<scale_grid>& grid = grids_[name];
+const quant::scale_grid& format_library::scale_format(const std::string& name) {
+    std::unique_ptr<quant::scale_grid>& grid = grids_[name];
     if (grid) return *grid;
-    if (name == "fp32") grid = std::make_unique<scale_grid>(scale_grid::fp32());
-    else if (name == "pow2") grid = std::make_unique<scale_grid>(scale_grid::power_of_two());
+    if (name == "fp32") grid = std::make_unique<quant::scale_grid>(quant::scale_grid::fp32());
+    else if (name == "pow2") grid = std::make_unique<quant::scale_grid>(quant::scale_grid::power_of_two());
     else {
         const std::shared_ptr<const format_handle> f = load(name);
         if (f->info().total_bits > 16)
             throw error(where_ + ": scale_format '" + name + "': a scale format plugin must have at most 16 bits (it has " +
                         std::to_string(f->info().total_bits) + "); use \"fp32\" for float32 scales");
         try {
-            grid = std::make_unique<scale_grid>(scale_grid::of_values(name, f->decode_all_codes()));
+            grid = std::make_unique<quant::scale_grid>(quant::scale_grid::of_values(name, f->decode_all_codes()));
         } catch (const error& e) {
             grids_.erase(name);
             throw error(where_ + ": " + e.what());
@@ -423,8 +423,8 @@ std::string format_name_of(const quant_site& s) { return s.format ? s.format->na
 
 namespace {
 
-scaling_config scaling_of(const config::quantization_config& q) {
-    scaling_config s;
+quant::scaling_config scaling_of(const config::quantization_config& q) {
+    quant::scaling_config s;
     s.mode = q.scaling;
     s.history_len = static_cast<int>(q.amax_history_len);
     s.compute = q.amax_compute;
@@ -452,7 +452,7 @@ void assign_formats(quant_plan& plan, const config::run_config& c, format_librar
         const bool weight = s.role == ALTGRAD_TENSOR_WEIGHT, activation = s.role == ALTGRAD_TENSOR_ACTIVATION;
         s.rounding = backward ? q.backward_rounding : q.forward_rounding;
         s.overflow = q.overflow;
-        s.scaling = scaling_state(scaling_of(q), 1.0);
+        s.scaling = quant::scaling_state(scaling_of(q), 1.0);
         const config::block_scaling b = config::scaling_for(q, s.layer, s.role);
         s.block_size = b.granularity == config::granularity_kind::tensor ? 0
                        : b.granularity == config::granularity_kind::row  ? SIZE_MAX

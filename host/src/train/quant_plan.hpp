@@ -20,9 +20,9 @@
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
 #include "run/records.hpp"
-#include "train/block_scales.hpp"
-#include "train/layer_names.hpp"
-#include "train/scaling.hpp"
+#include "quant/block_scales.hpp"
+#include "config/layer_names.hpp"
+#include "quant/scaling.hpp"
 
 namespace altgrad::host::train {
 
@@ -36,20 +36,20 @@ struct quant_site {
     std::shared_ptr<const format_handle> format;  // null: stays float32
     altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
     altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
-    scaling_state scaling;             // granularity tensor
+    quant::scaling_state scaling;             // granularity tensor
     // Granularity row or block: one scale per block of block_size elements
     // along the last dimension of the tensor quantized (the reduction
     // dimension of the product that consumes it; a row's last block may be
     // short), derived by `blocks` from each block's own amax. 0: per tensor.
     size_t block_size = 0;              // SIZE_MAX: one block per row
-    block_recipe blocks;
+    quant::block_recipe blocks;
     bool block_scaled() const { return block_size != 0; }
     // The last use, for metrics (a tensor quantized twice, along two
     // dimensions, sums both copies' counts and block statistics).
     double amax = 0;
     float scale = 1;                    // granularity tensor
     uint64_t overflow_count = 0, underflow_count = 0, count = 0;
-    block_scale_stats block_stats;
+    quant::block_scale_stats block_stats;
     double overflow_rate() const { return count ? static_cast<double>(overflow_count) / count : NAN; }
     double underflow_rate() const { return count ? static_cast<double>(underflow_count) / count : NAN; }
     // Weights: the last bit-stall measurement (NaN before the second).
@@ -89,7 +89,7 @@ torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quan
 void store_in_format(torch::Tensor& w, const quant_site& site, const quant_plan& plan, uint64_t stream);
 
 // The parameter that holds a weight site's tensor (the LM head is tied to tok_emb).
-inline std::string parameter_of(const quant_site& s) { return weight_of_layer(s.layer); }
+inline std::string parameter_of(const quant_site& s) { return config::weight_of_layer(s.layer); }
 
 // q(t*s)/s with the site's format at its last scale (block scales: derived
 // from t, along its last dimension), round-to-nearest-even
@@ -127,7 +127,7 @@ public:
     std::shared_ptr<const format_handle> get(const std::string& name);
     // The values a block scale of scale_format `name` may take: "fp32",
     // "pow2", or a format plugin's positive finite values.
-    const scale_grid& scale_format(const std::string& name);
+    const quant::scale_grid& scale_format(const std::string& name);
     // The fp32 plugin itself: the format diagnostics see for float32 tensors.
     std::shared_ptr<const format_handle> fp32() { return load("fp32"); }
 
@@ -137,7 +137,7 @@ private:
     std::string where_;
     config::plugin_params params_;
     std::map<std::string, std::shared_ptr<const format_handle>> handles_;
-    std::map<std::string, std::unique_ptr<scale_grid>> grids_;
+    std::map<std::string, std::unique_ptr<quant::scale_grid>> grids_;
 };
 
 // "fp32" for a site that stays float32, else its format plugin's name.

@@ -125,7 +125,7 @@ struct frozen_scaling {
         for (size_t k = 0; k < saved.size(); ++k) plan.sites[k].scaling = saved[k];
     }
     quant_plan& plan;
-    std::vector<scaling_state> saved;
+    std::vector<quant::scaling_state> saved;
 };
 
 // What the interventions see of step `step` (0-based, as the ABI counts).
@@ -478,7 +478,7 @@ stability::step_evidence training_run::measure(const step_result& r, double step
                                s.overflow_count, s.underflow_count, s.count, std::nullopt};
             if (s.role == ALTGRAD_TENSOR_WEIGHT && stall_fresh_) t.bit_stall_rate = s.bit_stall_rate;
             if (s.block_scaled()) {
-                const block_scale_stats& b = s.block_stats;
+                const quant::block_scale_stats& b = s.block_stats;
                 t.blocks = run::block_scales_line{b.blocks, b.saturated, b.underflowed, b.neutral, b.smallest_scale,
                                                   b.largest_scale};
             }

@@ -1,4 +1,4 @@
-#include "plugins/abi_names.hpp"
+#include "util/abi_names.hpp"
 
 namespace altgrad::host {
 

@@ -1,6 +1,6 @@
-#include "train/layer_names.hpp"
+#include "config/layer_names.hpp"
 
-namespace altgrad::host::train {
+namespace altgrad::host::config {
 
 std::vector<std::string> block_names::layers() const {
     std::vector<std::string> out{attn_qkv, attn_proj, mlp_fc};
@@ -24,4 +24,4 @@ std::vector<std::string> layer_names(int64_t n_layer, bool swiglu) {
     return names;
 }
 
-}  // namespace altgrad::host::train
+}  // namespace altgrad::host::config

@@ -1,13 +1,13 @@
-// Per-tensor scaling (host/src/train/scaling.hpp) against scales worked out by
+// Per-tensor scaling (host/src/quant/scaling.hpp) against scales worked out by
 // hand: the largest power of two 2^k <= format_max / (amax * 2^margin), with
 // E4M3's max 448 (OCP FP8) as the format's range.
 #include <cmath>
 
 #include <gtest/gtest.h>
 
-#include "train/scaling.hpp"
+#include "quant/scaling.hpp"
 
-namespace altgrad::host::train {
+namespace altgrad::host::quant {
 namespace {
 
 constexpr double kE4m3Max = 448;
@@ -119,4 +119,4 @@ TEST(Scaling, ResetAndRestore) {
 }
 
 }  // namespace
-}  // namespace altgrad::host::train
+}  // namespace altgrad::host::quant

@@ -5,7 +5,7 @@
 
 #include "util/name_table.hpp"
 
-namespace altgrad::host::conformance {
+namespace altgrad::host::sandbox {
 
 enum class outcome { passed, failed, skipped, warning, crashed, timed_out };
 
@@ -27,4 +27,4 @@ struct result {
     double seconds = 0.0;
 };
 
-}  // namespace altgrad::host::conformance
+}  // namespace altgrad::host::sandbox

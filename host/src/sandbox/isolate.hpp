@@ -4,9 +4,9 @@
 
 #include <functional>
 
-#include "conformance/result.hpp"
+#include "sandbox/result.hpp"
 
-namespace altgrad::host::conformance {
+namespace altgrad::host::sandbox {
 
 // fork(); the child runs `body` and sends its result back through a pipe.
 // A child killed by a signal (or exiting without a result) gives `crashed`;
@@ -16,4 +16,4 @@ namespace altgrad::host::conformance {
 // element.
 result run_isolated(const std::string& check, double timeout_seconds, const std::function<result()>& body);
 
-}  // namespace altgrad::host::conformance
+}  // namespace altgrad::host::sandbox

@@ -8,7 +8,7 @@
 #include "plugins/registry.hpp"
 #include "util/json_output.hpp"
 
-namespace altgrad::host::cli {
+namespace altgrad::host {
 
 // One plugin of `list --json`: kind, name, aliases, version, status, description, manifest, error.
 ordered_json plugin_record_json(const plugin_record& r);
@@ -16,4 +16,7 @@ ordered_json plugin_record_json(const plugin_record& r);
 // `describe --json`: the manifest, and for a format (f set) its encoding (with `table`, every code).
 ordered_json describe_json(const manifest& m, const format_handle* f, bool table);
 
-}  // namespace altgrad::host::cli
+// A parameter in one line: "bits (int, default 4, 1..8): the exponent width".
+std::string param_summary(const param_decl& p);
+
+}  // namespace altgrad::host

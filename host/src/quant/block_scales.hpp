@@ -39,7 +39,7 @@
 
 #include "config/run_config.hpp"
 
-namespace altgrad::host::train {
+namespace altgrad::host::quant {
 
 // The values a block's decode scale X may take.
 class scale_grid {
@@ -174,4 +174,4 @@ block_scale_stats quantize_with_block_scales(const float* x, size_t n, size_t bl
     return stats;
 }
 
-}  // namespace altgrad::host::train
+}  // namespace altgrad::host::quant

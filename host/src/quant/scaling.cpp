@@ -1,4 +1,4 @@
-#include "train/scaling.hpp"
+#include "quant/scaling.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "util/error.hpp"
 #include "util/numbers.hpp"
 
-namespace altgrad::host::train {
+namespace altgrad::host::quant {
 
 float scaling_state::power_of_two_scale(double amax) const {
     const double target = format_max_ / (amax * std::ldexp(1.0, config_.margin));
@@ -50,4 +50,4 @@ void scaling_state::restore(const run::scaling_record& r) {
     history_.assign(r.amax_history.begin(), r.amax_history.end());
 }
 
-}  // namespace altgrad::host::train
+}  // namespace altgrad::host::quant

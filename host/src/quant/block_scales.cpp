@@ -1,4 +1,4 @@
-#include "train/block_scales.hpp"
+#include "quant/block_scales.hpp"
 
 #include <algorithm>
 #include <cfloat>
@@ -13,7 +13,7 @@
 
 #include "util/error.hpp"
 
-namespace altgrad::host::train {
+namespace altgrad::host::quant {
 
 namespace {
 
@@ -328,4 +328,4 @@ block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, cons
     return st;
 }
 
-}  // namespace altgrad::host::train
+}  // namespace altgrad::host::quant

@@ -1,9 +1,9 @@
-// Block scales (host/src/train/block_scales.hpp): each rule on blocks whose
+// Block scales (host/src/quant/block_scales.hpp): each rule on blocks whose
 // expected scales are worked out by hand from the rule's definition (OCP MX
 // v1.0 section 6.3; cuDNN/TransformerEngine's round-up; NVIDIA's NVFP4 two
 // levels), with the element formats' maxima from their standards:
 // E4M3 448 (emax 8), E2M1 6 (emax 2), E0M7 127/128 (emax -1).
-#include "train/block_scales.hpp"
+#include "quant/block_scales.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 
 #include "util/error.hpp"
 
-namespace altgrad::host::train {
+namespace altgrad::host::quant {
 namespace {
 
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -359,4 +359,4 @@ TEST(BlockScales, QuantizeWithBlockScalesDerivesEachPiecesScalesBeforeItsCall) {
 }
 
 }  // namespace
-}  // namespace altgrad::host::train
+}  // namespace altgrad::host::quant

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace altgrad::host::conformance {
+namespace altgrad::host::sandbox {
 
 // What a check's child leaves for its parent in memory they share; the parent
 // reads it when the child dies. Written before each plugin call and by the
@@ -89,4 +89,4 @@ private:
     size_t n_;
 };
 
-}  // namespace altgrad::host::conformance
+}  // namespace altgrad::host::sandbox

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace altgrad::host::train {
+namespace altgrad::host::config {
 
 // One transformer block's names.
 struct block_names {
@@ -38,4 +38,4 @@ std::string weight_of_layer(const std::string& layer);
 // layers, then the head. Embeddings and LayerNorms stay float32.
 std::vector<std::string> layer_names(int64_t n_layer, bool swiglu);
 
-}  // namespace altgrad::host::train
+}  // namespace altgrad::host::config

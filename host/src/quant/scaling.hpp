@@ -20,7 +20,7 @@
 #include "config/run_config.hpp"
 #include "run/records.hpp"
 
-namespace altgrad::host::train {
+namespace altgrad::host::quant {
 
 // The config's enums (quantization.scaling and quantization.amax_compute).
 using config::scaling_mode;
@@ -67,4 +67,4 @@ private:
     std::deque<double> history_;
 };
 
-}  // namespace altgrad::host::train
+}  // namespace altgrad::host::quant

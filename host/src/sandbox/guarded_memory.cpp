@@ -1,4 +1,4 @@
-#include "conformance/guarded_memory.hpp"
+#include "sandbox/guarded_memory.hpp"
 
 #include <signal.h>
 #include <sys/mman.h>
@@ -9,7 +9,7 @@
 
 #include "util/error.hpp"
 
-namespace altgrad::host::conformance {
+namespace altgrad::host::sandbox {
 
 namespace {
 
@@ -150,4 +150,4 @@ bool guarded_buffer::front_intact() const {
     return true;
 }
 
-}  // namespace altgrad::host::conformance
+}  // namespace altgrad::host::sandbox

@@ -1,4 +1,4 @@
-#include "conformance/isolate.hpp"
+#include "sandbox/isolate.hpp"
 
 #include <poll.h>
 #include <signal.h>
@@ -13,10 +13,10 @@
 #include <exception>
 #include <string>
 
-#include "conformance/guarded_memory.hpp"
+#include "sandbox/guarded_memory.hpp"
 #include "util/name_table.hpp"
 
-namespace altgrad::host::conformance {
+namespace altgrad::host::sandbox {
 
 const name_table<outcome>& outcome_names() {
     static const name_table<outcome> t{{outcome::passed, "passed"},   {outcome::failed, "failed"},
@@ -238,4 +238,4 @@ result run_isolated(const std::string& check, double timeout_seconds, const std:
     return r;
 }
 
-}  // namespace altgrad::host::conformance
+}  // namespace altgrad::host::sandbox

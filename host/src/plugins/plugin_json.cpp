@@ -1,0 +1,86 @@
+// The JSON documents of `list --json` and `describe --json` (plugins/plugin_json.hpp).
+#include "plugins/plugin_json.hpp"
+
+#include "util/abi_names.hpp"
+#include "util/numbers.hpp"
+
+namespace altgrad::host {
+
+namespace {
+
+ordered_json format_json(const altgrad_format_info& i) {
+    return {{"total_bits", i.total_bits},
+            {"code_bytes", i.code_bytes},
+            {"exponent_bits", i.exponent_bits},
+            {"mantissa_bits", i.mantissa_bits},
+            {"bias", i.bias},
+            {"signed", i.is_signed != 0},
+            {"zero", zero_kind_names().name(i.zero)},
+            {"subnormals", i.has_subnormals != 0},
+            {"inf", i.has_inf != 0},
+            {"nan_codes", i.nan_code_count},
+            {"max_finite", i.max_finite},
+            {"lowest_finite", i.lowest_finite},
+            {"min_normal", i.min_normal},
+            {"min_subnormal", i.min_subnormal}};
+}
+
+ordered_json codes_json(const std::vector<float>& values) {
+    ordered_json codes = ordered_json::array();
+    for (size_t c = 0; c < values.size(); ++c)
+        codes.push_back(ordered_json{{"code", c}, {"value", static_cast<double>(values[c])}, {"hex", hex_float(values[c])}});
+    return codes;
+}
+
+}  // namespace
+
+std::string param_summary(const param_decl& p) {
+    std::string s = p.key + " (" + param_type_name(p.type) + ", default ";
+    switch (p.type) {
+        case ALTGRAD_PARAM_BOOL: s += p.default_bool ? "true" : "false"; break;
+        case ALTGRAD_PARAM_INT: s += std::to_string(p.default_int); break;
+        case ALTGRAD_PARAM_FLOAT: s += shortest_decimal(p.default_float); break;
+        case ALTGRAD_PARAM_STRING: s += "\"" + p.default_string + "\""; break;
+    }
+    if (p.min || p.max)
+        s += ", " + (p.min ? shortest_decimal(*p.min) : std::string("-inf")) + ".." +
+             (p.max ? shortest_decimal(*p.max) : std::string("inf"));
+    if (!p.choices.empty()) {
+        s += ", one of";
+        for (const std::string& c : p.choices) s += " " + c;
+    }
+    return s + ")" + (p.description.empty() ? "" : ": " + p.description);
+}
+
+ordered_json describe_json(const manifest& m, const format_handle* f, bool table) {
+    ordered_json parameters = ordered_json::array();
+    for (const param_decl& p : m.params)
+        parameters.push_back(ordered_json{{"key", p.key}, {"type", param_type_name(p.type)}, {"summary", param_summary(p)}});
+    ordered_json out{{"name", m.name},
+                     {"aliases", m.aliases},
+                     {"kind", kind_name(m.kind)},
+                     {"version", version_string(m.version)},
+                     {"abi_version", version_string(m.abi_version, false)},
+                     {"description", m.description},
+                     {"library", m.library.string()},
+                     {"parameters", parameters}};
+    if (f != nullptr) {
+        out["format"] = format_json(f->info());
+        if (table) out["codes"] = codes_json(f->decode_all_codes());
+    }
+    return out;
+}
+
+ordered_json plugin_record_json(const plugin_record& r) {
+    const bool ok = r.status == plugin_status::ok;
+    return ordered_json{{"kind", r.info ? kind_name(r.info->kind) : "?"},
+                        {"name", r.name()},
+                        {"aliases", r.info ? ordered_json(r.info->aliases) : ordered_json::array()},
+                        {"version", r.info ? version_string(r.info->version) : "?"},
+                        {"status", ok ? "ok" : "broken"},
+                        {"description", r.info ? ordered_json(r.info->description) : ordered_json(nullptr)},
+                        {"manifest", r.manifest_path.string()},
+                        {"error", ok ? ordered_json(nullptr) : ordered_json(r.error)}};
+}
+
+}  // namespace altgrad::host
