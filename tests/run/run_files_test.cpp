@@ -61,10 +61,20 @@ TEST(Metrics, EveryKindRoundTripsWithItsKindAndRunId) {
     const fs::path file = tmp.path() / "metrics.jsonl";
     {
         metrics_writer w(file, "e5m2_short-2", false);
-        w.write(train_line{1, 4.25, 6e-4, NAN, 9000.5, 0.01, 0.0, 0.125});
-        w.write(val_line{1, 4.5});
-        w.write(tensor_line{2, "blocks.0.mlp.fc.weight", "weight", "e5m2", 0.5, 3.75, 7, 0, 1000, 0.25});
-        w.write(tensor_line{2, "blocks.0.mlp.fc.input", "activation", "e5m2", 2, 1.5, 0, 3, 4096, std::nullopt});
+        w.write(train_line{1,
+                           {{"loss", 4.25},
+                            {"lr", 6e-4},
+                            {"grad_norm", NAN},
+                            {"tokens_per_s", 9000.5},
+                            {"grad_sparsity", 0.01},
+                            {"overflow_rate", 0.0},
+                            {"underflow_rate", 0.125}}});
+        w.write(val_line{1, {{"val_loss", 4.5}}});
+        w.write(tensor_line{2, "blocks.0.mlp.fc.weight", "weight", "e5m2",
+                            {{"scale", 0.5}, {"amax", 3.75}, {"overflow", 7}, {"underflow", 0}, {"count", 1000},
+                             {"bit_stall_rate", 0.25}}});
+        w.write(tensor_line{2, "blocks.0.mlp.fc.input", "activation", "e5m2",
+                            {{"scale", 2}, {"amax", 1.5}, {"overflow", 0}, {"underflow", 3}, {"count", 4096}}});
         w.write(diagnostic_line{2, "stiffness", "*", "all", {{"stiffness_mean", 0.01}, {"stiffness_max", INFINITY}}});
         event_line sw{3, "switch_format", "mantissa_shift", "3 non-finite steps"};
         sw.tensor = "blocks.0.attn.qkv.weight", sw.from = "e7m0", sw.to = "e5m2";
@@ -91,16 +101,17 @@ TEST(Metrics, EveryKindRoundTripsWithItsKindAndRunId) {
     for (size_t k = 0; k < 8; ++k) EXPECT_STREQ(kind_name(m.lines[k]), kinds[k]) << k;
     const auto& t = std::get<train_line>(m.lines[0]);
     EXPECT_EQ(t.step, 1);
-    EXPECT_EQ(t.loss, 4.25);
-    EXPECT_EQ(t.lr, 6e-4);
-    EXPECT_TRUE(std::isnan(t.grad_norm));
-    EXPECT_EQ(t.underflow_rate, 0.125);
+    EXPECT_EQ(t.values.get("loss"), 4.25);
+    EXPECT_EQ(t.values.get("lr"), 6e-4);
+    EXPECT_TRUE(t.values.has("grad_norm"));  // written as null: present, not finite
+    EXPECT_TRUE(std::isnan(t.values.get("grad_norm")));
+    EXPECT_EQ(t.values.get("underflow_rate"), 0.125);
     const auto& w = std::get<tensor_line>(m.lines[2]);
-    EXPECT_EQ(w.overflow, 7u);
-    EXPECT_EQ(w.count, 1000u);
-    ASSERT_TRUE(w.bit_stall_rate);
-    EXPECT_EQ(*w.bit_stall_rate, 0.25);
-    EXPECT_FALSE(std::get<tensor_line>(m.lines[3]).bit_stall_rate);
+    EXPECT_EQ(w.values.get("overflow"), 7);
+    EXPECT_EQ(w.values.get("count"), 1000);
+    EXPECT_EQ(w.overflow_rate(), 0.007);
+    EXPECT_EQ(w.bit_stall_rate(), 0.25);
+    EXPECT_FALSE(std::get<tensor_line>(m.lines[3]).values.has("bit_stall_rate"));
     const auto& d = std::get<diagnostic_line>(m.lines[4]);
     ASSERT_EQ(d.values.size(), 2u);
     EXPECT_EQ(d.values[0].first, "stiffness_mean");  // the plugin's order, not sorted
@@ -170,7 +181,7 @@ TEST(Metrics, TruncateKeepsTheStepsUpToTheCheckpoint) {
     const fs::path file = tmp.path() / "metrics.jsonl";
     {
         metrics_writer w(file, "r", false);
-        for (int64_t s = 1; s <= 5; ++s) w.write(val_line{s, 1.0 * s});
+        for (int64_t s = 1; s <= 5; ++s) w.write(val_line{s, {{"val_loss", 1.0 * s}}});
     }
     std::ofstream(file, std::ios::app) << "{\"kind\":\"val\",\"step\":6,";  // half a line
     truncate_metrics(file, 3);
@@ -179,14 +190,14 @@ TEST(Metrics, TruncateKeepsTheStepsUpToTheCheckpoint) {
     ASSERT_EQ(m.lines.size(), 3u);
     EXPECT_EQ(step_of(m.lines.back()), 3);
     // Appending continues it.
-    metrics_writer(file, "r", true).write(val_line{4, 9.0});
+    metrics_writer(file, "r", true).write(val_line{4, {{"val_loss", 9.0}}});
     EXPECT_EQ(read_metrics(file).lines.size(), 4u);
 }
 
 TEST(Metrics, AFailedWriteIsAnErrorNamingTheFile) {
     if (!fs::exists("/dev/full")) GTEST_FAIL() << "/dev/full is needed for this test";
     metrics_writer w("/dev/full", "r", true);
-    const std::string e = error_of([&] { w.write(val_line{1, 2.0}); });
+    const std::string e = error_of([&] { w.write(val_line{1, {{"val_loss", 2.0}}}); });
     EXPECT_EQ(e, "/dev/full: cannot write (disk full?)");
 }
 
@@ -201,11 +212,11 @@ summary_record a_summary() {
     s.steps_done = 7;
     s.max_steps = 500;
     s.seed = 42;
-    s.final_train_loss = NAN;
-    s.final_val_loss = 4.125;
-    s.best_val_loss = 4.0625;
-    s.seconds = 12.5;
-    s.cpu_seconds = 20.25;
+    s.values = {{"final_train_loss", NAN},
+                {"final_val_loss", 4.125},
+                {"best_val_loss", 4.0625},
+                {"seconds", 12.5},
+                {"cpu_seconds", 20.25}};
     s.formats = {"e7m0", "e7m0", "e5m2"};
     s.corpus = {3.25, 2.5, NAN};
     s.switches = {{3, "mantissa_shift", "blocks.0.attn.qkv.weight", "e7m0", "e5m2"}};
@@ -221,10 +232,11 @@ TEST(Summary, RoundTrips) {
     EXPECT_EQ(s.run_id, w.run_id);
     EXPECT_EQ(s.status, w.status);
     EXPECT_EQ(*s.failure_step, 7);
-    EXPECT_TRUE(std::isnan(s.final_train_loss));
-    EXPECT_EQ(s.final_val_loss, 4.125);
-    EXPECT_EQ(s.seconds, 12.5);
-    EXPECT_EQ(s.cpu_seconds, 20.25);
+    EXPECT_TRUE(std::isnan(s.values.get("final_train_loss")));
+    EXPECT_TRUE(s.values.has("final_train_loss"));  // null: known, not finite
+    EXPECT_EQ(s.values.get("final_val_loss"), 4.125);
+    EXPECT_EQ(s.values.get("seconds"), 12.5);
+    EXPECT_EQ(s.values.get("cpu_seconds"), 20.25);
     EXPECT_EQ(s.formats.gradient, "e5m2");
     ASSERT_EQ(s.switches.size(), 1u);
     EXPECT_EQ(s.switches[0].plugin, "mantissa_shift");
@@ -242,10 +254,10 @@ TEST(Summary, RoundTrips) {
     ASSERT_NE(cpu, std::string::npos);
     text.erase(cpu, text.find('\n', cpu) + 1 - cpu);
     const summary_record old = parse_summary(text, "old/summary.json");
-    EXPECT_TRUE(std::isnan(old.cpu_seconds));  // nor before "cpu_seconds"
+    EXPECT_FALSE(old.values.has("cpu_seconds"));  // nor before "cpu_seconds"
     EXPECT_TRUE(std::isnan(old.corpus.unigram_entropy));
     EXPECT_TRUE(std::isnan(old.corpus.bigram));
-    EXPECT_EQ(old.final_val_loss, 4.125);
+    EXPECT_EQ(old.values.get("final_val_loss"), 4.125);
 }
 
 // A training process killed from outside while between plugin calls: the
@@ -257,10 +269,10 @@ TEST(Summary, ACrashOutsideAnyPluginCallIsSaidAsSuch) {
                                     "[quantization]\nweight_format = \"e4m3\"\n");
     {
         metrics_writer w(metrics_file(tmp.path()), "crashy-2", false);
-        w.write(val_line{0, 4.5});
-        train_line t;
-        t.step = 1;
-        t.loss = 4.25;
+        w.write(val_line{0, {{"val_loss", 4.5}}});
+        // Every value a train line holds (a reader refuses one without them).
+        train_line t{1, {{"loss", 4.25}, {"lr", 1e-3}, {"grad_norm", 1}, {"tokens_per_s", 100}, {"grad_sparsity", 0},
+                         {"overflow_rate", 0}, {"underflow_rate", 0}}};
         w.write(t);
         event_line e;
         e.step = 1;
@@ -270,11 +282,11 @@ TEST(Summary, ACrashOutsideAnyPluginCallIsSaidAsSuch) {
         e.from = "e4m3";
         e.to = "e5m2";
         w.write(e);
-        w.write(val_line{2, 3.5});
+        w.write(val_line{2, {{"val_loss", 3.5}}});
         t.step = 2;
-        t.loss = 3.75;
+        t.values.set("loss", 3.75);
         w.write(t);
-        w.write(val_line{3, 4.0});
+        w.write(val_line{3, {{"val_loss", 4.0}}});
     }
     call_snapshot at;
     at.in_call = false;
@@ -290,9 +302,9 @@ TEST(Summary, ACrashOutsideAnyPluginCallIsSaidAsSuch) {
     EXPECT_EQ(s.max_steps, 20);
     EXPECT_EQ(s.seed, 5);
     EXPECT_EQ(s.steps_done, 3);
-    EXPECT_EQ(s.final_train_loss, 3.75);
-    EXPECT_EQ(s.final_val_loss, 4.0);
-    EXPECT_EQ(s.best_val_loss, 3.5);
+    EXPECT_EQ(s.values.get("final_train_loss"), 3.75);
+    EXPECT_EQ(s.values.get("final_val_loss"), 4.0);
+    EXPECT_EQ(s.values.get("best_val_loss"), 3.5);
     EXPECT_EQ(s.formats.weight, "e4m3");
     ASSERT_EQ(s.switches.size(), 1u);
     EXPECT_EQ(s.switches[0].to, "e5m2");
@@ -341,15 +353,15 @@ checkpoint_state a_state() {
     checkpoint_state s;
     s.run_id = "e5m2_short";
     s.step = 40;
-    s.window_loss_sum = 0.1 + 0.2;  // not a short decimal: must come back to the bit
-    s.window_loss_n = 3;
+    s.detector.window_loss_sum = 0.1 + 0.2;  // not a short decimal: must come back to the bit
+    s.detector.window_loss_n = 3;
     s.detector.nonfinite = {2, 39, NAN, INFINITY};
     s.detector.overflow = {1, 40, 0.15, -INFINITY};
     s.detector.previous_window_loss = 3.0000000000000004;
     s.sites = {{"lm_head.weight", "e4m3", 0.49999999999999994, {0.0078125f, {1e-300, 5e-324, NAN}}},
                {"lm_head.input", "fp32", NAN, {1.0f, {}}}};
     s.history.events = {"step 3: x switched y"};
-    s.history.trend = {{40, 2.5, NAN, 0.01, 0.0, 0.25}};
+    s.history.trend = {{40, {{"loss", 2.5}, {"grad_norm", NAN}, {"grad_sparsity", 0.01}, {"bit_stall", 0.25}}}};
     s.history.diagnostics = {{40, "stiffness.stiffness_mean", 0.001}};
     s.history.interventions = {{"partition_clip", {{"clip_grad_norm", 12}}}};
     s.history.switches = {{30, "mantissa_shift", "lm_head.weight", "e7m0", "e4m3"}};
@@ -365,7 +377,8 @@ TEST(CheckpointState, RoundTripsExactly) {
     const checkpoint_state s = read_checkpoint_state(tmp.path());
     EXPECT_EQ(s.run_id, w.run_id);
     EXPECT_EQ(s.step, 40);
-    EXPECT_TRUE(same(s.window_loss_sum, w.window_loss_sum));
+    EXPECT_TRUE(same(s.detector.window_loss_sum, w.detector.window_loss_sum));
+    EXPECT_EQ(s.detector.window_loss_n, 3);
     EXPECT_TRUE(same(s.detector.nonfinite.first_value, NAN));
     EXPECT_TRUE(same(s.detector.nonfinite.last_value, INFINITY));
     EXPECT_TRUE(same(s.detector.overflow.last_value, -INFINITY));
@@ -378,7 +391,12 @@ TEST(CheckpointState, RoundTripsExactly) {
         EXPECT_TRUE(same(s.sites[0].scaling.amax_history[k], w.sites[0].scaling.amax_history[k])) << k;
     EXPECT_EQ(s.sites[1].format, "fp32");
     EXPECT_EQ(s.history.trend.size(), 1u);
-    EXPECT_TRUE(std::isnan(s.history.trend[0].grad_norm));
+    const auto& row = s.history.trend[0].values.entries();  // every value, in order
+    ASSERT_EQ(row.size(), 4u);
+    EXPECT_EQ(row[0], std::make_pair(std::string("loss"), 2.5));
+    EXPECT_EQ(row[1].first, "grad_norm");
+    EXPECT_TRUE(std::isnan(row[1].second));
+    EXPECT_EQ(row[3], std::make_pair(std::string("bit_stall"), 0.25));
     EXPECT_EQ(s.history.interventions.at("partition_clip").at("clip_grad_norm"), 12);
     EXPECT_EQ(s.history.switches[0].from, "e7m0");
     EXPECT_EQ(s.history.best_val_loss, 2.7);
@@ -397,8 +415,8 @@ TEST(CheckpointState, DamageIsRefusedNamingTheFileAndKey) {
         write(file, t);
         return error_of([&] { read_checkpoint_state(tmp.path()); });
     };
-    EXPECT_EQ(with("\"layout\": 1", "\"layout\": 2"),
-              file.string() + ": key 'layout': 2 is not this host's 1 (written by another version of altgrad-host)");
+    EXPECT_EQ(with("\"layout\": 2", "\"layout\": 3"),
+              file.string() + ": key 'layout': 3 is not this host's 2 (written by another version of altgrad-host)");
     EXPECT_EQ(with("\"scale\": 0.0078125", "\"scale\": \"big\""),
               file.string() + ": key 'sites[0].scale': expected a number, \"nan\", \"inf\" or \"-inf\"");
     EXPECT_EQ(with("\"window_loss_n\": 3", "\"window_loss_n\": -3.5"),
@@ -410,6 +428,86 @@ TEST(CheckpointState, DamageIsRefusedNamingTheFileAndKey) {
     EXPECT_EQ(error_of([&] { read_checkpoint_state(tmp.path()); }).rfind(file.string() + ": cut short", 0), 0u);
     fs::remove(file);
     EXPECT_EQ(error_of([&] { read_checkpoint_state(tmp.path()); }), file.string() + ": cannot read");
+}
+
+// Layout 1 (hosts before the metric catalog) kept five values per trend row,
+// the bit stall of all weights as bit_stall_rate: a resume still reads it.
+TEST(CheckpointState, Layout1TrendRowsAreRead) {
+    scratch tmp;
+    write_checkpoint_state(tmp.path(), a_state());
+    std::string text = read(state_file(tmp.path()));
+    text.replace(text.find("\"layout\": 2"), 11, "\"layout\": 1");
+    text.replace(text.find("\"bit_stall\": 0.25"), 11, "\"bit_stall_rate\"");
+    write(state_file(tmp.path()), text);
+    const checkpoint_state s = read_checkpoint_state(tmp.path());
+    ASSERT_EQ(s.history.trend.size(), 1u);
+    EXPECT_EQ(s.history.trend[0].values.get("bit_stall"), 0.25);
+    EXPECT_FALSE(s.history.trend[0].values.has("bit_stall_rate"));
+}
+
+// catalog.json: the metrics a run writes, every field back as written.
+TEST(Catalog, RoundTripsAndNamesDamage) {
+    scratch tmp;
+    metric_catalog c;
+    metric headline;
+    headline.name = "stiffness_mean";
+    headline.record = metric_record::diagnostic;
+    headline.source = "stiffness";
+    headline.series = "stiffness";
+    headline.title = "Stiffness (mean S = 2^(floor(log2|w|) - M))";
+    headline.label = "mean stiffness";
+    headline.summary = tensor_summary::mean;
+    headline.summary_of = "stiffness_mean";
+    headline.log_scale = true;
+    c.add(headline);
+    write_catalog(tmp.path(), c);
+    const metric_catalog back = read_catalog(catalog_file(tmp.path()));
+    ASSERT_EQ(back.metrics().size(), host_metrics().size() + 1);
+    const metric* s = back.series("stiffness");
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->source, "stiffness");
+    EXPECT_EQ(s->record, metric_record::diagnostic);
+    EXPECT_EQ(s->summary, tensor_summary::mean);
+    EXPECT_TRUE(s->log_scale);
+    EXPECT_EQ(s->title, headline.title);
+    const metric* overflow = back.series("overflow");
+    ASSERT_NE(overflow, nullptr);
+    EXPECT_EQ(overflow->summary_of, "overflow_rate");
+    // A series taken twice, and a bad field, are refused naming the file and key.
+    EXPECT_EQ(error_of([&] { c.add(headline); }),
+              "metric 'stiffness_mean' of stiffness: its series 'stiffness' is taken by 'stiffness_mean' of stiffness");
+    std::string text = read(catalog_file(tmp.path()));
+    text.replace(text.find("\"summary\": \"mean\""), 17, "\"summary\": \"median\"");
+    write(catalog_file(tmp.path()), text);
+    const std::string e = error_of([&] { read_catalog(catalog_file(tmp.path())); });
+    EXPECT_NE(e.find("summary': \"median\" is not one of none, count_weighted_mean, mean, max, min"), std::string::npos)
+        << e;
+    // A run directory's catalog: the host's when catalog.json is damaged, and the damage a problem.
+    std::vector<std::string> problems;
+    EXPECT_EQ(catalog_of(tmp.path(), problems).metrics().size(), host_metrics().size());
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_EQ(problems[0].rfind("catalog.json: ", 0), 0u) << problems[0];
+}
+
+// A series' value at a step from its tensors' values, by each summary rule.
+TEST(Catalog, SummariesOverTensors) {
+    metric m;
+    const std::vector<tensor_value> tensors = {{false, 0.5, 100}, {false, NAN, 50}, {false, 0.25, 300}};
+    m.summary = tensor_summary::count_weighted_mean;
+    EXPECT_EQ(summarise(m, tensors), (0.5 * 100 + 0.25 * 300) / 400);  // the NaN tensor counts nowhere
+    m.summary = tensor_summary::mean;
+    EXPECT_EQ(summarise(m, tensors), 0.375);
+    m.summary = tensor_summary::max;
+    EXPECT_EQ(summarise(m, tensors), 0.5);
+    m.summary = tensor_summary::min;
+    EXPECT_EQ(summarise(m, tensors), 0.25);
+    // The all-tensor value, where finite, is the step's value whatever the rule.
+    std::vector<tensor_value> with_all = tensors;
+    with_all.push_back({true, 7.0, 0});
+    EXPECT_EQ(summarise(m, with_all), 7.0);
+    with_all.back().value = NAN;
+    EXPECT_EQ(summarise(m, with_all), 0.25);
+    EXPECT_TRUE(std::isnan(summarise(m, {{false, INFINITY, 1}})));  // nothing finite
 }
 
 TEST(Checkpoints, OnlyCompleteFoldersCountNewestLast) {

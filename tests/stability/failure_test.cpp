@@ -1,8 +1,9 @@
 // Failure detection and the failure report (host/src/stability/): the detector
-// on hand-built step_evidence sequences (every expected verdict reasoned from
+// on hand-built sequences of step records (run::train_line) (every expected verdict reasoned from
 // failure.hpp's rules, not read off the code), and the report's markdown on
 // hand-built failure_contexts.
 #include <cmath>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,40 +22,45 @@ using namespace host::stability;
 using host::config::failure_config;
 using host::config::run_config;
 
-// A finite step with nothing measured.
-step_evidence finite_step(int64_t step, double loss = 4.0) {
-    step_evidence e;
-    e.step = step;
-    e.loss = loss;
+using host::run::tensor_line;
+using host::run::train_line;
+
+// A tensor at its last use with these rates, of 1000 elements (every rate here
+// a whole number of them); bit_stall_rate NaN: not measured.
+tensor_line tensor(const std::string& name, const std::string& role, const std::string& format, double overflow_rate,
+                   double underflow_rate, double bit_stall_rate) {
+    tensor_line t{0, name, role, format, {}};
+    t.values = {{"overflow", std::round(overflow_rate * 1000)},
+                {"underflow", std::round(underflow_rate * 1000)},
+                {"count", 1000}};
+    if (!std::isnan(bit_stall_rate)) t.values.set("bit_stall_rate", bit_stall_rate);
+    return t;
+}
+
+// The mantissa bits of the formats these reports name.
+const std::map<std::string, int> kMantissaBits = {{"e7m0", 0}, {"e5m2", 2}, {"e4m3", 3}, {"e3m4", 4}};
+
+// A step's record as the trainer writes it: loss and gradient norm, nothing else measured.
+train_line finite_step(int64_t step, double loss = 4.0) { return {step, {{"loss", loss}, {"grad_norm", 1.0}}}; }
+
+train_line nonfinite_step(int64_t step) { return {step, {{"loss", NAN}, {"grad_norm", NAN}}}; }
+
+train_line overflow_step(int64_t step, double rate) {
+    train_line e = finite_step(step);
+    e.values.set("overflow_rate", rate);
     return e;
 }
 
-step_evidence nonfinite_step(int64_t step) {
-    step_evidence e;
-    e.step = step;
-    e.loss = NAN;
-    e.finite = false;
+train_line sparsity_step(int64_t step, double rate) {
+    train_line e = finite_step(step);
+    e.values.set("grad_sparsity", rate);
     return e;
 }
 
-step_evidence overflow_step(int64_t step, double rate) {
-    step_evidence e = finite_step(step);
-    e.overflow_rate = rate;
-    return e;
-}
-
-step_evidence sparsity_step(int64_t step, double rate) {
-    step_evidence e = finite_step(step);
-    e.grad_sparsity = rate;
-    return e;
-}
-
-// A bit-stall measurement (every diagnostic interval).
-step_evidence stall_step(int64_t step, double rate, double window_loss, bool updates_lost) {
-    step_evidence e = finite_step(step, window_loss);
-    e.bit_stall_rate = rate;
-    e.window_loss = window_loss;
-    e.updates_lost = updates_lost;
+// A bit-stall measurement (every diagnostic interval) whose step's loss is `loss`.
+train_line stall_step(int64_t step, double rate, double loss) {
+    train_line e = finite_step(step, loss);
+    e.values.set("bit_stall", rate);
     return e;
 }
 
@@ -73,7 +79,7 @@ TEST(FailureModeName, EveryMode) {
 // ---- nan_loss --------------------------------------------------------------------
 
 TEST(FailureDetector, WithoutInterventionsTheFirstNonFiniteStepIsNanLoss) {
-    failure_detector d(failure_config{}, /*interventions_enabled=*/false, 500);
+    failure_detector d(failure_config{}, /*interventions_enabled=*/false, /*weights_in_format=*/true, 500);
     for (int64_t s = 1; s <= 3; ++s) EXPECT_FALSE(d.observe(finite_step(s))) << s;
     const std::optional<verdict> v = d.observe(nonfinite_step(4));
     ASSERT_TRUE(v);
@@ -85,9 +91,9 @@ TEST(FailureDetector, WithoutInterventionsTheFirstNonFiniteStepIsNanLoss) {
 }
 
 TEST(FailureDetector, AStepWithAFiniteLossButANonFiniteGradientCountsToo) {
-    failure_detector d(failure_config{}, false, 500);
-    step_evidence e = finite_step(7, 3.5);  // loss finite, gradient norm not: `finite` says both
-    e.finite = false;
+    failure_detector d(failure_config{}, false, /*weights_in_format=*/true, 500);
+    train_line e = finite_step(7, 3.5);  // loss finite, gradient norm not
+    e.values.set("grad_norm", INFINITY);
     const std::optional<verdict> v = d.observe(e);
     ASSERT_TRUE(v);
     EXPECT_EQ(v->mode, failure_mode::nan_loss);
@@ -97,7 +103,7 @@ TEST(FailureDetector, AStepWithAFiniteLossButANonFiniteGradientCountsToo) {
 TEST(FailureDetector, WithInterventionsMaxNonFiniteStepsAreToleratedThenNanLoss) {
     failure_config c;
     c.max_nonfinite_steps = 3;
-    failure_detector d(c, /*interventions_enabled=*/true, 500);
+    failure_detector d(c, /*interventions_enabled=*/true, /*weights_in_format=*/true, 500);
     EXPECT_FALSE(d.observe(finite_step(1)));
     // Three in a row are tolerated (an intervention may act on them).
     for (int64_t s = 2; s <= 4; ++s) {
@@ -120,7 +126,7 @@ TEST(FailureDetector, WithInterventionsMaxNonFiniteStepsAreToleratedThenNanLoss)
 }
 
 TEST(FailureDetector, TheDefaultToleranceIsTenNonFiniteSteps) {
-    failure_detector d(failure_config{}, true, 500);
+    failure_detector d(failure_config{}, true, /*weights_in_format=*/true, 500);
     for (int64_t s = 100; s < 110; ++s) EXPECT_FALSE(d.observe(nonfinite_step(s))) << s;
     const std::optional<verdict> v = d.observe(nonfinite_step(110));
     ASSERT_TRUE(v);
@@ -132,7 +138,7 @@ TEST(FailureDetector, TheDefaultToleranceIsTenNonFiniteSteps) {
 // ---- overflow and gradient_vanishing ----------------------------------------------
 
 TEST(FailureDetector, OverflowAboveThresholdForPatienceStepsFromTheFirstOfTheStreak) {
-    failure_detector d(failure_config{}, false, 500);  // overflow 0.1, patience 3
+    failure_detector d(failure_config{}, false, /*weights_in_format=*/true, 500);  // overflow 0.1, patience 3
     EXPECT_FALSE(d.observe(overflow_step(1, 0.2)));
     EXPECT_FALSE(d.observe(overflow_step(2, 0.3)));
     EXPECT_FALSE(d.observe(overflow_step(3, 0.05)));  // a dip below: the streak restarts
@@ -154,26 +160,27 @@ TEST(FailureDetector, OverflowAboveThresholdForPatienceStepsFromTheFirstOfTheStr
 // two steps into an overflow streak decides at the third step, with the
 // streak's first step and value, as the original does; a fresh one does not.
 TEST(FailureDetector, ARestoredDetectorContinuesItsStreaks) {
-    failure_detector original(failure_config{}, false, 500);  // overflow 0.1, patience 3
+    failure_detector original(failure_config{}, false, /*weights_in_format=*/true, 500);  // overflow 0.1, patience 3
     EXPECT_FALSE(original.observe(overflow_step(1, 0.2)));
     EXPECT_FALSE(original.observe(overflow_step(2, 0.3)));
-    EXPECT_FALSE(original.observe(stall_step(2, 0.1, 3.25, false)));  // sets the previous window loss
-    failure_detector restored(failure_config{}, false, 500);
+    // A measurement: the window (4.0 + 4.0 + 3.25) / 3 = 3.75 becomes the previous window loss.
+    EXPECT_FALSE(original.observe(stall_step(2, 0.1, 3.25)));
+    failure_detector restored(failure_config{}, false, /*weights_in_format=*/true, 500);
     restored.restore(original.state());
     EXPECT_EQ(restored.state().overflow.length, 2);
     EXPECT_EQ(restored.state().overflow.first_step, 1);
-    EXPECT_EQ(restored.state().previous_window_loss, 3.25);
+    EXPECT_EQ(restored.state().previous_window_loss, 3.75);
     const std::optional<verdict> v = restored.observe(overflow_step(3, 0.4));
     ASSERT_TRUE(v);
     EXPECT_EQ(v->mode, failure_mode::overflow);
     EXPECT_EQ(v->evidence_step, 1);
     EXPECT_NE(v->evidence.find("from step 1 (20.0% then, 40.0% now)"), std::string::npos) << v->evidence;
-    failure_detector fresh(failure_config{}, false, 500);
+    failure_detector fresh(failure_config{}, false, /*weights_in_format=*/true, 500);
     EXPECT_FALSE(fresh.observe(overflow_step(3, 0.4)));
 }
 
 TEST(FailureDetector, ARateAtTheThresholdIsNotAbove) {
-    failure_detector d(failure_config{}, false, 500);
+    failure_detector d(failure_config{}, false, /*weights_in_format=*/true, 500);
     EXPECT_FALSE(d.observe(overflow_step(1, 0.5)));
     EXPECT_FALSE(d.observe(overflow_step(2, 0.5)));
     EXPECT_FALSE(d.observe(overflow_step(3, 0.1)));  // equal to failure.overflow: breaks the streak
@@ -187,7 +194,7 @@ TEST(FailureDetector, ARateAtTheThresholdIsNotAbove) {
 TEST(FailureDetector, PatienceOneDecidesAtTheFirstStepAbove) {
     failure_config c;
     c.patience = 1;
-    failure_detector d(c, false, 500);
+    failure_detector d(c, false, /*weights_in_format=*/true, 500);
     EXPECT_FALSE(d.observe(overflow_step(1, 0.05)));
     const std::optional<verdict> v = d.observe(overflow_step(2, 0.5));
     ASSERT_TRUE(v);
@@ -197,7 +204,7 @@ TEST(FailureDetector, PatienceOneDecidesAtTheFirstStepAbove) {
 }
 
 TEST(FailureDetector, GradientVanishingAboveThresholdForPatienceSteps) {
-    failure_detector d(failure_config{}, false, 500);  // vanishing 0.7, patience 3
+    failure_detector d(failure_config{}, false, /*weights_in_format=*/true, 500);  // vanishing 0.7, patience 3
     EXPECT_FALSE(d.observe(sparsity_step(10, 0.9)));
     EXPECT_FALSE(d.observe(sparsity_step(11, 0.6)));  // below: resets
     EXPECT_FALSE(d.observe(sparsity_step(12, 0.8)));
@@ -212,10 +219,10 @@ TEST(FailureDetector, GradientVanishingAboveThresholdForPatienceSteps) {
 
 TEST(FailureDetector, NonFiniteStepsDoNotBreakARateStreak) {
     // With interventions the tolerated non-finite steps still carry rates.
-    failure_detector d(failure_config{}, true, 500);
+    failure_detector d(failure_config{}, true, /*weights_in_format=*/true, 500);
     EXPECT_FALSE(d.observe(overflow_step(1, 0.5)));
-    step_evidence e = nonfinite_step(2);
-    e.overflow_rate = 0.6;
+    train_line e = nonfinite_step(2);
+    e.values.set("overflow_rate", 0.6);
     EXPECT_FALSE(d.observe(e));
     const std::optional<verdict> v = d.observe(overflow_step(3, 0.7));
     ASSERT_TRUE(v);
@@ -226,31 +233,32 @@ TEST(FailureDetector, NonFiniteStepsDoNotBreakARateStreak) {
 // ---- bit_stall --------------------------------------------------------------------
 
 TEST(FailureDetector, BitStallWithMasterWeightsNeverCollapses) {
-    failure_detector d(failure_config{}, false, 100000);
+    failure_detector d(failure_config{}, false, /*weights_in_format=*/false, 100000);
     // Every weight frozen and the loss flat, but the updates accumulate in FP32 master weights.
-    for (int64_t s = 50; s <= 1000; s += 50) EXPECT_FALSE(d.observe(stall_step(s, 1.0, 5.0, false))) << s;
+    for (int64_t s = 50; s <= 1000; s += 50) EXPECT_FALSE(d.observe(stall_step(s, 1.0, 5.0))) << s;
 }
 
 TEST(FailureDetector, BitStallWhileTheLossImprovesNeverCollapses) {
-    failure_detector d(failure_config{}, false, 100000);  // min_progress 0.01
+    failure_detector d(failure_config{}, false, /*weights_in_format=*/true, 100000);  // min_progress 0.01
     double loss = 10.0;
     for (int64_t s = 50; s <= 1000; s += 50) {
-        EXPECT_FALSE(d.observe(stall_step(s, 0.9, loss, true))) << s;
+        EXPECT_FALSE(d.observe(stall_step(s, 0.9, loss))) << s;
         loss *= 0.98;  // 2% better per interval: more than min_progress
     }
 }
 
 TEST(FailureDetector, BitStallWithoutProgressForPatienceMeasurements) {
-    failure_detector d(failure_config{}, false, 100000);  // bit_stall 0.5, min_progress 0.01, patience 3
+    failure_detector d(failure_config{}, false, /*weights_in_format=*/true, 100000);  // bit_stall 0.5, min_progress 0.01, patience 3
     // The first measurement has no previous window: it counts as progress.
-    EXPECT_FALSE(d.observe(stall_step(50, 0.9, 5.0, true)));
-    // Steps between measurements (bit stall NaN) neither grow nor break the streak.
-    EXPECT_FALSE(d.observe(finite_step(51)));
-    // 4.99 is not below 5.0 * 0.99 = 4.95: no progress, stall 1 of 3.
-    EXPECT_FALSE(d.observe(stall_step(100, 0.9, 4.99, true)));
-    EXPECT_FALSE(d.observe(finite_step(101)));
-    EXPECT_FALSE(d.observe(stall_step(150, 0.8, 4.98, true)));  // 4.98 >= 4.99 * 0.99: 2 of 3
-    const std::optional<verdict> v = d.observe(stall_step(200, 0.7, 4.985, true));  // worse: 3 of 3
+    EXPECT_FALSE(d.observe(stall_step(50, 0.9, 5.0)));
+    // Steps between measurements (no bit stall) neither grow nor break the
+    // streak; their losses are in the next window.
+    EXPECT_FALSE(d.observe(finite_step(51, 4.99)));
+    // The window's mean, 4.99, is not below 5.0 * 0.99 = 4.95: no progress, stall 1 of 3.
+    EXPECT_FALSE(d.observe(stall_step(100, 0.9, 4.99)));
+    EXPECT_FALSE(d.observe(finite_step(101, 4.98)));
+    EXPECT_FALSE(d.observe(stall_step(150, 0.8, 4.98)));  // 4.98 >= 4.99 * 0.99: 2 of 3
+    const std::optional<verdict> v = d.observe(stall_step(200, 0.7, 4.985));  // worse: 3 of 3
     ASSERT_TRUE(v);
     EXPECT_EQ(v->mode, failure_mode::bit_stall);
     EXPECT_EQ(v->evidence_step, 100);
@@ -258,14 +266,36 @@ TEST(FailureDetector, BitStallWithoutProgressForPatienceMeasurements) {
     EXPECT_NE(v->evidence.find("from step 100 (90.0% then, 70.0% now)"), std::string::npos) << v->evidence;
 }
 
+// The loss a measurement compares is the mean of the finite training losses
+// since the previous measurement, its own step's included.
+TEST(FailureDetector, TheWindowIsTheMeanOfTheFiniteLossesSinceTheLastMeasurement) {
+    failure_config c;
+    c.patience = 1;
+    c.max_nonfinite_steps = 5;
+    failure_detector d(c, /*interventions_enabled=*/true, /*weights_in_format=*/true, 100000);
+    EXPECT_FALSE(d.observe(stall_step(50, 0.9, 5.0)));  // window 5.0, the first: progress
+    EXPECT_FALSE(d.observe(finite_step(51, 6.0)));
+    EXPECT_FALSE(d.observe(nonfinite_step(52)));      // not finite: not in the window (tolerated)
+    // (6.0 + 3.0) / 2 = 4.5 < 5.0 * 0.99 = 4.95: progress, no stall.
+    EXPECT_FALSE(d.observe(stall_step(100, 0.9, 3.0)));
+    // (4.46 + 4.5) / 2 = 4.48 >= 4.5 * 0.99 = 4.455: no progress, stall (patience 1). Had the
+    // window kept step 100's 3.0 it would read 3.99: progress.
+    EXPECT_FALSE(d.observe(finite_step(101, 4.46)));
+    const std::optional<verdict> v = d.observe(stall_step(150, 0.9, 4.5));
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->mode, failure_mode::bit_stall);
+    EXPECT_EQ(v->evidence_step, 150);
+    EXPECT_EQ(d.state().window_loss_n, 0);  // reset at the measurement
+}
+
 TEST(FailureDetector, TheFirstMeasurementCountsAsProgress) {
-    failure_detector d(failure_config{}, false, 100000);
+    failure_detector d(failure_config{}, false, /*weights_in_format=*/true, 100000);
     // A flat loss from the start: the first measurement cannot count (no previous window),
     // so the third stalled one is the fourth measurement, and the evidence starts at the second.
-    EXPECT_FALSE(d.observe(stall_step(50, 1.0, 5.0, true)));
-    EXPECT_FALSE(d.observe(stall_step(100, 1.0, 5.0, true)));
-    EXPECT_FALSE(d.observe(stall_step(150, 1.0, 5.0, true)));
-    const std::optional<verdict> v = d.observe(stall_step(200, 1.0, 5.0, true));
+    EXPECT_FALSE(d.observe(stall_step(50, 1.0, 5.0)));
+    EXPECT_FALSE(d.observe(stall_step(100, 1.0, 5.0)));
+    EXPECT_FALSE(d.observe(stall_step(150, 1.0, 5.0)));
+    const std::optional<verdict> v = d.observe(stall_step(200, 1.0, 5.0));
     ASSERT_TRUE(v);
     EXPECT_EQ(v->mode, failure_mode::bit_stall);
     EXPECT_EQ(v->evidence_step, 100);
@@ -273,18 +303,18 @@ TEST(FailureDetector, TheFirstMeasurementCountsAsProgress) {
 }
 
 TEST(FailureDetector, BitStallStreakBreaksOnProgressOrALowRate) {
-    failure_detector d(failure_config{}, false, 100000);
-    EXPECT_FALSE(d.observe(stall_step(50, 0.9, 5.0, true)));   // first: progress
-    EXPECT_FALSE(d.observe(stall_step(100, 0.9, 5.0, true)));  // stall 1
-    EXPECT_FALSE(d.observe(stall_step(150, 0.9, 5.0, true)));  // stall 2
-    EXPECT_FALSE(d.observe(stall_step(200, 0.9, 4.0, true)));  // 4.0 < 4.95: progress, resets
-    EXPECT_FALSE(d.observe(stall_step(250, 0.9, 4.0, true)));  // stall 1
-    EXPECT_FALSE(d.observe(stall_step(300, 0.5, 4.0, true)));  // rate not above 0.5: resets
-    EXPECT_FALSE(d.observe(stall_step(350, 0.9, 4.0, true)));  // stall 1
-    EXPECT_FALSE(d.observe(stall_step(400, 0.9, 4.0, false))); // master weights now: resets
-    EXPECT_FALSE(d.observe(stall_step(450, 0.9, 4.0, true)));  // stall 1
-    EXPECT_FALSE(d.observe(stall_step(500, 0.9, 4.0, true)));  // stall 2
-    const std::optional<verdict> v = d.observe(stall_step(550, 0.9, 4.0, true));
+    failure_detector d(failure_config{}, false, /*weights_in_format=*/true, 100000);
+    EXPECT_FALSE(d.observe(stall_step(50, 0.9, 5.0)));   // first: progress
+    EXPECT_FALSE(d.observe(stall_step(100, 0.9, 5.0)));  // stall 1
+    EXPECT_FALSE(d.observe(stall_step(150, 0.9, 5.0)));  // stall 2
+    EXPECT_FALSE(d.observe(stall_step(200, 0.9, 4.0)));  // 4.0 < 4.95: progress, resets
+    EXPECT_FALSE(d.observe(stall_step(250, 0.9, 4.0)));  // stall 1
+    EXPECT_FALSE(d.observe(stall_step(300, 0.5, 4.0)));  // rate not above 0.5: resets
+    EXPECT_FALSE(d.observe(stall_step(350, 0.9, 4.0)));  // stall 1
+    EXPECT_FALSE(d.observe(stall_step(400, 0.4, 4.0)));  // rate not above 0.5 again: resets
+    EXPECT_FALSE(d.observe(stall_step(450, 0.9, 4.0)));  // stall 1
+    EXPECT_FALSE(d.observe(stall_step(500, 0.9, 4.0)));  // stall 2
+    const std::optional<verdict> v = d.observe(stall_step(550, 0.9, 4.0));
     ASSERT_TRUE(v);
     EXPECT_EQ(v->evidence_step, 450);
 }
@@ -292,11 +322,11 @@ TEST(FailureDetector, BitStallStreakBreaksOnProgressOrALowRate) {
 // ---- Priority --------------------------------------------------------------------
 
 TEST(FailureDetector, NanLossWinsOverACoincidingOverflow) {
-    failure_detector d(failure_config{}, false, 500);
+    failure_detector d(failure_config{}, false, /*weights_in_format=*/true, 500);
     EXPECT_FALSE(d.observe(overflow_step(1, 0.5)));
     EXPECT_FALSE(d.observe(overflow_step(2, 0.5)));
-    step_evidence e = nonfinite_step(3);
-    e.overflow_rate = 0.5;  // overflow's third step too
+    train_line e = nonfinite_step(3);
+    e.values.set("overflow_rate", 0.5);  // overflow's third step too
     const std::optional<verdict> v = d.observe(e);
     ASSERT_TRUE(v);
     EXPECT_EQ(v->mode, failure_mode::nan_loss);
@@ -307,28 +337,28 @@ TEST(FailureDetector, BitStallThenOverflowThenVanishing) {
     failure_config c;
     c.patience = 1;
     {
-        failure_detector d(c, false, 500);
-        EXPECT_FALSE(d.observe(stall_step(50, 0.9, 5.0, true)));  // first measurement: progress
-        step_evidence e = stall_step(100, 0.9, 5.0, true);
-        e.overflow_rate = 0.5;
-        e.grad_sparsity = 0.9;
+        failure_detector d(c, false, /*weights_in_format=*/true, 500);
+        EXPECT_FALSE(d.observe(stall_step(50, 0.9, 5.0)));  // first measurement: progress
+        train_line e = stall_step(100, 0.9, 5.0);
+        e.values.set("overflow_rate", 0.5);
+        e.values.set("grad_sparsity", 0.9);
         const std::optional<verdict> v = d.observe(e);
         ASSERT_TRUE(v);
         EXPECT_EQ(v->mode, failure_mode::bit_stall);
     }
     {
-        failure_detector d(c, false, 500);
-        step_evidence e = overflow_step(1, 0.5);
-        e.grad_sparsity = 0.9;
+        failure_detector d(c, false, /*weights_in_format=*/true, 500);
+        train_line e = overflow_step(1, 0.5);
+        e.values.set("grad_sparsity", 0.9);
         const std::optional<verdict> v = d.observe(e);
         ASSERT_TRUE(v);
         EXPECT_EQ(v->mode, failure_mode::overflow);
     }
     {
-        failure_detector d(c, false, 500);
-        step_evidence e = nonfinite_step(1);
-        e.overflow_rate = 0.5;
-        e.grad_sparsity = 0.9;
+        failure_detector d(c, false, /*weights_in_format=*/true, 500);
+        train_line e = nonfinite_step(1);
+        e.values.set("overflow_rate", 0.5);
+        e.values.set("grad_sparsity", 0.9);
         const std::optional<verdict> v = d.observe(e);
         ASSERT_TRUE(v);
         EXPECT_EQ(v->mode, failure_mode::nan_loss);
@@ -338,7 +368,7 @@ TEST(FailureDetector, BitStallThenOverflowThenVanishing) {
 // ---- stopped_early ---------------------------------------------------------------
 
 TEST(FailureDetector, StoppedEarlyBeforeTheEarlyStopFractionElseUnknown) {
-    failure_detector d(failure_config{}, false, 500);  // early_stop 0.1: before step 50
+    failure_detector d(failure_config{}, false, /*weights_in_format=*/true, 500);  // early_stop 0.1: before step 50
     const verdict early = d.stopped_early(49, "out of memory");
     EXPECT_EQ(early.mode, failure_mode::early_stop);
     EXPECT_EQ(early.evidence_step, 49);
@@ -356,10 +386,10 @@ TEST(FailureDetector, StoppedEarlyBeforeTheEarlyStopFractionElseUnknown) {
 
     failure_config c;
     c.early_stop = 0.5;
-    EXPECT_EQ(failure_detector(c, false, 500).stopped_early(249, "x").mode, failure_mode::early_stop);
-    EXPECT_EQ(failure_detector(c, false, 500).stopped_early(250, "x").mode, failure_mode::unknown);
+    EXPECT_EQ(failure_detector(c, false, true, 500).stopped_early(249, "x").mode, failure_mode::early_stop);
+    EXPECT_EQ(failure_detector(c, false, true, 500).stopped_early(250, "x").mode, failure_mode::unknown);
     c.early_stop = 0.0;
-    EXPECT_EQ(failure_detector(c, false, 500).stopped_early(0, "x").mode, failure_mode::unknown);
+    EXPECT_EQ(failure_detector(c, false, true, 500).stopped_early(0, "x").mode, failure_mode::unknown);
 }
 
 // ---- The failure report ------------------------------------------------------------
@@ -369,6 +399,7 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 // An E7M0 run with its weights stored in the format, stalled.
 failure_context bit_stall_context() {
     failure_context x;
+    x.mantissa_bits = kMantissaBits;
     x.config = host::config::parse_config(
         "[quantization]\nweight_format = \"e7m0\"\nshadow_weights = false\n", "runs/e7m0_stall.toml");
     x.collapse.mode = failure_mode::bit_stall;
@@ -378,25 +409,14 @@ failure_context bit_stall_context() {
     x.checkpoint = "checkpoints/step_250.pt";
     x.learning_rate = 6e-4;
     x.median_abs_weight = 0.02;
-    tensor_state qkv{"blocks.0.attn.qkv.weight", ALTGRAD_TENSOR_WEIGHT, "e7m0", 0, 0.0, 0.0, 0.6};
-    tensor_state fc{"blocks.0.mlp.fc.weight", ALTGRAD_TENSOR_WEIGHT, "e7m0", 0, 0.0, 0.0, 1.0};
-    tensor_state head{"lm_head.weight", ALTGRAD_TENSOR_WEIGHT, "e7m0", 0, 0.0, 0.0, 0.2};
-    tensor_state act{"blocks.0.mlp.fc.activation", ALTGRAD_TENSOR_ACTIVATION, "e5m2", 2, 0.0, 0.0, NAN};
+    const tensor_line qkv = tensor("blocks.0.attn.qkv.weight", "weight", "e7m0", 0.0, 0.0, 0.6);
+    const tensor_line fc = tensor("blocks.0.mlp.fc.weight", "weight", "e7m0", 0.0, 0.0, 1.0);
+    const tensor_line head = tensor("lm_head.weight", "weight", "e7m0", 0.0, 0.0, 0.2);
+    const tensor_line act = tensor("blocks.0.mlp.fc.activation", "activation", "e5m2", 0.0, 0.0, NAN);
     x.tensors = {qkv, fc, head, act};
-    trend_row a;
-    a.step = 240;
-    a.loss = 5.5;
-    a.grad_norm = 1.25;
-    a.grad_sparsity = 0.1;
-    a.overflow_rate = 0.0;
-    trend_row b;
-    b.step = 250;
-    b.loss = 5.49;
-    b.grad_norm = 1.1;
-    b.grad_sparsity = 0.12;
-    b.overflow_rate = 0.0;
-    b.bit_stall_rate = 0.8;
-    x.trend = {a, b};
+    x.trend = {{240, {{"loss", 5.5}, {"grad_norm", 1.25}, {"grad_sparsity", 0.1}, {"overflow_rate", 0.0}}},
+               {250,
+                {{"loss", 5.49}, {"grad_norm", 1.1}, {"grad_sparsity", 0.12}, {"overflow_rate", 0.0}, {"bit_stall", 0.8}}}};
     x.diagnostics = {{200, "stiffness.stiffness_mean", 0.5},
                      {250, "stiffness.stiffness_mean", 0.75},
                      {250, "grid_alignment.alignment_mean", 0.9}};
@@ -468,8 +488,8 @@ TEST(FailureReport, BitStallHalfGapFollowsTheMantissaBits) {
     failure_context x = bit_stall_context();
     // E3M4 weights at median |w| = 0.3: floor(log2 0.3) = -2, half gap 0.5 * 2^(-2-4) = 2^-7 = 0.0078125.
     x.median_abs_weight = 0.3;
-    for (tensor_state& t : x.tensors)
-        if (t.role == ALTGRAD_TENSOR_WEIGHT) t.format = "e3m4", t.mantissa_bits = 4;
+    for (tensor_line& t : x.tensors)
+        if (t.role == "weight") t.format = "e3m4";  // 4 mantissa bits (kMantissaBits)
     const std::string md = failure_report_markdown(x);
     EXPECT_TRUE(has(md, "At the median weight |w| = 0.3 the format's half gap is 0.007812,")) << md;
     EXPECT_TRUE(has(md, "their format has 4 mantissa bit(s)")) << md;
@@ -492,6 +512,7 @@ TEST(FailureReport, BitStallWithMasterWeightsOrTheInterventionOnSaysLess) {
 
 TEST(FailureReport, NanLossWithNonFiniteOverflowRecommendsSaturate) {
     failure_context x;
+    x.mantissa_bits = kMantissaBits;
     x.config = host::config::parse_config(
         "[quantization]\noverflow = \"nonfinite\"\n[stability]\ninterventions = [\"mantissa_shift\"]\n", "e4m3_nan.toml");
     x.collapse.mode = failure_mode::nan_loss;
@@ -499,16 +520,14 @@ TEST(FailureReport, NanLossWithNonFiniteOverflowRecommendsSaturate) {
     x.collapse.decided_step = 41;
     x.collapse.evidence = "loss or gradient not finite from step 31";
     x.learning_rate = 6e-4;
-    x.tensors = {{"blocks.1.mlp.proj.grad", ALTGRAD_TENSOR_OUTPUT_GRADIENT, "e4m3", 3, 0.25, 0.0, NAN},
-                 {"blocks.1.attn.qkv.weight", ALTGRAD_TENSOR_WEIGHT, "e4m3", 3, 0.0, 0.0, NAN},
-                 {"blocks.1.mlp.fc.act", ALTGRAD_TENSOR_ACTIVATION, "e4m3", 3, 0.5, 0.0, NAN}};
+    x.tensors = {tensor("blocks.1.mlp.proj.grad", "output_gradient", "e4m3", 0.25, 0.0, NAN),
+                 tensor("blocks.1.attn.qkv.weight", "weight", "e4m3", 0.0, 0.0, NAN),
+                 tensor("blocks.1.mlp.fc.act", "activation", "e4m3", 0.5, 0.0, NAN)};
     x.nonfinite_gradients = {"a.weight", "b.weight", "c.weight", "d.weight", "e.weight"};
-    trend_row r1, r2, r3, r4;
-    r1.step = 38, r1.loss = 3.0, r1.grad_norm = 0.5;
-    r2.step = 39, r2.loss = 4.0, r2.grad_norm = 2.0;
-    r3.step = 40, r3.loss = 5.0, r3.grad_norm = 8.0;
-    r4.step = 41, r4.loss = NAN, r4.grad_norm = INFINITY;
-    x.trend = {r1, r2, r3, r4};
+    x.trend = {{38, {{"loss", 3.0}, {"grad_norm", 0.5}}},
+               {39, {{"loss", 4.0}, {"grad_norm", 2.0}}},
+               {40, {{"loss", 5.0}, {"grad_norm", 8.0}}},
+               {41, {{"loss", NAN}, {"grad_norm", INFINITY}}}};
     const std::string md = failure_report_markdown(x);
     SCOPED_TRACE(md);
     EXPECT_TRUE(has(md, "| failure mode | **nan_loss** |\n"));
@@ -537,9 +556,10 @@ TEST(FailureReport, NanLossWithNonFiniteOverflowRecommendsSaturate) {
 
 TEST(FailureReport, NanLossWithSaturateRecommendsRangeAndNoOverflowNoSaturate) {
     failure_context x;
+    x.mantissa_bits = kMantissaBits;
     x.config = host::config::parse_config("", "e4m3_nan.toml");  // overflow = "saturate"
     x.collapse.mode = failure_mode::nan_loss;
-    x.tensors = {{"blocks.1.mlp.proj.grad", ALTGRAD_TENSOR_OUTPUT_GRADIENT, "e4m3", 3, 0.25, 0.0, NAN}};
+    x.tensors = {tensor("blocks.1.mlp.proj.grad", "output_gradient", "e4m3", 0.25, 0.0, NAN)};
     std::string md = failure_report_markdown(x);
     EXPECT_FALSE(has(md, "quantization.overflow = \"saturate\"`:")) << md;
     EXPECT_TRUE(has(md, "- Give the overflowing tensors more range (a format with more exponent bits for them, or "
@@ -549,7 +569,7 @@ TEST(FailureReport, NanLossWithSaturateRecommendsRangeAndNoOverflowNoSaturate) {
 
     // With nonfinite but nothing overflowing there is no evidence for saturate.
     x.config.quantization.overflow = ALTGRAD_OVERFLOW_NONFINITE;
-    x.tensors[0].overflow_rate = 0.0;
+    x.tensors[0].values.set("overflow", 0);
     md = failure_report_markdown(x);
     EXPECT_FALSE(has(md, "saturate")) << md;
     EXPECT_FALSE(has(md, "more range")) << md;
@@ -557,8 +577,9 @@ TEST(FailureReport, NanLossWithSaturateRecommendsRangeAndNoOverflowNoSaturate) {
 
 TEST(FailureReport, NothingToRecommendSaysNoneFollow) {
     failure_context x;
+    x.mantissa_bits = kMantissaBits;
     x.config = host::config::parse_config("", "fine.toml");
-    x.collapse = failure_detector(x.config.failure, false, 500).stopped_early(12, "out of memory");
+    x.collapse = failure_detector(x.config.failure, false, true, 500).stopped_early(12, "out of memory");
     const std::string md = failure_report_markdown(x);
     EXPECT_TRUE(has(md, "| failure mode | **early_stop** |\n")) << md;
     EXPECT_TRUE(has(md, "## Recommendations\n\nNone follow from the evidence recorded here.\n")) << md;
@@ -569,15 +590,16 @@ TEST(FailureReport, NothingToRecommendSaysNoneFollow) {
     // An overflow collapse with no tensor over and partition_clip on: nothing follows either.
     x.config.stability.interventions = {"partition_clip"};
     x.collapse.mode = failure_mode::overflow;
-    x.tensors = {{"blocks.0.mlp.fc.weight", ALTGRAD_TENSOR_WEIGHT, "e5m2", 2, 0.0, 0.0, NAN}};
+    x.tensors = {tensor("blocks.0.mlp.fc.weight", "weight", "e5m2", 0.0, 0.0, NAN)};
     EXPECT_TRUE(has(failure_report_markdown(x), "None follow from the evidence recorded here.\n"));
 }
 
 TEST(FailureReport, OverflowAndVanishingRecommendations) {
     failure_context x;
+    x.mantissa_bits = kMantissaBits;
     x.config = host::config::parse_config("[quantization]\nmargin = 2\n", "ovf.toml");
     x.collapse.mode = failure_mode::overflow;
-    x.tensors = {{"blocks.0.mlp.fc.act", ALTGRAD_TENSOR_ACTIVATION, "e4m3", 3, 0.3, 0.0, NAN}};
+    x.tensors = {tensor("blocks.0.mlp.fc.act", "activation", "e4m3", 0.3, 0.0, NAN)};
     std::string md = failure_report_markdown(x);
     EXPECT_TRUE(has(md, "- Overflowing: blocks.0.mlp.fc.act (e4m3, 30.0%). Raise `quantization.margin` (now 2)")) << md;
     EXPECT_TRUE(has(md, "- Enable `partition_clip`")) << md;
@@ -592,22 +614,22 @@ TEST(FailureReport, OverflowAndVanishingRecommendations) {
         << md;
     EXPECT_TRUE(has(md, "`quantization.scale_rule = \"round_up\"` never clips.")) << md;
     EXPECT_FALSE(has(md, "quantization.margin")) << md;
-    x.tensors.push_back({"blocks.0.mlp.fc.weight", ALTGRAD_TENSOR_WEIGHT, "e4m3", 3, 0.2, 0.0, NAN});
+    x.tensors.push_back(tensor("blocks.0.mlp.fc.weight", "weight", "e4m3", 0.2, 0.0, NAN));
     md = failure_report_markdown(x);
     EXPECT_TRUE(has(md, "Raise `quantization.margin`")) << md;
     EXPECT_FALSE(has(md, "floor rule")) << md;
 
     x.collapse.mode = failure_mode::gradient_vanishing;
     x.config.quantization.scaling = host::config::scaling_mode::none;
-    x.tensors = {{"blocks.0.mlp.fc.grad", ALTGRAD_TENSOR_OUTPUT_GRADIENT, "e4m3", 3, 0.0, 0.8, NAN},
-                 {"blocks.0.mlp.proj.grad", ALTGRAD_TENSOR_OUTPUT_GRADIENT, "e4m3", 3, 0.0, 0.4, NAN}};  // not above 50%
+    x.tensors = {tensor("blocks.0.mlp.fc.grad", "output_gradient", "e4m3", 0.0, 0.8, NAN),
+                 tensor("blocks.0.mlp.proj.grad", "output_gradient", "e4m3", 0.0, 0.4, NAN)};  // not above 50%
     md = failure_report_markdown(x);
     EXPECT_TRUE(has(md, "- Gradients flushed to zero in blocks.0.mlp.fc.grad (e4m3, 80.0%): give them more range "
                         "(`quantization.gradient_format = \"e5m2\"`) and per-tensor scaling"))
         << md;
     EXPECT_FALSE(has(md, "blocks.0.mlp.proj.grad (")) << md;
     x.tensors.pop_back();
-    x.tensors[0].underflow_rate = 0.1;
+    x.tensors[0].values.set("underflow", 100);  // 10% of its 1000 elements
     EXPECT_TRUE(has(failure_report_markdown(x), "- No gradient tensor underflowed much"));
 }
 

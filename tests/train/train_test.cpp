@@ -156,8 +156,8 @@ TEST(Run, ProgressGoesToStandardErrorAndStandardOutputIsTheRunDirectory) {
     EXPECT_EQ(stdout_text, out.string() + "\n");
     const ::altgrad::host::run::summary_record summary = ::altgrad::host::run::read_summary(out / "summary.json");
     // CPU time: positive, and at most what every core could give in the run's wall time.
-    EXPECT_GT(summary.cpu_seconds, 0.0);
-    EXPECT_LE(summary.cpu_seconds, summary.seconds * std::max(1u, std::thread::hardware_concurrency()) + 1.0);
+    EXPECT_GT(summary.values.get("cpu_seconds"), 0.0);
+    EXPECT_LE(summary.values.get("cpu_seconds"), summary.values.get("seconds") * std::max(1u, std::thread::hardware_concurrency()) + 1.0);
     EXPECT_FALSE(fs::exists(out / "reports")) << "a finished run has nothing to report";
 }
 
@@ -315,7 +315,7 @@ TEST(Run, TrainingThreadsBoundTheBlasThreads) {
     const run_files::summary_record summary = run_files::read_summary(s.path / "one" / "summary.json");
     // One busy thread: CPU time within wall time (an OpenBLAS worker spinning
     // beside it made this about 1.9).
-    EXPECT_LE(summary.cpu_seconds, 1.3 * summary.seconds + 0.2) << summary.cpu_seconds << " s CPU in " << summary.seconds << " s";
+    EXPECT_LE(summary.values.get("cpu_seconds"), 1.3 * summary.values.get("seconds") + 0.2) << summary.values.get("cpu_seconds") << " s CPU in " << summary.values.get("seconds") << " s";
 
     const run_result two = run("run " + cfg.string() + " --set training.threads=2 --out " + (s.path / "two").string());
     ASSERT_EQ(two.exit_code, 0) << two.out;
@@ -336,9 +336,9 @@ TEST(Run, AResumedRunsSummaryCountsTheTimeBeforeTheResume) {
     const run_files::summary_record w = run_files::read_summary(whole / "summary.json");
     // Step 4's checkpoint was written a third of the way through.
     EXPECT_GT(state["history"]["elapsed_seconds"].get<double>(), 0.0);
-    EXPECT_LT(state["history"]["elapsed_seconds"].get<double>(), w.seconds);
+    EXPECT_LT(state["history"]["elapsed_seconds"].get<double>(), w.values.get("seconds"));
     EXPECT_GT(state["history"]["elapsed_cpu_seconds"].get<double>(), 0.0);
-    EXPECT_LE(state["history"]["elapsed_cpu_seconds"].get<double>(), w.cpu_seconds);
+    EXPECT_LE(state["history"]["elapsed_cpu_seconds"].get<double>(), w.values.get("cpu_seconds"));
 
     // The run as if it had stopped after its step-4 checkpoint, written once
     // 1000 s (500 s of CPU) had gone by in earlier processes.
@@ -360,10 +360,10 @@ TEST(Run, AResumedRunsSummaryCountsTheTimeBeforeTheResume) {
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     ASSERT_EQ(r.exit_code, 0) << r.out;
     const run_files::summary_record summary = run_files::read_summary(resumed / "summary.json");
-    EXPECT_GE(summary.seconds, 1000.0);
-    EXPECT_LE(summary.seconds, 1000.0 + took);
-    EXPECT_GE(summary.cpu_seconds, 500.0);
-    EXPECT_LE(summary.cpu_seconds, 500.0 + took * std::max(1u, std::thread::hardware_concurrency()));
+    EXPECT_GE(summary.values.get("seconds"), 1000.0);
+    EXPECT_LE(summary.values.get("seconds"), 1000.0 + took);
+    EXPECT_GE(summary.values.get("cpu_seconds"), 500.0);
+    EXPECT_LE(summary.values.get("cpu_seconds"), 500.0 + took * std::max(1u, std::thread::hardware_concurrency()));
 
     // A checkpoint of a host before these fields: the time before the resume
     // is unknown, and the summary says so (null) rather than undercount.
@@ -373,8 +373,8 @@ TEST(Run, AResumedRunsSummaryCountsTheTimeBeforeTheResume) {
     stopped_after_step4(old, history);
     ASSERT_EQ(run("run --resume " + old.string()).exit_code, 0);
     const run_files::summary_record unknown = run_files::read_summary(old / "summary.json");
-    EXPECT_TRUE(std::isnan(unknown.seconds));
-    EXPECT_TRUE(std::isnan(unknown.cpu_seconds));
+    EXPECT_TRUE(std::isnan(unknown.values.get("seconds")));
+    EXPECT_TRUE(std::isnan(unknown.values.get("cpu_seconds")));
 
     // A negative time is damage, refused naming the file and key.
     history["elapsed_seconds"] = -1.0;
@@ -1003,7 +1003,7 @@ TEST(Run, APluginThatCrashesLeavesACrashedSummaryNamingItAndTheRunResumes) {
     }
     EXPECT_EQ(summary.steps_done, train_lines);
     EXPECT_EQ(summary.crash->steps_done, train_lines);
-    EXPECT_EQ(summary.final_train_loss, last_loss);
+    EXPECT_EQ(summary.values.get("final_train_loss"), last_loss);
     ASSERT_GE(train_lines, 4) << "the crash came before the first checkpoint; raise the call count";
     ASSERT_LT(train_lines, 12) << "the run finished before the crash; lower the call count";
     EXPECT_TRUE(has(r.out, "altgrad-host: plugin 'broken_quantize_after' crashed the run in quantize after " +

@@ -54,15 +54,16 @@ int run_command(const context& ctx, const args& a) {
     req.live_progress = ::isatty(STDERR_FILENO) != 0;
     // Before LibTorch starts threads: the parent only watches.
     if (const std::optional<int> status = run::supervise_training(ctx.plugins, std::cerr)) return *status;
-    const train::run_summary s = train::run_training(req, std::cerr);
-    if (!s.run_dir.empty()) std::cout << s.run_dir.string() << "\n";
-    if (s.stop_reason == "interrupted") {
+    const train::run_result result = train::run_training(req, std::cerr);
+    const run::summary_record& s = result.summary;
+    if (!result.run_dir.empty()) std::cout << result.run_dir.string() << "\n";
+    if (s.status == "interrupted") {
         std::cerr << "altgrad-host: " << run::signal_name(run::stop_requested()) << ": stopped after step "
                   << s.steps_done << " of " << s.max_steps << " with a checkpoint; continue it: altgrad-host --plugins "
-                  << ctx.plugins.string() << " run --resume " << s.run_dir.string() << "\n";
+                  << ctx.plugins.string() << " run --resume " << result.run_dir.string() << "\n";
         return run::kInterruptedExitCode;
     }
-    return s.stop_reason == "finished" ? 0 : 3;
+    return s.status == "finished" ? 0 : 3;
 }
 
 }  // namespace altgrad::host::cli

@@ -24,19 +24,19 @@ bool any_finite(const std::vector<point>& pts) {
     return std::any_of(pts.begin(), pts.end(), [](const point& p) { return std::isfinite(p.value); });
 }
 
-// A line per tensor of `role`: the series `of` picks.
-template <class Of>
-figure per_layer(const run_record& r, const std::string& role, Of of, const std::string& stem, const std::string& title,
-                 const std::string& ylabel) {
+// A line per tensor of `role`: its values of `metric` ("amax", "scale").
+figure per_layer(const run_record& r, const std::string& role, const std::string& metric, const std::string& stem,
+                 const std::string& title, const std::string& ylabel) {
     figure f;
     f.stem = stem;
     f.title = title;
     f.ylabel = ylabel;
     f.log_y = true;
     for (const auto& [name, t] : r.tensors) {
-        if (t.role != role || !any_finite(of(t))) continue;
+        const std::vector<point> values = t.of(metric);
+        if (t.role != role || !any_finite(values)) continue;
         const size_t k = f.lines.size();
-        f.lines.push_back({layer_of(name), of(t), false, line_dash(k), line_color(k), {}});
+        f.lines.push_back({layer_of(name), values, false, line_dash(k), line_color(k), {}});
     }
     return f;
 }
@@ -52,23 +52,26 @@ struct block_sum {
 std::vector<figure> layer_figures(const run_record& r, const std::string& label) {
     std::vector<figure> out;
     for (const char* role : kRoles) {
-        figure amax = per_layer(
-            r, role, [](const tensor_series& t) -> const std::vector<point>& { return t.amax; },
-            "amax-" + label + "-" + role, "amax per layer: " + std::string(role) + "s of " + label, "amax");
+        figure amax = per_layer(r, role, "amax", "amax-" + label + "-" + role,
+                                "amax per layer: " + std::string(role) + "s of " + label, "amax");
         if (!amax.lines.empty()) out.push_back(std::move(amax));
-        figure scale = per_layer(
-            r, role, [](const tensor_series& t) -> const std::vector<point>& { return t.scale; },
-            "scale-" + label + "-" + role,
-            "Per-tensor scale per layer (q(x*s)/s): " + std::string(role) + "s of " + label, "scale s");
+        figure scale = per_layer(r, role, "scale", "scale-" + label + "-" + role,
+                                 "Per-tensor scale per layer (q(x*s)/s): " + std::string(role) + "s of " + label,
+                                 "scale s");
         if (!scale.lines.empty()) out.push_back(std::move(scale));
     }
     std::map<std::string, std::map<int64_t, block_sum>> by_role;  // role -> step -> sum
     for (const auto& [name, t] : r.tensors)
-        for (const block_point& b : t.blocks) {
-            block_sum& s = by_role[t.role][b.step];
-            s.blocks += b.blocks, s.saturated += b.saturated, s.underflowed += b.underflowed;
-            s.smallest = std::fmin(s.smallest, b.smallest_scale);  // fmin/fmax: a NaN (none written) is skipped
-            s.largest = std::fmax(s.largest, b.largest_scale);
+        for (const run::tensor_line& l : t.lines) {
+            if (!l.values.has("blocks.blocks")) continue;  // not block-scaled
+            const run::metric_values& b = l.values;
+            block_sum& s = by_role[t.role][l.step];
+            s.blocks += static_cast<uint64_t>(b.get("blocks.blocks"));
+            s.saturated += static_cast<uint64_t>(b.get("blocks.saturated"));
+            s.underflowed += static_cast<uint64_t>(b.get("blocks.underflowed"));
+            // fmin/fmax: a NaN (none written) is skipped.
+            s.smallest = std::fmin(s.smallest, b.get("blocks.smallest_scale"));
+            s.largest = std::fmax(s.largest, b.get("blocks.largest_scale"));
         }
     if (by_role.empty()) return out;
     figure fractions, scales;

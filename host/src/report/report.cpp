@@ -876,33 +876,25 @@ void add_loss_figures(std::vector<figure>& figures, figure_stems& stems, const s
     }
 }
 
-// One figure per diagnostic series some run measured, a colour per group;
-// the others are returned, to be named in the report.
-std::vector<std::string> add_diagnostic_figures(std::vector<figure>& figures, figure_stems& stems,
-                                                const std::vector<group_summary>& groups) {
-    const std::map<std::string, std::pair<std::string, std::string>> diag_titles = {
-        {"bit_stall", {"Bit-stall rate (fraction of weight elements unchanged since the last measurement)", "bit-stall rate"}},
-        {"overflow", {"Overflow rate (the largest of any quantized tensor)", "overflow rate"}},
-        {"underflow", {"Underflow rate (the largest of any quantized tensor)", "underflow rate"}},
-        {"grad_sparsity", {"Gradient sparsity (fraction of gradient elements near zero)", "gradient sparsity"}},
-        {"stiffness", {"Stiffness (mean S = 2^(floor(log2|w|) - M))", "mean stiffness"}},
-    };
+// One figure per series of the runs' catalogs that has one (series_of_runs:
+// the host's, then the diagnostics' headlines), a colour per group; the host's
+// series no run measured are returned, to be named in the report.
+std::vector<std::string> add_series_figures(std::vector<figure>& figures, figure_stems& stems,
+                                            const std::vector<group_summary>& groups,
+                                            const std::vector<run_record>& runs) {
     std::vector<std::string> no_data;
-    for (const char* key : kDiagnosticSeries) {
+    for (const run::metric& m : series_of_runs(runs)) {
+        if (!m.figure()) continue;
         figure f;
-        f.stem = stems.unique(std::string("diag-") + key);
-        f.title = diag_titles.at(key).first;
-        f.ylabel = diag_titles.at(key).second;
-        f.log_y = std::string(key) == "stiffness";
-        const std::string name = key;
-        const auto of = [&name](const run_record& r) -> const std::vector<point>& {
-            static const std::vector<point> none;
-            const auto it = r.diagnostics.find(name);
-            return it == r.diagnostics.end() ? none : it->second;
-        };
+        f.stem = stems.unique("diag-" + m.series);
+        f.title = m.title;
+        f.ylabel = m.label;
+        f.log_y = m.log_scale;
+        const std::string name = m.series;
+        const auto of = [&name](const run_record& r) -> const std::vector<point>& { return r.series_points(name); };
         add_group_series(f, groups, of, false);
         if (!f.lines.empty()) figures.push_back(f);
-        else no_data.push_back(key);
+        else no_data.push_back(m.series);
     }
     return no_data;
 }
@@ -942,7 +934,7 @@ void write_figures(std::ostream& md, const std::vector<run_record>& runs, const 
     figure_stems stems;
     std::vector<figure> figures;
     add_loss_figures(figures, stems, groups, names);
-    const std::vector<std::string> no_data = add_diagnostic_figures(figures, stems, groups);
+    const std::vector<std::string> no_data = add_series_figures(figures, stems, groups, runs);
     for (const group_summary& g : groups)  // per layer: the first run of each group (layer_figures.hpp)
         for (figure f : g.runs.empty() ? std::vector<figure>{} : layer_figures(*g.runs.front(), g.label)) {
             f.stem = stems.unique(f.stem);
@@ -956,7 +948,7 @@ void write_figures(std::ostream& md, const std::vector<run_record>& runs, const 
     if (!no_data.empty()) {
         md << (failures.empty() ? "" : "\n") << "No data in these runs for:";
         for (size_t i = 0; i < no_data.size(); ++i) md << (i ? ", " : " ") << no_data[i];
-        md << " (measured at every quantization.diagnostic_interval; stiffness needs the stiffness diagnostic).\n";
+        md << " (measured at every quantization.diagnostic_interval).\n";
     }
     if (result.figures > 0)
         md << "\nEach figure's data (`figures/data/*.dat`) and gnuplot script (`figures/*.gp`) are kept beside it.\n";

@@ -17,6 +17,12 @@
 
 namespace altgrad::host::report {
 
+std::vector<point> tensor_series::of(const std::string& metric) const {
+    std::vector<point> out;
+    for (const run::tensor_line& l : lines) out.push_back({l.step, l.values.get(metric)});
+    return out;
+}
+
 void peak::offer(double r, const std::string& t, int64_t s) {
     if (!std::isfinite(r) || r <= rate) return;
     rate = r;
@@ -29,7 +35,7 @@ namespace {
 // The metrics lines a file may repeat (a resume), keyed so the last one wins.
 struct metrics_data {
     std::map<int64_t, run::train_line> train;
-    std::map<int64_t, double> val;
+    std::map<int64_t, run::val_line> val;
     std::map<std::pair<int64_t, std::string>, run::tensor_line> tensors;
     std::map<std::tuple<int64_t, std::string, std::string>, run::diagnostic_line> diagnostics;
     std::map<std::tuple<int64_t, std::string, std::string, std::string>, run::event_line> events;
@@ -149,11 +155,11 @@ void read_summary(const fs::path& file, run_record& r) {
     r.steps_done = s.steps_done;
     r.max_steps = s.max_steps;
     r.seed = s.seed;
-    r.final_train_loss = s.final_train_loss;
-    r.final_val_loss = s.final_val_loss;
-    r.best_val_loss = s.best_val_loss;
-    if (std::isfinite(s.seconds)) r.seconds = s.seconds;
-    if (std::isfinite(s.cpu_seconds)) r.cpu_seconds = s.cpu_seconds;
+    r.final_train_loss = s.values.get("final_train_loss");
+    r.final_val_loss = s.values.get("final_val_loss");
+    r.best_val_loss = s.values.get("best_val_loss");
+    if (std::isfinite(s.values.get("seconds"))) r.seconds = s.values.get("seconds");
+    if (std::isfinite(s.values.get("cpu_seconds"))) r.cpu_seconds = s.values.get("cpu_seconds");
     r.corpus = s.corpus;
     if (r.formats.empty()) {
         const run::formats_record& f = s.formats;
@@ -178,7 +184,7 @@ void read_metrics(const fs::path& file, run_record& r, metrics_data& m) {
             if (!train_seen.insert(t->step).second) m.repeated.insert(t->step);
             m.train[t->step] = *t;
         } else if (const auto* v = std::get_if<run::val_line>(&line)) {
-            m.val[v->step] = v->val_loss;
+            m.val[v->step] = *v;
         } else if (const auto* x = std::get_if<run::tensor_line>(&line)) {
             m.tensors[{x->step, x->tensor}] = *x;
         } else if (const auto* d = std::get_if<run::diagnostic_line>(&line)) {
@@ -189,68 +195,80 @@ void read_metrics(const fs::path& file, run_record& r, metrics_data& m) {
     }
 }
 
+// Series for the values of each diagnostic that declared no headline (see run_record::catalog).
+void describe_undeclared_diagnostics(const metrics_data& m, run_record& r) {
+    std::set<std::string> declared;
+    for (const run::metric& x : r.catalog.metrics())
+        if (x.record == run::metric_record::diagnostic) declared.insert(x.source);
+    std::set<std::pair<std::string, std::string>> seen;  // (diagnostic, value), sorted
+    for (const auto& [key, line] : m.diagnostics)
+        if (!declared.count(line.diagnostic))
+            for (const auto& [name, value] : line.values) seen.insert({line.diagnostic, name});
+    for (const auto& [diagnostic, value] : seen) {
+        run::metric x;
+        x.name = value;
+        x.record = run::metric_record::diagnostic;
+        x.source = diagnostic;
+        x.series = diagnostic + "." + value;
+        x.title = diagnostic + ": " + value + " (mean over tensors; the plugin declares no headline values)";
+        x.label = value;
+        x.summary = run::tensor_summary::mean;
+        x.summary_of = value;
+        if (r.catalog.series(x.series) == nullptr) r.catalog.add(x);
+    }
+}
+
+// The step values of a derived series (x.derived()), from the lines of its record.
+std::map<int64_t, double> series_values(const run::metric& x, const metrics_data& m) {
+    std::map<int64_t, double> out;
+    const std::string& of = x.source_metric();
+    if (x.record == run::metric_record::train) {
+        for (const auto& [step, line] : m.train) out[step] = line.values.get(of);
+        return out;
+    }
+    std::map<int64_t, std::vector<run::tensor_value>> at;
+    if (x.record == run::metric_record::tensor) {
+        for (const auto& [key, line] : m.tensors)
+            if (const std::optional<double> v = line.values.find(of))
+                at[key.first].push_back({false, *v, line.values.get("count")});
+    } else if (x.record == run::metric_record::diagnostic) {
+        for (const auto& [key, line] : m.diagnostics) {
+            if (line.diagnostic != x.source) continue;
+            for (const auto& [name, value] : line.values)
+                if (name == of) at[line.step].push_back({line.tensor == "*", value, 0});
+        }
+    }
+    for (const auto& [step, values] : at) out[step] = run::summarise(x, values);
+    return out;
+}
+
 // The series and peaks of the record, from the deduplicated metrics.
 void digest_metrics(const metrics_data& m, run_record& r) {
     for (const auto& [step, line] : m.train) {
-        r.train_loss.push_back({step, line.loss});
-        if (!std::isfinite(line.loss) && !r.first_nonfinite_step) r.first_nonfinite_step = step;
+        const double loss = line.values.get("loss");
+        r.train_loss.push_back({step, loss});
+        if (!std::isfinite(loss) && !r.first_nonfinite_step) r.first_nonfinite_step = step;
     }
-    for (const auto& [step, val] : m.val) r.val_loss.push_back({step, val});
+    for (const auto& [step, line] : m.val) r.val_loss.push_back({step, line.values.get("val_loss")});
     r.repeated_steps = static_cast<int64_t>(m.repeated.size());
 
-    std::map<int64_t, double> overflow, underflow;  // from the per-step lines (null: not measured)
-    for (const auto& [step, line] : m.train) {
-        if (!std::isnan(line.overflow_rate)) overflow[step] = line.overflow_rate;
-        if (!std::isnan(line.underflow_rate)) underflow[step] = line.underflow_rate;
-        if (!std::isnan(line.grad_sparsity)) r.diagnostics["grad_sparsity"].push_back({step, line.grad_sparsity});
+    describe_undeclared_diagnostics(m, r);
+    for (const run::metric& x : r.catalog.metrics()) {
+        if (x.series.empty() || !x.derived()) continue;
+        for (const auto& [step, value] : series_values(x, m))
+            if (!std::isnan(value)) r.series[x.series].push_back({step, value});
     }
-    // Per tensor lines: peaks by role, and the per-step series where the step lines lack them.
-    std::map<int64_t, double> t_overflow, t_underflow;
-    std::map<int64_t, std::pair<double, double>> stall;  // step -> (stalled elements, weight elements)
+    // Per tensor lines: the per-layer series, and the peaks by role.
     for (const auto& [key, line] : m.tensors) {
         const int64_t step = key.first;
         const std::string& tensor = key.second;
         tensor_series& series = r.tensors[tensor];
         series.role = line.role;
-        series.amax.push_back({step, line.amax});
-        series.scale.push_back({step, line.scale});
-        if (line.blocks)
-            series.blocks.push_back({step, line.blocks->blocks, line.blocks->saturated, line.blocks->underflowed,
-                                     line.blocks->smallest_scale, line.blocks->largest_scale});
-        const double count = static_cast<double>(line.count);
-        if (!(count > 0)) continue;
-        const double o = static_cast<double>(line.overflow) / count, u = static_cast<double>(line.underflow) / count;
-        r.max_overflow[line.role].offer(o, tensor, step);
-        t_overflow[step] = std::max(t_overflow.count(step) ? t_overflow[step] : 0.0, o);
-        t_underflow[step] = std::max(t_underflow.count(step) ? t_underflow[step] : 0.0, u);
-        if (line.bit_stall_rate && !std::isnan(*line.bit_stall_rate)) {
-            r.max_bit_stall.offer(*line.bit_stall_rate, tensor, step);
-            stall[step].first += *line.bit_stall_rate * count;
-            stall[step].second += count;
-        }
+        series.lines.push_back(line);
+        if (!(line.values.get("count") > 0)) continue;
+        r.max_overflow[line.role].offer(line.overflow_rate(), tensor, step);
+        if (const double stall = line.bit_stall_rate(); !std::isnan(stall)) r.max_bit_stall.offer(stall, tensor, step);
     }
-    for (const auto& [step, x] : (overflow.empty() ? t_overflow : overflow)) r.diagnostics["overflow"].push_back({step, x});
-    for (const auto& [step, x] : (underflow.empty() ? t_underflow : underflow))
-        r.diagnostics["underflow"].push_back({step, x});
-    for (const auto& [step, su] : stall) r.diagnostics["bit_stall"].push_back({step, su.first / su.second});
-
-    // Stiffness: the all-tensor value where the plugin gave one, else the mean over tensors.
-    std::map<int64_t, std::pair<double, int>> stiff_mean;
-    std::map<int64_t, double> stiff_all;
-    for (const auto& [key, line] : m.diagnostics) {
-        if (std::get<1>(key) != "stiffness") continue;
-        const auto it = std::find_if(line.values.begin(), line.values.end(),
-                                     [](const auto& v) { return v.first == "stiffness_mean"; });
-        if (it == line.values.end() || !std::isfinite(it->second)) continue;
-        if (std::get<2>(key) == "*") stiff_all[std::get<0>(key)] = it->second;
-        else {
-            stiff_mean[std::get<0>(key)].first += it->second;
-            stiff_mean[std::get<0>(key)].second += 1;
-        }
-    }
-    for (const auto& [step, sn] : stiff_mean)
-        if (!stiff_all.count(step)) stiff_all[step] = sn.first / sn.second;
-    for (const auto& [step, x] : stiff_all) r.diagnostics["stiffness"].push_back({step, x});
 
     // Events: switches and intervention counts, where there is no summary.json to give them.
     if (r.has_summary) return;
@@ -258,6 +276,27 @@ void digest_metrics(const metrics_data& m, run_record& r) {
 }
 
 }  // namespace
+
+const std::vector<point>& run_record::series_points(const std::string& name) const {
+    static const std::vector<point> none;
+    if (name == "train_loss") return train_loss;
+    if (name == "val_loss") return val_loss;
+    const auto it = series.find(name);
+    return it == series.end() ? none : it->second;
+}
+
+std::vector<run::metric> series_of_runs(const std::vector<run_record>& runs) {
+    std::vector<run::metric> host, added;
+    std::set<std::string> seen;
+    for (const run::metric& m : run::host_metrics())
+        if (!m.series.empty() && seen.insert(m.series).second) host.push_back(m);
+    for (const run_record& r : runs)
+        for (const run::metric& m : r.catalog.metrics())
+            if (!m.series.empty() && seen.insert(m.series).second) added.push_back(m);
+    std::stable_sort(added.begin(), added.end(), [](const auto& a, const auto& b) { return a.series < b.series; });
+    host.insert(host.end(), added.begin(), added.end());
+    return host;
+}
 
 bool is_run_dir(const fs::path& dir) {
     std::error_code ec;
@@ -276,6 +315,7 @@ run_record read_run(const fs::path& dir) {
     // a run with no curves.
     for (const char* f : {"config.toml", "metrics.jsonl", "summary.json"})
         if (fs::is_directory(dir / f, ec)) throw error((dir / f).string() + ": is a folder, expected a file");
+    r.catalog = run::catalog_of(dir, r.problems);
     if (fs::exists(dir / "config.toml", ec)) read_config(dir / "config.toml", r);
     else r.problems.push_back("no config.toml");
     if (fs::exists(dir / "summary.json", ec)) read_summary(dir / "summary.json", r);

@@ -34,27 +34,13 @@ struct peak {
 
 using run::format_switch;
 
-// One block-scaled tensor's block statistics at one step (its `tensor` line's `blocks`).
-struct block_point {
-    int64_t step = 0;
-    uint64_t blocks = 0, saturated = 0, underflowed = 0;
-    double smallest_scale = NAN, largest_scale = NAN;  // NaN: not written (no ordinary block)
-};
-
-// One quantized tensor over time, from its `tensor` lines (the per-layer figures).
+// One quantized tensor over time: its `tensor` lines, by step (the per-layer figures).
 struct tensor_series {
-    std::string role;                // "weight", "activation", "output_gradient"
-    std::vector<point> amax, scale;  // scale: NaN at steps where the tensor is block-scaled
-    std::vector<block_point> blocks;  // block-scaled tensors only
+    std::string role;                    // "weight", "activation", "output_gradient"
+    std::vector<run::tensor_line> lines;  // amax, scale (NaN when block-scaled), blocks.* (block-scaled only)
+    // `metric`'s value at each line's step (NaN where a line lacks it).
+    std::vector<point> of(const std::string& metric) const;
 };
-
-// The diagnostic series a record keeps (keys of run_record::diagnostics).
-// overflow / underflow: the largest rate of any quantized tensor at that step;
-// bit_stall: the fraction of all weight elements whose quantized value did not
-// change since the previous measurement; grad_sparsity: the per-step line's;
-// stiffness: the stiffness diagnostic's stiffness_mean (its all-tensor value,
-// else the mean over tensors).
-inline const char* const kDiagnosticSeries[] = {"bit_stall", "overflow", "underflow", "grad_sparsity", "stiffness"};
 
 struct run_record {
     fs::path dir;
@@ -97,11 +83,20 @@ struct run_record {
 
     std::vector<std::string> problems;  // one line each, without the folder's name
 
-    std::vector<point> train_loss, val_loss;  // by step
-    std::map<std::string, std::vector<point>> diagnostics;  // see kDiagnosticSeries
+    // The metrics it wrote: its catalog.json (else the host's metrics), and a
+    // series for every value of a diagnostic that declared none (a plugin of
+    // ABI < 1.3, or a run before catalog.json): "<plugin>.<value>", the mean
+    // over tensors.
+    run::metric_catalog catalog;
+    std::vector<point> train_loss, val_loss;  // by step, every value written (NaN where null)
+    // Every other series of the catalog, by its name, where measured (finite steps only).
+    std::map<std::string, std::vector<point>> series;
     std::map<std::string, tensor_series> tensors;           // by tensor name ("blocks.0.mlp.fc.weight")
     std::map<std::string, peak> max_overflow;  // by role: weight, activation, gradient (per tensor)
     peak max_bit_stall;                        // over weight tensors
+
+    // The points of series `name` (train_loss, val_loss, or one of `series`); none when not measured.
+    const std::vector<point>& series_points(const std::string& name) const;
 
     // A run that reached an outcome: it finished or collapsed (not stopped by an
     // error, a crash or a signal).
@@ -109,6 +104,12 @@ struct run_record {
     // A decided run that failed (collapsed, or classified with a failure mode).
     bool failed() const { return decided() && (status == "collapsed" || (!failure_mode.empty() && failure_mode != "none")); }
 };
+
+// The series of `runs`' catalogs, each once (by its series name, the first
+// run's description): the host's in its catalog's order, then the others
+// (diagnostics' headlines, added metrics) by name. The report's figures and
+// steps.csv's columns, in this order.
+std::vector<run::metric> series_of_runs(const std::vector<run_record>& runs);
 
 // Whether `dir` looks like a run directory: a folder holding config.toml,
 // metrics.jsonl or summary.json.

@@ -81,27 +81,18 @@ std::string runs_csv(const std::vector<run_record>& runs, const std::vector<grou
 
 std::string steps_csv(const std::vector<run_record>& runs, const std::vector<group_summary>& groups) {
     const auto group = group_of(groups);
-    std::vector<std::string> header = {"run", "group", "step", "train_loss", "val_loss"};
-    for (const char* key : kDiagnosticSeries) header.push_back(key);
+    const std::vector<run::metric> series = series_of_runs(runs);
+    std::vector<std::string> header = {"run", "group", "step"};
+    for (const run::metric& m : series) header.push_back(m.series);
     std::string out = row(header);
-    const size_t columns = header.size() - 3;
     for (const run_record& r : runs) {
         std::map<int64_t, std::vector<std::string>> by_step;  // step -> the value columns
-        auto put = [&](const std::vector<point>& series, size_t column) {
-            for (const point& p : series) {
+        for (size_t column = 0; column < series.size(); ++column)
+            for (const point& p : r.series_points(series[column].series)) {
                 auto& cells = by_step[p.step];
-                cells.resize(columns);
+                cells.resize(series.size());
                 cells[column] = number(p.value);
             }
-        };
-        put(r.train_loss, 0);
-        put(r.val_loss, 1);
-        size_t column = 2;
-        for (const char* key : kDiagnosticSeries) {
-            const auto it = r.diagnostics.find(key);
-            if (it != r.diagnostics.end()) put(it->second, column);
-            ++column;
-        }
         for (const auto& [step, cells] : by_step) {
             std::vector<std::string> f = {run_name(r), group.at(&r)->label, std::to_string(step)};
             f.insert(f.end(), cells.begin(), cells.end());

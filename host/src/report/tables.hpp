@@ -20,8 +20,9 @@ std::string csv_field(const std::string& text);
 // that vary between the groups (a column each), then what the runs table shows.
 std::string runs_csv(const std::vector<run_record>& runs, const std::vector<group_summary>& groups);
 
-// steps.csv's text: run, group, step, train_loss, val_loss and the diagnostic
-// series (kDiagnosticSeries), one row per step any of them was logged at.
+// steps.csv's text: run, group, step, then a column per series of the runs'
+// catalogs (series_of_runs: train_loss, val_loss, the host's, then the
+// diagnostics' headlines), one row per step any of them was logged at.
 std::string steps_csv(const std::vector<run_record>& runs, const std::vector<group_summary>& groups);
 
 }  // namespace altgrad::host::report

@@ -29,6 +29,7 @@ fs::path reports_dir(const fs::path& run_dir);    // reports/
 fs::path checkpoints_dir(const fs::path& run_dir);  // checkpoints/
 fs::path checkpoint_dir(const fs::path& run_dir, int64_t step);  // checkpoints/step_NNNNNNN
 fs::path state_file(const fs::path& checkpoint);  // step_N/state.json
+fs::path catalog_file(const fs::path& run_dir);   // catalog.json
 
 // A complete checkpoint folder: step_N holding state.json (written last). A
 // folder holding the state.toml of hosts before state.json is `legacy`: the
@@ -53,19 +54,22 @@ void write_file_atomically(const fs::path& path, const std::string& text);
 
 class metrics_writer {
 public:
-    // Opens `file` for appending (a resume) or truncates it (a new run).
-    metrics_writer(fs::path file, std::string run_id, bool append);
+    // Opens `file` for appending (a resume) or truncates it (a new run);
+    // lines hold `catalog`'s metrics, in its order.
+    metrics_writer(fs::path file, std::string run_id, bool append, metric_catalog catalog = {});
     // One line, flushed: a line a killed run wrote is on disk.
     void write(const metrics_line& line);
 
 private:
     fs::path file_;
     std::string run_id_;
+    metric_catalog catalog_;
     std::ofstream out_;
 };
 
 // The text of one metrics line (without the newline).
-std::string metrics_line_text(const metrics_line& line, const std::string& run_id);
+std::string metrics_line_text(const metrics_line& line, const std::string& run_id,
+                              const metric_catalog& catalog = {});
 
 struct metrics_contents {
     std::vector<metrics_line> lines;  // in file order
@@ -88,6 +92,18 @@ void tally_event(const event_line& e, std::vector<format_switch>& switches,
 // Keeps the lines of steps <= last_step (a resumed run rewrites what follows);
 // a half-written line goes too.
 void truncate_metrics(const fs::path& file, int64_t last_step);
+
+// ---- catalog.json -----------------------------------------------------------------
+
+// The metrics a run writes (run/catalog.hpp), written when it starts.
+void write_catalog(const fs::path& run_dir, const metric_catalog& catalog);
+// Throws host::error naming the file and key.
+metric_catalog read_catalog(const fs::path& file);
+// The same from the file's text; `name` stands for the file in errors.
+metric_catalog parse_catalog(const std::string& text, const std::string& name);
+// The catalog of a run directory: its catalog.json, or for a run of a host
+// before it, the host's metrics. A damaged catalog.json is a line in `problems`.
+metric_catalog catalog_of(const fs::path& run_dir, std::vector<std::string>& problems);
 
 // ---- summary.json -----------------------------------------------------------------
 

@@ -25,45 +25,45 @@
 #include <variant>
 #include <vector>
 
+#include "run/catalog.hpp"
+
 namespace altgrad::host::run {
 
 // ---- metrics.jsonl ----------------------------------------------------------------
 // Every line is a JSON object whose first keys are "kind", "run_id" and "step"
 // (steps done when it was written). Non-finite numbers are written as null.
 
-// kind "train": one optimizer step.
+// kind "train": one optimizer step, its metrics by the catalog's names
+// (run/catalog.hpp, record train), written in the catalog's order. The
+// trainer's step record also carries the step metrics stored elsewhere
+// (bit_stall, at measurements: the tensor lines hold it), which the writer
+// leaves out: the failure detector and the run's history read them here.
 struct train_line {
     int64_t step = 0;
-    double loss = NAN, lr = NAN, grad_norm = NAN, tokens_per_s = NAN;
-    double grad_sparsity = NAN;   // fraction of near-zero parameter-gradient elements
-    double overflow_rate = NAN;   // the worst quantized tensor's, this step
-    double underflow_rate = NAN;
+    metric_values values;
 };
 
-// kind "val": one evaluation on the validation split.
+// kind "val": one evaluation on the validation split (val_loss).
 struct val_line {
     int64_t step = 0;
-    double val_loss = NAN;
+    metric_values values;
 };
 
-// A block-scaled tensor's scales at its last use (both copies, when the
-// backward pass quantized it along a second dimension).
-struct block_scales_line {
-    uint64_t blocks = 0;
-    uint64_t saturated = 0;    // scale clamped at the scale format's largest value: elements clip
-    uint64_t underflowed = 0;  // clamped at its smallest value
-    uint64_t neutral = 0;      // amax 0 or not finite: scale 1
-    double smallest_scale = NAN, largest_scale = NAN;  // decode scales X = 1/s of the other blocks
-};
-
-// kind "tensor": one quantized tensor at a diagnostic step.
+// kind "tensor": one quantized tensor at its last use (a tensor quantized
+// twice, along two dimensions, sums both copies' counts and block
+// statistics): the catalog's tensor metrics (scale, amax, overflow, underflow,
+// count; bit_stall_rate for weights at measurements; blocks.* for
+// block-scaled tensors). What the trainer measures, the metrics line writes,
+// the interventions observe (stability/plugin_set.hpp), the failure report
+// lists and the report reads back.
 struct tensor_line {
     int64_t step = 0;
-    std::string tensor, role, format;
-    double scale = NAN, amax = NAN;                   // scale: NaN when block-scaled
-    uint64_t overflow = 0, underflow = 0, count = 0;  // elements at the tensor's last use
-    std::optional<double> bit_stall_rate;             // weights only
-    std::optional<block_scales_line> blocks;          // block-scaled tensors only
+    std::string tensor, role, format;  // "blocks.0.mlp.fc.weight", "weight", "e4m3"
+    metric_values values;
+    // overflow / count and underflow / count; NaN when nothing was counted.
+    double overflow_rate() const;
+    double underflow_rate() const;
+    double bit_stall_rate() const { return values.get("bit_stall_rate"); }  // NaN: not measured
 };
 
 // kind "diagnostic": what one diagnostic plugin said about one tensor ("*": all).
@@ -99,12 +99,6 @@ struct format_switch {
     std::string plugin, tensor, from, to;
 };
 
-// One row of the recent trend (a train line with the latest measurements).
-struct trend_row {
-    int64_t step = 0;
-    double loss = NAN, grad_norm = NAN, grad_sparsity = NAN, overflow_rate = NAN, bit_stall_rate = NAN;
-};
-
 // One diagnostic value averaged over the tensors it was measured on, at one step.
 struct diagnostic_mean {
     int64_t step = 0;
@@ -118,7 +112,7 @@ struct run_history {
     std::vector<format_switch> switches;
     std::map<std::string, std::map<std::string, int64_t>> interventions;  // plugin -> action kind -> count
     std::vector<std::string> events;                                        // one line each, for the report
-    std::deque<trend_row> trend;                                            // the last steps
+    std::deque<train_line> trend;                                           // the last steps
     std::deque<diagnostic_mean> diagnostics;                                // the last snapshots
     // Evaluations so far: the summary's final and best validation loss cover
     // the whole run, across resumes.
@@ -160,9 +154,11 @@ struct summary_record {
     std::optional<int64_t> failure_step;
     std::string failure_evidence;
     int64_t steps_done = 0, max_steps = 0, seed = 0;
-    double final_train_loss = NAN, final_val_loss = NAN, best_val_loss = NAN;  // null: not finite / none
-    double seconds = NAN;      // wall-clock time of the run, across resumes (run_history::elapsed_seconds)
-    double cpu_seconds = NAN;  // its user + system CPU time, all threads; null where unknown (a crash summary)
+    // The catalog's run metrics (record summary): final_train_loss,
+    // final_val_loss, best_val_loss (NaN: not finite, or none), seconds and
+    // cpu_seconds (across resumes: run_history::elapsed_seconds; NaN where
+    // unknown, e.g. a crash summary's CPU time).
+    metric_values values;
     formats_record formats;  // the global formats at the start
     corpus_record corpus;
     std::vector<format_switch> switches;
@@ -197,6 +193,10 @@ struct streak_record {
 struct detector_record {
     streak_record nonfinite, bit_stall, overflow, vanishing;
     double previous_window_loss = NAN;
+    // Finite training losses since the last measurement: the window whose
+    // mean the bit-stall test compares with the previous one.
+    double window_loss_sum = 0;
+    int64_t window_loss_n = 0;
 };
 
 // One file of a checkpoint folder (every one but state.json), as written:
@@ -209,11 +209,11 @@ struct file_record {
 };
 
 struct checkpoint_state {
-    static constexpr int kVersion = 1;  // state.json's layout; a newer one is refused
+    // state.json's layout; a newer one is refused. 2: the trend's rows hold
+    // every value of their train line (1: five of them, the bit stall as bit_stall_rate).
+    static constexpr int kVersion = 2;
     std::string run_id;
     int64_t step = 0;          // steps done; must equal the folder's step_N
-    double window_loss_sum = 0;  // finite training losses since the last measurement
-    int64_t window_loss_n = 0;
     detector_record detector;
     std::vector<site_record> sites;  // in the model's site order
     run_history history;

@@ -116,19 +116,22 @@ summary_record crash_summary(const std::filesystem::path& run_dir, const call_sn
     s.failure_evidence = crash_text(at, signal);
     s.max_steps = c.training.max_steps;
     s.seed = c.training.seed;
-    s.seconds = seconds;
+    s.values.set("seconds", seconds);
     s.formats = {c.quantization.weight_format, c.quantization.activation_format, c.quantization.gradient_format};
+    double best = NAN;
     for (const metrics_line& line : m.lines) {
         if (const auto* t = std::get_if<train_line>(&line)) {
             s.steps_done = t->step;
-            s.final_train_loss = t->loss;
+            s.values.set("final_train_loss", t->values.get("loss"));
         } else if (const auto* v = std::get_if<val_line>(&line)) {
-            s.final_val_loss = v->val_loss;
-            if (!std::isnan(v->val_loss) && !(v->val_loss >= s.best_val_loss)) s.best_val_loss = v->val_loss;
+            const double val = v->values.get("val_loss");
+            s.values.set("final_val_loss", val);
+            if (!std::isnan(val) && !(val >= best)) best = val;
         } else if (const auto* e = std::get_if<event_line>(&line)) {
             tally_event(*e, s.switches, s.interventions);
         }
     }
+    s.values.set("best_val_loss", best);
     if (at.steps_done >= 0) s.steps_done = at.steps_done;
     crash_record r;
     r.signal = signal;

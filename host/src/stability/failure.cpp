@@ -32,38 +32,55 @@ std::string percent(double x) {
 
 }  // namespace
 
-void failure_detector::track(streak& s, double value, double threshold, int64_t step) {
-    if (std::isnan(value)) return;  // not measured this step: the streak neither grows nor breaks
-    if (value > threshold) s.hit(step, value);
-    else s.miss();
+namespace {
+
+void hit(run::streak_record& s, int64_t step, double v) {
+    if (s.length++ == 0) s.first_step = step, s.first_value = v;
+    s.last_value = v;
 }
 
-std::optional<verdict> failure_detector::observe(const step_evidence& e) {
-    if (e.finite) nonfinite_.miss();
-    else nonfinite_.hit(e.step, e.loss);
-    if (!std::isnan(e.bit_stall_rate)) {
-        // Stalled: the rate is high, the updates are really lost, and the loss stopped improving.
-        const bool progress = !(std::isfinite(e.window_loss) && std::isfinite(previous_window_loss_)) ||
-                              e.window_loss < previous_window_loss_ * (1.0 - c_.min_progress);
-        if (e.updates_lost && e.bit_stall_rate > c_.bit_stall && !progress) bit_stall_.hit(e.step, e.bit_stall_rate);
-        else bit_stall_.miss();
-        previous_window_loss_ = e.window_loss;
+}  // namespace
+
+void failure_detector::track(run::streak_record& s, double value, double threshold, int64_t step) {
+    if (std::isnan(value)) return;  // not measured this step: the streak neither grows nor breaks
+    if (value > threshold) hit(s, step, value);
+    else s.length = 0;
+}
+
+std::optional<verdict> failure_detector::observe(const run::train_line& e) {
+    const double loss = e.values.get("loss");
+    const bool finite = std::isfinite(loss) && std::isfinite(e.values.get("grad_norm"));
+    if (finite) s_.nonfinite.length = 0;
+    else hit(s_.nonfinite, e.step, loss);
+    if (std::isfinite(loss)) s_.window_loss_sum += loss, ++s_.window_loss_n;
+    if (const std::optional<double> stall = e.values.find("bit_stall")) {  // a measurement
+        // The mean training loss since the previous measurement.
+        const double window = s_.window_loss_n ? s_.window_loss_sum / static_cast<double>(s_.window_loss_n) : NAN;
+        s_.window_loss_sum = 0, s_.window_loss_n = 0;
+        if (!std::isnan(*stall)) {
+            // Stalled: the rate is high, the updates are really lost, and the loss stopped improving.
+            const bool progress = !(std::isfinite(window) && std::isfinite(s_.previous_window_loss)) ||
+                                  window < s_.previous_window_loss * (1.0 - c_.min_progress);
+            if (updates_lost_ && *stall > c_.bit_stall && !progress) hit(s_.bit_stall, e.step, *stall);
+            else s_.bit_stall.length = 0;
+            s_.previous_window_loss = window;
+        }
     }
-    track(overflow_, e.overflow_rate, c_.overflow, e.step);
-    track(vanishing_, e.grad_sparsity, c_.vanishing, e.step);
+    track(s_.overflow, e.values.get("overflow_rate"), c_.overflow, e.step);
+    track(s_.vanishing, e.values.get("grad_sparsity"), c_.vanishing, e.step);
 
     verdict v;
     v.decided_step = e.step;
     const int64_t tolerated = interventions_ ? c_.max_nonfinite_steps : 0;
-    if (nonfinite_.length > tolerated) {
+    if (s_.nonfinite.length > tolerated) {
         v.mode = failure_mode::nan_loss;
-        v.evidence_step = nonfinite_.first_step;
-        v.evidence = "loss or gradient not finite from step " + std::to_string(nonfinite_.first_step) + ", " +
-                     std::to_string(nonfinite_.length) + " step(s) in a row" +
+        v.evidence_step = s_.nonfinite.first_step;
+        v.evidence = "loss or gradient not finite from step " + std::to_string(s_.nonfinite.first_step) + ", " +
+                     std::to_string(s_.nonfinite.length) + " step(s) in a row" +
                      (interventions_ ? " (" + std::to_string(tolerated) + " tolerated while interventions act)" : "");
         return v;
     }
-    const auto decided = [&](const streak& s, failure_mode mode, const char* what, double threshold) {
+    const auto decided = [&](const run::streak_record& s, failure_mode mode, const char* what, double threshold) {
         v.mode = mode;
         v.evidence_step = s.first_step;
         v.evidence = std::string(what) + " above " + percent(threshold) + " at " + std::to_string(s.length) +
@@ -71,11 +88,11 @@ std::optional<verdict> failure_detector::observe(const step_evidence& e) {
                      percent(s.first_value) + " then, " + percent(s.last_value) + " now)";
         return v;
     };
-    if (bit_stall_.length >= c_.patience)
-        return decided(bit_stall_, failure_mode::bit_stall, "weight bit-stall rate (loss not improving)", c_.bit_stall);
-    if (overflow_.length >= c_.patience) return decided(overflow_, failure_mode::overflow, "overflow rate", c_.overflow);
-    if (vanishing_.length >= c_.patience)
-        return decided(vanishing_, failure_mode::gradient_vanishing, "near-zero gradient fraction", c_.vanishing);
+    if (s_.bit_stall.length >= c_.patience)
+        return decided(s_.bit_stall, failure_mode::bit_stall, "weight bit-stall rate (loss not improving)", c_.bit_stall);
+    if (s_.overflow.length >= c_.patience) return decided(s_.overflow, failure_mode::overflow, "overflow rate", c_.overflow);
+    if (s_.vanishing.length >= c_.patience)
+        return decided(s_.vanishing, failure_mode::gradient_vanishing, "near-zero gradient fraction", c_.vanishing);
     return std::nullopt;
 }
 
@@ -88,27 +105,6 @@ verdict failure_detector::stopped_early(int64_t steps_done, const std::string& w
     v.evidence = "stopped at step " + std::to_string(steps_done) + " of " + std::to_string(max_steps_) +
                  (early ? " (before " + percent(c_.early_stop) + " of the run)" : "") + ": " + why;
     return v;
-}
-
-// Four streaks (length first_step first_value last_value), then the previous
-// window loss; doubles as C99 hex floats, so they come back bit for bit.
-run::detector_record failure_detector::state() const {
-    const auto out = [](const streak& s) { return run::streak_record{s.length, s.first_step, s.first_value, s.last_value}; };
-    return {out(nonfinite_), out(bit_stall_), out(overflow_), out(vanishing_), previous_window_loss_};
-}
-
-void failure_detector::restore(const run::detector_record& r) {
-    const auto in = [](const run::streak_record& x, streak& s) {
-        s.length = x.length;
-        s.first_step = x.first_step;
-        s.first_value = x.first_value;
-        s.last_value = x.last_value;
-    };
-    in(r.nonfinite, nonfinite_);
-    in(r.bit_stall, bit_stall_);
-    in(r.overflow, overflow_);
-    in(r.vanishing, vanishing_);
-    previous_window_loss_ = r.previous_window_loss;
 }
 
 }  // namespace altgrad::host::stability

@@ -1,8 +1,10 @@
 // Failure detection: decides, step by step, whether a run has collapsed and
 // how (the seeds' failure modes), and when its evidence first appeared.
 //
-// The trainer feeds one step_evidence per optimizer step; the detector answers
-// a verdict the first time a condition holds long enough:
+// The trainer feeds every optimizer step's record (run::train_line: loss,
+// grad_norm, grad_sparsity, overflow_rate, and at measurements the bit stall
+// of all weights, "bit_stall"); the detector answers a verdict the first time
+// a condition holds long enough:
 //  - nan_loss: the loss or the gradient was not finite, at the first such step
 //    when no intervention is enabled (nothing could act), else after
 //    failure.max_nonfinite_steps consecutive ones;
@@ -11,7 +13,8 @@
 //  - bit_stall: at failure.patience consecutive bit-stall measurements (every
 //    diagnostic interval) the rate was above its threshold AND the mean
 //    training loss of the interval improved by less than failure.min_progress
-//    on the previous interval's, with the weights stored in their format
+//    on the previous interval's (the mean of the finite losses since the
+//    previous measurement), with the weights stored in their format
 //    (quantization.shadow_weights = false). With FP32 master weights an update
 //    too small to move q(w) is not lost: it accumulates in the master copy, so
 //    a high rate there is reported but is no evidence (measured: a healthy
@@ -38,18 +41,6 @@ enum class failure_mode { none, nan_loss, bit_stall, overflow, early_stop, gradi
 const name_table<failure_mode>& failure_mode_names();  // none, nan_loss, bit_stall, ... (summary.json, reports)
 inline const char* failure_mode_name(failure_mode m) { return failure_mode_names().name(m); }
 
-// What one optimizer step showed. Rates are fractions in [0, 1]; NaN: not measured.
-struct step_evidence {
-    int64_t step = 0;             // steps done, this one included (as in metrics.jsonl)
-    double loss = 0;
-    bool finite = true;           // loss and gradient norm both finite
-    double grad_sparsity = NAN;   // near-zero parameter-gradient elements
-    double overflow_rate = NAN;   // worst quantized tensor this step
-    double bit_stall_rate = NAN;  // all weights, by element; NaN except at measurements
-    double window_loss = NAN;     // at measurements: mean finite training loss since the previous one
-    bool updates_lost = false;    // weights stored in their format (no master copy)
-};
-
 struct verdict {
     failure_mode mode = failure_mode::none;
     int64_t evidence_step = -1;  // the first step of the evidence that decided
@@ -59,40 +50,35 @@ struct verdict {
 
 class failure_detector {
 public:
-    failure_detector(const config::failure_config& c, bool interventions_enabled, int64_t max_steps)
-        : c_(c), interventions_(interventions_enabled), max_steps_(max_steps) {}
+    // `weights_in_format`: no FP32 master copy (quantization.shadow_weights =
+    // false), so an update the format cannot show is lost.
+    failure_detector(const config::failure_config& c, bool interventions_enabled, bool weights_in_format,
+                     int64_t max_steps)
+        : c_(c), interventions_(interventions_enabled), updates_lost_(weights_in_format), max_steps_(max_steps) {}
 
-    // A verdict when the run collapsed at this step, else nullopt.
-    std::optional<verdict> observe(const step_evidence& e);
+    // A verdict when the run collapsed at this step, else nullopt. Rates are
+    // fractions in [0, 1]; an absent or NaN one was not measured.
+    std::optional<verdict> observe(const run::train_line& step);
 
     // Consecutive non-finite steps up to and including the last observed.
-    uint32_t consecutive_nonfinite() const { return nonfinite_.length; }
+    uint32_t consecutive_nonfinite() const { return static_cast<uint32_t>(s_.nonfinite.length); }
 
     // The verdict for a run that stopped at `steps_done` on an error (not a collapse).
     verdict stopped_early(int64_t steps_done, const std::string& why) const;
 
-    // The streaks and the last window loss, for checkpoints, so a resumed
-    // run decides as the uninterrupted one would.
-    run::detector_record state() const;
-    void restore(const run::detector_record& r);
+    // The streaks, the loss window and the last window loss, for
+    // checkpoints, so a resumed run decides as the uninterrupted one would.
+    const run::detector_record& state() const { return s_; }
+    void restore(const run::detector_record& r) { s_ = r; }
 
 private:
-    struct streak {
-        int64_t length = 0, first_step = -1;
-        double first_value = 0, last_value = 0;
-        void hit(int64_t step, double v) {
-            if (length++ == 0) first_step = step, first_value = v;
-            last_value = v;
-        }
-        void miss() { length = 0; }
-    };
-    void track(streak& s, double value, double threshold, int64_t step);
+    void track(run::streak_record& s, double value, double threshold, int64_t step);
 
     config::failure_config c_;
     bool interventions_;
+    bool updates_lost_;
     int64_t max_steps_;
-    streak nonfinite_, bit_stall_, overflow_, vanishing_;
-    double previous_window_loss_ = NAN;
+    run::detector_record s_;
 };
 
 }  // namespace altgrad::host::stability

@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "util/abi_names.hpp"
+
 namespace altgrad::host::stability {
 
 namespace {
@@ -22,21 +24,33 @@ std::string num(double x, const char* fmt = "%.4g") {
 std::string shown(double x) { return std::isfinite(x) ? num(x) : std::isnan(x) ? "nan" : x > 0 ? "inf" : "-inf"; }
 std::string pct(double x) { return std::isnan(x) ? "-" : num(100.0 * x, "%.1f") + "%"; }
 
-// The worst tensors by a rate, highest first, at most `n`, above `floor`.
-std::vector<const tensor_state*> worst(const std::vector<tensor_state>& ts, double tensor_state::*rate,
-                                       std::optional<altgrad_tensor_role> role, double floor, size_t n) {
-    std::vector<const tensor_state*> out;
-    for (const tensor_state& t : ts)
-        if ((!role || t.role == *role) && !std::isnan(t.*rate) && t.*rate > floor) out.push_back(&t);
-    std::stable_sort(out.begin(), out.end(), [&](auto* a, auto* b) { return a->*rate > b->*rate; });
+using run::tensor_line;
+using rate_of = double (tensor_line::*)() const;  // overflow_rate, underflow_rate, bit_stall_rate
+
+// The worst tensors by a rate, highest first, at most `n`, above `floor`;
+// `role` ("weight", "output_gradient"): of that role only.
+std::vector<const tensor_line*> worst(const std::vector<tensor_line>& ts, rate_of rate,
+                                      std::optional<std::string> role, double floor, size_t n) {
+    std::vector<const tensor_line*> out;
+    for (const tensor_line& t : ts)
+        if ((!role || t.role == *role) && !std::isnan((t.*rate)()) && (t.*rate)() > floor) out.push_back(&t);
+    std::stable_sort(out.begin(), out.end(), [&](auto* a, auto* b) { return (a->*rate)() > (b->*rate)(); });
     if (out.size() > n) out.resize(n);
     return out;
 }
 
-std::string list_of(const std::vector<const tensor_state*>& ts, double tensor_state::*rate) {
+std::string list_of(const std::vector<const tensor_line*>& ts, rate_of rate) {
     std::string s;
-    for (const tensor_state* t : ts) s += (s.empty() ? "" : ", ") + t->name + " (" + t->format + ", " + pct(t->*rate) + ")";
+    for (const tensor_line* t : ts)
+        s += (s.empty() ? "" : ", ") + t->tensor + " (" + t->format + ", " + pct((t->*rate)()) + ")";
     return s;
+}
+
+using run::metric_values;
+
+// The ABI's role of a tensor line's role name ("weight", "activation", "output_gradient").
+altgrad_tensor_role role_of(const tensor_line& t) {
+    return tensor_role_names().value(t.role).value_or(ALTGRAD_TENSOR_WEIGHT);
 }
 
 bool enabled(const config::run_config& c, const std::string& intervention) {
@@ -50,15 +64,15 @@ std::vector<std::string> after_nan_loss(const failure_context& x) {
     const config::run_config& c = x.config;
     const config::quantization_config& q = c.quantization;
     std::vector<std::string> out;
-    const auto overflowing = worst(x.tensors, &tensor_state::overflow_rate, std::nullopt, 0.0, 3);
+    const auto overflowing = worst(x.tensors, &tensor_line::overflow_rate, std::nullopt, 0.0, 3);
     if (!overflowing.empty() && q.overflow == ALTGRAD_OVERFLOW_NONFINITE)
         out.push_back("Set `quantization.overflow = \"saturate\"`: with `nonfinite`, values past the format's "
-                      "max became Inf, and " + list_of(overflowing, &tensor_state::overflow_rate) +
+                      "max became Inf, and " + list_of(overflowing, &tensor_line::overflow_rate) +
                       " overflowed at the collapse.");
     else if (!overflowing.empty())
         out.push_back("Give the overflowing tensors more range (a format with more exponent bits for them, or "
                       "`quantization.margin` > " + std::to_string(q.margin) + "): " +
-                      list_of(overflowing, &tensor_state::overflow_rate) + " overflowed at the collapse.");
+                      list_of(overflowing, &tensor_line::overflow_rate) + " overflowed at the collapse.");
     if (q.scaling == config::scaling_mode::none)
         out.push_back("Use `quantization.scaling = \"delayed\"`: with no per-tensor scaling the tensors meet "
                       "the format's range unscaled.");
@@ -71,8 +85,8 @@ std::vector<std::string> after_nan_loss(const failure_context& x) {
                       ": keep those layers in `bf16` with a `[[quantization.rules]]` entry to test whether they alone break the run.");
     }
     double lowest = INFINITY, before = NAN;
-    for (const trend_row& r : x.trend)
-        if (std::isfinite(r.loss)) lowest = std::min(lowest, r.loss), before = r.loss;
+    for (const run::train_line& r : x.trend)
+        if (const double loss = r.values.get("loss"); std::isfinite(loss)) lowest = std::min(lowest, loss), before = loss;
     if (std::isfinite(before) && before > 1.5 * lowest)
         out.push_back("The loss rose from " + num(lowest) + " to " + num(before) +
                       " before it stopped being finite: lower `training.learning_rate` (now " +
@@ -89,9 +103,12 @@ std::vector<std::string> after_bit_stall(const failure_context& x) {
     const config::run_config& c = x.config;
     const config::quantization_config& q = c.quantization;
     std::vector<std::string> out;
-    const auto stalled = worst(x.tensors, &tensor_state::bit_stall_rate, ALTGRAD_TENSOR_WEIGHT, c.failure.bit_stall, 4);
+    const auto stalled = worst(x.tensors, &tensor_line::bit_stall_rate, "weight", c.failure.bit_stall, 4);
     int m = -1;
-    for (const tensor_state* t : stalled) m = t->mantissa_bits;
+    for (const tensor_line* t : stalled) {
+        const auto bits = x.mantissa_bits.find(t->format);
+        m = bits == x.mantissa_bits.end() ? -1 : bits->second;
+    }
     if (!q.shadow_weights) {
         std::string gap;
         if (m >= 0 && std::isfinite(x.median_abs_weight) && x.median_abs_weight > 0) {
@@ -109,7 +126,7 @@ std::vector<std::string> after_bit_stall(const failure_context& x) {
                           "keeps small updates in expectation.");
     }
     if (!stalled.empty())
-        out.push_back("Most stalled: " + list_of(stalled, &tensor_state::bit_stall_rate) +
+        out.push_back("Most stalled: " + list_of(stalled, &tensor_line::bit_stall_rate) +
                       (m >= 0 ? "; their format has " + std::to_string(m) + " mantissa bit(s): one with more "
                                 "(e.g. e3m4 or e5m2) moves on a finer grid." : "."));
     if (!enabled(c, "mantissa_shift"))
@@ -121,24 +138,24 @@ std::vector<std::string> after_bit_stall(const failure_context& x) {
 // Whether tensor t is scaled in blocks (or rows) by OCP MX's floor rule,
 // which lets each block's largest elements clip by design. A tensor's name is
 // its layer's and a last part ("blocks.0.mlp.fc.act").
-bool clipped_by_mx_floor(const config::quantization_config& q, const tensor_state& t) {
-    const config::block_scaling b = config::scaling_for(q, t.name.substr(0, t.name.rfind('.')), t.role);
+bool clipped_by_mx_floor(const config::quantization_config& q, const tensor_line& t) {
+    const config::block_scaling b = config::scaling_for(q, t.tensor.substr(0, t.tensor.rfind('.')), role_of(t));
     return b.granularity != config::granularity_kind::tensor && b.scale_rule == config::scale_rule_kind::mx_floor;
 }
 
 std::vector<std::string> after_overflow(const failure_context& x) {
     std::vector<std::string> out;
-    const auto overflowing = worst(x.tensors, &tensor_state::overflow_rate, std::nullopt, 0.0, 3);
+    const auto overflowing = worst(x.tensors, &tensor_line::overflow_rate, std::nullopt, 0.0, 3);
     const bool all_mx_floor = !overflowing.empty() && std::all_of(overflowing.begin(), overflowing.end(), [&](auto* t) {
         return clipped_by_mx_floor(x.config.quantization, *t);
     });
     if (all_mx_floor)
-        out.push_back("Overflowing: " + list_of(overflowing, &tensor_state::overflow_rate) +
+        out.push_back("Overflowing: " + list_of(overflowing, &tensor_line::overflow_rate) +
                       ". Their block scales follow OCP MX's floor rule (`scale_rule = \"mx_floor\"`), which lets "
                       "each block's largest elements exceed the format's max and clip; "
                       "`quantization.scale_rule = \"round_up\"` never clips.");
     else if (!overflowing.empty())
-        out.push_back("Overflowing: " + list_of(overflowing, &tensor_state::overflow_rate) +
+        out.push_back("Overflowing: " + list_of(overflowing, &tensor_line::overflow_rate) +
                       ". Raise `quantization.margin` (now " + std::to_string(x.config.quantization.margin) +
                       ") or use `quantization.scaling = \"current\"` so the scale follows the tensor.");
     if (!enabled(x.config, "partition_clip"))
@@ -148,11 +165,11 @@ std::vector<std::string> after_overflow(const failure_context& x) {
 }
 
 std::vector<std::string> after_gradient_vanishing(const failure_context& x) {
-    const auto underflowing = worst(x.tensors, &tensor_state::underflow_rate, ALTGRAD_TENSOR_OUTPUT_GRADIENT, 0.5, 3);
+    const auto underflowing = worst(x.tensors, &tensor_line::underflow_rate, "output_gradient", 0.5, 3);
     if (underflowing.empty())
         return {"No gradient tensor underflowed much, so the zeros come from the model itself (dead "
                 "units): compare with the bf16 baseline at the same step."};
-    return {"Gradients flushed to zero in " + list_of(underflowing, &tensor_state::underflow_rate) +
+    return {"Gradients flushed to zero in " + list_of(underflowing, &tensor_line::underflow_rate) +
             ": give them more range (`quantization.gradient_format = \"e5m2\"`)" +
             (x.config.quantization.scaling == config::scaling_mode::none
                  ? " and per-tensor scaling (`quantization.scaling = \"delayed\"`)"
@@ -187,10 +204,10 @@ void write_summary(std::ostream& o, const failure_context& x) {
 void write_gradients(std::ostream& o, const failure_context& x) {
     o << "## Gradients\n\n";
     if (!x.trend.empty()) {
-        const trend_row& last = x.trend.back();
+        const run::train_line& last = x.trend.back();
         o << "Gradient sparsity (parameter-gradient elements with |g| <= " << num(x.config.failure.near_zero)
-          << ") at step " << last.step << ": " << pct(last.grad_sparsity) << "; gradient norm " << shown(last.grad_norm)
-          << ".\n";
+          << ") at step " << last.step << ": " << pct(last.values.get("grad_sparsity")) << "; gradient norm "
+          << shown(last.values.get("grad_norm")) << ".\n";
     }
     if (!x.nonfinite_gradients.empty()) {
         o << "Parameters with non-finite gradients at the collapse:";
@@ -202,14 +219,14 @@ void write_gradients(std::ostream& o, const failure_context& x) {
 // The weights that kept every quantized value, and every weight's bit-stall rate, highest first.
 void write_zero_update_weights(std::ostream& o, const failure_context& x) {
     o << "\n## Weights with zero updates\n\n";
-    std::vector<const tensor_state*> weights;
-    for (const tensor_state& t : x.tensors)
-        if (t.role == ALTGRAD_TENSOR_WEIGHT) weights.push_back(&t);
+    std::vector<const tensor_line*> weights;
+    for (const tensor_line& t : x.tensors)
+        if (t.role == "weight") weights.push_back(&t);
     bool measured = false;
     std::vector<std::string> frozen;
-    for (const tensor_state* t : weights) {
-        if (!std::isnan(t->bit_stall_rate)) measured = true;
-        if (t->bit_stall_rate >= 1.0) frozen.push_back(t->name);
+    for (const tensor_line* t : weights) {
+        if (!std::isnan(t->bit_stall_rate())) measured = true;
+        if (t->bit_stall_rate() >= 1.0) frozen.push_back(t->tensor);
     }
     if (!measured) {
         o << "Bit stall had not been measured yet (it is measured every `quantization.diagnostic_interval` = "
@@ -222,21 +239,25 @@ void write_zero_update_weights(std::ostream& o, const failure_context& x) {
     for (const std::string& n : frozen) o << " `" << n << "`";
     if (!frozen.empty()) o << "\n";
     o << "\n| weight | format | bit-stall rate |\n|---|---|---|\n";
-    std::vector<const tensor_state*> sorted = weights;
+    std::vector<const tensor_line*> sorted = weights;
     std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) {
-        const double x = std::isnan(a->bit_stall_rate) ? -1 : a->bit_stall_rate;
-        const double y = std::isnan(b->bit_stall_rate) ? -1 : b->bit_stall_rate;
+        const double x = std::isnan(a->bit_stall_rate()) ? -1 : a->bit_stall_rate();
+        const double y = std::isnan(b->bit_stall_rate()) ? -1 : b->bit_stall_rate();
         return x > y;
     });
-    for (const tensor_state* t : sorted) o << "| " << t->name << " | " << t->format << " | " << pct(t->bit_stall_rate) << " |\n";
+    for (const tensor_line* t : sorted)
+        o << "| " << t->tensor << " | " << t->format << " | " << pct(t->bit_stall_rate()) << " |\n";
 }
 
 void write_trend(std::ostream& o, const failure_context& x) {
     o << "\n## Trend (the last steps)\n\n| step | loss | grad norm | grad sparsity | worst overflow | bit stall |\n"
          "|---|---|---|---|---|---|\n";
-    for (const trend_row& r : x.trend)
-        o << "| " << r.step << " | " << shown(r.loss) << " | " << shown(r.grad_norm) << " | " << pct(r.grad_sparsity) << " | "
-          << pct(r.overflow_rate) << " | " << pct(r.bit_stall_rate) << " |\n";
+    for (const run::train_line& r : x.trend) {
+        const metric_values& v = r.values;
+        o << "| " << r.step << " | " << shown(v.get("loss")) << " | " << shown(v.get("grad_norm")) << " | "
+          << pct(v.get("grad_sparsity")) << " | " << pct(v.get("overflow_rate")) << " | " << pct(v.get("bit_stall"))
+          << " |\n";
+    }
 }
 
 // A row per diagnostic value, a column per snapshot step.

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,18 +18,8 @@
 
 namespace altgrad::host::stability {
 
-// One quantized tensor at the collapse (rates NaN where not measured).
-struct tensor_state {
-    std::string name;    // "blocks.0.mlp.fc.weight"
-    altgrad_tensor_role role = ALTGRAD_TENSOR_WEIGHT;  // weight, activation or output gradient
-    std::string format;  // active format plugin
-    int mantissa_bits = -1;  // of that format (-1: not a float/fixed-point format)
-    double overflow_rate = NAN, underflow_rate = NAN, bit_stall_rate = NAN;
-};
-
-// The recent trend and the last diagnostic snapshots, as the run's history keeps them.
+// The last diagnostic snapshots, as the run's history keeps them.
 using run::diagnostic_mean;
-using run::trend_row;
 
 struct failure_context {
     config::run_config config;
@@ -36,8 +27,9 @@ struct failure_context {
     std::string checkpoint;                      // the checkpoint saved at the collapse (run-dir relative)
     double learning_rate = NAN;                  // at the collapse
     double median_abs_weight = NAN;              // over all quantized weights
-    std::vector<trend_row> trend;                // the last steps, oldest first
-    std::vector<tensor_state> tensors;           // every quantized tensor
+    std::vector<run::train_line> trend;          // the last steps, oldest first
+    std::vector<run::tensor_line> tensors;       // every quantized tensor, at its last use
+    std::map<std::string, int> mantissa_bits;    // of each float or fixed-point format used (by name)
     std::vector<std::string> nonfinite_gradients;  // parameters whose gradient had NaN/Inf at the collapse
     std::vector<diagnostic_mean> diagnostics;    // the last diagnostic snapshots
     std::vector<std::string> events;             // interventions' actions so far, one line each

@@ -1,8 +1,10 @@
 #include "stability/plugin_set.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <iterator>
 
+#include "util/abi_names.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host::stability {
@@ -40,7 +42,21 @@ intervention_set::intervention_set(const config::run_config& c, registry& plugin
                                                                    "stability.interventions", "stability.params"));
 }
 
-std::vector<plugin_action> intervention_set::observe(const observation& o) {
+std::vector<plugin_action> intervention_set::observe(observation o, const std::vector<run::tensor_line>& tensors,
+                                                     const std::map<std::string, double>& format_max) {
+    o.tensors.clear();
+    for (const run::tensor_line& t : tensors) {
+        tensor_observation seen;
+        seen.name = t.tensor;
+        seen.role = tensor_role_names().value(t.role).value_or(ALTGRAD_TENSOR_WEIGHT);
+        seen.format = t.format;
+        const auto max = format_max.find(t.format);
+        seen.format_max = max == format_max.end() ? NAN : max->second;
+        seen.overflow_rate = t.overflow_rate();
+        seen.underflow_rate = t.underflow_rate();
+        seen.bit_stall_rate = t.bit_stall_rate();
+        o.tensors.push_back(std::move(seen));
+    }
     std::vector<plugin_action> out;
     for (const auto& h : handles_)
         for (action& a : h->observe(o)) out.push_back({h->name(), std::move(a)});

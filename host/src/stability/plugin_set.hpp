@@ -14,6 +14,7 @@
 #include "plugins/diagnostic_handle.hpp"
 #include "plugins/intervention_handle.hpp"
 #include "plugins/registry.hpp"
+#include "run/records.hpp"
 
 namespace altgrad::host::stability {
 
@@ -28,8 +29,12 @@ public:
     intervention_set(const config::run_config& c, registry& plugins);
     bool empty() const { return handles_.empty(); }
 
-    // Every plugin, in config order, sees the same observation; their actions in that order.
-    std::vector<plugin_action> observe(const observation& o);
+    // Every plugin, in config order, sees the same observation (the ABI's
+    // view): `o`'s step with `tensors`, each at its last use (bit stall where
+    // it was measured at the end of the previous step), and its format's
+    // largest value from `format_max` (by format name). Their actions in that order.
+    std::vector<plugin_action> observe(observation o, const std::vector<run::tensor_line>& tensors,
+                                       const std::map<std::string, double>& format_max);
 
     // Checkpoint folder `dir` gets interventions/NAME.state for each plugin
     // that saves its state (ABI 1.1). Throws host::error naming the file.

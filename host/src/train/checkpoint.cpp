@@ -67,8 +67,6 @@ void write_checkpoint_files(const fs::path& tmp, const std::string& run_id, int6
     run::checkpoint_state state;
     state.run_id = run_id;
     state.step = step;
-    state.window_loss_sum = c.window_loss_sum;
-    state.window_loss_n = c.window_loss_n;
     state.detector = c.detector.state();
     state.sites = site_records(c.plan);
     state.history = c.history;
@@ -148,8 +146,6 @@ resumed load_latest_checkpoint(const fs::path& run_dir, const checkpointed& c, f
             if (x.numel() == 0) x = torch::Tensor();
         c.stall.restore(std::move(snaps));
     }
-    c.window_loss_sum = state->window_loss_sum;
-    c.window_loss_n = state->window_loss_n;
     c.detector.restore(state->detector);
     c.history = state->history;
     c.interventions.load_states(dir, log);

@@ -35,8 +35,6 @@ struct checkpointed {
     stability::failure_detector& detector;
     stability::intervention_set& interventions;
     run::run_history& history;
-    double& window_loss_sum;  // finite training losses since the last measurement
-    int64_t& window_loss_n;
     torch::Device device;     // where the model trains (a GPU run saves the GPU's generator too)
 };
 

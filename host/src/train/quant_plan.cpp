@@ -421,6 +421,27 @@ const quant::scale_grid& format_library::scale_format(const std::string& name) {
 
 std::string format_name_of(const quant_site& s) { return s.format ? s.format->name() : "fp32"; }
 
+run::tensor_line record_of(const quant_site& s, int64_t step, bool with_bit_stall) {
+    run::tensor_line t{step, s.name(), s.role_name(), format_name_of(s), {}};
+    run::metric_values& v = t.values;
+    v.set("scale", s.scale);
+    v.set("amax", s.amax);
+    v.set("overflow", static_cast<double>(s.overflow_count));
+    v.set("underflow", static_cast<double>(s.underflow_count));
+    v.set("count", static_cast<double>(s.count));
+    if (with_bit_stall && s.role == ALTGRAD_TENSOR_WEIGHT) v.set("bit_stall_rate", s.bit_stall_rate);
+    if (s.block_scaled()) {
+        const quant::block_scale_stats& b = s.block_stats;
+        v.set("blocks.blocks", static_cast<double>(b.blocks));
+        v.set("blocks.saturated", static_cast<double>(b.saturated));
+        v.set("blocks.underflowed", static_cast<double>(b.underflowed));
+        v.set("blocks.neutral", static_cast<double>(b.neutral));
+        v.set("blocks.smallest_scale", b.smallest_scale);
+        v.set("blocks.largest_scale", b.largest_scale);
+    }
+    return t;
+}
+
 namespace {
 
 quant::scaling_config scaling_of(const config::quantization_config& q) {

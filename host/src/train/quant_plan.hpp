@@ -143,6 +143,12 @@ private:
 // "fp32" for a site that stays float32, else its format plugin's name.
 std::string format_name_of(const quant_site& s);
 
+// The site at its last use as the run's record of it (run/records.hpp): what
+// its metrics line writes, the interventions observe and the failure report
+// lists; a weight's bit-stall rate only `with_bit_stall` (at a measurement;
+// NaN before the second).
+run::tensor_line record_of(const quant_site& s, int64_t step, bool with_bit_stall);
+
 // Give every site its format plugin, rounding, overflow and scaling, from the
 // config's global formats and per-layer rules.
 void assign_formats(quant_plan& plan, const config::run_config& c, format_library& formats);

@@ -6,11 +6,23 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "run/records.hpp"
+
 namespace altgrad::host::train {
+
+// A step metric a caller adds to the host's own (a test, a program that
+// embeds the trainer): its description (record train) and how it follows from
+// the step's other metrics. It is written, read back, listed and drawn like
+// the host's (run/catalog.hpp).
+struct added_step_metric {
+    run::metric description;
+    std::function<double(const run::metric_values& step)> compute;
+};
 
 struct run_request {
     std::filesystem::path config;       // CONFIG.toml (ignored with resume: the run's config.toml is used)
@@ -20,19 +32,15 @@ struct run_request {
     std::filesystem::path resume;       // --resume RUN_DIR (empty: a new run)
     bool fallback = false;              // --fallback: resume from the newest intact checkpoint
     bool live_progress = false;         // a terminal: one updating line; else plain lines
+    std::vector<added_step_metric> added_metrics;
 };
 
-struct run_summary {
+// How a run ended: its summary.json, and where it is.
+struct run_result {
     std::filesystem::path run_dir;
-    int64_t steps_done = 0;
-    int64_t max_steps = 0;
-    double final_train_loss = 0;
-    double final_val_loss = 0;
-    double best_val_loss = 0;
-    double seconds = 0;
-    std::string stop_reason;  // "finished" or why it stopped early
+    run::summary_record summary;
 };
 
-run_summary run_training(const run_request& request, std::ostream& log);
+run_result run_training(const run_request& request, std::ostream& log);
 
 }  // namespace altgrad::host::train

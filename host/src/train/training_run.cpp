@@ -128,41 +128,34 @@ struct frozen_scaling {
     std::vector<quant::scaling_state> saved;
 };
 
-// What the interventions see of step `step` (0-based, as the ABI counts).
-observation observe_step(uint64_t step, double loss, double grad_norm, double lr, uint32_t nonfinite_run,
-                         const quant_plan& plan, bool stall_fresh) {
-    observation o;
-    o.step = step;
-    o.loss = loss;
-    o.grad_norm = grad_norm;
-    o.learning_rate = lr;
-    o.consecutive_nonfinite_steps = nonfinite_run;
-    for (const quant_site& s : plan.sites) {
-        if (!s.format) continue;
-        tensor_observation t;
-        t.name = s.name();
-        t.role = s.role;
-        t.format = s.format->name();
-        t.format_max = s.format->info().max_finite;
-        t.overflow_rate = s.overflow_rate();
-        t.underflow_rate = s.underflow_rate();
-        t.bit_stall_rate = s.role == ALTGRAD_TENSOR_WEIGHT && stall_fresh ? s.bit_stall_rate : NAN;
-        o.tensors.push_back(std::move(t));
-    }
-    return o;
+// The tensors the interventions see, the metrics write and the failure
+// report lists: every quantized one (`all`: every site), at its last use.
+std::vector<run::tensor_line> tensor_records(const quant_plan& plan, int64_t step, bool with_bit_stall,
+                                             bool all = false) {
+    std::vector<run::tensor_line> out;
+    for (const quant_site& s : plan.sites)
+        if (s.format || all) out.push_back(record_of(s, step, with_bit_stall));
+    return out;
 }
 
-// The last three diagnostic snapshots, each value averaged over its tensors.
+// Each format's largest finite value, by name (what the interventions see).
+std::map<std::string, double> format_maxima(const quant_plan& plan) {
+    std::map<std::string, double> out;
+    for (const quant_site& s : plan.sites)
+        if (s.format) out[s.format->name()] = s.format->info().max_finite;
+    return out;
+}
+
+// The last three diagnostic snapshots, each value summarised over its
+// tensors as the catalog's mean (the all-tensor value where written).
 void remember_diagnostics(run::run_history& h, int64_t step, const std::vector<diagnostic_record>& records) {
-    std::map<std::string, std::pair<double, int>> sums;  // diagnostic.value -> (sum, n) over tensors
+    std::map<std::string, std::vector<run::tensor_value>> by_name;  // diagnostic.value -> its tensors' values
     for (const diagnostic_record& r : records)
-        for (const auto& [name, value] : r.values)
-            if (std::isfinite(value)) {
-                auto& s = sums[r.diagnostic + "." + name];
-                s.first += value;
-                ++s.second;
-            }
-    for (const auto& [name, s] : sums) h.diagnostics.push_back({step, name, s.first / s.second});
+        for (const auto& [name, value] : r.values) by_name[r.diagnostic + "." + name].push_back({r.tensor == "*", value});
+    run::metric mean;
+    mean.summary = run::tensor_summary::mean;
+    for (const auto& [name, values] : by_name)
+        if (const double v = run::summarise(mean, values); !std::isnan(v)) h.diagnostics.push_back({step, name, v});
     std::set<int64_t> steps;
     for (const auto& d : h.diagnostics) steps.insert(d.step);
     while (steps.size() > 3) {
@@ -175,24 +168,17 @@ void remember_diagnostics(run::run_history& h, int64_t step, const std::vector<d
 stability::failure_context failure_context_of(const config::run_config& c, const stability::verdict& v,
                                               const fs::path& checkpoint, double lr, const quant_plan& plan,
                                               const std::map<std::string, torch::Tensor>& params,
-                                              const run::run_history& h) {
+                                              const run::run_history& h, int64_t step) {
     stability::failure_context x;
     x.config = c;
     x.collapse = v;
     x.checkpoint = checkpoint.string();
     x.learning_rate = lr;
+    x.tensors = tensor_records(plan, step, /*with_bit_stall=*/true, /*all=*/true);
     std::vector<torch::Tensor> weights;
     for (const quant_site& s : plan.sites) {
-        stability::tensor_state t;
-        t.name = s.name();
-        t.role = s.role;
-        t.format = format_name_of(s);
         if (s.format && s.format->info().family != ALTGRAD_FAMILY_CODEBOOK)
-            t.mantissa_bits = static_cast<int>(s.format->info().mantissa_bits);
-        t.overflow_rate = s.overflow_rate();
-        t.underflow_rate = s.underflow_rate();
-        t.bit_stall_rate = s.bit_stall_rate;
-        x.tensors.push_back(t);
+            x.mantissa_bits[s.format->name()] = static_cast<int>(s.format->info().mantissa_bits);
         if (s.role == ALTGRAD_TENSOR_WEIGHT && s.format) weights.push_back(params.at(parameter_of(s)).detach().abs().flatten());
     }
     if (!weights.empty()) x.median_abs_weight = torch::cat(weights).median().item<double>();
@@ -238,7 +224,12 @@ training_run::training_run(const run_request& req, std::ostream& log)
       interventions_(c_, plugins_),
       diagnostics_(c_, plugins_),
       fp32_(diagnostics_.empty() ? nullptr : formats_.fp32()),
-      detector_(c_.failure, !interventions_.empty(), c_.training.max_steps) {
+      detector_(c_.failure, !interventions_.empty(), !c_.quantization.shadow_weights, c_.training.max_steps) {
+    step_metrics_ = host_step_metrics();
+    for (const added_step_metric& m : req.added_metrics) {
+        catalog_.add(m.description);
+        step_metrics_.push_back({m.description.name, [f = m.compute](const step_inputs& in) { return f(in.so_far); }});
+    }
     // Deliberately: LibTorch starts with one intra-op thread on small machines.
     const int cpu_threads = c_.training.threads > 0
                                 ? static_cast<int>(c_.training.threads)
@@ -312,20 +303,20 @@ void training_run::open_run_directory() {
         run::write_file_atomically(run::config_file(run_dir_), config::to_toml(c_));
         stall_.advance(plan_, weight_of_);  // the first bit-stall measurement compares against the initial weights
     }
-    metrics_.emplace(run::metrics_file(run_dir_), run_id_, resuming_);
+    run::write_catalog(run_dir_, catalog_);
+    metrics_.emplace(run::metrics_file(run_dir_), run_id_, resuming_, catalog_);
     // Bit stall was measured at the end of the previous step: derived from the step.
     stall_fresh_ = step_ > 0 && is_diagnostic_step(step_);
     first_step_ = step_;
 }
 
 checkpointed training_run::checkpointed_parts() {
-    return {model_, *optimizer_, plan_, stall_, detector_, interventions_, history_, window_loss_sum_, window_loss_n_,
-            device_};
+    return {model_, *optimizer_, plan_, stall_, detector_, interventions_, history_, device_};
 }
 
 // ------------------------------------------------------------------ the loop
 
-run_summary training_run::run() {
+run_result training_run::run() {
     const int64_t max_steps = c_.training.max_steps;
     loop_start_ = std::chrono::steady_clock::now();
     try {
@@ -338,10 +329,10 @@ run_summary training_run::run() {
             const step_actions todo = ask_interventions(r);  // clip, skip, switch formats
             update(r, todo);
             ++step_;
-            const stability::step_evidence evidence = measure(r, seconds_since(step_start));
+            const run::train_line step = measure(r, seconds_since(step_start));
             apply_switches(todo);  // from the next step on
-            report_progress(r);
-            if (const std::optional<stability::verdict> v = detector_.observe(evidence)) {
+            report_progress(step);
+            if (const std::optional<stability::verdict> v = detector_.observe(step)) {
                 collapse(*v);
                 return finish("collapsed", *v);
             }
@@ -401,9 +392,14 @@ training_run::step_actions training_run::ask_interventions(const step_result& r)
     // The detector has seen every step before this one.
     const uint32_t nonfinite_run = r.finite ? 0 : detector_.consecutive_nonfinite() + 1;
     if (!interventions_.empty()) {
-        const observation seen = observe_step(static_cast<uint64_t>(step_), r.loss, r.grad_norm, lr_, nonfinite_run,
-                                              plan_, stall_fresh_);
-        for (stability::plugin_action& a : interventions_.observe(seen)) {
+        observation seen;
+        seen.step = static_cast<uint64_t>(step_);  // 0-based, as the ABI counts
+        seen.loss = r.loss;
+        seen.grad_norm = r.grad_norm;
+        seen.learning_rate = lr_;
+        seen.consecutive_nonfinite_steps = nonfinite_run;
+        const std::vector<run::tensor_line> tensors = tensor_records(plan_, step_, stall_fresh_);
+        for (stability::plugin_action& a : interventions_.observe(seen, tensors, format_maxima(plan_))) {
             ++history_.interventions[a.plugin][action_kind_name(a.what.kind)];
             if (a.what.kind == ALTGRAD_ACTION_CLIP_GRAD_NORM) {
                 todo.clip = std::min(todo.clip, a.what.value);
@@ -441,58 +437,33 @@ void training_run::update(const step_result& r, const step_actions& todo) {
     }
 }
 
-stability::step_evidence training_run::measure(const step_result& r, double step_seconds) {
-    // Every step the cheap measurements, every diagnostic interval the rest.
-    const worst_rates rates = worst_quantization_rates(plan_);
-    const double sparsity = grad_sparsity(parameters_, c_.failure.near_zero);
-    stability::step_evidence evidence;
-    evidence.step = step_;
-    evidence.loss = r.loss;
-    evidence.finite = r.finite;
-    evidence.grad_sparsity = sparsity;
-    evidence.overflow_rate = rates.overflow;
+run::train_line training_run::measure(const step_result& r, double step_seconds) {
+    // Every step the step metrics, every diagnostic interval the rest.
+    const step_inputs in{r.loss, r.grad_norm, lr_, step_seconds, c_, plan_, parameters_, {}};
+    run::train_line step = compute_step_metrics(step_, step_metrics_, in);
+    metrics_->write(step);
     stall_fresh_ = is_diagnostic_step(step_);
     std::vector<diagnostic_record> records;
-    if (std::isfinite(r.loss)) window_loss_sum_ += r.loss, ++window_loss_n_;
     if (stall_fresh_) {
-        evidence.bit_stall_rate = stall_.measure(plan_, weight_of_);
-        evidence.window_loss = window_loss_n_ ? window_loss_sum_ / window_loss_n_ : NAN;
-        evidence.updates_lost = !c_.quantization.shadow_weights;
-        window_loss_sum_ = 0, window_loss_n_ = 0;
+        step.values.set("bit_stall", stall_.measure(plan_, weight_of_));  // the detector's, not written here
         if (!diagnostics_.empty()) records = run_diagnostics(diagnostics_, plan_, weight_of_, stall_, *fp32_, step_);
         release_captures(plan_);
         stall_.advance(plan_, weight_of_);
     }
-
-    tokens_per_s_ = static_cast<double>(c_.training.batch_size * c_.model.block_size) / std::max(step_seconds, 1e-9);
-    metrics_->write(run::train_line{step_, r.loss, lr_, r.grad_norm, tokens_per_s_, sparsity, rates.overflow,
-                                    rates.underflow});
     // Each quantized tensor's amax, scale and counts are its last use's, known
     // every step: written at every log step too (the report's per-layer
     // curves), bit stall only where it was measured.
     const bool log_step = step_ % c_.training.log_interval == 0 || step_ == c_.training.max_steps;
-    if (stall_fresh_ || log_step) {
-        for (const quant_site& s : plan_.sites) {
-            if (!s.format) continue;
-            run::tensor_line t{step_, s.name(), s.role_name(), format_name_of(s), s.scale, s.amax,
-                               s.overflow_count, s.underflow_count, s.count, std::nullopt};
-            if (s.role == ALTGRAD_TENSOR_WEIGHT && stall_fresh_) t.bit_stall_rate = s.bit_stall_rate;
-            if (s.block_scaled()) {
-                const quant::block_scale_stats& b = s.block_stats;
-                t.blocks = run::block_scales_line{b.blocks, b.saturated, b.underflowed, b.neutral, b.smallest_scale,
-                                                  b.largest_scale};
-            }
-            metrics_->write(t);
-        }
-    }
+    if (stall_fresh_ || log_step)
+        for (run::tensor_line& t : tensor_records(plan_, step_, stall_fresh_)) metrics_->write(std::move(t));
     if (stall_fresh_) {
         for (const diagnostic_record& d : records)
             metrics_->write(run::diagnostic_line{step_, d.diagnostic, d.tensor, d.role, d.values});
         remember_diagnostics(history_, step_, records);
     }
-    history_.trend.push_back({step_, r.loss, r.grad_norm, sparsity, rates.overflow, evidence.bit_stall_rate});
+    history_.trend.push_back(step);
     if (history_.trend.size() > 10) history_.trend.pop_front();
-    return evidence;
+    return step;
 }
 
 void training_run::apply_switches(const step_actions& todo) {
@@ -513,19 +484,20 @@ void training_run::apply_switches(const step_actions& todo) {
     }
 }
 
-void training_run::report_progress(const step_result& r) {
+void training_run::report_progress(const run::train_line& step) {
     const int64_t max_steps = c_.training.max_steps;
     const double eta = seconds_since(loop_start_) / static_cast<double>(step_ - first_step_) *
                        static_cast<double>(max_steps - step_);
+    const double loss = step.values.get("loss"), tokens_per_s = step.values.get("tokens_per_s");
     if (live_progress_) {
         char line[160];
         std::snprintf(line, sizeof line, "\rstep %lld/%lld | loss %.4f | %.0f tok/s | ETA %s   ",
-                      static_cast<long long>(step_), static_cast<long long>(max_steps), r.loss, tokens_per_s_,
+                      static_cast<long long>(step_), static_cast<long long>(max_steps), loss, tokens_per_s,
                       duration_text(eta).c_str());
         log_ << line << std::flush;
     } else if (step_ % c_.training.log_interval == 0 || step_ == max_steps) {
-        log_ << "step " << step_ << "/" << max_steps << " loss " << r.loss << " lr " << lr_ << " "
-             << static_cast<int64_t>(tokens_per_s_) << " tok/s ETA " << duration_text(eta) << std::endl;
+        log_ << "step " << step_ << "/" << max_steps << " loss " << loss << " lr " << lr_ << " "
+             << static_cast<int64_t>(tokens_per_s) << " tok/s ETA " << duration_text(eta) << std::endl;
     }
 }
 
@@ -542,7 +514,7 @@ void training_run::collapse(const stability::verdict& v) {
     const fs::path report = run::reports_dir(run_dir_) / "failure.md";
     fs::create_directories(report.parent_path());  // only a collapsed run has reports/
     run::write_file_atomically(report, stability::failure_report_markdown(failure_context_of(
-                                           c_, v, ckpt, lr_, plan_, params_, history_)));
+                                           c_, v, ckpt, lr_, plan_, params_, history_, step_)));
     if (live_progress_) log_ << "\n";
     log_ << "collapsed: " << stop_reason_ << "\nfailure report " << report.string() << std::endl;
 }
@@ -565,7 +537,9 @@ void training_run::evaluate() {
     }
     model_->train();
     const double val = total / static_cast<double>(c_.training.eval_batches);
-    metrics_->write(run::val_line{step_, val});
+    run::val_line line{step_, {}};
+    line.values.set("val_loss", val);
+    metrics_->write(line);
     history_.last_val_loss = val;
     if (!std::isnan(val) && !(val >= history_.best_val_loss)) history_.best_val_loss = val;  // NaN best: none yet
     // On a terminal the line overwrites the live progress line, which the next step redraws below it.
@@ -583,18 +557,8 @@ void training_run::checkpoint() {
     save_checkpoint(run_dir_, run_id_, step_, checkpointed_parts(), c_.output.keep_checkpoints);
 }
 
-run_summary training_run::finish(const std::string& status, const stability::verdict& v) {
-    run_summary s;
-    s.run_dir = run_dir_;
-    s.steps_done = step_;
-    s.max_steps = c_.training.max_steps;
-    s.final_train_loss = history_.trend.empty() ? NAN : history_.trend.back().loss;
-    s.final_val_loss = history_.last_val_loss;
-    s.best_val_loss = std::isnan(history_.best_val_loss) ? INFINITY : history_.best_val_loss;
+run_result training_run::finish(const std::string& status, const stability::verdict& v) {
     update_elapsed();
-    s.seconds = history_.elapsed_seconds;
-    s.stop_reason = status == "error" ? v.evidence : stop_reason_;
-
     run::summary_record r;
     r.run_id = run_id_;
     r.name = c_.name;
@@ -602,28 +566,29 @@ run_summary training_run::finish(const std::string& status, const stability::ver
     r.failure_mode = stability::failure_mode_name(v.mode);
     if (v.mode != stability::failure_mode::none) r.failure_step = v.evidence_step;
     r.failure_evidence = v.evidence;
-    r.steps_done = s.steps_done;
-    r.max_steps = s.max_steps;
+    r.steps_done = step_;
+    r.max_steps = c_.training.max_steps;
     r.seed = c_.training.seed;
-    r.final_train_loss = s.final_train_loss;
-    r.final_val_loss = s.final_val_loss;
-    r.best_val_loss = s.best_val_loss;
-    r.seconds = s.seconds;
-    r.cpu_seconds = history_.elapsed_cpu_seconds;
+    r.values.set("final_train_loss", history_.trend.empty() ? NAN : history_.trend.back().values.get("loss"));
+    r.values.set("final_val_loss", history_.last_val_loss);
+    r.values.set("best_val_loss", std::isnan(history_.best_val_loss) ? INFINITY : history_.best_val_loss);
+    r.values.set("seconds", history_.elapsed_seconds);
+    r.values.set("cpu_seconds", history_.elapsed_cpu_seconds);
     r.formats = {c_.quantization.weight_format, c_.quantization.activation_format, c_.quantization.gradient_format};
     const data::corpus_reference ref = data::reference_losses(data_);
     r.corpus = {ref.unigram_entropy, ref.bigram, ref.trigram};
     r.switches = history_.switches;
     r.interventions = history_.interventions;
     run::write_summary(run_dir_, r);
-    if (status == "error") return s;
-    log_ << "done: " << s.stop_reason << ", " << s.steps_done << "/" << s.max_steps << " steps, final train loss "
-         << s.final_train_loss << ", final val loss " << s.final_val_loss << " (best " << s.best_val_loss << "), "
-         << duration_text(s.seconds) << "\n"
+    if (status == "error") return {run_dir_, r};
+    const run::metric_values& m = r.values;
+    log_ << "done: " << stop_reason_ << ", " << r.steps_done << "/" << r.max_steps << " steps, final train loss "
+         << m.get("final_train_loss") << ", final val loss " << m.get("final_val_loss") << " (best "
+         << m.get("best_val_loss") << "), " << duration_text(m.get("seconds")) << "\n"
          << "run directory " << run_dir_.string() << " (config.toml, metrics.jsonl, summary.json, checkpoints/)\n"
          << "corpus unigram entropy " << ref.unigram_entropy << " nats/char; held-out bigram " << ref.bigram
          << ", trigram " << ref.trigram << " nats/char (what n-gram statistics alone reach)\n";
-    return s;
+    return {run_dir_, r};
 }
 
 // ------------------------------------------------------------------ small pieces
@@ -645,7 +610,7 @@ bool training_run::is_diagnostic_step(int64_t steps_done) const {
 
 void training_run::event(run::event_line e) { metrics_->write(run::metrics_line(std::move(e))); }
 
-run_summary run_training(const run_request& request, std::ostream& log) {
+run_result run_training(const run_request& request, std::ostream& log) {
     std::optional<training_run> run;
     try {
         run.emplace(request, log);

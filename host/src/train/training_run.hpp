@@ -6,8 +6,8 @@
 //   intervene     ask_interventions: what the stability plugins want (clip,
 //                 skip, switch formats); apply_switches after the update
 //   update        update: the optimizer step, unless skipped or non-finite
-//   measure       measure: per-step rates, and bit stall and the diagnostic
-//                 plugins at the diagnostic interval
+//   measure       measure: the step's metrics (train/step_metrics.hpp), and
+//                 bit stall and the diagnostic plugins at the diagnostic interval
 //   evaluate      evaluate: validation loss, scaling frozen
 //   checkpoint    checkpoint: train/checkpoint.hpp
 //   finish        finish: summary.json, the closing lines of the log
@@ -37,6 +37,7 @@
 #include "train/measure.hpp"
 #include "train/model.hpp"
 #include "train/quant_plan.hpp"
+#include "train/step_metrics.hpp"
 #include "train/trainer.hpp"
 
 namespace altgrad::host::train {
@@ -47,7 +48,7 @@ public:
     training_run(const run_request& request, std::ostream& log);
     // The loop; returns when the run finished or collapsed (throws host::error
     // when a plugin or the disk fails, after writing summary.json).
-    run_summary run();
+    run_result run();
 
 private:
     // What one step produced.
@@ -65,15 +66,15 @@ private:
     step_result forward_backward();
     step_actions ask_interventions(const step_result& r);
     void update(const step_result& r, const step_actions& todo);
-    stability::step_evidence measure(const step_result& r, double step_seconds);
+    run::train_line measure(const step_result& r, double step_seconds);
     void apply_switches(const step_actions& todo);
-    void report_progress(const step_result& r);
+    void report_progress(const run::train_line& step);
     void collapse(const stability::verdict& v);
     void evaluate();
     void checkpoint();
     // The run's wall and CPU time so far, its earlier processes' included, into history_.
     void update_elapsed();
-    run_summary finish(const std::string& status, const stability::verdict& v);
+    run_result finish(const std::string& status, const stability::verdict& v);
 
     void open_run_directory();
     void build_model_and_optimizer();
@@ -82,6 +83,9 @@ private:
     void event(run::event_line e);
 
     std::ostream& log_;
+    // The metrics this run writes (catalog.json) and how its step metrics are computed.
+    run::metric_catalog catalog_;
+    std::vector<step_metric_computation> step_metrics_;
     bool live_progress_;
     std::chrono::steady_clock::time_point start_time_;
     // The run's wall and CPU time before this process: 0 for a new run, the
@@ -113,10 +117,7 @@ private:
     // The loop's state (checkpointed, with the history).
     int64_t step_ = 0;             // steps done
     double lr_ = NAN;              // this step's learning rate
-    double window_loss_sum_ = 0;   // finite training losses since the last measurement
-    int64_t window_loss_n_ = 0;
     bool stall_fresh_ = false;     // bit stall was measured at the end of the previous step
-    double tokens_per_s_ = NAN;    // of the last step
     run::run_history history_;
     std::string stop_reason_ = "finished";
     int64_t first_step_ = 0;       // where this process started (for the ETA)
