@@ -25,6 +25,8 @@
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
 #include "quant/scaling.hpp"
+#include "report/run_record.hpp"
+#include "run/files.hpp"
 #include "util/error.hpp"
 
 namespace py = pybind11;
@@ -338,6 +340,61 @@ quant::scaling_state make_scaling(const std::string& mode, int history_len, cons
     return quant::scaling_state(c, format_max);
 }
 
+// A metric's description as a dict (catalog.json's fields, run/catalog.hpp).
+py::dict metric_dict(const run::metric& m) {
+    py::dict d;
+    d["name"] = m.name;
+    d["record"] = run::metric_record_names().name(m.record);
+    d["scope"] = run::metric_scope_names().name(m.scope);
+    d["type"] = run::metric_type_names().name(m.type);
+    d["unit"] = m.unit;
+    d["source"] = m.source;
+    d["title"] = m.title;
+    d["series"] = m.series;
+    d["label"] = m.label;
+    d["summary"] = run::tensor_summary_names().name(m.summary);
+    d["summary_of"] = m.summary_of;
+    d["log_scale"] = m.log_scale;
+    d["required"] = m.required;
+    d["timing"] = m.timing;
+    return d;
+}
+
+// A run directory as the report reads it: its catalog, its series (the
+// columns of steps.csv: step, then one per series, NaN where not measured)
+// and what could not be read.
+py::dict read_run_series(const std::string& dir) {
+    report::run_record r;
+    {
+        py::gil_scoped_release unlocked;
+        r = report::read_run(dir);
+    }
+    py::list catalog;
+    for (const run::metric& m : r.catalog.metrics()) catalog.append(metric_dict(m));
+    std::vector<run::metric> series = report::series_of_runs({r});
+    std::map<int64_t, std::vector<double>> rows;
+    for (size_t k = 0; k < series.size(); ++k)
+        for (const report::point& p : r.series_points(series[k].series)) {
+            std::vector<double>& row = rows[p.step];
+            row.resize(series.size(), NAN);
+            row[k] = p.value;
+        }
+    py::list columns, steps, values;
+    for (const run::metric& m : series) columns.append(m.series);
+    for (auto& [step, row] : rows) {
+        row.resize(series.size(), NAN);
+        steps.append(step);
+        values.append(py::cast(row));
+    }
+    py::dict d;
+    d["catalog"] = catalog;
+    d["columns"] = columns;
+    d["steps"] = steps;
+    d["values"] = values;
+    d["problems"] = py::cast(r.problems);
+    return d;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -380,4 +437,10 @@ PYBIND11_MODULE(_native, m) {
     m.def("formats_for", &formats_for, py::arg("weight"), py::arg("activation"), py::arg("gradient"),
           py::arg("rules"), py::arg("layer"));
     m.def("rounding_names", [] { return names_in(~0u, rounding_names()); });
+    m.def("host_metrics", [] {
+        py::list out;
+        for (const run::metric& x : run::host_metrics()) out.append(metric_dict(x));
+        return out;
+    });
+    m.def("read_run_series", &read_run_series, py::arg("run_dir"));
 }

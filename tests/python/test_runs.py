@@ -36,11 +36,33 @@ def test_read_run_returns_the_logged_steps(runs):
     assert run.config["quantization"]["weight_format"] == "e5m2"
 
 
+def test_read_run_describes_its_metrics_and_gives_its_series(runs):
+    run = altgrad.read_run(runs[0])
+    stored = run.catalog[run.catalog.summary_of == ""].set_index("name")  # not the series drawn from them
+    assert stored.loc["grad_sparsity", "record"] == "train"
+    assert run.catalog.set_index("series").loc["grad_sparsity", "summary_of"] == "grad_sparsity"
+    assert stored.loc["grad_sparsity", "unit"] == "fraction"
+    assert stored.loc["count", "type"] == "count"
+    # The series are steps.csv's columns, from the same code: the host's, then the diagnostics' headlines.
+    assert list(run.steps.columns[:7]) == ["step", "train_loss", "val_loss", "bit_stall", "overflow", "underflow",
+                                           "grad_sparsity"]
+    train = run["train"].set_index("step")
+    steps = run.steps.set_index("step")
+    assert (steps.loc[train.index, "train_loss"] == train.loss).all()
+    assert (steps.loc[train.index, "grad_sparsity"] == train.grad_sparsity).all()
+    assert list(steps.val_loss.dropna().index) == [0, 5, 10]
+    # Bit stall: the weights' bit_stall_rate weighted by their element counts, at the measurements.
+    weights = run["tensor"].dropna(subset=["bit_stall_rate"])
+    at5 = weights[weights.step == 5]
+    assert steps.loc[5, "bit_stall"] == pytest.approx((at5.bit_stall_rate * at5["count"]).sum() / at5["count"].sum())
+
+
 def test_read_runs_tells_the_runs_apart(runs):
     both = altgrad.read_runs(runs)
     assert sorted(both["train"].run_id.unique()) == ["first", "second"]
     assert len(both["train"]) == 20
     assert list(both.summaries.run_id) == ["first", "second"]
+    assert sorted(both.steps.run_id.unique()) == ["first", "second"]
     last = both["train"].groupby("run_id").loss.last()
     assert last["first"] != last["second"]  # other seeds, other runs
 

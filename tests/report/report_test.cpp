@@ -21,6 +21,7 @@
 #include "report/run_record.hpp"
 #include "report/stats.hpp"
 #include "report/tables.hpp"
+#include "run/files.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host::report {
@@ -117,7 +118,30 @@ std::string summary_json(const std::string& name, const std::string& status, con
            ", \"interventions\": " + interventions + "}\n";
 }
 
-// A run that finished all its steps.
+// What the stiffness diagnostic declares (its headline, ABI 1.3), as a run's
+// catalog.json records it.
+altgrad::host::run::metric stiffness_headline() {
+    altgrad::host::run::metric m;
+    m.name = "stiffness_mean";
+    m.record = altgrad::host::run::metric_record::diagnostic;
+    m.source = "stiffness";
+    m.series = "stiffness";
+    m.title = "Stiffness (mean S = 2^(floor(log2|w|) - M))";
+    m.label = "mean stiffness";
+    m.summary = altgrad::host::run::tensor_summary::mean;
+    m.summary_of = "stiffness_mean";
+    m.log_scale = true;
+    return m;
+}
+
+// The catalog.json of a run whose diagnostics declared `headlines`.
+void write_catalog(const fs::path& run_dir, const std::vector<altgrad::host::run::metric>& headlines) {
+    altgrad::host::run::metric_catalog c;
+    for (const auto& m : headlines) c.add(m);
+    altgrad::host::run::write_catalog(run_dir, c);
+}
+
+// A run that finished all its steps (its stiffness diagnostic declaring its headline).
 fs::path finished_run(const fs::path& root, const std::string& dir, const std::string& name, const std::string& format,
                       int64_t seed, double final_val, const std::string& extra_metrics = "") {
     const fs::path d = root / dir;
@@ -131,6 +155,7 @@ fs::path finished_run(const fs::path& root, const std::string& dir, const std::s
     write(d / "metrics.jsonl", m);
     write(d / "summary.json",
           summary_json(name, "finished", "none", "null", 500, 500, seed, final_val, final_val, format));
+    write_catalog(d, {stiffness_headline()});
     return d;
 }
 
@@ -245,11 +270,11 @@ TEST(ReportRow, ResumedRunKeepsTheLastLineOfARepeatedStep) {
     EXPECT_EQ(r.repeated_steps, 5);  // steps 21..25
     EXPECT_TRUE(has_problem(r, "metrics.jsonl: 5 steps written twice (a resume); the later lines kept"))
         << problems_of(r);
-    ASSERT_EQ(r.train_loss.size(), 40u);
-    EXPECT_EQ(r.train_loss[21].step, 22);
-    EXPECT_EQ(r.train_loss[21].value, 2.0);
-    ASSERT_EQ(r.val_loss.size(), 3u);
-    EXPECT_EQ(r.val_loss[1].value, 3.4);
+    ASSERT_EQ(r.train_loss().size(), 40u);
+    EXPECT_EQ(r.train_loss()[21].step, 22);
+    EXPECT_EQ(r.train_loss()[21].value, 2.0);
+    ASSERT_EQ(r.val_loss().size(), 3u);
+    EXPECT_EQ(r.val_loss()[1].value, 3.4);
     // With a summary, the switches are summary.json's (none here), not the events'.
     EXPECT_TRUE(r.switches.empty());
     EXPECT_CONTAINS(row_of(r), "| e4m3_uniform | 3 | e4m3 | 40/40 | finished | 3.1000 | 3.1000 | none | none |");
@@ -499,6 +524,68 @@ TEST(ReportGroups, EachGroupIsComparedWithTheBaselineThatSharesItsSettings) {
     const std::string csv = read(o.out_dir / "runs.csv");
     EXPECT_CONTAINS(csv, ",0.01,e5m2,e5m2,finished,none,,500,500,2.5,3.3,3.3,false,bf16_baseline [learning_rate=0.01],40.1,38.5\n");
     EXPECT_CONTAINS(csv, ",0.01,bf16,bf16,finished,none,,500,500,2.5,3,3,true,,40.1,38.5\n");
+}
+
+// A diagnostic's value on one tensor ("*": all) at one step.
+std::string diagnostic_value(int64_t step, const std::string& diagnostic, const std::string& tensor,
+                             const std::string& value, double x) {
+    return "{\"kind\": \"diagnostic\", \"step\": " + std::to_string(step) + ", \"diagnostic\": \"" + diagnostic +
+           "\", \"tensor\": \"" + tensor + "\", \"role\": \"activation\", \"values\": {\"" + value + "\": " + num(x) +
+           "}}\n";
+}
+
+altgrad::host::run::metric headline(const std::string& diagnostic, const std::string& value,
+                                    altgrad::host::run::tensor_summary summary) {
+    altgrad::host::run::metric m;
+    m.name = m.summary_of = value;
+    m.record = altgrad::host::run::metric_record::diagnostic;
+    m.source = diagnostic;
+    m.series = diagnostic + "." + value;
+    m.title = diagnostic + " " + value + " of the test";
+    m.label = value;
+    m.summary = summary;
+    return m;
+}
+
+// The report shows whatever the diagnostics that ran declared (catalog.json),
+// each summarised over tensors by its own rule, and every value of a
+// diagnostic that declared nothing (here: a run of a host before catalog.json).
+TEST(ReportSeries, DeclaredHeadlinesAndUndeclaredDiagnosticsAreShown) {
+    using altgrad::host::run::tensor_summary;
+    scratch tmp;
+    const std::string declared = diagnostic_value(250, "kurtosis", "a", "kurtosis", 3) +
+                                 diagnostic_value(250, "kurtosis", "b", "kurtosis", 9) +
+                                 diagnostic_value(250, "grid_alignment", "a", "mse", 0.01) +
+                                 diagnostic_value(250, "grid_alignment", "b", "mse", 0.03) +
+                                 diagnostic_value(500, "grid_alignment", "*", "mse", 0.5) +
+                                 diagnostic_value(500, "grid_alignment", "b", "mse", 0.03);
+    const fs::path a = finished_run(tmp.path(), "declared", "e5m2_short", "e5m2", 1, 2.5, declared);
+    write_catalog(a, {stiffness_headline(), headline("kurtosis", "kurtosis", tensor_summary::max),
+                      headline("grid_alignment", "mse", tensor_summary::mean)});
+    const fs::path b = finished_run(tmp.path(), "old", "bf16_baseline", "bf16", 1, 2.4,
+                                    diagnostic_value(250, "range", "a", "dynamic_range", 10) +
+                                        diagnostic_value(250, "range", "b", "dynamic_range", 14));
+    fs::remove(b / "catalog.json");
+    const std::vector<run_record> runs = {read_run(a), read_run(b)};
+    // kurtosis: max over tensors; mse: the mean, and the all-tensor value where written.
+    EXPECT_EQ(runs[0].series_points("kurtosis.kurtosis"), (std::vector<point>{{250, 9}}));
+    EXPECT_EQ(runs[0].series_points("grid_alignment.mse"), (std::vector<point>{{250, 0.02}, {500, 0.5}}));
+    EXPECT_EQ(runs[0].series_points("stiffness"), (std::vector<point>{{250, 0.01}, {500, 0.008}}));
+    // Undeclared: each value, the mean over tensors, named by plugin and value.
+    EXPECT_EQ(runs[1].series_points("range.dynamic_range"), (std::vector<point>{{250, 12}}));
+    EXPECT_EQ(runs[1].series_points("stiffness.stiffness_max"), (std::vector<point>{{250, 1}, {500, 1}}));
+    EXPECT_TRUE(runs[1].series_points("stiffness").empty());
+
+    report_options o;
+    o.out_dir = tmp.path() / "report";
+    o.figures = false;
+    write_report(runs, o);
+    const std::string steps = read(o.out_dir / "steps.csv");
+    EXPECT_EQ(steps.substr(0, steps.find('\n')),
+              "run,group,step,train_loss,val_loss,bit_stall,overflow,underflow,grad_sparsity,grid_alignment.mse,"
+              "kurtosis.kurtosis,range.dynamic_range,stiffness,stiffness.stiffness_max,stiffness.stiffness_mean");
+    EXPECT_CONTAINS(steps, a.generic_string() + ",e5m2_short,250,,3,0.25,,,,0.02,9,,0.01,,\n");
+    EXPECT_CONTAINS(steps, b.generic_string() + ",bf16_baseline,250,,2.9,0.25,,,,,,12,,1,0.01\n");
 }
 
 TEST(ReportTables, OneRowPerRunAndOnePerRunPerStep) {

@@ -943,11 +943,13 @@ TEST(Resume, AMissingMetricsFileIsRefused) {
 
 // A full disk, as a file-size limit makes it (SIGXFSZ ignored: writes fail
 // with EFBIG): LibTorch's writer used to abort the host from a destructor.
+// 32 blocks of 512 bytes (dash's unit): catalog.json (about 10 KB) and the
+// first steps' metrics fit, the first checkpoint's model.pt does not.
 TEST(Run, AFullDiskStopsTheRunWithOneLineAndASummary) {
     scratch s;
     const fs::path out = s.path / "run";
     const run_result r = run("run " + s.config("tiny").string() + " --out " + out.string(), kPlugins,
-                             "ulimit -f 16; trap '' XFSZ; ");
+                             "ulimit -f 32; trap '' XFSZ; ");
     EXPECT_EQ(r.exit_code, 1) << r.out;
     EXPECT_TRUE(has(r.out, "altgrad-host: error: " + (out / "checkpoints" / "step_0000004").string() +
                                ": cannot write the checkpoint")) << r.out;

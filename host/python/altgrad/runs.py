@@ -23,12 +23,18 @@ def _kind_of(record):
 class Run:
     """One run directory: `metrics[kind]` a DataFrame per record kind (train, val, tensor,
     diagnostic, event; nested values flattened, e.g. `values.stiffness_mean`), `summary` the
-    dict of summary.json (None while the run has none), `config` the dict of config.toml."""
+    dict of summary.json (None while the run has none), `config` the dict of config.toml,
+    `catalog` a DataFrame of the metrics it wrote (its catalog.json, else the host's metrics:
+    name, record, scope, unit, title, source, series, ...), and `steps` its series by step
+    (what `altgrad-host report` draws and writes to steps.csv: train_loss, val_loss, the host's
+    rates and the diagnostics' headline values), computed by the host's own code."""
     path: str
     run_id: str
     metrics: dict
     summary: dict
     config: dict
+    catalog: object = None
+    steps: object = None
 
     def __getitem__(self, kind):
         return self.metrics[kind]
@@ -37,10 +43,12 @@ class Run:
 @dataclass
 class Runs:
     """Many runs: `metrics[kind]` their tables concatenated (told apart by `run_id`),
-    `summaries` one row per run, `runs` the Run objects."""
+    `summaries` one row per run, `steps` their series concatenated (with `run_id`),
+    `runs` the Run objects."""
     runs: list
     metrics: dict = field(default_factory=dict)
     summaries: object = None
+    steps: object = None
 
     def __getitem__(self, kind):
         return self.metrics[kind]
@@ -80,8 +88,20 @@ def read_run(run_dir):
         for records in by_kind.values():
             run_id = records[0].get("run_id")
             break
+    catalog, steps = _catalog_and_steps(run_dir)
     return Run(path=str(run_dir), run_id=run_id or os.path.basename(os.path.normpath(run_dir)), metrics=metrics,
-               summary=summary, config=config)
+               summary=summary, config=config, catalog=catalog, steps=steps)
+
+
+def _catalog_and_steps(run_dir):
+    """The run's catalog and series as the report reads them (host/src/report/run_record.cpp)."""
+    import pandas as pd
+    from . import _native
+    series = _native.read_run_series(str(run_dir))
+    catalog = pd.DataFrame(series["catalog"])
+    steps = pd.DataFrame(series["values"], columns=series["columns"])
+    steps.insert(0, "step", pd.Series(series["steps"], dtype="int64"))
+    return catalog, steps
 
 
 def read_runs(run_dirs):
@@ -91,4 +111,5 @@ def read_runs(run_dirs):
     kinds = sorted({k for r in runs for k in r.metrics})
     metrics = {k: pd.concat([r.metrics[k] for r in runs if k in r.metrics], ignore_index=True) for k in kinds}
     summaries = pd.DataFrame([dict(r.summary or {}, run_id=r.run_id, path=r.path) for r in runs])
-    return Runs(runs=runs, metrics=metrics, summaries=summaries)
+    steps = pd.concat([r.steps.assign(run_id=r.run_id) for r in runs], ignore_index=True) if runs else None
+    return Runs(runs=runs, metrics=metrics, summaries=summaries, steps=steps)

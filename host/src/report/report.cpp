@@ -844,7 +844,7 @@ void add_group_series(figure& f, const std::vector<group_summary>& groups, Of of
 // validation loss), and the validation loss of every group when there are several.
 void add_loss_figures(std::vector<figure>& figures, figure_stems& stems, const std::vector<group_summary>& groups,
                       const std::map<const run_record*, std::string>& names) {
-    const auto val = [](const run_record& r) -> const std::vector<point>& { return r.val_loss; };
+    const auto val = [](const run_record& r) -> const std::vector<point>& { return r.val_loss(); };
     for (size_t k = 0; k < groups.size(); ++k) {
         const group_summary& g = groups[k];
         const group_summary* baseline = baseline_of(groups, g);
@@ -854,15 +854,15 @@ void add_loss_figures(std::vector<figure>& figures, figure_stems& stems, const s
         f.ylabel = "loss (nats/token)";
         const int color = line_color(k);
         for (const run_record* r : g.runs) {
-            f.lines.push_back({names.at(r) + " train", r->train_loss, false, 0, color, {}});
-            f.lines.push_back({names.at(r) + " val", r->val_loss, true, 0, color, {}});
+            f.lines.push_back({names.at(r) + " train", r->train_loss(), false, 0, color, {}});
+            f.lines.push_back({names.at(r) + " val", r->val_loss(), true, 0, color, {}});
         }
         std::vector<band_point> band = spread_of(g.runs, val);
         if (!band.empty()) f.lines.push_back({"val, seeds' range", {}, false, 0, color, std::move(band)});
         if (baseline != nullptr && !g.baseline) {
             const int base_color = line_color(static_cast<size_t>(baseline - groups.data()));
             for (const run_record* r : baseline->runs)
-                f.lines.push_back({names.at(r) + " val (baseline)", r->val_loss, true, 2, base_color, {}});
+                f.lines.push_back({names.at(r) + " val (baseline)", r->val_loss(), true, 2, base_color, {}});
         }
         figures.push_back(f);
     }

@@ -218,12 +218,19 @@ void describe_undeclared_diagnostics(const metrics_data& m, run_record& r) {
     }
 }
 
-// The step values of a derived series (x.derived()), from the lines of its record.
+// The step values of a series, from the lines of its record: a stored
+// metric's where its lines have it, a derived one's by its summary.
 std::map<int64_t, double> series_values(const run::metric& x, const metrics_data& m) {
     std::map<int64_t, double> out;
     const std::string& of = x.source_metric();
     if (x.record == run::metric_record::train) {
-        for (const auto& [step, line] : m.train) out[step] = line.values.get(of);
+        for (const auto& [step, line] : m.train)
+            if (const std::optional<double> v = line.values.find(of)) out[step] = *v;
+        return out;
+    }
+    if (x.record == run::metric_record::val) {
+        for (const auto& [step, line] : m.val)
+            if (const std::optional<double> v = line.values.find(of)) out[step] = *v;
         return out;
     }
     std::map<int64_t, std::vector<run::tensor_value>> at;
@@ -244,20 +251,18 @@ std::map<int64_t, double> series_values(const run::metric& x, const metrics_data
 
 // The series and peaks of the record, from the deduplicated metrics.
 void digest_metrics(const metrics_data& m, run_record& r) {
-    for (const auto& [step, line] : m.train) {
-        const double loss = line.values.get("loss");
-        r.train_loss.push_back({step, loss});
-        if (!std::isfinite(loss) && !r.first_nonfinite_step) r.first_nonfinite_step = step;
-    }
-    for (const auto& [step, line] : m.val) r.val_loss.push_back({step, line.values.get("val_loss")});
     r.repeated_steps = static_cast<int64_t>(m.repeated.size());
-
     describe_undeclared_diagnostics(m, r);
     for (const run::metric& x : r.catalog.metrics()) {
-        if (x.series.empty() || !x.derived()) continue;
+        if (x.series.empty()) continue;
         for (const auto& [step, value] : series_values(x, m))
-            if (!std::isnan(value)) r.series[x.series].push_back({step, value});
+            if (!x.derived() || !std::isnan(value)) r.series[x.series].push_back({step, value});
     }
+    for (const point& p : r.train_loss())
+        if (!std::isfinite(p.value)) {
+            r.first_nonfinite_step = p.step;
+            break;
+        }
     // Per tensor lines: the per-layer series, and the peaks by role.
     for (const auto& [key, line] : m.tensors) {
         const int64_t step = key.first;
@@ -279,8 +284,6 @@ void digest_metrics(const metrics_data& m, run_record& r) {
 
 const std::vector<point>& run_record::series_points(const std::string& name) const {
     static const std::vector<point> none;
-    if (name == "train_loss") return train_loss;
-    if (name == "val_loss") return val_loss;
     const auto it = series.find(name);
     return it == series.end() ? none : it->second;
 }
@@ -331,12 +334,12 @@ run_record read_run(const fs::path& dir) {
         r.name = clean.filename().string();
     }
     // What summary.json did not say, from the metrics.
-    if (!r.steps_done && !r.train_loss.empty()) r.steps_done = r.train_loss.back().step;
+    if (!r.steps_done && !r.train_loss().empty()) r.steps_done = r.train_loss().back().step;
     if (!r.steps_done && r.has_summary) r.steps_done = 0;
-    if (!r.final_train_loss && !r.train_loss.empty()) r.final_train_loss = r.train_loss.back().value;
-    if (!r.final_val_loss && !r.val_loss.empty()) r.final_val_loss = r.val_loss.back().value;
+    if (!r.final_train_loss && !r.train_loss().empty()) r.final_train_loss = r.train_loss().back().value;
+    if (!r.final_val_loss && !r.val_loss().empty()) r.final_val_loss = r.val_loss().back().value;
     if (!r.best_val_loss) {
-        for (const point& p : r.val_loss)
+        for (const point& p : r.val_loss())
             if (std::isfinite(p.value) && (!r.best_val_loss || p.value < *r.best_val_loss)) r.best_val_loss = p.value;
     }
     if (!r.has_summary) {

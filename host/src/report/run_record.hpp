@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 struct point {
     int64_t step = 0;
     double value = 0;  // NaN where the run wrote null (a non-finite value)
+    bool operator==(const point& o) const { return step == o.step && value == o.value; }
 };
 
 // The largest rate seen of one kind, and where.
@@ -88,14 +89,16 @@ struct run_record {
     // ABI < 1.3, or a run before catalog.json): "<plugin>.<value>", the mean
     // over tensors.
     run::metric_catalog catalog;
-    std::vector<point> train_loss, val_loss;  // by step, every value written (NaN where null)
-    // Every other series of the catalog, by its name, where measured (finite steps only).
+    // Every series of the catalog, by its name: a stored metric's every value
+    // written (NaN where null), a derived one's where it has a value.
     std::map<std::string, std::vector<point>> series;
+    const std::vector<point>& train_loss() const { return series_points("train_loss"); }
+    const std::vector<point>& val_loss() const { return series_points("val_loss"); }
     std::map<std::string, tensor_series> tensors;           // by tensor name ("blocks.0.mlp.fc.weight")
     std::map<std::string, peak> max_overflow;  // by role: weight, activation, gradient (per tensor)
     peak max_bit_stall;                        // over weight tensors
 
-    // The points of series `name` (train_loss, val_loss, or one of `series`); none when not measured.
+    // The points of series `name`; none when not measured.
     const std::vector<point>& series_points(const std::string& name) const;
 
     // A run that reached an outcome: it finished or collapsed (not stopped by an
