@@ -48,24 +48,35 @@ int submit(const std::vector<std::string>& slurm_args, const fs::path& script) {
     return 1;
 }
 
-}  // namespace
-
-int sweep_command(const context& ctx, const args& a) {
-    po::options_description options("sweep options");
+// The command line of `sweep`, checked.
+struct sweep_request {
     std::string file, out, jobs_text = "1", task_text, slurm_args;
     bool dry_run = false, slurm = false;
+    bool task = false;  // --task given
+    uint64_t jobs = 1;
+    std::vector<std::string> sbatch_args;
+};
+
+// Parses the arguments after `sweep`; false when --help was asked for (and shown).
+bool read_request(const args& a, sweep_request& q) {
+    po::options_description options("sweep options");
     po::options_description operands;
-    operands.add_options()("sweep", po::value<std::string>(&file));
-    options.add_options()("out", po::value<std::string>(&out), "the sweep's output folder (default: runs/<name>)")(
-        "jobs", po::value<std::string>(&jobs_text), "worker processes at a time (default 1; each trains with the "
-                                                     "sweep's training.threads, 1 unless it sets it)")(
-        "dry-run", po::bool_switch(&dry_run), "list the runs (index, name, status, command) and run nothing; "
-                                               "with --slurm: write the job script, submit nothing")(
-        "task", po::value<std::string>(&task_text), "run only run I (a Slurm array task): resume it, skip it if "
-                                                    "done, or start it")(
-        "slurm", po::bool_switch(&slurm), "submit the runs not yet done as a Slurm job array (sbatch)")(
-        "slurm-args", po::value<std::string>(&slurm_args), "with --slurm: arguments for sbatch, e.g. "
-                                                           "\"--partition=gpu --time=2:00:00\"");
+    operands.add_options()("sweep", po::value<std::string>(&q.file));
+    options.add_options()(
+        "out", po::value<std::string>(&q.out), "the sweep's output folder (default: runs/<name>)")(
+        "jobs", po::value<std::string>(&q.jobs_text),
+        "worker processes at a time (default 1; each trains with the "
+        "sweep's training.threads, 1 unless it sets it)")(
+        "dry-run", po::bool_switch(&q.dry_run),
+        "list the runs (index, name, status, command) and run nothing; "
+        "with --slurm: write the job script, submit nothing")(
+        "task", po::value<std::string>(&q.task_text),
+        "run only run I (a Slurm array task): resume it, skip it if "
+        "done, or start it")(
+        "slurm", po::bool_switch(&q.slurm), "submit the runs not yet done as a Slurm job array (sbatch)")(
+        "slurm-args", po::value<std::string>(&q.slurm_args),
+        "with --slurm: arguments for sbatch, e.g. "
+        "\"--partition=gpu --time=2:00:00\"");
     po::positional_options_description pos;
     pos.add("sweep", 1);
     po::variables_map vm;
@@ -79,96 +90,141 @@ int sweep_command(const context& ctx, const args& a) {
          {1, "an error (a bad sweep file or config: nothing ran), or some runs failed: they are listed with their logs"},
          {run::kInterruptedExitCode, "SIGINT (Ctrl-C) or SIGTERM stopped the sweep: the running runs wrote "
                                      "checkpoints; the same command continues it"}}};
-    if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
-    if (file.empty()) throw usage_error("sweep: give a SWEEP.toml");
-    const uint64_t jobs = unsigned_option("sweep", "jobs", jobs_text);
-    if (jobs < 1 || jobs > 1024) throw usage_error("sweep: --jobs " + jobs_text + ": expected 1..1024");
-    if (vm.count("slurm-args") && !slurm) throw usage_error("sweep: --slurm-args goes with --slurm");
-    if (vm.count("task") && (slurm || dry_run || vm.count("jobs")))
+    if (!parse_subcommand(help, options, operands, pos, a, vm)) return false;
+    if (q.file.empty()) throw usage_error("sweep: give a SWEEP.toml");
+    q.jobs = unsigned_option("sweep", "jobs", q.jobs_text);
+    if (q.jobs < 1 || q.jobs > 1024) throw usage_error("sweep: --jobs " + q.jobs_text + ": expected 1..1024");
+    if (vm.count("slurm-args") && !q.slurm) throw usage_error("sweep: --slurm-args goes with --slurm");
+    if (vm.count("task") && (q.slurm || q.dry_run || vm.count("jobs")))
         throw usage_error("sweep: --task runs one run: it excludes --slurm, --dry-run and --jobs");
-    const std::vector<std::string> sbatch_args = sweep::split_arguments(slurm_args);
+    q.sbatch_args = sweep::split_arguments(q.slurm_args);
+    q.task = vm.count("task") != 0;
+    return true;
+}
 
-    const sweep::sweep_spec spec = sweep::load_sweep(file);
-    const std::vector<sweep::sweep_run> runs = sweep::plan_runs(spec);
-    const fs::path out_dir = out.empty() ? fs::path("runs") / spec.name : fs::path(out);
-    const fs::path host = fs::read_symlink("/proc/self/exe");
-    const fs::path plugins = fs::absolute(ctx.plugins).lexically_normal();
-    std::vector<sweep::run_status> status;
-    std::vector<size_t> todo;
-    for (const sweep::sweep_run& r : runs) {
-        status.push_back(sweep::status_of(sweep::run_dir(out_dir, r)));
-        if (!sweep::is_done(status.back())) todo.push_back(r.index);
+// The sweep's runs and where each stands.
+struct sweep_state {
+    sweep::sweep_spec spec;
+    std::vector<sweep::sweep_run> runs;
+    fs::path out_dir, host, plugins;
+    std::vector<sweep::run_status> status;  // of each run
+    std::vector<size_t> todo;               // the runs not done
+    std::string head;                       // "sweep NAME: ", heading our lines on standard error
+};
+
+// The sweep file read and its runs planned, each with its status in the output folder.
+sweep_state read_sweep(const context& ctx, const sweep_request& q) {
+    sweep_state s;
+    s.spec = sweep::load_sweep(q.file);
+    s.runs = sweep::plan_runs(s.spec);
+    s.out_dir = q.out.empty() ? fs::path("runs") / s.spec.name : fs::path(q.out);
+    s.host = fs::read_symlink("/proc/self/exe");
+    s.plugins = fs::absolute(ctx.plugins).lexically_normal();
+    for (const sweep::sweep_run& r : s.runs) {
+        s.status.push_back(sweep::status_of(sweep::run_dir(s.out_dir, r)));
+        if (!sweep::is_done(s.status.back())) s.todo.push_back(r.index);
     }
-    const std::string head = "sweep " + spec.name + ": ";
+    s.head = "sweep " + s.spec.name + ": ";
+    return s;
+}
 
-    if (!dry_run || slurm) sweep::mark_sweep_folder(out_dir, file);
-    if (vm.count("task")) {
-        const uint64_t i = unsigned_option("sweep", "task", task_text);
-        if (i >= runs.size())
-            throw usage_error("sweep: --task " + task_text + ": " + file + " has runs 0.." +
-                              std::to_string(runs.size() - 1));
-        if (sweep::is_done(status[i])) {
-            std::cerr << head << "run " << i << " " << runs[i].name << ": already " << sweep::status_name(status[i])
-                      << "\n";
-            std::cout << sweep::run_dir(out_dir, runs[i]).string() << "\n";
-            return 0;
-        }
-        todo = {static_cast<size_t>(i)};
-    } else if (slurm) {
-        if (todo.empty()) {
-            std::cerr << head << "nothing left to run: all " << runs.size()
-                      << " runs are finished or collapsed; nothing submitted\n";
-            return 0;
-        }
-        const sweep::slurm_job job{spec.name, todo, host, plugins, fs::absolute(file).lexically_normal(),
-                                   fs::absolute(out_dir).lexically_normal()};
-        const std::string script = sweep::sbatch_script(job);
-        fs::create_directories(sweep::script_file(job.out).parent_path());
-        fs::create_directories(job.out / "logs");  // Slurm does not create --output's folder
-        run::write_file_atomically(sweep::script_file(job.out), script);
-        std::cerr << head << todo.size() << " of " << runs.size() << " runs to submit (array " << sweep::array_list(todo)
-                  << "), job script " << sweep::script_file(job.out).string() << "\n";
-        if (dry_run) return 0;
-        return submit(sbatch_args, sweep::script_file(job.out));
-    } else if (dry_run) {
-        size_t width = 0;
-        for (const sweep::sweep_run& r : runs) width = std::max(width, r.name.size());
-        for (const sweep::sweep_run& r : runs) {
-            const sweep::run_status s = status[r.index];
-            std::vector<std::string> argv = {host.string()};
-            const std::vector<std::string> rest = sweep::run_arguments(plugins, out_dir, r, s);
-            argv.insert(argv.end(), rest.begin(), rest.end());
-            std::cout << std::left << std::setw(4) << r.index << " " << std::setw(static_cast<int>(width)) << r.name
-                      << "  " << std::setw(11) << sweep::status_name(s) << " "
-                      << (sweep::is_done(s) ? "(skipped: done)" : sweep::shell_words(argv)) << "\n";
-        }
+// --task I: run I becomes the only one to do; false when it is done already
+// (said, and its folder printed).
+bool take_task(const sweep_request& q, sweep_state& s) {
+    const uint64_t i = unsigned_option("sweep", "task", q.task_text);
+    if (i >= s.runs.size())
+        throw usage_error("sweep: --task " + q.task_text + ": " + q.file + " has runs 0.." +
+                          std::to_string(s.runs.size() - 1));
+    if (sweep::is_done(s.status[i])) {
+        std::cerr << s.head << "run " << i << " " << s.runs[i].name << ": already "
+                  << sweep::status_name(s.status[i]) << "\n";
+        std::cout << sweep::run_dir(s.out_dir, s.runs[i]).string() << "\n";
+        return false;
+    }
+    s.todo = {static_cast<size_t>(i)};
+    return true;
+}
+
+// --slurm: the job script of the runs not done, submitted unless --dry-run; the exit code.
+int submit_to_slurm(const sweep_request& q, const sweep_state& s) {
+    if (s.todo.empty()) {
+        std::cerr << s.head << "nothing left to run: all " << s.runs.size()
+                  << " runs are finished or collapsed; nothing submitted\n";
         return 0;
     }
+    const fs::path sweep_file = fs::absolute(q.file).lexically_normal();
+    const sweep::slurm_job job{s.spec.name, s.todo, s.host, s.plugins, sweep_file,
+                               fs::absolute(s.out_dir).lexically_normal()};
+    const std::string script = sweep::sbatch_script(job);
+    fs::create_directories(sweep::script_file(job.out).parent_path());
+    fs::create_directories(job.out / "logs");  // Slurm does not create --output's folder
+    run::write_file_atomically(sweep::script_file(job.out), script);
+    std::cerr << s.head << s.todo.size() << " of " << s.runs.size() << " runs to submit (array "
+              << sweep::array_list(s.todo) << "), job script " << sweep::script_file(job.out).string()
+              << "\n";
+    if (q.dry_run) return 0;
+    return submit(q.sbatch_args, sweep::script_file(job.out));
+}
 
+// --dry-run: a line per run (index, name, status, the command that would run it).
+void list_runs(const sweep_state& s) {
+    size_t width = 0;
+    for (const sweep::sweep_run& r : s.runs) width = std::max(width, r.name.size());
+    for (const sweep::sweep_run& r : s.runs) {
+        const sweep::run_status st = s.status[r.index];
+        std::vector<std::string> argv = {s.host.string()};
+        const std::vector<std::string> rest = sweep::run_arguments(s.plugins, s.out_dir, r, st);
+        argv.insert(argv.end(), rest.begin(), rest.end());
+        std::cout << std::left << std::setw(4) << r.index << " " << std::setw(static_cast<int>(width))
+                  << r.name << "  " << std::setw(11) << sweep::status_name(st) << " "
+                  << (sweep::is_done(st) ? "(skipped: done)" : sweep::shell_words(argv)) << "\n";
+    }
+}
+
+// The runs to do in a local pool of workers, then what became of them; the exit code.
+int run_locally(const sweep_request& q, const sweep_state& s) {
     sweep::pool_options o;
-    o.host = host;
-    o.plugins = plugins;
-    o.out = out_dir;
-    o.jobs = static_cast<size_t>(jobs);
+    o.host = s.host;
+    o.plugins = s.plugins;
+    o.out = s.out_dir;
+    o.jobs = static_cast<size_t>(q.jobs);
     o.live = ::isatty(STDERR_FILENO) != 0;
-    fs::create_directories(out_dir / "logs");
-    if (vm.count("task")) o.jobs = 1;
-    const sweep::pool_result result = sweep::run_pool(spec.name, runs, todo, o, std::cerr);
-    std::cout << (vm.count("task") ? sweep::run_dir(out_dir, runs[todo[0]]) : out_dir).string() << "\n";
+    fs::create_directories(s.out_dir / "logs");
+    if (q.task) o.jobs = 1;
+    const sweep::pool_result result = sweep::run_pool(s.spec.name, s.runs, s.todo, o, std::cerr);
+    std::cout << (q.task ? sweep::run_dir(s.out_dir, s.runs[s.todo[0]]) : s.out_dir).string() << "\n";
     for (const sweep::failed_run& f : result.failed)
-        std::cerr << head << "failed: run " << f.run->index << " " << f.run->name << " (" << f.why << "), log "
-                  << sweep::log_file(out_dir, *f.run).string() << "\n";
+        std::cerr << s.head << "failed: run " << f.run->index << " " << f.run->name << " (" << f.why
+                  << "), log " << sweep::log_file(s.out_dir, *f.run).string() << "\n";
     if (result.stop_signal != 0) {
-        std::vector<std::string> again = {host.string(), "--plugins", plugins.string(), "sweep", file, "--out",
-                                          out_dir.string()};
-        if (vm.count("task")) again.insert(again.end(), {"--task", task_text});
-        else if (jobs != 1) again.insert(again.end(), {"--jobs", std::to_string(jobs)});
-        std::cerr << head << run::signal_name(result.stop_signal)
+        std::vector<std::string> again = {s.host.string(), "--plugins", s.plugins.string(), "sweep", q.file,
+                                          "--out", s.out_dir.string()};
+        if (q.task) again.insert(again.end(), {"--task", q.task_text});
+        else if (q.jobs != 1) again.insert(again.end(), {"--jobs", std::to_string(q.jobs)});
+        std::cerr << s.head << run::signal_name(result.stop_signal)
                   << ": stopped; the interrupted runs have checkpoints; continue with the same command: "
                   << sweep::shell_words(again) << "\n";
         return run::kInterruptedExitCode;
     }
     return result.failed.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+int sweep_command(const context& ctx, const args& a) {
+    sweep_request q;
+    if (!read_request(a, q)) return 0;
+    sweep_state s = read_sweep(ctx, q);
+    if (!q.dry_run || q.slurm) sweep::mark_sweep_folder(s.out_dir, q.file);
+    if (q.task) {
+        if (!take_task(q, s)) return 0;
+    } else if (q.slurm) {
+        return submit_to_slurm(q, s);
+    } else if (q.dry_run) {
+        list_runs(s);
+        return 0;
+    }
+    return run_locally(q, s);
 }
 
 }  // namespace altgrad::host::cli

@@ -8,17 +8,13 @@
 #include <set>
 #include <sstream>
 
-#include <toml++/toml.h>
-
 #include "util/abi_names.hpp"
 #include "report/layer_figures.hpp"
 #include "report/plot.hpp"
 #include "report/stats.hpp"
 #include "report/tables.hpp"
 #include "run/files.hpp"
-#include "stability/failure.hpp"
 #include "util/error.hpp"
-#include "util/toml_text.hpp"
 
 namespace altgrad::host::report {
 
@@ -264,269 +260,13 @@ hypothesis_verdict judge_failure_mode(const std::vector<const run_record*>& sel,
     return v;
 }
 
-// ---- The hypotheses file --------------------------------------------------------
-
-const name_table<hypothesis::test_kind>& test_names() {
-    static const name_table<hypothesis::test_kind> t{{hypothesis::test_kind::failure_rate, "failure_rate"},
-                                                     {hypothesis::test_kind::overflow, "overflow"},
-                                                     {hypothesis::test_kind::failure_mode, "failure_mode"}};
-    return t;
-}
-
-class hypotheses_reader {
-public:
-    explicit hypotheses_reader(std::string file) : file_(std::move(file)) {}
-
-    hypotheses read(const toml::table& doc) const {
-        hypotheses out;
-        out.file = file_;
-        known(doc, "", {"source", "hypothesis"});
-        out.source = text(doc, "", "source", true);
-        const toml::node* list = doc.get("hypothesis");
-        if (list == nullptr) fail("hypothesis", "missing (one [[hypothesis]] table per hypothesis)");
-        if (!list->is_array_of_tables()) fail("hypothesis", "expected [[hypothesis]] tables");
-        const toml::array& items = *list->as_array();
-        for (size_t i = 0; i < items.size(); ++i) out.items.push_back(item(*items.get(i)->as_table(), i));
-        return out;
-    }
-
-private:
-    std::string file_;
-
-    [[noreturn]] void fail(const std::string& key, const std::string& what) const {
-        throw error(file_ + ": key '" + key + "': " + what);
-    }
-
-    void known(const toml::table& t, const std::string& prefix, const std::vector<std::string>& keys) const {
-        for (auto&& [k, v] : t)
-            if (std::find(keys.begin(), keys.end(), std::string(k.str())) == keys.end()) {
-                std::string list;
-                for (const std::string& key : keys) list += (list.empty() ? "" : ", ") + key;
-                fail(prefix + std::string(k.str()), "unknown key here (expected " + list + ")");
-            }
-    }
-
-    std::string text(const toml::table& t, const std::string& prefix, const char* key, bool required) const {
-        const toml::node* n = t.get(key);
-        if (n == nullptr) {
-            if (required) fail(prefix + key, "missing");
-            return "";
-        }
-        if (!n->is_string() || n->as_string()->get().empty()) fail(prefix + key, "expected a non-empty string");
-        return n->as_string()->get();
-    }
-
-    // A fraction in [0, 1]; nullopt when absent.
-    std::optional<double> fraction(const toml::table& t, const std::string& prefix, const char* key) const {
-        const toml::node* n = t.get(key);
-        if (n == nullptr) return std::nullopt;
-        const std::optional<double> x = n->value<double>();
-        if (!x || !(*x >= 0.0 && *x <= 1.0)) fail(prefix + key, "expected a number in [0, 1]");
-        return x;
-    }
-
-    hypothesis item(const toml::table& t, size_t i) const {
-        const std::string prefix = "hypothesis[" + std::to_string(i) + "].";
-        hypothesis h;
-        h.format = text(t, prefix, "format", true);
-        h.claim = text(t, prefix, "claim", true);
-        const std::string test = text(t, prefix, "test", true);
-        const auto kind = test_names().value(test);
-        if (!kind) fail(prefix + "test", "expected one of " + test_names().list() + ", got \"" + test + "\"");
-        h.test = *kind;
-        switch (h.test) {
-            case hypothesis::test_kind::failure_rate: {
-                known(t, prefix, {"format", "claim", "test", "more_than", "at_least", "at_most"});
-                const auto more = fraction(t, prefix, "more_than"), least = fraction(t, prefix, "at_least");
-                if (more && least) fail(prefix + "more_than", "give more_than or at_least, not both");
-                h.lower = more ? *more : least.value_or(0.0);
-                h.lower_inclusive = !more;
-                h.at_most = fraction(t, prefix, "at_most").value_or(1.0);
-                if (h.lower > h.at_most) fail(prefix + "at_most", "is below the lower bound");
-                break;
-            }
-            case hypothesis::test_kind::overflow: {
-                known(t, prefix, {"format", "claim", "test", "roles", "rate"});
-                const toml::node* roles = t.get("roles");
-                const std::string quantized = "weight, activation, output_gradient";
-                if (roles == nullptr || !roles->is_array() || roles->as_array()->empty())
-                    fail(prefix + "roles", "expected a non-empty array of tensor roles (" + quantized + ")");
-                for (const toml::node& n : *roles->as_array()) {
-                    const auto role = n.is_string() ? tensor_role_names().value(n.as_string()->get()) : std::nullopt;
-                    if (!role || (*role != ALTGRAD_TENSOR_WEIGHT && *role != ALTGRAD_TENSOR_ACTIVATION &&
-                                  *role != ALTGRAD_TENSOR_OUTPUT_GRADIENT))
-                        fail(prefix + "roles", "expected roles of quantized tensors (" + quantized + "), got " +
-                                                   (n.is_string() ? "\"" + n.as_string()->get() + "\"" : "a non-string"));
-                    h.roles.push_back(*role);
-                }
-                const auto rate = fraction(t, prefix, "rate");
-                if (!rate) fail(prefix + "rate", "missing (the overflow rate a tensor must pass, e.g. 0.1)");
-                h.rate = *rate;
-                break;
-            }
-            case hypothesis::test_kind::failure_mode: {
-                known(t, prefix, {"format", "claim", "test", "mode", "at_most"});
-                h.mode = text(t, prefix, "mode", true);
-                if (!stability::failure_mode_names().value(h.mode))
-                    fail(prefix + "mode", "expected one of " + stability::failure_mode_names().list() + ", got \"" +
-                                              h.mode + "\"");
-                h.at_most = fraction(t, prefix, "at_most").value_or(1.0);
-                break;
-            }
-        }
-        return h;
-    }
-};
-
 std::string sanitize(const std::string& s) {
     std::string out;
     for (const char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
     return out.empty() ? "run" : out;
 }
 
-// A group's final validation loss by seed: its finished runs with a finite loss and a known seed.
-std::map<int64_t, double> final_val_by_seed(const group_summary& g) {
-    std::map<int64_t, double> out;
-    for (const run_record* r : g.runs)
-        if (r->status == "finished" && r->seed && r->final_val_loss && std::isfinite(*r->final_val_loss))
-            out.emplace(*r->seed, *r->final_val_loss);
-    return out;
-}
-
-// a's loss - b's loss for every seed both have, in seed order.
-std::vector<double> paired_differences(const group_summary& a, const group_summary& b) {
-    const std::map<int64_t, double> by_seed = final_val_by_seed(b);
-    std::vector<double> d;
-    for (const auto& [seed, loss] : final_val_by_seed(a)) {
-        const auto it = by_seed.find(seed);
-        if (it != by_seed.end()) d.push_back(loss - it->second);
-    }
-    return d;
-}
-
-// The settings on which two groups agree (keys with equal values in both).
-size_t agreeing_settings(const group_summary& a, const group_summary& b) {
-    size_t n = 0;
-    for (const auto& [key, value] : a.settings) {
-        const auto it = b.settings.find(key);
-        n += it != b.settings.end() && it->second == value;
-    }
-    return n;
-}
-
-// Labels that say what a group is: the config name alone where no other group has that name; else
-// the name and the settings in which the groups of that name differ, e.g. "e3m4_uniform [scaling=none,
-// shadow_weights=true]" (a key by its last part unless two differing keys share it). A group whose
-// config could not be read is "name (config unknown)"; a label still taken gets " (2)", " (3)", ...
-void label_groups(std::vector<group_summary>& groups) {
-    std::map<std::string, std::vector<group_summary*>> by_name;
-    for (group_summary& g : groups) by_name[g.name].push_back(&g);
-    std::set<std::string> taken;
-    for (group_summary& g : groups) {
-        const std::vector<group_summary*>& same = by_name[g.name];
-        std::string label = g.name;
-        if (g.settings.empty() && same.size() > 1) {
-            label += " (config unknown)";
-        } else if (same.size() > 1) {
-            std::vector<group_summary> known;
-            for (const group_summary* o : same)
-                if (!o->settings.empty()) known.push_back(*o);
-            const std::vector<std::string> differ = varying_settings(known);
-            std::map<std::string, int> last_parts;
-            auto last_part = [](const std::string& key) { return key.substr(key.rfind('.') + 1); };
-            for (const std::string& key : differ) ++last_parts[last_part(key)];
-            std::string what;
-            for (const std::string& key : differ) {
-                const auto it = g.settings.find(key);
-                what += (what.empty() ? "" : ", ") + (last_parts[last_part(key)] == 1 ? last_part(key) : key) + "=" +
-                        (it == g.settings.end() ? "(none)" : it->second);
-            }
-            if (!what.empty()) label += " [" + what + "]";
-        }
-        std::string unique = label;
-        for (int k = 2; !taken.insert(unique).second; ++k) unique = label + " (" + std::to_string(k) + ")";
-        g.label = unique;
-    }
-}
-
 }  // namespace
-
-std::vector<group_summary> group_runs(const std::vector<run_record>& runs, const std::string& baseline) {
-    std::vector<group_summary> groups;
-    auto same_experiment = [](const group_summary& g, const run_record& r) {
-        if (g.settings.empty() || r.settings.empty())  // unknown config: by name
-            return g.settings.empty() && r.settings.empty() && g.runs.front()->name == r.name;
-        return g.settings == r.settings;
-    };
-    for (const run_record& r : runs) {
-        auto it = std::find_if(groups.begin(), groups.end(), [&](const group_summary& g) { return same_experiment(g, r); });
-        if (it == groups.end()) {
-            groups.push_back({});
-            it = groups.end() - 1;
-            it->name = r.name;
-            it->formats = r.formats;
-            it->settings = r.settings;
-        } else if (std::none_of(it->runs.begin(), it->runs.end(), [&](const run_record* o) { return o->name == r.name; })) {
-            it->name += ", " + r.name;
-        }
-        group_summary& g = *it;
-        g.runs.push_back(&r);
-        g.finished += r.status == "finished";
-        g.decided += r.decided();
-        g.failed += r.failed();
-        g.interrupted += r.status == "interrupted";
-        if (r.status == "finished" && r.final_val_loss && std::isfinite(*r.final_val_loss))
-            g.final_val.push_back(*r.final_val_loss);
-    }
-    label_groups(groups);
-    for (group_summary& g : groups) g.val = summarize(g.final_val);
-    // The baselines: the groups of the config named `baseline` (bf16_baseline by default, and then, when
-    // there is none, the groups whose every run is BF16 throughout). Each other group is compared with the baseline whose settings agree with its own on
-    // the most keys (the first on a tie), so that a study of scaling x master weights compares each
-    // format with BF16 under the same scaling and master weights.
-    auto all_bf16 = [](const group_summary& g) {
-        return std::all_of(g.runs.begin(), g.runs.end(), [](const run_record* r) { return r->uniform_format == "bf16"; });
-    };
-    for (group_summary& g : groups)
-        g.baseline = std::any_of(g.runs.begin(), g.runs.end(), [&](const run_record* r) { return r->name == baseline; });
-    if (baseline == kDefaultBaseline &&
-        std::none_of(groups.begin(), groups.end(), [](const group_summary& g) { return g.baseline; }))
-        for (group_summary& g : groups) g.baseline = all_bf16(g);
-    for (size_t k = 0; k < groups.size(); ++k) {
-        group_summary& g = groups[k];
-        if (g.baseline) {
-            g.compared_with = k;
-            continue;
-        }
-        size_t best_agree = 0;
-        for (size_t b = 0; b < groups.size(); ++b) {
-            if (!groups[b].baseline) continue;
-            const size_t agree = agreeing_settings(g, groups[b]);
-            if (g.compared_with == kNoGroup || agree > best_agree) g.compared_with = b, best_agree = agree;
-        }
-        if (g.compared_with == kNoGroup) continue;
-        g.vs_baseline = welch_test(g.final_val, groups[g.compared_with].final_val);
-        g.vs_baseline_paired = paired_test(paired_differences(g, groups[g.compared_with]));
-    }
-    return groups;
-}
-
-std::vector<std::string> varying_settings(const std::vector<group_summary>& groups) {
-    std::set<std::string> keys;
-    for (const group_summary& g : groups)
-        for (const auto& kv : g.settings) keys.insert(kv.first);
-    std::vector<std::string> out;
-    for (const std::string& key : keys) {
-        std::set<std::string> values;
-        for (const group_summary& g : groups) {
-            if (g.settings.empty()) continue;  // config unknown: it says nothing about what varies
-            const auto v = g.settings.find(key);
-            values.insert(v == g.settings.end() ? "\x01?" : v->second);
-        }
-        if (values.size() > 1) out.push_back(key);
-    }
-    return out;
-}
 
 std::vector<hypothesis_verdict> judge_hypotheses(const std::vector<run_record>& runs,
                                                  const std::vector<hypothesis>& items) {
@@ -553,31 +293,6 @@ std::vector<hypothesis_verdict> judge_hypotheses(const std::vector<run_record>& 
             out.push_back({upper(h.format), h.claim, not_tested_text({}, h.format), "not tested by these runs", ""});
     }
     return out;
-}
-
-hypotheses parse_hypotheses(const std::string& toml_text, const std::string& source_name) {
-    return hypotheses_reader(source_name).read(parse_toml_text(toml_text, source_name));
-}
-
-hypotheses load_hypotheses(const fs::path& file) {
-    std::error_code ec;
-    if (!fs::is_regular_file(file, ec)) throw error(file.string() + ": no such hypotheses file");
-    std::ifstream in(file, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in) throw error(file.string() + ": cannot read the hypotheses file");
-    return parse_hypotheses(text.str(), file.string());
-}
-
-fs::path default_hypotheses_file() {
-    std::error_code ec;
-    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    if (ec) return "configs/hypotheses/seeds.toml";
-    const fs::path dir = exe.parent_path();
-    const fs::path installed = dir / ".." / "share" / "altgrad" / "hypotheses" / "seeds.toml";
-    for (const fs::path& candidate : {dir / "hypotheses" / "seeds.toml", installed})
-        if (fs::is_regular_file(candidate, ec)) return candidate.lexically_normal();
-    return installed.lexically_normal();  // named in the error when missing
 }
 
 std::string run_table_header() {

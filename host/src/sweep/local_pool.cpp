@@ -91,20 +91,63 @@ std::string duration_text(double seconds) {
     return std::to_string(m / 60) + "h" + (mm.size() < 2 ? "0" : "") + mm + "m";
 }
 
-pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>& runs,
-                     const std::vector<size_t>& todo, const pool_options& o, std::ostream& err) {
-    const stop_signals signals;
+namespace {
+
+// The pool while it runs: the runs waiting, the workers running and how the
+// runs ended so far, and what standard error shows of it.
+struct pool {
+    const std::string& sweep_name;
+    const std::vector<sweep_run>& runs;
+    const pool_options& o;
+    std::ostream& err;
     const std::string head = "sweep " + sweep_name + ": ";
     pool_result result;
-    result.done = runs.size() - todo.size();
-    std::deque<size_t> queue(todo.begin(), todo.end());
+    std::deque<size_t> queue;
     std::vector<worker> running;
     std::vector<double> durations;  // of runs that ended with a result, in this invocation
     bool forwarded = false;
     std::string shown;  // the progress text last written
     clock::time_point shown_at;
 
-    const auto progress_text = [&] {
+    pool(const std::string& sweep_name_, const std::vector<sweep_run>& runs_, const std::vector<size_t>& todo,
+         const pool_options& o_, std::ostream& err_)
+        : sweep_name(sweep_name_), runs(runs_), o(o_), err(err_), queue(todo.begin(), todo.end()) {
+        result.done = runs.size() - todo.size();
+    }
+
+    // Starts workers while there are free slots, and records each as it ends,
+    // until every run has ended or a stop signal has ended the running ones.
+    pool_result run() {
+        show_progress(true);
+        while (!queue.empty() || !running.empty()) {
+            if (g_stop != 0 && !forwarded) forward_stop_signal();
+            while (g_stop == 0 && running.size() < o.jobs && !queue.empty()) {
+                const size_t i = queue.front();
+                queue.pop_front();
+                start(i);
+                show_progress(false);
+            }
+            if (g_stop != 0 && running.empty()) break;
+            int status = 0;
+            const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+            if (pid <= 0) {
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                show_progress(false);
+                continue;
+            }
+            const auto it =
+                std::find_if(running.begin(), running.end(), [&](const worker& w) { return w.pid == pid; });
+            if (it == running.end()) continue;
+            const worker w = *it;
+            running.erase(it);
+            record_end(w, status);
+            show_progress(false);
+        }
+        if (o.live) err << "\r\033[K" << progress_text() << "\n" << std::flush;
+        return result;
+    }
+
+    std::string progress_text() const {
         const size_t left = queue.size() + result.interrupted;
         std::string eta = "?";
         if (left + running.size() == 0) {
@@ -122,9 +165,10 @@ pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>
         }
         return head + std::to_string(result.done) + " done, " + std::to_string(running.size()) + " running, " +
                std::to_string(result.failed.size()) + " failed, " + std::to_string(left) + " left, ETA " + eta;
-    };
+    }
+
     // One line per change, or one line redrawn in place on a terminal.
-    const auto show_progress = [&](bool force) {
+    void show_progress(bool force) {
         const std::string text = progress_text();
         const auto now = clock::now();
         if (o.live) {
@@ -137,14 +181,26 @@ pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>
             err << text << "\n" << std::flush;
         }
         shown = text, shown_at = now;
-    };
-    const auto say = [&](const std::string& line) {
+    }
+
+    void say(const std::string& line) {
         if (o.live) err << "\r\033[K";
         err << head << line << "\n" << std::flush;
         if (o.live) shown.clear();
-    };
+    }
 
-    const auto start = [&](size_t i) {
+    // SIGINT or SIGTERM came: on to every running worker, which checkpoints and exits.
+    void forward_stop_signal() {
+        forwarded = true;
+        result.stop_signal = g_stop;
+        for (const worker& w : running) ::kill(w.pid, g_stop);
+        say(run::signal_name(g_stop) + ": stopping " + std::to_string(running.size()) +
+            " running run(s) at their next step (each writes a checkpoint)");
+    }
+
+    // Run i's lock (see local_pool.hpp), its folder as `run` needs it, and its
+    // worker; a run another process finished meanwhile counts as done.
+    void start(size_t i) {
         const sweep_run& r = runs[i];
         const fs::path dir = run_dir(o.out, r);
         const std::string label = "run " + std::to_string(r.index) + " " + r.name;
@@ -201,35 +257,11 @@ pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>
             result.failed.push_back({&r, first_line(e.what())});
             say(label + ": failed to start: " + first_line(e.what()));
         }
-    };
+    }
 
-    show_progress(true);
-    while (!queue.empty() || !running.empty()) {
-        if (g_stop != 0 && !forwarded) {
-            forwarded = true;
-            result.stop_signal = g_stop;
-            for (const worker& w : running) ::kill(w.pid, g_stop);
-            say(run::signal_name(g_stop) + ": stopping " + std::to_string(running.size()) +
-                " running run(s) at their next step (each writes a checkpoint)");
-        }
-        while (g_stop == 0 && running.size() < o.jobs && !queue.empty()) {
-            const size_t i = queue.front();
-            queue.pop_front();
-            start(i);
-            show_progress(false);
-        }
-        if (g_stop != 0 && running.empty()) break;
-        int status = 0;
-        const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-        if (pid <= 0) {
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-            show_progress(false);
-            continue;
-        }
-        const auto it = std::find_if(running.begin(), running.end(), [&](const worker& w) { return w.pid == pid; });
-        if (it == running.end()) continue;
-        const worker w = *it;
-        running.erase(it);
+    // How worker w's run ended: a result (finished or collapsed), stopped with
+    // a checkpoint by the stop signal, or failed.
+    void record_end(const worker& w, int status) {
         const sweep_run& r = runs[w.run];
         const double seconds = std::chrono::duration<double>(clock::now() - w.started).count();
         const std::string label = "run " + std::to_string(r.index) + " " + r.name;
@@ -246,10 +278,15 @@ pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>
             result.failed.push_back({&r, exit_text(status)});
             say(label + ": failed (" + exit_text(status) + "), log " + log_file(o.out, r).string());
         }
-        show_progress(false);
     }
-    if (o.live) err << "\r\033[K" << progress_text() << "\n" << std::flush;
-    return result;
+};
+
+}  // namespace
+
+pool_result run_pool(const std::string& sweep_name, const std::vector<sweep_run>& runs,
+                     const std::vector<size_t>& todo, const pool_options& o, std::ostream& err) {
+    const stop_signals signals;
+    return pool(sweep_name, runs, todo, o, err).run();
 }
 
 }  // namespace altgrad::host::sweep

@@ -1,0 +1,541 @@
+// The reader of run configs: a config's TOML text and the command line's
+// --set overrides, checked key by key against the schema (schema.hpp), into a
+// run_config; load_config and parse_config.
+#include "config/run_config.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include <altgrad/sdk/names.hpp>
+
+#include "config/layer_names.hpp"
+#include "config/schema.hpp"
+#include "config/value_text.hpp"
+#include "util/error.hpp"
+#include "util/toml_text.hpp"
+
+namespace altgrad::host::config {
+namespace fs = std::filesystem;
+
+namespace {
+
+class reader {
+public:
+    reader(std::string file, fs::path source) : file_(std::move(file)), source_(std::move(source)) {}
+
+    // A syntax problem (no '='): a usage error. An unknown key, or the rules: an error.
+    void add_override(const std::string& arg) {
+        const size_t eq = arg.find('=');
+        const std::string key = eq == std::string::npos ? "" : trim(arg.substr(0, eq));
+        if (key.empty())
+            throw usage_error(file_ + ": --set " + arg + ": expected KEY=VALUE, e.g. --set training.max_steps=50");
+        const std::string value = trim(arg.substr(eq + 1));
+        const std::string where = file_ + ": --set " + arg + ": ";
+        if (key == kRulesKey || key.rfind(std::string(kRulesKey) + ".", 0) == 0 ||
+            key.rfind(std::string(kRulesKey) + "[", 0) == 0)
+            throw error(where + "key '" + kRulesKey +
+                        "': overriding the rules from the command line is not supported (edit the config file)");
+        if (const auto p = split_param_key(key)) {
+            std::optional<std::string> text;
+            try {
+                const std::string doc = "v = " + value;
+                toml::table t = toml::parse(std::string_view(doc), std::string_view("--set"));
+                if (t.size() == 1 && t.get("v") != nullptr) {
+                    text = param_text(*t.get("v"));
+                    // As in the file: an array or a table is no parameter value.
+                    if (!text)
+                        throw error(where + "key '" + key + "': expected a string, number or boolean, got " +
+                                    describe(*t.get("v")));
+                }
+            } catch (const toml::parse_error&) {
+            }
+            if (!text) {
+                if (!valid_utf8(value)) throw error(where + "key '" + key + "': the value is not valid UTF-8");
+                text = value;
+            }
+            param_overrides_[(*p)[0]][(*p)[1]][(*p)[2]] = {*text, arg};
+            return;
+        }
+        const auto it = known_keys().find(key);
+        if (it == known_keys().end())
+            throw error(where + "key '" + key + "': unknown key (a typo?)" + suggestion(key, known_key_list()));
+        if (!it->second)
+            throw error(where + "key '" + key + "': is a table; set one of its keys, e.g. --set " +
+                        (key == "model" ? "model.n_layer=2" : key + "." + first_key_of(key) + "=..."));
+
+        override_value ov;
+        ov.text = arg;
+        bool parsed = false;
+        try {
+            const std::string doc = "v = " + value;
+            toml::table t = toml::parse(std::string_view(doc), std::string_view("--set"));
+            const toml::node* v = t.get("v");
+            if (t.size() == 1 && v != nullptr && !(is_string_kind(*it->second) && !v->is_string())) {
+                ov.holder = std::move(t);
+                parsed = true;
+            }
+        } catch (const toml::parse_error&) {
+        }
+        if (!parsed) {
+            if (!valid_utf8(value)) throw error(where + "key '" + key + "': the value is not valid UTF-8");
+            ov.holder.insert_or_assign("v", value);
+        }
+        overrides_[key] = std::move(ov);
+    }
+
+    run_config read(const toml::table& doc) const {
+        run_config c;
+        c.source = source_;
+
+        check_unknown_keys(doc);
+
+        if (const toml::node* n = get(&doc, "name")) {
+            if (!n->is_string() || !valid_run_name(n->as_string()->get()))
+                fail("name", "expected a run name (a string, not empty, at most 128 characters, no '/', '\\' or "
+                             "control characters), got " + describe(*n));
+            c.name = n->as_string()->get();
+        } else {
+            c.name = source_.stem().string();
+            if (c.name.empty()) c.name = "run";
+        }
+
+        for_each_section([&](const auto& s) {
+            const toml::table* t = section_table(doc, s.name);
+            for (const auto& f : s.fields) {
+                const std::string key = std::string(s.name) + "." + f.key;
+                if (const toml::node* n = get(t, key)) read_field(f, *n, c.*(s.member), key);
+            }
+        });
+        read_rules(section_table(doc, "quantization"), c.quantization);
+        read_role_tables(section_table(doc, "quantization"), c.quantization);
+        read_format_params(section_table(doc, "quantization"), c.quantization);
+        for (const plugin_list& l : plugin_lists(c)) read_plugin_list(doc, l);
+
+        // Cross-key checks.
+        if (c.model.n_embd % c.model.n_head != 0)
+            fail("model.n_embd", "expected a multiple of model.n_head (" + std::to_string(c.model.n_head) +
+                                     origin("model.n_head") + "), got " + std::to_string(c.model.n_embd));
+        if (c.training.min_lr > c.training.learning_rate)
+            fail("training.min_lr", "expected at most training.learning_rate (" +
+                                        float_text(c.training.learning_rate) + origin("training.learning_rate") +
+                                        "), got " + float_text(c.training.min_lr));
+        if (c.training.warmup_steps > c.training.max_steps) {
+            // The default warm-up (not the config's, not a --set) gives way to a short run.
+            if (get(section_table(doc, "training"), "training.warmup_steps") != nullptr)
+                fail("training.warmup_steps", "expected at most training.max_steps (" +
+                                                  std::to_string(c.training.max_steps) + origin("training.max_steps") +
+                                                  "), got " + std::to_string(c.training.warmup_steps));
+            const int64_t shortened = c.training.max_steps / 10;
+            c.notes.push_back("training.warmup_steps: the default " + std::to_string(c.training.warmup_steps) +
+                              " is more than training.max_steps (" + std::to_string(c.training.max_steps) +
+                              "); shortened to max_steps / 10 = " + std::to_string(shortened) +
+                              " (set training.warmup_steps to choose)");
+            c.training.warmup_steps = shortened;
+        }
+        check_rules_reach_layers(c);
+        return c;
+    }
+
+private:
+    struct override_value {
+        std::string text;    // the --set argument as given
+        toml::table holder;  // its value, as holder["v"]
+    };
+
+    std::string file_;
+    fs::path source_;
+    std::map<std::string, override_value> overrides_;
+    // --set stability.params.NAME.KEY=VALUE: params key -> NAME -> KEY -> (value text, the argument).
+    std::map<std::string, std::map<std::string, std::map<std::string, std::pair<std::string, std::string>>>>
+        param_overrides_;
+
+    [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+        std::string message = file_ + ": ";
+        if (const auto it = overrides_.find(key); it != overrides_.end()) message += "--set " + it->second.text + ": ";
+        throw error(message + "key '" + key + "': " + what);
+    }
+
+    // ", from --set KEY=VALUE" when `key` was overridden, for errors about another key.
+    std::string origin(const std::string& key) const {
+        const auto it = overrides_.find(key);
+        return it == overrides_.end() ? "" : ", from --set " + it->second.text;
+    }
+
+    static std::string first_key_of(const std::string& section_name) {
+        std::string first;
+        run_config c;
+        for (const plugin_list& l : plugin_lists(c)) {
+            if (section_name == l.section) first = l.list;
+            if (section_name == l.params_key()) first = "NAME.KEY";
+        }
+        if (section_name == kQuantizationParamsKey) first = "NAME.KEY";
+        for (const role_table& r : role_tables())
+            if (section_name == r.key()) first = "granularity";
+        for_each_section([&](const auto& s) {
+            if (section_name == s.name && !s.fields.empty()) first = s.fields.front().key;
+        });
+        return first;
+    }
+
+    // The value of a dotted key: an override first, else the file's (or null).
+    const toml::node* get(const toml::table* t, const std::string& key) const {
+        if (const auto it = overrides_.find(key); it != overrides_.end()) return it->second.holder.get("v");
+        return t == nullptr ? nullptr : t->get(leaf_of(key));
+    }
+
+    static const toml::table* section_table(const toml::table& doc, const char* name) {
+        const toml::node* n = doc.get(name);
+        return n == nullptr ? nullptr : n->as_table();
+    }
+
+    void check_unknown_keys(const toml::table& doc) const {
+        const std::vector<std::string> candidates = known_key_list();
+        for (auto&& [k, v] : doc) {
+            const std::string key(k.str());
+            const auto it = key.find('.') == std::string::npos ? known_keys().find(key) : known_keys().end();
+            if (it == known_keys().end()) fail(key, "unknown key (a typo?)" + suggestion(key, candidates));
+            if (it->second) continue;  // name
+            if (!v.is_table()) fail(key, "expected a table ([" + key + "]), got " + describe(v));
+            for (auto&& [k2, v2] : *v.as_table()) {
+                const std::string key2 = key + "." + std::string(k2.str());
+                if (known_keys().count(key2) == 0)
+                    fail(key2, "unknown key (a typo?)" + suggestion(key2, candidates));
+                if (!is_role_table(key2)) continue;
+                if (!v2.is_table()) fail(key2, "expected a table ([" + key2 + "]), got " + describe(v2));
+                for (auto&& [k3, v3] : *v2.as_table()) {
+                    const std::string key3 = key2 + "." + std::string(k3.str());
+                    if (known_keys().count(key3) == 0)
+                        fail(key3, "unknown key (a typo?)" + suggestion(key3, candidates));
+                }
+            }
+        }
+    }
+
+    static bool is_role_table(const std::string& key) {
+        for (const role_table& r : role_tables())
+            if (key == r.key()) return true;
+        return false;
+    }
+
+    // [quantization.weight] etc.: the keys each gives, over quantization's own.
+    void read_role_tables(const toml::table* q, quantization_config& out) const {
+        for (const role_table& r : role_tables()) {
+            const toml::node* n = q == nullptr ? nullptr : q->get(r.role);
+            read_scaling_keys(n == nullptr ? nullptr : n->as_table(), r.key(), out.*r.member);
+        }
+    }
+
+    // The block_scaling keys of table t (KEY.granularity, ...; --set too) into `out`.
+    void read_scaling_keys(const toml::table* t, const std::string& key, scaling_override& out) const {
+        for (const auto& f : block_scaling_fields()) {
+            const std::string k = key + "." + f.key;
+            if (const toml::node* n = get(t, k)) {
+                block_scaling scratch;
+                read_field(f, *n, scratch, k);
+                set_override(f.key, scratch, out);
+            }
+        }
+    }
+
+    // [quantization.params.NAME] (and --set quantization.params.NAME.KEY=V):
+    // NAME must be a format some key of the config names.
+    void read_format_params(const toml::table* q, quantization_config& out) const {
+        const std::string pkey = kQuantizationParamsKey;
+        const std::set<std::string> named = formats_named(out);
+        auto check_named = [&](const std::string& name) -> std::string {
+            if (named.count(name)) return "";
+            std::string list;
+            for (const std::string& n : named) list += (list.empty() ? "" : ", ") + n;
+            return "parameters for '" + name + "', which no format or scale_format key of this config names (it names " +
+                   list + ")";
+        };
+        const toml::node* p = q == nullptr ? nullptr : q->get("params");
+        if (p != nullptr && !p->is_table()) fail(pkey, "expected a table of tables ([" + pkey + ".NAME]), got " + describe(*p));
+        if (p != nullptr) {
+            for (auto&& [k, v] : *p->as_table()) {
+                const std::string name(k.str()), where = pkey + "." + name;
+                if (!v.is_table()) fail(where, "expected a table of parameters, got " + describe(v));
+                if (const std::string problem = check_named(name); !problem.empty()) fail(where, problem);
+                for (auto&& [k2, v2] : *v.as_table()) {
+                    const std::string param(k2.str());
+                    const std::optional<std::string> text = param_text(v2);
+                    if (!text) fail(where + "." + param, "expected a string, number or boolean, got " + describe(v2));
+                    out.params[name][param] = *text;
+                }
+            }
+        }
+        if (const auto it = param_overrides_.find(pkey); it != param_overrides_.end()) {
+            for (const auto& [name, values] : it->second)
+                for (const auto& [param, given] : values) {
+                    if (const std::string problem = check_named(name); !problem.empty())
+                        throw error(file_ + ": --set " + given.second + ": key '" + pkey + "." + name + "': " + problem);
+                    out.params[name][param] = given.first;
+                }
+        }
+    }
+
+    // Every format plugin the quantization keys name (not "fp32" or "pow2").
+    static std::set<std::string> formats_named(const quantization_config& q) {
+        std::set<std::string> out;
+        quantization_config scratch = q;
+        scratch.params.clear();
+        rename_formats(scratch, [&](const std::string&, const std::string& name) { return *out.insert(name).first; });
+        out.erase("fp32");
+        out.erase("pow2");
+        return out;
+    }
+
+    template <class S>
+    void read_field(const field<S>& f, const toml::node& n, S& out, const std::string& key) const {
+        switch (f.type) {
+            case kind::integer: {
+                const std::string expected =
+                    "expected an integer " + std::to_string(f.imin) + ".." + std::to_string(f.imax) + ", got ";
+                if (!n.is_integer()) fail(key, expected + describe(n));
+                const int64_t v = n.as_integer()->get();
+                if (v < f.imin || v > f.imax) fail(key, expected + describe(n));
+                out.*std::get<int64_t S::*>(f.member) = v;
+                break;
+            }
+            case kind::number: {
+                const std::string expected = "expected a number in " + std::string(f.min_open ? "(" : "[") +
+                                             bound_text(f.dmin) + ", " + bound_text(f.dmax) +
+                                             (f.max_open ? ")" : "]") + ", got ";
+                double v = 0;
+                if (n.is_integer()) v = static_cast<double>(n.as_integer()->get());
+                else if (n.is_floating_point()) v = n.as_floating_point()->get();
+                else fail(key, expected + describe(n));
+                const bool ok = std::isfinite(v) && (f.min_open ? v > f.dmin : v >= f.dmin) &&
+                                (f.max_open ? v < f.dmax : v <= f.dmax);
+                if (!ok) fail(key, expected + describe(n));
+                out.*std::get<double S::*>(f.member) = v;
+                break;
+            }
+            case kind::boolean:
+                if (!n.is_boolean()) fail(key, "expected true or false, got " + describe(n));
+                out.*std::get<bool S::*>(f.member) = n.as_boolean()->get();
+                break;
+            case kind::text:
+                if (!n.is_string() || n.as_string()->get().empty())
+                    fail(key, "expected a non-empty string, got " + describe(n));
+                out.*std::get<std::string S::*>(f.member) = n.as_string()->get();
+                break;
+            case kind::choice:
+                std::visit(
+                    [&](auto member) {
+                        using E = std::remove_reference_t<decltype(out.*member)>;
+                        if constexpr (std::is_enum_v<E>) {
+                            const name_table<E>& names = names_for(E{});
+                            const auto v = n.is_string() ? names.value(n.as_string()->get()) : std::nullopt;
+                            if (!v) fail(key, "expected one of " + names.list() + ", got " + describe(n));
+                            out.*member = *v;
+                        }
+                    },
+                    f.member);
+                break;
+            case kind::format:
+                out.*std::get<std::string S::*>(f.member) = format_name(n, key);
+                break;
+            case kind::names:
+                break;  // plugin lists have a reader of their own
+        }
+    }
+
+    // [SECTION] LIST = ["a", "b"] (or, from --set, "a,b") and [SECTION.params.NAME] tables.
+    void read_plugin_list(const toml::table& doc, const plugin_list& l) const {
+        const std::string key = l.list_key();
+        const toml::table* section = section_table(doc, l.section);
+        if (const toml::node* n = get(section, key)) {
+            std::vector<std::string> given;
+            if (const auto* s = n->as_string()) {
+                std::string item;
+                std::istringstream in(s->get());
+                while (std::getline(in, item, ',')) given.push_back(trim(item));
+            } else if (const auto* a = n->as_array()) {
+                for (const toml::node& e : *a) {
+                    if (!e.is_string()) fail(key, "expected an array of plugin names, got an element " + describe(e));
+                    given.push_back(e.as_string()->get());
+                }
+            } else {
+                fail(key, "expected an array of plugin names, e.g. [\"mantissa_shift\"], got " + describe(*n));
+            }
+            for (const std::string& name : given) {
+                if (!sdk::is_plugin_name(name))
+                    fail(key, std::string("expected plugin names (") + sdk::kPluginNamePattern + "), got " + quote(name));
+                if (std::find(l.names->begin(), l.names->end(), name) != l.names->end())
+                    fail(key, quote(name) + " is listed twice");
+                l.names->push_back(name);
+            }
+        }
+        const std::string pkey = l.params_key();
+        const toml::node* p = section == nullptr ? nullptr : section->get("params");
+        if (p != nullptr && !p->is_table()) fail(pkey, "expected a table of tables ([" + pkey + ".NAME]), got " + describe(*p));
+        auto check_enabled = [&](const std::string& name, const std::string& where) {
+            if (std::find(l.names->begin(), l.names->end(), name) == l.names->end())
+                fail(where, "parameters for '" + name + "', which is not in " + key + " (enable it there)");
+        };
+        if (p != nullptr) {
+            for (auto&& [k, v] : *p->as_table()) {
+                const std::string name(k.str()), where = pkey + "." + name;
+                if (!v.is_table()) fail(where, "expected a table of parameters, got " + describe(v));
+                check_enabled(name, where);
+                for (auto&& [k2, v2] : *v.as_table()) {
+                    const std::string param(k2.str());
+                    const std::optional<std::string> text = param_text(v2);
+                    if (!text) fail(where + "." + param, "expected a string, number or boolean, got " + describe(v2));
+                    (*l.params)[name][param] = *text;
+                }
+            }
+        }
+        if (const auto it = param_overrides_.find(pkey); it != param_overrides_.end()) {
+            for (const auto& [name, values] : it->second)
+                for (const auto& [param, given] : values) {
+                    if (std::find(l.names->begin(), l.names->end(), name) == l.names->end())
+                        throw error(file_ + ": --set " + given.second + ": key '" + pkey + "." + name +
+                                    "': parameters for '" + name + "', which is not in " + key + " (enable it there)");
+                    (*l.params)[name][param] = given.first;
+                }
+        }
+    }
+
+    std::string format_name(const toml::node& n, const std::string& key) const {
+        if (!n.is_string() || !sdk::is_plugin_name(n.as_string()->get()))
+            fail(key, std::string("expected a format plugin name (") + sdk::kPluginNamePattern +
+                          ", e.g. \"e4m3\" or \"bf16\"), got " + describe(n));
+        return n.as_string()->get();
+    }
+
+    void read_rules(const toml::table* q, quantization_config& out) const {
+        const toml::node* n = q == nullptr ? nullptr : q->get("rules");
+        if (n == nullptr) return;
+        const toml::array* rules = n->as_array();
+        if (rules == nullptr)
+            fail(kRulesKey, "expected an array of tables ([[quantization.rules]] entries), got " + describe(*n));
+        for (size_t i = 0; i < rules->size(); ++i) {
+            const std::string key = std::string(kRulesKey) + "[" + std::to_string(i) + "]";
+            const toml::node& e = *rules->get(i);
+            if (!e.is_table())
+                fail(key, "expected a table (pattern = \"...\" and format = \"...\"), got " + describe(e));
+            const toml::table& t = *e.as_table();
+            std::vector<std::string> candidates;
+            for (const std::string& k : kRuleKeys) candidates.push_back(key + "." + k);
+            for (auto&& [k, v] : t) {
+                const std::string name(k.str());
+                if (std::find(kRuleKeys.begin(), kRuleKeys.end(), name) == kRuleKeys.end())
+                    fail(key + "." + name, "unknown key (a typo?)" + suggestion(key + "." + name, candidates));
+            }
+            quantization_rule rule;
+            const toml::node* p = t.get("pattern");
+            if (p == nullptr) fail(key + ".pattern", "missing (every rule needs one, e.g. pattern = \"blocks.*.attn.*\")");
+            if (!p->is_string() || !valid_pattern(p->as_string()->get()))
+                fail(key + ".pattern", "expected a layer-name pattern (letters, digits, '_', '-', '.', '*' and '?'), got " +
+                                           describe(*p));
+            rule.pattern = p->as_string()->get();
+            std::optional<std::string> all;
+            if (const toml::node* f = t.get("format")) all = format_name(*f, key + ".format");
+            std::optional<std::string>* directions[] = {&rule.weight, &rule.activation, &rule.gradient};
+            const char* names[] = {"weight", "activation", "gradient"};
+            for (int d = 0; d < 3; ++d) {
+                if (const toml::node* f = t.get(names[d])) *directions[d] = format_name(*f, key + "." + names[d]);
+                else *directions[d] = all;
+            }
+            for (const auto& f : block_scaling_fields()) {
+                if (const toml::node* v = t.get(f.key)) {
+                    block_scaling scratch;
+                    read_field(f, *v, scratch, key + "." + f.key);
+                    set_override(f.key, scratch, rule.scaling);
+                }
+            }
+            if (!rule.weight && !rule.activation && !rule.gradient && rule.scaling.empty())
+                fail(key, "sets nothing: give format (all three directions), weight, activation or gradient, "
+                          "or a scaling key (granularity, block_size, scale_format, scale_rule)");
+            out.rules.push_back(std::move(rule));
+        }
+    }
+
+    // A rule that matches no layer of the model, or only layers an earlier rule
+    // already takes, is a mistake (a typo in the pattern, or the wrong order).
+    void check_rules_reach_layers(const run_config& c) const {
+        const std::vector<std::string> layers = layer_names(c.model);
+        const auto& rules = c.quantization.rules;
+        for (size_t i = 0; i < rules.size(); ++i) {
+            const std::string key = std::string(kRulesKey) + "[" + std::to_string(i) + "].pattern";
+            bool matches = false, reaches = false;
+            size_t taken_by = 0;
+            std::string taken_layer;
+            for (const std::string& layer : layers) {
+                if (!pattern_matches(rules[i].pattern, layer)) continue;
+                matches = true;
+                size_t j = 0;
+                while (j < i && !pattern_matches(rules[j].pattern, layer)) ++j;
+                if (j == i) {
+                    reaches = true;
+                    break;
+                }
+                if (taken_layer.empty()) taken_by = j, taken_layer = layer;
+            }
+            if (!matches) {
+                std::string hint;
+                const std::string& p = rules[i].pattern;
+                if (p.size() > 7 && p.compare(p.size() - 7, 7, ".weight") == 0)
+                    hint = " (patterns match layer names, without \".weight\")";
+                fail(key, quote(p) + " matches no layer of this model" + hint + "; its layers: " + layer_summary(c.model));
+            }
+            if (!reaches)
+                fail(key, quote(rules[i].pattern) + " never applies: every layer it matches is taken by an earlier rule (" +
+                              kRulesKey + "[" + std::to_string(taken_by) + "], " + quote(rules[taken_by].pattern) +
+                              ", e.g. " + taken_layer + "); the first matching rule wins");
+        }
+    }
+
+    // "blocks.N.attn.qkv, ... for N = 0..3, lm_head": the quantized layers.
+    static std::string layer_summary(const model_config& m) {
+        std::string s;
+        for (const std::string& layer : names_of_block("N", m.activation == activation_function::swiglu).layers())
+            s += layer + ", ";
+        s.resize(s.size() - 2);
+        return s + " for N = 0.." + std::to_string(m.n_layer - 1) + ", " + kHeadLayer;
+    }
+};
+
+run_config parse_impl(const std::string& text, const std::string& file, const fs::path& source,
+                      const std::vector<std::string>& overrides) {
+    const toml::table doc = parse_toml_text(text, file);
+    reader r(file, source);
+    for (const std::string& o : overrides) r.add_override(o);
+    return r.read(doc);
+}
+
+}  // namespace
+
+run_config load_config(const fs::path& file, const std::vector<std::string>& overrides) {
+    const std::string name = file.string();
+    std::error_code ec;
+    if (fs::is_directory(file, ec)) throw error(name + ": is a folder, expected a config file (.toml)");
+    if (!fs::exists(file, ec)) throw error(name + ": no such config file");
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (!in) throw error(name + ": cannot read the config file");
+    return parse_impl(text.str(), name, file, overrides);
+}
+
+run_config parse_config(const std::string& toml_text, const std::string& source_name,
+                        const std::vector<std::string>& overrides) {
+    return parse_impl(toml_text, source_name, fs::path(source_name), overrides);
+}
+
+}  // namespace altgrad::host::config

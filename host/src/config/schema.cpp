@@ -1,0 +1,235 @@
+// The schema of the run config: the tables of its sections and keys
+// (schema.hpp says what each is).
+#include "config/schema.hpp"
+
+#include "config/value_text.hpp"
+#include "util/abi_names.hpp"
+
+namespace altgrad::host::config {
+
+const name_table<altgrad_rounding>& names_for(altgrad_rounding) { return rounding_names(); }
+const name_table<altgrad_overflow>& names_for(altgrad_overflow) { return overflow_names(); }
+const name_table<activation_function>& names_for(activation_function) { return activation_names(); }
+const name_table<data_format>& names_for(data_format) { return data_format_names(); }
+const name_table<lr_schedule_kind>& names_for(lr_schedule_kind) { return lr_schedule_names(); }
+const name_table<compute_device>& names_for(compute_device) { return device_names(); }
+const name_table<scaling_mode>& names_for(scaling_mode) { return scaling_names(); }
+const name_table<amax_compute_kind>& names_for(amax_compute_kind) { return amax_compute_names(); }
+const name_table<granularity_kind>& names_for(granularity_kind) { return granularity_names(); }
+const name_table<scale_rule_kind>& names_for(scale_rule_kind) { return scale_rule_names(); }
+
+namespace {
+
+template <class S>
+field<S> integer(const char* key, int64_t S::*m, int64_t lo, int64_t hi) {
+    field<S> f(key, kind::integer, m);
+    f.imin = lo;
+    f.imax = hi;
+    return f;
+}
+// [lo, hi], with either end open.
+template <class S>
+field<S> number(const char* key, double S::*m, double lo, bool lo_open, double hi, bool hi_open) {
+    field<S> f(key, kind::number, m);
+    f.dmin = lo;
+    f.dmax = hi;
+    f.min_open = lo_open;
+    f.max_open = hi_open;
+    return f;
+}
+template <class S>
+field<S> boolean(const char* key, bool S::*m) {
+    return field<S>(key, kind::boolean, m);
+}
+template <class S>
+field<S> text(const char* key, std::string S::*m) {
+    return field<S>(key, kind::text, m);
+}
+template <class S, class E>
+field<S> choice(const char* key, E S::*m) {
+    return field<S>(key, kind::choice, m);
+}
+template <class S>
+field<S> format(const char* key, std::string S::*m) {
+    return field<S>(key, kind::format, m);
+}
+
+constexpr int64_t kBillion = 1000000000;
+constexpr int64_t kMaxBlockSize = 1 << 20;
+
+}  // namespace
+
+const section<model_config>& model_section() {
+    using M = model_config;
+    static const section<M> s{"model", &run_config::model,
+                              {integer("n_layer", &M::n_layer, 1, 64), integer("n_head", &M::n_head, 1, 64),
+                               integer("n_embd", &M::n_embd, 8, 4096), integer("block_size", &M::block_size, 2, 8192),
+                               number("dropout", &M::dropout, 0.0, false, 1.0, true), boolean("bias", &M::bias),
+                               choice("activation", &M::activation),
+                               integer("vocab_size", &M::vocab_size, 0, 65535)}};
+    return s;
+}
+
+const section<data_config>& data_section() {
+    using D = data_config;
+    static const section<D> s{"data", &run_config::data,
+                              {text("path", &D::path), choice("format", &D::format),
+                               number("val_fraction", &D::val_fraction, 0.0, true, 0.5, false),
+                               integer("vocab_size", &D::vocab_size, 0, 65535)}};
+    return s;
+}
+
+const section<training_config>& training_section() {
+    using T = training_config;
+    static const section<T> s{
+        "training", &run_config::training,
+        {integer("max_steps", &T::max_steps, 1, kBillion), integer("batch_size", &T::batch_size, 1, 65536),
+         number("learning_rate", &T::learning_rate, 0.0, true, 10.0, false),
+         number("min_lr", &T::min_lr, 0.0, false, 10.0, false), integer("warmup_steps", &T::warmup_steps, 0, kBillion),
+         choice("lr_schedule", &T::lr_schedule),
+         number("weight_decay", &T::weight_decay, 0.0, false, 10.0, false),
+         number("beta1", &T::beta1, 0.0, false, 1.0, true), number("beta2", &T::beta2, 0.0, false, 1.0, true),
+         number("grad_clip", &T::grad_clip, 0.0, false, 1e6, false),
+         integer("seed", &T::seed, 0, INT64_MAX), integer("eval_interval", &T::eval_interval, 1, kBillion),
+         integer("eval_batches", &T::eval_batches, 1, 1000000), integer("log_interval", &T::log_interval, 1, kBillion),
+         choice("device", &T::device), integer("threads", &T::threads, 0, 1024)}};
+    return s;
+}
+
+const section<quantization_config>& quantization_section() {
+    using Q = quantization_config;
+    static const section<Q> s{
+        "quantization", &run_config::quantization,
+        {boolean("enabled", &Q::enabled), format("weight_format", &Q::weight_format),
+         format("activation_format", &Q::activation_format), format("gradient_format", &Q::gradient_format),
+         choice("forward_rounding", &Q::forward_rounding), choice("backward_rounding", &Q::backward_rounding),
+         choice("overflow", &Q::overflow), choice("scaling", &Q::scaling),
+         integer("amax_history_len", &Q::amax_history_len, 1, 1024),
+         choice("amax_compute", &Q::amax_compute), integer("margin", &Q::margin, 0, 64),
+         boolean("shadow_weights", &Q::shadow_weights), integer("diagnostic_interval", &Q::diagnostic_interval, 1, kBillion),
+         choice("granularity", &Q::granularity), integer("block_size", &Q::block_size, 1, kMaxBlockSize),
+         format("scale_format", &Q::scale_format), choice("scale_rule", &Q::scale_rule)}};
+    return s;
+}
+
+const std::vector<field<block_scaling>>& block_scaling_fields() {
+    using B = block_scaling;
+    static const std::vector<field<B>> f{choice("granularity", &B::granularity),
+                                         integer("block_size", &B::block_size, 1, kMaxBlockSize),
+                                         format("scale_format", &B::scale_format), choice("scale_rule", &B::scale_rule)};
+    return f;
+}
+
+void set_override(const std::string& key, const block_scaling& from, scaling_override& to) {
+    if (key == "granularity") to.granularity = from.granularity;
+    if (key == "block_size") to.block_size = from.block_size;
+    if (key == "scale_format") to.scale_format = from.scale_format;
+    if (key == "scale_rule") to.scale_rule = from.scale_rule;
+}
+
+const std::vector<role_table>& role_tables() {
+    static const std::vector<role_table> t{{"weight", &quantization_config::weight_scaling},
+                                           {"activation", &quantization_config::activation_scaling},
+                                           {"gradient", &quantization_config::gradient_scaling}};
+    return t;
+}
+
+const section<failure_config>& failure_section() {
+    using F = failure_config;
+    static const section<F> s{"failure", &run_config::failure,
+                              {number("bit_stall", &F::bit_stall, 0.0, false, 1.0, false),
+                               number("min_progress", &F::min_progress, 0.0, false, 1.0, false),
+                               number("overflow", &F::overflow, 0.0, false, 1.0, false),
+                               number("vanishing", &F::vanishing, 0.0, false, 1.0, false),
+                               number("near_zero", &F::near_zero, 0.0, false, 1.0, false),
+                               number("early_stop", &F::early_stop, 0.0, false, 1.0, false),
+                               integer("patience", &F::patience, 1, 1000000),
+                               integer("max_nonfinite_steps", &F::max_nonfinite_steps, 1, 1000000)}};
+    return s;
+}
+
+const section<output_config>& output_section() {
+    using O = output_config;
+    static const section<O> s{"output", &run_config::output,
+                              {text("dir", &O::dir), integer("checkpoint_interval", &O::checkpoint_interval, 1, kBillion),
+                               integer("keep_checkpoints", &O::keep_checkpoints, 1, 1000)}};
+    return s;
+}
+
+std::vector<plugin_list> plugin_lists(run_config& c) {
+    return {{"stability", "interventions", &c.stability.interventions, &c.stability.params},
+            {"diagnostics", "plugins", &c.diagnostics.plugins, &c.diagnostics.params}};
+}
+const std::vector<std::string> kRuleKeys = {"pattern",     "format",     "weight",      "activation", "gradient",
+                                            "granularity", "block_size", "scale_format", "scale_rule"};
+
+const std::map<std::string, std::optional<kind>>& known_keys() {
+    static const std::map<std::string, std::optional<kind>> keys = [] {
+        std::map<std::string, std::optional<kind>> k;
+        k["name"] = kind::text;
+        for_each_section([&](const auto& s) {
+            k[s.name] = std::nullopt;
+            for (const auto& f : s.fields) k[std::string(s.name) + "." + f.key] = f.type;
+        });
+        k[kRulesKey] = std::nullopt;
+        for (const role_table& r : role_tables()) {
+            k[r.key()] = std::nullopt;
+            for (const auto& f : block_scaling_fields()) k[r.key() + "." + f.key] = f.type;
+        }
+        k[kQuantizationParamsKey] = std::nullopt;
+        run_config c;
+        for (const plugin_list& l : plugin_lists(c)) {
+            k[l.section] = std::nullopt;
+            k[l.list_key()] = kind::names;
+            k[l.params_key()] = std::nullopt;
+        }
+        return k;
+    }();
+    return keys;
+}
+
+std::vector<std::string> known_key_list() {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : known_keys()) out.push_back(k);
+    return out;
+}
+
+bool is_string_kind(kind k) { return k == kind::text || k == kind::choice || k == kind::format; }
+
+std::optional<std::array<std::string, 3>> split_param_key(const std::string& key) {
+    run_config c;
+    std::vector<std::string> params_keys{kQuantizationParamsKey};
+    for (const plugin_list& l : plugin_lists(c)) params_keys.push_back(l.params_key());
+    for (const std::string& params_key : params_keys) {
+        const std::string prefix = params_key + ".";
+        if (key.rfind(prefix, 0) != 0) continue;
+        const std::string rest = key.substr(prefix.size());
+        const size_t dot = rest.find('.');
+        if (dot == std::string::npos || dot == 0 || dot + 1 == rest.size()) return std::nullopt;
+        return std::array<std::string, 3>{params_key, rest.substr(0, dot), rest.substr(dot + 1)};
+    }
+    return std::nullopt;
+}
+
+std::optional<std::string> param_text(const toml::node& n) {
+    if (const auto* v = n.as_string()) return v->get();
+    if (const auto* v = n.as_integer()) return std::to_string(v->get());
+    if (const auto* v = n.as_floating_point()) return float_text(v->get());
+    if (const auto* v = n.as_boolean()) return std::string(v->get() ? "true" : "false");
+    return std::nullopt;
+}
+
+std::string param_toml(const std::string& text) {
+    try {
+        const std::string doc = "v = " + text;
+        toml::table t = toml::parse(std::string_view(doc));
+        const toml::node* v = t.get("v");
+        if (t.size() == 1 && v != nullptr && (v->is_integer() || v->is_floating_point() || v->is_boolean()) &&
+            param_text(*v) == text)
+            return text;
+    } catch (const toml::parse_error&) {
+    }
+    return quote(text);
+}
+
+}  // namespace altgrad::host::config

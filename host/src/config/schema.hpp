@@ -1,0 +1,128 @@
+// The schema of the run config, private to the config room: the sections and
+// their fields (each key's kind, range and member), the role tables, the
+// plugin lists, the rules' keys, and every dotted key it knows. The reader
+// (reader.cpp) and the writer (to_toml, run_config.cpp) both walk it.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "config/run_config.hpp"
+
+namespace altgrad::host::config {
+
+// The name table of each choice's type, found by overload (the argument only
+// selects the type).
+const name_table<altgrad_rounding>& names_for(altgrad_rounding);
+const name_table<altgrad_overflow>& names_for(altgrad_overflow);
+const name_table<activation_function>& names_for(activation_function);
+const name_table<data_format>& names_for(data_format);
+const name_table<lr_schedule_kind>& names_for(lr_schedule_kind);
+const name_table<compute_device>& names_for(compute_device);
+const name_table<scaling_mode>& names_for(scaling_mode);
+const name_table<amax_compute_kind>& names_for(amax_compute_kind);
+const name_table<granularity_kind>& names_for(granularity_kind);
+const name_table<scale_rule_kind>& names_for(scale_rule_kind);
+
+// What a key holds: a choice is a name of an enum (names_for); names a list of plugin names.
+enum class kind { integer, number, boolean, text, choice, format, names };
+
+// A key of a struct S of the config: its name, kind, range and the member it sets.
+template <class S>
+struct field {
+    // A choice is one of the enum members; its names come from names_for.
+    using member_ptr = std::variant<int64_t S::*, double S::*, bool S::*, std::string S::*, altgrad_rounding S::*,
+                                    altgrad_overflow S::*, activation_function S::*, data_format S::*,
+                                    lr_schedule_kind S::*, compute_device S::*, scaling_mode S::*,
+                                    amax_compute_kind S::*, granularity_kind S::*, scale_rule_kind S::*>;
+    field(const char* k, kind t, member_ptr m) : key(k), type(t), member(m) {}
+
+    const char* key;
+    kind type;
+    member_ptr member;
+    int64_t imin = 0, imax = 0;
+    double dmin = 0, dmax = 0;
+    bool min_open = false, max_open = false;
+};
+
+// A table of the config ([model], ...): the run_config member it fills, key by key.
+template <class S>
+struct section {
+    const char* name;
+    S run_config::*member;
+    std::vector<field<S>> fields;
+};
+
+const section<model_config>& model_section();
+const section<data_config>& data_section();
+const section<training_config>& training_section();
+// Without `rules`, which has a reader of its own.
+const section<quantization_config>& quantization_section();
+const section<failure_config>& failure_section();
+const section<output_config>& output_section();
+
+template <class F>
+void for_each_section(F&& f) {
+    f(model_section());
+    f(data_section());
+    f(training_section());
+    f(quantization_section());
+    f(failure_section());
+    f(output_section());
+}
+
+// The keys of block_scaling, as a role table ([quantization.weight]) or a
+// rule gives them; the same names and ranges as quantization's own.
+const std::vector<field<block_scaling>>& block_scaling_fields();
+// Copies the key `key` of `from` into `to` (a block_scaling field read into a scratch struct).
+void set_override(const std::string& key, const block_scaling& from, scaling_override& to);
+
+// The role tables: [quantization.weight], [quantization.activation], [quantization.gradient].
+struct role_table {
+    const char* role;
+    scaling_override quantization_config::*member;
+    std::string key() const { return std::string("quantization.") + role; }
+};
+const std::vector<role_table>& role_tables();
+// [quantization.params.NAME]: a format's parameters.
+const char* const kQuantizationParamsKey = "quantization.params";
+
+// [[quantization.rules]]: an array of tables, read apart from the quantization section.
+const char* const kRulesKey = "quantization.rules";
+
+// The plugin lists and their parameter tables: [stability] interventions and
+// [stability.params.NAME], [diagnostics] plugins and [diagnostics.params.NAME].
+struct plugin_list {
+    const char* section;   // "stability"
+    const char* list;      // "interventions"
+    std::vector<std::string>* names;
+    plugin_params* params;
+    std::string list_key() const { return std::string(section) + "." + list; }
+    std::string params_key() const { return std::string(section) + ".params"; }
+};
+std::vector<plugin_list> plugin_lists(run_config& c);
+// The keys a [[quantization.rules]] entry may give.
+extern const std::vector<std::string> kRuleKeys;
+
+// Every dotted key the schema knows, with its kind (sections and rules: none).
+const std::map<std::string, std::optional<kind>>& known_keys();
+std::vector<std::string> known_key_list();
+bool is_string_kind(kind k);
+
+// "stability.params.NAME.KEY" -> {"stability.params", NAME, KEY}; else nullopt.
+std::optional<std::array<std::string, 3>> split_param_key(const std::string& key);
+// A plugin parameter's value as the text resolve_params reads: a string's
+// contents, or the TOML text of a number or boolean; nullopt for anything else.
+std::optional<std::string> param_text(const toml::node& n);
+// How to_toml writes a parameter text back: bare when it reads as a TOML
+// number or boolean, so the type survives a round trip; else a string.
+std::string param_toml(const std::string& text);
+
+}  // namespace altgrad::host::config
