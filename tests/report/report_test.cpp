@@ -282,8 +282,8 @@ TEST(ReportRow, ResumedRunKeepsTheLastLineOfARepeatedStep) {
     // Without summary.json the same metrics give the row: last occurrences, the switch from the events.
     fs::remove(d / "summary.json");
     const run_record k = read_run(d);
-    EXPECT_EQ(k.final_val_loss, 3.1);
-    EXPECT_EQ(k.best_val_loss, 3.1);
+    EXPECT_EQ(k.run_metric("final_val_loss"), 3.1);
+    EXPECT_EQ(k.run_metric("best_val_loss"), 3.1);
     EXPECT_CONTAINS(row_of(k), "| e4m3; switched e4m3→e5m2 on 1 tensor at step 22 | 40/40 | interrupted | 3.1000 | "
                                      "3.1000 | — | mantissa_shift switch_format ×1 |");
 }

@@ -20,9 +20,10 @@ namespace {
 // A group's final validation loss by seed: its finished runs with a finite loss and a known seed.
 std::map<int64_t, double> final_val_by_seed(const group_summary& g) {
     std::map<int64_t, double> out;
-    for (const run_record* r : g.runs)
-        if (r->status == "finished" && r->seed && r->final_val_loss && std::isfinite(*r->final_val_loss))
-            out.emplace(*r->seed, *r->final_val_loss);
+    for (const run_record* r : g.runs) {
+        const std::optional<double> final_val = r->run_metric("final_val_loss");
+        if (r->status == "finished" && r->seed && final_val && std::isfinite(*final_val)) out.emplace(*r->seed, *final_val);
+    }
     return out;
 }
 
@@ -108,8 +109,8 @@ std::vector<group_summary> group_runs(const std::vector<run_record>& runs, const
         g.decided += r.decided();
         g.failed += r.failed();
         g.interrupted += r.status == "interrupted";
-        if (r.status == "finished" && r.final_val_loss && std::isfinite(*r.final_val_loss))
-            g.final_val.push_back(*r.final_val_loss);
+        const std::optional<double> final_val = r.run_metric("final_val_loss");
+        if (r.status == "finished" && final_val && std::isfinite(*final_val)) g.final_val.push_back(*final_val);
     }
     label_groups(groups);
     for (group_summary& g : groups) g.val = summarize(g.final_val);

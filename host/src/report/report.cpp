@@ -307,8 +307,8 @@ std::string run_row(const run_record& r, const fs::path& out_dir) {
     const std::string steps = opt_int(r.steps_done) + "/" + opt_int(r.max_steps);
     std::ostringstream o;
     o << "| `" << cell(label(r)) << "` | " << cell(r.name) << " | " << opt_int(r.seed) << " | " << cell(formats)
-      << " | " << steps << " | " << cell(r.status) << " | " << loss_text(r.final_val_loss) << " | "
-      << loss_text(r.best_val_loss) << " | " << cell(failure_text(r, out_dir)) << " | " << cell(interventions_text(r))
+      << " | " << steps << " | " << cell(r.status) << " | " << loss_text(r.run_metric("final_val_loss")) << " | "
+      << loss_text(r.run_metric("best_val_loss")) << " | " << cell(failure_text(r, out_dir)) << " | " << cell(interventions_text(r))
       << " |";
     return o.str();
 }

@@ -155,11 +155,10 @@ void read_summary(const fs::path& file, run_record& r) {
     r.steps_done = s.steps_done;
     r.max_steps = s.max_steps;
     r.seed = s.seed;
-    r.final_train_loss = s.values.get("final_train_loss");
-    r.final_val_loss = s.values.get("final_val_loss");
-    r.best_val_loss = s.values.get("best_val_loss");
-    if (std::isfinite(s.values.get("seconds"))) r.seconds = s.values.get("seconds");
-    if (std::isfinite(s.values.get("cpu_seconds"))) r.cpu_seconds = s.values.get("cpu_seconds");
+    for (const auto& [name, value] : s.values.entries()) {
+        const run::metric* m = run::host_catalog().stored(run::metric_record::summary, name);
+        if (!(m && m->timing && !std::isfinite(value))) r.run_metrics.set(name, value);
+    }
     r.corpus = s.corpus;
     if (r.formats.empty()) {
         const run::formats_record& f = s.formats;
@@ -336,11 +335,16 @@ run_record read_run(const fs::path& dir) {
     // What summary.json did not say, from the metrics.
     if (!r.steps_done && !r.train_loss().empty()) r.steps_done = r.train_loss().back().step;
     if (!r.steps_done && r.has_summary) r.steps_done = 0;
-    if (!r.final_train_loss && !r.train_loss().empty()) r.final_train_loss = r.train_loss().back().value;
-    if (!r.final_val_loss && !r.val_loss().empty()) r.final_val_loss = r.val_loss().back().value;
-    if (!r.best_val_loss) {
+    // The losses summary.json did not give, from the metrics.
+    if (!r.run_metric("final_train_loss") && !r.train_loss().empty())
+        r.run_metrics.set("final_train_loss", r.train_loss().back().value);
+    if (!r.run_metric("final_val_loss") && !r.val_loss().empty())
+        r.run_metrics.set("final_val_loss", r.val_loss().back().value);
+    if (!r.run_metric("best_val_loss")) {
+        std::optional<double> best;
         for (const point& p : r.val_loss())
-            if (std::isfinite(p.value) && (!r.best_val_loss || p.value < *r.best_val_loss)) r.best_val_loss = p.value;
+            if (std::isfinite(p.value) && (!best || p.value < *best)) best = p.value;
+        if (best) r.run_metrics.set("best_val_loss", *best);
     }
     if (!r.has_summary) {
         std::string note = "no summary.json: interrupted or still running; steps from metrics.jsonl";

@@ -65,9 +65,12 @@ struct run_record {
     std::string failure_mode;  // summary.json's ("none" when it did not fail); empty without one
     std::optional<int64_t> failure_step;
     std::string failure_evidence;
-    std::optional<double> final_train_loss, final_val_loss, best_val_loss;  // NaN: not finite
-    // summary.json's wall-clock and CPU seconds of the process that wrote it (none: not recorded).
-    std::optional<double> seconds, cpu_seconds;
+    // The run metrics (the catalog's record summary: final_train_loss,
+    // final_val_loss, best_val_loss, seconds, cpu_seconds): summary.json's,
+    // else the losses from metrics.jsonl. Absent: unknown; NaN: not finite. A
+    // time summary.json wrote null is unknown.
+    run::metric_values run_metrics;
+    std::optional<double> run_metric(const std::string& name) const { return run_metrics.find(name); }
     run::corpus_record corpus;  // summary.json's n-gram references (NaN: not recorded)
     std::map<std::string, std::map<std::string, int64_t>> interventions;    // plugin -> event -> count
     std::optional<int64_t> last_checkpoint;  // newest complete checkpoints/step_N

@@ -53,12 +53,18 @@ std::string csv_field(const std::string& text) {
 std::string runs_csv(const std::vector<run_record>& runs, const std::vector<group_summary>& groups) {
     const auto group = group_of(groups);
     const std::vector<std::string> varying = varying_settings(groups);
+    // The catalog's run metrics: what the run measured before its comparison, what it cost (timing) after.
+    std::vector<std::string> measured, cost;
+    for (const run::metric* m : run::host_catalog().of_record(run::metric_record::summary))
+        (m->timing ? cost : measured).push_back(m->name);
     std::vector<std::string> header = {"run", "run_id", "group", "config", "seed"};
     header.insert(header.end(), varying.begin(), varying.end());
     for (const char* h : {"formats", "uniform_format", "status", "failure_mode", "failure_step", "steps_done",
-                          "max_steps", "final_train_loss", "final_val_loss", "best_val_loss", "baseline",
-                          "baseline_group", "seconds", "cpu_seconds"})
+                          "max_steps"})
         header.push_back(h);
+    header.insert(header.end(), measured.begin(), measured.end());
+    header.insert(header.end(), {"baseline", "baseline_group"});
+    header.insert(header.end(), cost.begin(), cost.end());
     std::string out = row(header);
     for (const run_record& r : runs) {
         const group_summary& g = *group.at(&r);
@@ -67,13 +73,13 @@ std::string runs_csv(const std::vector<run_record>& runs, const std::vector<grou
             const auto it = r.settings.find(key);
             f.push_back(it == r.settings.end() ? "" : it->second);
         }
-        for (const std::string& x :
-             {r.formats, r.uniform_format, r.status, r.failure_mode, integer(r.failure_step), integer(r.steps_done),
-              integer(r.max_steps), number(r.final_train_loss), number(r.final_val_loss), number(r.best_val_loss),
-              std::string(g.baseline ? "true" : "false"),
-              g.compared_with == kNoGroup || g.baseline ? std::string() : groups[g.compared_with].label,
-              number(r.seconds), number(r.cpu_seconds)})
+        for (const std::string& x : {r.formats, r.uniform_format, r.status, r.failure_mode, integer(r.failure_step),
+                                     integer(r.steps_done), integer(r.max_steps)})
             f.push_back(x);
+        for (const std::string& name : measured) f.push_back(number(r.run_metric(name)));
+        f.push_back(g.baseline ? "true" : "false");
+        f.push_back(g.compared_with == kNoGroup || g.baseline ? std::string() : groups[g.compared_with].label);
+        for (const std::string& name : cost) f.push_back(number(r.run_metric(name)));
         out += row(f);
     }
     return out;

@@ -187,6 +187,12 @@ std::vector<const metric*> metric_catalog::of_record(metric_record record) const
     return out;
 }
 
+const metric* metric_catalog::stored(metric_record record, std::string_view name) const {
+    for (const metric* m : of_record(record))
+        if (m->name == name) return m;
+    return nullptr;
+}
+
 const metric* metric_catalog::series(std::string_view name) const {
     for (const metric& m : metrics_)
         if (m.series == name) return &m;

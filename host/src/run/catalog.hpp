@@ -91,6 +91,8 @@ public:
     const std::vector<metric>& metrics() const { return metrics_; }
     // The metrics stored in `record` (not the derived series), in order.
     std::vector<const metric*> of_record(metric_record record) const;
+    // The metric stored in `record` under `name`, nullptr when none.
+    const metric* stored(metric_record record, std::string_view name) const;
     // The metric of a series, nullptr when none.
     const metric* series(std::string_view name) const;
 
