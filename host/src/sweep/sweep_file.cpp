@@ -91,14 +91,8 @@ std::string last_component(const std::string& key) {
     return dot == std::string::npos ? key : key.substr(dot + 1);
 }
 
-}  // namespace
-
-sweep_spec parse_sweep(const std::string& text, const fs::path& file) {
-    const toml::table root = parse_toml_text(text, file.string());
-    sweep_spec spec;
-    spec.file = file;
-    for (const auto& [k, v] : root) refuse_unknown(file, "", std::string(k.str()), {"name", "configs", "seeds", "set", "grid", "point"});
-
+// The sweep's name: required, letters, digits, '_', '.', '-'.
+std::string read_name(const toml::table& root, const fs::path& file) {
     const auto* name = root.get_as<std::string>("name");
     if (!root.contains("name")) key_error(file, "name", "missing (the sweep's name; its runs go to runs/<name>)");
     const auto valid_name = [](const std::string& n) {
@@ -108,8 +102,12 @@ sweep_spec parse_sweep(const std::string& text, const fs::path& file) {
     };
     if (!name || !valid_name(name->get()))
         key_error(file, "name", "expected a string of letters, digits, '_', '.', '-', got " + node_text(root.get("name")));
-    spec.name = name->get();
+    return name->get();
+}
 
+// The base configs, relative to the sweep file's folder: at least one.
+std::vector<fs::path> read_configs(const toml::table& root, const fs::path& file) {
+    std::vector<fs::path> out;
     const auto* configs = root.get_as<toml::array>("configs");
     if (!root.contains("configs")) key_error(file, "configs", "missing (the base run configs, at least one)");
     if (!configs || configs->empty()) key_error(file, "configs", "expected a non-empty array of config file paths");
@@ -117,61 +115,88 @@ sweep_spec parse_sweep(const std::string& text, const fs::path& file) {
         const auto* p = configs->get(i)->as_string();
         if (!p || p->get().empty())
             key_error(file, "configs", "value " + std::to_string(i + 1) + ": expected a config file path (a string)");
-        spec.configs.push_back((file.parent_path() / p->get()).lexically_normal());
+        out.push_back((file.parent_path() / p->get()).lexically_normal());
     }
+    return out;
+}
 
-    if (const toml::node* seeds = root.get("seeds")) {
-        const auto* a = seeds->as_array();
-        if (!a || a->empty()) key_error(file, "seeds", "expected a non-empty array of integers");
-        for (size_t i = 0; i < a->size(); ++i) {
-            const auto* s = a->get(i)->as_integer();
-            if (!s || s->get() < 0)
-                key_error(file, "seeds", "value " + std::to_string(i + 1) + ": expected an integer 0.." +
-                                             std::to_string(INT64_MAX) + ", got " + node_text(a->get(i)));
-            spec.seeds.push_back(s->get());
+// The seeds, when given: a non-empty array of integers >= 0.
+std::vector<int64_t> read_seeds(const toml::node& seeds, const fs::path& file) {
+    std::vector<int64_t> out;
+    const auto* a = seeds.as_array();
+    if (!a || a->empty()) key_error(file, "seeds", "expected a non-empty array of integers");
+    for (size_t i = 0; i < a->size(); ++i) {
+        const auto* s = a->get(i)->as_integer();
+        if (!s || s->get() < 0)
+            key_error(file, "seeds", "value " + std::to_string(i + 1) + ": expected an integer 0.." +
+                                         std::to_string(INT64_MAX) + ", got " + node_text(a->get(i)));
+        out.push_back(s->get());
+    }
+    return out;
+}
+
+// [grid]: each key with its values as --set texts, the keys in the file's order.
+std::vector<std::pair<std::string, std::vector<std::string>>> read_grid(const toml::node& grid,
+                                                                       const fs::path& file) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> out;
+    const auto* t = grid.as_table();
+    if (!t) key_error(file, "grid", "expected a table of KEY = [values]");
+    // toml++ keeps keys sorted: the file's order is their position.
+    std::vector<std::pair<toml::source_position, std::string>> keys;
+    for (const auto& [k, v] : *t) keys.emplace_back(k.source().begin, std::string(k.str()));
+    std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
+        return a.first.line != b.first.line ? a.first.line < b.first.line : a.first.column < b.first.column;
+    });
+    for (const auto& [pos, k] : keys) {
+        const std::string where = "grid.\"" + k + "\"";
+        const auto* values = t->get(k)->as_array();
+        if (!values || values->empty())
+            key_error(file, where,
+                      "expected a non-empty array of values (strings, integers, floats, booleans)");
+        std::vector<std::string> texts;
+        for (size_t i = 0; i < values->size(); ++i) {
+            const std::optional<std::string> v = set_text(*values->get(i));
+            if (!v)
+                key_error(file, where,
+                          "value " + std::to_string(i + 1) + ": expected a string, integer, float or boolean, got " +
+                              node_text(values->get(i)));
+            texts.push_back(*v);
         }
+        out.emplace_back(k, texts);
     }
+    return out;
+}
 
+// [[point]] tables: each one's set = ["KEY=VALUE", ...].
+std::vector<std::vector<std::string>> read_points(const toml::node& points, const fs::path& file) {
+    std::vector<std::vector<std::string>> out;
+    const auto* a = points.as_array();
+    if (!a || !a->is_array_of_tables())
+        key_error(file, "point", "expected [[point]] tables, each with set = [...]");
+    for (size_t i = 0; i < a->size(); ++i) {
+        const toml::table& p = *a->get(i)->as_table();
+        const std::string where = "point[" + std::to_string(i + 1) + "]";
+        for (const auto& [k, v] : p) refuse_unknown(file, where + ".", std::string(k.str()), {"set"});
+        const toml::node* set = p.get("set");
+        if (!set) key_error(file, where + ".set", "missing (the point's overrides, \"KEY=VALUE\" each)");
+        out.push_back(assignment_list(file, where + ".set", *set));
+    }
+    return out;
+}
+
+}  // namespace
+
+sweep_spec parse_sweep(const std::string& text, const fs::path& file) {
+    const toml::table root = parse_toml_text(text, file.string());
+    sweep_spec spec;
+    spec.file = file;
+    for (const auto& [k, v] : root) refuse_unknown(file, "", std::string(k.str()), {"name", "configs", "seeds", "set", "grid", "point"});
+    spec.name = read_name(root, file);
+    spec.configs = read_configs(root, file);
+    if (const toml::node* seeds = root.get("seeds")) spec.seeds = read_seeds(*seeds, file);
     if (const toml::node* set = root.get("set")) spec.set = assignment_list(file, "set", *set);
-
-    if (const toml::node* grid = root.get("grid")) {
-        const auto* t = grid->as_table();
-        if (!t) key_error(file, "grid", "expected a table of KEY = [values]");
-        // toml++ keeps keys sorted: the file's order is their position.
-        std::vector<std::pair<toml::source_position, std::string>> keys;
-        for (const auto& [k, v] : *t) keys.emplace_back(k.source().begin, std::string(k.str()));
-        std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
-            return a.first.line != b.first.line ? a.first.line < b.first.line : a.first.column < b.first.column;
-        });
-        for (const auto& [pos, k] : keys) {
-            const std::string where = "grid.\"" + k + "\"";
-            const auto* values = t->get(k)->as_array();
-            if (!values || values->empty())
-                key_error(file, where, "expected a non-empty array of values (strings, integers, floats, booleans)");
-            std::vector<std::string> texts;
-            for (size_t i = 0; i < values->size(); ++i) {
-                const std::optional<std::string> v = set_text(*values->get(i));
-                if (!v)
-                    key_error(file, where, "value " + std::to_string(i + 1) +
-                                               ": expected a string, integer, float or boolean, got " + node_text(values->get(i)));
-                texts.push_back(*v);
-            }
-            spec.grid.emplace_back(k, texts);
-        }
-    }
-
-    if (const toml::node* points = root.get("point")) {
-        const auto* a = points->as_array();
-        if (!a || !a->is_array_of_tables()) key_error(file, "point", "expected [[point]] tables, each with set = [...]");
-        for (size_t i = 0; i < a->size(); ++i) {
-            const toml::table& p = *a->get(i)->as_table();
-            const std::string where = "point[" + std::to_string(i + 1) + "]";
-            for (const auto& [k, v] : p) refuse_unknown(file, where + ".", std::string(k.str()), {"set"});
-            const toml::node* set = p.get("set");
-            if (!set) key_error(file, where + ".set", "missing (the point's overrides, \"KEY=VALUE\" each)");
-            spec.points.push_back(assignment_list(file, where + ".set", *set));
-        }
-    }
+    if (const toml::node* grid = root.get("grid")) spec.grid = read_grid(*grid, file);
+    if (const toml::node* points = root.get("point")) spec.points = read_points(*points, file);
     return spec;
 }
 
