@@ -124,6 +124,46 @@ int figure_height(size_t key_entries) {
     return static_cast<int>(std::min<size_t>(380 + 20 * key_entries, 2400));
 }
 
+namespace {
+
+// A series' data file: a line per step, "step value" (or "step low high" for
+// a band), leaving out what cannot be plotted (non-finite, or not positive on
+// a log scale); the lines written.
+size_t write_series_data(std::ostream& out, const series& s, bool log_y) {
+    size_t n = 0;
+    out << "# step\t" << gnuplot_text(s.title) << (s.band.empty() ? "" : " (low\thigh)") << "\n";
+    auto plottable = [&](double v) { return std::isfinite(v) && (!log_y || v > 0); };
+    char buf[96];
+    for (const point& p : s.points) {
+        if (!s.band.empty() || !plottable(p.value)) continue;
+        std::snprintf(buf, sizeof buf, "%lld\t%.9g\n", static_cast<long long>(p.step), p.value);
+        out << buf;
+        ++n;
+    }
+    for (const band_point& b : s.band) {
+        if (!plottable(b.low) || !plottable(b.high)) continue;
+        std::snprintf(buf, sizeof buf, "%lld\t%.9g\t%.9g\n", static_cast<long long>(b.step), b.low, b.high);
+        out << buf;
+        ++n;
+    }
+    return n;
+}
+
+// A series' clause of the plot command: its data file, its style and its title in the key.
+std::string plot_clause(const std::string& data, const series& s) {
+    std::ostringstream plot;
+    plot << gnuplot_quote(data);
+    if (!s.band.empty()) plot << " using 1:2:3 with filledcurves fs transparent solid 0.2 noborder";
+    else plot << " using 1:2 with " << (s.with_points ? "linespoints pt 7 ps 0.6 lw 2" : "lines lw 1.2");
+    if (s.color > 0) plot << " lc " << s.color;
+    if (s.dash > 1) plot << " dt " << s.dash;
+    if (s.title.empty()) plot << " notitle";
+    else plot << " title " << gnuplot_quote(s.title);
+    return plot.str();
+}
+
+}  // namespace
+
 bool plotter::draw(const figure& f, std::string& image, std::string& why) {
     if (!unavailable().empty()) {
         why = unavailable_;
@@ -137,34 +177,14 @@ bool plotter::draw(const figure& f, std::string& image, std::string& why) {
         const series& s = f.lines[i];
         const std::string data = "data/" + f.stem + "-" + std::to_string(i) + ".dat";
         std::ofstream out(dir_ / data);
-        size_t n = 0;
-        out << "# step\t" << gnuplot_text(s.title) << (s.band.empty() ? "" : " (low\thigh)") << "\n";
-        auto plottable = [&](double v) { return std::isfinite(v) && (!f.log_y || v > 0); };
-        char buf[96];
-        for (const point& p : s.points) {
-            if (!s.band.empty() || !plottable(p.value)) continue;
-            std::snprintf(buf, sizeof buf, "%lld\t%.9g\n", static_cast<long long>(p.step), p.value);
-            out << buf;
-            ++n;
-        }
-        for (const band_point& b : s.band) {
-            if (!plottable(b.low) || !plottable(b.high)) continue;
-            std::snprintf(buf, sizeof buf, "%lld\t%.9g\t%.9g\n", static_cast<long long>(b.step), b.low, b.high);
-            out << buf;
-            ++n;
-        }
+        const size_t n = write_series_data(out, s, f.log_y);
         if (!out) {
             why = (dir_ / data).string() + ": cannot write";
             return false;
         }
         if (n == 0) continue;  // gnuplot refuses a file with no points
-        plot << (drawn++ ? ", \\\n     " : "plot ") << gnuplot_quote(data);
-        if (!s.band.empty()) plot << " using 1:2:3 with filledcurves fs transparent solid 0.2 noborder";
-        else plot << " using 1:2 with " << (s.with_points ? "linespoints pt 7 ps 0.6 lw 2" : "lines lw 1.2");
-        if (s.color > 0) plot << " lc " << s.color;
-        if (s.dash > 1) plot << " dt " << s.dash;
-        if (s.title.empty()) plot << " notitle";
-        else plot << " title " << gnuplot_quote(s.title), ++keyed;
+        plot << (drawn++ ? ", \\\n     " : "plot ") << plot_clause(data, s);
+        if (!s.title.empty()) ++keyed;
     }
     if (drawn == 0) {
         why = "no data to plot";
