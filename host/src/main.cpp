@@ -24,18 +24,53 @@ namespace cli = altgrad::host::cli;
 
 namespace {
 
-const std::map<std::string, std::pair<int (*)(const cli::context&, const cli::args&), const char*>> kCommands = {
-    {"list", {&cli::list_command, "every plugin with kind, name, version and status"}},
-    {"describe", {&cli::describe_command, "a plugin's parameters; for a format its exact encoding"}},
-    {"quantize", {&cli::quantize_command, "numbers from standard input through a format, as hex-floats"}},
-    {"conformance", {&cli::conformance_command, "check plugins against the ABI's rules, precisely"}},
-#ifndef ALTGRAD_HOST_WITHOUT_TRAINER  // the sanitizer build (ALTGRAD_SANITIZE) has no LibTorch
-    {"run", {&cli::run_command, "train a GPT on a config, quantized through the format plugins"}},
-    {"sweep", {&cli::sweep_command, "many runs from a sweep file: a local worker pool, or a Slurm job array"}},
+using command_function = int (*)(const cli::context&, const cli::args&);
+
+// The sanitizer build (ALTGRAD_SANITIZE) has no LibTorch: no trainer, and no
+// cli/run_command.cpp (host/CMakeLists.txt).
+#ifdef ALTGRAD_HOST_WITHOUT_TRAINER
+constexpr bool kHasTrainer = false;
+constexpr command_function kRunCommand = nullptr;
+#else
+constexpr bool kHasTrainer = true;
+constexpr command_function kRunCommand = &cli::run_command;
 #endif
-    {"report", {&cli::report_command, "a markdown report with figures from run directories"}},
-    {"new-plugin", {&cli::new_plugin_command, "write a buildable out-of-tree plugin project to start from"}},
+
+// Whether a command needs the plugin folder: conformance can take library
+// paths; report reads run directories only; new-plugin writes files.
+enum class plugin_folder { required, optional };
+// Whether a command needs the trainer: run trains, sweep runs `run` workers.
+// A host without it has no such command (not in the usage, unknown by name).
+enum class trainer { no, yes };
+
+struct command {
+    command_function run;
+    plugin_folder plugins;
+    trainer needs_trainer;
+    const char* summary;  // its line in the usage
 };
+
+const std::map<std::string, command> kCommands = {
+    {"list", {&cli::list_command, plugin_folder::required, trainer::no,
+              "every plugin with kind, name, version and status"}},
+    {"describe", {&cli::describe_command, plugin_folder::required, trainer::no,
+                  "a plugin's parameters; for a format its exact encoding"}},
+    {"quantize", {&cli::quantize_command, plugin_folder::required, trainer::no,
+                  "numbers from standard input through a format, as hex-floats"}},
+    {"conformance", {&cli::conformance_command, plugin_folder::optional, trainer::no,
+                     "check plugins against the ABI's rules, precisely"}},
+    {"run", {kRunCommand, plugin_folder::required, trainer::yes,
+             "train a GPT on a config, quantized through the format plugins"}},
+    {"sweep", {&cli::sweep_command, plugin_folder::required, trainer::yes,
+               "many runs from a sweep file: a local worker pool, or a Slurm job array"}},
+    {"report", {&cli::report_command, plugin_folder::optional, trainer::no,
+                "a markdown report with figures from run directories"}},
+    {"new-plugin", {&cli::new_plugin_command, plugin_folder::optional, trainer::no,
+                    "write a buildable out-of-tree plugin project to start from"}},
+};
+
+// Whether this host has the command: one without the trainer has neither run nor sweep.
+bool available(const command& c) { return c.needs_trainer == trainer::no || kHasTrainer; }
 
 // Which plugin folder a command without --plugins uses, for the help.
 std::string default_plugins_text() {
@@ -46,8 +81,8 @@ std::string default_plugins_text() {
 
 void print_usage(const po::options_description& global) {
     std::cout << "usage: altgrad-host [--plugins DIR] COMMAND [ARGS...]\n\ncommands:\n";
-    for (const auto& [name, command] : kCommands) std::cout << "  " << name << std::string(12 - name.size(), ' ')
-                                                            << command.second << "\n";
+    for (const auto& [name, c] : kCommands)
+        if (available(c)) std::cout << "  " << name << std::string(12 - name.size(), ' ') << c.summary << "\n";
     std::cout << "\n" << global << "\nWithout --plugins: $ALTGRAD_PLUGINS, else the plugins of the build or installation "
                  "this host belongs to.\nHere that is: " << default_plugins_text()
               << "\n\n'altgrad-host COMMAND --help' describes a command's options.\n";
@@ -121,7 +156,8 @@ int run_command_line(int argc, char** argv) {
         }
         const std::string command = vm["command"].as<std::string>();
         const auto it = kCommands.find(command);
-        if (it == kCommands.end()) throw altgrad::host::usage_error("unknown command '" + command + "'");
+        if (it == kCommands.end() || !available(it->second))
+            throw altgrad::host::usage_error("unknown command '" + command + "'");
         // Everything after the command name belongs to the command.
         std::vector<std::string> rest(argv + global_end, argv + argc);
         if (vm.count("help")) rest.push_back("--help");
@@ -133,13 +169,12 @@ int run_command_line(int argc, char** argv) {
         } else {
             const bool wants_help = std::find(rest.begin(), rest.end(), "--help") != rest.end() ||
                                     std::find(rest.begin(), rest.end(), "-h") != rest.end();
-            // conformance can take library paths; report reads run directories only; new-plugin writes files.
-            if (!wants_help && command != "conformance" && command != "report" && command != "new-plugin")
+            if (!wants_help && it->second.plugins == plugin_folder::required)
                 throw altgrad::host::usage_error(
                     "--plugins DIR is required (or set ALTGRAD_PLUGINS): this host has no plugins/ beside it and "
                     "none installed");
         }
-        return it->second.first(ctx, rest);
+        return it->second.run(ctx, rest);
     } catch (const altgrad::host::usage_error& e) {
         std::cerr << "altgrad-host: " << e.what() << " (see altgrad-host --help)\n";
         return 2;

@@ -237,6 +237,99 @@ __attribute__((always_inline)) inline void fast_kernel(const F& f, const float* 
     if constexpr (Track) range->largest = largest, range->smallest_less_zero_free = smallest;
 }
 
+// The previous chunk's fast path (`last`, normal or finite) run straight away
+// on this chunk while taking the range of its scaled inputs (see
+// quantize_chunk): true when the range fits that path, so the result stands
+// (tallies added, `last` set to the faster path the range allows). Else
+// false, with have_flags set and the chunk's flags (from its range) in flags
+// when a kernel ran.
+template <class F, altgrad_rounding R, altgrad_overflow O, element_scaling S>
+__attribute__((always_inline)) inline bool rerun_last_path(
+    const F& f, const float* in, float* out, size_t m, float s, float inv, const float* __restrict scale,
+    const uint32_t* __restrict random, bool fpu_nearest, chunk_path& last, uint64_t& overflow,
+    uint64_t& underflow, uint32_t& flags, bool& have_flags) {
+    uint32_t chunk_overflow = 0, chunk_underflow = 0;
+    magnitude_range range(f);
+    if constexpr (has_normal_fast_path<F>::value) {
+        if (last == chunk_path::normal) {
+            fast_kernel<F, R, O, S, chunk_path::normal, true>(f, in, out, m, s, inv, scale, random,
+                                                              chunk_overflow, chunk_underflow, &range);
+            have_flags = true;
+        }
+    }
+    if constexpr (has_finite_fast_path<F>::value) {
+        if (last == chunk_path::finite && fpu_nearest) {
+            fast_kernel<F, R, O, S, chunk_path::finite, true>(f, in, out, m, s, inv, scale, random,
+                                                              chunk_overflow, chunk_underflow, &range);
+            have_flags = true;
+        }
+    }
+    if (!have_flags) return false;
+    flags = range.flags(f);
+    // The result stands if the range fits the path taken (normal: bit 0 clear,
+    // finite: bit 1); the next chunk then tries the faster path the range allows.
+    if ((flags & (last == chunk_path::normal ? 1u : 2u)) != 0) return false;
+    overflow += chunk_overflow;
+    underflow += chunk_underflow;  // 0 from the normal path
+    last = (flags & 1u) ? chunk_path::finite : chunk_path::normal;
+    return true;
+}
+
+// The fast kernel a chunk's flags allow, if any: normal when bit 0 is clear,
+// else finite when bit 1 is and the FPU rounds to nearest. True when one ran
+// (tallies added, `last` set to it).
+template <class F, altgrad_rounding R, altgrad_overflow O, element_scaling S>
+__attribute__((always_inline)) inline bool fast_path_by_flags(
+    const F& f, const float* in, float* out, size_t m, float s, float inv, const float* __restrict scale,
+    const uint32_t* __restrict random, uint32_t flags, bool fpu_nearest, chunk_path& last, uint64_t& overflow,
+    uint64_t& underflow) {
+    uint32_t chunk_overflow = 0, chunk_underflow = 0;
+    if constexpr (has_normal_fast_path<F>::value) {
+        if ((flags & 1u) == 0) {
+            fast_kernel<F, R, O, S, chunk_path::normal, false>(f, in, out, m, s, inv, scale, random,
+                                                               chunk_overflow, chunk_underflow, nullptr);
+            overflow += chunk_overflow;
+            last = chunk_path::normal;
+            return true;
+        }
+    }
+    if constexpr (has_finite_fast_path<F>::value) {
+        if ((flags & 2u) == 0 && fpu_nearest) {
+            fast_kernel<F, R, O, S, chunk_path::finite, false>(f, in, out, m, s, inv, scale, random,
+                                                               chunk_overflow, chunk_underflow, nullptr);
+            overflow += chunk_overflow;
+            underflow += chunk_underflow;
+            last = chunk_path::finite;
+            return true;
+        }
+    }
+    return false;
+}
+
+// The general kernel over a chunk, element by element: F's branch-free kernel
+// in the vector loops where it has one, else quantize_bits.
+template <class F, altgrad_rounding R, altgrad_overflow O, element_scaling S, bool Vector>
+__attribute__((always_inline)) inline void general_kernel(
+    const F& f, const float* in, float* out, size_t m, float s, float inv, const float* __restrict scale,
+    const uint32_t* __restrict random, uint64_t& overflow, uint64_t& underflow) {
+    uint32_t chunk_overflow = 0, chunk_underflow = 0;
+    for (size_t j = 0; j < m; ++j) {
+        const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
+        const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
+        element_counts c;
+        uint32_t q;
+        if constexpr (Vector && has_branchless_kernel<F>::value)
+            q = f.template quantize_bits_branchless<R, O>(bits, random_j, c);
+        else
+            q = f.template quantize_bits<R, O>(bits, random_j, c);
+        chunk_overflow += static_cast<uint32_t>(c.overflow);
+        chunk_underflow += static_cast<uint32_t>(c.underflow);
+        out[j] = scale_output<S>(bits_float(q), s, inv, scale, j);
+    }
+    overflow += chunk_overflow;
+    underflow += chunk_underflow;
+}
+
 // One chunk (m <= kBlock elements) of the quantize loop. Tallies are summed in
 // 32 bits (an element adds 0 or 1 to each, a chunk has at most kBlock
 // elements), which keeps a vectorized loop in 32-bit lanes. s and inv: the
@@ -261,76 +354,21 @@ __attribute__((always_inline)) inline void quantize_chunk(const F& f, const floa
         // running the previous chunk's path straight away while taking the
         // range of the inputs (three operations per element instead of a
         // pass), and keeping the result if the range fits that path.
-        uint32_t flags = 0, chunk_overflow = 0, chunk_underflow = 0;
+        uint32_t flags = 0;
         bool have_flags = false;
         if constexpr (has_interval_fast_ranges<F>::value) {
-            if (last != chunk_path::general && static_cast<const float*>(out) != in) {
-                magnitude_range range(f);
-                if constexpr (has_normal_fast_path<F>::value) {
-                    if (last == chunk_path::normal) {
-                        fast_kernel<F, R, O, S, chunk_path::normal, true>(f, in, out, m, s, inv, scale, random,
-                                                                          chunk_overflow, chunk_underflow, &range);
-                        have_flags = true;
-                    }
-                }
-                if constexpr (has_finite_fast_path<F>::value) {
-                    if (last == chunk_path::finite && fpu_nearest) {
-                        fast_kernel<F, R, O, S, chunk_path::finite, true>(f, in, out, m, s, inv, scale, random,
-                                                                          chunk_overflow, chunk_underflow, &range);
-                        have_flags = true;
-                    }
-                }
-                if (have_flags) {
-                    flags = range.flags(f);
-                    // The result stands if the range fits the path taken (normal: bit 0 clear,
-                    // finite: bit 1); the next chunk then tries the faster path the range allows.
-                    if ((flags & (last == chunk_path::normal ? 1u : 2u)) == 0) {
-                        overflow += chunk_overflow;
-                        underflow += chunk_underflow;  // 0 from the normal path
-                        last = (flags & 1u) ? chunk_path::finite : chunk_path::normal;
-                        return;
-                    }
-                }
-            }
+            if (last != chunk_path::general && static_cast<const float*>(out) != in &&
+                rerun_last_path<F, R, O, S>(f, in, out, m, s, inv, scale, random, fpu_nearest, last, overflow,
+                                            underflow, flags, have_flags))
+                return;
         }
         if (!have_flags) flags = chunk_fast_flags<F, S>(f, in, m, s, scale);
-        if constexpr (has_normal_fast_path<F>::value) {
-            if ((flags & 1u) == 0) {
-                fast_kernel<F, R, O, S, chunk_path::normal, false>(f, in, out, m, s, inv, scale, random,
-                                                                   chunk_overflow, chunk_underflow, nullptr);
-                overflow += chunk_overflow;
-                last = chunk_path::normal;
-                return;
-            }
-        }
-        if constexpr (has_finite_fast_path<F>::value) {
-            if ((flags & 2u) == 0 && fpu_nearest) {
-                fast_kernel<F, R, O, S, chunk_path::finite, false>(f, in, out, m, s, inv, scale, random,
-                                                                   chunk_overflow, chunk_underflow, nullptr);
-                overflow += chunk_overflow;
-                underflow += chunk_underflow;
-                last = chunk_path::finite;
-                return;
-            }
-        }
+        if (fast_path_by_flags<F, R, O, S>(f, in, out, m, s, inv, scale, random, flags, fpu_nearest, last,
+                                           overflow, underflow))
+            return;
     }
     last = chunk_path::general;
-    uint32_t chunk_overflow = 0, chunk_underflow = 0;
-    for (size_t j = 0; j < m; ++j) {
-        const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
-        const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
-        element_counts c;
-        uint32_t q;
-        if constexpr (Vector && has_branchless_kernel<F>::value)
-            q = f.template quantize_bits_branchless<R, O>(bits, random_j, c);
-        else
-            q = f.template quantize_bits<R, O>(bits, random_j, c);
-        chunk_overflow += static_cast<uint32_t>(c.overflow);
-        chunk_underflow += static_cast<uint32_t>(c.underflow);
-        out[j] = scale_output<S>(bits_float(q), s, inv, scale, j);
-    }
-    overflow += chunk_overflow;
-    underflow += chunk_underflow;
+    general_kernel<F, R, O, S, Vector>(f, in, out, m, s, inv, scale, random, overflow, underflow);
 }
 
 // Large outputs go to memory with non-temporal stores, as memcpy writes
