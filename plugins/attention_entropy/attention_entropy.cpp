@@ -98,4 +98,4 @@ const altgrad_param_spec kParams[] = {
 };
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS("attention_entropy", 1, 0, 0, "Attention entropy per head in nats: mean over batch and query rows of -sum p ln p, plus the mean and minimum over heads", make, kParams, sizeof kParams / sizeof kParams[0])
+ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(make, kParams, sizeof kParams / sizeof kParams[0])

@@ -62,4 +62,4 @@ private:
 bit_stall_diagnostic make(const sdk::param_view&) { return bit_stall_diagnostic(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("bit_stall", 1, 0, 0, "Bit stall per weight tensor: the fraction of weights whose quantized value did not change since the last measurement", make)
+ALTGRAD_DIAGNOSTIC_PLUGIN(make)

@@ -98,4 +98,4 @@ private:
 grad_stiffness_diagnostic make(const sdk::param_view&) { return grad_stiffness_diagnostic(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("grad_stiffness", 1, 0, 0, "Gradient-stiffness correlation per weight: Pearson correlation of |g| and S(w), and the fraction of gradients smaller than the grid spacing", make)
+ALTGRAD_DIAGNOSTIC_PLUGIN(make)

@@ -54,4 +54,4 @@ private:
 grid_alignment_diagnostic make(const sdk::param_view&) { return grid_alignment_diagnostic(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("grid_alignment", 1, 0, 0, "Distance of weights from their format's grid |w - q(w)|: mean, max, mse", make)
+ALTGRAD_DIAGNOSTIC_PLUGIN(make)

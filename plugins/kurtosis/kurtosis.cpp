@@ -64,4 +64,4 @@ private:
 kurtosis_diagnostic make(const sdk::param_view&) { return kurtosis_diagnostic(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("kurtosis", 1, 0, 0, "Activation outliers per tensor: Pearson kurtosis m4/m2^2 (3 for a normal distribution), mean, std, absmax", make)
+ALTGRAD_DIAGNOSTIC_PLUGIN(make)

@@ -72,4 +72,4 @@ private:
 range_diagnostic make(const sdk::param_view&) { return range_diagnostic(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("range", 1, 0, 0, "Overflow and underflow rates, dynamic range and amax per tensor (TransformerEngine's FP8 statistics)", make)
+ALTGRAD_DIAGNOSTIC_PLUGIN(make)

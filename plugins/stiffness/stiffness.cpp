@@ -65,4 +65,4 @@ private:
 stiffness_diagnostic make(const sdk::param_view&) { return stiffness_diagnostic(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("stiffness", 1, 0, 0, "Weight stiffness S = 2^(floor(log2|w|) - M) per tensor: mean, median, min, max", make)
+ALTGRAD_DIAGNOSTIC_PLUGIN(make)

@@ -214,4 +214,4 @@ private:
 ulp_diagnostic make(const sdk::param_view&) { return ulp_diagnostic(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("ulp", 1, 0, 0, "Weight movement on the format's own grid: ULP distance between the quantized weights now and at the last measurement, and the local grid spacing", make)
+ALTGRAD_DIAGNOSTIC_PLUGIN(make)

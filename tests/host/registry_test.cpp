@@ -2,6 +2,7 @@
 // never take the others down; the ABI and descriptor checks catch liars.
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <utility>
@@ -240,6 +241,53 @@ TEST(Registry, VersionAndKindMustMatchManifest) {
     EXPECT_NE(e.find("library says version 1.0.0, manifest says 1.0.1"), std::string::npos) << e;
     e = load_error(reg, "e4m3");
     EXPECT_NE(e.find("library says kind 'format', manifest says 'diagnostic'"), std::string::npos) << e;
+}
+
+// A plugin's identity is written once, in its manifest: altgrad_add_plugin
+// hands the manifest's name, version and description to the library's
+// source (AltGradPlugin.cmake). So every bundled plugin's descriptor says
+// exactly what its manifest says, as the host's TOML parser reads it.
+TEST(Registry, EveryBundledDescriptorIsItsManifestsIdentity) {
+    registry reg(kBundled);
+    reg.load_all();
+    for (const auto& r : reg.records()) {
+        SCOPED_TRACE(r.name());
+        ASSERT_TRUE(r.loaded) << r.error;
+        const altgrad_descriptor& d = r.loaded->descriptor();
+        EXPECT_EQ(std::string(d.name), r.info->name);
+        EXPECT_EQ(std::string(d.description), r.info->description);
+        EXPECT_EQ(host::version_string(d.version), host::version_string(r.info->version));
+    }
+}
+
+// The same for a manifest written to be hard to turn into C (literal string,
+// comments, escapes, raw UTF-8, a version part with a leading zero); and its
+// library beside a manifest of another version is refused, naming the check.
+TEST(Registry, AManifestsEscapesReachTheLibraryByteForByte) {
+    scratch_dir dir;
+    fs::copy(kTestPlugins / "manifest_identity", dir.path() / "manifest_identity");
+    registry reg(dir.path());
+    const auto p = reg.load("manifest_identity");
+    const altgrad_descriptor& d = p->descriptor();
+    EXPECT_EQ(std::string(d.name), "manifest_identity");
+    EXPECT_EQ(d.version.major, 2u);
+    EXPECT_EQ(d.version.minor, 10u);  // "010": ten, not C's octal eight
+    EXPECT_EQ(d.version.patch, 3u);
+    // TOML's \" \\ \t \u00e9 \U0001F600, written out as UTF-8 bytes here.
+    const std::string want = "Test: \"quoted\", back\\slash, tab\there, caf\xc3\xa9 \xf0\x9f\x98\x80 "
+                             "\xc2\xb1 ?\?= ; [x] ${y} @z@ # kept";
+    EXPECT_EQ(std::string(d.description), want);
+    EXPECT_EQ(p->info.description, want);  // and the host's TOML parser agrees
+
+    std::ifstream in(dir.path() / "manifest_identity" / "manifest.toml");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.replace(text.find("2.010.3"), 7, "2.010.4");
+    dir.add_plugin("other", text, dir.path() / "manifest_identity" / "libaltgrad_manifest_identity.so");
+    fs::remove_all(dir.path() / "manifest_identity");
+    registry other(dir.path());
+    const std::string e = load_error(other, "manifest_identity");
+    EXPECT_NE(e.find("descriptor: library says version 2.10.3, manifest says 2.10.4"), std::string::npos)
+        << e;
 }
 
 TEST(Registry, MissingEntrySymbol) {

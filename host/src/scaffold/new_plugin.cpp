@@ -28,7 +28,8 @@ find_package(AltGrad REQUIRED)   # AltGrad::sdk (headers, C++17) and altgrad_add
 
 include(GNUInstallDirs)
 # Builds build/plugins/@NAME@/libaltgrad_@NAME@.so beside a copy of manifest.toml:
-# build/plugins is a plugin folder for `altgrad-host --plugins`.
+# build/plugins is a plugin folder for `altgrad-host --plugins`. The plugin's name,
+# version and description are read from manifest.toml into its source.
 altgrad_add_plugin(NAME @NAME@
   SOURCES @NAME@.cpp
   MANIFEST manifest.toml
@@ -38,7 +39,7 @@ altgrad_add_plugin(NAME @NAME@
 constexpr const char* kManifest = R"([plugin]
 kind = "@KIND@"
 name = "@NAME@"
-version = "0.1.0"            # the macro's version in @NAME@.cpp: keep them equal
+version = "0.1.0"            # name, version and description reach @NAME@.cpp from here
 abi_version = "@ABI@"
 library = "libaltgrad_@NAME@.so"
 description = "@DESCRIPTION@"
@@ -63,7 +64,7 @@ altgrad::sdk::codebook_format make_format(const altgrad::sdk::param_view&) {
 }
 }  // namespace
 
-ALTGRAD_FORMAT_PLUGIN("@NAME@", 0, 1, 0, "@DESCRIPTION@", make_format)
+ALTGRAD_FORMAT_PLUGIN(make_format)   // name, version and description: manifest.toml
 )";
 
 constexpr const char* kDiagnosticDescription = "Mean absolute value and the count of non-finite elements per weight tensor";
@@ -105,7 +106,7 @@ private:
 @NAME@_diagnostic make(const sdk::param_view&) { return @NAME@_diagnostic(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("@NAME@", 0, 1, 0, "@DESCRIPTION@", make)
+ALTGRAD_DIAGNOSTIC_PLUGIN(make)   // name, version and description: manifest.toml
 )";
 
 constexpr const char* kInterventionDescription = "Clips the gradient norm to 1 in steps where a gradient overflows more than 1%";
@@ -135,7 +136,7 @@ public:
 @NAME@_intervention make(const altgrad::sdk::param_view&) { return @NAME@_intervention(); }
 }  // namespace
 
-ALTGRAD_INTERVENTION_PLUGIN("@NAME@", 0, 1, 0, "@DESCRIPTION@", make)
+ALTGRAD_INTERVENTION_PLUGIN(make)   // name, version and description: manifest.toml
 )";
 
 constexpr const char* kReadme = R"(# @NAME@: an AltGrad @KIND@ plugin
@@ -151,9 +152,10 @@ cmake --install build --prefix PREFIX    # beside the bundled plugins, which a r
 PREFIX/bin/altgrad-host @USE@
 ```
 
-`manifest.toml` and the macro at the end of `@NAME@.cpp` must agree on the name, kind, version
-and parameters; the host says which one differs. AltGrad's `docs/writing-a-plugin.md` explains
-the SDK helpers, parameters and the ABI.
+`manifest.toml` is the plugin's identity: its name, version and description reach the library
+through `altgrad_add_plugin` (the macro at the end of `@NAME@.cpp` takes them from there). Its
+kind and parameters must agree with the source; the host says what differs. AltGrad's
+`docs/writing-a-plugin.md` explains the SDK helpers, parameters and the ABI.
 )";
 
 std::string substitute(std::string text, const std::vector<std::pair<std::string, std::string>>& values) {

@@ -5,10 +5,11 @@
 //   size_t max_values_per_tensor() const;    // see "Buffer size" below
 //   void measure(uint64_t step, const altgrad_tensor_view* tensors, size_t n,
 //                value_sink& out);
-// and a plugin is then a factory plus one macro:
+// and a plugin is then a factory plus one macro (the name, version and
+// description are the manifest's: export.hpp):
 //
 //   my_diag make(const altgrad::sdk::param_view&) { return my_diag(); }
-//   ALTGRAD_DIAGNOSTIC_PLUGIN("mine", 1, 0, 0, "What it measures", make)
+//   ALTGRAD_DIAGNOSTIC_PLUGIN(make)
 //
 // The contract the adapter keeps for D:
 //  - measure is called only with checked arguments: tensors is non-NULL when
@@ -433,13 +434,34 @@ struct diagnostic_adapter {
 
 }  // namespace altgrad::sdk
 
-// Export the one entry symbol of a diagnostic plugin library. PARAMS variant:
-// PARAM_SPECS is an array of altgrad_param_spec with static storage.
-#define ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, PARAM_SPECS,     \
-                                              PARAM_COUNT)                                                       \
-    ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_DIAGNOSTIC, NAME, MAJOR, MINOR, PATCH, DESCRIPTION, PARAM_SPECS, PARAM_COUNT, \
-                      nullptr, nullptr,                                                                          \
-                      (::altgrad::sdk::diagnostic_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()))
+// Export the one entry symbol of a diagnostic plugin library (export.hpp: the
+// identity comes from the manifest, or is given first):
+//   ALTGRAD_DIAGNOSTIC_PLUGIN(FACTORY)
+//   ALTGRAD_DIAGNOSTIC_PLUGIN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY)
+// and with parameters (PARAM_SPECS: an array of altgrad_param_spec with static
+// storage, matching the manifest's [parameters]):
+//   ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(FACTORY, PARAM_SPECS, PARAM_COUNT)
+//   ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY,
+//       PARAM_SPECS, PARAM_COUNT)
+// The three tables of a diagnostic plugin's entry.
+#define ALTGRAD_SDK_DIAGNOSTIC_TABLES(FACTORY)                                                      \
+    nullptr, nullptr,                                                                               \
+    (::altgrad::sdk::diagnostic_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable())
 
-#define ALTGRAD_DIAGNOSTIC_PLUGIN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY) \
-    ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, nullptr, 0)
+#define ALTGRAD_SDK_DIAGNOSTIC_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, SPECS, \
+        COUNT)                                                                                      \
+    ALTGRAD_SDK_ENTRY_EXPANDED(ALTGRAD_KIND_DIAGNOSTIC, NAME, MAJOR, MINOR, PATCH, DESCRIPTION,     \
+                               SPECS, COUNT, ALTGRAD_SDK_DIAGNOSTIC_TABLES(FACTORY))
+#define ALTGRAD_SDK_DIAGNOSTIC_MANIFEST_WITH_PARAMS(FACTORY, SPECS, COUNT)                          \
+    ALTGRAD_SDK_ENTRY_FROM_MANIFEST(ALTGRAD_KIND_DIAGNOSTIC, SPECS, COUNT,                          \
+                                    ALTGRAD_SDK_DIAGNOSTIC_TABLES(FACTORY))
+#define ALTGRAD_SDK_DIAGNOSTIC_GIVEN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY)               \
+    ALTGRAD_SDK_DIAGNOSTIC_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, nullptr, 0)
+#define ALTGRAD_SDK_DIAGNOSTIC_MANIFEST(FACTORY)                                                    \
+    ALTGRAD_SDK_DIAGNOSTIC_MANIFEST_WITH_PARAMS(FACTORY, nullptr, 0)
+
+#define ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(...)                                                  \
+    ALTGRAD_SDK_DISPATCH_3_8(ALTGRAD_SDK_DIAGNOSTIC_GIVEN_WITH_PARAMS,                              \
+                             ALTGRAD_SDK_DIAGNOSTIC_MANIFEST_WITH_PARAMS, __VA_ARGS__)
+#define ALTGRAD_DIAGNOSTIC_PLUGIN(...)                                                              \
+    ALTGRAD_SDK_DISPATCH_1_6(ALTGRAD_SDK_DIAGNOSTIC_GIVEN, ALTGRAD_SDK_DIAGNOSTIC_MANIFEST, __VA_ARGS__)
