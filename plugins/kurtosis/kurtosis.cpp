@@ -20,6 +20,15 @@ namespace sdk = altgrad::sdk;
 
 class kurtosis_diagnostic {
 public:
+    // The values a report draws over training (ABI 1.3; docs/diagnostics.md).
+    static constexpr altgrad_headline headlines[] = {
+        sdk::headline("kurtosis", "kurtosis.kurtosis")
+            .title("Activation kurtosis (largest m4/m2^2 over tensors; 3 for a normal distribution)")
+            .label("kurtosis")
+            .summary(ALTGRAD_HEADLINE_MAX)
+            .log_scale(),
+    };
+
     uint32_t interests() const { return 1u << ALTGRAD_TENSOR_ACTIVATION; }
     size_t max_values_per_tensor() const { return 5; }
 

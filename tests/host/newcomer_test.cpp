@@ -347,6 +347,16 @@ TEST(NewPlugin, WritesTheProjectAndRefusesToOverwrite) {
     const std::string source = file_bytes(dir.path() / "my_fp4" / "my_fp4.cpp");
     EXPECT_TRUE(has(source, "\nALTGRAD_FORMAT_PLUGIN(make_format)")) << source;
     EXPECT_FALSE(has(source, "\"my_fp4\"")) << source;
+    // A diagnostic declares its headline, a series named after it while that
+    // stays shorter than 64 bytes, else the value's own name.
+    ASSERT_EQ(run_host("new-plugin my_diag --kind diagnostic --dir " + dir.path().string()).exit_code, 0);
+    EXPECT_TRUE(has(file_bytes(dir.path() / "my_diag" / "my_diag.cpp"),
+                    "sdk::headline(\"mean_abs\", \"my_diag.mean_abs\")"));
+    const std::string long_name(60, 'd');
+    ASSERT_EQ(run_host("new-plugin " + long_name + " --kind diagnostic --dir " + dir.path().string()).exit_code,
+              0);
+    EXPECT_TRUE(has(file_bytes(dir.path() / long_name / (long_name + ".cpp")),
+                    "sdk::headline(\"mean_abs\", \"mean_abs\")"));
     const run_result again = run_host("new-plugin my_fp4 --kind format --dir " + dir.path().string());
     EXPECT_EQ(again.exit_code, 1);
     EXPECT_TRUE(has(again.out, "exists and is not empty")) << again.out;

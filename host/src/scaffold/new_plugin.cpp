@@ -13,7 +13,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // The templates: @NAME@ is the plugin's name, @ABI@ the ABI this host (and
-// the SDK installed with it) speaks, @KIND@ the plugin's kind.
+// the SDK installed with it) speaks, @KIND@ the plugin's kind, @SERIES@ the
+// diagnostic's headline series.
 constexpr const char* kCMakeLists = R"(# @NAME@: an AltGrad @KIND@ plugin, built against the installed SDK.
 #   cmake -S . -B build -DCMAKE_PREFIX_PATH=/where/altgrad/is/installed
 #   cmake --build build
@@ -68,11 +69,13 @@ ALTGRAD_FORMAT_PLUGIN(make_format)   // name, version and description: manifest.
 )";
 
 constexpr const char* kDiagnosticDescription = "Mean absolute value and the count of non-finite elements per weight tensor";
-constexpr const char* kDiagnosticSource = R"(// @NAME@: a diagnostic plugin. Each measured step the host hands it the
+// (A raw string with a delimiter: the headline's title holds ")".)
+constexpr const char* kDiagnosticSource = R"src(// @NAME@: a diagnostic plugin. Each measured step the host hands it the
 // tensors of the roles interests() asks for; it answers named values per
-// tensor (at most max_values_per_tensor()), which land in metrics.jsonl.
+// tensor (at most max_values_per_tensor()), which land in metrics.jsonl;
+// `headlines` names the few a report draws over training.
 // As written: the mean |w| of each weight tensor's finite elements, and how
-// many were not finite.
+// many were not finite; the report draws the mean of mean_abs over tensors.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -84,6 +87,13 @@ namespace sdk = altgrad::sdk;
 
 class @NAME@_diagnostic {
 public:
+    static constexpr altgrad_headline headlines[] = {
+        sdk::headline("mean_abs", "@SERIES@")
+            .title("Mean |w| (mean over weight tensors of their finite elements' mean |w|)")
+            .label("mean |w|")
+            .summary(ALTGRAD_HEADLINE_MEAN),
+    };
+
     uint32_t interests() const { return 1u << ALTGRAD_TENSOR_WEIGHT; }
     size_t max_values_per_tensor() const { return 2; }
 
@@ -107,7 +117,7 @@ private:
 }  // namespace
 
 ALTGRAD_DIAGNOSTIC_PLUGIN(make)   // name, version and description: manifest.toml
-)";
+)src";
 
 constexpr const char* kInterventionDescription = "Clips the gradient norm to 1 in steps where a gradient overflows more than 1%";
 constexpr const char* kInterventionSource = R"(// @NAME@: an intervention plugin. Once per step it sees the loss, the
@@ -189,8 +199,13 @@ std::vector<fs::path> write_plugin_project(const std::string& name, altgrad_plug
                              : kind == ALTGRAD_KIND_DIAGNOSTIC ? "diagnostics.plugins="
                                                                : "stability.interventions=") +
                             name;
+    // The diagnostic's headline series, "<name>.mean_abs" while that stays a
+    // value name (shorter than 64 bytes).
+    const std::string series =
+        name.size() + 9 < ALTGRAD_VALUE_NAME_CAPACITY ? name + ".mean_abs" : std::string("mean_abs");
     const std::vector<std::pair<std::string, std::string>> values = {
         {"@DESCRIPTION@", description},
+        {"@SERIES@", series},
         {"@NAME@", name},
         {"@KIND@", kind_name(kind)},
         {"@ABI@", std::to_string(ALTGRAD_ABI_VERSION_MAJOR) + "." + std::to_string(ALTGRAD_ABI_VERSION_MINOR)},

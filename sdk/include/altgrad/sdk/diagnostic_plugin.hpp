@@ -11,6 +11,23 @@
 //   my_diag make(const altgrad::sdk::param_view&) { return my_diag(); }
 //   ALTGRAD_DIAGNOSTIC_PLUGIN(make)
 //
+// Headlines (ABI 1.3, abi/diagnostic.h): the few values a report draws over
+// training. D declares them as a static constexpr array, each built by
+// altgrad::sdk::headline(value, series) and named setters:
+//
+//   static constexpr altgrad_headline headlines[] = {
+//       altgrad::sdk::headline("stiffness_mean", "stiffness")
+//           .title("Stiffness (mean S = 2^(floor(log2|w|) - M))")
+//           .label("mean stiffness")
+//           .summary(ALTGRAD_HEADLINE_MEAN)   // the default; or _MAX, _MIN
+//           .log_scale(),                     // unit("...") when it has one
+//   };
+//
+// The adapter points the vtable at it and checks it when the plugin compiles
+// (names, texts, summary, flags, unique series: a static_assert says which
+// rule is broken). A class without `headlines` declares none: reports show
+// every value it writes.
+//
 // The contract the adapter keeps for D:
 //  - measure is called only with checked arguments: tensors is non-NULL when
 //    n > 0, every view is at least ABI 1.0's size, lives in host memory
@@ -53,6 +70,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -329,6 +347,115 @@ inline quantize_result quantize_like(const altgrad_tensor_view& t, const float* 
     return total;
 }
 
+// ---- Headlines (ABI 1.3): what a diagnostic class declares in `headlines`.
+
+// One headline, built with named setters and converted to the ABI's struct
+// (struct_size set). Defaults: unit "", ALTGRAD_HEADLINE_MEAN, linear axis;
+// title and label have none (a headline without them does not compile).
+class headline {
+public:
+    constexpr headline(const char* value, const char* series)
+        : h_{sizeof(altgrad_headline), value, series, nullptr, nullptr, "", ALTGRAD_HEADLINE_MEAN, 0u} {}
+    constexpr headline title(const char* text) const { return with(&altgrad_headline::title, text); }
+    constexpr headline label(const char* text) const { return with(&altgrad_headline::label, text); }
+    constexpr headline unit(const char* text) const { return with(&altgrad_headline::unit, text); }
+    constexpr headline summary(altgrad_headline_summary how) const {
+        headline h = *this;
+        h.h_.summary = how;
+        return h;
+    }
+    constexpr headline log_scale() const {
+        headline h = *this;
+        h.h_.flags |= ALTGRAD_HEADLINE_LOG_SCALE;
+        return h;
+    }
+    constexpr operator altgrad_headline() const { return h_; }  // NOLINT: the point of the builder
+
+private:
+    constexpr headline with(const char* altgrad_headline::*field, const char* text) const {
+        headline h = *this;
+        h.h_.*field = text;
+        return h;
+    }
+    altgrad_headline h_;
+};
+
+namespace detail {
+
+// D::headlines, or none.
+template <class D, class = void>
+struct declared_headlines {
+    static constexpr const altgrad_headline* data() { return nullptr; }
+    static constexpr size_t count = 0;
+};
+template <class D>
+struct declared_headlines<D, std::void_t<decltype(D::headlines)>> {
+    using array = std::remove_reference_t<decltype(D::headlines)>;
+    static_assert(std::is_array_v<array> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<array>>,
+                                                            altgrad_headline>,
+                  "a diagnostic's headlines are `static constexpr altgrad_headline headlines[] = {...}`");
+    static constexpr const altgrad_headline* data() { return D::headlines; }
+    static constexpr size_t count = std::extent_v<array>;
+};
+
+// The rules of abi/diagnostic.h, at compile time (names.hpp's functions).
+constexpr bool headline_names_ok(const altgrad_headline* h, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (!is_value_name(h[i].value) || !is_value_name(h[i].series)) return false;
+    return true;
+}
+constexpr bool headline_series_free(const altgrad_headline* h, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (is_host_series_name(h[i].series)) return false;
+    return true;
+}
+constexpr bool headline_series_unique(const altgrad_headline* h, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        for (size_t j = 0; j < i; ++j)
+            if (same_text(h[i].series, h[j].series)) return false;
+    return true;
+}
+constexpr bool headline_texts_ok(const altgrad_headline* h, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (!is_headline_text(h[i].title, false) || !is_headline_text(h[i].label, false) ||
+            !is_headline_text(h[i].unit, true))
+            return false;
+    return true;
+}
+constexpr bool headline_kinds_ok(const altgrad_headline* h, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+        const int summary = static_cast<int>(h[i].summary);
+        if (summary < ALTGRAD_HEADLINE_MEAN || summary > ALTGRAD_HEADLINE_MIN) return false;
+        if ((h[i].flags & ~ALTGRAD_HEADLINE_LOG_SCALE) != 0 || h[i].struct_size != sizeof(altgrad_headline))
+            return false;
+    }
+    return true;
+}
+
+// D's headlines, checked: the vtable's headlines and headline_count.
+template <class D>
+struct checked_headlines {
+    using declared = declared_headlines<D>;
+    static constexpr const altgrad_headline* h = declared::data();
+    static constexpr size_t n = declared::count;
+    static_assert(n <= ALTGRAD_HEADLINE_MAX_COUNT, "more headlines than ALTGRAD_HEADLINE_MAX_COUNT");
+    static_assert(headline_names_ok(h, n),
+                  "a headline's value or series is not [a-z0-9_.]+ of fewer than 64 characters");
+    static_assert(headline_series_free(h, n),
+                  "a headline's series is one of the host's own (altgrad::sdk::kHostSeriesNames): prefix it "
+                  "with the plugin's name");
+    static_assert(headline_series_unique(h, n), "two headlines have the same series");
+    static_assert(headline_texts_ok(h, n),
+                  "a headline has no title or label, or a title, label or unit of 128 bytes or more or "
+                  "with a control character (one line each)");
+    static_assert(headline_kinds_ok(h, n),
+                  "a headline's summary is not ALTGRAD_HEADLINE_MEAN, _MAX or _MIN, its flags hold bits "
+                  "other than ALTGRAD_HEADLINE_LOG_SCALE, or its struct_size is not "
+                  "sizeof(altgrad_headline)");
+};
+
+}  // namespace detail
+
 // The vtable for diagnostic class D made by Factory(const param_view&).
 template <class D, D (*Factory)(const param_view&)>
 struct diagnostic_adapter {
@@ -426,8 +553,15 @@ struct diagnostic_adapter {
     }
 
     static const altgrad_diagnostic_vtable* vtable() {
-        static const altgrad_diagnostic_vtable table = {sizeof(altgrad_diagnostic_vtable), &create, &destroy,
-                                                        &interests, &max_values_per_tensor, &measure};
+        using headlines = detail::checked_headlines<D>;
+        static const altgrad_diagnostic_vtable table = {sizeof(altgrad_diagnostic_vtable),
+                                                        &create,
+                                                        &destroy,
+                                                        &interests,
+                                                        &max_values_per_tensor,
+                                                        &measure,
+                                                        headlines::h,
+                                                        headlines::n};
         return &table;
     }
 };
