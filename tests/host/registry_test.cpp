@@ -290,6 +290,53 @@ TEST(Registry, AManifestsEscapesReachTheLibraryByteForByte) {
         << e;
 }
 
+// ABI 1.3: a diagnostic's headline declaration is read and checked when it
+// loads; each broken rule is refused in one line naming the plugin, the
+// headline and the field, and the others still load.
+TEST(Registry, AMalformedHeadlineIsRefusedNamingThePluginAndTheField) {
+    scratch_dir dir;
+    fs::copy(kTestPlugins / "broken_headlines", dir.path() / "broken_headlines");
+    fs::copy(kBundled / "stiffness", dir.path() / "stiffness");
+    const std::vector<std::pair<const char*, std::string>> cases = {
+        {"series", "headline 0: series 'Stiffness Mean' is not [a-z0-9_.]+"},
+        {"host_series", "headline 0 (series 'loss'): series is one of the host's own series"},
+        {"duplicate", "headline 1: series 'broken_headlines.ok' is headline 0's too"},
+        {"value", "headline 0 (series 'broken_headlines.ok'): value is NULL"},
+        {"title", "headline 0 (series 'broken_headlines.ok'): title is empty"},
+        {"label", "headline 0 (series 'broken_headlines.ok'): label is not NUL-terminated within 128 bytes"},
+        {"unit",
+         "headline 0 (series 'broken_headlines.ok'): unit holds a control character (byte 0x0a at offset 1)"},
+        {"utf8", "headline 0 (series 'broken_headlines.ok'): title is not UTF-8 (byte 0xff at offset 4)"},
+        {"summary", "headline 0 (series 'broken_headlines.ok'): summary 7 is not one of mean, max, min"},
+        {"flags",
+         "headline 0 (series 'broken_headlines.ok'): flags 6 hold bits other than ALTGRAD_HEADLINE_LOG_SCALE"},
+        {"count", "headline_count 65 is more than ALTGRAD_HEADLINE_MAX_COUNT (64)"},
+        {"null", "headlines is NULL with headline_count 1"},
+        {"struct_size", "headline 0: struct_size 8 is not a headline's"}};
+    for (const auto& [rule, want] : cases) {
+        SCOPED_TRACE(rule);
+        ::setenv("ALTGRAD_TEST_BROKEN_HEADLINE", rule, 1);
+        registry reg(dir.path());
+        const std::string e = load_error(reg, "broken_headlines");
+        EXPECT_EQ(e.rfind("plugin 'broken_headlines'", 0), 0u) << e;
+        EXPECT_NE(e.find("headlines: " + want), std::string::npos) << e;
+        EXPECT_EQ(e.find('\n'), std::string::npos) << e;  // one line
+        EXPECT_EQ(reg.load("stiffness")->headlines.size(), 1u);
+    }
+    // The same library with a well-formed declaration loads, and keeps a copy.
+    ::setenv("ALTGRAD_TEST_BROKEN_HEADLINE", "valid", 1);
+    registry reg(dir.path());
+    const auto p = reg.load("broken_headlines");
+    ::unsetenv("ALTGRAD_TEST_BROKEN_HEADLINE");
+    ASSERT_EQ(p->headlines.size(), 1u);
+    EXPECT_EQ(p->headlines[0].value, "ok");
+    EXPECT_EQ(p->headlines[0].series, "broken_headlines.ok");
+    EXPECT_EQ(p->headlines[0].title, "OK (mean over tensors of 1)");
+    EXPECT_EQ(p->headlines[0].unit, "");
+    EXPECT_EQ(p->headlines[0].summary, ALTGRAD_HEADLINE_MEAN);
+    EXPECT_FALSE(p->headlines[0].log_scale);
+}
+
 TEST(Registry, MissingEntrySymbol) {
     scratch_dir dir;
     dir.add_plugin("x", format_manifest("no_entry", "libaltgrad_no_entry.so"),
