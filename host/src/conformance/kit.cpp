@@ -23,6 +23,7 @@ extern "C" size_t __sanitizer_get_current_allocated_bytes(void);
 
 #include "conformance/elf_exports.hpp"
 #include "conformance/format_reference.hpp"
+#include "conformance/headline_checks.hpp"
 #include "sandbox/guarded_memory.hpp"
 #include "sandbox/isolate.hpp"
 #include "plugins/diagnostic_handle.hpp"
@@ -1995,6 +1996,10 @@ const std::vector<check_def>& diagnostic_only_checks() {
          "diagnostic: a view whose blocks all have scale s answers as one scaled per tensor by s (skipped before ABI "
          "1.2)",
          false, check_measure_block_scales},
+        {"measure.headlines",
+         "diagnostic: the headlines are well formed and name values measure writes (skipped before ABI "
+         "1.3)",
+         false, [](env& e) { return check_headlines(e.target, e.opts); }},
     };
     return checks;
 }
