@@ -76,7 +76,7 @@ public:
         if (table && f->info().total_bits > 16)
             throw py::value_error("describe(table=True): '" + name + "' has " + std::to_string(f->info().total_bits) +
                                   " bits; tables are limited to formats of at most 16 bits");
-        return json_output(altgrad::host::describe_json(plugin->info, f.get(), table));
+        return json_output(altgrad::host::describe_json(*plugin, f.get(), table));
     }
 
     std::shared_ptr<format_handle> format(const std::string& name, const std::map<std::string, std::string>& params) {

@@ -32,6 +32,20 @@ namespace sdk = altgrad::sdk;
 
 class attention_entropy_diagnostic {
 public:
+    // The values a report draws over training (ABI 1.3; docs/diagnostics.md).
+    static constexpr altgrad_headline headlines[] = {
+        sdk::headline("entropy_min", "attention_entropy.entropy_min")
+            .title("Lowest head entropy (smallest over tensors and heads of mean -sum p ln p)")
+            .label("entropy")
+            .unit("nats")
+            .summary(ALTGRAD_HEADLINE_MIN),
+        sdk::headline("entropy_mean", "attention_entropy.entropy_mean")
+            .title("Attention entropy (mean over tensors and heads of mean -sum p ln p)")
+            .label("entropy")
+            .unit("nats")
+            .summary(ALTGRAD_HEADLINE_MEAN),
+    };
+
     explicit attention_entropy_diagnostic(int64_t max_heads) : max_heads_(max_heads) {}
 
     uint32_t interests() const { return 1u << ALTGRAD_TENSOR_ATTENTION_PROBS; }
@@ -98,4 +112,4 @@ const altgrad_param_spec kParams[] = {
 };
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS("attention_entropy", 1, 0, 0, "Attention entropy per head in nats: mean over batch and query rows of -sum p ln p, plus the mean and minimum over heads", make, kParams, sizeof kParams / sizeof kParams[0])
+ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(make, kParams, sizeof kParams / sizeof kParams[0])

@@ -1,6 +1,4 @@
 // bf16: bfloat16: the top 16 bits of binary32, rounded.
 #include <altgrad/sdk/exmy_plugin.hpp>
 
-ALTGRAD_EXMY_FORMAT_PLUGIN("bf16", 1, 0, 0,
-                           "IEEE-style bfloat16: 8 exponent and 7 mantissa bits, bias 127",
-                           8, 7, 127, altgrad::sdk::exmy_specials::ieee)
+ALTGRAD_EXMY_FORMAT_PLUGIN(8, 7, 127, altgrad::sdk::exmy_specials::ieee)

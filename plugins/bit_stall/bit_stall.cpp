@@ -23,6 +23,15 @@ namespace sdk = altgrad::sdk;
 
 class bit_stall_diagnostic {
 public:
+    // The values a report draws over training (ABI 1.3; docs/diagnostics.md).
+    static constexpr altgrad_headline headlines[] = {
+        sdk::headline("stalled_moved_rate", "bit_stall.stalled_moved_rate")
+            .title("Stalled updates (mean over weight tensors of the fraction of moved weights whose q(w) "
+                   "stayed)")
+            .label("stalled fraction of moved weights")
+            .summary(ALTGRAD_HEADLINE_MEAN),
+    };
+
     uint32_t interests() const { return 1u << ALTGRAD_TENSOR_WEIGHT; }
     size_t max_values_per_tensor() const { return 3; }
 
@@ -62,4 +71,4 @@ private:
 bit_stall_diagnostic make(const sdk::param_view&) { return bit_stall_diagnostic(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("bit_stall", 1, 0, 0, "Bit stall per weight tensor: the fraction of weights whose quantized value did not change since the last measurement", make)
+ALTGRAD_DIAGNOSTIC_PLUGIN(make)

@@ -9,4 +9,4 @@ altgrad::sdk::fixed_point_format make(const altgrad::sdk::param_view&) {
 }
 }  // namespace
 
-ALTGRAD_FORMAT_PLUGIN("e0m7", 1, 0, 0, "Two's-complement fixed point Q0.7: [-1, 127/128] in steps of 1/128, one zero, no Inf or NaN", make)
+ALTGRAD_FORMAT_PLUGIN(make)

@@ -1,6 +1,4 @@
 // e4m3: OCP OFP8 rev 1.0, E4M3 (ml_dtypes float8_e4m3fn).
 #include <altgrad/sdk/exmy_plugin.hpp>
 
-ALTGRAD_EXMY_FORMAT_PLUGIN("e4m3", 1, 0, 0,
-                           "OCP FP8 E4M3FN: bias 7, subnormals, no Inf, NaN at S.1111.111, max 448",
-                           4, 3, 7, altgrad::sdk::exmy_specials::finite_nan)
+ALTGRAD_EXMY_FORMAT_PLUGIN(4, 3, 7, altgrad::sdk::exmy_specials::finite_nan)

@@ -1,6 +1,4 @@
 // e5m2: OCP 8-bit Floating Point Specification (OFP8) rev 1.0, E5M2.
 #include <altgrad/sdk/exmy_plugin.hpp>
 
-ALTGRAD_EXMY_FORMAT_PLUGIN("e5m2", 1, 0, 0,
-                           "OCP FP8 E5M2: bias 15, subnormals, +-Inf, NaN, max 57344",
-                           5, 2, 15, altgrad::sdk::exmy_specials::ieee)
+ALTGRAD_EXMY_FORMAT_PLUGIN(5, 2, 15, altgrad::sdk::exmy_specials::ieee)

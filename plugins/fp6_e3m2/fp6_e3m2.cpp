@@ -1,6 +1,4 @@
 // fp6_e3m2: OCP Microscaling Formats (MX) v1.0, FP6 element format E3M2.
 #include <altgrad/sdk/exmy_plugin.hpp>
 
-ALTGRAD_EXMY_FORMAT_PLUGIN("fp6_e3m2", 1, 0, 0,
-                           "OCP MX FP6 E3M2: bias 3, subnormals, no Inf or NaN, max 28",
-                           3, 2, 3, altgrad::sdk::exmy_specials::finite)
+ALTGRAD_EXMY_FORMAT_PLUGIN(3, 2, 3, altgrad::sdk::exmy_specials::finite)

@@ -45,6 +45,18 @@ double pearson(const std::vector<double>& x, const std::vector<double>& y) {
 
 class grad_stiffness_diagnostic {
 public:
+    // The values a report draws over training (ABI 1.3; docs/diagnostics.md).
+    static constexpr altgrad_headline headlines[] = {
+        sdk::headline("grad_below_stiffness_frac", "grad_stiffness.grad_below_stiffness_frac")
+            .title("Gradients below stiffness (mean over weights of the fraction with |g| < S(w))")
+            .label("fraction with |g| < S(w)")
+            .summary(ALTGRAD_HEADLINE_MEAN),
+        sdk::headline("grad_stiffness_corr", "grad_stiffness.grad_stiffness_corr")
+            .title("Gradient-stiffness correlation (mean over weights of Pearson r of |g| and S(w))")
+            .label("Pearson r")
+            .summary(ALTGRAD_HEADLINE_MEAN),
+    };
+
     uint32_t interests() const { return (1u << ALTGRAD_TENSOR_WEIGHT) | (1u << ALTGRAD_TENSOR_GRADIENT); }
     size_t max_values_per_tensor() const { return 2; }
 
@@ -98,4 +110,4 @@ private:
 grad_stiffness_diagnostic make(const sdk::param_view&) { return grad_stiffness_diagnostic(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("grad_stiffness", 1, 0, 0, "Gradient-stiffness correlation per weight: Pearson correlation of |g| and S(w), and the fraction of gradients smaller than the grid spacing", make)
+ALTGRAD_DIAGNOSTIC_PLUGIN(make)

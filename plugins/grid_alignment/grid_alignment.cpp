@@ -16,6 +16,15 @@ namespace sdk = altgrad::sdk;
 
 class grid_alignment_diagnostic {
 public:
+    // The values a report draws over training (ABI 1.3; docs/diagnostics.md).
+    static constexpr altgrad_headline headlines[] = {
+        sdk::headline("mse", "grid_alignment.mse")
+            .title("Grid alignment error (mean over weight tensors of mean (w - q(w))^2)")
+            .label("mean squared error")
+            .summary(ALTGRAD_HEADLINE_MEAN)
+            .log_scale(),
+    };
+
     uint32_t interests() const { return 1u << ALTGRAD_TENSOR_WEIGHT; }
     size_t max_values_per_tensor() const { return 4; }
 
@@ -54,4 +63,4 @@ private:
 grid_alignment_diagnostic make(const sdk::param_view&) { return grid_alignment_diagnostic(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("grid_alignment", 1, 0, 0, "Distance of weights from their format's grid |w - q(w)|: mean, max, mse", make)
+ALTGRAD_DIAGNOSTIC_PLUGIN(make)

@@ -20,6 +20,15 @@ namespace sdk = altgrad::sdk;
 
 class kurtosis_diagnostic {
 public:
+    // The values a report draws over training (ABI 1.3; docs/diagnostics.md).
+    static constexpr altgrad_headline headlines[] = {
+        sdk::headline("kurtosis", "kurtosis.kurtosis")
+            .title("Activation kurtosis (largest m4/m2^2 over tensors; 3 for a normal distribution)")
+            .label("kurtosis")
+            .summary(ALTGRAD_HEADLINE_MAX)
+            .log_scale(),
+    };
+
     uint32_t interests() const { return 1u << ALTGRAD_TENSOR_ACTIVATION; }
     size_t max_values_per_tensor() const { return 5; }
 
@@ -64,4 +73,4 @@ private:
 kurtosis_diagnostic make(const sdk::param_view&) { return kurtosis_diagnostic(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("kurtosis", 1, 0, 0, "Activation outliers per tensor: Pearson kurtosis m4/m2^2 (3 for a normal distribution), mean, std, absmax", make)
+ALTGRAD_DIAGNOSTIC_PLUGIN(make)

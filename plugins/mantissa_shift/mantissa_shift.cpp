@@ -179,8 +179,4 @@ const altgrad_param_spec kParams[] = {
 
 }  // namespace
 
-ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(
-    "mantissa_shift", 1, 0, 0,
-    "Emergency mantissa shift: on persistent non-finite steps or high weight bit-stall, switch tensors along a "
-    "format fallback chain",
-    make, kParams, sizeof kParams / sizeof kParams[0])
+ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(make, kParams, sizeof kParams / sizeof kParams[0])

@@ -126,8 +126,4 @@ const altgrad_param_spec kParams[] = {
 
 }  // namespace
 
-ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(
-    "partition_clip", 1, 0, 0,
-    "Partition-relative gradient clipping: once gradient overflow passes a threshold, clip the grad norm to base x "
-    "format_max / e5m2_max",
-    make, kParams, sizeof kParams / sizeof kParams[0])
+ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(make, kParams, sizeof kParams / sizeof kParams[0])

@@ -24,6 +24,24 @@ namespace sdk = altgrad::sdk;
 
 class range_diagnostic {
 public:
+    // The values a report draws over training (ABI 1.3; docs/diagnostics.md).
+    static constexpr altgrad_headline headlines[] = {
+        sdk::headline("dynamic_range", "range.dynamic_range")
+            .title("Dynamic range (largest log2(max|x| / min non-zero |x|) over tensors)")
+            .label("dynamic range")
+            .unit("powers of two")
+            .summary(ALTGRAD_HEADLINE_MAX),
+        sdk::headline("overflow_rate", "range.overflow_rate")
+            .title("Overflow rate (largest over tensors of the fraction with |x*s| > max finite, before "
+                   "rounding)")
+            .label("overflow rate")
+            .summary(ALTGRAD_HEADLINE_MAX),
+        sdk::headline("underflow_rate", "range.underflow_rate")
+            .title("Underflow rate (largest over tensors of the fraction of non-zero x with q(x) = 0)")
+            .label("underflow rate")
+            .summary(ALTGRAD_HEADLINE_MAX),
+    };
+
     uint32_t interests() const {
         return (1u << ALTGRAD_TENSOR_WEIGHT) | (1u << ALTGRAD_TENSOR_ACTIVATION) | (1u << ALTGRAD_TENSOR_GRADIENT) |
                (1u << ALTGRAD_TENSOR_OUTPUT_GRADIENT);
@@ -72,4 +90,4 @@ private:
 range_diagnostic make(const sdk::param_view&) { return range_diagnostic(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("range", 1, 0, 0, "Overflow and underflow rates, dynamic range and amax per tensor (TransformerEngine's FP8 statistics)", make)
+ALTGRAD_DIAGNOSTIC_PLUGIN(make)

@@ -22,6 +22,15 @@ namespace sdk = altgrad::sdk;
 
 class stiffness_diagnostic {
 public:
+    // The values a report draws over training (ABI 1.3; docs/diagnostics.md).
+    static constexpr altgrad_headline headlines[] = {
+        sdk::headline("stiffness_mean", "stiffness")
+            .title("Stiffness (mean S = 2^(floor(log2|w|) - M))")
+            .label("mean stiffness")
+            .summary(ALTGRAD_HEADLINE_MEAN)
+            .log_scale(),
+    };
+
     uint32_t interests() const { return 1u << ALTGRAD_TENSOR_WEIGHT; }
     size_t max_values_per_tensor() const { return 5; }
 
@@ -65,4 +74,4 @@ private:
 stiffness_diagnostic make(const sdk::param_view&) { return stiffness_diagnostic(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("stiffness", 1, 0, 0, "Weight stiffness S = 2^(floor(log2|w|) - M) per tensor: mean, median, min, max", make)
+ALTGRAD_DIAGNOSTIC_PLUGIN(make)

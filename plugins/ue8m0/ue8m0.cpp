@@ -9,4 +9,4 @@ altgrad::sdk::power_of_two_format make(const altgrad::sdk::param_view&) {
 }
 }  // namespace
 
-ALTGRAD_FORMAT_PLUGIN("ue8m0", 1, 0, 0, "OCP MX E8M0 scale: 2^(e-127), e = 0..254, NaN 0xFF, no zero, unsigned", make)
+ALTGRAD_FORMAT_PLUGIN(make)

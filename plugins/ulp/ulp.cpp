@@ -113,6 +113,19 @@ private:
 
 class ulp_diagnostic {
 public:
+    // The values a report draws over training (ABI 1.3; docs/diagnostics.md).
+    static constexpr altgrad_headline headlines[] = {
+        sdk::headline("ulp_distance_mean", "ulp.ulp_distance_mean")
+            .title("ULP movement (mean over weight tensors of mean |ord(q(w)) - ord(q(previous))|)")
+            .label("mean distance")
+            .unit("ULP")
+            .summary(ALTGRAD_HEADLINE_MEAN),
+        sdk::headline("ulp_moved_fraction", "ulp.ulp_moved_fraction")
+            .title("Weights moved on the grid (mean over weight tensors of the fraction moved >= 1 ULP)")
+            .label("moved fraction")
+            .summary(ALTGRAD_HEADLINE_MEAN),
+    };
+
     uint32_t interests() const { return 1u << ALTGRAD_TENSOR_WEIGHT; }
     size_t max_values_per_tensor() const { return 4; }
 
@@ -214,4 +227,4 @@ private:
 ulp_diagnostic make(const sdk::param_view&) { return ulp_diagnostic(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("ulp", 1, 0, 0, "Weight movement on the format's own grid: ULP distance between the quantized weights now and at the last measurement, and the local grid spacing", make)
+ALTGRAD_DIAGNOSTIC_PLUGIN(make)

@@ -10,9 +10,11 @@
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "conformance/format_reference.hpp"
@@ -389,6 +391,77 @@ TEST(KitPlanted, ADiagnosticReadingOnlyScaleFailsTheBlockViewCheck) {
     fs::remove_all(folder);
 }
 
+// A folder holding the given test plugins beside e5m2 (the format a
+// diagnostic's tensors name), removed at destruction.
+struct beside_e5m2 {
+    fs::path folder;
+    explicit beside_e5m2(const std::vector<std::string>& plugins) {
+        folder = fs::temp_directory_path() / ("altgrad-kit-headlines-" + std::to_string(::getpid()));
+        fs::remove_all(folder);
+        fs::create_directories(folder);
+        for (const std::string& p : plugins) fs::copy(kTestPlugins / p, folder / p);
+        fs::copy(kBundled / "e5m2", folder / "e5m2");
+    }
+    ~beside_e5m2() { fs::remove_all(folder); }
+    kit::plugin_report check(const std::string& name) const {
+        return kit::check_plugin(kit::target_by_path(folder / name / "manifest.toml"), opts(""));
+    }
+};
+
+// ABI 1.3 headlines. A well-formed declaration that names a value measure
+// never writes: the host loads it, and only measure.headlines fails, naming
+// the headline, the value and what was written.
+TEST(KitPlanted, AHeadlineNamingAValueNeverWrittenFailsHeadlines) {
+    const beside_e5m2 dir({"broken_headline_value"});
+    const kit::plugin_report r = dir.check("broken_headline_value");
+    expect_outcome(r, "measure.headlines", outcome::failed);
+    const kit::result* x = find(r, "measure.headlines");
+    ASSERT_NE(x, nullptr);
+    EXPECT_EQ(x->reason.rfind("headline 1 (series 'broken_headline_value.never_written') names value "
+                              "'never_written', which measure never wrote (it wrote: written)",
+                              0),
+              0u)
+        << x->reason;
+    EXPECT_NE(x->reason.find("(seed "), std::string::npos) << x->reason;
+    EXPECT_NE(x->input.find("weight [8, 8]"), std::string::npos) << x->input;
+    EXPECT_FALSE(x->hint.empty());
+    expect_no_other_failure(r, "measure.headlines");
+}
+
+// A malformed declaration: the host refuses to load the plugin
+// (load.descriptor fails with the loader's message), measure.headlines names
+// the rule, and every check that needs the plugin loaded is skipped.
+TEST(KitPlanted, AMalformedHeadlineFailsHeadlinesAndTheLoad) {
+    const beside_e5m2 dir({"broken_headlines"});
+    for (const auto& [rule, want] : std::vector<std::pair<std::string, std::string>>{
+             {"", "headline 0: series 'Stiffness Mean' is not [a-z0-9_.]+"},  // unset: the default rule
+             {"duplicate", "headline 1: series 'broken_headlines.ok' is headline 0's too"},
+             {"flags", "headline 0 (series 'broken_headlines.ok'): flags 6 hold bits other than"}}) {
+        SCOPED_TRACE(rule);
+        if (rule.empty()) ::unsetenv("ALTGRAD_TEST_BROKEN_HEADLINE");
+        else ::setenv("ALTGRAD_TEST_BROKEN_HEADLINE", rule.c_str(), 1);
+        const kit::plugin_report r = dir.check("broken_headlines");
+        expect_outcome(r, "measure.headlines", outcome::failed);
+        expect_outcome(r, "load.descriptor", outcome::failed);
+        const std::string& reason = find(r, "measure.headlines")->reason;
+        EXPECT_EQ(reason.rfind("plugin 'broken_headlines': " + want, 0), 0u) << dump(r);
+        EXPECT_NE(find(r, "load.descriptor")->reason.find("headlines: " + want), std::string::npos)
+            << dump(r);
+        for (const kit::result& x : r.results)
+            if (x.check != "measure.headlines" && x.check != "load.descriptor")
+                EXPECT_FALSE(kit::is_failure(x.status)) << x.check << "\n" << dump(r);
+    }
+    ::unsetenv("ALTGRAD_TEST_BROKEN_HEADLINE");
+}
+
+// A diagnostic built for ABI 1.1 declares no headlines: skipped, saying so.
+TEST(KitPlanted, AnAbi11DiagnosticSkipsTheHeadlineCheck) {
+    const beside_e5m2 dir({"abi11_diagnostic"});
+    const kit::plugin_report r = dir.check("abi11_diagnostic");
+    expect_outcome(r, "measure.headlines", outcome::skipped);
+    EXPECT_NE(find(r, "measure.headlines")->reason.find("built for ABI 1.1"), std::string::npos) << dump(r);
+}
+
 // 4 KiB a call never freed: memory.leak fails, naming the growth; the answers
 // are right, so nothing else does.
 TEST(KitPlanted, LeakPerCallFailsMemoryLeak) {
@@ -426,6 +499,7 @@ TEST(KitBundled, InterventionsAndDiagnosticsPassTheirChecks) {
             expect_outcome(r, "measure.empty", outcome::passed);
             expect_outcome(r, "measure.names", outcome::passed);
             expect_outcome(r, "measure.block_scales", outcome::passed);
+            expect_outcome(r, "measure.headlines", outcome::passed);
         }
         for (const kit::result& x : r.results) {
             EXPECT_FALSE(kit::is_failure(x.status)) << x.check << "\n" << dump(r);
@@ -450,7 +524,7 @@ TEST(KitSelection, CheckListCoversEveryKind) {
             EXPECT_EQ(std::count(all.begin(), all.end(), n), 1) << n;
     for (const char* n : {"memory.leak", "params.defaults", "params.refused", "instances.separate", "answers.deterministic",
                           "observe.nonfinite", "observe.empty", "state.resume", "measure.nonfinite", "measure.empty",
-                          "measure.names", "measure.block_scales"})
+                          "measure.names", "measure.block_scales", "measure.headlines"})
         EXPECT_NE(std::find(all.begin(), all.end(), n), all.end()) << n;
 }
 

@@ -2,12 +2,14 @@
 // bit_stall, ulp, grad_stiffness, kurtosis, attention_entropy) loaded through
 // the host's registry and diagnostic_handle, measuring tensors whose formats
 // come from format_handle, against values computed by hand.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <filesystem>
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -467,6 +469,9 @@ TEST(BlockScaledViews, AnAbi11DiagnosticLoadsAndReadsTheViewsItKnows) {
     const auto all = d->measure(0, {blocked(kBlockX, *f, 2, 6, 4, kBlockScales), view(y, *f, 0.5f)});
     EXPECT_EQ(values_of(all, 0)["scaled_amax"], 1000.0);  // not 1000/64: it cannot see the blocks
     EXPECT_EQ(values_of(all, 1)["scaled_amax"], 1.5);     // the second view, read at the host's stride
+    // Its table ends before ABI 1.3's headline fields: it declares none.
+    EXPECT_FALSE(d->declares_headlines());
+    EXPECT_TRUE(d->headlines().empty());
 }
 
 TEST(BlockScaledViews, ScaleAtFollowsTheRowLayout) {
@@ -824,4 +829,110 @@ TEST(Sdk, StiffnessOf) {
     EXPECT_EQ(altgrad::sdk::stiffness_of(info, 0.3f, 2.0f), 1.0 / 256);
     info.family = ALTGRAD_FAMILY_CODEBOOK;
     EXPECT_TRUE(std::isnan(altgrad::sdk::stiffness_of(info, 0.3f, 1.0f)));
+}
+
+// ---------------------------------------------------------------- headlines (ABI 1.3)
+
+namespace headlines {
+
+struct expected {
+    const char* value;
+    const char* series;
+    altgrad_headline_summary summary;
+    bool log_scale;
+};
+
+// What each bundled diagnostic declares for reports, as issue #29 asks.
+const std::map<std::string, std::vector<expected>>& by_plugin() {
+    static const std::map<std::string, std::vector<expected>> m = {
+        {"stiffness", {{"stiffness_mean", "stiffness", ALTGRAD_HEADLINE_MEAN, true}}},
+        {"range",
+         {{"dynamic_range", "range.dynamic_range", ALTGRAD_HEADLINE_MAX, false},
+          {"overflow_rate", "range.overflow_rate", ALTGRAD_HEADLINE_MAX, false},
+          {"underflow_rate", "range.underflow_rate", ALTGRAD_HEADLINE_MAX, false}}},
+        {"grid_alignment", {{"mse", "grid_alignment.mse", ALTGRAD_HEADLINE_MEAN, true}}},
+        {"bit_stall", {{"stalled_moved_rate", "bit_stall.stalled_moved_rate", ALTGRAD_HEADLINE_MEAN, false}}},
+        {"ulp",
+         {{"ulp_distance_mean", "ulp.ulp_distance_mean", ALTGRAD_HEADLINE_MEAN, false},
+          {"ulp_moved_fraction", "ulp.ulp_moved_fraction", ALTGRAD_HEADLINE_MEAN, false}}},
+        {"grad_stiffness",
+         {{"grad_below_stiffness_frac", "grad_stiffness.grad_below_stiffness_frac", ALTGRAD_HEADLINE_MEAN,
+           false},
+          {"grad_stiffness_corr", "grad_stiffness.grad_stiffness_corr", ALTGRAD_HEADLINE_MEAN, false}}},
+        {"kurtosis", {{"kurtosis", "kurtosis.kurtosis", ALTGRAD_HEADLINE_MAX, true}}},
+        {"attention_entropy",
+         {{"entropy_min", "attention_entropy.entropy_min", ALTGRAD_HEADLINE_MIN, false},
+          {"entropy_mean", "attention_entropy.entropy_mean", ALTGRAD_HEADLINE_MEAN, false}}},
+    };
+    return m;
+}
+
+}  // namespace headlines
+
+// Published reports show stiffness's figure with exactly these strings.
+TEST(Headlines, StiffnessDeclaresTheFigureReportsHaveAlwaysDrawn) {
+    const auto d = diagnostic("stiffness");
+    ASSERT_TRUE(d->declares_headlines());
+    ASSERT_EQ(d->headlines().size(), 1u);
+    const diagnostic_headline& h = d->headlines()[0];
+    EXPECT_EQ(h.value, "stiffness_mean");
+    EXPECT_EQ(h.series, "stiffness");
+    EXPECT_EQ(h.title, "Stiffness (mean S = 2^(floor(log2|w|) - M))");
+    EXPECT_EQ(h.label, "mean stiffness");
+    EXPECT_EQ(h.unit, "");
+    EXPECT_EQ(h.summary, ALTGRAD_HEADLINE_MEAN);
+    EXPECT_TRUE(h.log_scale);
+}
+
+// Every bundled diagnostic declares the headlines above, in that order, each
+// with a title "What (how)" and a label, and none takes a host series' name.
+TEST(Headlines, EveryBundledDiagnosticDeclaresItsHeadlines) {
+    const std::vector<std::string> host_series = {"loss",         "val_loss",      "lr",
+                                                  "grad_norm",    "tokens_per_s",  "grad_sparsity",
+                                                  "overflow",     "underflow",     "bit_stall"};
+    for (const auto& [name, want] : headlines::by_plugin()) {
+        SCOPED_TRACE(name);
+        const auto d = diagnostic(name);
+        EXPECT_TRUE(d->declares_headlines());
+        ASSERT_EQ(d->headlines().size(), want.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+            const diagnostic_headline& h = d->headlines()[i];
+            EXPECT_EQ(h.value, want[i].value);
+            EXPECT_EQ(h.series, want[i].series);
+            EXPECT_EQ(h.summary, want[i].summary) << h.series;
+            EXPECT_EQ(h.log_scale, want[i].log_scale) << h.series;
+            EXPECT_NE(h.title.find(" ("), std::string::npos) << h.title;
+            EXPECT_EQ(h.title.back(), ')') << h.title;
+            EXPECT_FALSE(h.label.empty());
+            EXPECT_EQ(std::count(host_series.begin(), host_series.end(), h.series), 0) << h.series;
+        }
+    }
+}
+
+// What each declares is a value it writes: measured on one tensor of each
+// role it asks for (a weight with its gradient, an activation, attention
+// probabilities), every headline's value comes back.
+TEST(Headlines, EveryDeclaredValueIsOneTheDiagnosticWrites) {
+    const auto f = format("e3m4");
+    const std::vector<float> w = {0.5f, -0.75f, 1.25f, 0.0f}, p = {0.5f, -0.70f, 1.5f, 0.0f};
+    const std::vector<float> g = {0.01f, -0.2f, 0.003f, 0.5f};
+    const std::vector<float> rows = {0.25f, 0.25f, 0.25f, 0.25f, 1.0f, 0.0f, 0.0f, 0.0f};  // [1, 1, 2, 4]
+    for (const auto& [name, want] : headlines::by_plugin()) {
+        SCOPED_TRACE(name);
+        const auto d = diagnostic(name);
+        std::vector<altgrad_tensor_view> views;
+        if (d->interested_in(ALTGRAD_TENSOR_WEIGHT)) {
+            altgrad_tensor_view v = moved(w, p, *f);
+            v.name = "blocks.0.mlp.fc.weight";
+            views.push_back(v);
+        }
+        if (d->interested_in(ALTGRAD_TENSOR_GRADIENT))
+            views.push_back(named(g, *f, "blocks.0.mlp.fc.weight", ALTGRAD_TENSOR_GRADIENT));
+        if (d->interested_in(ALTGRAD_TENSOR_ACTIVATION))
+            views.push_back(named(w, *f, "blocks.0.mlp.fc.input", ALTGRAD_TENSOR_ACTIVATION));
+        if (d->interested_in(ALTGRAD_TENSOR_ATTENTION_PROBS)) views.push_back(probs(rows, *f, 1, 1, 2, 4));
+        std::set<std::string> written;
+        for (const diagnostic_value& v : d->measure(0, views)) written.insert(v.name);
+        for (const headlines::expected& h : want) EXPECT_EQ(written.count(h.value), 1u) << h.value;
+    }
 }

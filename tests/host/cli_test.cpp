@@ -108,6 +108,34 @@ TEST(Cli, DescribeJsonOfE4M3HoldsItsEncodingAsNumbers) {
     EXPECT_EQ(f["min_subnormal"].get<double>(), std::ldexp(1.0, -9));
 }
 
+// A diagnostic's describe shows what a report draws for it (ABI 1.3
+// headlines): stiffness's one figure, in text and JSON.
+TEST(Cli, DescribeOfADiagnosticShowsItsHeadlines) {
+    const ordered_json j = parsed_json(kPlugins + "describe stiffness --json");
+    EXPECT_EQ(keys_of(j), (keys{"name", "aliases", "kind", "version", "abi_version", "description", "library",
+                                "parameters", "headlines"}));
+    EXPECT_EQ(j["abi_version"], "1.3");
+    ASSERT_EQ(j["headlines"].size(), 1u) << j.dump();
+    const ordered_json& h = j["headlines"][0];
+    EXPECT_EQ(keys_of(h), (keys{"value", "series", "title", "label", "unit", "summary", "log_scale"}));
+    EXPECT_EQ(h["value"], "stiffness_mean");
+    EXPECT_EQ(h["series"], "stiffness");
+    EXPECT_EQ(h["title"], "Stiffness (mean S = 2^(floor(log2|w|) - M))");
+    EXPECT_EQ(h["label"], "mean stiffness");
+    EXPECT_EQ(h["unit"], "");
+    EXPECT_EQ(h["summary"], "mean");
+    EXPECT_EQ(h["log_scale"], true);
+    const run_result r = run_host(kPlugins + "describe stiffness");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("\nheadline        stiffness: the mean over tensors of stiffness_mean\n"
+                         "  title         Stiffness (mean S = 2^(floor(log2|w|) - M))\n"
+                         "  axis          mean stiffness, log scale\n"),
+              std::string::npos)
+        << r.out;
+    // A format has no headlines.
+    EXPECT_FALSE(parsed_json(kPlugins + "describe e4m3 --json").contains("headlines"));
+}
+
 TEST(Cli, DescribeJsonTableHasEveryCodeAndNaNAsNull) {
     const ordered_json j = parsed_json(kPlugins + "describe e4m3 --table --json");
     const ordered_json& codes = j["codes"];

@@ -341,7 +341,22 @@ TEST(NewPlugin, WritesTheProjectAndRefusesToOverwrite) {
     EXPECT_TRUE(has(manifest, "abi_version = \"" + std::to_string(ALTGRAD_ABI_VERSION_MAJOR) + "." +
                                   std::to_string(ALTGRAD_ABI_VERSION_MINOR) + "\""))
         << manifest;
-    EXPECT_TRUE(has(file_bytes(dir.path() / "my_fp4" / "my_fp4.cpp"), "ALTGRAD_FORMAT_PLUGIN(\"my_fp4\""));
+    // The identity is written once, in the manifest; the source's macro takes it from there.
+    EXPECT_TRUE(has(manifest, "version = \"0.1.0\"")) << manifest;
+    EXPECT_TRUE(has(manifest, "description = \"A 4-bit table format")) << manifest;
+    const std::string source = file_bytes(dir.path() / "my_fp4" / "my_fp4.cpp");
+    EXPECT_TRUE(has(source, "\nALTGRAD_FORMAT_PLUGIN(make_format)")) << source;
+    EXPECT_FALSE(has(source, "\"my_fp4\"")) << source;
+    // A diagnostic declares its headline, a series named after it while that
+    // stays shorter than 64 bytes, else the value's own name.
+    ASSERT_EQ(run_host("new-plugin my_diag --kind diagnostic --dir " + dir.path().string()).exit_code, 0);
+    EXPECT_TRUE(has(file_bytes(dir.path() / "my_diag" / "my_diag.cpp"),
+                    "sdk::headline(\"mean_abs\", \"my_diag.mean_abs\")"));
+    const std::string long_name(60, 'd');
+    ASSERT_EQ(run_host("new-plugin " + long_name + " --kind diagnostic --dir " + dir.path().string()).exit_code,
+              0);
+    EXPECT_TRUE(has(file_bytes(dir.path() / long_name / (long_name + ".cpp")),
+                    "sdk::headline(\"mean_abs\", \"mean_abs\")"));
     const run_result again = run_host("new-plugin my_fp4 --kind format --dir " + dir.path().string());
     EXPECT_EQ(again.exit_code, 1);
     EXPECT_TRUE(has(again.out, "exists and is not empty")) << again.out;

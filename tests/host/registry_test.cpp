@@ -2,6 +2,7 @@
 // never take the others down; the ABI and descriptor checks catch liars.
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <utility>
@@ -83,7 +84,7 @@ TEST(Registry, AbiMinorFromTheFutureIsRefusedNamingBothVersions) {
     registry reg(dir.path());
     const std::string e = load_error(reg, "abi_future");
     EXPECT_NE(e.find("ABI 1.99"), std::string::npos) << e;
-    EXPECT_NE(e.find("ABI 1.2"), std::string::npos) << e;  // the host's
+    EXPECT_NE(e.find("ABI 1.3"), std::string::npos) << e;  // the host's
     EXPECT_NE(e.find("newer host"), std::string::npos) << e;
 }
 
@@ -93,7 +94,7 @@ TEST(Registry, AbiMajorMismatchInTheManifestIsRefused) {
     registry reg(dir.path());
     const std::string e = load_error(reg, "e5m2");
     EXPECT_NE(e.find("ABI 2.0"), std::string::npos) << e;
-    EXPECT_NE(e.find("ABI 1.2"), std::string::npos) << e;  // the host's
+    EXPECT_NE(e.find("ABI 1.3"), std::string::npos) << e;  // the host's
     EXPECT_NE(e.find("major versions differ"), std::string::npos) << e;
 }
 
@@ -240,6 +241,100 @@ TEST(Registry, VersionAndKindMustMatchManifest) {
     EXPECT_NE(e.find("library says version 1.0.0, manifest says 1.0.1"), std::string::npos) << e;
     e = load_error(reg, "e4m3");
     EXPECT_NE(e.find("library says kind 'format', manifest says 'diagnostic'"), std::string::npos) << e;
+}
+
+// A plugin's identity is written once, in its manifest: altgrad_add_plugin
+// hands the manifest's name, version and description to the library's
+// source (AltGradPlugin.cmake). So every bundled plugin's descriptor says
+// exactly what its manifest says, as the host's TOML parser reads it.
+TEST(Registry, EveryBundledDescriptorIsItsManifestsIdentity) {
+    registry reg(kBundled);
+    reg.load_all();
+    for (const auto& r : reg.records()) {
+        SCOPED_TRACE(r.name());
+        ASSERT_TRUE(r.loaded) << r.error;
+        const altgrad_descriptor& d = r.loaded->descriptor();
+        EXPECT_EQ(std::string(d.name), r.info->name);
+        EXPECT_EQ(std::string(d.description), r.info->description);
+        EXPECT_EQ(host::version_string(d.version), host::version_string(r.info->version));
+    }
+}
+
+// The same for a manifest written to be hard to turn into C (literal string,
+// comments, escapes, raw UTF-8, a version part with a leading zero); and its
+// library beside a manifest of another version is refused, naming the check.
+TEST(Registry, AManifestsEscapesReachTheLibraryByteForByte) {
+    scratch_dir dir;
+    fs::copy(kTestPlugins / "manifest_identity", dir.path() / "manifest_identity");
+    registry reg(dir.path());
+    const auto p = reg.load("manifest_identity");
+    const altgrad_descriptor& d = p->descriptor();
+    EXPECT_EQ(std::string(d.name), "manifest_identity");
+    EXPECT_EQ(d.version.major, 2u);
+    EXPECT_EQ(d.version.minor, 10u);  // "010": ten, not C's octal eight
+    EXPECT_EQ(d.version.patch, 3u);
+    // TOML's \" \\ \t \u00e9 \U0001F600, written out as UTF-8 bytes here.
+    const std::string want = "Test: \"quoted\", back\\slash, tab\there, caf\xc3\xa9 \xf0\x9f\x98\x80 "
+                             "\xc2\xb1 ?\?= ; [x] ${y} @z@ # kept";
+    EXPECT_EQ(std::string(d.description), want);
+    EXPECT_EQ(p->info.description, want);  // and the host's TOML parser agrees
+
+    std::ifstream in(dir.path() / "manifest_identity" / "manifest.toml");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.replace(text.find("2.010.3"), 7, "2.010.4");
+    dir.add_plugin("other", text, dir.path() / "manifest_identity" / "libaltgrad_manifest_identity.so");
+    fs::remove_all(dir.path() / "manifest_identity");
+    registry other(dir.path());
+    const std::string e = load_error(other, "manifest_identity");
+    EXPECT_NE(e.find("descriptor: library says version 2.10.3, manifest says 2.10.4"), std::string::npos)
+        << e;
+}
+
+// ABI 1.3: a diagnostic's headline declaration is read and checked when it
+// loads; each broken rule is refused in one line naming the plugin, the
+// headline and the field, and the others still load.
+TEST(Registry, AMalformedHeadlineIsRefusedNamingThePluginAndTheField) {
+    scratch_dir dir;
+    fs::copy(kTestPlugins / "broken_headlines", dir.path() / "broken_headlines");
+    fs::copy(kBundled / "stiffness", dir.path() / "stiffness");
+    const std::vector<std::pair<const char*, std::string>> cases = {
+        {"series", "headline 0: series 'Stiffness Mean' is not [a-z0-9_.]+"},
+        {"host_series", "headline 0 (series 'loss'): series is one of the host's own series"},
+        {"duplicate", "headline 1: series 'broken_headlines.ok' is headline 0's too"},
+        {"value", "headline 0 (series 'broken_headlines.ok'): value is NULL"},
+        {"title", "headline 0 (series 'broken_headlines.ok'): title is empty"},
+        {"label", "headline 0 (series 'broken_headlines.ok'): label is not NUL-terminated within 128 bytes"},
+        {"unit",
+         "headline 0 (series 'broken_headlines.ok'): unit holds a control character (byte 0x0a at offset 1)"},
+        {"utf8", "headline 0 (series 'broken_headlines.ok'): title is not UTF-8 (byte 0xff at offset 4)"},
+        {"summary", "headline 0 (series 'broken_headlines.ok'): summary 7 is not one of mean, max, min"},
+        {"flags",
+         "headline 0 (series 'broken_headlines.ok'): flags 6 hold bits other than ALTGRAD_HEADLINE_LOG_SCALE"},
+        {"count", "headline_count 65 is more than ALTGRAD_HEADLINE_MAX_COUNT (64)"},
+        {"null", "headlines is NULL with headline_count 1"},
+        {"struct_size", "headline 0: struct_size 8 is not a headline's"}};
+    for (const auto& [rule, want] : cases) {
+        SCOPED_TRACE(rule);
+        ::setenv("ALTGRAD_TEST_BROKEN_HEADLINE", rule, 1);
+        registry reg(dir.path());
+        const std::string e = load_error(reg, "broken_headlines");
+        EXPECT_EQ(e.rfind("plugin 'broken_headlines'", 0), 0u) << e;
+        EXPECT_NE(e.find("headlines: " + want), std::string::npos) << e;
+        EXPECT_EQ(e.find('\n'), std::string::npos) << e;  // one line
+        EXPECT_EQ(reg.load("stiffness")->headlines.size(), 1u);
+    }
+    // The same library with a well-formed declaration loads, and keeps a copy.
+    ::setenv("ALTGRAD_TEST_BROKEN_HEADLINE", "valid", 1);
+    registry reg(dir.path());
+    const auto p = reg.load("broken_headlines");
+    ::unsetenv("ALTGRAD_TEST_BROKEN_HEADLINE");
+    ASSERT_EQ(p->headlines.size(), 1u);
+    EXPECT_EQ(p->headlines[0].value, "ok");
+    EXPECT_EQ(p->headlines[0].series, "broken_headlines.ok");
+    EXPECT_EQ(p->headlines[0].title, "OK (mean over tensors of 1)");
+    EXPECT_EQ(p->headlines[0].unit, "");
+    EXPECT_EQ(p->headlines[0].summary, ALTGRAD_HEADLINE_MEAN);
+    EXPECT_FALSE(p->headlines[0].log_scale);
 }
 
 TEST(Registry, MissingEntrySymbol) {

@@ -18,7 +18,9 @@
 #      (AltGrad must be found there, and no compile command may reach into the
 #      source tree's sdk/), builds, is listed ok, describes, and quantizes
 #      inputs to the values expected from the NF4 table (computed
-#      independently: nearest table value, saturating at +-1).
+#      independently: nearest table value, saturating at +-1). Its library
+#      holds the manifest's description (altgrad_add_plugin read it), and
+#      beside a manifest of another version it is refused.
 #   4. docs/examples/exmy_param likewise; as E5M2 (exponent_bits=5
 #      mantissa_bits=2 bias=15) it must give the OCP E5M2 values, and the
 #      same output as the bundled e5m2; other parameter sets (E2M1, P3109
@@ -286,6 +288,26 @@ configure_and_build(nf4 SOURCE "${WORK}/nf4-doc")
 set(nf4_plugins "${WORK}/nf4-build/plugins")
 run("nf4: list" COMMAND "${HOST}" --plugins "${nf4_plugins}" list OUTPUT listing)
 expect_listed_ok("nf4: list" "${listing}" nf4)
+# Its identity is written once, in manifest.toml: altgrad_add_plugin put the
+# manifest's description into the library (the source names only make_nf4),
+# and the library beside a manifest of another version is refused, naming the check.
+file(STRINGS "${nf4_plugins}/nf4/libaltgrad_nf4.so" nf4_strings
+  REGEX "QLoRA NormalFloat4: 16 values in \\[-1, 1\\], codes 0..15 ascending, one zero, no Inf or NaN")
+if(NOT nf4_strings)
+  message(FATAL_ERROR "out_of_tree: nf4: the library does not hold its manifest's description")
+endif()
+file(MAKE_DIRECTORY "${WORK}/nf4-other/nf4")
+file(COPY "${nf4_plugins}/nf4/libaltgrad_nf4.so" DESTINATION "${WORK}/nf4-other/nf4")
+file(READ "${nf4_plugins}/nf4/manifest.toml" nf4_manifest)
+string(REPLACE "version = \"1.0.0\"" "version = \"1.0.1\"" nf4_manifest "${nf4_manifest}")
+file(WRITE "${WORK}/nf4-other/nf4/manifest.toml" "${nf4_manifest}")
+run("nf4: its library beside another manifest"
+  COMMAND "${HOST}" --plugins "${WORK}/nf4-other" list OUTPUT listing)
+expect_contains("nf4: its library beside another manifest" "${listing}" broken)
+run("nf4: ... is refused, naming the check" COMMAND "${HOST}" --plugins "${WORK}/nf4-other" describe nf4
+  OUTPUT refused EXPECT_FAILURE)
+expect_contains("nf4: ... is refused" "${refused}"
+  "descriptor: library says version 1.0.0, manifest says 1.0.1")
 run("nf4: describe --table" COMMAND "${HOST}" --plugins "${nf4_plugins}" describe nf4 --table OUTPUT described)
 # Every table value, as %a of the float32 literal.
 expect_contains("nf4: describe --table" "${described}" nf4

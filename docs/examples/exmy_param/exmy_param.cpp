@@ -63,7 +63,5 @@ altgrad::sdk::exmy_format make_exmy(const altgrad::sdk::param_view& params) {
 
 }  // namespace
 
-ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS("exmy_param", 1, 0, 0,
-                                  "Any sign-magnitude ExMy float: exponent and mantissa widths, bias and "
-                                  "special-value convention as parameters",
-                                  make_exmy, kParams, sizeof kParams / sizeof kParams[0])
+// The name, version and description are manifest.toml's (altgrad_add_plugin reads them).
+ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS(make_exmy, kParams, sizeof kParams / sizeof kParams[0])

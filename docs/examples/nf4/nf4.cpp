@@ -14,6 +14,4 @@ altgrad::sdk::codebook_format make_nf4(const altgrad::sdk::param_view&) {
 }
 }  // namespace
 
-ALTGRAD_FORMAT_PLUGIN("nf4", 1, 0, 0,
-                      "QLoRA NormalFloat4: 16 values in [-1, 1], codes 0..15 ascending, one zero, no Inf or NaN",
-                      make_nf4)
+ALTGRAD_FORMAT_PLUGIN(make_nf4)   // name, version and description: manifest.toml

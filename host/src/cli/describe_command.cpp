@@ -1,5 +1,6 @@
 // altgrad-host describe: what a plugin is; for a format, its exact encoding
-// and, with --table, the value of every code.
+// and, with --table, the value of every code; for a diagnostic, the headline
+// values a report draws (ABI 1.3).
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -7,9 +8,10 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "plugins/format_handle.hpp"
+#include "plugins/headlines.hpp"
 #include "plugins/plugin_json.hpp"
 #include "util/abi_names.hpp"
-#include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
 #include "util/error.hpp"
 #include "util/json_output.hpp"
@@ -81,13 +83,32 @@ void print_code_table(const altgrad_format_info& i, const std::vector<float>& va
     }
 }
 
-void print_text(const manifest& m, const format_handle* f, bool table) {
+// What a report draws for a diagnostic: each headline's series, how it is
+// summarised over tensors, its title and axis; or why nothing is declared.
+void print_headlines(const loaded_plugin& plugin) {
+    if (plugin.headlines.empty()) {
+        const bool older = !has_headline_fields(*plugin.entry);
+        std::cout << "headlines       none declared" << (older ? " (built before ABI 1.3)" : "")
+                  << ": a report shows every value it writes, each the mean over tensors\n";
+        return;
+    }
+    for (const diagnostic_headline& h : plugin.headlines)
+        std::cout << "headline        " << h.series << ": the " << headline_summary_names().name(h.summary)
+                  << " over tensors of " << h.value << "\n"
+                  << "  title         " << h.title << "\n"
+                  << "  axis          " << h.label << (h.unit.empty() ? "" : " (" + h.unit + ")")
+                  << (h.log_scale ? ", log scale" : "") << "\n";
+}
+
+void print_text(const loaded_plugin& plugin, const format_handle* f, bool table) {
+    const manifest& m = plugin.info;
     std::cout << "name            " << m.name << " " << version_string(m.version) << " (" << kind_name(m.kind)
               << ", ABI " << version_string(m.abi_version, false) << ")\n"
               << (m.aliases.empty() ? "" : "aliases         " + comma_list(m.aliases) + "\n") << "description     "
               << m.description << "\n"
               << "library         " << m.library.string() << "\n";
     for (const param_decl& p : m.params) std::cout << "parameter       " << param_summary(p) << "\n";
+    if (m.kind == ALTGRAD_KIND_DIAGNOSTIC) print_headlines(plugin);
     if (f == nullptr) return;
     print_format_text(f->info());
     if (table) print_code_table(f->info(), f->decode_all_codes());
@@ -128,8 +149,8 @@ int describe_command(const context& ctx, const args& a) {
         throw usage_error("describe --table: '" + name + "' has " + std::to_string(f->info().total_bits) +
                           " bits; tables are limited to formats of at most 16 bits");
 
-    if (as_json) std::cout << json_output(describe_json(m, f.get(), table));
-    else print_text(m, f.get(), table);
+    if (as_json) std::cout << json_output(describe_json(*plugin, f.get(), table));
+    else print_text(*plugin, f.get(), table);
     return 0;
 }
 

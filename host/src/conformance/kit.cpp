@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "conformance/checks.hpp"
+#include "conformance/headline_checks.hpp"
 #include "plugins/registry.hpp"
 #include "util/error.hpp"
 
@@ -154,6 +155,10 @@ const std::vector<check_def>& diagnostic_only_checks() {
          "diagnostic: a view whose blocks all have scale s answers as one scaled per tensor by s (skipped before ABI "
          "1.2)",
          false, check_measure_block_scales},
+        {"measure.headlines",
+         "diagnostic: the headlines are well formed and name values measure writes (skipped before ABI "
+         "1.3)",
+         false, [](env& e) { return check_headlines(e.target, e.opts); }},
     };
     return checks;
 }

@@ -1,6 +1,7 @@
 // A created diagnostic-plugin instance, from the host's side: its interests,
-// and measure calls whose results come back as a vector, a malformed result
-// turned into a host::error naming the plugin. Creation, ownership and a
+// its headline values (ABI 1.3, read when the plugin loaded), and measure
+// calls whose results come back as a vector, a malformed result turned into a
+// host::error naming the plugin. Creation, ownership and a
 // failed call's error are plugin_instance's. One thread at a time per handle,
 // as the ABI says.
 #pragma once
@@ -14,6 +15,7 @@
 
 #include <altgrad/altgrad.h>
 
+#include "plugins/headlines.hpp"
 #include "plugins/loader.hpp"
 #include "plugins/plugin_instance.hpp"
 
@@ -31,6 +33,14 @@ public:
     uint32_t interests() const { return interests_; }
     bool interested_in(altgrad_tensor_role role) const { return (interests_ >> role) & 1u; }
     size_t max_values_per_tensor() const { return max_values_; }
+
+    // The headline values the plugin declares (ABI 1.3), copied out of the
+    // library and checked when it loaded; none for a plugin built against an
+    // older ABI, or one that declares none (headline_count 0).
+    const std::vector<diagnostic_headline>& headlines() const { return plugin().headlines; }
+    // Whether it declares any: built against ABI 1.3 or newer, with at least
+    // one headline. A report shows every value of a plugin that does not.
+    bool declares_headlines() const { return !plugin().headlines.empty(); }
 
     // Measure. The buffer holds max_values_per_tensor * (tensors.size() + 1)
     // values (one tensor's worth for ALTGRAD_ALL_TENSORS entries).

@@ -136,6 +136,13 @@ std::shared_ptr<const loaded_plugin> load_plugin(const manifest& m) {
     check_tables(c, e);
 
     auto p = std::make_shared<loaded_plugin>();
+    if (m.kind == ALTGRAD_KIND_DIAGNOSTIC) {
+        try {
+            p->headlines = read_headlines(*e);
+        } catch (const std::exception& x) {
+            c.fail("headlines", x.what());
+        }
+    }
     p->info = m;
     p->library = std::move(lib);
     p->entry = e;

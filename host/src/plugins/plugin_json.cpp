@@ -52,7 +52,18 @@ std::string param_summary(const param_decl& p) {
     return s + ")" + (p.description.empty() ? "" : ": " + p.description);
 }
 
-ordered_json describe_json(const manifest& m, const format_handle* f, bool table) {
+ordered_json headline_json(const diagnostic_headline& h) {
+    return ordered_json{{"value", h.value},
+                        {"series", h.series},
+                        {"title", h.title},
+                        {"label", h.label},
+                        {"unit", h.unit},
+                        {"summary", headline_summary_names().name(h.summary)},
+                        {"log_scale", h.log_scale}};
+}
+
+ordered_json describe_json(const loaded_plugin& plugin, const format_handle* f, bool table) {
+    const manifest& m = plugin.info;
     ordered_json parameters = ordered_json::array();
     for (const param_decl& p : m.params)
         parameters.push_back(ordered_json{{"key", p.key}, {"type", param_type_name(p.type)}, {"summary", param_summary(p)}});
@@ -64,6 +75,11 @@ ordered_json describe_json(const manifest& m, const format_handle* f, bool table
                      {"description", m.description},
                      {"library", m.library.string()},
                      {"parameters", parameters}};
+    if (m.kind == ALTGRAD_KIND_DIAGNOSTIC) {
+        ordered_json headlines = ordered_json::array();
+        for (const diagnostic_headline& h : plugin.headlines) headlines.push_back(headline_json(h));
+        out["headlines"] = headlines;
+    }
     if (f != nullptr) {
         out["format"] = format_json(f->info());
         if (table) out["codes"] = codes_json(f->decode_all_codes());

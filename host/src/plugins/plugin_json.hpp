@@ -13,8 +13,13 @@ namespace altgrad::host {
 // One plugin of `list --json`: kind, name, aliases, version, status, description, manifest, error.
 ordered_json plugin_record_json(const plugin_record& r);
 
-// `describe --json`: the manifest, and for a format (f set) its encoding (with `table`, every code).
-ordered_json describe_json(const manifest& m, const format_handle* f, bool table);
+// `describe --json`: the manifest; for a format (f set) its encoding (with
+// `table`, every code); for a diagnostic its headlines (ABI 1.3, [] when it
+// declares none).
+ordered_json describe_json(const loaded_plugin& plugin, const format_handle* f, bool table);
+
+// A diagnostic's headline: value, series, title, label, unit, summary, log_scale.
+ordered_json headline_json(const diagnostic_headline& h);
 
 // A parameter in one line: "bits (int, default 4, 1..8): the exponent width".
 std::string param_summary(const param_decl& p);

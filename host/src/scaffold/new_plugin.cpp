@@ -13,7 +13,8 @@ namespace fs = std::filesystem;
 namespace {
 
 // The templates: @NAME@ is the plugin's name, @ABI@ the ABI this host (and
-// the SDK installed with it) speaks, @KIND@ the plugin's kind.
+// the SDK installed with it) speaks, @KIND@ the plugin's kind, @SERIES@ the
+// diagnostic's headline series.
 constexpr const char* kCMakeLists = R"(# @NAME@: an AltGrad @KIND@ plugin, built against the installed SDK.
 #   cmake -S . -B build -DCMAKE_PREFIX_PATH=/where/altgrad/is/installed
 #   cmake --build build
@@ -28,7 +29,8 @@ find_package(AltGrad REQUIRED)   # AltGrad::sdk (headers, C++17) and altgrad_add
 
 include(GNUInstallDirs)
 # Builds build/plugins/@NAME@/libaltgrad_@NAME@.so beside a copy of manifest.toml:
-# build/plugins is a plugin folder for `altgrad-host --plugins`.
+# build/plugins is a plugin folder for `altgrad-host --plugins`. The plugin's name,
+# version and description are read from manifest.toml into its source.
 altgrad_add_plugin(NAME @NAME@
   SOURCES @NAME@.cpp
   MANIFEST manifest.toml
@@ -38,7 +40,7 @@ altgrad_add_plugin(NAME @NAME@
 constexpr const char* kManifest = R"([plugin]
 kind = "@KIND@"
 name = "@NAME@"
-version = "0.1.0"            # the macro's version in @NAME@.cpp: keep them equal
+version = "0.1.0"            # name, version and description reach @NAME@.cpp from here
 abi_version = "@ABI@"
 library = "libaltgrad_@NAME@.so"
 description = "@DESCRIPTION@"
@@ -63,15 +65,17 @@ altgrad::sdk::codebook_format make_format(const altgrad::sdk::param_view&) {
 }
 }  // namespace
 
-ALTGRAD_FORMAT_PLUGIN("@NAME@", 0, 1, 0, "@DESCRIPTION@", make_format)
+ALTGRAD_FORMAT_PLUGIN(make_format)   // name, version and description: manifest.toml
 )";
 
 constexpr const char* kDiagnosticDescription = "Mean absolute value and the count of non-finite elements per weight tensor";
-constexpr const char* kDiagnosticSource = R"(// @NAME@: a diagnostic plugin. Each measured step the host hands it the
+// (A raw string with a delimiter: the headline's title holds ")".)
+constexpr const char* kDiagnosticSource = R"src(// @NAME@: a diagnostic plugin. Each measured step the host hands it the
 // tensors of the roles interests() asks for; it answers named values per
-// tensor (at most max_values_per_tensor()), which land in metrics.jsonl.
+// tensor (at most max_values_per_tensor()), which land in metrics.jsonl;
+// `headlines` names the few a report draws over training.
 // As written: the mean |w| of each weight tensor's finite elements, and how
-// many were not finite.
+// many were not finite; the report draws the mean of mean_abs over tensors.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -83,6 +87,13 @@ namespace sdk = altgrad::sdk;
 
 class @NAME@_diagnostic {
 public:
+    static constexpr altgrad_headline headlines[] = {
+        sdk::headline("mean_abs", "@SERIES@")
+            .title("Mean |w| (mean over weight tensors of their finite elements' mean |w|)")
+            .label("mean |w|")
+            .summary(ALTGRAD_HEADLINE_MEAN),
+    };
+
     uint32_t interests() const { return 1u << ALTGRAD_TENSOR_WEIGHT; }
     size_t max_values_per_tensor() const { return 2; }
 
@@ -105,8 +116,8 @@ private:
 @NAME@_diagnostic make(const sdk::param_view&) { return @NAME@_diagnostic(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("@NAME@", 0, 1, 0, "@DESCRIPTION@", make)
-)";
+ALTGRAD_DIAGNOSTIC_PLUGIN(make)   // name, version and description: manifest.toml
+)src";
 
 constexpr const char* kInterventionDescription = "Clips the gradient norm to 1 in steps where a gradient overflows more than 1%";
 constexpr const char* kInterventionSource = R"(// @NAME@: an intervention plugin. Once per step it sees the loss, the
@@ -135,7 +146,7 @@ public:
 @NAME@_intervention make(const altgrad::sdk::param_view&) { return @NAME@_intervention(); }
 }  // namespace
 
-ALTGRAD_INTERVENTION_PLUGIN("@NAME@", 0, 1, 0, "@DESCRIPTION@", make)
+ALTGRAD_INTERVENTION_PLUGIN(make)   // name, version and description: manifest.toml
 )";
 
 constexpr const char* kReadme = R"(# @NAME@: an AltGrad @KIND@ plugin
@@ -151,9 +162,10 @@ cmake --install build --prefix PREFIX    # beside the bundled plugins, which a r
 PREFIX/bin/altgrad-host @USE@
 ```
 
-`manifest.toml` and the macro at the end of `@NAME@.cpp` must agree on the name, kind, version
-and parameters; the host says which one differs. AltGrad's `docs/writing-a-plugin.md` explains
-the SDK helpers, parameters and the ABI.
+`manifest.toml` is the plugin's identity: its name, version and description reach the library
+through `altgrad_add_plugin` (the macro at the end of `@NAME@.cpp` takes them from there). Its
+kind and parameters must agree with the source; the host says what differs. AltGrad's
+`docs/writing-a-plugin.md` explains the SDK helpers, parameters and the ABI.
 )";
 
 std::string substitute(std::string text, const std::vector<std::pair<std::string, std::string>>& values) {
@@ -187,8 +199,13 @@ std::vector<fs::path> write_plugin_project(const std::string& name, altgrad_plug
                              : kind == ALTGRAD_KIND_DIAGNOSTIC ? "diagnostics.plugins="
                                                                : "stability.interventions=") +
                             name;
+    // The diagnostic's headline series, "<name>.mean_abs" while that stays a
+    // value name (shorter than 64 bytes).
+    const std::string series =
+        name.size() + 9 < ALTGRAD_VALUE_NAME_CAPACITY ? name + ".mean_abs" : std::string("mean_abs");
     const std::vector<std::pair<std::string, std::string>> values = {
         {"@DESCRIPTION@", description},
+        {"@SERIES@", series},
         {"@NAME@", name},
         {"@KIND@", kind_name(kind)},
         {"@ABI@", std::to_string(ALTGRAD_ABI_VERSION_MAJOR) + "." + std::to_string(ALTGRAD_ABI_VERSION_MINOR)},

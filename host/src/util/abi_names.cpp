@@ -75,4 +75,10 @@ const name_table<altgrad_action_kind>& action_kind_names() {
     return t;
 }
 
+const name_table<altgrad_headline_summary>& headline_summary_names() {
+    static const name_table<altgrad_headline_summary> t{
+        {ALTGRAD_HEADLINE_MEAN, "mean"}, {ALTGRAD_HEADLINE_MAX, "max"}, {ALTGRAD_HEADLINE_MIN, "min"}};
+    return t;
+}
+
 }  // namespace altgrad::host

@@ -37,6 +37,8 @@ const name_table<altgrad_format_family>& format_family_names();
 const name_table<altgrad_zero_kind>& zero_kind_names();
 // clip_grad_norm, switch_format, skip_step (an intervention's actions)
 const name_table<altgrad_action_kind>& action_kind_names();
+// mean, max, min (how a diagnostic's headline summarises its tensors, ABI 1.3)
+const name_table<altgrad_headline_summary>& headline_summary_names();
 
 inline const char* rounding_name(altgrad_rounding r) { return rounding_names().name(r); }
 inline const char* overflow_name(altgrad_overflow o) { return overflow_names().name(o); }

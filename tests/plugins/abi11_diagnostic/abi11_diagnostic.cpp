@@ -52,9 +52,15 @@ altgrad_status measure11(altgrad_diagnostic* d, uint64_t step, const altgrad_ten
     return adapter::measure(d, step, reinterpret_cast<const altgrad_tensor_view*>(packed), n, values, error);
 }
 
+// Its table as 1.1 sized it: it ends at measure (the 1.3 headline fields lie
+// beyond; the host must not read them).
 const altgrad_diagnostic_vtable* table() {
-    static const altgrad_diagnostic_vtable t = {sizeof(altgrad_diagnostic_vtable), &adapter::create, &adapter::destroy,
-                                                &adapter::interests, &adapter::max_values_per_tensor, &measure11};
+    static const altgrad_diagnostic_vtable t = {offsetof(altgrad_diagnostic_vtable, headlines),
+                                                &adapter::create,
+                                                &adapter::destroy,
+                                                &adapter::interests,
+                                                &adapter::max_values_per_tensor,
+                                                &measure11};
     return &t;
 }
 

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define ALTGRAD_ABI_VERSION_MAJOR 1u
-#define ALTGRAD_ABI_VERSION_MINOR 2u
+#define ALTGRAD_ABI_VERSION_MINOR 3u
 
 /* History of minors (each adds only; a 1.0 plugin loads in a 1.1 host):
  *   1.0  formats, interventions, diagnostics, parameters, tensor views
@@ -20,6 +20,9 @@
  *   1.2  format calls may carry per-block scales (format.h, block_scales);
  *        tensor views carry the block scales a tensor was quantized with
  *        (tensor.h)
+ *   1.3  diagnostics declare their headline values, the few a report draws
+ *        (diagnostic.h, altgrad_headline; headlines and headline_count at the
+ *        end of altgrad_diagnostic_vtable)
  */
 
 #ifdef __cplusplus

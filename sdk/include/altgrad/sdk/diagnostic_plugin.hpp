@@ -5,10 +5,28 @@
 //   size_t max_values_per_tensor() const;    // see "Buffer size" below
 //   void measure(uint64_t step, const altgrad_tensor_view* tensors, size_t n,
 //                value_sink& out);
-// and a plugin is then a factory plus one macro:
+// and a plugin is then a factory plus one macro (the name, version and
+// description are the manifest's: export.hpp):
 //
 //   my_diag make(const altgrad::sdk::param_view&) { return my_diag(); }
-//   ALTGRAD_DIAGNOSTIC_PLUGIN("mine", 1, 0, 0, "What it measures", make)
+//   ALTGRAD_DIAGNOSTIC_PLUGIN(make)
+//
+// Headlines (ABI 1.3, abi/diagnostic.h): the few values a report draws over
+// training. D declares them as a static constexpr array, each built by
+// altgrad::sdk::headline(value, series) and named setters:
+//
+//   static constexpr altgrad_headline headlines[] = {
+//       altgrad::sdk::headline("stiffness_mean", "stiffness")
+//           .title("Stiffness (mean S = 2^(floor(log2|w|) - M))")
+//           .label("mean stiffness")
+//           .summary(ALTGRAD_HEADLINE_MEAN)   // the default; or _MAX, _MIN
+//           .log_scale(),                     // unit("...") when it has one
+//   };
+//
+// The adapter points the vtable at it and checks it when the plugin compiles
+// (names, texts, summary, flags, unique series: a static_assert says which
+// rule is broken). A class without `headlines` declares none: reports show
+// every value it writes.
 //
 // The contract the adapter keeps for D:
 //  - measure is called only with checked arguments: tensors is non-NULL when
@@ -52,6 +70,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -328,6 +347,115 @@ inline quantize_result quantize_like(const altgrad_tensor_view& t, const float* 
     return total;
 }
 
+// ---- Headlines (ABI 1.3): what a diagnostic class declares in `headlines`.
+
+// One headline, built with named setters and converted to the ABI's struct
+// (struct_size set). Defaults: unit "", ALTGRAD_HEADLINE_MEAN, linear axis;
+// title and label have none (a headline without them does not compile).
+class headline {
+public:
+    constexpr headline(const char* value, const char* series)
+        : h_{sizeof(altgrad_headline), value, series, nullptr, nullptr, "", ALTGRAD_HEADLINE_MEAN, 0u} {}
+    constexpr headline title(const char* text) const { return with(&altgrad_headline::title, text); }
+    constexpr headline label(const char* text) const { return with(&altgrad_headline::label, text); }
+    constexpr headline unit(const char* text) const { return with(&altgrad_headline::unit, text); }
+    constexpr headline summary(altgrad_headline_summary how) const {
+        headline h = *this;
+        h.h_.summary = how;
+        return h;
+    }
+    constexpr headline log_scale() const {
+        headline h = *this;
+        h.h_.flags |= ALTGRAD_HEADLINE_LOG_SCALE;
+        return h;
+    }
+    constexpr operator altgrad_headline() const { return h_; }  // NOLINT: the point of the builder
+
+private:
+    constexpr headline with(const char* altgrad_headline::*field, const char* text) const {
+        headline h = *this;
+        h.h_.*field = text;
+        return h;
+    }
+    altgrad_headline h_;
+};
+
+namespace detail {
+
+// D::headlines, or none.
+template <class D, class = void>
+struct declared_headlines {
+    static constexpr const altgrad_headline* data() { return nullptr; }
+    static constexpr size_t count = 0;
+};
+template <class D>
+struct declared_headlines<D, std::void_t<decltype(D::headlines)>> {
+    using array = std::remove_reference_t<decltype(D::headlines)>;
+    static_assert(std::is_array_v<array> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<array>>,
+                                                            altgrad_headline>,
+                  "a diagnostic's headlines are `static constexpr altgrad_headline headlines[] = {...}`");
+    static constexpr const altgrad_headline* data() { return D::headlines; }
+    static constexpr size_t count = std::extent_v<array>;
+};
+
+// The rules of abi/diagnostic.h, at compile time (names.hpp's functions).
+constexpr bool headline_names_ok(const altgrad_headline* h, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (!is_value_name(h[i].value) || !is_value_name(h[i].series)) return false;
+    return true;
+}
+constexpr bool headline_series_free(const altgrad_headline* h, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (is_host_series_name(h[i].series)) return false;
+    return true;
+}
+constexpr bool headline_series_unique(const altgrad_headline* h, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        for (size_t j = 0; j < i; ++j)
+            if (same_text(h[i].series, h[j].series)) return false;
+    return true;
+}
+constexpr bool headline_texts_ok(const altgrad_headline* h, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (!is_headline_text(h[i].title, false) || !is_headline_text(h[i].label, false) ||
+            !is_headline_text(h[i].unit, true))
+            return false;
+    return true;
+}
+constexpr bool headline_kinds_ok(const altgrad_headline* h, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+        const int summary = static_cast<int>(h[i].summary);
+        if (summary < ALTGRAD_HEADLINE_MEAN || summary > ALTGRAD_HEADLINE_MIN) return false;
+        if ((h[i].flags & ~ALTGRAD_HEADLINE_LOG_SCALE) != 0 || h[i].struct_size != sizeof(altgrad_headline))
+            return false;
+    }
+    return true;
+}
+
+// D's headlines, checked: the vtable's headlines and headline_count.
+template <class D>
+struct checked_headlines {
+    using declared = declared_headlines<D>;
+    static constexpr const altgrad_headline* h = declared::data();
+    static constexpr size_t n = declared::count;
+    static_assert(n <= ALTGRAD_HEADLINE_MAX_COUNT, "more headlines than ALTGRAD_HEADLINE_MAX_COUNT");
+    static_assert(headline_names_ok(h, n),
+                  "a headline's value or series is not [a-z0-9_.]+ of fewer than 64 characters");
+    static_assert(headline_series_free(h, n),
+                  "a headline's series is one of the host's own (altgrad::sdk::kHostSeriesNames): prefix it "
+                  "with the plugin's name");
+    static_assert(headline_series_unique(h, n), "two headlines have the same series");
+    static_assert(headline_texts_ok(h, n),
+                  "a headline has no title or label, or a title, label or unit of 128 bytes or more or "
+                  "with a control character (one line each)");
+    static_assert(headline_kinds_ok(h, n),
+                  "a headline's summary is not ALTGRAD_HEADLINE_MEAN, _MAX or _MIN, its flags hold bits "
+                  "other than ALTGRAD_HEADLINE_LOG_SCALE, or its struct_size is not "
+                  "sizeof(altgrad_headline)");
+};
+
+}  // namespace detail
+
 // The vtable for diagnostic class D made by Factory(const param_view&).
 template <class D, D (*Factory)(const param_view&)>
 struct diagnostic_adapter {
@@ -425,21 +553,49 @@ struct diagnostic_adapter {
     }
 
     static const altgrad_diagnostic_vtable* vtable() {
-        static const altgrad_diagnostic_vtable table = {sizeof(altgrad_diagnostic_vtable), &create, &destroy,
-                                                        &interests, &max_values_per_tensor, &measure};
+        using headlines = detail::checked_headlines<D>;
+        static const altgrad_diagnostic_vtable table = {sizeof(altgrad_diagnostic_vtable),
+                                                        &create,
+                                                        &destroy,
+                                                        &interests,
+                                                        &max_values_per_tensor,
+                                                        &measure,
+                                                        headlines::h,
+                                                        headlines::n};
         return &table;
     }
 };
 
 }  // namespace altgrad::sdk
 
-// Export the one entry symbol of a diagnostic plugin library. PARAMS variant:
-// PARAM_SPECS is an array of altgrad_param_spec with static storage.
-#define ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, PARAM_SPECS,     \
-                                              PARAM_COUNT)                                                       \
-    ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_DIAGNOSTIC, NAME, MAJOR, MINOR, PATCH, DESCRIPTION, PARAM_SPECS, PARAM_COUNT, \
-                      nullptr, nullptr,                                                                          \
-                      (::altgrad::sdk::diagnostic_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()))
+// Export the one entry symbol of a diagnostic plugin library (export.hpp: the
+// identity comes from the manifest, or is given first):
+//   ALTGRAD_DIAGNOSTIC_PLUGIN(FACTORY)
+//   ALTGRAD_DIAGNOSTIC_PLUGIN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY)
+// and with parameters (PARAM_SPECS: an array of altgrad_param_spec with static
+// storage, matching the manifest's [parameters]):
+//   ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(FACTORY, PARAM_SPECS, PARAM_COUNT)
+//   ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY,
+//       PARAM_SPECS, PARAM_COUNT)
+// The three tables of a diagnostic plugin's entry.
+#define ALTGRAD_SDK_DIAGNOSTIC_TABLES(FACTORY)                                                      \
+    nullptr, nullptr,                                                                               \
+    (::altgrad::sdk::diagnostic_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable())
 
-#define ALTGRAD_DIAGNOSTIC_PLUGIN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY) \
-    ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, nullptr, 0)
+#define ALTGRAD_SDK_DIAGNOSTIC_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, SPECS, \
+        COUNT)                                                                                      \
+    ALTGRAD_SDK_ENTRY_EXPANDED(ALTGRAD_KIND_DIAGNOSTIC, NAME, MAJOR, MINOR, PATCH, DESCRIPTION,     \
+                               SPECS, COUNT, ALTGRAD_SDK_DIAGNOSTIC_TABLES(FACTORY))
+#define ALTGRAD_SDK_DIAGNOSTIC_MANIFEST_WITH_PARAMS(FACTORY, SPECS, COUNT)                          \
+    ALTGRAD_SDK_ENTRY_FROM_MANIFEST(ALTGRAD_KIND_DIAGNOSTIC, SPECS, COUNT,                          \
+                                    ALTGRAD_SDK_DIAGNOSTIC_TABLES(FACTORY))
+#define ALTGRAD_SDK_DIAGNOSTIC_GIVEN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY)               \
+    ALTGRAD_SDK_DIAGNOSTIC_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, nullptr, 0)
+#define ALTGRAD_SDK_DIAGNOSTIC_MANIFEST(FACTORY)                                                    \
+    ALTGRAD_SDK_DIAGNOSTIC_MANIFEST_WITH_PARAMS(FACTORY, nullptr, 0)
+
+#define ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(...)                                                  \
+    ALTGRAD_SDK_DISPATCH_3_8(ALTGRAD_SDK_DIAGNOSTIC_GIVEN_WITH_PARAMS,                              \
+                             ALTGRAD_SDK_DIAGNOSTIC_MANIFEST_WITH_PARAMS, __VA_ARGS__)
+#define ALTGRAD_DIAGNOSTIC_PLUGIN(...)                                                              \
+    ALTGRAD_SDK_DISPATCH_1_6(ALTGRAD_SDK_DIAGNOSTIC_GIVEN, ALTGRAD_SDK_DIAGNOSTIC_MANIFEST, __VA_ARGS__)

@@ -976,12 +976,34 @@ struct format_adapter {
 
 }  // namespace altgrad::sdk
 
-// Export the one entry symbol of a format plugin library. PARAMS variant:
-// PARAM_SPECS is an array of altgrad_param_spec with static storage.
-#define ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, PARAM_SPECS, PARAM_COUNT) \
-    ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_FORMAT, NAME, MAJOR, MINOR, PATCH, DESCRIPTION, PARAM_SPECS, PARAM_COUNT,          \
-                      (::altgrad::sdk::format_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()), nullptr,   \
-                      nullptr)
+// Export the one entry symbol of a format plugin library (export.hpp: the
+// identity comes from the manifest, or is given first):
+//   ALTGRAD_FORMAT_PLUGIN(FACTORY)
+//   ALTGRAD_FORMAT_PLUGIN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY)
+// and with parameters (PARAM_SPECS: an array of altgrad_param_spec with static
+// storage, matching the manifest's [parameters]):
+//   ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS(FACTORY, PARAM_SPECS, PARAM_COUNT)
+//   ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY,
+//       PARAM_SPECS, PARAM_COUNT)
+// The three tables of a format plugin's entry.
+#define ALTGRAD_SDK_FORMAT_TABLES(FACTORY)                                                          \
+    (::altgrad::sdk::format_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()),            \
+    nullptr, nullptr
 
-#define ALTGRAD_FORMAT_PLUGIN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY) \
-    ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, nullptr, 0)
+#define ALTGRAD_SDK_FORMAT_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, SPECS, \
+        COUNT)                                                                                      \
+    ALTGRAD_SDK_ENTRY_EXPANDED(ALTGRAD_KIND_FORMAT, NAME, MAJOR, MINOR, PATCH, DESCRIPTION,         \
+                               SPECS, COUNT, ALTGRAD_SDK_FORMAT_TABLES(FACTORY))
+#define ALTGRAD_SDK_FORMAT_MANIFEST_WITH_PARAMS(FACTORY, SPECS, COUNT)                              \
+    ALTGRAD_SDK_ENTRY_FROM_MANIFEST(ALTGRAD_KIND_FORMAT, SPECS, COUNT,                              \
+                                    ALTGRAD_SDK_FORMAT_TABLES(FACTORY))
+#define ALTGRAD_SDK_FORMAT_GIVEN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY)                   \
+    ALTGRAD_SDK_FORMAT_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, nullptr, 0)
+#define ALTGRAD_SDK_FORMAT_MANIFEST(FACTORY)                                                        \
+    ALTGRAD_SDK_FORMAT_MANIFEST_WITH_PARAMS(FACTORY, nullptr, 0)
+
+#define ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS(...)                                                      \
+    ALTGRAD_SDK_DISPATCH_3_8(ALTGRAD_SDK_FORMAT_GIVEN_WITH_PARAMS,                                  \
+                             ALTGRAD_SDK_FORMAT_MANIFEST_WITH_PARAMS, __VA_ARGS__)
+#define ALTGRAD_FORMAT_PLUGIN(...)                                                                  \
+    ALTGRAD_SDK_DISPATCH_1_6(ALTGRAD_SDK_FORMAT_GIVEN, ALTGRAD_SDK_FORMAT_MANIFEST, __VA_ARGS__)

@@ -258,14 +258,35 @@ struct intervention_adapter {
 
 }  // namespace altgrad::sdk
 
-// Export the one entry symbol of an intervention plugin library. PARAMS
-// variant: PARAM_SPECS is an array of altgrad_param_spec with static storage.
-#define ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, PARAM_SPECS,     \
-                                                PARAM_COUNT)                                                       \
-    ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_INTERVENTION, NAME, MAJOR, MINOR, PATCH, DESCRIPTION, PARAM_SPECS, PARAM_COUNT, \
-                      nullptr,                                                                                     \
-                      (::altgrad::sdk::intervention_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()),   \
-                      nullptr)
+// Export the one entry symbol of an intervention plugin library (export.hpp: the
+// identity comes from the manifest, or is given first):
+//   ALTGRAD_INTERVENTION_PLUGIN(FACTORY)
+//   ALTGRAD_INTERVENTION_PLUGIN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY)
+// and with parameters (PARAM_SPECS: an array of altgrad_param_spec with static
+// storage, matching the manifest's [parameters]):
+//   ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(FACTORY, PARAM_SPECS, PARAM_COUNT)
+//   ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY,
+//       PARAM_SPECS, PARAM_COUNT)
+// The three tables of an intervention plugin's entry.
+#define ALTGRAD_SDK_INTERVENTION_TABLES(FACTORY)                                                    \
+    nullptr,                                                                                        \
+    (::altgrad::sdk::intervention_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()),      \
+    nullptr
 
-#define ALTGRAD_INTERVENTION_PLUGIN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY) \
-    ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, nullptr, 0)
+#define ALTGRAD_SDK_INTERVENTION_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, SPECS, \
+        COUNT)                                                                                      \
+    ALTGRAD_SDK_ENTRY_EXPANDED(ALTGRAD_KIND_INTERVENTION, NAME, MAJOR, MINOR, PATCH, DESCRIPTION,   \
+                               SPECS, COUNT, ALTGRAD_SDK_INTERVENTION_TABLES(FACTORY))
+#define ALTGRAD_SDK_INTERVENTION_MANIFEST_WITH_PARAMS(FACTORY, SPECS, COUNT)                        \
+    ALTGRAD_SDK_ENTRY_FROM_MANIFEST(ALTGRAD_KIND_INTERVENTION, SPECS, COUNT,                        \
+                                    ALTGRAD_SDK_INTERVENTION_TABLES(FACTORY))
+#define ALTGRAD_SDK_INTERVENTION_GIVEN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY)             \
+    ALTGRAD_SDK_INTERVENTION_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, nullptr, 0)
+#define ALTGRAD_SDK_INTERVENTION_MANIFEST(FACTORY)                                                  \
+    ALTGRAD_SDK_INTERVENTION_MANIFEST_WITH_PARAMS(FACTORY, nullptr, 0)
+
+#define ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(...)                                                \
+    ALTGRAD_SDK_DISPATCH_3_8(ALTGRAD_SDK_INTERVENTION_GIVEN_WITH_PARAMS,                            \
+                             ALTGRAD_SDK_INTERVENTION_MANIFEST_WITH_PARAMS, __VA_ARGS__)
+#define ALTGRAD_INTERVENTION_PLUGIN(...)                                                            \
+    ALTGRAD_SDK_DISPATCH_1_6(ALTGRAD_SDK_INTERVENTION_GIVEN, ALTGRAD_SDK_INTERVENTION_MANIFEST, __VA_ARGS__)
