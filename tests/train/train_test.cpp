@@ -133,6 +133,58 @@ std::vector<std::string> comparable_metrics(const fs::path& run_dir) {
     return out;
 }
 
+// The report shows, for every run, whatever its diagnostics declared: a run
+// with kurtosis and grid_alignment enabled gets their headline values
+// (declared by the plugins, recorded in catalog.json) as steps.csv columns
+// with a value at each diagnostic step, and as figures titled as declared.
+TEST(Run, TheReportShowsTheHeadlinesOfTheDiagnosticsThatRan) {
+    scratch s;
+    const fs::path out = s.path / "run";
+    const run_result r = run("run " + s.config("tiny").string() + " --out " + out.string() +
+                             " --set diagnostics.plugins=kurtosis,grid_alignment");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const nlohmann::json catalog = nlohmann::json::parse(std::ifstream(out / "catalog.json"));
+    std::map<std::string, std::string> title_of;  // series -> title, of the diagnostics' headlines
+    for (const auto& m : catalog["metrics"])
+        if (m["source"] == "kurtosis" || m["source"] == "grid_alignment") title_of[m["series"]] = m["title"];
+    ASSERT_EQ(title_of.count("kurtosis.kurtosis"), 1u) << catalog.dump(1);
+    ASSERT_EQ(title_of.count("grid_alignment.mse"), 1u) << catalog.dump(1);
+
+    const fs::path report = s.path / "report";
+    const run_result rep = run("report " + out.string() + " -o " + report.string());
+    ASSERT_EQ(rep.exit_code, 0) << rep.out;
+    std::ifstream steps(report / "steps.csv");
+    std::string header, line;
+    std::getline(steps, header);
+    const auto column = [&](const std::string& name) {
+        std::istringstream h(header);
+        int k = 0;
+        for (std::string cell; std::getline(h, cell, ','); ++k)
+            if (cell == name) return k;
+        return -1;
+    };
+    const int kurtosis = column("kurtosis.kurtosis"), mse = column("grid_alignment.mse");
+    ASSERT_GE(kurtosis, 0) << header;
+    ASSERT_GE(mse, 0) << header;
+    int measured = 0;  // rows of diagnostic steps (4, 8, 12) with both values
+    while (std::getline(steps, line)) {
+        std::vector<std::string> cells;
+        std::istringstream l(line);
+        for (std::string cell; std::getline(l, cell, ',');) cells.push_back(cell);
+        cells.resize(std::max(kurtosis, mse) + 1);  // a line's trailing empty cells
+        if (!cells[kurtosis].empty() && !cells[mse].empty()) {
+            ++measured;
+            EXPECT_GT(std::stod(cells[kurtosis]), 0.0) << line;  // m4/m2^2 >= 1 for any non-constant data
+            EXPECT_GE(std::stod(cells[mse]), 0.0) << line;
+        }
+    }
+    EXPECT_EQ(measured, 3) << header;
+    std::ifstream md(report / "report.md");
+    const std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
+    for (const auto& [series, title] : title_of)
+        EXPECT_NE(text.find("![" + title + "](figures/diag-" + series + ".png)"), std::string::npos) << series << "\n" << text;
+}
+
 // On a terminal (a pty from script(1)) the log and the live progress line go
 // to standard error, with the validation losses among them; standard output,
 // redirected to a file, holds only the run directory; and a finished run has

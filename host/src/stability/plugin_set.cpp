@@ -69,6 +69,25 @@ diagnostic_set::diagnostic_set(const config::run_config& c, registry& plugins) {
                                                                  "diagnostics.plugins", "diagnostics.params"));
 }
 
+void diagnostic_set::describe_headlines(run::metric_catalog& catalog) const {
+    for (const auto& h : handles_)
+        for (const diagnostic_headline& d : h->headlines()) {
+            run::metric m;
+            m.name = m.summary_of = d.value;
+            m.record = run::metric_record::diagnostic;
+            m.unit = d.unit;
+            m.source = h->name();
+            m.title = d.title;
+            m.series = d.series;
+            m.label = d.label;
+            m.summary = d.summary == ALTGRAD_HEADLINE_MAX   ? run::tensor_summary::max
+                        : d.summary == ALTGRAD_HEADLINE_MIN ? run::tensor_summary::min
+                                                            : run::tensor_summary::mean;
+            m.log_scale = d.log_scale;
+            catalog.add(m);
+        }
+}
+
 uint32_t diagnostic_set::interests() const {
     uint32_t all = 0;
     for (const auto& h : handles_) all |= h->interests();

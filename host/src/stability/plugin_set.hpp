@@ -57,6 +57,11 @@ public:
     // The union of the plugins' interests (bit set of 1u << altgrad_tensor_role).
     uint32_t interests() const;
 
+    // Each plugin's declared headline values (ABI 1.3) into the run's
+    // catalog, as series of the report drawn from the values it measures. A
+    // series another metric has taken is a host::error naming both.
+    void describe_headlines(run::metric_catalog& catalog) const;
+
 private:
     std::vector<std::shared_ptr<diagnostic_handle>> handles_;
 };

@@ -226,6 +226,11 @@ training_run::training_run(const run_request& req, std::ostream& log)
       fp32_(diagnostics_.empty() ? nullptr : formats_.fp32()),
       detector_(c_.failure, !interventions_.empty(), !c_.quantization.shadow_weights, c_.training.max_steps) {
     step_metrics_ = host_step_metrics();
+    try {
+        diagnostics_.describe_headlines(catalog_);
+    } catch (const error& e) {  // two diagnostics declaring one series
+        throw error(c_.source.string() + ": key 'diagnostics.plugins': " + e.what());
+    }
     for (const added_step_metric& m : req.added_metrics) {
         catalog_.add(m.description);
         step_metrics_.push_back({m.description.name, [f = m.compute](const step_inputs& in) { return f(in.so_far); }});
