@@ -72,7 +72,7 @@
 
 namespace {
 
-const char* const kFormats[] = {"e5m2", "e4m3", "e3m4", "e1m6",     "e7m0",     "e0m7",    "bf16",
+const char* const kFormats[] = {"e5m2", "e4m3", "e3m4",     "e1m6",     "e7m0",     "e0m7", "bf16",
                                 "fp16", "fp32", "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0"};
 constexpr size_t kBlockSize = 32;  // quantize_block32: OCP MX's block
 
@@ -88,12 +88,9 @@ struct size_case {
     const char* name;
     size_t bytes;
 };
-const size_case kSizes[] = {{"4KiB", size_t{4} << 10},
-                            {"64KiB", size_t{64} << 10},
-                            {"256KiB", size_t{256} << 10},
-                            {"1MiB", size_t{1} << 20},
-                            {"16MiB", size_t{16} << 20},
-                            {"64MiB", size_t{64} << 20}};
+const size_case kSizes[] = {{"4KiB", size_t{4} << 10},     {"64KiB", size_t{64} << 10},
+                            {"256KiB", size_t{256} << 10}, {"1MiB", size_t{1} << 20},
+                            {"16MiB", size_t{16} << 20},   {"64MiB", size_t{64} << 20}};
 
 constexpr uint64_t kDataSeed = 0x5EEDF00DCAFEF00Dull;
 constexpr uint64_t kRoundingSeed = 0x0123456789ABCDEFull;
@@ -236,12 +233,12 @@ void bm_copy(benchmark::State& state, size_t bytes) {
 
 // Which scales a timed call uses and where they come from.
 enum class scales_from {
-    none,           // scale 1 (quantize/)
-    doubled,        // scale 2 over the input halved (quantize_scaled/)
-    given,          // block scales set before timing (quantize_block32/)
-    tensor_amax,    // the array's amax and its power-of-two scale, timed (quantize_amax/)
-    known_scale,    // the scale set before timing, the amax taken piece by piece, timed (quantize_delayed/)
-    block_amaxes,   // every block's amax and MX scale piece by piece, timed (quantize_mx32/)
+    none,          // scale 1 (quantize/)
+    doubled,       // scale 2 over the input halved (quantize_scaled/)
+    given,         // block scales set before timing (quantize_block32/)
+    tensor_amax,   // the array's amax and its power-of-two scale, timed (quantize_amax/)
+    known_scale,   // the scale set before timing, the amax taken piece by piece, timed (quantize_delayed/)
+    block_amaxes,  // every block's amax and MX scale piece by piece, timed (quantize_mx32/)
 };
 
 // The array's amax and the trainer's per-tensor scale for it (scaling.hpp, current scaling).
@@ -254,8 +251,7 @@ float tensor_scale(const float* x, size_t n, altgrad::host::quant::scaling_state
 // Marks the benchmark skipped with `why` (its loop run empty, as the library expects before a return).
 void skip(benchmark::State& state, const char* why) {
     state.SkipWithError(why);
-    for (auto _ : state) {
-    }
+    for (auto _ : state) {}
 }
 
 void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding rounding, size_t bytes,
@@ -324,12 +320,14 @@ void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding r
         underflow = overflow = 0;
         if (from == scales_from::known_scale) {
             benchmark::DoNotOptimize(altgrad::host::quant::quantize_taking_amax(
-                d.input.get(), d.count, [&](size_t first, size_t count) { call_on_piece(first, count, nullptr); }));
+                d.input.get(), d.count,
+                [&](size_t first, size_t count) { call_on_piece(first, count, nullptr); }));
         } else if (from == scales_from::block_amaxes) {
             altgrad::host::quant::quantize_with_block_scales(d.input.get(), d.count, kBlockSize, recipe,
                                                              block_scales.data(), call_on_piece);
         } else {
-            if (from == scales_from::tensor_amax) args.scale = tensor_scale(d.input.get(), d.count, tensor_scaling);
+            if (from == scales_from::tensor_amax)
+                args.scale = tensor_scale(d.input.get(), d.count, tensor_scaling);
             failed = p.vtable->quantize(p.instance, &args, &err) != ALTGRAD_STATUS_OK;
             underflow = args.underflow_count;
             overflow = args.overflow_count;
@@ -401,7 +399,8 @@ void bm_cuda_copy(benchmark::State& state, size_t bytes) {
     device_data* d = device_data_for(state, bytes);
     if (d == nullptr) return;
     time_on_device(state, *d, [&] {
-        return cuda_ok(state, cudaMemcpyAsync(d->output, d->input, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpyAsync");
+        return cuda_ok(state, cudaMemcpyAsync(d->output, d->input, bytes, cudaMemcpyDeviceToDevice),
+                       "cudaMemcpyAsync");
     });
 }
 
@@ -417,7 +416,8 @@ void bm_cuda_quantize(benchmark::State& state, std::string format, altgrad_round
     size_data& h = data_for(bytes);
     const float factor = static_cast<float>(p.info.max_finite / 2.0 / h.amax);
     for (size_t i = 0; i < h.count; ++i) h.input[i] = h.normal[i] * factor;
-    if (!cuda_ok(state, cudaMemcpy(d->input, h.input.get(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy")) return;
+    if (!cuda_ok(state, cudaMemcpy(d->input, h.input.get(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy"))
+        return;
 
     altgrad_quantize_args args = bench_args(d->input, d->output, d->count, rounding);
     args.memory = ALTGRAD_MEMORY_CUDA;
@@ -440,11 +440,12 @@ void register_cuda_benchmarks() {
             ->UseManualTime();
         for (const char* format : kFormats)
             for (const mode& m : kModes) {
-                const std::string name = std::string("cuda_quantize/") + format + "/" + m.name + "/" + sz.name;
+                const std::string name =
+                    std::string("cuda_quantize/") + format + "/" + m.name + "/" + sz.name;
                 const std::string f = format;
                 const altgrad_rounding r = m.rounding;
-                benchmark::RegisterBenchmark(name.c_str(),
-                                             [f, r, bytes](benchmark::State& s) { bm_cuda_quantize(s, f, r, bytes); })
+                benchmark::RegisterBenchmark(
+                    name.c_str(), [f, r, bytes](benchmark::State& s) { bm_cuda_quantize(s, f, r, bytes); })
                     ->Unit(benchmark::kMicrosecond)
                     ->UseManualTime();
             }
@@ -455,7 +456,8 @@ void register_cuda_benchmarks() {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (const char* env = std::getenv("ALTGRAD_PLUGIN_DIR"); env != nullptr && *env != '\0') g_plugin_dir = env;
+    if (const char* env = std::getenv("ALTGRAD_PLUGIN_DIR"); env != nullptr && *env != '\0')
+        g_plugin_dir = env;
     benchmark::Initialize(&argc, argv);
     // Our own flags, after Google Benchmark has removed its.
     int kept = 1;
@@ -485,12 +487,13 @@ int main(int argc, char** argv) {
                                      [bytes](benchmark::State& s) { bm_copy(s, bytes); })
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
-        const std::pair<const char*, scales_from> families[] = {{"quantize/", scales_from::none},
-                                                                {"quantize_scaled/", scales_from::doubled},
-                                                                {"quantize_block32/", scales_from::given},
-                                                                {"quantize_amax/", scales_from::tensor_amax},
-                                                                {"quantize_delayed/", scales_from::known_scale},
-                                                                {"quantize_mx32/", scales_from::block_amaxes}};
+        const std::pair<const char*, scales_from> families[] = {
+            {"quantize/", scales_from::none},
+            {"quantize_scaled/", scales_from::doubled},
+            {"quantize_block32/", scales_from::given},
+            {"quantize_amax/", scales_from::tensor_amax},
+            {"quantize_delayed/", scales_from::known_scale},
+            {"quantize_mx32/", scales_from::block_amaxes}};
         for (const auto& [family, from] : families)
             for (const char* format : kFormats)
                 for (const mode& m : kModes) {
@@ -498,9 +501,9 @@ int main(int argc, char** argv) {
                     const std::string f = format;
                     const altgrad_rounding r = m.rounding;
                     const scales_from how = from;
-                    benchmark::RegisterBenchmark(name.c_str(), [f, r, bytes, how](benchmark::State& s) {
-                        bm_quantize(s, f, r, bytes, how);
-                    })
+                    benchmark::RegisterBenchmark(
+                        name.c_str(),
+                        [f, r, bytes, how](benchmark::State& s) { bm_quantize(s, f, r, bytes, how); })
                         ->Unit(benchmark::kMicrosecond)
                         ->UseRealTime();
                 }

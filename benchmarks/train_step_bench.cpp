@@ -47,7 +47,8 @@ struct step_setup {
                 s.scaling = quant::scaling_state(quant::scaling_config{}, e5m2->info().max_finite);
             }
         }
-        optimizer = std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(6e-4));
+        optimizer =
+            std::make_unique<torch::optim::AdamW>(model->parameters(), torch::optim::AdamWOptions(6e-4));
         x = torch::randint(c.vocab_size, {12, c.block_size}, torch::TensorOptions().dtype(torch::kLong));
         y = torch::randint(c.vocab_size, {12, c.block_size}, torch::TensorOptions().dtype(torch::kLong));
     }

@@ -22,7 +22,7 @@ packages=(
   python3-pandas                       # the pandas example of docs/training.md, run as a test
   python3-dev python3-pybind11 python3-numpy python3-torch python3-pytest  # the Python package (docs/python.md)
   clang libclang-rt-14-dev             # libFuzzer and its sanitizers (scripts/fuzz.sh)
-  universal-ctags                      # tests/house: the function-length measure
+  universal-ctags clang-format         # tests/house: the function-length measure, the layout
   slurmctld slurmd slurm-client munge  # sweep --slurm's test: a private one-node cluster (tests/slurm/)
 )
 

@@ -19,14 +19,14 @@
 #include <tuple>
 #include <vector>
 
-#include "plugins/plugin_json.hpp"
 #include "config/run_config.hpp"
-#include "util/abi_names.hpp"
 #include "plugins/format_handle.hpp"
+#include "plugins/plugin_json.hpp"
 #include "plugins/registry.hpp"
 #include "quant/scaling.hpp"
 #include "report/run_record.hpp"
 #include "run/files.hpp"
+#include "util/abi_names.hpp"
 #include "util/error.hpp"
 
 namespace py = pybind11;
@@ -63,7 +63,8 @@ public:
         return out;
     }
 
-    std::string describe_json(const std::string& name, const std::map<std::string, std::string>& params, bool table) {
+    std::string describe_json(const std::string& name, const std::map<std::string, std::string>& params,
+                              bool table) {
         registry& r = get();
         std::shared_ptr<const loaded_plugin> plugin;
         {
@@ -74,12 +75,14 @@ public:
         if (plugin->info.kind == ALTGRAD_KIND_FORMAT) f = format_handle::create(plugin, params, "params");
         else if (table) throw py::value_error("describe(table=True): '" + name + "' is not a format plugin");
         if (table && f->info().total_bits > 16)
-            throw py::value_error("describe(table=True): '" + name + "' has " + std::to_string(f->info().total_bits) +
+            throw py::value_error("describe(table=True): '" + name + "' has " +
+                                  std::to_string(f->info().total_bits) +
                                   " bits; tables are limited to formats of at most 16 bits");
         return json_output(altgrad::host::describe_json(*plugin, f.get(), table));
     }
 
-    std::shared_ptr<format_handle> format(const std::string& name, const std::map<std::string, std::string>& params) {
+    std::shared_ptr<format_handle> format(const std::string& name,
+                                          const std::map<std::string, std::string>& params) {
         registry& r = get();
         std::shared_ptr<const loaded_plugin> plugin;
         {
@@ -87,7 +90,8 @@ public:
             plugin = r.load(name);
         }
         if (plugin->info.kind != ALTGRAD_KIND_FORMAT)
-            throw error("plugin '" + name + "' is a " + kind_name(plugin->info.kind) + " plugin, not a format");
+            throw error("plugin '" + name + "' is a " + kind_name(plugin->info.kind) +
+                        " plugin, not a format");
         return format_handle::create(plugin, params, "params");
     }
 
@@ -107,10 +111,12 @@ std::string dtype_name(const py::dtype& d) { return py::str(py::handle(d)).cast<
 // A C-contiguous array of exactly `dtype`, writable when it is an output.
 void check_array(const py::array& a, const py::dtype& dtype, const char* what, bool writable) {
     if (!a.dtype().is(dtype))
-        throw py::type_error(std::string(what) + ": expected a " + dtype_name(dtype) + " array, got " + dtype_name(a.dtype()) + " (convert it first; altgrad never copies)");
+        throw py::type_error(std::string(what) + ": expected a " + dtype_name(dtype) + " array, got " +
+                             dtype_name(a.dtype()) + " (convert it first; altgrad never copies)");
     if (!(a.flags() & py::array::c_style))
-        throw py::value_error(std::string(what) + ": the array is not contiguous (pass a contiguous copy, e.g. "
-                                                  "numpy.ascontiguousarray(x) or tensor.contiguous())");
+        throw py::value_error(std::string(what) +
+                              ": the array is not contiguous (pass a contiguous copy, e.g. "
+                              "numpy.ascontiguousarray(x) or tensor.contiguous())");
     if (writable && !a.writeable()) throw py::value_error(std::string(what) + ": the array is read-only");
 }
 
@@ -156,12 +162,13 @@ conversion conversion_of(const std::string& rounding, const std::string& overflo
     c.threads = threads;
     if (block_scales) {
         check_array(*block_scales, float32(), "block_scales", false);
-        if (block_size == 0) throw py::value_error("block_scales given without block_size (elements per scale)");
+        if (block_size == 0)
+            throw py::value_error("block_scales given without block_size (elements per scale)");
         const size_t blocks = (count + block_size - 1) / block_size;
         if (static_cast<size_t>(block_scales->size()) != blocks)
             throw py::value_error("block_scales: expected " + std::to_string(blocks) + " scales (one per " +
-                                  std::to_string(block_size) + " of " + std::to_string(count) + " elements), got " +
-                                  std::to_string(block_scales->size()));
+                                  std::to_string(block_size) + " of " + std::to_string(count) +
+                                  " elements), got " + std::to_string(block_scales->size()));
         c.mode.block_scales = static_cast<const float*>(block_scales->data());
         c.mode.block_size = block_size;
     } else if (block_size != 0) {
@@ -181,7 +188,8 @@ quantize_counts chunked(size_t n, const conversion& c, Call&& call) {
     const size_t units = (n + unit - 1) / unit;
     const size_t parts = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(c.threads), units));
     auto piece = [&](size_t p) {
-        const size_t begin = std::min(n, units * p / parts * unit), end = std::min(n, units * (p + 1) / parts * unit);
+        const size_t begin = std::min(n, units * p / parts * unit),
+                     end = std::min(n, units * (p + 1) / parts * unit);
         quantize_options m = c.mode;
         m.offset = c.mode.offset + begin;
         if (m.block_scales != nullptr) m.block_scales += begin / unit;
@@ -210,13 +218,14 @@ quantize_counts chunked(size_t n, const conversion& c, Call&& call) {
 std::pair<uint64_t, uint64_t> counts_pair(const quantize_counts& k) { return {k.overflow, k.underflow}; }
 
 std::pair<uint64_t, uint64_t> quantize_arrays(const format_handle& f, const py::array& in, py::array& out,
-                                              const std::string& rounding, const std::string& overflow, float scale,
-                                              uint64_t seed, uint64_t offset,
+                                              const std::string& rounding, const std::string& overflow,
+                                              float scale, uint64_t seed, uint64_t offset,
                                               const std::optional<py::array>& block_scales, size_t block_size,
                                               int threads) {
     const size_t n = checked_pair("quantize", in, float32(), "input", out, float32(), "out");
     check_no_partial_overlap(in.data(), n * 4, out.data(), n * 4);
-    const conversion c = conversion_of(rounding, overflow, scale, seed, offset, block_scales, block_size, n, threads);
+    const conversion c =
+        conversion_of(rounding, overflow, scale, seed, offset, block_scales, block_size, n, threads);
     const auto* src = static_cast<const float*>(in.data());
     auto* dst = static_cast<float*>(out.mutable_data());
     return counts_pair(chunked(n, c, [&](size_t begin, size_t count, const quantize_options& m) {
@@ -230,8 +239,10 @@ std::pair<uint64_t, uint64_t> quantize_device(const format_handle& f, uintptr_t 
                                               const std::string& overflow, float scale, uint64_t seed,
                                               uint64_t offset) {
     if (!f.accepts(ALTGRAD_MEMORY_CUDA))
-        throw error("format plugin '" + f.name() + "' has no CUDA implementation (build with -DALTGRAD_CUDA=ON)");
-    check_no_partial_overlap(reinterpret_cast<const void*>(in), n * 4, reinterpret_cast<const void*>(out), n * 4);
+        throw error("format plugin '" + f.name() +
+                    "' has no CUDA implementation (build with -DALTGRAD_CUDA=ON)");
+    check_no_partial_overlap(reinterpret_cast<const void*>(in), n * 4, reinterpret_cast<const void*>(out),
+                             n * 4);
     conversion c = conversion_of(rounding, overflow, scale, seed, offset, std::nullopt, 0, n, 1);
     c.mode.memory = ALTGRAD_MEMORY_CUDA;
     c.mode.device_index = device_index;
@@ -249,13 +260,14 @@ py::dtype code_dtype(const format_handle& f) {
 }
 
 std::pair<uint64_t, uint64_t> encode_arrays(const format_handle& f, const py::array& in, py::array& codes,
-                                            const std::string& rounding, const std::string& overflow, float scale,
-                                            uint64_t seed, uint64_t offset,
+                                            const std::string& rounding, const std::string& overflow,
+                                            float scale, uint64_t seed, uint64_t offset,
                                             const std::optional<py::array>& block_scales, size_t block_size,
                                             int threads) {
     const size_t n = checked_pair("encode", in, float32(), "input", codes, code_dtype(f), "codes");
     const size_t width = f.info().code_bytes;
-    const conversion c = conversion_of(rounding, overflow, scale, seed, offset, block_scales, block_size, n, threads);
+    const conversion c =
+        conversion_of(rounding, overflow, scale, seed, offset, block_scales, block_size, n, threads);
     const auto* src = static_cast<const float*>(in.data());
     auto* dst = static_cast<unsigned char*>(codes.mutable_data());
     return counts_pair(chunked(n, c, [&](size_t begin, size_t count, const quantize_options& m) {
@@ -267,7 +279,8 @@ void decode_arrays(const format_handle& f, const py::array& codes, py::array& ou
                    const std::optional<py::array>& block_scales, size_t block_size, int threads) {
     const size_t n = checked_pair("decode", codes, code_dtype(f), "codes", out, float32(), "out");
     const size_t width = f.info().code_bytes;
-    const conversion c = conversion_of("nearest", "saturate", scale, 0, 0, block_scales, block_size, n, threads);
+    const conversion c =
+        conversion_of("nearest", "saturate", scale, 0, 0, block_scales, block_size, n, threads);
     const auto* src = static_cast<const unsigned char*>(codes.data());
     auto* dst = static_cast<float*>(out.mutable_data());
     chunked(n, c, [&](size_t begin, size_t count, const quantize_options& m) {
@@ -334,7 +347,8 @@ quant::scaling_state make_scaling(const std::string& mode, int history_len, cons
     c.compute = parse_choice(config::amax_compute_names(), "amax_compute", amax_compute);
     if (history_len < 1 || history_len > 1024)
         throw py::value_error("amax_history_len " + std::to_string(history_len) + ": expected 1..1024");
-    if (margin < 0 || margin > 64) throw py::value_error("margin " + std::to_string(margin) + ": expected 0..64");
+    if (margin < 0 || margin > 64)
+        throw py::value_error("margin " + std::to_string(margin) + ": expected 0..64");
     c.history_len = history_len;
     c.margin = margin;
     return quant::scaling_state(c, format_max);
@@ -407,24 +421,25 @@ PYBIND11_MODULE(_native, m) {
         .def_property_readonly("closed", &python_registry::closed)
         .def("close", &python_registry::close)
         .def("records_json", &python_registry::records_json)
-        .def("describe_json", &python_registry::describe_json, py::arg("name"), py::arg("params"), py::arg("table"))
+        .def("describe_json", &python_registry::describe_json, py::arg("name"), py::arg("params"),
+             py::arg("table"))
         .def("format", &python_registry::format, py::arg("name"), py::arg("params"));
 
     py::class_<format_handle, std::shared_ptr<format_handle>>(m, "Format")
         .def_property_readonly("name", [](const format_handle& f) { return f.name(); })
         .def_property_readonly("info", &info_dict)
         .def_property_readonly("code_dtype", &code_dtype)
-        .def("quantize", &quantize_arrays, py::arg("input"), py::arg("out"), py::arg("rounding"), py::arg("overflow"),
-             py::arg("scale"), py::arg("seed"), py::arg("offset"), py::arg("block_scales"), py::arg("block_size"),
-             py::arg("threads"))
+        .def("quantize", &quantize_arrays, py::arg("input"), py::arg("out"), py::arg("rounding"),
+             py::arg("overflow"), py::arg("scale"), py::arg("seed"), py::arg("offset"),
+             py::arg("block_scales"), py::arg("block_size"), py::arg("threads"))
         .def("quantize_device", &quantize_device, py::arg("input_ptr"), py::arg("out_ptr"), py::arg("count"),
-             py::arg("device_index"), py::arg("rounding"), py::arg("overflow"), py::arg("scale"), py::arg("seed"),
-             py::arg("offset"))
-        .def("encode", &encode_arrays, py::arg("input"), py::arg("codes"), py::arg("rounding"), py::arg("overflow"),
-             py::arg("scale"), py::arg("seed"), py::arg("offset"), py::arg("block_scales"), py::arg("block_size"),
-             py::arg("threads"))
-        .def("decode", &decode_arrays, py::arg("codes"), py::arg("out"), py::arg("scale"), py::arg("block_scales"),
-             py::arg("block_size"), py::arg("threads"));
+             py::arg("device_index"), py::arg("rounding"), py::arg("overflow"), py::arg("scale"),
+             py::arg("seed"), py::arg("offset"))
+        .def("encode", &encode_arrays, py::arg("input"), py::arg("codes"), py::arg("rounding"),
+             py::arg("overflow"), py::arg("scale"), py::arg("seed"), py::arg("offset"),
+             py::arg("block_scales"), py::arg("block_size"), py::arg("threads"))
+        .def("decode", &decode_arrays, py::arg("codes"), py::arg("out"), py::arg("scale"),
+             py::arg("block_scales"), py::arg("block_size"), py::arg("threads"));
 
     py::class_<quant::scaling_state>(m, "ScalingState")
         .def(py::init(&make_scaling), py::arg("mode"), py::arg("history_len"), py::arg("amax_compute"),

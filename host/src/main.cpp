@@ -51,22 +51,30 @@ struct command {
 };
 
 const std::map<std::string, command> kCommands = {
-    {"list", {&cli::list_command, plugin_folder::required, trainer::no,
-              "every plugin with kind, name, version and status"}},
-    {"describe", {&cli::describe_command, plugin_folder::required, trainer::no,
-                  "a plugin's parameters; for a format its exact encoding"}},
-    {"quantize", {&cli::quantize_command, plugin_folder::required, trainer::no,
-                  "numbers from standard input through a format, as hex-floats"}},
-    {"conformance", {&cli::conformance_command, plugin_folder::optional, trainer::no,
-                     "check plugins against the ABI's rules, precisely"}},
-    {"run", {kRunCommand, plugin_folder::required, trainer::yes,
-             "train a GPT on a config, quantized through the format plugins"}},
-    {"sweep", {&cli::sweep_command, plugin_folder::required, trainer::yes,
-               "many runs from a sweep file: a local worker pool, or a Slurm job array"}},
-    {"report", {&cli::report_command, plugin_folder::optional, trainer::no,
-                "a markdown report with figures from run directories"}},
-    {"new-plugin", {&cli::new_plugin_command, plugin_folder::optional, trainer::no,
-                    "write a buildable out-of-tree plugin project to start from"}},
+    {"list",
+     {&cli::list_command, plugin_folder::required, trainer::no,
+      "every plugin with kind, name, version and status"}},
+    {"describe",
+     {&cli::describe_command, plugin_folder::required, trainer::no,
+      "a plugin's parameters; for a format its exact encoding"}},
+    {"quantize",
+     {&cli::quantize_command, plugin_folder::required, trainer::no,
+      "numbers from standard input through a format, as hex-floats"}},
+    {"conformance",
+     {&cli::conformance_command, plugin_folder::optional, trainer::no,
+      "check plugins against the ABI's rules, precisely"}},
+    {"run",
+     {kRunCommand, plugin_folder::required, trainer::yes,
+      "train a GPT on a config, quantized through the format plugins"}},
+    {"sweep",
+     {&cli::sweep_command, plugin_folder::required, trainer::yes,
+      "many runs from a sweep file: a local worker pool, or a Slurm job array"}},
+    {"report",
+     {&cli::report_command, plugin_folder::optional, trainer::no,
+      "a markdown report with figures from run directories"}},
+    {"new-plugin",
+     {&cli::new_plugin_command, plugin_folder::optional, trainer::no,
+      "write a buildable out-of-tree plugin project to start from"}},
 };
 
 // Whether this host has the command: one without the trainer has neither run nor sweep.
@@ -75,16 +83,22 @@ bool available(const command& c) { return c.needs_trainer == trainer::no || kHas
 // Which plugin folder a command without --plugins uses, for the help.
 std::string default_plugins_text() {
     const std::optional<altgrad::host::plugin_folder_choice> d = altgrad::host::default_plugin_folder();
-    if (!d) return "none: give --plugins DIR or set ALTGRAD_PLUGINS (no plugins/ beside this host, none installed)";
+    if (!d)
+        return "none: give --plugins DIR or set ALTGRAD_PLUGINS (no plugins/ beside this host, none "
+               "installed)";
     return d->dir.string() + " (" + d->source + ")";
 }
 
 void print_usage(const po::options_description& global) {
     std::cout << "usage: altgrad-host [--plugins DIR] COMMAND [ARGS...]\n\ncommands:\n";
     for (const auto& [name, c] : kCommands)
-        if (available(c)) std::cout << "  " << name << std::string(12 - name.size(), ' ') << c.summary << "\n";
-    std::cout << "\n" << global << "\nWithout --plugins: $ALTGRAD_PLUGINS, else the plugins of the build or installation "
-                 "this host belongs to.\nHere that is: " << default_plugins_text()
+        if (available(c))
+            std::cout << "  " << name << std::string(12 - name.size(), ' ') << c.summary << "\n";
+    std::cout << "\n"
+              << global
+              << "\nWithout --plugins: $ALTGRAD_PLUGINS, else the plugins of the build or installation "
+                 "this host belongs to.\nHere that is: "
+              << default_plugins_text()
               << "\n\n'altgrad-host COMMAND --help' describes a command's options.\n";
 }
 
@@ -121,8 +135,9 @@ int command_index(int argc, char** argv) {
 // Parses the command line and runs the command; returns the exit code.
 int run_command_line(int argc, char** argv) {
     po::options_description global("global options");
-    global.add_options()("plugins", po::value<std::string>(), "the plugin folder (one sub-folder per plugin)")(
-        "help,h", "show this help")("version", "print the host and ABI versions");
+    global.add_options()("plugins", po::value<std::string>(),
+                         "the plugin folder (one sub-folder per plugin)")("help,h", "show this help")(
+        "version", "print the host and ABI versions");
     po::options_description hidden;
     hidden.add_options()("command", po::value<std::string>())("args", po::value<std::vector<std::string>>());
     po::options_description all;
@@ -136,13 +151,13 @@ int run_command_line(int argc, char** argv) {
         // must not reach the global --plugins (nor by Boost's abbreviation guessing).
         const int command_at = command_index(argc, argv);
         const int global_end = std::min(argc, command_at + 1);
-        po::parsed_options parsed = po::command_line_parser(global_end, argv)
-                                        .options(all)
-                                        .positional(pos)
-                                        .style(po::command_line_style::default_style &
-                                               ~po::command_line_style::allow_guessing)
-                                        .allow_unregistered()
-                                        .run();
+        po::parsed_options parsed =
+            po::command_line_parser(global_end, argv)
+                .options(all)
+                .positional(pos)
+                .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+                .allow_unregistered()
+                .run();
         refuse_unknown_global_options(parsed, global);
         po::store(parsed, vm);
         if (vm.count("version")) {
@@ -171,7 +186,8 @@ int run_command_line(int argc, char** argv) {
                                     std::find(rest.begin(), rest.end(), "-h") != rest.end();
             if (!wants_help && it->second.plugins == plugin_folder::required)
                 throw altgrad::host::usage_error(
-                    "--plugins DIR is required (or set ALTGRAD_PLUGINS): this host has no plugins/ beside it and "
+                    "--plugins DIR is required (or set ALTGRAD_PLUGINS): this host has no plugins/ beside it "
+                    "and "
                     "none installed");
         }
         return it->second.run(ctx, rest);
@@ -198,7 +214,8 @@ std::optional<std::string> standard_output_failure() {
     const bool flushed = std::fflush(stdout) == 0;
     const int reason = errno;
     if (std::cout.good() && flushed && !std::ferror(stdout)) return std::nullopt;
-    return std::string("write failed") + (!flushed && reason != 0 ? std::string(": ") + std::strerror(reason) : "");
+    return std::string("write failed") +
+           (!flushed && reason != 0 ? std::string(": ") + std::strerror(reason) : "");
 }
 
 }  // namespace

@@ -56,15 +56,18 @@ public:
             const altgrad_tensor_view& t = tensors[i];
             int64_t dims[4] = {1, 1, 1, 1};  // B, H, T, K
             if (t.ndim == 4) std::copy(t.shape, t.shape + 4, dims);
-            else invalid(t, "ndim is " + std::to_string(t.ndim) + "; attention probabilities are 4-d [batch, head, query, key]");
+            else
+                invalid(t, "ndim is " + std::to_string(t.ndim) +
+                               "; attention probabilities are 4-d [batch, head, query, key]");
             const int64_t batch = dims[0], heads = dims[1], rows = dims[2], keys = dims[3];
             if (batch < 0 || heads < 0 || rows < 0 || keys < 0 ||
                 static_cast<double>(batch) * heads * rows * keys != static_cast<double>(t.count))
-                invalid(t, "shape [" + std::to_string(batch) + ", " + std::to_string(heads) + ", " + std::to_string(rows) +
-                               ", " + std::to_string(keys) + "] does not hold its " + std::to_string(t.count) + " elements");
+                invalid(t, "shape [" + std::to_string(batch) + ", " + std::to_string(heads) + ", " +
+                               std::to_string(rows) + ", " + std::to_string(keys) + "] does not hold its " +
+                               std::to_string(t.count) + " elements");
             if (heads > max_heads_)
-                invalid(t, std::to_string(heads) + " heads, more than max_heads = " + std::to_string(max_heads_) +
-                               " (raise the parameter)");
+                invalid(t, std::to_string(heads) + " heads, more than max_heads = " +
+                               std::to_string(max_heads_) + " (raise the parameter)");
             sum_.assign(static_cast<size_t>(heads), 0.0);
             rows_.assign(static_cast<size_t>(heads), 0);
             const float* p = t.data;
@@ -102,8 +105,9 @@ private:
 attention_entropy_diagnostic make(const sdk::param_view& p) {
     const int64_t max_heads = p.get_int("max_heads");
     if (max_heads < 1 || max_heads > 1024)
-        throw sdk::plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
-                                "parameter 'max_heads' is " + std::to_string(max_heads) + "; it must be 1..1024");
+        throw sdk::plugin_error(
+            ALTGRAD_STATUS_INVALID_ARGUMENT,
+            "parameter 'max_heads' is " + std::to_string(max_heads) + "; it must be 1..1024");
     return attention_entropy_diagnostic(max_heads);
 }
 

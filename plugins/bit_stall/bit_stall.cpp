@@ -44,7 +44,8 @@ public:
                 qw_.resize(t.count);
                 qp_.resize(t.count);
                 sdk::quantize_like(t, t.data, qw_.data(), ALTGRAD_ROUND_NEAREST_EVEN);
-                sdk::quantize_like(t, t.previous, qp_.data(), ALTGRAD_ROUND_NEAREST_EVEN);  // on the same grid
+                sdk::quantize_like(t, t.previous, qp_.data(),
+                                   ALTGRAD_ROUND_NEAREST_EVEN);  // on the same grid
                 uint64_t stalls = 0, moves = 0, stalled_moves = 0;
                 for (size_t j = 0; j < t.count; ++j) {
                     const bool same_q = qw_[j] == qp_[j];

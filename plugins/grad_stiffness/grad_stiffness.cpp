@@ -69,8 +69,9 @@ public:
             const std::string name = t.name ? t.name : "";
             if (!by_name.emplace(name, i).second)
                 throw sdk::plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
-                                        "tensors " + std::to_string(by_name[name]) + " and " + std::to_string(i) +
-                                            " are both " + (t.role == ALTGRAD_TENSOR_WEIGHT ? "weights" : "gradients") +
+                                        "tensors " + std::to_string(by_name[name]) + " and " +
+                                            std::to_string(i) + " are both " +
+                                            (t.role == ALTGRAD_TENSOR_WEIGHT ? "weights" : "gradients") +
                                             " named '" + name + "'");
         }
         for (size_t gi = 0; gi < n; ++gi) {  // in the call's order
@@ -98,8 +99,9 @@ public:
             }
             const uint32_t idx = static_cast<uint32_t>(gi);
             out.add(idx, "grad_stiffness_corr", pearson(abs_g_, s_));
-            out.add(idx, "grad_below_stiffness_frac", s_.empty() ? std::numeric_limits<double>::quiet_NaN()
-                                                                 : static_cast<double>(below) / s_.size());
+            out.add(idx, "grad_below_stiffness_frac",
+                    s_.empty() ? std::numeric_limits<double>::quiet_NaN()
+                               : static_cast<double>(below) / s_.size());
         }
     }
 

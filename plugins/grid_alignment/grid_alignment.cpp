@@ -36,7 +36,8 @@ public:
             double mean = nan, max = nan, mse = nan;
             if (!x_.empty()) {
                 q_.resize(x_.size());
-                sdk::quantize_gathered(t, x_.data(), q_.data(), x_.size(), s_.data(), ALTGRAD_ROUND_NEAREST_EVEN);
+                sdk::quantize_gathered(t, x_.data(), q_.data(), x_.size(), s_.data(),
+                                       ALTGRAD_ROUND_NEAREST_EVEN);
                 double sum = 0, sum2 = 0;
                 max = 0;
                 for (size_t j = 0; j < x_.size(); ++j) {

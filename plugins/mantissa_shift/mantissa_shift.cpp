@@ -66,8 +66,8 @@ std::string trim(const std::string& s) {
 }
 
 [[noreturn]] void bad_chain(const std::string& chain, const std::string& why) {
-    throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, "parameter 'chain' (\"" + action_sink::fit(chain, 120) +
-                                                            "\"): " + why +
+    throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, "parameter 'chain' (\"" +
+                                                            action_sink::fit(chain, 120) + "\"): " + why +
                                                             "; expected e.g. \"e7m0>e5m2,e1m6>e3m4\"");
 }
 
@@ -77,7 +77,8 @@ std::map<std::string, std::string> parse_chain(const std::string& chain) {
     size_t start = 0;
     while (true) {
         const size_t comma = chain.find(',', start);
-        const std::string item = chain.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        const std::string item =
+            chain.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
         const size_t gt = item.find('>');
         if (gt == std::string::npos || item.find('>', gt + 1) != std::string::npos)
             bad_chain(chain, "entry \"" + trim(item) + "\" is not one from>to pair");
@@ -85,8 +86,8 @@ std::map<std::string, std::string> parse_chain(const std::string& chain) {
         for (const std::string* name : {&from, &to}) {
             if (name->empty()) bad_chain(chain, "entry \"" + trim(item) + "\" has an empty format name");
             if (!is_plugin_name(*name))
-                bad_chain(chain, "\"" + *name + "\" is not a plugin name (" + kPluginNamePattern + ", at most " +
-                                     std::to_string(kMaxPluginNameLength) + " characters)");
+                bad_chain(chain, "\"" + *name + "\" is not a plugin name (" + kPluginNamePattern +
+                                     ", at most " + std::to_string(kMaxPluginNameLength) + " characters)");
         }
         if (from == to) bad_chain(chain, "entry \"" + trim(item) + "\" switches a format to itself");
         if (!next.emplace(from, to).second) bad_chain(chain, "format \"" + from + "\" has two successors");
@@ -123,8 +124,8 @@ public:
             if (asked_.count({name, from}) != 0) continue;
             std::string why;
             if (nonfinite)
-                why = std::to_string(o.consecutive_nonfinite_steps) + " consecutive non-finite steps >= nan_patience " +
-                      std::to_string(patience_);
+                why = std::to_string(o.consecutive_nonfinite_steps) +
+                      " consecutive non-finite steps >= nan_patience " + std::to_string(patience_);
             if (stalled)
                 why += std::string(why.empty() ? "" : " and ") + "weight bit-stall rate " +
                        action_sink::number_text("%.4g", t.bit_stall_rate) + " > stall_threshold " +
@@ -165,16 +166,20 @@ private:
 mantissa_shift make(const param_view& p) {
     const int64_t patience = p.get_int("nan_patience");
     const double stall = p.get_float("stall_threshold");
-    if (patience < 1) throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, "parameter 'nan_patience' must be >= 1");
+    if (patience < 1)
+        throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, "parameter 'nan_patience' must be >= 1");
     if (!(stall >= 0.0 && stall <= 1.0))
         throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, "parameter 'stall_threshold' must be in [0, 1]");
     return mantissa_shift(patience, stall, parse_chain(p.get_string("chain")));
 }
 
 const altgrad_param_spec kParams[] = {
-    {sizeof(altgrad_param_spec), "chain", ALTGRAD_PARAM_STRING, "fallback chain: from>to pairs, comma-separated"},
-    {sizeof(altgrad_param_spec), "nan_patience", ALTGRAD_PARAM_INT, "consecutive non-finite steps that trigger"},
-    {sizeof(altgrad_param_spec), "stall_threshold", ALTGRAD_PARAM_FLOAT, "weight bit-stall rate that triggers"},
+    {sizeof(altgrad_param_spec), "chain", ALTGRAD_PARAM_STRING,
+     "fallback chain: from>to pairs, comma-separated"},
+    {sizeof(altgrad_param_spec), "nan_patience", ALTGRAD_PARAM_INT,
+     "consecutive non-finite steps that trigger"},
+    {sizeof(altgrad_param_spec), "stall_threshold", ALTGRAD_PARAM_FLOAT,
+     "weight bit-stall rate that triggers"},
 };
 
 }  // namespace

@@ -68,10 +68,12 @@ public:
                       action_sink::fit(worst->name, 60) + "' > threshold " + num("%.4g", threshold_ * 100.0) +
                       "%: clipping on";
             else
-                why = "clipping on since step " + std::to_string(activated_step_) + " (gradient overflow rate " +
-                      num("%.4g", activated_rate_ * 100.0) + "% > threshold " + num("%.4g", threshold_ * 100.0) + "%)";
-            why += "; clip norm " + num("%.6g", base_) + " x " + action_sink::fit(narrowest->format, 24) + " max " +
-                   num("%.6g", narrowest->format_max) + " / " + num("%.6g", e5m2_max_) + " = " + num("%.6g", value);
+                why = "clipping on since step " + std::to_string(activated_step_) +
+                      " (gradient overflow rate " + num("%.4g", activated_rate_ * 100.0) + "% > threshold " +
+                      num("%.4g", threshold_ * 100.0) + "%)";
+            why += "; clip norm " + num("%.6g", base_) + " x " + action_sink::fit(narrowest->format, 24) +
+                   " max " + num("%.6g", narrowest->format_max) + " / " + num("%.6g", e5m2_max_) + " = " +
+                   num("%.6g", value);
             out.clip(value, action_sink::fit(why));
         }
         if (activates) {  // only after the action was written
@@ -118,7 +120,8 @@ partition_clip make(const param_view& p) {
 }
 
 const altgrad_param_spec kParams[] = {
-    {sizeof(altgrad_param_spec), "base", ALTGRAD_PARAM_FLOAT, "clip norm for a format with E5M2's range (> 0)"},
+    {sizeof(altgrad_param_spec), "base", ALTGRAD_PARAM_FLOAT,
+     "clip norm for a format with E5M2's range (> 0)"},
     {sizeof(altgrad_param_spec), "e5m2_max", ALTGRAD_PARAM_FLOAT, "reference range (E5M2 max finite)"},
     {sizeof(altgrad_param_spec), "overflow_threshold", ALTGRAD_PARAM_FLOAT,
      "gradient overflow rate that switches clipping on"},

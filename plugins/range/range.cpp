@@ -43,8 +43,8 @@ public:
     };
 
     uint32_t interests() const {
-        return (1u << ALTGRAD_TENSOR_WEIGHT) | (1u << ALTGRAD_TENSOR_ACTIVATION) | (1u << ALTGRAD_TENSOR_GRADIENT) |
-               (1u << ALTGRAD_TENSOR_OUTPUT_GRADIENT);
+        return (1u << ALTGRAD_TENSOR_WEIGHT) | (1u << ALTGRAD_TENSOR_ACTIVATION) |
+               (1u << ALTGRAD_TENSOR_GRADIENT) | (1u << ALTGRAD_TENSOR_OUTPUT_GRADIENT);
     }
     size_t max_values_per_tensor() const { return 5; }
 
@@ -57,8 +57,8 @@ public:
             if (!x_.empty()) {
                 const double max_finite = sdk::format_info_of(t.format).max_finite;
                 q_.resize(x_.size());
-                const sdk::quantize_result r =
-                    sdk::quantize_gathered(t, x_.data(), q_.data(), x_.size(), s_.data(), ALTGRAD_ROUND_NEAREST_EVEN);
+                const sdk::quantize_result r = sdk::quantize_gathered(t, x_.data(), q_.data(), x_.size(),
+                                                                      s_.data(), ALTGRAD_ROUND_NEAREST_EVEN);
                 uint64_t overflows = 0;
                 double lo = std::numeric_limits<double>::infinity();
                 amax = 0;

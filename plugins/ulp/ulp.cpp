@@ -47,7 +47,8 @@ public:
         } else if (info.family == ALTGRAD_FAMILY_FLOAT || info.family == ALTGRAD_FAMILY_FIXED_POINT) {
             arithmetic_ = true;
             // The ends of the finite range, found through the format itself.
-            const float ends[2] = {static_cast<float>(info.lowest_finite), static_cast<float>(info.max_finite)};
+            const float ends[2] = {static_cast<float>(info.lowest_finite),
+                                   static_cast<float>(info.max_finite)};
             uint32_t codes[2] = {};
             sdk::encode_with(f, ends, codes, 2, 1.0f, ALTGRAD_ROUND_NEAREST_EVEN);
             lo_ = ordinal(sdk::code_at(codes, info.code_bytes, 0));
@@ -78,14 +79,16 @@ public:
         const uint32_t mask = bits == 32 ? ~0u : (1u << bits) - 1u;
         if (info_.family == ALTGRAD_FAMILY_FIXED_POINT || !info_.is_signed)
             return static_cast<uint32_t>(ordinal) & mask;
-        return ordinal >= 0 ? static_cast<uint32_t>(ordinal) : (1u << (bits - 1)) | static_cast<uint32_t>(-ordinal);
+        return ordinal >= 0 ? static_cast<uint32_t>(ordinal)
+                            : (1u << (bits - 1)) | static_cast<uint32_t>(-ordinal);
     }
 
 private:
     void tabulate(const altgrad_format_ref& f) {
         const size_t n = size_t{1} << info_.total_bits;
         std::vector<uint32_t> codes(n);
-        for (size_t c = 0; c < n; ++c) sdk::put_code(codes.data(), info_.code_bytes, c, static_cast<uint32_t>(c));
+        for (size_t c = 0; c < n; ++c)
+            sdk::put_code(codes.data(), info_.code_bytes, c, static_cast<uint32_t>(c));
         std::vector<float> values(n);
         sdk::decode_with(f, codes.data(), values.data(), n, 1.0f);
         std::vector<std::pair<float, uint32_t>> finite;
@@ -93,10 +96,12 @@ private:
             if (std::isfinite(values[c])) finite.emplace_back(values[c], static_cast<uint32_t>(c));
         // Stable on codes ascending: of +0 and -0 (equal as floats) the lower code
         // comes first and stands for both.
-        std::stable_sort(finite.begin(), finite.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        std::stable_sort(finite.begin(), finite.end(),
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
         ordinal_of_code_.assign(n, -1);
         for (size_t k = 0; k < finite.size(); ++k) {
-            if (k == 0 || finite[k].first != finite[k - 1].first) code_of_ordinal_.push_back(finite[k].second);
+            if (k == 0 || finite[k].first != finite[k - 1].first)
+                code_of_ordinal_.push_back(finite[k].second);
             ordinal_of_code_[finite[k].second] = static_cast<int64_t>(code_of_ordinal_.size()) - 1;
         }
         usable_ = !code_of_ordinal_.empty();
@@ -140,16 +145,19 @@ public:
             gather(t);
             if (order.usable() && !x_.empty()) {
                 cx_.resize(x_.size());
-                sdk::encode_gathered(t, x_.data(), cx_.data(), x_.size(), xs_.data(), ALTGRAD_ROUND_NEAREST_EVEN);
+                sdk::encode_gathered(t, x_.data(), cx_.data(), x_.size(), xs_.data(),
+                                     ALTGRAD_ROUND_NEAREST_EVEN);
                 size_mean = mean_spacing(t, info, order);
                 if (!p_.empty()) {
                     cp_.resize(p_.size());
-                    sdk::encode_gathered(t, p_.data(), cp_.data(), p_.size(), ps_.data(), ALTGRAD_ROUND_NEAREST_EVEN);
+                    sdk::encode_gathered(t, p_.data(), cp_.data(), p_.size(), ps_.data(),
+                                         ALTGRAD_ROUND_NEAREST_EVEN);
                     double sum = 0, max = 0;
                     uint64_t moves = 0;
                     for (size_t k = 0; k < p_.size(); ++k) {
-                        const int64_t d = std::llabs(order.ordinal(sdk::code_at(cx_.data(), info.code_bytes, pair_[k])) -
-                                                     order.ordinal(sdk::code_at(cp_.data(), info.code_bytes, k)));
+                        const int64_t d =
+                            std::llabs(order.ordinal(sdk::code_at(cx_.data(), info.code_bytes, pair_[k])) -
+                                       order.ordinal(sdk::code_at(cp_.data(), info.code_bytes, k)));
                         sum += static_cast<double>(d);
                         max = std::max(max, static_cast<double>(d));
                         moves += d >= 1;
@@ -169,7 +177,8 @@ public:
 
 private:
     const value_order& order_of(const altgrad_format_ref& f, const altgrad_format_info& info) {
-        const auto key = std::make_pair(static_cast<const void*>(f.vtable), static_cast<const void*>(f.instance));
+        const auto key =
+            std::make_pair(static_cast<const void*>(f.vtable), static_cast<const void*>(f.instance));
         auto it = orders_.find(key);
         if (it == orders_.end()) it = orders_.emplace(key, value_order(f, info)).first;
         return it->second;
@@ -199,8 +208,10 @@ private:
     // format's own values (decoded at scale 1, exact) and the gap divided by
     // the element's scale in double, so a scale that is not a power of two
     // costs no float32 rounding.
-    double mean_spacing(const altgrad_tensor_view& t, const altgrad_format_info& info, const value_order& order) {
-        if (order.lowest() == order.highest()) return std::numeric_limits<double>::quiet_NaN();  // one value: no spacing
+    double mean_spacing(const altgrad_tensor_view& t, const altgrad_format_info& info,
+                        const value_order& order) {
+        if (order.lowest() == order.highest())
+            return std::numeric_limits<double>::quiet_NaN();  // one value: no spacing
         const size_t m = x_.size();
         q_.resize(m);
         sdk::decode_with(t.format, cx_.data(), q_.data(), m, 1.0f);
@@ -214,7 +225,8 @@ private:
         nq_.resize(m);
         sdk::decode_with(t.format, neighbour_.data(), nq_.data(), m, 1.0f);
         double sum = 0;
-        for (size_t k = 0; k < m; ++k) sum += std::fabs(static_cast<double>(nq_[k]) - static_cast<double>(q_[k])) / xs_[k];
+        for (size_t k = 0; k < m; ++k)
+            sum += std::fabs(static_cast<double>(nq_[k]) - static_cast<double>(q_[k])) / xs_[k];
         return sum / m;
     }
 

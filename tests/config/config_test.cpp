@@ -142,14 +142,15 @@ amax_compute = "most_recent"
 }
 
 TEST(ConfigDefaults, RangeEndsAreAccepted) {
-    EXPECT_EQ(error_of("[model]\nn_layer = 64\nn_head = 64\nn_embd = 4096\nblock_size = 2\nvocab_size = 65535\n"
-                       "[data]\nval_fraction = 0.5\n"
-                       "[training]\nmax_steps = 1000000000\nwarmup_steps = 0\nbatch_size = 65536\n"
-                       "learning_rate = 10\nmin_lr = 10\nweight_decay = 0\nbeta1 = 0\nbeta2 = 0.999999\n"
-                       "grad_clip = 1e6\nthreads = 1024\neval_batches = 1000000\nseed = 0\n"
-                       "[quantization]\namax_history_len = 1024\nmargin = 64\n"
-                       "[output]\nkeep_checkpoints = 1000\ncheckpoint_interval = 1\n"),
-              "");
+    EXPECT_EQ(
+        error_of("[model]\nn_layer = 64\nn_head = 64\nn_embd = 4096\nblock_size = 2\nvocab_size = 65535\n"
+                 "[data]\nval_fraction = 0.5\n"
+                 "[training]\nmax_steps = 1000000000\nwarmup_steps = 0\nbatch_size = 65536\n"
+                 "learning_rate = 10\nmin_lr = 10\nweight_decay = 0\nbeta1 = 0\nbeta2 = 0.999999\n"
+                 "grad_clip = 1e6\nthreads = 1024\neval_batches = 1000000\nseed = 0\n"
+                 "[quantization]\namax_history_len = 1024\nmargin = 64\n"
+                 "[output]\nkeep_checkpoints = 1000\ncheckpoint_interval = 1\n"),
+        "");
 }
 
 // ---- Errors --------------------------------------------------------------------
@@ -162,8 +163,10 @@ TEST(ConfigErrors, IntegerOutOfRangeHasTheDocumentedMessage) {
 TEST(ConfigErrors, IntegerKeysRejectFloatsAndStrings) {
     expect_error(error_of("[training]\nmax_steps = 50.0\n"), "training.max_steps",
                  "expected an integer 1..1000000000, got 50.0");
-    expect_error(error_of("[model]\nn_layer = \"4\"\n"), "model.n_layer", "expected an integer 1..64, got \"4\"");
-    expect_error(error_of("[training]\nseed = -1\n"), "training.seed", "expected an integer 0..9223372036854775807");
+    expect_error(error_of("[model]\nn_layer = \"4\"\n"), "model.n_layer",
+                 "expected an integer 1..64, got \"4\"");
+    expect_error(error_of("[training]\nseed = -1\n"), "training.seed",
+                 "expected an integer 0..9223372036854775807");
     expect_error(error_of("[model]\nn_layer = 65\n"), "model.n_layer", "expected an integer 1..64, got 65");
     expect_error(error_of("[training]\nthreads = true\n"), "training.threads", "got true");
 }
@@ -172,13 +175,15 @@ TEST(ConfigErrors, FloatRangesSayWhichEndIsOpen) {
     expect_error(error_of("[model]\ndropout = 1\n"), "model.dropout", "expected a number in [0, 1), got 1");
     expect_error(error_of("[training]\nlearning_rate = 0.0\n"), "training.learning_rate",
                  "expected a number in (0, 10], got 0.0");
-    expect_error(error_of("[data]\nval_fraction = 0\n"), "data.val_fraction", "expected a number in (0, 0.5], got 0");
+    expect_error(error_of("[data]\nval_fraction = 0\n"), "data.val_fraction",
+                 "expected a number in (0, 0.5], got 0");
     expect_error(error_of("[training]\nbeta2 = 1.0\n"), "training.beta2", "expected a number in [0, 1)");
     expect_error(error_of("[training]\ngrad_clip = 2e6\n"), "training.grad_clip",
                  "expected a number in [0, 1000000], got 2000000.0");
     expect_error(error_of("[training]\nweight_decay = nan\n"), "training.weight_decay", "got nan");
     expect_error(error_of("[training]\nbeta1 = inf\n"), "training.beta1", "got inf");
-    expect_error(error_of("[training]\nlearning_rate = \"fast\"\n"), "training.learning_rate", "got \"fast\"");
+    expect_error(error_of("[training]\nlearning_rate = \"fast\"\n"), "training.learning_rate",
+                 "got \"fast\"");
 }
 
 TEST(ConfigErrors, ChoicesListTheAlternatives) {
@@ -187,7 +192,8 @@ TEST(ConfigErrors, ChoicesListTheAlternatives) {
     expect_error(error_of("[quantization]\nbackward_rounding = \"up\"\n"), "quantization.backward_rounding",
                  "expected one of nearest, stochastic, toward-zero, got \"up\"");
     expect_error(error_of("[training]\ndevice = 0\n"), "training.device", "expected one of cpu, cuda, got 0");
-    expect_error(error_of("[data]\nformat = \"csv\"\n"), "data.format", "expected one of auto, text, nanogpt");
+    expect_error(error_of("[data]\nformat = \"csv\"\n"), "data.format",
+                 "expected one of auto, text, nanogpt");
     expect_error(error_of("[quantization]\nscaling = \"Delayed\"\n"), "quantization.scaling",
                  "expected one of delayed, current, none");
 }
@@ -219,9 +225,11 @@ TEST(ConfigChoices, EveryNameRoundTripsAndOthersAreRefused) {
         std::set<std::string> distinct;
         for (const std::string& name : k.names) {
             SCOPED_TRACE(dotted + " = " + name);
-            const run_config c = parse_config("[" + std::string(k.section) + "]\n" + k.key + " = \"" + name + "\"\n", kFile);
+            const run_config c =
+                parse_config("[" + std::string(k.section) + "]\n" + k.key + " = \"" + name + "\"\n", kFile);
             const std::string text = to_toml(c);
-            EXPECT_NE(text.find(std::string("\n") + k.key + " = \"" + name + "\"\n"), std::string::npos) << text;
+            EXPECT_NE(text.find(std::string("\n") + k.key + " = \"" + name + "\"\n"), std::string::npos)
+                << text;
             EXPECT_TRUE(parse_config(text, kFile) == c);
             // From --set too, as a bare word.
             EXPECT_TRUE(parse_config("", kFile, {dotted + "=" + name}) == c);
@@ -231,8 +239,10 @@ TEST(ConfigChoices, EveryNameRoundTripsAndOthersAreRefused) {
         // A near miss is refused, never taken as the default (an unknown rounding once became nearest-even).
         const std::string wrong = k.names[1] + "_x";
         EXPECT_EQ(error_of("[" + std::string(k.section) + "]\n" + k.key + " = \"" + wrong + "\"\n"),
-                  std::string(kFile) + ": key '" + dotted + "': expected one of " + list + ", got \"" + wrong + "\"");
-        expect_error(error_of("", {dotted + "=" + wrong}), dotted, "expected one of " + list + ", got \"" + wrong + "\"");
+                  std::string(kFile) + ": key '" + dotted + "': expected one of " + list + ", got \"" +
+                      wrong + "\"");
+        expect_error(error_of("", {dotted + "=" + wrong}), dotted,
+                     "expected one of " + list + ", got \"" + wrong + "\"");
     }
 }
 
@@ -253,7 +263,8 @@ TEST(ConfigErrors, BooleansStringsAndFormatNames) {
 TEST(ConfigErrors, UnknownKeysAreNeverIgnored) {
     expect_error(error_of("[training]\nmax_stesp = 50\n"), "training.max_stesp",
                  "unknown key (a typo?); did you mean 'training.max_steps'?");
-    expect_error(error_of("[trainig]\nmax_steps = 50\n"), "trainig", "unknown key (a typo?); did you mean 'training'?");
+    expect_error(error_of("[trainig]\nmax_steps = 50\n"), "trainig",
+                 "unknown key (a typo?); did you mean 'training'?");
     expect_error(error_of("[training]\nn_layer = 2\n"), "training.n_layer", "did you mean 'model.n_layer'?");
     expect_error(error_of("seed = 1\n"), "seed", "unknown key");
     expect_error(error_of("[model.extra]\nx = 1\n"), "model.extra", "unknown key");
@@ -264,7 +275,8 @@ TEST(ConfigErrors, UnknownKeysAreNeverIgnored) {
 
 TEST(ConfigErrors, SectionsMustBeTables) {
     expect_error(error_of("model = 3\n"), "model", "expected a table ([model]), got 3");
-    expect_error(error_of("[quantization]\nrules = 1\n"), "quantization.rules", "expected an array of tables");
+    expect_error(error_of("[quantization]\nrules = 1\n"), "quantization.rules",
+                 "expected an array of tables");
 }
 
 TEST(ConfigErrors, CrossKeyChecks) {
@@ -292,8 +304,8 @@ TEST(ConfigErrors, SyntaxErrorsGiveTheLine) {
 // Debian's library, which the host links, refuses both with a syntax error
 // naming the line; this keeps it so.
 TEST(ConfigErrors, InputsThatStopToml3p3InDebugBuildsAreSyntaxErrors) {
-    const std::vector<std::string> lines = {"[@]", std::string("[\t\0ugin]", 8), "\xc3\xa9 = 1", "max_steps = 1 \xc3\xa9",
-                                            "[\xc3\xa9]"};
+    const std::vector<std::string> lines = {"[@]", std::string("[\t\0ugin]", 8), "\xc3\xa9 = 1",
+                                            "max_steps = 1 \xc3\xa9", "[\xc3\xa9]"};
     for (const std::string& line : lines) {
         const std::string e = error_of("name = \"x\"\n" + line + "\n");
         EXPECT_EQ(e.rfind(std::string(kFile) + ":2: not valid TOML: ", 0), 0u) << e;
@@ -306,7 +318,8 @@ TEST(ConfigErrors, MissingFileAndFolder) {
         load_config("/nonexistent/x.toml");
         FAIL() << "no error";
     } catch (const host::error& e) {
-        EXPECT_NE(std::string(e.what()).find("/nonexistent/x.toml: no such config file"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("/nonexistent/x.toml: no such config file"), std::string::npos)
+            << e.what();
     }
     EXPECT_THROW(load_config(ALTGRAD_CONFIGS_DIR), host::error);
 }
@@ -314,11 +327,12 @@ TEST(ConfigErrors, MissingFileAndFolder) {
 // ---- Overrides -----------------------------------------------------------------
 
 TEST(ConfigOverrides, ValuesAreParsedAsToml) {
-    const run_config c = parse_config("[training]\nmax_steps = 100\n", kFile,
-                                      {"training.max_steps=50", "training.learning_rate=1e-3", "model.bias=false",
-                                       "quantization.weight_format=\"e4m3\"", "quantization.activation_format=e3m4",
-                                       "data.path=/tmp/my data", "name=2024", "output.dir = out ",
-                                       "model.dropout=0", "training.min_lr=1e-4"});
+    const run_config c =
+        parse_config("[training]\nmax_steps = 100\n", kFile,
+                     {"training.max_steps=50", "training.learning_rate=1e-3", "model.bias=false",
+                      "quantization.weight_format=\"e4m3\"", "quantization.activation_format=e3m4",
+                      "data.path=/tmp/my data", "name=2024", "output.dir = out ", "model.dropout=0",
+                      "training.min_lr=1e-4"});
     EXPECT_EQ(c.training.max_steps, 50);
     EXPECT_EQ(c.training.learning_rate, 1e-3);
     EXPECT_FALSE(c.model.bias);
@@ -346,7 +360,8 @@ TEST(ConfigOverrides, UnknownKeyNamesTheSetArgument) {
 TEST(ConfigOverrides, BadValuesNameTheSetArgument) {
     const std::string e = error_of("", {"training.max_steps=-5"});
     EXPECT_EQ(e, std::string(kFile) +
-                     ": --set training.max_steps=-5: key 'training.max_steps': expected an integer 1..1000000000, got -5");
+                     ": --set training.max_steps=-5: key 'training.max_steps': expected an integer "
+                     "1..1000000000, got -5");
     expect_error(error_of("", {"training.max_steps=fifty"}), "training.max_steps", "got \"fifty\"");
     expect_error(error_of("", {"model.activation=relu"}), "model.activation",
                  "expected one of gelu, swiglu, got \"relu\"");
@@ -354,7 +369,8 @@ TEST(ConfigOverrides, BadValuesNameTheSetArgument) {
 }
 
 TEST(ConfigOverrides, RulesCannotBeOverridden) {
-    for (const char* o : {"quantization.rules=[]", "quantization.rules.0.pattern=x", "quantization.rules[0].format=bf16"}) {
+    for (const char* o :
+         {"quantization.rules=[]", "quantization.rules.0.pattern=x", "quantization.rules[0].format=bf16"}) {
         const std::string e = error_of("", {o});
         expect_error(e, "quantization.rules", "not supported");
         EXPECT_NE(e.find(std::string("--set ") + o), std::string::npos) << e;
@@ -368,8 +384,9 @@ TEST(ConfigOverrides, WithoutAnEqualsSignIsAUsageError) {
 
 TEST(ConfigOverrides, CrossKeyErrorsSayWhereTheOtherValueCameFrom) {
     EXPECT_EQ(error_of("[training]\nwarmup_steps = 50\n", {"training.max_steps=10"}),
-              std::string(kFile) + ": key 'training.warmup_steps': expected at most training.max_steps "
-                                   "(10, from --set training.max_steps=10), got 50");
+              std::string(kFile) +
+                  ": key 'training.warmup_steps': expected at most training.max_steps "
+                  "(10, from --set training.max_steps=10), got 50");
 }
 
 // The first experiment a newcomer tries: a short run. The default warm-up (50)
@@ -398,11 +415,12 @@ TEST(ConfigToToml, DefaultsRoundTripAndEveryKeyIsWritten) {
     const run_config c = parse_config("", kFile);
     const std::string text = to_toml(c);
     EXPECT_TRUE(parse_config(text, "elsewhere/config.toml") == c) << text;
-    for (const char* line : {"name = \"my_run\"", "[model]", "n_layer = 4", "dropout = 0.0", "bias = true",
-                             "activation = \"gelu\"", "path = \"/usr/share/games/fortunes\"", "val_fraction = 0.1",
-                             "learning_rate = 0.0006", "min_lr = 6e-05", "grad_clip = 1.0", "seed = 42",
-                             "weight_decay = 0.1", "beta2 = 0.95", "backward_rounding = \"stochastic\"",
-                             "margin = 0", "rules = []", "[output]", "keep_checkpoints = 2"})
+    for (const char* line :
+         {"name = \"my_run\"", "[model]", "n_layer = 4", "dropout = 0.0", "bias = true",
+          "activation = \"gelu\"", "path = \"/usr/share/games/fortunes\"", "val_fraction = 0.1",
+          "learning_rate = 0.0006", "min_lr = 6e-05", "grad_clip = 1.0", "seed = 42", "weight_decay = 0.1",
+          "beta2 = 0.95", "backward_rounding = \"stochastic\"", "margin = 0", "rules = []", "[output]",
+          "keep_checkpoints = 2"})
         EXPECT_NE(text.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << text;
 }
 
@@ -527,9 +545,10 @@ activation = "e1m6"
                                       kFile);
     const auto& r = c.quantization.rules;
     ASSERT_EQ(r.size(), 3u);
-    EXPECT_EQ(r[0], (quantization_rule{"lm_head", std::string("fp32"), std::string("fp32"), std::string("fp32")}));
-    EXPECT_EQ(r[1],
-              (quantization_rule{"blocks.*.attn.*", std::string("bf16"), std::string("bf16"), std::string("e5m2")}));
+    EXPECT_EQ(r[0],
+              (quantization_rule{"lm_head", std::string("fp32"), std::string("fp32"), std::string("fp32")}));
+    EXPECT_EQ(r[1], (quantization_rule{"blocks.*.attn.*", std::string("bf16"), std::string("bf16"),
+                                       std::string("e5m2")}));
     EXPECT_EQ(r[2], (quantization_rule{"blocks.*.mlp.fc", std::nullopt, std::string("e1m6"), std::nullopt}));
 
     const layer_formats head = formats_for(c.quantization, "lm_head");
@@ -600,14 +619,17 @@ TEST(ConfigRules, Errors) {
     const std::string rule = "[[quantization.rules]]\n";
     expect_error(error_of(rule + "format = \"bf16\"\n"), "quantization.rules[0].pattern", "missing");
     expect_error(error_of(rule + "pattern = \"lm_head\"\n"), "quantization.rules[0]", "sets nothing");
-    expect_error(error_of(rule + "pattern = \"lm_head\"\nfromat = \"bf16\"\n"), "quantization.rules[0].fromat",
+    expect_error(error_of(rule + "pattern = \"lm_head\"\nfromat = \"bf16\"\n"),
+                 "quantization.rules[0].fromat",
                  "unknown key (a typo?); did you mean 'quantization.rules[0].format'?");
-    expect_error(error_of(rule + "pattern = \"lm_head\"\nformat = \"BF16\"\n"), "quantization.rules[0].format",
-                 "expected a format plugin name");
-    expect_error(error_of(rule + "pattern = \"lm_head\"\nweight = 8\n"), "quantization.rules[0].weight", "got 8");
-    expect_error(error_of(rule + "pattern = \"blocks[0]\"\nformat = \"bf16\"\n"), "quantization.rules[0].pattern",
-                 "expected a layer-name pattern");
-    expect_error(error_of(rule + "pattern = 3\nformat = \"bf16\"\n"), "quantization.rules[0].pattern", "got 3");
+    expect_error(error_of(rule + "pattern = \"lm_head\"\nformat = \"BF16\"\n"),
+                 "quantization.rules[0].format", "expected a format plugin name");
+    expect_error(error_of(rule + "pattern = \"lm_head\"\nweight = 8\n"), "quantization.rules[0].weight",
+                 "got 8");
+    expect_error(error_of(rule + "pattern = \"blocks[0]\"\nformat = \"bf16\"\n"),
+                 "quantization.rules[0].pattern", "expected a layer-name pattern");
+    expect_error(error_of(rule + "pattern = 3\nformat = \"bf16\"\n"), "quantization.rules[0].pattern",
+                 "got 3");
     expect_error(error_of("[quantization]\nrules = [1]\n"), "quantization.rules[0]", "expected a table");
     // Index counts from 0 in file order.
     expect_error(error_of(rule + "pattern = \"lm_head\"\nformat = \"bf16\"\n" + rule + "pattern = \"x\"\n"),
@@ -618,9 +640,11 @@ TEST(ConfigRules, APatternThatMatchesNoLayerIsAnError) {
     const std::string rule = "[[quantization.rules]]\nformat = \"bf16\"\npattern = ";
     expect_error(error_of(rule + "\"blocks.*.atn.*\"\n"), "quantization.rules[0].pattern",
                  "\"blocks.*.atn.*\" matches no layer of this model");
-    expect_error(error_of(rule + "\"lm_head.weight\"\n"), "quantization.rules[0].pattern", "without \".weight\"");
+    expect_error(error_of(rule + "\"lm_head.weight\"\n"), "quantization.rules[0].pattern",
+                 "without \".weight\"");
     expect_error(error_of(rule + "\"blocks.4.*\"\n"), "quantization.rules[0].pattern", "N = 0..3");
-    expect_error(error_of(rule + "\"blocks.*.mlp.gate\"\n"), "quantization.rules[0].pattern", "matches no layer");
+    expect_error(error_of(rule + "\"blocks.*.mlp.gate\"\n"), "quantization.rules[0].pattern",
+                 "matches no layer");
     EXPECT_EQ(error_of("[model]\nactivation = \"swiglu\"\n" + rule + "\"blocks.*.mlp.gate\"\n"), "");
     // The model size comes from overrides too.
     expect_error(error_of(rule + "\"blocks.3.*\"\n", {"model.n_layer=2"}), "quantization.rules[0].pattern",
@@ -658,7 +682,8 @@ TEST(ConfigRules, RenameFormatsVisitsEveryFormatWithItsKey) {
 }
 
 TEST(ConfigRules, TheNoLayerErrorListsOnlyLayersThatExist) {
-    const std::string e = error_of("[[quantization.rules]]\nformat = \"bf16\"\npattern = \"blocks.0.ln_1\"\n");
+    const std::string e =
+        error_of("[[quantization.rules]]\nformat = \"bf16\"\npattern = \"blocks.0.ln_1\"\n");
     expect_error(e, "quantization.rules[0].pattern", "\"blocks.0.ln_1\" matches no layer of this model");
     EXPECT_EQ(e.find("ln_1", e.find("its layers")), std::string::npos) << e;
     EXPECT_NE(e.find("blocks.N.attn.qkv"), std::string::npos) << e;
@@ -706,7 +731,8 @@ TEST(ConfigPlugins, DefaultsAreEmptyListsAndTheDocumentedFailureThresholds) {
     expected.name = "my_run";
     EXPECT_TRUE(c == expected);
     EXPECT_TRUE(parse_config("[stability]\n[diagnostics]\n[failure]\n", kFile) == expected);
-    EXPECT_TRUE(parse_config("[stability]\ninterventions = []\n[diagnostics]\nplugins = []\n", kFile) == expected);
+    EXPECT_TRUE(parse_config("[stability]\ninterventions = []\n[diagnostics]\nplugins = []\n", kFile) ==
+                expected);
 }
 
 TEST(ConfigPlugins, ListsAndParametersAreRead) {
@@ -736,7 +762,8 @@ max_nonfinite_steps = 20
                                       kFile);
     EXPECT_EQ(c.stability.interventions, (std::vector<std::string>{"mantissa_shift", "partition_clip"}));
     const plugin_params expected_stability = {
-        {"mantissa_shift", {{"chain", "e7m0>e5m2"}, {"nan_patience", "3"}, {"stall_threshold", "0.25"}, {"verbose", "true"}}}};
+        {"mantissa_shift",
+         {{"chain", "e7m0>e5m2"}, {"nan_patience", "3"}, {"stall_threshold", "0.25"}, {"verbose", "true"}}}};
     EXPECT_EQ(c.stability.params, expected_stability);  // partition_clip: no table, no entry
     EXPECT_EQ(c.diagnostics.plugins, (std::vector<std::string>{"stiffness", "bit_stall"}));
     const plugin_params expected_diagnostics = {{"stiffness", {{"sample", "1024"}, {"relative", "false"}}}};
@@ -752,13 +779,16 @@ max_nonfinite_steps = 20
 }
 
 TEST(ConfigPlugins, ListOrderIsKept) {
-    const run_config c = parse_config("[stability]\ninterventions = [\"partition_clip\", \"mantissa_shift\"]\n", kFile);
+    const run_config c =
+        parse_config("[stability]\ninterventions = [\"partition_clip\", \"mantissa_shift\"]\n", kFile);
     EXPECT_EQ(c.stability.interventions, (std::vector<std::string>{"partition_clip", "mantissa_shift"}));
 }
 
 TEST(ConfigPlugins, InlineParamsTablesAreRead) {
     const run_config c = parse_config(
-        "[stability]\ninterventions = [\"mantissa_shift\"]\nparams = { mantissa_shift = { nan_patience = 2 } }\n", kFile);
+        "[stability]\ninterventions = [\"mantissa_shift\"]\nparams = { mantissa_shift = { nan_patience = 2 } "
+        "}\n",
+        kFile);
     EXPECT_EQ(c.stability.params.at("mantissa_shift").at("nan_patience"), "2");
 }
 
@@ -816,20 +846,22 @@ max_nonfinite_steps = 1
     EXPECT_EQ(back.stability.params, c.stability.params) << text;
     EXPECT_EQ(back.diagnostics.params, c.diagnostics.params) << text;
     EXPECT_EQ(to_toml(back), text);
-    for (const char* line : {"[stability]", "interventions = [\"mantissa_shift\", \"partition_clip\"]",
-                             "[stability.params.mantissa_shift]", "chain = \"e7m0>e5m2,e1m6>e3m4\"",
-                             "stall_threshold = 0.25", "on = false", "not_quite_a_number = \"1e5\"",
-                             "[stability.params.partition_clip]", "[diagnostics]", "plugins = [\"stiffness\"]",
-                             "[diagnostics.params.stiffness]", "sample = 4096", "[failure]", "bit_stall = 0.75",
-                             "near_zero = 0.0", "early_stop = 1.0", "patience = 1000000", "max_nonfinite_steps = 1"})
+    for (const char* line :
+         {"[stability]", "interventions = [\"mantissa_shift\", \"partition_clip\"]",
+          "[stability.params.mantissa_shift]", "chain = \"e7m0>e5m2,e1m6>e3m4\"", "stall_threshold = 0.25",
+          "on = false", "not_quite_a_number = \"1e5\"", "[stability.params.partition_clip]", "[diagnostics]",
+          "plugins = [\"stiffness\"]", "[diagnostics.params.stiffness]", "sample = 4096", "[failure]",
+          "bit_stall = 0.75", "near_zero = 0.0", "early_stop = 1.0", "patience = 1000000",
+          "max_nonfinite_steps = 1"})
         EXPECT_NE(text.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << text;
 }
 
 TEST(ConfigPlugins, DefaultListsAreWrittenToo) {
     const std::string text = to_toml(parse_config("", kFile));
-    for (const char* line : {"[stability]", "interventions = []", "[diagnostics]", "plugins = []", "[failure]",
-                             "bit_stall = 0.5", "min_progress = 0.01", "overflow = 0.1", "vanishing = 0.7",
-                             "near_zero = 1e-08", "early_stop = 0.1", "patience = 3", "max_nonfinite_steps = 10"})
+    for (const char* line :
+         {"[stability]", "interventions = []", "[diagnostics]", "plugins = []", "[failure]",
+          "bit_stall = 0.5", "min_progress = 0.01", "overflow = 0.1", "vanishing = 0.7", "near_zero = 1e-08",
+          "early_stop = 0.1", "patience = 3", "max_nonfinite_steps = 10"})
         EXPECT_NE(text.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << text;
 }
 
@@ -856,13 +888,16 @@ TEST(ConfigPlugins, AParameterNameThatIsNoBareKeyRoundTrips) {
 
 TEST(ConfigPlugins, ParamsForAPluginNotInTheList) {
     const std::string e = error_of(
-        "[stability]\ninterventions = [\"mantissa_shift\"]\n[stability.params.partition_clip]\nthreshold = 0.1\n");
-    EXPECT_EQ(e, std::string(kFile) + ": key 'stability.params.partition_clip': parameters for 'partition_clip', "
-                                      "which is not in stability.interventions (enable it there)");
-    expect_error(error_of("[stability.params.mantissa_shift]\nnan_patience = 2\n"), "stability.params.mantissa_shift",
-                 "which is not in stability.interventions");
+        "[stability]\ninterventions = [\"mantissa_shift\"]\n[stability.params.partition_clip]\nthreshold = "
+        "0.1\n");
+    EXPECT_EQ(e, std::string(kFile) +
+                     ": key 'stability.params.partition_clip': parameters for 'partition_clip', "
+                     "which is not in stability.interventions (enable it there)");
+    expect_error(error_of("[stability.params.mantissa_shift]\nnan_patience = 2\n"),
+                 "stability.params.mantissa_shift", "which is not in stability.interventions");
     expect_error(error_of("[diagnostics]\nplugins = [\"stiffness\"]\n[diagnostics.params.kurtosis]\nx = 1\n"),
-                 "diagnostics.params.kurtosis", "parameters for 'kurtosis', which is not in diagnostics.plugins");
+                 "diagnostics.params.kurtosis",
+                 "parameters for 'kurtosis', which is not in diagnostics.plugins");
     // Enabled in the other list is not enabled here.
     expect_error(error_of("[diagnostics]\nplugins = [\"stiffness\"]\n[stability.params.stiffness]\nx = 1\n"),
                  "stability.params.stiffness", "which is not in stability.interventions");
@@ -894,13 +929,16 @@ TEST(ConfigPlugins, ParamsErrors) {
     expect_error(error_of(enabled + "params = { mantissa_shift = \"nan_patience=3\" }\n"),
                  "stability.params.mantissa_shift", "expected a table of parameters, got \"nan_patience=3\"");
     expect_error(error_of(enabled + "[stability.params.mantissa_shift]\nchain = [\"e7m0\", \"e5m2\"]\n"),
-                 "stability.params.mantissa_shift.chain", "expected a string, number or boolean, got an array");
+                 "stability.params.mantissa_shift.chain",
+                 "expected a string, number or boolean, got an array");
     expect_error(error_of(enabled + "[stability.params.mantissa_shift.chain]\nfrom = \"e7m0\"\n"),
-                 "stability.params.mantissa_shift.chain", "expected a string, number or boolean, got a table");
+                 "stability.params.mantissa_shift.chain",
+                 "expected a string, number or boolean, got a table");
     expect_error(error_of(enabled + "[stability.params.mantissa_shift]\nwhen = 1979-05-27\n"),
                  "stability.params.mantissa_shift.when", "got a date/time");
-    expect_error(error_of("[diagnostics]\nplugins = [\"stiffness\"]\n[diagnostics.params.stiffness]\nx = []\n"),
-                 "diagnostics.params.stiffness.x", "got an array");
+    expect_error(
+        error_of("[diagnostics]\nplugins = [\"stiffness\"]\n[diagnostics.params.stiffness]\nx = []\n"),
+        "diagnostics.params.stiffness.x", "got an array");
 }
 
 TEST(ConfigPlugins, UnknownKeysInTheNewSections) {
@@ -908,27 +946,34 @@ TEST(ConfigPlugins, UnknownKeysInTheNewSections) {
                  "unknown key (a typo?); did you mean 'failure.patience'?");
     expect_error(error_of("[failure]\nmax_nonfinite_step = 2\n"), "failure.max_nonfinite_step",
                  "did you mean 'failure.max_nonfinite_steps'?");
-    expect_error(error_of("[failure]\nbitstall = 0.5\n"), "failure.bitstall", "did you mean 'failure.bit_stall'?");
+    expect_error(error_of("[failure]\nbitstall = 0.5\n"), "failure.bitstall",
+                 "did you mean 'failure.bit_stall'?");
     expect_error(error_of("[stability]\nintervention = [\"mantissa_shift\"]\n"), "stability.intervention",
                  "did you mean 'stability.interventions'?");
     expect_error(error_of("[diagnostics]\nplugin = [\"stiffness\"]\n"), "diagnostics.plugin",
                  "did you mean 'diagnostics.plugins'?");
     expect_error(error_of("[failures]\npatience = 2\n"), "failures", "did you mean 'failure'?");
     // A failure key in the wrong section points at its section.
-    expect_error(error_of("[training]\npatience = 2\n"), "training.patience", "did you mean 'failure.patience'?");
+    expect_error(error_of("[training]\npatience = 2\n"), "training.patience",
+                 "did you mean 'failure.patience'?");
 }
 
 TEST(ConfigPlugins, FailureValuesOutOfRange) {
     EXPECT_EQ(error_of("[failure]\npatience = 0\n"),
               std::string(kFile) + ": key 'failure.patience': expected an integer 1..1000000, got 0");
-    expect_error(error_of("[failure]\npatience = 1000001\n"), "failure.patience", "expected an integer 1..1000000");
+    expect_error(error_of("[failure]\npatience = 1000001\n"), "failure.patience",
+                 "expected an integer 1..1000000");
     expect_error(error_of("[failure]\nmax_nonfinite_steps = 0\n"), "failure.max_nonfinite_steps",
                  "expected an integer 1..1000000, got 0");
     expect_error(error_of("[failure]\npatience = 2.0\n"), "failure.patience", "got 2.0");
-    expect_error(error_of("[failure]\nbit_stall = 1.5\n"), "failure.bit_stall", "expected a number in [0, 1], got 1.5");
-    expect_error(error_of("[failure]\noverflow = -0.1\n"), "failure.overflow", "expected a number in [0, 1], got -0.1");
-    expect_error(error_of("[failure]\nvanishing = 2\n"), "failure.vanishing", "expected a number in [0, 1], got 2");
-    expect_error(error_of("[failure]\nnear_zero = -1e-9\n"), "failure.near_zero", "expected a number in [0, 1]");
+    expect_error(error_of("[failure]\nbit_stall = 1.5\n"), "failure.bit_stall",
+                 "expected a number in [0, 1], got 1.5");
+    expect_error(error_of("[failure]\noverflow = -0.1\n"), "failure.overflow",
+                 "expected a number in [0, 1], got -0.1");
+    expect_error(error_of("[failure]\nvanishing = 2\n"), "failure.vanishing",
+                 "expected a number in [0, 1], got 2");
+    expect_error(error_of("[failure]\nnear_zero = -1e-9\n"), "failure.near_zero",
+                 "expected a number in [0, 1]");
     expect_error(error_of("[failure]\nmin_progress = nan\n"), "failure.min_progress", "got nan");
     expect_error(error_of("[failure]\nearly_stop = \"half\"\n"), "failure.early_stop", "got \"half\"");
     // The ends of [0, 1] are accepted.
@@ -968,23 +1013,26 @@ TEST(ConfigPluginOverrides, TheListReplacesTheFiles) {
 
 TEST(ConfigPluginOverrides, BadListValuesNameTheSetArgument) {
     const std::string e = error_of("", {"stability.interventions=mantissa_shift,Partition_clip"});
-    EXPECT_EQ(e, std::string(kFile) + ": --set stability.interventions=mantissa_shift,Partition_clip: key "
-                                      "'stability.interventions': expected plugin names ([a-z0-9][a-z0-9_]*), got "
-                                      "\"Partition_clip\"");
-    expect_error(error_of("", {"stability.interventions=a,a"}), "stability.interventions", "\"a\" is listed twice");
+    EXPECT_EQ(e, std::string(kFile) +
+                     ": --set stability.interventions=mantissa_shift,Partition_clip: key "
+                     "'stability.interventions': expected plugin names ([a-z0-9][a-z0-9_]*), got "
+                     "\"Partition_clip\"");
+    expect_error(error_of("", {"stability.interventions=a,a"}), "stability.interventions",
+                 "\"a\" is listed twice");
     expect_error(error_of("", {"stability.interventions=a,,b"}), "stability.interventions", "got \"\"");
-    expect_error(error_of("", {"diagnostics.plugins=5"}), "diagnostics.plugins", "expected an array of plugin names");
+    expect_error(error_of("", {"diagnostics.plugins=5"}), "diagnostics.plugins",
+                 "expected an array of plugin names");
     expect_error(error_of("", {"diagnostics.plugins=[5]"}), "diagnostics.plugins", "got an element 5");
 }
 
 TEST(ConfigPluginOverrides, AParameter) {
     const std::string enabled = "[stability]\ninterventions = [\"mantissa_shift\"]\n";
-    const run_config c = parse_config(enabled, kFile,
-                                      {"stability.params.mantissa_shift.nan_patience=5",
-                                       "stability.params.mantissa_shift.chain=e7m0>e5m2,e1m6>e3m4",
-                                       "stability.params.mantissa_shift.threshold=0.25",
-                                       "stability.params.mantissa_shift.verbose=true",
-                                       "stability.params.mantissa_shift.quoted=\"3\""});
+    const run_config c = parse_config(
+        enabled, kFile,
+        {"stability.params.mantissa_shift.nan_patience=5",
+         "stability.params.mantissa_shift.chain=e7m0>e5m2,e1m6>e3m4",
+         "stability.params.mantissa_shift.threshold=0.25", "stability.params.mantissa_shift.verbose=true",
+         "stability.params.mantissa_shift.quoted=\"3\""});
     const plugin_params expected = {{"mantissa_shift",
                                      {{"nan_patience", "5"},
                                       {"chain", "e7m0>e5m2,e1m6>e3m4"},
@@ -997,17 +1045,16 @@ TEST(ConfigPluginOverrides, AParameter) {
     EXPECT_TRUE(parse_config(text, "x.toml") == c) << text;
 
     // Over the file's value; the last of two wins.
-    const run_config d = parse_config(enabled + "[stability.params.mantissa_shift]\nnan_patience = 2\nkeep = 1\n",
-                                      kFile,
-                                      {"stability.params.mantissa_shift.nan_patience=4",
-                                       "stability.params.mantissa_shift.nan_patience=5"});
+    const run_config d = parse_config(
+        enabled + "[stability.params.mantissa_shift]\nnan_patience = 2\nkeep = 1\n", kFile,
+        {"stability.params.mantissa_shift.nan_patience=4", "stability.params.mantissa_shift.nan_patience=5"});
     EXPECT_EQ(d.stability.params.at("mantissa_shift").at("nan_patience"), "5");
     EXPECT_EQ(d.stability.params.at("mantissa_shift").at("keep"), "1");
 
     // Enabled from the command line too.
-    const run_config e = parse_config("", kFile,
-                                      {"stability.params.mantissa_shift.nan_patience=5",
-                                       "stability.interventions=mantissa_shift"});
+    const run_config e = parse_config(
+        "", kFile,
+        {"stability.params.mantissa_shift.nan_patience=5", "stability.interventions=mantissa_shift"});
     EXPECT_EQ(e.stability.params.at("mantissa_shift").at("nan_patience"), "5");
     EXPECT_EQ(parse_config("[diagnostics]\nplugins = [\"stiffness\"]\n", kFile,
                            {"diagnostics.params.stiffness.sample=64"})
@@ -1018,9 +1065,10 @@ TEST(ConfigPluginOverrides, AParameter) {
 
 TEST(ConfigPluginOverrides, AParameterForAPluginNotEnabled) {
     const std::string e = error_of("", {"stability.params.mantissa_shift.nan_patience=5"});
-    EXPECT_EQ(e, std::string(kFile) + ": --set stability.params.mantissa_shift.nan_patience=5: key "
-                                      "'stability.params.mantissa_shift': parameters for 'mantissa_shift', which is "
-                                      "not in stability.interventions (enable it there)");
+    EXPECT_EQ(e, std::string(kFile) +
+                     ": --set stability.params.mantissa_shift.nan_patience=5: key "
+                     "'stability.params.mantissa_shift': parameters for 'mantissa_shift', which is "
+                     "not in stability.interventions (enable it there)");
     expect_error(error_of("[stability]\ninterventions = [\"partition_clip\"]\n",
                           {"stability.params.mantissa_shift.nan_patience=5"}),
                  "stability.params.mantissa_shift", "which is not in stability.interventions");
@@ -1033,9 +1081,10 @@ TEST(ConfigPluginOverrides, AParameterForAPluginNotEnabled) {
 TEST(ConfigPluginOverrides, AnArrayOrTableIsNoParameterValue) {
     const std::string file = "[stability]\ninterventions = [\"mantissa_shift\"]\n";
     EXPECT_EQ(error_of(file, {"stability.params.mantissa_shift.nan_patience=[1]"}),
-              std::string(kFile) + ": --set stability.params.mantissa_shift.nan_patience=[1]: key "
-                                   "'stability.params.mantissa_shift.nan_patience': expected a string, number or "
-                                   "boolean, got an array");
+              std::string(kFile) +
+                  ": --set stability.params.mantissa_shift.nan_patience=[1]: key "
+                  "'stability.params.mantissa_shift.nan_patience': expected a string, number or "
+                  "boolean, got an array");
     expect_error(error_of(file, {"stability.params.mantissa_shift.chain={a=1}"}),
                  "stability.params.mantissa_shift.chain", "expected a string, number or boolean");
     // A bare word is still a string.
@@ -1046,22 +1095,27 @@ TEST(ConfigPluginOverrides, AnArrayOrTableIsNoParameterValue) {
 }
 
 TEST(ConfigPluginOverrides, FailureKeys) {
-    const run_config c = parse_config("", kFile, {"failure.patience=5", "failure.bit_stall=0.75",
-                                                  "failure.max_nonfinite_steps=2", "failure.near_zero=0"});
+    const run_config c = parse_config("", kFile,
+                                      {"failure.patience=5", "failure.bit_stall=0.75",
+                                       "failure.max_nonfinite_steps=2", "failure.near_zero=0"});
     EXPECT_EQ(c.failure.patience, 5);
     EXPECT_EQ(c.failure.bit_stall, 0.75);
     EXPECT_EQ(c.failure.max_nonfinite_steps, 2);
     EXPECT_EQ(c.failure.near_zero, 0.0);
-    EXPECT_EQ(error_of("", {"failure.patience=0"}),
-              std::string(kFile) +
-                  ": --set failure.patience=0: key 'failure.patience': expected an integer 1..1000000, got 0");
-    expect_error(error_of("", {"failure.bit_stall=2"}), "failure.bit_stall", "expected a number in [0, 1], got 2");
+    EXPECT_EQ(
+        error_of("", {"failure.patience=0"}),
+        std::string(kFile) +
+            ": --set failure.patience=0: key 'failure.patience': expected an integer 1..1000000, got 0");
+    expect_error(error_of("", {"failure.bit_stall=2"}), "failure.bit_stall",
+                 "expected a number in [0, 1], got 2");
     expect_error(error_of("", {"failure.patince=2"}), "failure.patince", "did you mean 'failure.patience'?");
-    expect_error(error_of("", {"failure=1"}), "failure", "is a table; set one of its keys, e.g. --set failure.bit_stall=...");
+    expect_error(error_of("", {"failure=1"}), "failure",
+                 "is a table; set one of its keys, e.g. --set failure.bit_stall=...");
     expect_error(error_of("", {"stability=1"}), "stability", "e.g. --set stability.interventions=...");
     expect_error(error_of("", {"stability.params=1"}), "stability.params",
                  "is a table; set one of its keys, e.g. --set stability.params.NAME.KEY=...");
-    expect_error(error_of("", {"diagnostics.params=1"}), "diagnostics.params", "e.g. --set diagnostics.params.NAME.KEY=...");
+    expect_error(error_of("", {"diagnostics.params=1"}), "diagnostics.params",
+                 "e.g. --set diagnostics.params.NAME.KEY=...");
 }
 
 // ---- configs/ ------------------------------------------------------------------
@@ -1089,13 +1143,15 @@ TEST(ConfigFiles, EveryConfigLoadsValidatesAndRoundTrips) {
         EXPECT_EQ(c.name, file.stem().string()) << "a config's name is its file's stem";
         EXPECT_EQ(c.source, file);
         EXPECT_TRUE(parse_config(to_toml(c), "config.toml") == c);
-        EXPECT_TRUE(load_config(file, {"training.max_steps=50", "training.warmup_steps=5"}).training.max_steps == 50);
+        EXPECT_TRUE(
+            load_config(file, {"training.max_steps=50", "training.warmup_steps=5"}).training.max_steps == 50);
     }
 }
 
 TEST(ConfigFiles, TheSeedExperimentsAreThereWithTheSeedSettings) {
-    const std::set<std::string> expected = {"bf16_baseline", "e5m2_fp8", "e5m2_short", "e4m3_uniform", "e3m4_uniform",
-                                            "e1m6_uniform", "e1m6_postln", "e0m7_uniform", "e7m0_uniform"};
+    const std::set<std::string> expected = {"bf16_baseline", "e5m2_fp8",     "e5m2_short",
+                                            "e4m3_uniform",  "e3m4_uniform", "e1m6_uniform",
+                                            "e1m6_postln",   "e0m7_uniform", "e7m0_uniform"};
     for (const std::string& name : expected) {
         SCOPED_TRACE(name);
         const fs::path file = fs::path(ALTGRAD_CONFIGS_DIR) / (name + ".toml");
@@ -1122,8 +1178,9 @@ TEST(ConfigFiles, TheSeedExperimentsAreThereWithTheSeedSettings) {
     }
     for (const char* name : {"e5m2_short", "e5m2_fp8"}) {
         const run_config c = load_config(fs::path(ALTGRAD_CONFIGS_DIR) / (std::string(name) + ".toml"));
-        EXPECT_EQ(c.quantization.weight_format + c.quantization.activation_format + c.quantization.gradient_format,
-                  "e5m2e5m2e5m2");
+        EXPECT_EQ(
+            c.quantization.weight_format + c.quantization.activation_format + c.quantization.gradient_format,
+            "e5m2e5m2e5m2");
     }
 }
 
@@ -1133,8 +1190,8 @@ TEST(ConfigFiles, TheSeedExperimentsAreThereWithTheSeedSettings) {
 TEST(ConfigFiles, TheStudySweepsTrainAtTheSeparatingWorkload) {
     const fs::path dir = ALTGRAD_CONFIGS_DIR;
     run_config workload = load_config(dir / "separating_bf16.toml");
-    for (const char* sweep : {"study_separating.toml", "study_separating_more_seeds.toml", "study_blocks.toml",
-                             "study_blocks_round_up.toml"}) {
+    for (const char* sweep : {"study_separating.toml", "study_separating_more_seeds.toml",
+                              "study_blocks.toml", "study_blocks_round_up.toml"}) {
         SCOPED_TRACE(sweep);
         const toml::table t = toml::parse_file((dir / "sweeps" / sweep).string());
         std::vector<std::string> training;
@@ -1148,7 +1205,8 @@ TEST(ConfigFiles, TheStudySweepsTrainAtTheSeparatingWorkload) {
         EXPECT_GT(c.training.max_steps, 500);
         c.name = workload.name;
         c.source = workload.source;
-        EXPECT_TRUE(c == workload) << "bf16_baseline with the sweep's training.* overrides differs from separating_bf16";
+        EXPECT_TRUE(c == workload)
+            << "bf16_baseline with the sweep's training.* overrides differs from separating_bf16";
     }
 }
 
@@ -1157,7 +1215,8 @@ TEST(ConfigFiles, E1m6PostLnQuantizesOnlyThePostLayerNormInputs) {
     for (const std::string& layer : layer_names(c.model)) {
         SCOPED_TRACE(layer);
         const layer_formats f = formats_for(c.quantization, layer);
-        const bool post_ln = pattern_matches("blocks.*.attn.qkv", layer) || pattern_matches("blocks.*.mlp.fc", layer);
+        const bool post_ln =
+            pattern_matches("blocks.*.attn.qkv", layer) || pattern_matches("blocks.*.mlp.fc", layer);
         EXPECT_EQ(f.weight, "bf16");
         EXPECT_EQ(f.gradient, "bf16");
         EXPECT_EQ(f.activation, post_ln ? "e1m6" : "bf16");
@@ -1184,12 +1243,12 @@ TEST(ConfigFiles, LoadConfigReadsAFileWithOverrides) {
         load_config(file);
         ADD_FAILURE() << "no error";
     } catch (const host::error& e) {
-        EXPECT_EQ(std::string(e.what()).rfind(file.string() + ": key 'training.max_setps': unknown key", 0), 0u)
+        EXPECT_EQ(std::string(e.what()).rfind(file.string() + ": key 'training.max_setps': unknown key", 0),
+                  0u)
             << e.what();
     }
     fs::remove_all(dir);
 }
-
 
 // ---- Block scaling: granularity, role tables, rules, format parameters ---------
 
@@ -1232,9 +1291,10 @@ TEST(ConfigBlockScaling, RuleOverRoleTableOverSection) {
 }
 
 TEST(ConfigBlockScaling, SetReachesRoleTablesAndParams) {
-    const run_config c = parse_config("[quantization]\nweight_format = \"exmy_param\"\n", kFile,
-                                      {"quantization.gradient.granularity=block", "quantization.gradient.block_size=128",
-                                       "quantization.params.exmy_param.mantissa_bits=2"});
+    const run_config c =
+        parse_config("[quantization]\nweight_format = \"exmy_param\"\n", kFile,
+                     {"quantization.gradient.granularity=block", "quantization.gradient.block_size=128",
+                      "quantization.params.exmy_param.mantissa_bits=2"});
     EXPECT_EQ(scaling_for(c.quantization, "lm_head", "gradient").granularity, granularity_kind::block);
     EXPECT_EQ(scaling_for(c.quantization, "lm_head", "gradient").block_size, 128);
     EXPECT_EQ(scaling_for(c.quantization, "lm_head", "weight").granularity, granularity_kind::tensor);
@@ -1263,7 +1323,8 @@ TEST(ConfigBlockScaling, EverythingRoundTripsThroughToToml) {
 TEST(ConfigBlockScaling, Errors) {
     expect_error(error_of("[quantization]\ngranularity = \"blocks\"\n"), "quantization.granularity",
                  "expected one of tensor, row, block");
-    expect_error(error_of("[quantization]\nblock_size = 0\n"), "quantization.block_size", "expected an integer 1..1048576");
+    expect_error(error_of("[quantization]\nblock_size = 0\n"), "quantization.block_size",
+                 "expected an integer 1..1048576");
     expect_error(error_of("[quantization]\nscale_rule = \"floor\"\n"), "quantization.scale_rule",
                  "expected one of mx_floor, round_up, two_level");
     expect_error(error_of("[quantization]\nscale_format = \"E8M0\"\n"), "quantization.scale_format",
@@ -1275,12 +1336,13 @@ TEST(ConfigBlockScaling, Errors) {
                  "expected an integer 1..1048576");
     expect_error(error_of("[[quantization.rules]]\npattern = \"lm_head\"\ngranularity = 3\n"),
                  "quantization.rules[0].granularity", "expected one of tensor, row, block");
-    expect_error(error_of("", {"quantization.activation.scale_rule=up"}), "quantization.activation.scale_rule",
-                 "--set quantization.activation.scale_rule=up");
+    expect_error(error_of("", {"quantization.activation.scale_rule=up"}),
+                 "quantization.activation.scale_rule", "--set quantization.activation.scale_rule=up");
     // Parameters for a format no key names (the list says which it names).
     expect_error(error_of("[quantization.params.e4m3]\nx = 1\n"), "quantization.params.e4m3",
                  "which no format or scale_format key of this config names (it names e5m2)");
-    expect_error(error_of("", {"quantization.params.ue8m0.x=1"}), "quantization.params.ue8m0", "no format or scale_format");
+    expect_error(error_of("", {"quantization.params.ue8m0.x=1"}), "quantization.params.ue8m0",
+                 "no format or scale_format");
     expect_error(error_of("[quantization]\nscale_format = \"ue8m0\"\n[quantization.params.ue8m0]\nx = [1]\n"),
                  "quantization.params.ue8m0.x", "expected a string, number or boolean");
     // A scale_format names a plugin whose parameters may then be given.

@@ -45,7 +45,8 @@ kit::options opts(const std::string& only, double timeout_seconds = 30) {
 
 // Run the kit on test plugin `name` (by its manifest's path).
 kit::plugin_report check(const std::string& name, const std::string& only = "", double timeout_seconds = 30) {
-    return kit::check_plugin(kit::target_by_path(kTestPlugins / name / "manifest.toml"), opts(only, timeout_seconds));
+    return kit::check_plugin(kit::target_by_path(kTestPlugins / name / "manifest.toml"),
+                             opts(only, timeout_seconds));
 }
 
 // Every result, one a line, for failure messages.
@@ -130,8 +131,8 @@ TEST(KitPlanted, RacyGlobalBufferFailsThreadsOnly) {
 // reports a verdict of its own.
 TEST(KitPlanted, CrashIsReportedAndTheKitGoesOn) {
     const kit::plugin_report r = check("broken_crash");
-    for (const char* load : {"load.manifest", "load.library", "load.exports", "load.abi_version", "load.descriptor",
-                             "load.repeat"})
+    for (const char* load : {"load.manifest", "load.library", "load.exports", "load.abi_version",
+                             "load.descriptor", "load.repeat"})
         expect_outcome(r, load, outcome::passed);
     expect_outcome(r, "quantize.nearest", outcome::crashed);
     const kit::result* x = find(r, "quantize.nearest");
@@ -141,7 +142,7 @@ TEST(KitPlanted, CrashIsReportedAndTheKitGoesOn) {
     std::vector<std::string> ran;
     for (const kit::result& y : r.results) ran.push_back(y.check);
     EXPECT_EQ(ran, check_names()) << dump(r);
-    expect_outcome(r, "codes.roundtrip", outcome::passed);  // encode is not broken
+    expect_outcome(r, "codes.roundtrip", outcome::passed);      // encode is not broken
     expect_outcome(r, "concurrency.threads", outcome::passed);  // random inputs only
 }
 
@@ -194,8 +195,7 @@ TEST(KitPlanted, ExtraExportWarnsAndNamesIt) {
     ASSERT_NE(x, nullptr);
     EXPECT_NE(x->reason.find("altgrad_broken_exports_extra"), std::string::npos) << x->reason;
     for (const kit::result& y : r.results)
-        if (y.check != "load.exports")
-            EXPECT_EQ(y.status, outcome::passed) << y.check << "\n" << dump(r);
+        if (y.check != "load.exports") EXPECT_EQ(y.status, outcome::passed) << y.check << "\n" << dump(r);
 }
 
 // A static global shared by instances: one instance at a time behaves (and
@@ -207,7 +207,8 @@ TEST(KitPlanted, SharedStaticStateFailsInstancesSeparate) {
     ASSERT_NE(x, nullptr);
     EXPECT_FALSE(x->hint.empty());
     EXPECT_NE(x->reason.find("(seed " + std::to_string(kSeed) + ")"), std::string::npos) << x->reason;
-    for (const char* other : {"params.defaults", "answers.deterministic", "observe.nonfinite", "observe.empty"})
+    for (const char* other :
+         {"params.defaults", "answers.deterministic", "observe.nonfinite", "observe.empty"})
         expect_outcome(r, other, outcome::passed);
     std::vector<std::string> ran;
     for (const kit::result& y : r.results) ran.push_back(y.check);
@@ -227,8 +228,8 @@ TEST(KitPlanted, ForgetfulSavedStateFailsStateResume) {
               std::string::npos)
         << x->reason;
     EXPECT_FALSE(x->hint.empty());
-    for (const char* other : {"params.defaults", "instances.separate", "answers.deterministic", "observe.nonfinite",
-                              "observe.empty"})
+    for (const char* other : {"params.defaults", "instances.separate", "answers.deterministic",
+                              "observe.nonfinite", "observe.empty"})
         expect_outcome(r, other, outcome::passed);
     expect_outcome(check("broken_shared_state", "state.*"), "state.resume", outcome::skipped);
 }
@@ -247,9 +248,9 @@ TEST(KitPlanted, NullOrMalformedEntryFails) {
     expect_outcome(malformed, "load.abi_version", outcome::passed);
     expect_outcome(malformed, "load.descriptor", outcome::failed);
     for (const kit::plugin_report* r : {&null_entry, &malformed})
-        EXPECT_TRUE(std::any_of(r->results.begin(), r->results.end(),
-                                [](const kit::result& y) { return kit::is_failure(y.status); }))
-            << dump(*r);
+        EXPECT_TRUE(std::any_of(r->results.begin(), r->results.end(), [](const kit::result& y) {
+            return kit::is_failure(y.status);
+        })) << dump(*r);
 }
 
 // Writing one element past count hits the guard page after the output
@@ -293,13 +294,14 @@ TEST(KitPlanted, InterventionAndDiagnosticWritesPastTheBufferCrashNamingTheCall)
     fs::create_directories(folder);
     fs::copy(kTestPlugins / "broken_value_overrun", folder / "broken_value_overrun");
     fs::copy(kBundled / "e5m2", folder / "e5m2");
-    for (const planted& p :
-         {planted{"broken_action_overrun", "observe.empty",
-                  "observe of step 0 (tensor count 0) touched element 64 of its actions buffer of 64 elements, past "
-                  "the end (a guard page)"},
-          planted{"broken_value_overrun", "measure.empty",
-                  "measure of step 0 (tensor count 1) touched element 2 of its values buffer of 2 elements, past the "
-                  "end (a guard page)"}}) {
+    for (const planted& p : {planted{"broken_action_overrun", "observe.empty",
+                                     "observe of step 0 (tensor count 0) touched element 64 of its actions "
+                                     "buffer of 64 elements, past "
+                                     "the end (a guard page)"},
+                             planted{"broken_value_overrun", "measure.empty",
+                                     "measure of step 0 (tensor count 1) touched element 2 of its values "
+                                     "buffer of 2 elements, past the "
+                                     "end (a guard page)"}}) {
         SCOPED_TRACE(p.plugin);
         const fs::path home = fs::exists(folder / p.plugin) ? folder : kTestPlugins;
         const kit::plugin_report r =
@@ -359,7 +361,8 @@ TEST(KitPlanted, AnAbi11FormatSkipsTheBlockScaleCheck) {
     const kit::result* x = find(r, "quantize.block_scales");
     ASSERT_NE(x, nullptr);
     EXPECT_NE(x->reason.find("ABI 1.1"), std::string::npos) << x->reason;
-    for (const kit::result& y : r.results) EXPECT_FALSE(kit::is_failure(y.status)) << y.check << "\n" << dump(r);
+    for (const kit::result& y : r.results)
+        EXPECT_FALSE(kit::is_failure(y.status)) << y.check << "\n" << dump(r);
 }
 
 // A 1.2 diagnostic that reads the view's `scale` (1 with block scales) where
@@ -368,7 +371,8 @@ TEST(KitPlanted, AnAbi11FormatSkipsTheBlockScaleCheck) {
 // built for ABI 1.1 cannot see block scales: the check is skipped for it.
 TEST(KitPlanted, ADiagnosticReadingOnlyScaleFailsTheBlockViewCheck) {
     // Each beside e5m2, the format its tensors name (see above).
-    const fs::path folder = fs::temp_directory_path() / ("altgrad-kit-block-view-" + std::to_string(::getpid()));
+    const fs::path folder =
+        fs::temp_directory_path() / ("altgrad-kit-block-view-" + std::to_string(::getpid()));
     fs::remove_all(folder);
     fs::create_directories(folder);
     fs::copy(kTestPlugins / "broken_block_view", folder / "broken_block_view");
@@ -387,7 +391,8 @@ TEST(KitPlanted, ADiagnosticReadingOnlyScaleFailsTheBlockViewCheck) {
     const kit::result* y = find(old, "measure.block_scales");
     ASSERT_NE(y, nullptr);
     EXPECT_NE(y->reason.find("ABI 1.1"), std::string::npos) << y->reason;
-    for (const kit::result& z : old.results) EXPECT_FALSE(kit::is_failure(z.status)) << z.check << "\n" << dump(old);
+    for (const kit::result& z : old.results)
+        EXPECT_FALSE(kit::is_failure(z.status)) << z.check << "\n" << dump(old);
     fs::remove_all(folder);
 }
 
@@ -479,16 +484,20 @@ TEST(KitPlanted, LeakPerCallFailsMemoryLeak) {
 // "not written yet") and pass every one of them.
 TEST(KitBundled, InterventionsAndDiagnosticsPassTheirChecks) {
     const std::vector<std::pair<std::string, altgrad_plugin_kind>> plugins = {
-        {"partition_clip", ALTGRAD_KIND_INTERVENTION}, {"mantissa_shift", ALTGRAD_KIND_INTERVENTION},
-        {"range", ALTGRAD_KIND_DIAGNOSTIC},           {"stiffness", ALTGRAD_KIND_DIAGNOSTIC},
+        {"partition_clip", ALTGRAD_KIND_INTERVENTION},
+        {"mantissa_shift", ALTGRAD_KIND_INTERVENTION},
+        {"range", ALTGRAD_KIND_DIAGNOSTIC},
+        {"stiffness", ALTGRAD_KIND_DIAGNOSTIC},
         {"grid_alignment", ALTGRAD_KIND_DIAGNOSTIC}};
     for (const auto& [name, kind] : plugins) {
         SCOPED_TRACE(name);
-        const kit::plugin_report r = kit::check_plugin(kit::target_by_path(kBundled / name / "manifest.toml"), opts(""));
+        const kit::plugin_report r =
+            kit::check_plugin(kit::target_by_path(kBundled / name / "manifest.toml"), opts(""));
         std::vector<std::string> ran;
         for (const kit::result& x : r.results) ran.push_back(x.check);
         EXPECT_EQ(ran, check_names(kind)) << dump(r);
-        for (const char* c : {"params.defaults", "instances.separate", "answers.deterministic", "memory.leak"})
+        for (const char* c :
+             {"params.defaults", "instances.separate", "answers.deterministic", "memory.leak"})
             expect_outcome(r, c, outcome::passed);
         if (kind == ALTGRAD_KIND_INTERVENTION) {
             expect_outcome(r, "observe.nonfinite", outcome::passed);
@@ -522,9 +531,10 @@ TEST(KitSelection, CheckListCoversEveryKind) {
     for (altgrad_plugin_kind kind : {ALTGRAD_KIND_INTERVENTION, ALTGRAD_KIND_DIAGNOSTIC})
         for (const std::string& n : check_names(kind))
             EXPECT_EQ(std::count(all.begin(), all.end(), n), 1) << n;
-    for (const char* n : {"memory.leak", "params.defaults", "params.refused", "instances.separate", "answers.deterministic",
-                          "observe.nonfinite", "observe.empty", "state.resume", "measure.nonfinite", "measure.empty",
-                          "measure.names", "measure.block_scales", "measure.headlines"})
+    for (const char* n :
+         {"memory.leak", "params.defaults", "params.refused", "instances.separate", "answers.deterministic",
+          "observe.nonfinite", "observe.empty", "state.resume", "measure.nonfinite", "measure.empty",
+          "measure.names", "measure.block_scales", "measure.headlines"})
         EXPECT_NE(std::find(all.begin(), all.end(), n), all.end()) << n;
 }
 
@@ -532,9 +542,10 @@ TEST(KitBundled, EveryBundledPluginPasses) {
     const std::vector<kit::plugin_target> targets = kit::all_targets(kBundled);
     std::vector<std::string> names;
     for (const kit::plugin_target& t : targets) names.push_back(t.label);
-    for (const char* want : {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32", "fp4_e2m1",
-                             "fp6_e2m3", "fp6_e3m2", "ue8m0"})
-        EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want << " is not in " << kBundled;
+    for (const char* want : {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32",
+                             "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0"})
+        EXPECT_NE(std::find(names.begin(), names.end(), want), names.end())
+            << want << " is not in " << kBundled;
     for (const kit::plugin_target& t : targets) {
         const kit::plugin_report r = kit::check_plugin(t, opts(""));
         ASSERT_TRUE(t.info.has_value()) << t.manifest_error;

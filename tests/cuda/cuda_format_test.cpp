@@ -69,7 +69,8 @@ QuantizeResult gpu_quantize(const FormatPlugin& p, const std::vector<float>& xs,
     std::ostringstream msg;
     for (size_t i = 0; i < xs.size(); ++i)
         if (!same_float(want[i], got[i])) {
-            if (bad < 10) msg << "\n  x=" << hexf(xs[i]) << " expected " << hexf(want[i]) << " got " << hexf(got[i]);
+            if (bad < 10)
+                msg << "\n  x=" << hexf(xs[i]) << " expected " << hexf(want[i]) << " got " << hexf(got[i]);
             ++bad;
         }
     if (bad == 0) return ::testing::AssertionSuccess();
@@ -109,7 +110,8 @@ class CudaTest : public ::testing::Test {
 protected:
     void SetUp() override {
         int devices = 0;
-        ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess) << "no usable CUDA device: these tests need a GPU";
+        ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess)
+            << "no usable CUDA device: these tests need a GPU";
         ASSERT_GT(devices, 0);
     }
 };
@@ -163,7 +165,8 @@ TEST_P(CudaFormat, StochasticRoundingDoesNotDependOnChunking) {
     for (auto [from, to] : {std::pair<size_t, size_t>{0, cut1}, {cut1, cut2}, {cut2, xs.size()}}) {
         Mode piece = m;
         piece.offset = m.offset + from;
-        const QuantizeResult r = gpu_quantize(p(), std::vector<float>(xs.begin() + from, xs.begin() + to), piece);
+        const QuantizeResult r =
+            gpu_quantize(p(), std::vector<float>(xs.begin() + from, xs.begin() + to), piece);
         ASSERT_EQ(r.status, ALTGRAD_STATUS_OK) << r.message;
         pieces.insert(pieces.end(), r.out.begin(), r.out.end());
         overflow += r.overflow;
@@ -235,7 +238,8 @@ TEST_P(CudaFormat, BlockScaledCallsMatchTheHost) {
     xs.resize(xs.size() / 32 * 32 + 7);
     std::vector<float> scales;
     for (size_t b = 0; b < (xs.size() + 31) / 32; ++b)
-        scales.push_back(b % 3 == 2 ? 0.37f * static_cast<float>(b + 1) : std::ldexp(1.0f, static_cast<int>(b % 41) - 20));
+        scales.push_back(b % 3 == 2 ? 0.37f * static_cast<float>(b + 1)
+                                    : std::ldexp(1.0f, static_cast<int>(b % 41) - 20));
     device_buffer<float> device_scales(scales);
     for (Mode mode : all_modes(1.0f, 0xB10Cull, 3)) {
         mode.block_scales = scales.data();

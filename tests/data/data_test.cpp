@@ -64,8 +64,8 @@ private:
     fs::path root_;
 };
 
-dataset load(const fs::path& path, double val_fraction = 0.1, config::data_format format = config::data_format::auto_detect,
-             int64_t vocab_size = 0) {
+dataset load(const fs::path& path, double val_fraction = 0.1,
+             config::data_format format = config::data_format::auto_detect, int64_t vocab_size = 0) {
     data_options o;
     o.path = path;
     o.format = format;
@@ -75,7 +75,8 @@ dataset load(const fs::path& path, double val_fraction = 0.1, config::data_forma
 }
 
 // The message load() throws, or "" if it loads.
-std::string load_error(const fs::path& path, double val_fraction = 0.1, config::data_format format = config::data_format::auto_detect,
+std::string load_error(const fs::path& path, double val_fraction = 0.1,
+                       config::data_format format = config::data_format::auto_detect,
                        int64_t vocab_size = 0) {
     try {
         load(path, val_fraction, format, vocab_size);
@@ -94,8 +95,8 @@ std::string meta_error(const std::string& bytes) {
     }
 }
 
-#define EXPECT_HAS(haystack, needle)                                                 \
-    EXPECT_NE(std::string(haystack).find(needle), std::string::npos)                \
+#define EXPECT_HAS(haystack, needle)                                 \
+    EXPECT_NE(std::string(haystack).find(needle), std::string::npos) \
         << "expected \"" << (needle) << "\" in: " << (haystack)
 
 std::string repeat(const std::string& s, int n) {
@@ -105,7 +106,8 @@ std::string repeat(const std::string& s, int n) {
 }
 
 std::string all_text(const dataset& d) {
-    return d.decode(d.tokens(split::train), d.size(split::train)) + d.decode(d.tokens(split::val), d.size(split::val));
+    return d.decode(d.tokens(split::train), d.size(split::train)) +
+           d.decode(d.tokens(split::val), d.size(split::val));
 }
 
 // ---- text -------------------------------------------------------------------
@@ -150,13 +152,14 @@ TEST(DataText, Utf8DecodingWithLatin1Fallback) {
     // Invalid: a lone continuation byte, 0xFF, an overlong '/', a surrogate,
     // a code point above U+10FFFF, a truncated 3-byte form, and a lead byte at the end.
     cps.clear();
-    host::data::decode_utf8_latin1(std::string("\x80|\xFF|\xC0\xAF|\xED\xA0\x80|\xF4\x90\x80\x80|\xE2\x82x|\xC3"), cps);
-    EXPECT_EQ(cps, (std::vector<uint32_t>{0x80, '|', 0xFF, '|', 0xC0, 0xAF, '|', 0xED, 0xA0, 0x80, '|', 0xF4, 0x90,
-                                          0x80, 0x80, '|', 0xE2, 0x82, 'x', '|', 0xC3}));
+    host::data::decode_utf8_latin1(
+        std::string("\x80|\xFF|\xC0\xAF|\xED\xA0\x80|\xF4\x90\x80\x80|\xE2\x82x|\xC3"), cps);
+    EXPECT_EQ(cps, (std::vector<uint32_t>{0x80, '|',  0xFF, '|',  0xC0, 0xAF, '|',  0xED, 0xA0, 0x80, '|',
+                                          0xF4, 0x90, 0x80, 0x80, '|',  0xE2, 0x82, 'x',  '|',  0xC3}));
     // The edges of Table 3-7.
     cps.clear();
-    host::data::decode_utf8_latin1("\xC2\x80\xDF\xBF\xE0\xA0\x80\xED\x9F\xBF\xEE\x80\x80\xF0\x90\x80\x80\xF4\x8F\xBF\xBF",
-                                   cps);
+    host::data::decode_utf8_latin1(
+        "\xC2\x80\xDF\xBF\xE0\xA0\x80\xED\x9F\xBF\xEE\x80\x80\xF0\x90\x80\x80\xF4\x8F\xBF\xBF", cps);
     EXPECT_EQ(cps, (std::vector<uint32_t>{0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0x10000, 0x10FFFF}));
     for (uint32_t cp : {0x41u, 0xE9u, 0x7FFu, 0x800u, 0xFFFFu, 0x10000u, 0x10FFFFu}) {
         cps.clear();
@@ -168,7 +171,10 @@ TEST(DataText, Utf8DecodingWithLatin1Fallback) {
 TEST(DataText, Utf8FileWithInvalidBytesLoads) {
     scratch s;
     // "é" twice (once valid UTF-8, once a bare Latin-1 byte 0xE9), "€", an emoji, 0xFF.
-    const std::string text = repeat("\xC3\xA9\xE9\xE2\x82\xAC\xF0\x9F\x98\x80\xFF" "ab", 10);
+    const std::string text = repeat(
+        "\xC3\xA9\xE9\xE2\x82\xAC\xF0\x9F\x98\x80\xFF"
+        "ab",
+        10);
     const dataset d = load(s.write("t.txt", text));
     EXPECT_EQ(d.itos(), (std::vector<std::string>{"a", "b", "\xC3\xA9", "\xC3\xBF", "\xE2\x82\xAC",
                                                   "\xF0\x9F\x98\x80"}));
@@ -176,7 +182,9 @@ TEST(DataText, Utf8FileWithInvalidBytesLoads) {
     const uint16_t* t = d.tokens(split::train);
     EXPECT_EQ(std::vector<uint16_t>(t, t + 7), (std::vector<uint16_t>{2, 2, 4, 5, 3, 0, 1}));
     // Decoding gives UTF-8 (the Latin-1 bytes as their UTF-8 characters).
-    EXPECT_EQ(d.decode(t, 7), "\xC3\xA9\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xC3\xBF" "ab");
+    EXPECT_EQ(d.decode(t, 7),
+              "\xC3\xA9\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80\xC3\xBF"
+              "ab");
 }
 
 TEST(DataText, FolderFilesInNameOrderAndSkips) {
@@ -260,12 +268,14 @@ TEST(DataText, Errors) {
     s.write("skipped/sub/y", "abc");
     e = load_error(s.root() / "skipped");
     EXPECT_HAS(e, "no text files in the folder (skipped: 1 .dat files, 1 hidden, 1 sub-folders)");
-    if (fs::exists("/dev/null")) EXPECT_HAS(load_error("/dev/null"), "/dev/null: not a regular file or a folder");
+    if (fs::exists("/dev/null"))
+        EXPECT_HAS(load_error("/dev/null"), "/dev/null: not a regular file or a folder");
     // val_fraction out of (0, 1), or leaving a split empty.
     const fs::path t = s.write("t.txt", std::string(100, 'x'));
     for (double f : {0.0, 1.0, -0.5, 1.5, std::nan("")})
         EXPECT_HAS(load_error(t, f), "data.val_fraction is ");
-    EXPECT_HAS(load_error(t, 0.995), "data.val_fraction 0.995 of 100 characters leaves the training split empty");
+    EXPECT_HAS(load_error(t, 0.995),
+               "data.val_fraction 0.995 of 100 characters leaves the training split empty");
     EXPECT_HAS(load_error(t, 1e-18), "leaves the validation split empty");
     EXPECT_HAS(load_error(s.write("one.txt", "x")), "leaves the training split empty");
     // Bad options.
@@ -283,7 +293,8 @@ TEST(DataText, VocabularyLargerThanUint16IsAnError) {
         text += host::data::encode_utf8(cp);
         ++count;
     }
-    EXPECT_HAS(load_error(s.write("wide.txt", text)), "wide.txt: the text has more than 65536 distinct characters");
+    EXPECT_HAS(load_error(s.write("wide.txt", text)),
+               "wide.txt: the text has more than 65536 distinct characters");
     // 65536 distinct characters still fit (ids 0..65535).
     std::string fits;
     count = 0;
@@ -313,7 +324,8 @@ struct batch {
 };
 
 batch get(const dataset& d, split sp, uint64_t seed, uint64_t step, int64_t b, int64_t t) {
-    batch out{std::vector<int64_t>(static_cast<size_t>(b * t)), std::vector<int64_t>(static_cast<size_t>(b * t))};
+    batch out{std::vector<int64_t>(static_cast<size_t>(b * t)),
+              std::vector<int64_t>(static_cast<size_t>(b * t))};
     fill_batch(d, sp, seed, step, b, t, out.x.data(), out.y.data());
     return out;
 }
@@ -430,9 +442,12 @@ TEST(DataCheck, BlockSizeAndVocabulary) {
     };
     EXPECT_EQ(check(39, 65536), "");
     EXPECT_EQ(check(39, 0), "");  // model vocabulary unknown: not checked
-    EXPECT_EQ(check(64, 65536), "data: the validation split has 40 tokens; need at least block_size + 1 = 65");
-    EXPECT_EQ(check(100, 65536), "data: the training split has 100 tokens; need at least block_size + 1 = 101");
-    EXPECT_EQ(check(8, 256), "data: the data's vocabulary has 65536 tokens, more than the model's vocab_size 256");
+    EXPECT_EQ(check(64, 65536),
+              "data: the validation split has 40 tokens; need at least block_size + 1 = 65");
+    EXPECT_EQ(check(100, 65536),
+              "data: the training split has 100 tokens; need at least block_size + 1 = 101");
+    EXPECT_EQ(check(8, 256),
+              "data: the data's vocabulary has 65536 tokens, more than the model's vocab_size 256");
     EXPECT_EQ(check(0, 65536), "data: block_size is 0; expected >= 1");
     const dataset t = load(s.write("t.txt", repeat("abc", 30)));
     EXPECT_NO_THROW(check_block_size(t, 8, 3, "data"));
@@ -456,8 +471,8 @@ TEST(DataNanoGPT, MetaPklOfEveryProtocol) {
     scratch s;
     // ids: a=1, b=2, \n=0 (itos = sorted chars)
     const std::vector<uint16_t> train = {1, 2, 0, 1, 1, 2, 0}, val = {2, 1, 0};
-    for (const std::string& meta : {mp::abn_p2_str(), mp::abn_p3_str(), mp::abn_p4_str(), mp::abn_p5_str(),
-                                    mp::extra_p4_str()}) {
+    for (const std::string& meta :
+         {mp::abn_p2_str(), mp::abn_p3_str(), mp::abn_p4_str(), mp::abn_p5_str(), mp::extra_p4_str()}) {
         const dataset d = load(nanogpt_folder(s, "n", train, val, meta));
         EXPECT_EQ(d.vocab_size(), 3);
         EXPECT_EQ(d.itos(), (std::vector<std::string>{"\n", "a", "b"}));
@@ -476,7 +491,8 @@ TEST(DataNanoGPT, MetaPklWithNonAsciiAndLargeVocabularies) {
     namespace mp = meta_pickles;
     const auto u = parse_nanogpt_meta(mp::utf8_p4_str(), "meta.pkl");
     EXPECT_EQ(u.vocab_size, 6);
-    EXPECT_EQ(u.itos, (std::vector<std::string>{" ", "A", "z", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80"}));
+    EXPECT_EQ(u.itos,
+              (std::vector<std::string>{" ", "A", "z", "\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80"}));
     for (const std::string& bytes : {mp::big300_p2_str(), mp::big300_p5_str()}) {
         const auto m = parse_nanogpt_meta(bytes, "meta.pkl");
         ASSERT_EQ(m.vocab_size, 300);
@@ -488,15 +504,18 @@ TEST(DataNanoGPT, WithoutMetaVocabSizeIsRequired) {
     scratch s;
     const fs::path dir = nanogpt_folder(s, "n", {5, 6, 7, 8, 9}, {1, 2}, "");
     EXPECT_HAS(load_error(dir), "n: no meta.pkl, so data.vocab_size must be given");
-    EXPECT_HAS(load_error(dir, 0.1, config::data_format::auto_detect, 70000), "data.vocab_size 70000 is larger than 65536");
+    EXPECT_HAS(load_error(dir, 0.1, config::data_format::auto_detect, 70000),
+               "data.vocab_size 70000 is larger than 65536");
     const dataset d = load(dir, 0.1, config::data_format::nanogpt, 10);
     EXPECT_EQ(d.vocab_size(), 10);
     EXPECT_TRUE(d.itos().empty());
     EXPECT_EQ(d.decode(d.tokens(split::val), 2), "<1><2>");
-    EXPECT_EQ(d.description(), "nanogpt: train 5 tokens, val 2 tokens, vocabulary 10 (data.vocab_size, no meta.pkl)");
+    EXPECT_EQ(d.description(),
+              "nanogpt: train 5 tokens, val 2 tokens, vocabulary 10 (data.vocab_size, no meta.pkl)");
     EXPECT_THROW(d.encode("a"), host::error);
     // Token ids must be below vocab_size: the first bad one is named.
-    EXPECT_HAS(load_error(dir, 0.1, config::data_format::auto_detect, 8), "train.bin: token 3 (byte 6) is 8, not below the vocabulary size 8");
+    EXPECT_HAS(load_error(dir, 0.1, config::data_format::auto_detect, 8),
+               "train.bin: token 3 (byte 6) is 8, not below the vocabulary size 8");
     // val_fraction does not apply: the split is the files'.
     EXPECT_EQ(load(dir, 0.5, config::data_format::auto_detect, 10).size(split::train), 5u);
 }
@@ -511,7 +530,8 @@ TEST(DataNanoGPT, FileErrors) {
     EXPECT_HAS(load_error(dir), "val.bin: token 2 (byte 4) is 3, not below the vocabulary size 3 (meta.pkl)");
     // Conflicting vocab_size.
     nanogpt_folder(s, "n", {0, 1, 2}, {2, 1}, "");
-    EXPECT_HAS(load_error(dir, 0.1, config::data_format::auto_detect, 4), "data.vocab_size 4 disagrees with meta.pkl's vocab_size 3");
+    EXPECT_HAS(load_error(dir, 0.1, config::data_format::auto_detect, 4),
+               "data.vocab_size 4 disagrees with meta.pkl's vocab_size 3");
     EXPECT_EQ(load_error(dir, 0.1, config::data_format::auto_detect, 3), "");
     // An odd size, an empty split, a missing val.bin.
     s.write("n/val.bin", std::string("\x01\x00\x02", 3));
@@ -521,7 +541,8 @@ TEST(DataNanoGPT, FileErrors) {
     fs::remove(dir / "val.bin");
     EXPECT_HAS(load_error(dir), "val.bin: missing");
     // format = nanogpt on a file or a folder without train.bin.
-    EXPECT_HAS(load_error(s.write("t.txt", "abcabc"), 0.1, config::data_format::nanogpt), "t.txt: expected a folder holding nanoGPT's");
+    EXPECT_HAS(load_error(s.write("t.txt", "abcabc"), 0.1, config::data_format::nanogpt),
+               "t.txt: expected a folder holding nanoGPT's");
     fs::create_directories(s.root() / "plain");
     s.write("plain/x.txt", repeat("abc", 10));
     EXPECT_HAS(load_error(s.root() / "plain", 0.1, config::data_format::nanogpt), "train.bin: missing");
@@ -538,7 +559,8 @@ TEST(DataNanoGPT, FileErrors) {
 
 TEST(DataNanoGPT, TruncatedMetaPklIsAnErrorAtEveryLength) {
     namespace mp = meta_pickles;
-    for (const std::string& full : {mp::abn_p2_str(), mp::abn_p4_str(), mp::extra_p4_str(), mp::big300_p5_str()}) {
+    for (const std::string& full :
+         {mp::abn_p2_str(), mp::abn_p4_str(), mp::extra_p4_str(), mp::big300_p5_str()}) {
         for (size_t n = 0; n < full.size(); ++n) {
             const std::string e = meta_error(full.substr(0, n));
             EXPECT_HAS(e, "meta.pkl: ");
@@ -550,8 +572,9 @@ TEST(DataNanoGPT, TruncatedMetaPklIsAnErrorAtEveryLength) {
 TEST(DataNanoGPT, CorruptedMetaPklNeverCrashes) {
     // Every single-byte change of real files either still parses or is an error.
     namespace mp = meta_pickles;
-    const unsigned char values[] = {0x00, 0x01, 0x02, 0x7f, 0x80, 0xff, '(', '.', '}', 's', 'u', 'h', 'j', 'q',
-                                    'r', 'J', 'K', 'M', 'X', 0x8a, 0x8c, 0x8d, 0x94, 0x95, 'N', 'c', ']'};
+    const unsigned char values[] = {0x00, 0x01, 0x02, 0x7f, 0x80, 0xff, '(', '.', '}',
+                                    's',  'u',  'h',  'j',  'q',  'r',  'J', 'K', 'M',
+                                    'X',  0x8a, 0x8c, 0x8d, 0x94, 0x95, 'N', 'c', ']'};
     size_t errors = 0, parsed = 0;
     for (const std::string& full : {mp::abn_p2_str(), mp::abn_p4_str(), mp::extra_p4_str()}) {
         for (size_t i = 0; i < full.size(); ++i) {
@@ -582,10 +605,13 @@ std::string B(const char (&s)[N]) {
 TEST(DataNanoGPT, MalformedMetaPklErrors) {
     const std::string P2 = B("\x80\x02");
     // Code execution is never on the table: GLOBAL is an unknown opcode, named with its offset.
-    EXPECT_EQ(meta_error(P2 + "cos\nsystem\n."), "meta.pkl: unsupported pickle opcode 0x63 at byte 2 "
-                                                 "(only what nanoGPT's meta.pkl uses is read)");
-    EXPECT_HAS(meta_error(P2 + B("]q\x00K\x01" "a.")), "unsupported pickle opcode 0x5d at byte 2");  // a list
-    EXPECT_HAS(meta_error("(dp0\nS'a'\n"), "unsupported pickle opcode 0x64 at byte 1");            // protocol 0
+    EXPECT_EQ(meta_error(P2 + "cos\nsystem\n."),
+              "meta.pkl: unsupported pickle opcode 0x63 at byte 2 "
+              "(only what nanoGPT's meta.pkl uses is read)");
+    EXPECT_HAS(meta_error(P2 + B("]q\x00K\x01"
+                                 "a.")),
+               "unsupported pickle opcode 0x5d at byte 2");                              // a list
+    EXPECT_HAS(meta_error("(dp0\nS'a'\n"), "unsupported pickle opcode 0x64 at byte 1");  // protocol 0
     EXPECT_HAS(meta_error(B("\x80\x06}.")), "pickle protocol 6 at byte 0");
     EXPECT_HAS(meta_error(P2 + "K\x05."), "meta.pkl: holds an int, expected a dict");
     EXPECT_HAS(meta_error(P2 + "."), "STOP at byte 2 with 0 items on the stack");
@@ -593,7 +619,8 @@ TEST(DataNanoGPT, MalformedMetaPklErrors) {
     EXPECT_HAS(meta_error(P2 + "(."), "STOP at byte 3");
     EXPECT_HAS(meta_error(P2 + "}K\x01u."), "SETITEMS at byte 5 without a MARK");
     EXPECT_HAS(meta_error(P2 + "}(K\x01u."), "SETITEMS at byte 6 with an odd number of items");
-    EXPECT_HAS(meta_error(P2 + "K\x03K\x01K\x02s."), "opcode 0x73 at byte 8 sets items on an int, not a dict");
+    EXPECT_HAS(meta_error(P2 + "K\x03K\x01K\x02s."),
+               "opcode 0x73 at byte 8 sets items on an int, not a dict");
     EXPECT_HAS(meta_error(P2 + "K\x01K\x02s."), "sets items on an empty stack");
     EXPECT_HAS(meta_error(P2 + "}s."), "pops an empty stack");
     EXPECT_HAS(meta_error(P2 + "}(K\x01s."), "pops an empty stack");  // SETITEM does not pop through a MARK
@@ -601,23 +628,36 @@ TEST(DataNanoGPT, MalformedMetaPklErrors) {
     EXPECT_HAS(meta_error(P2 + "h\x07."), "reads memo entry 7, which was never stored");
     EXPECT_HAS(meta_error(P2 + B("q\x00.")), "memoizes an empty stack");
     EXPECT_HAS(meta_error(P2 + B("\x8a\x09") + std::string(9, '\x01') + "."), "LONG1 at byte 2 has 9 bytes");
-    EXPECT_HAS(meta_error(P2 + "X\xff\xff\xff\x7f" "abc"), "truncated: opcode 0x58 at byte 2 needs 2147483647 more bytes");
-    EXPECT_HAS(meta_error(P2 + B("\x8d\xff\xff\xff\xff\xff\xff\xff\xff" "abc")),
+    EXPECT_HAS(meta_error(P2 + "X\xff\xff\xff\x7f"
+                               "abc"),
+               "truncated: opcode 0x58 at byte 2 needs 2147483647 more bytes");
+    EXPECT_HAS(meta_error(P2 + B("\x8d\xff\xff\xff\xff\xff\xff\xff\xff"
+                                 "abc")),
                "truncated: opcode 0x8d at byte 2 needs 18446744073709551615 more bytes");
-    EXPECT_HAS(meta_error(P2 + B("\x95\xff\x00\x00\x00\x00\x00\x00\x00}.")), "FRAME at byte 2 is longer than the file");
+    EXPECT_HAS(meta_error(P2 + B("\x95\xff\x00\x00\x00\x00\x00\x00\x00}.")),
+               "FRAME at byte 2 is longer than the file");
     // The right shape, wrong contents.
     auto dict_pickle = [&](const std::string& items) { return P2 + "}(" + items + "u."; };
     const std::string vs = B("X\x0a\x00\x00\x00vocab_size");
     const std::string it = B("X\x04\x00\x00\x00itos");
-    const std::string a = B("X\x01\x00\x00\x00" "a"), b = B("X\x01\x00\x00\x00" "b");
+    const std::string a =
+                          B("X\x01\x00\x00\x00"
+                            "a"),
+                      b =
+                          B("X\x01\x00\x00\x00"
+                            "b");
     EXPECT_HAS(meta_error(dict_pickle(it + "}")), "no 'vocab_size' key");
     EXPECT_HAS(meta_error(dict_pickle(vs + "N")), "'vocab_size' is None, expected an int");
     EXPECT_HAS(meta_error(dict_pickle(vs + B("K\x00"))), "'vocab_size' is 0, expected 1 to 65536");
-    EXPECT_HAS(meta_error(dict_pickle(vs + B("J\x01\x00\x01\x00"))), "'vocab_size' is 65537, expected 1 to 65536");
-    EXPECT_HAS(meta_error(dict_pickle(vs + B("\x8a\x05\x00\x00\x00\x00\x80"))), "'vocab_size' is -549755813888");
+    EXPECT_HAS(meta_error(dict_pickle(vs + B("J\x01\x00\x01\x00"))),
+               "'vocab_size' is 65537, expected 1 to 65536");
+    EXPECT_HAS(meta_error(dict_pickle(vs + B("\x8a\x05\x00\x00\x00\x00\x80"))),
+               "'vocab_size' is -549755813888");
     EXPECT_HAS(meta_error(dict_pickle(vs + "K\x02")), "no 'itos' key");
     EXPECT_HAS(meta_error(dict_pickle(vs + "K\x02" + it + "K\x01")), "'itos' is an int, expected a dict");
-    auto with_itos = [&](const std::string& entries) { return dict_pickle(vs + "K\x02" + it + "}(" + entries + "u"); };
+    auto with_itos = [&](const std::string& entries) {
+        return dict_pickle(vs + "K\x02" + it + "}(" + entries + "u");
+    };
     EXPECT_EQ(meta_error(with_itos(B("K\x00") + a + "K\x01" + b)), "");
     EXPECT_EQ(meta_error(with_itos(B("K\x00") + a + "K\x01" + b + "K\x01" + a)), "");  // a later key wins
     EXPECT_EQ(parse_nanogpt_meta(with_itos(B("K\x00") + a + "K\x01" + b + "K\x01" + a), "m").itos[1], "a");
@@ -627,7 +667,8 @@ TEST(DataNanoGPT, MalformedMetaPklErrors) {
     EXPECT_HAS(meta_error(with_itos(B("K\x00K\x01K\x01") + b)), "'itos'[0] is an int, expected a str");
     EXPECT_HAS(meta_error(with_itos(a + B("K\x00"))), "'itos' has a key that is a str, expected an int");
     // A dict that holds itself (BINGET of the dict being filled) is no crash (nor a leak).
-    EXPECT_HAS(meta_error(P2 + B("}q\x00(") + vs + "K\x02" + it + B("h\x00u.")), "'itos' has a key that is a str");
+    EXPECT_HAS(meta_error(P2 + B("}q\x00(") + vs + "K\x02" + it + B("h\x00u.")),
+               "'itos' has a key that is a str");
 }
 
 // ---- the real corpus ----------------------------------------------------------
@@ -637,8 +678,8 @@ TEST(DataFortunes, DebianFortunesCorpus) {
     if (!fs::is_directory(dir)) GTEST_SKIP() << dir << " is not installed (apt-get install fortunes)";
     const dataset d = load(dir);
     const double h = d.unigram_entropy_nats();
-    std::printf("  %s\n  train %zu, val %zu tokens; unigram entropy %.4f nats = %.4f bits\n", d.description().c_str(),
-                d.size(split::train), d.size(split::val), h, h / std::log(2.0));
+    std::printf("  %s\n  train %zu, val %zu tokens; unigram entropy %.4f nats = %.4f bits\n",
+                d.description().c_str(), d.size(split::train), d.size(split::val), h, h / std::log(2.0));
     EXPECT_GE(d.size(split::train) + d.size(split::val), 1000000u);
     EXPECT_GT(d.vocab_size(), 60);
     EXPECT_LT(d.vocab_size(), 256);

@@ -55,9 +55,11 @@ TEST(NgramWittenBell, ThreeSymbolsByHand) {
     //   P2(x|b) = P1(x)
     // Trigram: context aa: C(aab) = 1, T = 1: P3(b|aa) = (1 + 5/12) / 2 = 17/24; context ab unseen: P2.
     const std::vector<uint16_t> train = {0, 0, 1}, test = {0, 0, 1, 2};
-    EXPECT_NEAR(wb(train, test, 3, 1), -(2 * std::log(8.0 / 15) + std::log(1.0 / 3) + std::log(2.0 / 15)) / 4, 1e-12);
+    EXPECT_NEAR(wb(train, test, 3, 1), -(2 * std::log(8.0 / 15) + std::log(1.0 / 3) + std::log(2.0 / 15)) / 4,
+                1e-12);
     // Bigram scores a|a, b|a, c|b.
-    EXPECT_NEAR(wb(train, test, 3, 2), -(std::log(31.0 / 60) + std::log(5.0 / 12) + std::log(2.0 / 15)) / 3, 1e-12);
+    EXPECT_NEAR(wb(train, test, 3, 2), -(std::log(31.0 / 60) + std::log(5.0 / 12) + std::log(2.0 / 15)) / 3,
+                1e-12);
     // Trigram scores b|aa and c|ab = P2(c|b) = P1(c).
     EXPECT_NEAR(wb(train, test, 3, 3), -(std::log(17.0 / 24) + std::log(2.0 / 15)) / 2, 1e-12);
     // Order 0 statistics alone on an unseen text: the uniform model's ln V whatever the order.

@@ -36,7 +36,9 @@ registry& plugins() {
     return r;
 }
 
-std::shared_ptr<format_handle> format(const std::string& name) { return format_handle::create(plugins().load(name)); }
+std::shared_ptr<format_handle> format(const std::string& name) {
+    return format_handle::create(plugins().load(name));
+}
 std::shared_ptr<diagnostic_handle> diagnostic(const std::string& name,
                                               const std::map<std::string, std::string>& params = {}) {
     return diagnostic_handle::create(plugins().load(name), params);
@@ -59,8 +61,8 @@ altgrad_tensor_view view(const std::vector<float>& data, const format_handle& f,
 }
 
 // A WEIGHT view with its previous values (same count as data).
-altgrad_tensor_view moved(const std::vector<float>& data, const std::vector<float>& previous, const format_handle& f,
-                          float scale = 1.0f) {
+altgrad_tensor_view moved(const std::vector<float>& data, const std::vector<float>& previous,
+                          const format_handle& f, float scale = 1.0f) {
     altgrad_tensor_view v = view(data, f, scale);
     v.previous = previous.empty() ? nullptr : previous.data();
     return v;
@@ -75,8 +77,8 @@ altgrad_tensor_view named(const std::vector<float>& data, const format_handle& f
 }
 
 // An ATTENTION_PROBS view of shape [b, h, t, k].
-altgrad_tensor_view probs(const std::vector<float>& data, const format_handle& f, int64_t b, int64_t h, int64_t t,
-                          int64_t k) {
+altgrad_tensor_view probs(const std::vector<float>& data, const format_handle& f, int64_t b, int64_t h,
+                          int64_t t, int64_t k) {
     altgrad_tensor_view v = named(data, f, "blocks.0.attn.probs", ALTGRAD_TENSOR_ATTENTION_PROBS);
     v.ndim = 4;
     v.shape[0] = b;
@@ -116,7 +118,7 @@ TEST(Diagnostics, LoadAsDiagnosticsWithTheirInterests) {
     EXPECT_TRUE(range->interested_in(ALTGRAD_TENSOR_ACTIVATION));
     EXPECT_TRUE(range->interested_in(ALTGRAD_TENSOR_OUTPUT_GRADIENT));
     EXPECT_FALSE(range->interested_in(ALTGRAD_TENSOR_ATTENTION_PROBS));
-    EXPECT_THROW(diagnostic("e3m4"), error);              // a format, not a diagnostic
+    EXPECT_THROW(diagnostic("e3m4"), error);  // a format, not a diagnostic
     EXPECT_THROW(format_handle::create(plugins().load("range")), error);
 }
 
@@ -156,7 +158,8 @@ TEST(Stiffness, E0M7IsConstantOneOver128) {
     EXPECT_EQ(v["stiffness_median"], 1.0 / 128);
     EXPECT_EQ(v["stiffness_min"], 1.0 / 128);
     EXPECT_EQ(v["stiffness_max"], 1.0 / 128);
-    EXPECT_EQ(values_of(diagnostic("stiffness")->measure(0, {view(w, *f, 2.0f)}))["stiffness_mean"], 1.0 / 256);
+    EXPECT_EQ(values_of(diagnostic("stiffness")->measure(0, {view(w, *f, 2.0f)}))["stiffness_mean"],
+              1.0 / 256);
 }
 
 TEST(GridAlignment, E3M4ByHand) {
@@ -235,7 +238,8 @@ TEST(Diagnostics, AllZeroTensor) {
     EXPECT_EQ(r["amax"], 0.0);
     EXPECT_EQ(r["underflow_rate"], 0.0);
     EXPECT_TRUE(std::isnan(r["dynamic_range"]));
-    EXPECT_TRUE(std::isnan(values_of(diagnostic("stiffness")->measure(0, {view(zeros, *f)}))["stiffness_mean"]));
+    EXPECT_TRUE(
+        std::isnan(values_of(diagnostic("stiffness")->measure(0, {view(zeros, *f)}))["stiffness_mean"]));
     EXPECT_EQ(values_of(diagnostic("grid_alignment")->measure(0, {view(zeros, *f)}))["mse"], 0.0);
 }
 
@@ -328,7 +332,7 @@ TEST(Diagnostics, GrownTensorViewsAreReadAtTheirStride) {
     EXPECT_EQ(items[0].tensor_index, 0u);
     EXPECT_EQ(items[0].value, 0.03125);  // 0.75 -> 2^-5
     EXPECT_EQ(items[5].tensor_index, 1u);
-    EXPECT_EQ(items[5].value, 0.125);    // 3.0 -> 2^-3
+    EXPECT_EQ(items[5].value, 0.125);  // 3.0 -> 2^-3
 }
 
 // ---------------------------------------------------------------- block scales (ABI 1.2 views)
@@ -349,8 +353,8 @@ altgrad_tensor_view blocked(const std::vector<float>& data, const format_handle&
 
 // The E3M4 tensor of the two range tests below: [2, 6], blocks of 4 along the
 // rows, so each row has a block of 4 and a short block of 2.
-const std::vector<float> kBlockX = {kNaN, -200.0f, 1000.0f, 3.0f, 0.001f, 0.002f,   // row 0
-                                    2.0f, 16.0f,   0.005f,  0.0f, 20.0f,  0.01f};   // row 1
+const std::vector<float> kBlockX = {kNaN, -200.0f, 1000.0f, 3.0f, 0.001f, 0.002f,  // row 0
+                                    2.0f, 16.0f,   0.005f,  0.0f, 20.0f,  0.01f};  // row 1
 const std::vector<float> kBlockScales = {1.0f / 64, 64.0f,  // row 0: big block, tiny block
                                          1.0f, 0.5f};       // row 1
 
@@ -525,7 +529,8 @@ TEST(BitStall, ScaleDecidesAndZerosCompareEqual) {
     // 1/32: 20.48 -> 20, 24.576 -> 25 -> not stalled.
     const std::vector<float> now = {0.012f}, then = {0.01f};
     EXPECT_EQ(values_of(diagnostic("bit_stall")->measure(0, {moved(now, then, *f)}))["bit_stall_rate"], 1.0);
-    EXPECT_EQ(values_of(diagnostic("bit_stall")->measure(0, {moved(now, then, *f, 64.0f)}))["bit_stall_rate"], 0.0);
+    EXPECT_EQ(values_of(diagnostic("bit_stall")->measure(0, {moved(now, then, *f, 64.0f)}))["bit_stall_rate"],
+              0.0);
     // -0 and +0 are equal floats: neither moved nor changed; no element moved,
     // so stalled_moved_rate is undefined.
     const std::vector<float> z_now = {-0.0f, 0.5f}, z_then = {0.0f, 0.5f};
@@ -584,7 +589,8 @@ TEST(Ulp, SpacingAwayFromZeroAndScale) {
     EXPECT_TRUE(std::isnan(v["ulp_moved_fraction"]));
     // In units of w: 0.75 at scale 3 is 2.25, step 1/8 in [2, 4): 1/24.
     const std::vector<float> one = {0.75f};
-    EXPECT_DOUBLE_EQ(values_of(diagnostic("ulp")->measure(0, {moved(one, {}, *f, 3.0f)}))["ulp_size_mean"], 1.0 / 24);
+    EXPECT_DOUBLE_EQ(values_of(diagnostic("ulp")->measure(0, {moved(one, {}, *f, 3.0f)}))["ulp_size_mean"],
+                     1.0 / 24);
 }
 
 TEST(Ulp, E0M7FixedPoint) {
@@ -619,10 +625,12 @@ TEST(Ulp, Bf16IsTabulatedFp32IsArithmetic) {
     EXPECT_DOUBLE_EQ(v["ulp_distance_mean"], (1.0 + 8388608.0 + 2.0 + 2.0 * 0x3f800000) / 4);
     EXPECT_EQ(v["ulp_moved_fraction"], 1.0);
     // Spacing: 2^-23 at 1+2^-23, 2^-22 at 2, min_sub at min_sub, 2^-23 at -1.
-    EXPECT_DOUBLE_EQ(v["ulp_size_mean"], (std::ldexp(1.0, -23) + std::ldexp(1.0, -22) + tiny + std::ldexp(1.0, -23)) / 4);
+    EXPECT_DOUBLE_EQ(v["ulp_size_mean"],
+                     (std::ldexp(1.0, -23) + std::ldexp(1.0, -22) + tiny + std::ldexp(1.0, -23)) / 4);
     // FLT_MAX (max finite: the step below it, 2^104) and -FLT_MAX.
     const std::vector<float> big = {std::numeric_limits<float>::max(), -std::numeric_limits<float>::max()};
-    EXPECT_EQ(values_of(diagnostic("ulp")->measure(0, {moved(big, {}, *fp32)}))["ulp_size_mean"], std::ldexp(1.0, 104));
+    EXPECT_EQ(values_of(diagnostic("ulp")->measure(0, {moved(big, {}, *fp32)}))["ulp_size_mean"],
+              std::ldexp(1.0, 104));
 }
 
 TEST(Ulp, EmptyAndAllNaN) {
@@ -687,12 +695,12 @@ TEST(GradStiffness, MismatchedPairsAreErrors) {
     const auto f = format("e3m4");
     const std::vector<float> two = {1.0f, 2.0f}, three = {1.0f, 2.0f, 3.0f};
     const auto d = diagnostic("grad_stiffness");
-    const std::string counts = measure_error(*d, {named(two, *f, "a", ALTGRAD_TENSOR_WEIGHT),
-                                                  named(three, *f, "a", ALTGRAD_TENSOR_GRADIENT)});
+    const std::string counts = measure_error(
+        *d, {named(two, *f, "a", ALTGRAD_TENSOR_WEIGHT), named(three, *f, "a", ALTGRAD_TENSOR_GRADIENT)});
     EXPECT_NE(counts.find("invalid argument"), std::string::npos) << counts;
     EXPECT_NE(counts.find("'a': the weight has 2 elements, its gradient 3"), std::string::npos) << counts;
-    const std::string twice = measure_error(*d, {named(two, *f, "a", ALTGRAD_TENSOR_WEIGHT),
-                                                 named(two, *f, "a", ALTGRAD_TENSOR_WEIGHT)});
+    const std::string twice = measure_error(
+        *d, {named(two, *f, "a", ALTGRAD_TENSOR_WEIGHT), named(two, *f, "a", ALTGRAD_TENSOR_WEIGHT)});
     EXPECT_NE(twice.find("both weights named 'a'"), std::string::npos) << twice;
 }
 
@@ -762,7 +770,7 @@ TEST(AttentionEntropy, ByHand) {
     EXPECT_EQ(v["entropy_min"], 0.0);
     // Uniform over k keys: ln k; one head of causal uniform rows over 1..4
     // keys: (ln 1 + ln 2 + ln 3 + ln 4)/4 = ln(24)/4.
-    const std::vector<float> u = {1,    0,    0,    0,    0.5f, 0.5f, 0,    0,
+    const std::vector<float> u = {1,        0,        0,        0, 0.5f,  0.5f,  0,     0,
                                   1.0f / 3, 1.0f / 3, 1.0f / 3, 0, 0.25f, 0.25f, 0.25f, 0.25f};
     v = values_of(diagnostic("attention_entropy")->measure(0, {probs(u, *f, 1, 1, 4, 4)}));
     EXPECT_NEAR(v["entropy_head_0"], std::log(24.0) / 4, 1e-7);  // 1/3 is a float
@@ -887,9 +895,9 @@ TEST(Headlines, StiffnessDeclaresTheFigureReportsHaveAlwaysDrawn) {
 // Every bundled diagnostic declares the headlines above, in that order, each
 // with a title "What (how)" and a label, and none takes a host series' name.
 TEST(Headlines, EveryBundledDiagnosticDeclaresItsHeadlines) {
-    const std::vector<std::string> host_series = {"loss",         "val_loss",      "lr",
-                                                  "grad_norm",    "tokens_per_s",  "grad_sparsity",
-                                                  "overflow",     "underflow",     "bit_stall"};
+    const std::vector<std::string> host_series = {"loss",      "val_loss",     "lr",
+                                                  "grad_norm", "tokens_per_s", "grad_sparsity",
+                                                  "overflow",  "underflow",    "bit_stall"};
     for (const auto& [name, want] : headlines::by_plugin()) {
         SCOPED_TRACE(name);
         const auto d = diagnostic(name);

@@ -16,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<std::string> overrides;
     for (size_t pos = nul; pos != std::string::npos && pos < input.size();) {
         const size_t next = input.find('\0', pos + 1);
-        overrides.push_back(input.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1));
+        overrides.push_back(
+            input.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1));
         pos = next;
     }
     fuzz::refusing_only_with_host_errors([&] {
@@ -26,7 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         try {
             again = host::config::parse_config(written, "fuzz.toml");
         } catch (const host::error& e) {
-            fuzz::finding(std::string("to_toml wrote a config that parse_config refuses: ") + e.what() + "\n" + written);
+            fuzz::finding(std::string("to_toml wrote a config that parse_config refuses: ") + e.what() +
+                          "\n" + written);
         }
         if (again != c) fuzz::finding("parse_config(to_toml(c)) != c:\n" + written);
     });

@@ -31,8 +31,7 @@ template <class F>
 void refusing_only_with_host_errors(F&& parse) {
     try {
         parse();
-    } catch (const host::error&) {
-    }
+    } catch (const host::error&) {}
 }
 
 }  // namespace altgrad::fuzz

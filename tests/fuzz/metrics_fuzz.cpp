@@ -8,6 +8,7 @@ using namespace altgrad;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const host::run::metrics_contents m = host::run::parse_metrics(fuzz::bytes_of(data, size));
-    if (m.problems.size() > 6) fuzz::finding("more than 5 problems and a count: " + std::to_string(m.problems.size()));
+    if (m.problems.size() > 6)
+        fuzz::finding("more than 5 problems and a count: " + std::to_string(m.problems.size()));
     return 0;
 }

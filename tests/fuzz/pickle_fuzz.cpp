@@ -7,7 +7,8 @@ using namespace altgrad;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::refusing_only_with_host_errors([&] {
-        const host::data::nanogpt_meta m = host::data::parse_nanogpt_meta(fuzz::bytes_of(data, size), "meta.pkl");
+        const host::data::nanogpt_meta m =
+            host::data::parse_nanogpt_meta(fuzz::bytes_of(data, size), "meta.pkl");
         if (m.vocab_size < 1 || m.vocab_size > 65536 || m.itos.size() != static_cast<size_t>(m.vocab_size))
             fuzz::finding("accepted vocab_size " + std::to_string(m.vocab_size) + " with " +
                           std::to_string(m.itos.size()) + " entries");

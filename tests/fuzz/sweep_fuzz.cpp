@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             for (const std::string& o : p) keys.push_back(o.substr(0, o.find('=')));
         for (const host::sweep::point& p : points) {
             const std::string name = host::sweep::run_name("c", p, keys, 42);
-            if (name.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.=+-") !=
+            if (name.find_first_not_of(
+                    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.=+-") !=
                 std::string::npos)
                 fuzz::finding("a run name with a character outside [A-Za-z0-9_.=+-]: " + name);
         }

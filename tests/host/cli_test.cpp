@@ -6,8 +6,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "test_support.hpp"
 #include "util/json_output.hpp"
@@ -24,8 +24,8 @@ size_t count_lines(const std::string& s) { return static_cast<size_t>(std::count
 TEST(Cli, ListShowsEveryBundledPluginOk) {
     const run_result r = run_host(kPlugins + "list");
     ASSERT_EQ(r.exit_code, 0) << r.out;
-    for (const char* name : {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32", "fp4_e2m1",
-                             "fp6_e2m3", "fp6_e3m2", "ue8m0"})
+    for (const char* name : {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32",
+                             "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0"})
         EXPECT_NE(r.out.find(std::string(name)), std::string::npos) << name;
     EXPECT_EQ(r.out.find("broken"), std::string::npos) << r.out;
     EXPECT_EQ(count_lines(r.out), 24u) << r.out;  // header + 13 formats, 8 diagnostics, 2 interventions
@@ -62,7 +62,8 @@ TEST(Cli, ListJsonShowsBrokenPluginsWithTheirReason) {
     const ordered_json& bad = j["plugins"][0]["name"] == "bad" ? j["plugins"][0] : j["plugins"][1];
     const ordered_json& good = j["plugins"][0]["name"] == "bad" ? j["plugins"][1] : j["plugins"][0];
     for (const ordered_json* p : {&good, &bad})
-        EXPECT_EQ(keys_of(*p), (keys{"kind", "name", "aliases", "version", "status", "description", "manifest", "error"}));
+        EXPECT_EQ(keys_of(*p),
+                  (keys{"kind", "name", "aliases", "version", "status", "description", "manifest", "error"}));
     EXPECT_EQ(good["name"], "e5m2");
     EXPECT_EQ(good["kind"], "format");
     EXPECT_EQ(good["version"], "1.0.0");
@@ -82,15 +83,15 @@ TEST(Cli, ListJsonShowsBrokenPluginsWithTheirReason) {
 // NaN (two codes), max finite 1.75 * 2^8 = 448, min normal 2^-6, min subnormal 2^-9.
 TEST(Cli, DescribeJsonOfE4M3HoldsItsEncodingAsNumbers) {
     const ordered_json j = parsed_json(kPlugins + "describe e4m3 --json");
-    EXPECT_EQ(keys_of(j), (keys{"name", "aliases", "kind", "version", "abi_version", "description", "library", "parameters",
-                                "format"}));
+    EXPECT_EQ(keys_of(j), (keys{"name", "aliases", "kind", "version", "abi_version", "description", "library",
+                                "parameters", "format"}));
     EXPECT_EQ(j["name"], "e4m3");
     EXPECT_EQ(j["kind"], "format");
     EXPECT_TRUE(j["parameters"].is_array());
     const ordered_json& f = j["format"];
-    EXPECT_EQ(keys_of(f), (keys{"total_bits", "code_bytes", "exponent_bits", "mantissa_bits", "bias", "signed", "zero",
-                                "subnormals", "inf", "nan_codes", "max_finite", "lowest_finite", "min_normal",
-                                "min_subnormal"}));
+    EXPECT_EQ(keys_of(f), (keys{"total_bits", "code_bytes", "exponent_bits", "mantissa_bits", "bias",
+                                "signed", "zero", "subnormals", "inf", "nan_codes", "max_finite",
+                                "lowest_finite", "min_normal", "min_subnormal"}));
     EXPECT_EQ(f["total_bits"], 8);
     EXPECT_EQ(f["code_bytes"], 1);
     EXPECT_EQ(f["exponent_bits"], 4);
@@ -189,9 +190,11 @@ TEST(ShortestDecimal, ReadsBackExactlyWithFewestDigits) {
 // The documented choices of json_output: NaN and infinities as null, bytes
 // that are not UTF-8 as U+FFFD (EF BF BD), two-space indent, a final newline.
 TEST(JsonOutput, NonFiniteIsNullAndBadUtf8IsReplaced) {
-    const ordered_json j{{"nan", std::nan("")}, {"inf", INFINITY}, {"half", 0.5}, {"text", std::string("a\xff\"")}};
-    EXPECT_EQ(host::json_output(j),
-              "{\n  \"nan\": null,\n  \"inf\": null,\n  \"half\": 0.5,\n  \"text\": \"a\xef\xbf\xbd\\\"\"\n}\n");
+    const ordered_json j{
+        {"nan", std::nan("")}, {"inf", INFINITY}, {"half", 0.5}, {"text", std::string("a\xff\"")}};
+    EXPECT_EQ(
+        host::json_output(j),
+        "{\n  \"nan\": null,\n  \"inf\": null,\n  \"half\": 0.5,\n  \"text\": \"a\xef\xbf\xbd\\\"\"\n}\n");
 }
 
 TEST(Cli, QuantizePrintsHexFloats) {
@@ -283,16 +286,18 @@ TEST(Cli, DescribeAndConformanceSurviveALibraryThatCrashesWhileLoading) {
     const std::string plugins = "--plugins " + dir.path().string();
     const run_result crash = run_host(plugins + " describe broken_load_segv");
     EXPECT_EQ(crash.exit_code, 1) << crash.out;
-    EXPECT_NE(crash.out.find("altgrad-host: error: plugin 'broken_load_segv' is broken: plugin 'broken_load_segv' ("),
-              std::string::npos) << crash.out;
+    EXPECT_NE(crash.out.find(
+                  "altgrad-host: error: plugin 'broken_load_segv' is broken: plugin 'broken_load_segv' ("),
+              std::string::npos)
+        << crash.out;
     EXPECT_NE(crash.out.find("signal 11 (Segmentation fault)"), std::string::npos) << crash.out;
     EXPECT_EQ(count_lines(crash.out), 1u) << crash.out;
     EXPECT_EQ(run_host(plugins + " describe e4m3").exit_code, 0);
 
     const run_result kit = run_host(plugins + " conformance --brief --only load.library --timeout 2");
     EXPECT_EQ(kit.exit_code, 1) << kit.out;  // the broken ones fail; the kit goes on to the end
-    for (const char* name : {"broken_load_segv", "broken_entry_abort", "broken_entry_loop", "broken_entry_exit",
-                             "broken_entry_data", "truncated", "e4m3"})
+    for (const char* name : {"broken_load_segv", "broken_entry_abort", "broken_entry_loop",
+                             "broken_entry_exit", "broken_entry_data", "truncated", "e4m3"})
         EXPECT_NE(kit.out.find(name), std::string::npos) << name << "\n" << kit.out;
 }
 
@@ -330,7 +335,8 @@ TEST(Cli, DescribeTableListsEveryCode) {
 }
 
 TEST(Cli, HelpOnEverySubcommand) {
-    std::vector<const char*> commands = {"list", "describe", "quantize", "conformance", "report", "new-plugin"};
+    std::vector<const char*> commands = {"list",        "describe", "quantize",
+                                         "conformance", "report",   "new-plugin"};
 #ifndef ALTGRAD_HOST_WITHOUT_TRAINER
     commands.push_back("run");
     commands.push_back("sweep");
@@ -346,7 +352,8 @@ TEST(Cli, HelpOnEverySubcommand) {
         ASSERT_NE(example, std::string::npos) << r.out;
         ASSERT_NE(codes, std::string::npos) << r.out;
         EXPECT_LT(example, codes);
-        const std::string example_line = r.out.substr(example + 12, r.out.find('\n', example + 12) - example - 12);
+        const std::string example_line =
+            r.out.substr(example + 12, r.out.find('\n', example + 12) - example - 12);
         EXPECT_NE((example_line + " ").find(" " + std::string(cmd) + " "), std::string::npos) << example_line;
         EXPECT_NE(example_line.find("altgrad-host "), std::string::npos) << example_line;
         EXPECT_NE(r.out.find("  0  ", codes), std::string::npos) << r.out;
@@ -375,7 +382,8 @@ TEST(Cli, QuantizeModeNamesComeFromTheOneTable) {
     const run_result r = run_host(kPlugins + "quantize e5m2 --rounding up", "1");
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.out.find("quantize: --rounding \"up\": expected one of nearest, stochastic, toward-zero"),
-              std::string::npos) << r.out;
+              std::string::npos)
+        << r.out;
     EXPECT_NE(run_host(kPlugins + "quantize e5m2 --overflow wrap", "1")
                   .out.find("--overflow \"wrap\": expected one of saturate, nonfinite"),
               std::string::npos);
@@ -385,7 +393,8 @@ TEST(Cli, ListColumnsStayAlignedForLongNames) {
     scratch_dir dir;
     const std::string long_name = "a_plugin_with_a_name_much_longer_than_sixteen_characters";
     dir.add_plugin("e5m2", format_manifest("e5m2", "libaltgrad_e5m2.so"), bundled_library("e5m2"));
-    dir.add_plugin(long_name, format_manifest(long_name, "libaltgrad_e5m2.so", "10.200.3000"), bundled_library("e5m2"));
+    dir.add_plugin(long_name, format_manifest(long_name, "libaltgrad_e5m2.so", "10.200.3000"),
+                   bundled_library("e5m2"));
     const run_result r = run_host("--plugins " + dir.path().string() + " list");
     ASSERT_EQ(r.exit_code, 0) << r.out;
     std::vector<std::string> lines;
@@ -395,7 +404,8 @@ TEST(Cli, ListColumnsStayAlignedForLongNames) {
         pos = end + 1;
     }
     ASSERT_GE(lines.size(), 3u) << r.out;
-    const size_t name_at = lines[0].find("NAME"), version_at = lines[0].find("VERSION"), status_at = lines[0].find("STATUS");
+    const size_t name_at = lines[0].find("NAME"), version_at = lines[0].find("VERSION"),
+                 status_at = lines[0].find("STATUS");
     ASSERT_NE(status_at, std::string::npos) << r.out;
     size_t rows = 0;
     for (size_t i = 1; i < lines.size(); ++i) {
@@ -405,23 +415,27 @@ TEST(Cli, ListColumnsStayAlignedForLongNames) {
         const std::string name = lines[i].substr(name_at, lines[i].find(' ', name_at) - name_at);
         EXPECT_TRUE(name == "e5m2" || name == long_name) << lines[i];
         EXPECT_EQ(lines[i][version_at - 1], ' ') << lines[i];
-        EXPECT_TRUE(lines[i].compare(version_at, 5, "1.0.0") == 0 || lines[i].compare(version_at, 11, "10.200.3000") == 0)
+        EXPECT_TRUE(lines[i].compare(version_at, 5, "1.0.0") == 0 ||
+                    lines[i].compare(version_at, 11, "10.200.3000") == 0)
             << lines[i];
         EXPECT_EQ(lines[i][status_at - 1], ' ') << lines[i];
-        EXPECT_TRUE(lines[i].compare(status_at, 2, "ok") == 0 || lines[i].compare(status_at, 6, "broken") == 0)
+        EXPECT_TRUE(lines[i].compare(status_at, 2, "ok") == 0 ||
+                    lines[i].compare(status_at, 6, "broken") == 0)
             << lines[i];
     }
     EXPECT_EQ(rows, 2u) << r.out;
 }
 
-
 // strtof stops at a NUL byte: "1<NUL>2" used to pass as 1, silently dropping
 // the rest of the token. The whole token must be a number.
 TEST(Cli, AnEmbeddedNulByteIsNotPartOfANumber) {
-    const run_result r = run_host(kPlugins + "quantize e5m2", std::string("1\0" "2 3", 5));
+    const run_result r = run_host(kPlugins + "quantize e5m2", std::string("1\0"
+                                                                          "2 3",
+                                                                          5));
     EXPECT_EQ(r.exit_code, 1) << r.out;
-    EXPECT_EQ(r.out, "altgrad-host: error: quantize: standard input: token 1 \"1\\u00002\" is not a number "
-                     "(decimal, hex-float, nan or inf)\n");
+    EXPECT_EQ(r.out,
+              "altgrad-host: error: quantize: standard input: token 1 \"1\\u00002\" is not a number "
+              "(decimal, hex-float, nan or inf)\n");
 }
 
 // Program_Options read "-1" into a uint64_t as 2^64-1; so did it 2^64.
@@ -432,8 +446,9 @@ TEST(Cli, SeedsAndOffsetsAreUnsignedIntegers) {
             SCOPED_TRACE(std::string(option) + " '" + bad + "'");
             const run_result r = run_host(q + option + " '" + bad + "'", "0.3");
             EXPECT_EQ(r.exit_code, 2) << r.out;
-            EXPECT_EQ(r.out, "altgrad-host: quantize: " + std::string(option) + " \"" + bad +
-                                 "\": expected an integer 0 .. 18446744073709551615 (see altgrad-host --help)\n");
+            EXPECT_EQ(r.out,
+                      "altgrad-host: quantize: " + std::string(option) + " \"" + bad +
+                          "\": expected an integer 0 .. 18446744073709551615 (see altgrad-host --help)\n");
         }
     // The largest is accepted, and is not the same stream as 0.
     const run_result top = run_host(q + "--seed 18446744073709551615 --offset 18446744073709551615", "0.3");
@@ -478,10 +493,14 @@ TEST(Cli, AnUnwritableStandardOutputIsAnError) {
 TEST(Cli, AnUnknownGlobalOptionIsNamed) {
     run_result r = run_host("--plugns " + kBundled.string() + " list");
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_EQ(r.out, "altgrad-host: unknown option '--plugns'; did you mean '--plugins'? (see altgrad-host --help)\n");
+    EXPECT_EQ(
+        r.out,
+        "altgrad-host: unknown option '--plugns'; did you mean '--plugins'? (see altgrad-host --help)\n");
     r = run_host("--plugns=" + kBundled.string() + " list");
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_EQ(r.out, "altgrad-host: unknown option '--plugns'; did you mean '--plugins'? (see altgrad-host --help)\n");
+    EXPECT_EQ(
+        r.out,
+        "altgrad-host: unknown option '--plugns'; did you mean '--plugins'? (see altgrad-host --help)\n");
     r = run_host("--frobnicate " + kPlugins + "list");
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_EQ(r.out, "altgrad-host: unknown option '--frobnicate' (see altgrad-host --help)\n");

@@ -34,9 +34,11 @@ void expect_error(const std::string& error, const std::string& key, const std::s
 
 TEST(Manifest, ValidManifestIsRead) {
     scratch_dir dir;
-    const fs::path m = dir.add_plugin("p", format_manifest("my_fmt", "lib.so", "1.2.3") +
-                                               "\n[parameters.bits]\ntype = \"int\"\ndefault = 4\nmin = 1\nmax = 8\n",
-                                      bundled_library("fp32"), "lib.so");
+    const fs::path m =
+        dir.add_plugin("p",
+                       format_manifest("my_fmt", "lib.so", "1.2.3") +
+                           "\n[parameters.bits]\ntype = \"int\"\ndefault = 4\nmin = 1\nmax = 8\n",
+                       bundled_library("fp32"), "lib.so");
     const host::manifest got = read_manifest(m);
     EXPECT_EQ(got.name, "my_fmt");
     EXPECT_EQ(got.kind, ALTGRAD_KIND_FORMAT);
@@ -53,8 +55,9 @@ TEST(Manifest, ValidManifestIsRead) {
 
 TEST(Manifest, MissingKey) {
     scratch_dir dir;
-    expect_error(manifest_error(dir, "[plugin]\nkind = \"format\"\nversion = \"1.0.0\"\nabi_version = \"1.0\"\n"
-                                     "library = \"lib.so\"\ndescription = \"x\"\n"),
+    expect_error(manifest_error(dir,
+                                "[plugin]\nkind = \"format\"\nversion = \"1.0.0\"\nabi_version = \"1.0\"\n"
+                                "library = \"lib.so\"\ndescription = \"x\"\n"),
                  "plugin.name", "missing");
 }
 
@@ -74,8 +77,8 @@ TEST(Manifest, UnknownKind) {
 
 TEST(Manifest, UnknownKeyIsATypo) {
     scratch_dir dir;
-    expect_error(manifest_error(dir, format_manifest("x", "lib.so") + "libary = \"lib.so\"\n"), "plugin.libary",
-                 "unknown key");
+    expect_error(manifest_error(dir, format_manifest("x", "lib.so") + "libary = \"lib.so\"\n"),
+                 "plugin.libary", "unknown key");
 }
 
 TEST(Manifest, MissingLibrary) {
@@ -104,8 +107,8 @@ TEST(Manifest, SymlinkEscapingTheFolder) {
 
 TEST(Manifest, AbsoluteLibraryPath) {
     scratch_dir dir;
-    expect_error(manifest_error(dir, format_manifest("x", bundled_library("fp32").string())), "plugin.library",
-                 "relative");
+    expect_error(manifest_error(dir, format_manifest("x", bundled_library("fp32").string())),
+                 "plugin.library", "relative");
 }
 
 TEST(Manifest, BadVersion) {
@@ -137,9 +140,10 @@ TEST(Manifest, ParameterChecks) {
                  "parameters.bits.default", "expected an integer");
     expect_error(manifest_error(dir, base + "[parameters.bits]\ntype = \"int\"\n"), "parameters.bits.default",
                  "missing");
-    expect_error(manifest_error(dir, base + "[parameters.mode]\ntype = \"string\"\ndefault = \"c\"\nchoices = "
-                                            "[\"a\", \"b\"]\n"),
-                 "parameters.mode.default", "not one of the choices");
+    expect_error(
+        manifest_error(dir, base + "[parameters.mode]\ntype = \"string\"\ndefault = \"c\"\nchoices = "
+                                   "[\"a\", \"b\"]\n"),
+        "parameters.mode.default", "not one of the choices");
     expect_error(manifest_error(dir, base + "[parameters.bits]\ntype = \"int\"\ndefault = 1\nstep = 1\n"),
                  "parameters.bits.step", "unknown key");
 }

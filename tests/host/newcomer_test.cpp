@@ -126,8 +126,8 @@ TEST(Newcomer, AWrongFormatNameGetsASuggestionAndOnlyFormats) {
 TEST(Aliases, DescribeAndQuantizeAcceptTheMlDtypesNames) {
     // ml_dtypes / PyTorch names of OCP and IEEE formats, and the bundled plugin each is.
     const std::vector<std::pair<std::string, std::string>> aliases = {
-        {"float8_e4m3fn", "e4m3"}, {"float8_e5m2", "e5m2"},     {"float8_e3m4", "e3m4"},
-        {"bfloat16", "bf16"},      {"float16", "fp16"},         {"float32", "fp32"},
+        {"float8_e4m3fn", "e4m3"},     {"float8_e5m2", "e5m2"},       {"float8_e3m4", "e3m4"},
+        {"bfloat16", "bf16"},          {"float16", "fp16"},           {"float32", "fp32"},
         {"float4_e2m1fn", "fp4_e2m1"}, {"float6_e2m3fn", "fp6_e2m3"}, {"float6_e3m2fn", "fp6_e3m2"},
         {"float8_e8m0fnu", "ue8m0"}};
     for (const auto& [alias, name] : aliases) {
@@ -147,7 +147,8 @@ TEST(Aliases, JsonListsThem) {
     const host::ordered_json j = host::ordered_json::parse(r.out);
     EXPECT_EQ(j["name"], "e5m2");
     EXPECT_EQ(j["aliases"], host::ordered_json::array({"float8_e5m2"}));
-    const host::ordered_json l = host::ordered_json::parse(run_host(kPlugins + "list --json", "", "/dev/null").out);
+    const host::ordered_json l =
+        host::ordered_json::parse(run_host(kPlugins + "list --json", "", "/dev/null").out);
     bool seen = false;
     for (const auto& p : l["plugins"])
         if (p["name"] == "e4m3") seen = p["aliases"] == host::ordered_json::array({"float8_e4m3fn"});
@@ -174,7 +175,8 @@ TEST(Aliases, ManifestChecksThem) {
     dir.add_plugin("p", with("aliases = [\"mine\"]"), bundled_library("e5m2"));
     EXPECT_THROW(host::read_manifest(dir.path() / "p" / "manifest.toml"), std::exception);
     dir.add_plugin("p", with("aliases = [\"a\", \"b\"]"), bundled_library("e5m2"));
-    EXPECT_EQ(host::read_manifest(dir.path() / "p" / "manifest.toml").aliases, (std::vector<std::string>{"a", "b"}));
+    EXPECT_EQ(host::read_manifest(dir.path() / "p" / "manifest.toml").aliases,
+              (std::vector<std::string>{"a", "b"}));
 }
 
 TEST(Aliases, ANameWinsAndASharedAliasIsRefused) {
@@ -232,7 +234,8 @@ TEST(Aliases, ListShowsThemAndTakesNames) {
               "KIND    NAME  VERSION  ALIASES        STATUS\n"
               "format  e4m3  1.0.0    float8_e4m3fn  ok\n"
               "format  bf16  1.0.0    bfloat16       ok\n");
-    const host::ordered_json j = host::ordered_json::parse(run_host(kPlugins + "list --json float16", "", "/dev/null").out);
+    const host::ordered_json j =
+        host::ordered_json::parse(run_host(kPlugins + "list --json float16", "", "/dev/null").out);
     ASSERT_EQ(j["plugins"].size(), 1u) << j.dump(2);
     EXPECT_EQ(j["plugins"][0]["name"], "fp16");
 
@@ -259,7 +262,8 @@ TEST(Newcomer, UsagesShowPluginsAsOptional) {
 // OCP E4M3FN by hand: 0.1 = 1.6 * 2^-4, step 2^-7 -> 13/128 = 0.1015625; -0.3 = -1.2 * 2^-2, step
 // 2^-5 -> -10/32 = -0.3125; 464 and 1e5 saturate to 448; -0 stays -0.
 TEST(Quantize, DecimalOutputIsTheShortestExactDecimal) {
-    const run_result r = run_host(kPlugins + "quantize e4m3 --output-format decimal", "0.1 -0.3 464 1e5 -0 nan", "/dev/null");
+    const run_result r =
+        run_host(kPlugins + "quantize e4m3 --output-format decimal", "0.1 -0.3 464 1e5 -0 nan", "/dev/null");
     ASSERT_EQ(r.exit_code, 0) << r.out;
     EXPECT_EQ(r.out, "0.1015625\n-0.3125\n448\n448\n-0\nnan\n");
     EXPECT_EQ(run_host(kPlugins + "quantize e4m3 --output-format octal", "1").exit_code, 2);
@@ -282,12 +286,14 @@ TEST(Quantize, NpyInAndOutKeepsTheShape) {
     scratch_dir dir;
     const fs::path in = dir.path() / "w.npy", out = dir.path() / "q.npy";
     std::ofstream(in, std::ios::binary) << npy_bytes("<f4", "(2, 2)", {0.1f, 464.0f, -0.3f, 1e5f});
-    const run_result r = run_host(kPlugins + "quantize e4m3 --input " + in.string() + " --output " + out.string());
+    const run_result r =
+        run_host(kPlugins + "quantize e4m3 --input " + in.string() + " --output " + out.string());
     ASSERT_EQ(r.exit_code, 0) << r.out;
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(file_bytes(out), npy_bytes("<f4", "(2, 2)", {0.1015625f, 448.0f, -0.3125f, 448.0f}));
     // And as text to standard output.
-    const run_result text = run_host(kPlugins + "quantize e4m3 --output-format decimal --input " + in.string(), "", "/dev/null");
+    const run_result text =
+        run_host(kPlugins + "quantize e4m3 --output-format decimal --input " + in.string(), "", "/dev/null");
     EXPECT_EQ(text.out, "0.1015625\n448\n-0.3125\n448\n");
 }
 
@@ -296,7 +302,8 @@ TEST(Quantize, RawFloat32InAndOut) {
     const fs::path in = dir.path() / "w.f32", out = dir.path() / "q.f32";
     const std::vector<float> x = {0.1f, -0.3f, 464.0f};
     std::ofstream(in, std::ios::binary).write(reinterpret_cast<const char*>(x.data()), 12);
-    const run_result r = run_host(kPlugins + "quantize e4m3 --input " + in.string() + " --output " + out.string());
+    const run_result r =
+        run_host(kPlugins + "quantize e4m3 --input " + in.string() + " --output " + out.string());
     ASSERT_EQ(r.exit_code, 0) << r.out;
     const std::string bytes = file_bytes(out);
     ASSERT_EQ(bytes.size(), 12u);
@@ -321,7 +328,8 @@ TEST(Quantize, BadBinaryFilesAreOneLineErrors) {
     r = run_host(kPlugins + "quantize e4m3 --input " + cut.string());
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_TRUE(has(r.out, cut.string() + ": .npy shape holds 3 values, the file 2")) << r.out;
-    r = run_host(kPlugins + "quantize e4m3 --output-format decimal --output " + (dir.path() / "x.npy").string(), "1");
+    r = run_host(
+        kPlugins + "quantize e4m3 --output-format decimal --output " + (dir.path() / "x.npy").string(), "1");
     EXPECT_EQ(r.exit_code, 2) << r.out;
 }
 
@@ -330,7 +338,8 @@ TEST(Quantize, BadBinaryFilesAreOneLineErrors) {
 
 TEST(NewPlugin, WritesTheProjectAndRefusesToOverwrite) {
     scratch_dir dir;
-    const run_result r = run_host("new-plugin my_fp4 --kind format --dir " + dir.path().string(), "", "/dev/null");
+    const run_result r =
+        run_host("new-plugin my_fp4 --kind format --dir " + dir.path().string(), "", "/dev/null");
     ASSERT_EQ(r.exit_code, 0) << r.out;
     for (const char* f : {"CMakeLists.txt", "manifest.toml", "my_fp4.cpp", "README.md"}) {
         EXPECT_TRUE(has(r.out, (dir.path() / "my_fp4" / f).string())) << r.out;
@@ -353,8 +362,8 @@ TEST(NewPlugin, WritesTheProjectAndRefusesToOverwrite) {
     EXPECT_TRUE(has(file_bytes(dir.path() / "my_diag" / "my_diag.cpp"),
                     "sdk::headline(\"mean_abs\", \"my_diag.mean_abs\")"));
     const std::string long_name(60, 'd');
-    ASSERT_EQ(run_host("new-plugin " + long_name + " --kind diagnostic --dir " + dir.path().string()).exit_code,
-              0);
+    ASSERT_EQ(
+        run_host("new-plugin " + long_name + " --kind diagnostic --dir " + dir.path().string()).exit_code, 0);
     EXPECT_TRUE(has(file_bytes(dir.path() / long_name / (long_name + ".cpp")),
                     "sdk::headline(\"mean_abs\", \"mean_abs\")"));
     const run_result again = run_host("new-plugin my_fp4 --kind format --dir " + dir.path().string());

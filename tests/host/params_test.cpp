@@ -47,9 +47,12 @@ TEST(Params, DefaultsMakeE4M3) {
 }
 
 TEST(Params, OverridesShapeTheFormat) {
-    const auto f = host::format_handle::create(
-        param_plugin(), {{"exponent_bits", "5"}, {"mantissa_bits", "2"}, {"bias", "15"}, {"specials", "ieee"},
-                         {"strict", "true"}, {"scale_hint", "0.25"}});
+    const auto f = host::format_handle::create(param_plugin(), {{"exponent_bits", "5"},
+                                                                {"mantissa_bits", "2"},
+                                                                {"bias", "15"},
+                                                                {"specials", "ieee"},
+                                                                {"strict", "true"},
+                                                                {"scale_hint", "0.25"}});
     EXPECT_EQ(f->info().max_finite, 57344.0);  // OCP E5M2
     const float in[3] = {1.1f, 61440.0f, -1e-9f};
     float out[3];
@@ -65,7 +68,8 @@ TEST(Params, OverridesShapeTheFormat) {
 
 TEST(Params, BadValuesNameThePluginAndKey) {
     std::string e = create_error({{"exponent_bits", "9"}});
-    EXPECT_NE(e.find("plugin 'param_format': parameter 'exponent_bits' = \"9\": out of range"), std::string::npos)
+    EXPECT_NE(e.find("plugin 'param_format': parameter 'exponent_bits' = \"9\": out of range"),
+              std::string::npos)
         << e;
     e = create_error({{"exponent_bits", "four"}});
     EXPECT_NE(e.find("'exponent_bits' = \"four\": expected an integer"), std::string::npos) << e;

@@ -43,9 +43,9 @@ using host::intervention_handle;
 // What the scripted plugin does next, and what it saw.
 struct scripted_plugin {
     altgrad_status create_status = ALTGRAD_STATUS_OK;
-    std::string create_message;       // written on failure when not empty
-    bool unterminated_message = false; // fill the whole message, no NUL
-    bool null_instance = false;        // OK but *out left NULL
+    std::string create_message;                      // written on failure when not empty
+    bool unterminated_message = false;               // fill the whole message, no NUL
+    bool null_instance = false;                      // OK but *out left NULL
     altgrad_status call_status = ALTGRAD_STATUS_OK;  // quantize / measure / observe
     std::string call_message;
     altgrad_status get_info_status = ALTGRAD_STATUS_OK;
@@ -104,8 +104,12 @@ altgrad_status format_get_info(const altgrad_format*, altgrad_format_info* info,
 altgrad_status format_quantize(const altgrad_format*, altgrad_quantize_args*, altgrad_error* e) {
     return scripted_call(e);
 }
-altgrad_status format_encode(const altgrad_format*, altgrad_encode_args*, altgrad_error* e) { return scripted_call(e); }
-altgrad_status format_decode(const altgrad_format*, altgrad_decode_args*, altgrad_error* e) { return scripted_call(e); }
+altgrad_status format_encode(const altgrad_format*, altgrad_encode_args*, altgrad_error* e) {
+    return scripted_call(e);
+}
+altgrad_status format_decode(const altgrad_format*, altgrad_decode_args*, altgrad_error* e) {
+    return scripted_call(e);
+}
 
 uint32_t diagnostic_interests(const altgrad_diagnostic*) { return script.interests; }
 size_t diagnostic_max_values(const altgrad_diagnostic*) { return 1; }
@@ -119,9 +123,12 @@ altgrad_status intervention_observe(altgrad_intervention*, const altgrad_observa
     return scripted_call(e);
 }
 
-const altgrad_format_vtable kFormatTable = {sizeof(altgrad_format_vtable), scripted_create<altgrad_format>,
-                                            scripted_destroy<altgrad_format>,  format_get_info,
-                                            format_quantize,                   format_encode,
+const altgrad_format_vtable kFormatTable = {sizeof(altgrad_format_vtable),
+                                            scripted_create<altgrad_format>,
+                                            scripted_destroy<altgrad_format>,
+                                            format_get_info,
+                                            format_quantize,
+                                            format_encode,
                                             format_decode};
 const altgrad_diagnostic_vtable kDiagnosticTable = {sizeof(altgrad_diagnostic_vtable),
                                                     scripted_create<altgrad_diagnostic>,
@@ -164,7 +171,9 @@ const char* call_once(intervention_handle& h) {
 
 // How a manifest spells each kind (manifest.hpp), with its article.
 const char* spelled(altgrad_plugin_kind k) {
-    return k == ALTGRAD_KIND_FORMAT ? "a format" : k == ALTGRAD_KIND_DIAGNOSTIC ? "a diagnostic" : "an intervention";
+    return k == ALTGRAD_KIND_FORMAT       ? "a format"
+           : k == ALTGRAD_KIND_DIAGNOSTIC ? "a diagnostic"
+                                          : "an intervention";
 }
 
 // A loaded plugin named "scripted" of the Handle's kind (or of As's),
@@ -245,7 +254,8 @@ TYPED_TEST(PluginInstance, PassesResolvedParametersToCreate) {
 
 TYPED_TEST(PluginInstance, RefusedParametersNeverReachCreate) {
     const std::string e = create_error<TypeParam>(scripted<TypeParam>(), {{"bits", "9"}});
-    EXPECT_EQ(e.rfind("test.toml: params: plugin 'scripted': parameter 'bits' = \"9\": out of range", 0), 0u) << e;
+    EXPECT_EQ(e.rfind("test.toml: params: plugin 'scripted': parameter 'bits' = \"9\": out of range", 0), 0u)
+        << e;
     EXPECT_EQ(create_error<TypeParam>(scripted<TypeParam>(), {{"bitz", "4"}}),
               "test.toml: params: plugin 'scripted': unknown parameter 'bitz' (declared: bits)");
     EXPECT_EQ(script.creates, 0);
@@ -267,20 +277,22 @@ TYPED_TEST(PluginInstance, ACreateFailureNamesThePluginAndItsMessage) {
 TYPED_TEST(PluginInstance, AnUnterminatedMessageIsNotRead) {
     script.create_status = ALTGRAD_STATUS_INTERNAL;
     script.unterminated_message = true;
-    EXPECT_EQ(create_error<TypeParam>(scripted<TypeParam>()), "plugin 'scripted': create failed (internal error): no message");
+    EXPECT_EQ(create_error<TypeParam>(scripted<TypeParam>()),
+              "plugin 'scripted': create failed (internal error): no message");
 }
 
 TYPED_TEST(PluginInstance, CreateWithoutAnInstanceIsRefused) {
     script.null_instance = true;
-    EXPECT_EQ(create_error<TypeParam>(scripted<TypeParam>()), "plugin 'scripted': create: returned OK but no instance");
+    EXPECT_EQ(create_error<TypeParam>(scripted<TypeParam>()),
+              "plugin 'scripted': create: returned OK but no instance");
     EXPECT_EQ(script.destroys, 0);
 }
 
 TYPED_TEST(PluginInstance, APluginOfAnotherKindIsRefusedBeforeCreate) {
     // Each handle given the next kind's plugin.
-    using other = std::conditional_t<std::is_same_v<TypeParam, format_handle>, diagnostic_handle,
-                                     std::conditional_t<std::is_same_v<TypeParam, diagnostic_handle>,
-                                                        intervention_handle, format_handle>>;
+    using other = std::conditional_t<
+        std::is_same_v<TypeParam, format_handle>, diagnostic_handle,
+        std::conditional_t<std::is_same_v<TypeParam, diagnostic_handle>, intervention_handle, format_handle>>;
     const altgrad_plugin_kind mine = kind_of(static_cast<const TypeParam*>(nullptr));
     const altgrad_plugin_kind theirs = kind_of(static_cast<const other*>(nullptr));
     EXPECT_EQ(create_error<TypeParam>(scripted<TypeParam, other>()),
@@ -297,7 +309,8 @@ TYPED_TEST(PluginInstance, AFailedCallNamesThePluginTheCallAndTheMessage) {
         call_once(*h);
         ADD_FAILURE() << "no error from " << call;
     } catch (const host::error& e) {
-        EXPECT_EQ(std::string(e.what()), "plugin 'scripted': " + call + " failed (unsupported): not on Tuesdays");
+        EXPECT_EQ(std::string(e.what()),
+                  "plugin 'scripted': " + call + " failed (unsupported): not on Tuesdays");
     }
     EXPECT_EQ(script.destroys, 0);  // a failed call leaves the instance to its handle
 }

@@ -47,10 +47,14 @@ TEST(Registry, BundledPluginsAllLoad) {
         EXPECT_EQ(r.status, plugin_status::ok) << r.name() << ": " << r.error;
         names.insert(r.name());
     }
-    EXPECT_EQ(names, (std::set<std::string>{"bf16", "e0m7", "e1m6", "e3m4", "e4m3", "e5m2", "e7m0", "fp16", "fp32",
-                                            "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0", "range", "stiffness", "grid_alignment", "bit_stall", "ulp",
-                                            "grad_stiffness", "kurtosis", "attention_entropy", "partition_clip",
-                                            "mantissa_shift"}));
+    EXPECT_EQ(names, (std::set<std::string>{"bf16",           "e0m7",          "e1m6",
+                                            "e3m4",           "e4m3",          "e5m2",
+                                            "e7m0",           "fp16",          "fp32",
+                                            "fp4_e2m1",       "fp6_e2m3",      "fp6_e3m2",
+                                            "ue8m0",          "range",         "stiffness",
+                                            "grid_alignment", "bit_stall",     "ulp",
+                                            "grad_stiffness", "kurtosis",      "attention_entropy",
+                                            "partition_clip", "mantissa_shift"}));
 }
 
 TEST(Registry, ManifestsAreReadWithoutLoading) {
@@ -90,7 +94,8 @@ TEST(Registry, AbiMinorFromTheFutureIsRefusedNamingBothVersions) {
 
 TEST(Registry, AbiMajorMismatchInTheManifestIsRefused) {
     scratch_dir dir;
-    dir.add_plugin("f", format_manifest("e5m2", "libaltgrad_e5m2.so", "1.0.0", "2.0"), bundled_library("e5m2"));
+    dir.add_plugin("f", format_manifest("e5m2", "libaltgrad_e5m2.so", "1.0.0", "2.0"),
+                   bundled_library("e5m2"));
     registry reg(dir.path());
     const std::string e = load_error(reg, "e5m2");
     EXPECT_NE(e.find("ABI 2.0"), std::string::npos) << e;
@@ -115,10 +120,11 @@ TEST(Registry, SaveStateWithoutLoadStateIsRefused) {
 // shorter vtable as saving no state (and never calls past struct_size).
 TEST(Registry, AnAbi10InterventionLoadsAndSavesNoState) {
     scratch_dir dir;
-    dir.add_plugin("a",
-                   "[plugin]\nkind = \"intervention\"\nname = \"abi10_intervention\"\nversion = \"1.0.0\"\n"
-                   "abi_version = \"1.0\"\nlibrary = \"libaltgrad_abi10_intervention.so\"\ndescription = \"test\"\n",
-                   kTestPlugins / "abi10_intervention" / "libaltgrad_abi10_intervention.so");
+    dir.add_plugin(
+        "a",
+        "[plugin]\nkind = \"intervention\"\nname = \"abi10_intervention\"\nversion = \"1.0.0\"\n"
+        "abi_version = \"1.0\"\nlibrary = \"libaltgrad_abi10_intervention.so\"\ndescription = \"test\"\n",
+        kTestPlugins / "abi10_intervention" / "libaltgrad_abi10_intervention.so");
     registry reg(dir.path());
     const auto h = host::intervention_handle::create(reg.load("abi10_intervention"));
     EXPECT_FALSE(h->saves_state());
@@ -208,9 +214,10 @@ TEST(Registry, AnEnumFieldOutOfRangeIsAnErrorNamingThePluginAndTheField) {
         h->observe(host::observation{});
         ADD_FAILURE() << "an action of kind 1000 was accepted";
     } catch (const host::error& e) {
-        EXPECT_NE(std::string(e.what()).find("plugin 'broken_action_kind': observe: action 0: kind 1000 is not one "
-                                             "of clip_grad_norm, switch_format, skip_step"),
-                  std::string::npos)
+        EXPECT_NE(
+            std::string(e.what()).find("plugin 'broken_action_kind': observe: action 0: kind 1000 is not one "
+                                       "of clip_grad_norm, switch_format, skip_step"),
+            std::string::npos)
             << e.what();
     }
 }
@@ -274,8 +281,9 @@ TEST(Registry, AManifestsEscapesReachTheLibraryByteForByte) {
     EXPECT_EQ(d.version.minor, 10u);  // "010": ten, not C's octal eight
     EXPECT_EQ(d.version.patch, 3u);
     // TOML's \" \\ \t \u00e9 \U0001F600, written out as UTF-8 bytes here.
-    const std::string want = "Test: \"quoted\", back\\slash, tab\there, caf\xc3\xa9 \xf0\x9f\x98\x80 "
-                             "\xc2\xb1 ?\?= ; [x] ${y} @z@ # kept";
+    const std::string want =
+        "Test: \"quoted\", back\\slash, tab\there, caf\xc3\xa9 \xf0\x9f\x98\x80 "
+        "\xc2\xb1 ?\?= ; [x] ${y} @z@ # kept";
     EXPECT_EQ(std::string(d.description), want);
     EXPECT_EQ(p->info.description, want);  // and the host's TOML parser agrees
 
@@ -309,7 +317,8 @@ TEST(Registry, AMalformedHeadlineIsRefusedNamingThePluginAndTheField) {
         {"utf8", "headline 0 (series 'broken_headlines.ok'): title is not UTF-8 (byte 0xff at offset 4)"},
         {"summary", "headline 0 (series 'broken_headlines.ok'): summary 7 is not one of mean, max, min"},
         {"flags",
-         "headline 0 (series 'broken_headlines.ok'): flags 6 hold bits other than ALTGRAD_HEADLINE_LOG_SCALE"},
+         "headline 0 (series 'broken_headlines.ok'): flags 6 hold bits other than "
+         "ALTGRAD_HEADLINE_LOG_SCALE"},
         {"count", "headline_count 65 is more than ALTGRAD_HEADLINE_MAX_COUNT (64)"},
         {"null", "headlines is NULL with headline_count 1"},
         {"struct_size", "headline 0: struct_size 8 is not a headline's"}};
@@ -358,8 +367,10 @@ TEST(Registry, LibraryThatIsNotALibrary) {
 
 TEST(Registry, DuplicateNamesBreakBothAndNameEachOther) {
     scratch_dir dir;
-    const fs::path a = dir.add_plugin("a", format_manifest("same", "libaltgrad_e5m2.so"), bundled_library("e5m2"));
-    const fs::path b = dir.add_plugin("b", format_manifest("same", "libaltgrad_e4m3.so"), bundled_library("e4m3"));
+    const fs::path a =
+        dir.add_plugin("a", format_manifest("same", "libaltgrad_e5m2.so"), bundled_library("e5m2"));
+    const fs::path b =
+        dir.add_plugin("b", format_manifest("same", "libaltgrad_e4m3.so"), bundled_library("e4m3"));
     registry reg(dir.path());
     ASSERT_EQ(reg.records().size(), 2u);
     for (const auto& r : reg.records()) {
@@ -385,7 +396,8 @@ TEST(Registry, LibrariesThatCrashHangOrExitWhileLoadingAreBrokenAndTheHostGoesOn
     registry reg(dir.path(), 2.0);
     const auto start = std::chrono::steady_clock::now();
     reg.load_all();
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));  // one time limit, not a hang
+    EXPECT_LT(std::chrono::steady_clock::now() - start,
+              std::chrono::seconds(20));  // one time limit, not a hang
     for (const auto& [name, reason] : expected) {
         const host::plugin_record& r = record(reg, name);
         EXPECT_EQ(r.status, plugin_status::broken) << name;
@@ -397,7 +409,8 @@ TEST(Registry, LibrariesThatCrashHangOrExitWhileLoadingAreBrokenAndTheHostGoesOn
     EXPECT_NE(record(reg, "broken_entry_loop").error.find("still running after 2 s"), std::string::npos);
     EXPECT_EQ(record(reg, "e4m3").status, plugin_status::ok);
     EXPECT_EQ(host::format_handle::create(reg.load("e4m3"))->info().max_finite, 448.0);
-    EXPECT_NE(load_error(reg, "broken_load_segv").find("plugin 'broken_load_segv' is broken"), std::string::npos);
+    EXPECT_NE(load_error(reg, "broken_load_segv").find("plugin 'broken_load_segv' is broken"),
+              std::string::npos);
 }
 
 TEST(Registry, ProbingLoadsNothingIntoTheHost) {
@@ -410,9 +423,7 @@ TEST(Registry, ProbingLoadsNothingIntoTheHost) {
     EXPECT_NE(reg.load("e5m2"), nullptr);  // probed once, then loaded here
 }
 
-TEST(Registry, NotAFolder) {
-    EXPECT_THROW(registry("/nonexistent/altgrad/plugins"), host::error);
-}
+TEST(Registry, NotAFolder) { EXPECT_THROW(registry("/nonexistent/altgrad/plugins"), host::error); }
 
 }  // namespace
 }  // namespace altgrad::test

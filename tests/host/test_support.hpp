@@ -24,9 +24,8 @@ class scratch_dir {
 public:
     scratch_dir() {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        path_ = fs::temp_directory_path() /
-                ("altgrad-test-" + std::string(info->test_suite_name()) + "-" + info->name() + "-" +
-                 std::to_string(::getpid()));
+        path_ = fs::temp_directory_path() / ("altgrad-test-" + std::string(info->test_suite_name()) + "-" +
+                                             info->name() + "-" + std::to_string(::getpid()));
         fs::remove_all(path_);
         fs::create_directories(path_);
     }
@@ -56,8 +55,8 @@ inline fs::path bundled_library(const std::string& name) {
 
 inline std::string format_manifest(const std::string& name, const std::string& library,
                                    const std::string& version = "1.0.0", const std::string& abi = "1.0") {
-    return "[plugin]\nkind = \"format\"\nname = \"" + name + "\"\nversion = \"" + version + "\"\nabi_version = \"" +
-           abi + "\"\nlibrary = \"" + library + "\"\ndescription = \"test\"\n";
+    return "[plugin]\nkind = \"format\"\nname = \"" + name + "\"\nversion = \"" + version +
+           "\"\nabi_version = \"" + abi + "\"\nlibrary = \"" + library + "\"\ndescription = \"test\"\n";
 }
 
 // A plugin folder holding e4m3 (good) and the test plugins whose libraries
@@ -65,8 +64,8 @@ inline std::string format_manifest(const std::string& name, const std::string& l
 // half its size, as an interrupted copy leaves it. Names each expected reason.
 inline std::vector<std::pair<std::string, std::string>> add_plugins_that_die_loading(const scratch_dir& dir) {
     dir.add_plugin("e4m3", format_manifest("e4m3", "libaltgrad_e4m3.so"), bundled_library("e4m3"));
-    for (const char* name : {"broken_load_segv", "broken_entry_abort", "broken_entry_loop", "broken_entry_exit",
-                             "broken_entry_data"})
+    for (const char* name : {"broken_load_segv", "broken_entry_abort", "broken_entry_loop",
+                             "broken_entry_exit", "broken_entry_data"})
         fs::copy(kTestPlugins / name, dir.path() / name);
     dir.add_plugin("truncated", format_manifest("e5m2", "libaltgrad_e5m2.so"));
     const fs::path whole = bundled_library("e5m2");

@@ -62,7 +62,8 @@ observation step(uint64_t n, std::vector<tensor_observation> tensors, uint32_t n
 
 TEST(PartitionClip, NoClippingBelowTheThreshold) {
     auto h = make("partition_clip");
-    const auto a = h->observe(step(0, {tensor("fc.weight.grad", ALTGRAD_TENSOR_GRADIENT, "e3m4", 15.5, 0.005)}));
+    const auto a =
+        h->observe(step(0, {tensor("fc.weight.grad", ALTGRAD_TENSOR_GRADIENT, "e3m4", 15.5, 0.005)}));
     EXPECT_TRUE(a.empty());
 }
 
@@ -150,10 +151,11 @@ TEST(MantissaShift, ANonFiniteRunThatBreaksDoesNotTrigger) {
 
 TEST(MantissaShift, StalledE1M6WeightGoesToE3M4) {
     auto h = make("mantissa_shift");
-    const auto a = h->observe(step(0, {tensor("ln.weight", ALTGRAD_TENSOR_WEIGHT, "e1m6", 1.984375, 0.0, 0.6),
-                                       tensor("ln.grad", ALTGRAD_TENSOR_GRADIENT, "e1m6", 1.984375, 0.0, 0.9),
-                                       tensor("other", ALTGRAD_TENSOR_WEIGHT, "e1m6", 1.984375, 0.0, 0.5),
-                                       tensor("unmeasured", ALTGRAD_TENSOR_WEIGHT, "e1m6", 1.984375, 0.0, kNaN)}));
+    const auto a =
+        h->observe(step(0, {tensor("ln.weight", ALTGRAD_TENSOR_WEIGHT, "e1m6", 1.984375, 0.0, 0.6),
+                            tensor("ln.grad", ALTGRAD_TENSOR_GRADIENT, "e1m6", 1.984375, 0.0, 0.9),
+                            tensor("other", ALTGRAD_TENSOR_WEIGHT, "e1m6", 1.984375, 0.0, 0.5),
+                            tensor("unmeasured", ALTGRAD_TENSOR_WEIGHT, "e1m6", 1.984375, 0.0, kNaN)}));
     ASSERT_EQ(a.size(), 1u);
     EXPECT_EQ(a[0].tensor, "ln.weight");
     EXPECT_EQ(a[0].format, "e3m4");
@@ -172,8 +174,8 @@ TEST(MantissaShift, ChainIsFollowedOneHopAtATime) {
 }
 
 TEST(MantissaShift, BadChainsAreRefusedNamingTheParameter) {
-    for (const char* chain : {"", "e7m0", "e7m0>", ">e5m2", "e7m0>e5m2>e3m4", "e7m0>e7m0", "a>b,a>c", "a>b,b>a",
-                              "e7m0>e5m2,,e1m6>e3m4", "e7-m0>e5m2"}) {
+    for (const char* chain : {"", "e7m0", "e7m0>", ">e5m2", "e7m0>e5m2>e3m4", "e7m0>e7m0", "a>b,a>c",
+                              "a>b,b>a", "e7m0>e5m2,,e1m6>e3m4", "e7-m0>e5m2"}) {
         try {
             make("mantissa_shift", {{"chain", chain}});
             ADD_FAILURE() << "accepted chain \"" << chain << "\"";
@@ -189,7 +191,7 @@ TEST(MantissaShift, InstancesKeepSeparateState) {
     auto second = make("mantissa_shift");
     const std::vector<tensor_observation> ts = {tensor("w", ALTGRAD_TENSOR_WEIGHT, "e7m0", 4.6e18)};
     ASSERT_EQ(first->observe(step(0, ts, 3)).size(), 1u);
-    EXPECT_TRUE(first->observe(step(1, ts, 4)).empty());   // first already asked
+    EXPECT_TRUE(first->observe(step(1, ts, 4)).empty());    // first already asked
     EXPECT_EQ(second->observe(step(0, ts, 3)).size(), 1u);  // second has not
 
     auto clip_a = make("partition_clip");
@@ -203,10 +205,11 @@ TEST(MantissaShift, SameObservationsGiveSameActions) {
         auto h = make("mantissa_shift");
         std::vector<std::string> out;
         for (uint32_t n = 0; n < 6; ++n)
-            for (const action& a : h->observe(step(n, {tensor("w", ALTGRAD_TENSOR_WEIGHT, "e0m7", 0.9921875, 0.0,
-                                                              n * 0.2),
-                                                       tensor("x", ALTGRAD_TENSOR_ACTIVATION, "e7m0", 4.6e18)},
-                                                   n)))
+            for (const action& a :
+                 h->observe(step(n,
+                                 {tensor("w", ALTGRAD_TENSOR_WEIGHT, "e0m7", 0.9921875, 0.0, n * 0.2),
+                                  tensor("x", ALTGRAD_TENSOR_ACTIVATION, "e7m0", 4.6e18)},
+                                 n)))
                 out.push_back(a.tensor + ">" + a.format + ":" + a.reason);
         return out;
     };
@@ -229,7 +232,8 @@ TEST(MantissaShift, NaNFieldsAndEmptyTensorListsAreHandled) {
 
 TEST(PartitionClip, SavedStateKeepsClippingOnInAFreshInstance) {
     auto original = make("partition_clip");
-    ASSERT_EQ(original->observe(step(0, {tensor("g", ALTGRAD_TENSOR_GRADIENT, "e3m4", 15.5, 0.5)})).size(), 1u);
+    ASSERT_EQ(original->observe(step(0, {tensor("g", ALTGRAD_TENSOR_GRADIENT, "e3m4", 15.5, 0.5)})).size(),
+              1u);
     ASSERT_TRUE(original->saves_state());
     auto restored = make("partition_clip");
     restored->load_state(original->save_state());
@@ -272,7 +276,9 @@ TEST(Interventions, UnreadableSavedStateIsRefusedNamingThePluginAndWhat) {
             ADD_FAILURE() << "accepted a state of " << bytes.size() << " bytes";
         } catch (const host::error& e) {
             const std::string m = e.what();
-            EXPECT_NE(m.find("plugin 'mantissa_shift': load_state failed (invalid argument)"), std::string::npos) << m;
+            EXPECT_NE(m.find("plugin 'mantissa_shift': load_state failed (invalid argument)"),
+                      std::string::npos)
+                << m;
             EXPECT_NE(m.find(why), std::string::npos) << m;
         }
     }

@@ -74,25 +74,29 @@ using no_actions_adapter = altgrad::sdk::intervention_adapter<no_actions, &make_
 
 // The correct E4M3's table with its function MEMBER (quantize, encode, decode,
 // ...) replaced by REPLACEMENT, which usually calls broken::e4m3_adapter's.
-#define BROKEN_E4M3_TABLE_PLUGIN(NAME, MEMBER, REPLACEMENT, DESCRIPTION)                                      \
-    namespace {                                                                                            \
-    const altgrad_format_vtable* broken_table() {                                                          \
-        static const altgrad_format_vtable table = [] {                                                    \
-            altgrad_format_vtable v = *::broken::e4m3_adapter::vtable();                                   \
-            v.MEMBER = REPLACEMENT;                                                                        \
-            return v;                                                                                      \
-        }();                                                                                               \
-        return &table;                                                                                     \
-    }                                                                                                      \
-    }                                                                                                      \
-    ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_FORMAT, NAME, 1, 0, 0, DESCRIPTION, nullptr, 0, broken_table(), nullptr, nullptr)
+#define BROKEN_E4M3_TABLE_PLUGIN(NAME, MEMBER, REPLACEMENT, DESCRIPTION)                                    \
+    namespace {                                                                                             \
+    const altgrad_format_vtable* broken_table() {                                                           \
+        static const altgrad_format_vtable table = [] {                                                     \
+            altgrad_format_vtable v = *::broken::e4m3_adapter::vtable();                                    \
+            v.MEMBER = REPLACEMENT;                                                                         \
+            return v;                                                                                       \
+        }();                                                                                                \
+        return &table;                                                                                      \
+    }                                                                                                       \
+    }                                                                                                       \
+    ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_FORMAT, NAME, 1, 0, 0, DESCRIPTION, nullptr, 0, broken_table(), nullptr, \
+                      nullptr)
 
 // An intervention (ABI 1.1, no saved state) whose observe is OBSERVE.
-#define BROKEN_INTERVENTION_PLUGIN(NAME, OBSERVE, DESCRIPTION)                                              \
-    namespace {                                                                                          \
-    const altgrad_intervention_vtable broken_intervention_table = {                                      \
-        sizeof(altgrad_intervention_vtable), &::broken::no_actions_adapter::create,                      \
-        &::broken::no_actions_adapter::destroy, OBSERVE, nullptr, nullptr};                              \
-    }                                                                                                    \
-    ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_INTERVENTION, NAME, 1, 0, 0, DESCRIPTION, nullptr, 0, nullptr,         \
+#define BROKEN_INTERVENTION_PLUGIN(NAME, OBSERVE, DESCRIPTION)                                             \
+    namespace {                                                                                            \
+    const altgrad_intervention_vtable broken_intervention_table = {sizeof(altgrad_intervention_vtable),    \
+                                                                   &::broken::no_actions_adapter::create,  \
+                                                                   &::broken::no_actions_adapter::destroy, \
+                                                                   OBSERVE,                                \
+                                                                   nullptr,                                \
+                                                                   nullptr};                               \
+    }                                                                                                      \
+    ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_INTERVENTION, NAME, 1, 0, 0, DESCRIPTION, nullptr, 0, nullptr,          \
                       &broken_intervention_table, nullptr)

@@ -61,14 +61,15 @@ TEST(BlockScales, AmaxOfBlocksOf32WithAShortLastBlock) {
         SCOPED_TRACE(at);
         std::vector<float> x(70);
         for (size_t i = 0; i < x.size(); ++i) x[i] = (i % 2 ? -1.0f : 1.0f) * static_cast<float>(i % 7);
-        x[at] = -100.0f;                         // block 0: amax 100
-        x[32 + at] = kNaN;                       // block 1: NaN
-        x[64 + at % 6] = 1e-3f;                  // block 2 (6 elements): one made small
+        x[at] = -100.0f;         // block 0: amax 100
+        x[32 + at] = kNaN;       // block 1: NaN
+        x[64 + at % 6] = 1e-3f;  // block 2 (6 elements): one made small
         std::vector<float> amax(3, -1);
         block_amaxes(x.data(), x.size(), 32, amax.data());
         EXPECT_EQ(amax[0], 100.0f);
         EXPECT_TRUE(std::isnan(amax[1]));
-        // Block 2 holds i = 64..69, |x| = i % 7 = 1..6, one of them replaced by 0.001: 6 unless it was i = 69.
+        // Block 2 holds i = 64..69, |x| = i % 7 = 1..6, one of them replaced by 0.001: 6 unless it was i
+        // = 69.
         EXPECT_EQ(amax[2], at % 6 == 5 ? 5.0f : 6.0f);
     }
     const std::vector<float> y(32, -kInf);
@@ -85,7 +86,8 @@ TEST(BlockScales, AmaxOfBlocksOf32WithAShortLastBlock) {
 TEST(BlockScales, AmaxOfManyBlocksOf32MatchesTheDefinition) {
     const size_t blocks = 53, n = blocks * 32 + 7;
     std::vector<float> x(n);
-    for (size_t i = 0; i < n; ++i) x[i] = std::ldexp(static_cast<float>(i % 13 + 1), -8) * (i % 3 ? 1.0f : -1.0f);
+    for (size_t i = 0; i < n; ++i)
+        x[i] = std::ldexp(static_cast<float>(i % 13 + 1), -8) * (i % 3 ? 1.0f : -1.0f);
     std::vector<float> expected(blocks + 1);
     for (size_t b = 0; b <= blocks; ++b) {
         const size_t at = std::min(n - 1, b * 32 + (7 * b) % 32);
@@ -97,7 +99,8 @@ TEST(BlockScales, AmaxOfManyBlocksOf32MatchesTheDefinition) {
     expected[20] = kInf;
     for (size_t i = 33 * 32; i < 34 * 32; ++i) x[i] = i % 2 ? -0.0f : 0.0f;
     expected[33] = 0.0f;
-    for (size_t i = 47 * 32; i < 48 * 32; ++i) x[i] = std::ldexp(static_cast<float>(i % 5), -140);  // subnormals
+    for (size_t i = 47 * 32; i < 48 * 32; ++i)
+        x[i] = std::ldexp(static_cast<float>(i % 5), -140);  // subnormals
     expected[47] = std::ldexp(4.0f, -140);
     std::vector<float> amax(blocks + 1, -1.0f);
     block_amaxes(x.data(), n, 32, amax.data());
@@ -117,7 +120,7 @@ TEST(BlockScales, PowerOfTwoGridRoundsEachWay) {
     EXPECT_EQ(g.down(3), 2.0f);
     EXPECT_EQ(g.up(4), 4.0f);
     EXPECT_EQ(g.down(4), 4.0f);
-    EXPECT_EQ(g.nearest(3), 4.0f);    // the midpoint: a tie goes up
+    EXPECT_EQ(g.nearest(3), 4.0f);  // the midpoint: a tie goes up
     EXPECT_EQ(g.nearest(2.99), 2.0f);
     EXPECT_EQ(g.smallest(), std::ldexp(1.0f, -126));
     EXPECT_EQ(g.largest(), std::ldexp(1.0f, 126));
@@ -154,7 +157,7 @@ TEST(BlockScales, MxFloorAroundAPowerOfTwo) {
     EXPECT_EQ(s[1], 1.0f);
     EXPECT_EQ(s[2], 1.0f);
     EXPECT_EQ(s[3], 1.0f);
-    EXPECT_EQ(s[4], 512.0f);  // floor(log2 0.75) = -1: X = 2^-9
+    EXPECT_EQ(s[4], 512.0f);                          // floor(log2 0.75) = -1: X = 2^-9
     block_recipe fp4{scale_rule::mx_floor, &g, 6.0};  // E2M1, emax 2
     const std::vector<float> t = scales_of({3.99f, 4.0f}, fp4);
     EXPECT_EQ(t[0], 2.0f);  // X = 2^(1-2)
@@ -265,7 +268,8 @@ TEST(BlockScales, RoundUpNeverClips) {
     EXPECT_EQ(t[0], 2.0f);  // X = 1/2 exactly
     for (size_t i = 0; i < amax.size(); ++i) {
         EXPECT_LE(amax[i] * t[i], 6.0f) << amax[i];
-        EXPECT_GT(amax[i] * std::nextafter(t[i], 1e30f), 5.999f) << amax[i];  // and the largest such s, to float rounding
+        EXPECT_GT(amax[i] * std::nextafter(t[i], 1e30f), 5.999f)
+            << amax[i];  // and the largest such s, to float rounding
     }
 }
 
@@ -305,16 +309,20 @@ TEST(BlockScales, QuantizeTakingAmaxSeesEveryPieceBeforeItsCall) {
     std::vector<std::pair<size_t, size_t>> pieces;
     const float amax = quantize_taking_amax(x.data(), n, [&](size_t first, size_t count) {
         pieces.emplace_back(first, count);
-        std::fill(x.begin() + static_cast<std::ptrdiff_t>(first), x.begin() + static_cast<std::ptrdiff_t>(first + count), 0.0f);
+        std::fill(x.begin() + static_cast<std::ptrdiff_t>(first),
+                  x.begin() + static_cast<std::ptrdiff_t>(first + count), 0.0f);
     });
     EXPECT_EQ(amax, 40.0f);
-    const std::vector<std::pair<size_t, size_t>> expected{{0, kFusedPiece}, {kFusedPiece, kFusedPiece}, {2 * kFusedPiece, 1000}};
+    const std::vector<std::pair<size_t, size_t>> expected{
+        {0, kFusedPiece}, {kFusedPiece, kFusedPiece}, {2 * kFusedPiece, 1000}};
     EXPECT_EQ(pieces, expected);
     std::vector<float> y(n, 1.0f);
     y[5] = kNaN;
     y[n - 1] = kInf;
     EXPECT_TRUE(std::isnan(quantize_taking_amax(y.data(), n, [](size_t, size_t) {})));
-    EXPECT_EQ(quantize_taking_amax(y.data(), 0, [](size_t, size_t) { ADD_FAILURE() << "a call for nothing"; }), 0.0f);
+    EXPECT_EQ(
+        quantize_taking_amax(y.data(), 0, [](size_t, size_t) { ADD_FAILURE() << "a call for nothing"; }),
+        0.0f);
 }
 
 // Blocks of 32 over 1.5 pieces plus a short block. Block b holds 0.75 * 2^(b mod 9 - 4) (its amax,
@@ -333,16 +341,18 @@ TEST(BlockScales, QuantizeWithBlockScalesDerivesEachPiecesScalesBeforeItsCall) {
     std::vector<float> scales(blocks, -1.0f);
     std::vector<size_t> firsts;
     size_t covered = 0;
-    const block_scale_stats st = quantize_with_block_scales(x.data(), n, 32, r, scales.data(),
-                                                            [&](size_t first, size_t count, const float* s) {
-        EXPECT_EQ(first, covered);
-        EXPECT_EQ(s, scales.data() + first / 32);  // this piece's scales, already derived
-        EXPECT_EQ(*s, first / 32 == 3 || first / 32 == 4 ? 1.0f : std::ldexp(1.0f, 13 - static_cast<int>(first / 32 % 9)));
-        EXPECT_TRUE(first + count == n || count % 32 == 0) << count;
-        EXPECT_LE(count, kFusedPiece);
-        firsts.push_back(first);
-        covered += count;
-    });
+    const block_scale_stats st = quantize_with_block_scales(
+        x.data(), n, 32, r, scales.data(), [&](size_t first, size_t count, const float* s) {
+            EXPECT_EQ(first, covered);
+            EXPECT_EQ(s, scales.data() + first / 32);  // this piece's scales, already derived
+            EXPECT_EQ(*s, first / 32 == 3 || first / 32 == 4
+                              ? 1.0f
+                              : std::ldexp(1.0f, 13 - static_cast<int>(first / 32 % 9)));
+            EXPECT_TRUE(first + count == n || count % 32 == 0) << count;
+            EXPECT_LE(count, kFusedPiece);
+            firsts.push_back(first);
+            covered += count;
+        });
     EXPECT_EQ(covered, n);
     EXPECT_EQ(firsts.size(), 2u);
     for (size_t b = 0; b < blocks; ++b) {
@@ -353,9 +363,12 @@ TEST(BlockScales, QuantizeWithBlockScalesDerivesEachPiecesScalesBeforeItsCall) {
     EXPECT_EQ(st.neutral, 2u);  // the NaN block and the zero block
     EXPECT_TRUE(std::isnan(st.amax));
     EXPECT_EQ(st.smallest_scale, std::ldexp(1.0, -13));  // b mod 9 == 0
-    EXPECT_EQ(st.largest_scale, std::ldexp(1.0, -5));   // b mod 9 == 8
+    EXPECT_EQ(st.largest_scale, std::ldexp(1.0, -5));    // b mod 9 == 8
     x[3 * 32 + 3] = 1.0f;                                // without the NaN: the largest amax, 0.75 * 2^4
-    EXPECT_EQ(quantize_with_block_scales(x.data(), n, 32, r, scales.data(), [](size_t, size_t, const float*) {}).amax, 12.0);
+    EXPECT_EQ(
+        quantize_with_block_scales(x.data(), n, 32, r, scales.data(), [](size_t, size_t, const float*) {})
+            .amax,
+        12.0);
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ scaling_config delayed(int history_len = 16, amax_compute compute = amax_compute
 
 TEST(Scaling, TheScaleIsTheLargestPowerOfTwoThatFits) {
     scaling_state s(delayed(), kE4m3Max);
-    EXPECT_EQ(s.scale_for(3.0), 128.0f);     // 448/3 = 149.3: 2^7
+    EXPECT_EQ(s.scale_for(3.0), 128.0f);  // 448/3 = 149.3: 2^7
     scaling_state exact(delayed(), kE4m3Max);
     EXPECT_EQ(exact.scale_for(3.5), 128.0f);  // 448/3.5 = 128 exactly: 2^7 itself fits
     scaling_state big(delayed(), kE4m3Max);
@@ -38,9 +38,9 @@ TEST(Scaling, DelayedScalingUsesTheHistoryNotTheTensor) {
     s.record(3.0);
     s.record(10.0);
     EXPECT_EQ(s.scale_for(0.001), 32.0f);  // max of {3, 10}: 44.8 -> 2^5, whatever this tensor holds
-    s.record(3.0);                          // history_len 2: {10, 3}
+    s.record(3.0);                         // history_len 2: {10, 3}
     EXPECT_EQ(s.scale_for(0.001), 32.0f);
-    s.record(3.0);                          // {3, 3}: the 10 has left the window
+    s.record(3.0);  // {3, 3}: the 10 has left the window
     EXPECT_EQ(s.scale_for(0.001), 128.0f);
     scaling_state recent(delayed(16, amax_compute::most_recent), kE4m3Max);
     recent.record(10.0);

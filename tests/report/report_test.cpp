@@ -28,9 +28,9 @@ namespace altgrad::host::report {
 namespace {
 
 // gtest only (gmock is a separate Debian package): "haystack contains needle".
-#define EXPECT_CONTAINS(haystack, needle)                                                      \
-    do {                                                                                       \
-        const std::string h_ = (haystack), n_ = (needle);                                      \
+#define EXPECT_CONTAINS(haystack, needle)                                                  \
+    do {                                                                                   \
+        const std::string h_ = (haystack), n_ = (needle);                                  \
         EXPECT_NE(h_.find(n_), std::string::npos) << "missing: " << n_ << "\nin:\n" << h_; \
     } while (0)
 
@@ -65,9 +65,9 @@ std::string read(const fs::path& p) {
 }
 
 std::string config_toml(const std::string& name, const std::string& format, int64_t seed, int64_t max_steps) {
-    return "name = \"" + name + "\"\n\n[training]\nmax_steps = " + std::to_string(max_steps) + "\nseed = " +
-           std::to_string(seed) + "\nwarmup_steps = 0\n\n[quantization]\nweight_format = \"" + format +
-           "\"\nactivation_format = \"" + format + "\"\ngradient_format = \"" + format + "\"\n";
+    return "name = \"" + name + "\"\n\n[training]\nmax_steps = " + std::to_string(max_steps) +
+           "\nseed = " + std::to_string(seed) + "\nwarmup_steps = 0\n\n[quantization]\nweight_format = \"" +
+           format + "\"\nactivation_format = \"" + format + "\"\ngradient_format = \"" + format + "\"\n";
 }
 
 std::string num(double x) {
@@ -80,27 +80,33 @@ std::string num(double x) {
 // The metrics lines of docs/training.md.
 std::string loss_line(int64_t step, double loss, double overflow = 0) {
     return "{\"step\": " + std::to_string(step) + ", \"loss\": " + num(loss) +
-           ", \"lr\": 0.0006, \"grad_norm\": 1.5, \"tokens_per_s\": 9000, \"grad_sparsity\": 0.01, \"overflow_rate\": " +
+           ", \"lr\": 0.0006, \"grad_norm\": 1.5, \"tokens_per_s\": 9000, \"grad_sparsity\": 0.01, "
+           "\"overflow_rate\": " +
            num(overflow) + ", \"underflow_rate\": 0.02}\n";
 }
 std::string val_line(int64_t step, double val) {
     return "{\"step\": " + std::to_string(step) + ", \"val_loss\": " + num(val) + "}\n";
 }
-std::string tensor_line(int64_t step, const std::string& tensor, const std::string& role, const std::string& format,
-                        int64_t overflow, int64_t count, const std::string& bit_stall = "") {
+std::string tensor_line(int64_t step, const std::string& tensor, const std::string& role,
+                        const std::string& format, int64_t overflow, int64_t count,
+                        const std::string& bit_stall = "") {
     return "{\"step\": " + std::to_string(step) + ", \"tensor\": \"" + tensor + "\", \"role\": \"" + role +
-           "\", \"format\": \"" + format + "\", \"scale\": 1, \"amax\": 0.5, \"overflow\": " + std::to_string(overflow) +
+           "\", \"format\": \"" + format +
+           "\", \"scale\": 1, \"amax\": 0.5, \"overflow\": " + std::to_string(overflow) +
            ", \"underflow\": 0, \"count\": " + std::to_string(count) +
            (bit_stall.empty() ? "" : ", \"bit_stall_rate\": " + bit_stall) + "}\n";
 }
 std::string stiffness_line(int64_t step, double mean) {
     return "{\"step\": " + std::to_string(step) +
-           ", \"diagnostic\": \"stiffness\", \"tensor\": \"*\", \"role\": \"all\", \"values\": {\"stiffness_mean\": " +
+           ", \"diagnostic\": \"stiffness\", \"tensor\": \"*\", \"role\": \"all\", \"values\": "
+           "{\"stiffness_mean\": " +
            num(mean) + ", \"stiffness_max\": 1}}\n";
 }
-std::string switch_line(int64_t step, const std::string& tensor, const std::string& from, const std::string& to) {
+std::string switch_line(int64_t step, const std::string& tensor, const std::string& from,
+                        const std::string& to) {
     return "{\"step\": " + std::to_string(step) +
-           ", \"event\": \"switch_format\", \"plugin\": \"mantissa_shift\", \"reason\": \"3 non-finite steps\", "
+           ", \"event\": \"switch_format\", \"plugin\": \"mantissa_shift\", \"reason\": \"3 non-finite "
+           "steps\", "
            "\"tensor\": \"" +
            tensor + "\", \"from\": \"" + from + "\", \"to\": \"" + to + "\"}\n";
 }
@@ -110,12 +116,14 @@ std::string summary_json(const std::string& name, const std::string& status, con
                          double final_val, double best_val, const std::string& format,
                          const std::string& switches = "[]", const std::string& interventions = "{}") {
     return "{\"name\": \"" + name + "\", \"status\": \"" + status + "\", \"failure_mode\": \"" + mode +
-           "\", \"failure_step\": " + failure_step + ", \"failure_evidence\": \"x\", \"steps_done\": " +
-           std::to_string(steps_done) + ", \"max_steps\": " + std::to_string(max_steps) +
-           ", \"seed\": " + std::to_string(seed) + ", \"final_train_loss\": 2.5, \"final_val_loss\": " + num(final_val) +
-           ", \"best_val_loss\": " + num(best_val) + ", \"seconds\": 40.1, \"cpu_seconds\": 38.5, \"formats\": {\"weight\": \"" + format +
-           "\", \"activation\": \"" + format + "\", \"gradient\": \"" + format + "\"}, \"switches\": " + switches +
-           ", \"interventions\": " + interventions + "}\n";
+           "\", \"failure_step\": " + failure_step +
+           ", \"failure_evidence\": \"x\", \"steps_done\": " + std::to_string(steps_done) +
+           ", \"max_steps\": " + std::to_string(max_steps) + ", \"seed\": " + std::to_string(seed) +
+           ", \"final_train_loss\": 2.5, \"final_val_loss\": " + num(final_val) +
+           ", \"best_val_loss\": " + num(best_val) +
+           ", \"seconds\": 40.1, \"cpu_seconds\": 38.5, \"formats\": {\"weight\": \"" + format +
+           "\", \"activation\": \"" + format + "\", \"gradient\": \"" + format +
+           "\"}, \"switches\": " + switches + ", \"interventions\": " + interventions + "}\n";
 }
 
 // What the stiffness diagnostic declares (its headline, ABI 1.3), as a run's
@@ -142,15 +150,16 @@ void write_catalog(const fs::path& run_dir, const std::vector<altgrad::host::run
 }
 
 // A run that finished all its steps (its stiffness diagnostic declaring its headline).
-fs::path finished_run(const fs::path& root, const std::string& dir, const std::string& name, const std::string& format,
-                      int64_t seed, double final_val, const std::string& extra_metrics = "") {
+fs::path finished_run(const fs::path& root, const std::string& dir, const std::string& name,
+                      const std::string& format, int64_t seed, double final_val,
+                      const std::string& extra_metrics = "") {
     const fs::path d = root / dir;
     write(d / "config.toml", config_toml(name, format, seed, 500));
     std::string m = val_line(0, 4.7);
     for (int64_t s = 1; s <= 500; s += 50) m += loss_line(s, 4.0 - s / 250.0);
     m += tensor_line(250, "blocks.0.mlp.fc.weight", "weight", format, 0, 1000, "0.25") +
-         tensor_line(500, "blocks.0.mlp.fc.weight", "weight", format, 0, 1000, "0.125") + stiffness_line(250, 0.01) +
-         stiffness_line(500, 0.008);
+         tensor_line(500, "blocks.0.mlp.fc.weight", "weight", format, 0, 1000, "0.125") +
+         stiffness_line(250, 0.01) + stiffness_line(500, 0.008);
     m += val_line(250, final_val + 0.5) + loss_line(500, 2.5) + val_line(500, final_val) + extra_metrics;
     write(d / "metrics.jsonl", m);
     write(d / "summary.json",
@@ -168,15 +177,18 @@ fs::path collapsed_run(const fs::path& root) {
     m += switch_line(3, "blocks.0.attn.qkv.weight", "e7m0", "e5m2") +
          switch_line(5, "blocks.1.attn.qkv.weight", "e7m0", "e5m2") + loss_line(7, NAN) +
          "{\"step\": 7, \"event\": \"nonfinite\", \"plugin\": \"host\", \"reason\": \"loss\"}\n"
-         "{\"step\": 7, \"event\": \"collapse\", \"plugin\": \"host\", \"reason\": \"nan\", \"mode\": \"nan_loss\", "
+         "{\"step\": 7, \"event\": \"collapse\", \"plugin\": \"host\", \"reason\": \"nan\", \"mode\": "
+         "\"nan_loss\", "
          "\"evidence_step\": 7}\n";
     write(d / "metrics.jsonl", m);
-    write(d / "summary.json",
-          summary_json("e7m0_uniform", "collapsed", "nan_loss", "7", 7, 500, 42, NAN, 4.1, "e7m0",
-                       "[{\"step\": 3, \"tensor\": \"blocks.0.attn.qkv.weight\", \"from\": \"e7m0\", \"to\": \"e5m2\", "
-                       "\"plugin\": \"mantissa_shift\"}, {\"step\": 5, \"tensor\": \"blocks.1.attn.qkv.weight\", "
-                       "\"from\": \"e7m0\", \"to\": \"e5m2\", \"plugin\": \"mantissa_shift\"}]",
-                       "{\"mantissa_shift\": {\"switch_format\": 2}}"));
+    write(
+        d / "summary.json",
+        summary_json(
+            "e7m0_uniform", "collapsed", "nan_loss", "7", 7, 500, 42, NAN, 4.1, "e7m0",
+            "[{\"step\": 3, \"tensor\": \"blocks.0.attn.qkv.weight\", \"from\": \"e7m0\", \"to\": \"e5m2\", "
+            "\"plugin\": \"mantissa_shift\"}, {\"step\": 5, \"tensor\": \"blocks.1.attn.qkv.weight\", "
+            "\"from\": \"e7m0\", \"to\": \"e5m2\", \"plugin\": \"mantissa_shift\"}]",
+            "{\"mantissa_shift\": {\"switch_format\": 2}}"));
     write(d / "reports" / "failure.md", "# failure\n");
     write(d / "checkpoints" / "step_0000007" / "state.toml", "step = 7\n");
     return d;
@@ -217,8 +229,9 @@ TEST(ReportRow, FinishedRun) {
     const run_record r = read_run(finished_run(tmp.path(), "e5m2-s1", "e5m2_short", "e5m2", 1, 2.55));
     EXPECT_EQ(r.status, "finished");
     EXPECT_TRUE(r.problems.empty()) << problems_of(r);
-    EXPECT_EQ(row_of(r), "| `" + r.dir.generic_string() +
-                             "` | e5m2_short | 1 | e5m2 | 500/500 | finished | 2.5500 | 2.5500 | none | none |");
+    EXPECT_EQ(row_of(r),
+              "| `" + r.dir.generic_string() +
+                  "` | e5m2_short | 1 | e5m2 | 500/500 | finished | 2.5500 | 2.5500 | none | none |");
 }
 
 TEST(ReportRow, CollapsedRunSaysTheModeTheStepTheSwitchesAndTheInterventions) {
@@ -228,17 +241,18 @@ TEST(ReportRow, CollapsedRunSaysTheModeTheStepTheSwitchesAndTheInterventions) {
     EXPECT_TRUE(r.failed());
     EXPECT_TRUE(r.problems.empty()) << problems_of(r);
     const std::string row = row_of(r);
-    EXPECT_CONTAINS(row, "| e7m0_uniform | 42 | e7m0; switched e7m0→e5m2 on 2 tensors (steps 3–5) | 7/500 | "
-                               "collapsed | nan | 4.1000 | nan_loss at step 7 ([report](../e7m0/reports/failure.md)) | "
-                               "mantissa_shift switch_format ×2 |");
+    EXPECT_CONTAINS(row,
+                    "| e7m0_uniform | 42 | e7m0; switched e7m0→e5m2 on 2 tensors (steps 3–5) | 7/500 | "
+                    "collapsed | nan | 4.1000 | nan_loss at step 7 ([report](../e7m0/reports/failure.md)) | "
+                    "mantissa_shift switch_format ×2 |");
     EXPECT_EQ(r.first_nonfinite_step, 7);
 
     report_options o;
     o.out_dir = tmp.path() / "report";
     o.figures = false;
     write_report({r}, o);
-    EXPECT_CONTAINS(read(o.out_dir / "report.md"),
-                    "Failure evidence (summary.json):\n\n- `" + r.dir.generic_string() + "`: nan_loss at step 7: x\n");
+    EXPECT_CONTAINS(read(o.out_dir / "report.md"), "Failure evidence (summary.json):\n\n- `" +
+                                                       r.dir.generic_string() + "`: nan_loss at step 7: x\n");
 }
 
 TEST(ReportRow, InterruptedRunShowsStepsFromTheMetricsAndTheLastCheckpoint) {
@@ -246,9 +260,11 @@ TEST(ReportRow, InterruptedRunShowsStepsFromTheMetricsAndTheLastCheckpoint) {
     const run_record r = read_run(interrupted_run(tmp.path()));
     EXPECT_FALSE(r.has_summary);
     EXPECT_EQ(r.last_checkpoint, 30);
-    EXPECT_CONTAINS(row_of(r), "| e3m4_uniform | 42 | e3m4 | 30/500 | interrupted | 3.9000 | 3.9000 | — | none |");
-    EXPECT_TRUE(has_problem(r, "no summary.json: interrupted or still running; steps from metrics.jsonl, last "
-                               "checkpoint at step 30"))
+    EXPECT_CONTAINS(row_of(r),
+                    "| e3m4_uniform | 42 | e3m4 | 30/500 | interrupted | 3.9000 | 3.9000 | — | none |");
+    EXPECT_TRUE(has_problem(r,
+                            "no summary.json: interrupted or still running; steps from metrics.jsonl, last "
+                            "checkpoint at step 30"))
         << problems_of(r);
     EXPECT_FALSE(r.decided());
 }
@@ -265,7 +281,8 @@ TEST(ReportRow, ResumedRunKeepsTheLastLineOfARepeatedStep) {
     for (int64_t s = 21; s <= 40; ++s) m += loss_line(s, 2.0);
     m += val_line(40, 3.1) + switch_line(22, "lm_head.weight", "e4m3", "e5m2");
     write(d / "metrics.jsonl", m);
-    write(d / "summary.json", summary_json("e4m3_uniform", "finished", "none", "null", 40, 40, 3, 3.1, 3.1, "e4m3"));
+    write(d / "summary.json",
+          summary_json("e4m3_uniform", "finished", "none", "null", 40, 40, 3, 3.1, 3.1, "e4m3"));
     const run_record r = read_run(d);
     EXPECT_EQ(r.repeated_steps, 5);  // steps 21..25
     EXPECT_TRUE(has_problem(r, "metrics.jsonl: 5 steps written twice (a resume); the later lines kept"))
@@ -277,15 +294,17 @@ TEST(ReportRow, ResumedRunKeepsTheLastLineOfARepeatedStep) {
     EXPECT_EQ(r.val_loss()[1].value, 3.4);
     // With a summary, the switches are summary.json's (none here), not the events'.
     EXPECT_TRUE(r.switches.empty());
-    EXPECT_CONTAINS(row_of(r), "| e4m3_uniform | 3 | e4m3 | 40/40 | finished | 3.1000 | 3.1000 | none | none |");
+    EXPECT_CONTAINS(row_of(r),
+                    "| e4m3_uniform | 3 | e4m3 | 40/40 | finished | 3.1000 | 3.1000 | none | none |");
 
     // Without summary.json the same metrics give the row: last occurrences, the switch from the events.
     fs::remove(d / "summary.json");
     const run_record k = read_run(d);
     EXPECT_EQ(k.run_metric("final_val_loss"), 3.1);
     EXPECT_EQ(k.run_metric("best_val_loss"), 3.1);
-    EXPECT_CONTAINS(row_of(k), "| e4m3; switched e4m3→e5m2 on 1 tensor at step 22 | 40/40 | interrupted | 3.1000 | "
-                                     "3.1000 | — | mantissa_shift switch_format ×1 |");
+    EXPECT_CONTAINS(row_of(k),
+                    "| e4m3; switched e4m3→e5m2 on 1 tensor at step 22 | 40/40 | interrupted | 3.1000 | "
+                    "3.1000 | — | mantissa_shift switch_format ×1 |");
 }
 
 TEST(ReportRow, TruncatedLinesAreSkippedAndSaid) {
@@ -297,12 +316,14 @@ TEST(ReportRow, TruncatedLinesAreSkippedAndSaid) {
     for (int64_t s = 1; s <= 11; ++s) m += loss_line(s, 3.0);
     m += "{\"step\": 12, \"loss\": 2.\n";  // line 13
     for (int64_t s = 12; s <= 15; ++s) m += loss_line(s, 2.9);
-    m += "garbage\n";  // line 18
+    m += "garbage\n";                                        // line 18
     m += "{\"step\": 16, \"tensor\": \"blocks.0.mlp.fc.we";  // line 19, no newline
     write(d / "metrics.jsonl", m);
     const run_record r = read_run(d);
     EXPECT_TRUE(has_problem(r, "metrics.jsonl: line 13 truncated (skipped)")) << problems_of(r);
-    EXPECT_TRUE(has_problem(r, "metrics.jsonl: line 18: not JSON, parse error at line 1, column 1: syntax error while parsing value - invalid literal; last read: 'g' (skipped)"))
+    EXPECT_TRUE(has_problem(r,
+                            "metrics.jsonl: line 18: not JSON, parse error at line 1, column 1: syntax error "
+                            "while parsing value - invalid literal; last read: 'g' (skipped)"))
         << problems_of(r);
     EXPECT_TRUE(has_problem(r, "metrics.jsonl: line 19 truncated (skipped)")) << problems_of(r);
     EXPECT_EQ(r.steps_done, 15);
@@ -350,7 +371,8 @@ TEST(ReportRow, MixedFormatsShowTheRules) {
     const fs::path d = tmp.path() / "postln";
     write(d / "config.toml",
           "name = \"e1m6_postln\"\n[quantization]\nweight_format = \"bf16\"\nactivation_format = \"bf16\"\n"
-          "gradient_format = \"bf16\"\n[[quantization.rules]]\npattern = \"blocks.*.mlp.fc\"\nactivation = \"e1m6\"\n");
+          "gradient_format = \"bf16\"\n[[quantization.rules]]\npattern = \"blocks.*.mlp.fc\"\nactivation = "
+          "\"e1m6\"\n");
     write(d / "metrics.jsonl", "");
     const run_record r = read_run(d);
     EXPECT_EQ(r.formats, "bf16; blocks.*.mlp.fc: a e1m6");
@@ -359,8 +381,8 @@ TEST(ReportRow, MixedFormatsShowTheRules) {
 
 // ---- Comparison and hypotheses ---------------------------------------------------
 
-std::string diag_overflow(int64_t step, const std::string& role_tensor, const std::string& role, const std::string& format,
-                          int64_t overflow) {
+std::string diag_overflow(int64_t step, const std::string& role_tensor, const std::string& role,
+                          const std::string& format, int64_t overflow) {
     return tensor_line(step, role_tensor, role, format, overflow, 1000);
 }
 
@@ -380,27 +402,33 @@ TEST(ReportGroups, MeanAndSpreadAgainstTheBaseline) {
     EXPECT_TRUE(groups[1].baseline);
     EXPECT_EQ(groups[2].interrupted, 1u);
     // The formats differ between the groups, nothing else (the seed never counts).
-    EXPECT_EQ(varying_settings(groups), (std::vector<std::string>{"quantization.activation_format",
-                                                                  "quantization.gradient_format",
-                                                                  "quantization.weight_format"}));
+    EXPECT_EQ(varying_settings(groups),
+              (std::vector<std::string>{"quantization.activation_format", "quantization.gradient_format",
+                                        "quantization.weight_format"}));
 
     report_options o;
     o.out_dir = tmp.path() / "report";
     o.figures = false;
     write_report(runs, o);
     const std::string md = read(o.out_dir / "report.md");
-    EXPECT_CONTAINS(md, "4 runs of 3 configs: 3 finished, 0 collapsed, 0 stopped by an error or a crash, 1 interrupted");
+    EXPECT_CONTAINS(
+        md, "4 runs of 3 configs: 3 finished, 0 collapsed, 0 stopped by an error or a crash, 1 interrupted");
     EXPECT_CONTAINS(md, "Baseline: `bf16_baseline` (1 run).");
-    EXPECT_CONTAINS(md, "| group | quantization.activation_format | quantization.gradient_format | "
-                        "quantization.weight_format | formats | seeds | n |");
-    // 95% CI of two runs: 2.6 ± t(0.975, 1) 0.1414/sqrt(2) = 2.6 ± 1.2706 (t from the published table: 12.7062).
-    // One baseline run: no spread, no Welch test.
-    EXPECT_CONTAINS(md, "| e5m2_short | e5m2 | e5m2 | e5m2 | e5m2 | 1, 2 | 2 | 2.6000 | 0.1414 | "
-                        "1.3294 – 3.8706 | +0.2000 (+8.3%) | — | — | — | 0/2 (0%) |  |");
-    EXPECT_CONTAINS(md, "| bf16_baseline | bf16 | bf16 | bf16 | bf16 | 42 | 1 | 2.4000 | — | — | baseline | — | — | — | "
-                        "0/1 (0%) |  |");
-    EXPECT_CONTAINS(md, "| e3m4_uniform | e3m4 | e3m4 | e3m4 | e3m4 | 42 | 0 | — | — | — | — | — | — | — | — | "
-                        "1 interrupted |");
+    EXPECT_CONTAINS(md,
+                    "| group | quantization.activation_format | quantization.gradient_format | "
+                    "quantization.weight_format | formats | seeds | n |");
+    // 95% CI of two runs: 2.6 ± t(0.975, 1) 0.1414/sqrt(2) = 2.6 ± 1.2706 (t from the published
+    // table: 12.7062). One baseline run: no spread, no Welch test.
+    EXPECT_CONTAINS(md,
+                    "| e5m2_short | e5m2 | e5m2 | e5m2 | e5m2 | 1, 2 | 2 | 2.6000 | 0.1414 | "
+                    "1.3294 – 3.8706 | +0.2000 (+8.3%) | — | — | — | 0/2 (0%) |  |");
+    EXPECT_CONTAINS(
+        md,
+        "| bf16_baseline | bf16 | bf16 | bf16 | bf16 | 42 | 1 | 2.4000 | — | — | baseline | — | — | — | "
+        "0/1 (0%) |  |");
+    EXPECT_CONTAINS(md,
+                    "| e3m4_uniform | e3m4 | e3m4 | e3m4 | e3m4 | 42 | 0 | — | — | — | — | — | — | — | — | "
+                    "1 interrupted |");
     EXPECT_CONTAINS(md, "No figures: not asked for (--no-figures).");
     // Every run has its row, and the notes name the run.
     for (const run_record& r : runs) EXPECT_CONTAINS(md, row_of(r).substr(0, 20));
@@ -429,16 +457,18 @@ TEST(ReportCorpus, TheNgramReferencesOncePerCorpus) {
     o.out_dir = tmp.path() / "report";
     o.figures = false;
     write_report(runs, o);
-    EXPECT_CONTAINS(read(o.out_dir / "report.md"),
-                    "Reference, the corpus without a model (docs/data.md, \"Reference losses\"): unigram entropy "
-                    "3.3149, held-out bigram 2.6125, trigram 2.1412 nats/char.\n");
+    EXPECT_CONTAINS(
+        read(o.out_dir / "report.md"),
+        "Reference, the corpus without a model (docs/data.md, \"Reference losses\"): unigram entropy "
+        "3.3149, held-out bigram 2.6125, trigram 2.1412 nats/char.\n");
     // Two corpora: one line each with its number of runs.
     runs.push_back(read_run(with_corpus(finished_run(tmp.path(), "d", "e5m2_short", "e5m2", 3, 2.6),
                                         "{\"unigram_entropy\": 1, \"bigram\": 0.5, \"trigram\": null}")));
     write_report(runs, o);
     const std::string md = read(o.out_dir / "report.md");
     EXPECT_CONTAINS(md, "the runs used 2 different corpora or splits:\n\n");
-    EXPECT_CONTAINS(md, "- unigram entropy 3.3149, held-out bigram 2.6125, trigram 2.1412 nats/char (2 runs)\n");
+    EXPECT_CONTAINS(md,
+                    "- unigram entropy 3.3149, held-out bigram 2.6125, trigram 2.1412 nats/char (2 runs)\n");
     EXPECT_CONTAINS(md, "- unigram entropy 1.0000, held-out bigram 0.5000, trigram nan nats/char (1 run)\n");
 }
 
@@ -455,9 +485,12 @@ TEST(ReportGroups, RunsThatDifferInMoreThanTheSeedAreNeverAveraged) {
     // One config name, two learning rates (the issue's "3.1173 ± 0.1742 (n=2)"), and the seeds of the
     // first under another name (as a sweep names its points): grouped by what they train, not by name.
     std::vector<run_record> runs = {
-        read_run(with_training_key(finished_run(tmp.path(), "a", "lr_test", "e5m2", 1, 3.0), "learning_rate = 0.001")),
-        read_run(with_training_key(finished_run(tmp.path(), "b", "lr_test", "e5m2", 1, 3.2), "learning_rate = 0.003")),
-        read_run(with_training_key(finished_run(tmp.path(), "c", "lr_test-s2", "e5m2", 2, 3.1), "learning_rate = 0.001")),
+        read_run(with_training_key(finished_run(tmp.path(), "a", "lr_test", "e5m2", 1, 3.0),
+                                   "learning_rate = 0.001")),
+        read_run(with_training_key(finished_run(tmp.path(), "b", "lr_test", "e5m2", 1, 3.2),
+                                   "learning_rate = 0.003")),
+        read_run(with_training_key(finished_run(tmp.path(), "c", "lr_test-s2", "e5m2", 2, 3.1),
+                                   "learning_rate = 0.001")),
         read_run(with_training_key(finished_run(tmp.path(), "d", "lr_test", "e5m2", 3, 2.9), "threads = 1")),
     };
     // A run without config.toml: grouped by its name alone, apart, and no column for what it cannot say.
@@ -489,10 +522,14 @@ TEST(ReportGroups, EachGroupIsComparedWithTheBaselineThatSharesItsSettings) {
                                           "learning_rate = " + rate));
     };
     std::vector<run_record> runs = {
-        at_rate("b-slow-1", "bf16_baseline", "bf16", 1, 2.4, "0.001"), at_rate("b-slow-2", "bf16_baseline", "bf16", 2, 2.5, "0.001"),
-        at_rate("b-fast-1", "bf16_baseline", "bf16", 1, 3.0, "0.01"), at_rate("b-fast-2", "bf16_baseline", "bf16", 2, 3.2, "0.01"),
-        at_rate("e-fast-1", "e5m2_short", "e5m2", 1, 3.3, "0.01"), at_rate("e-fast-2", "e5m2_short", "e5m2", 2, 3.5, "0.01"),
-        at_rate("e-slow-1", "e5m2_short", "e5m2", 1, 2.5, "0.001"), at_rate("e-slow-2", "e5m2_short", "e5m2", 2, 2.6, "0.001"),
+        at_rate("b-slow-1", "bf16_baseline", "bf16", 1, 2.4, "0.001"),
+        at_rate("b-slow-2", "bf16_baseline", "bf16", 2, 2.5, "0.001"),
+        at_rate("b-fast-1", "bf16_baseline", "bf16", 1, 3.0, "0.01"),
+        at_rate("b-fast-2", "bf16_baseline", "bf16", 2, 3.2, "0.01"),
+        at_rate("e-fast-1", "e5m2_short", "e5m2", 1, 3.3, "0.01"),
+        at_rate("e-fast-2", "e5m2_short", "e5m2", 2, 3.5, "0.01"),
+        at_rate("e-slow-1", "e5m2_short", "e5m2", 1, 2.5, "0.001"),
+        at_rate("e-slow-2", "e5m2_short", "e5m2", 2, 2.6, "0.001"),
     };
     const std::vector<group_summary> groups = group_runs(runs);
     ASSERT_EQ(groups.size(), 4u);
@@ -512,26 +549,30 @@ TEST(ReportGroups, EachGroupIsComparedWithTheBaselineThatSharesItsSettings) {
     o.figures = false;
     write_report(runs, o);
     const std::string md = read(o.out_dir / "report.md");
-    EXPECT_CONTAINS(md, "Baselines: the 2 groups of `bf16_baseline` (`bf16_baseline [learning_rate=0.001]`, "
-                        "`bf16_baseline [learning_rate=0.01]`)");
+    EXPECT_CONTAINS(md,
+                    "Baselines: the 2 groups of `bf16_baseline` (`bf16_baseline [learning_rate=0.001]`, "
+                    "`bf16_baseline [learning_rate=0.01]`)");
     EXPECT_CONTAINS(md, "| 95% CI | baseline | vs baseline |");
     // 0.3 / 3.1 = 9.68%.
     // Seeds 1 and 2 on both sides: 3.3 - 3.0 and 3.5 - 3.2, both +0.3, no spread: no paired p.
-    EXPECT_CONTAINS(md, "| bf16_baseline [learning_rate=0.01] | +0.3000 (+9.7%) | 0.168 | "
-                        "+0.3000 (+0.3000 – +0.3000), n=2 | — | 0/2 (0%) |");
+    EXPECT_CONTAINS(md,
+                    "| bf16_baseline [learning_rate=0.01] | +0.3000 (+9.7%) | 0.168 | "
+                    "+0.3000 (+0.3000 – +0.3000), n=2 | — | 0/2 (0%) |");
     EXPECT_CONTAINS(md, "| bf16_baseline [learning_rate=0.001] | +0.1000 (+4.1%) |");
     EXPECT_CONTAINS(md, "| 2 | 3.1000 | 0.1414 | 1.8294 – 4.3706 | — | baseline | — |");
     const std::string csv = read(o.out_dir / "runs.csv");
-    EXPECT_CONTAINS(csv, ",0.01,e5m2,e5m2,finished,none,,500,500,2.5,3.3,3.3,false,bf16_baseline [learning_rate=0.01],40.1,38.5\n");
+    EXPECT_CONTAINS(csv,
+                    ",0.01,e5m2,e5m2,finished,none,,500,500,2.5,3.3,3.3,false,bf16_baseline "
+                    "[learning_rate=0.01],40.1,38.5\n");
     EXPECT_CONTAINS(csv, ",0.01,bf16,bf16,finished,none,,500,500,2.5,3,3,true,,40.1,38.5\n");
 }
 
 // A diagnostic's value on one tensor ("*": all) at one step.
 std::string diagnostic_value(int64_t step, const std::string& diagnostic, const std::string& tensor,
                              const std::string& value, double x) {
-    return "{\"kind\": \"diagnostic\", \"step\": " + std::to_string(step) + ", \"diagnostic\": \"" + diagnostic +
-           "\", \"tensor\": \"" + tensor + "\", \"role\": \"activation\", \"values\": {\"" + value + "\": " + num(x) +
-           "}}\n";
+    return "{\"kind\": \"diagnostic\", \"step\": " + std::to_string(step) + ", \"diagnostic\": \"" +
+           diagnostic + "\", \"tensor\": \"" + tensor + "\", \"role\": \"activation\", \"values\": {\"" +
+           value + "\": " + num(x) + "}}\n";
 }
 
 altgrad::host::run::metric headline(const std::string& diagnostic, const std::string& value,
@@ -581,9 +622,10 @@ TEST(ReportSeries, DeclaredHeadlinesAndUndeclaredDiagnosticsAreShown) {
     o.figures = false;
     write_report(runs, o);
     const std::string steps = read(o.out_dir / "steps.csv");
-    EXPECT_EQ(steps.substr(0, steps.find('\n')),
-              "run,group,step,train_loss,val_loss,bit_stall,overflow,underflow,grad_sparsity,grid_alignment.mse,"
-              "kurtosis.kurtosis,range.dynamic_range,stiffness,stiffness.stiffness_max,stiffness.stiffness_mean");
+    EXPECT_EQ(
+        steps.substr(0, steps.find('\n')),
+        "run,group,step,train_loss,val_loss,bit_stall,overflow,underflow,grad_sparsity,grid_alignment.mse,"
+        "kurtosis.kurtosis,range.dynamic_range,stiffness,stiffness.stiffness_max,stiffness.stiffness_mean");
     EXPECT_CONTAINS(steps, a.generic_string() + ",e5m2_short,250,,3,0.25,,,,0.02,9,,0.01,,\n");
     EXPECT_CONTAINS(steps, b.generic_string() + ",bf16_baseline,250,,2.9,0.25,,,,,,12,,1,0.01\n");
 }
@@ -605,14 +647,20 @@ TEST(ReportTables, OneRowPerRunAndOnePerRunPerStep) {
     std::vector<std::string> lines;
     for (std::string line; std::getline(csv, line);) lines.push_back(line);
     ASSERT_EQ(lines.size(), 4u);
-    EXPECT_EQ(lines[0], "run,run_id,group,config,seed,quantization.activation_format,quantization.gradient_format,"
-                        "quantization.weight_format,formats,uniform_format,status,failure_mode,failure_step,steps_done,"
-                        "max_steps,final_train_loss,final_val_loss,best_val_loss,baseline,baseline_group,seconds,cpu_seconds");
+    EXPECT_EQ(lines[0],
+              "run,run_id,group,config,seed,quantization.activation_format,quantization.gradient_format,"
+              "quantization.weight_format,formats,uniform_format,status,failure_mode,failure_step,steps_done,"
+              "max_steps,final_train_loss,final_val_loss,best_val_loss,baseline,baseline_group,seconds,cpu_"
+              "seconds");
     const std::string quoted = "\"" + (tmp.path() / "e5m2,\"\"s1\"\"").generic_string() + "\"";
-    EXPECT_EQ(lines[1], quoted + ",,e5m2_short,e5m2_short,1,e5m2,e5m2,e5m2,e5m2,e5m2,finished,none,,500,500,2.5,2.5,2.5,false,bf16_baseline,40.1,38.5");
-    EXPECT_EQ(lines[3], (tmp.path() / "e3m4-killed").generic_string() +
-                            ",,e3m4_uniform,e3m4_uniform,42,e3m4,e3m4,e3m4,e3m4,e3m4,interrupted,,,30,500,3.7,3.9,3.9,false,"
-                            "bf16_baseline,,");  // no summary.json: no times
+    EXPECT_EQ(lines[1], quoted +
+                            ",,e5m2_short,e5m2_short,1,e5m2,e5m2,e5m2,e5m2,e5m2,finished,none,,500,500,2.5,2."
+                            "5,2.5,false,bf16_baseline,40.1,38.5");
+    EXPECT_EQ(
+        lines[3],
+        (tmp.path() / "e3m4-killed").generic_string() +
+            ",,e3m4_uniform,e3m4_uniform,42,e3m4,e3m4,e3m4,e3m4,e3m4,interrupted,,,30,500,3.7,3.9,3.9,false,"
+            "bf16_baseline,,");  // no summary.json: no times
     // steps.csv: the run's logged steps in order, each value in its column, the rest empty. The fixture's
     // loss at step s is 4 - s/250; bit stall 25% at 250, 12.5% at 500; overflow from the per-step lines.
     const std::string steps = read(o.out_dir / "steps.csv");
@@ -632,9 +680,9 @@ TEST(ReportStats, StudentTQuantilesMatchPublishedValues) {
         double df, nist, exact;
     };
     const std::vector<row> table = {
-        {1, 12.706, 12.7062047361747}, {2, 4.303, 4.30265272974946}, {3, 3.182, 3.18244630528371},
-        {4, 2.776, 2.77644510519779},  {5, 2.571, 2.57058183563632}, {10, 2.228, 2.22813885198627},
-        {20, 2.086, 2.08596344726586}, {30, 2.042, 2.04227245630124}, {100, 1.984, 1.98397151852355},
+        {1, 12.706, 12.7062047361747},   {2, 4.303, 4.30265272974946},       {3, 3.182, 3.18244630528371},
+        {4, 2.776, 2.77644510519779},    {5, 2.571, 2.57058183563632},       {10, 2.228, 2.22813885198627},
+        {20, 2.086, 2.08596344726586},   {30, 2.042, 2.04227245630124},      {100, 1.984, 1.98397151852355},
         {1000, 1.962, 1.96233908082641}, {INFINITY, 1.960, 1.95996398454005}};
     for (const row& r : table) {
         const double t = student_t_quantile(0.975, r.df);
@@ -734,7 +782,8 @@ const std::vector<hypothesis>& seeds() {
 const hypothesis_verdict& verdict_of(const std::vector<hypothesis_verdict>& v, const std::string& format,
                                      const std::string& words, const std::string& group = "") {
     for (const hypothesis_verdict& h : v)
-        if (h.format == format && h.hypothesis.find(words) != std::string::npos && (group.empty() || h.group == group))
+        if (h.format == format && h.hypothesis.find(words) != std::string::npos &&
+            (group.empty() || h.group == group))
             return h;
     static const hypothesis_verdict none{};
     ADD_FAILURE() << "no hypothesis " << format << " / " << words << " / " << group;
@@ -743,12 +792,13 @@ const hypothesis_verdict& verdict_of(const std::vector<hypothesis_verdict>& v, c
 
 // `n` finished runs of `format` in one group (seeds 1..n) in root/dir-<seed>, the first `collapsed` of
 // them collapsed by `mode` at step 10; `extra` are metrics lines for the first run.
-std::vector<run_record> seeds_of(const fs::path& root, const std::string& dir, const std::string& format, int n,
-                                 int collapsed = 0, const std::string& mode = "nan_loss", const std::string& extra = "") {
+std::vector<run_record> seeds_of(const fs::path& root, const std::string& dir, const std::string& format,
+                                 int n, int collapsed = 0, const std::string& mode = "nan_loss",
+                                 const std::string& extra = "") {
     std::vector<run_record> out;
     for (int s = 1; s <= n; ++s) {
-        const fs::path d = finished_run(root, dir + "-" + std::to_string(s), format + "_uniform", format, s, 3.0,
-                                        s == 1 ? extra : "");
+        const fs::path d = finished_run(root, dir + "-" + std::to_string(s), format + "_uniform", format, s,
+                                        3.0, s == 1 ? extra : "");
         if (s <= collapsed)
             write(d / "summary.json",
                   summary_json(format + "_uniform", "collapsed", mode, "10", 10, 500, s, NAN, 4.0, format));
@@ -778,19 +828,22 @@ TEST(ReportHypotheses, RatesAreJudgedByTheirExactInterval) {
     // 3 of 3 failed: the interval [0.025^(1/3), 1] = [29.2%, 100%] crosses "more than 90%".
     auto v = judge_hypotheses(seeds_of(tmp.path(), "all", "e7m0", 3, 3), seeds());
     EXPECT_EQ(verdict_of(v, "E7M0", "more than 90%").verdict, "inconclusive");
-    EXPECT_CONTAINS(verdict_of(v, "E7M0", "more than 90%").observed,
-                    "3/3 (100.0%) runs failed: nan_loss at step 10, nan_loss at step 10, nan_loss at step 10; "
-                    "exact 95% interval of the rate 29.2%–100.0%");
+    EXPECT_CONTAINS(
+        verdict_of(v, "E7M0", "more than 90%").observed,
+        "3/3 (100.0%) runs failed: nan_loss at step 10, nan_loss at step 10, nan_loss at step 10; "
+        "exact 95% interval of the rate 29.2%–100.0%");
     // 0 of 3: [0, 70.8%] lies below 90%.
     v = judge_hypotheses(seeds_of(tmp.path(), "none", "e7m0", 3, 0), seeds());
     EXPECT_EQ(verdict_of(v, "E7M0", "more than 90%").verdict, "contradicted");
-    EXPECT_CONTAINS(verdict_of(v, "E7M0", "more than 90%").observed, "0/3 (0%) runs failed; exact 95% interval of the rate 0%–70.8%");
+    EXPECT_CONTAINS(verdict_of(v, "E7M0", "more than 90%").observed,
+                    "0/3 (0%) runs failed; exact 95% interval of the rate 0%–70.8%");
     // ... and within "at most 90%".
     hypothesis at_most;
     at_most.format = "e7m0";
     at_most.claim = "fails in at most 90% of runs";
     at_most.at_most = 0.9;
-    EXPECT_EQ(judge_hypotheses(seeds_of(tmp.path(), "none2", "e7m0", 3, 0), {at_most})[0].verdict, "supported");
+    EXPECT_EQ(judge_hypotheses(seeds_of(tmp.path(), "none2", "e7m0", 3, 0), {at_most})[0].verdict,
+              "supported");
     // 36 of 36: 0.025^(1/36) = 90.3% > 90%.
     v = judge_hypotheses(seeds_of(tmp.path(), "many", "e7m0", 36, 36), seeds());
     EXPECT_EQ(verdict_of(v, "E7M0", "more than 90%").verdict, "supported");
@@ -827,7 +880,8 @@ TEST(ReportHypotheses, JudgedPerGroupFromTheRuns) {
     EXPECT_EQ(verdict_of(v, "E0M7", "40–60%").verdict, "not tested by these runs");
     EXPECT_EQ(verdict_of(v, "E0M7", "40–60%").observed, "no run with E0M7 for every tensor");
     // 0 of 3 bit-stall failures: [0, 70.8%] crosses "at most half".
-    const hypothesis_verdict& slow = verdict_of(v, "E5M2", "bit_stall", "e5m2_uniform [learning_rate=0.0006]");
+    const hypothesis_verdict& slow =
+        verdict_of(v, "E5M2", "bit_stall", "e5m2_uniform [learning_rate=0.0006]");
     EXPECT_EQ(slow.verdict, "inconclusive");
     EXPECT_CONTAINS(slow.observed, "0/3 (0%) runs failed; largest bit-stall rate 25.0% (");
     // A failure of another mode contradicts "fail only by bit-stall".
@@ -861,7 +915,8 @@ TEST(ReportFigures, AFigureOfManyGroupsGrowsWithItsKey) {
 
 // Beyond 8 groups the colours repeat: the 9th group is drawn in the 1st group's colour, dashed.
 TEST(ReportFigures, GroupsBeyondEightColoursAreDashed) {
-    ASSERT_TRUE(std::system("gnuplot --version > /dev/null 2>&1") == 0) << "no gnuplot (scripts/setup.sh installs it)";
+    ASSERT_TRUE(std::system("gnuplot --version > /dev/null 2>&1") == 0)
+        << "no gnuplot (scripts/setup.sh installs it)";
     scratch tmp;
     std::vector<run_record> runs;
     for (int k = 1; k <= 9; ++k)
@@ -894,10 +949,10 @@ TEST(ReportFigures, DrawnWithGnuplotAndLinkedRelatively) {
     // Loss per config (3), validation loss of all, the five diagnostic series,
     // and per layer amax and scale of the two runs with tensor lines (weights only).
     EXPECT_EQ(out.figures, 13u) << md;
-    for (const char* stem : {"loss-e5m2_short", "loss-bf16_baseline", "loss-e7m0_uniform", "val_loss-all",
-                             "diag-bit_stall", "diag-overflow", "diag-underflow", "diag-grad_sparsity",
-                             "diag-stiffness", "amax-e5m2_short-weight", "scale-e5m2_short-weight",
-                             "amax-bf16_baseline-weight", "scale-bf16_baseline-weight"}) {
+    for (const char* stem :
+         {"loss-e5m2_short", "loss-bf16_baseline", "loss-e7m0_uniform", "val_loss-all", "diag-bit_stall",
+          "diag-overflow", "diag-underflow", "diag-grad_sparsity", "diag-stiffness", "amax-e5m2_short-weight",
+          "scale-e5m2_short-weight", "amax-bf16_baseline-weight", "scale-bf16_baseline-weight"}) {
         const std::string image = std::string(stem) + ".png";
         EXPECT_CONTAINS(md, "](figures/" + image + ")");
         EXPECT_GT(fs::file_size(o.out_dir / "figures" / image), 1000u) << image;
@@ -914,9 +969,11 @@ std::string block_tensor_line(int64_t step, const std::string& tensor, const std
                               int blocks, int saturated, int underflowed, double smallest, double largest) {
     return "{\"step\": " + std::to_string(step) + ", \"tensor\": \"" + tensor + "\", \"role\": \"" + role +
            "\", \"format\": \"e4m3\", \"scale\": null, \"amax\": " + num(amax) +
-           ", \"overflow\": 0, \"underflow\": 0, \"count\": 3200, \"blocks\": {\"blocks\": " + std::to_string(blocks) +
-           ", \"saturated\": " + std::to_string(saturated) + ", \"underflowed\": " + std::to_string(underflowed) +
-           ", \"neutral\": 0, \"smallest_scale\": " + num(smallest) + ", \"largest_scale\": " + num(largest) + "}}\n";
+           ", \"overflow\": 0, \"underflow\": 0, \"count\": 3200, \"blocks\": {\"blocks\": " +
+           std::to_string(blocks) + ", \"saturated\": " + std::to_string(saturated) +
+           ", \"underflowed\": " + std::to_string(underflowed) +
+           ", \"neutral\": 0, \"smallest_scale\": " + num(smallest) + ", \"largest_scale\": " + num(largest) +
+           "}}\n";
 }
 
 // Per layer: amax (and a per-tensor run's scale) over time, a line per layer
@@ -943,7 +1000,8 @@ TEST(ReportFigures, PerLayerAmaxScaleAndBlockStatistics) {
     for (int64_t step : {10, 20})
         m += "{\"step\": " + std::to_string(step) +
              ", \"tensor\": \"lm_head.output_grad\", \"role\": \"output_gradient\", \"format\": \"e5m2\", "
-             "\"scale\": " + (step == 10 ? "1024" : "2048") + ", \"amax\": " + (step == 10 ? "0.01" : "0.005") +
+             "\"scale\": " +
+             (step == 10 ? "1024" : "2048") + ", \"amax\": " + (step == 10 ? "0.01" : "0.005") +
              ", \"overflow\": 0, \"underflow\": 0, \"count\": 100}\n";
     write(pt / "metrics.jsonl", m);
     std::vector<run_record> runs = {read_run(mx), read_run(pt)};
@@ -964,8 +1022,10 @@ TEST(ReportFigures, PerLayerAmaxScaleAndBlockStatistics) {
     EXPECT_EQ(read(fig / "data" / "amax-mx-weight-0.dat"), "# step\tblocks.0.mlp.fc\n10\t0.5\n20\t0.75\n");
     EXPECT_EQ(read(fig / "data" / "amax-mx-weight-1.dat"), "# step\tblocks.1.mlp.fc\n10\t0.25\n20\t0.125\n");
     // Each layer its own colour (and beyond 8 layers its own dash: line_color, line_dash).
-    EXPECT_CONTAINS(read(fig / "amax-mx-weight.gp"), "using 1:2 with lines lw 1.2 lc 1 title 'blocks.0.mlp.fc'");
-    EXPECT_CONTAINS(read(fig / "amax-mx-weight.gp"), "using 1:2 with lines lw 1.2 lc 2 title 'blocks.1.mlp.fc'");
+    EXPECT_CONTAINS(read(fig / "amax-mx-weight.gp"),
+                    "using 1:2 with lines lw 1.2 lc 1 title 'blocks.0.mlp.fc'");
+    EXPECT_CONTAINS(read(fig / "amax-mx-weight.gp"),
+                    "using 1:2 with lines lw 1.2 lc 2 title 'blocks.1.mlp.fc'");
     EXPECT_EQ(read(fig / "data" / "scale-pt-output_gradient-0.dat"), "# step\tlm_head\n10\t1024\n20\t2048\n");
     // Weights: saturated (2+0)/200 then (4+0)/200, underflowed (5+5)/200 then (1+3)/200;
     // the activation's own 0/50, 1/50 and 10/50, 0/50.
@@ -973,9 +1033,11 @@ TEST(ReportFigures, PerLayerAmaxScaleAndBlockStatistics) {
     EXPECT_EQ(read(fig / "data" / "blocks-mx-1.dat"), "# step\tweight underflowed\n10\t0.05\n20\t0.02\n");
     EXPECT_EQ(read(fig / "data" / "blocks-mx-2.dat"), "# step\tactivation saturated\n10\t0\n20\t0.02\n");
     EXPECT_EQ(read(fig / "data" / "blocks-mx-3.dat"), "# step\tactivation underflowed\n10\t0.2\n20\t0\n");
-    // Largest and smallest over the weights: max(0.01, 0.02), max(0.01, 0.008); min(0.001, 0.0005), min(0.004, 0.002).
+    // Largest and smallest over the weights: max(0.01, 0.02), max(0.01, 0.008); min(0.001, 0.0005),
+    // min(0.004, 0.002).
     EXPECT_EQ(read(fig / "data" / "block_scales-mx-0.dat"), "# step\tweight largest\n10\t0.02\n20\t0.01\n");
-    EXPECT_EQ(read(fig / "data" / "block_scales-mx-1.dat"), "# step\tweight smallest\n10\t0.0005\n20\t0.002\n");
+    EXPECT_EQ(read(fig / "data" / "block_scales-mx-1.dat"),
+              "# step\tweight smallest\n10\t0.0005\n20\t0.002\n");
     EXPECT_CONTAINS(read(fig / "block_scales-mx.gp"), "set logscale y 2");
 }
 
@@ -995,16 +1057,23 @@ TEST(ReportFigures, EachGroupOneColourWithABandForItsSeeds) {
     const report_output out = write_report(runs, o);
     EXPECT_EQ(out.figures_missing, "") << read(out.markdown);
     const std::string gp = read(o.out_dir / "figures" / "val_loss-all.gp");
-    // The e5m2 group (colour 1): both seeds, titled once, and their band; the baseline group colour 2, no band.
-    EXPECT_CONTAINS(gp, "'data/val_loss-all-0.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 1 title 'e5m2_short'");
+    // The e5m2 group (colour 1): both seeds, titled once, and their band; the baseline group colour 2, no
+    // band.
+    EXPECT_CONTAINS(
+        gp, "'data/val_loss-all-0.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 1 title 'e5m2_short'");
     EXPECT_CONTAINS(gp, "'data/val_loss-all-1.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 1 notitle");
-    EXPECT_CONTAINS(gp, "'data/val_loss-all-2.dat' using 1:2:3 with filledcurves fs transparent solid 0.2 noborder "
-                        "lc 1 notitle");
-    EXPECT_CONTAINS(gp, "'data/val_loss-all-3.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 2 title 'bf16_baseline'");
+    EXPECT_CONTAINS(
+        gp,
+        "'data/val_loss-all-2.dat' using 1:2:3 with filledcurves fs transparent solid 0.2 noborder "
+        "lc 1 notitle");
+    EXPECT_CONTAINS(
+        gp,
+        "'data/val_loss-all-3.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 2 title 'bf16_baseline'");
     EXPECT_EQ(gp.find("val_loss-all-4"), std::string::npos) << gp;
     EXPECT_CONTAINS(gp, " size 960,540 noenhanced\n");  // two key entries: the usual height
     // The band is the seeds' lowest and highest value at each step (the fixture: final_val + 0.5 at 250).
-    EXPECT_CONTAINS(read(o.out_dir / "figures" / "data" / "val_loss-all-2.dat"), "0\t4.7\t4.7\n250\t3\t3.2\n500\t2.5\t2.7\n");
+    EXPECT_CONTAINS(read(o.out_dir / "figures" / "data" / "val_loss-all-2.dat"),
+                    "0\t4.7\t4.7\n250\t3\t3.2\n500\t2.5\t2.7\n");
     // The group's own figure: every seed's curves in the group's colour, the baseline dashed in its own.
     const std::string loss = read(o.out_dir / "figures" / "loss-e5m2_short.gp");
     EXPECT_EQ(loss.find("lc 2 title 'e5m2"), std::string::npos) << loss;
@@ -1019,14 +1088,17 @@ TEST(ReportFigures, AHostileRunNameRunsNothing) {
     const std::string json_name = "evil\\nsystem \\\"touch " + marker.string() + "-json\\\"\\n#";
     const std::string toml_name = "evil\\nsystem 'touch " + marker.string() + "-toml'\\n\\\\";
     const fs::path a = finished_run(tmp.path(), "a", "ok", "e5m2", 1, 2.5);
-    write(a / "summary.json", summary_json(json_name, "finished", "none", "null", 500, 500, 1, 2.5, 2.5, "e5m2"));
+    write(a / "summary.json",
+          summary_json(json_name, "finished", "none", "null", 500, 500, 1, 2.5, 2.5, "e5m2"));
     fs::remove(a / "config.toml");  // the name then comes from summary.json
     const fs::path b = finished_run(tmp.path(), "b", "ok2", "e4m3", 1, 2.5);
     write(b / "config.toml", config_toml(toml_name, "e4m3", 1, 500));
     fs::remove(b / "summary.json");  // the name then comes from config.toml
     std::vector<run_record> runs = {read_run(a), read_run(b)};
-    ASSERT_NE(runs[0].name.find('\n'), std::string::npos) << "the test must plant a newline: " << runs[0].name;
-    ASSERT_NE(runs[1].name.find('\n'), std::string::npos) << "the test must plant a newline: " << runs[1].name;
+    ASSERT_NE(runs[0].name.find('\n'), std::string::npos)
+        << "the test must plant a newline: " << runs[0].name;
+    ASSERT_NE(runs[1].name.find('\n'), std::string::npos)
+        << "the test must plant a newline: " << runs[1].name;
     report_options o;
     o.out_dir = tmp.path() / "out";
     const report_output out = write_report(runs, o);
@@ -1055,7 +1127,8 @@ TEST(ReportFigures, MissingGnuplotStillGivesTheReportAndSaysSo) {
     const report_output out = write_report(runs, o);
     EXPECT_EQ(out.figures, 0u);
     const std::string md = read(out.markdown);
-    EXPECT_CONTAINS(md, "No figures: gnuplot not found ('" + o.gnuplot + "' could not be run; install gnuplot-nox).");
+    EXPECT_CONTAINS(
+        md, "No figures: gnuplot not found ('" + o.gnuplot + "' could not be run; install gnuplot-nox).");
     EXPECT_CONTAINS(md, "| e5m2_short | 1 | e5m2 | 500/500 | finished |");
 }
 
@@ -1090,8 +1163,9 @@ TEST(ReportFigures, AFailingGnuplotIsALineInTheReport) {
     const report_output out = write_report(runs, o);
     EXPECT_EQ(out.figures, 0u);
     const std::string md = read(out.markdown);
-    EXPECT_CONTAINS(md, "- not drawn: loss-e5m2_short: gnuplot failed on loss-e5m2_short.gp (exit status 1; see "
-                              "loss-e5m2_short.log)");
+    EXPECT_CONTAINS(md,
+                    "- not drawn: loss-e5m2_short: gnuplot failed on loss-e5m2_short.gp (exit status 1; see "
+                    "loss-e5m2_short.log)");
     EXPECT_EQ(read(o.out_dir / "figures" / "loss-e5m2_short.log"), "bad script\n");
 }
 
@@ -1121,9 +1195,11 @@ TEST(ReportCli, WritesTheReportWithoutAPluginFolder) {
     const fs::path a = finished_run(tmp.path(), "e5m2-s1", "e5m2_short", "e5m2", 1, 2.5);
     const fs::path b = collapsed_run(tmp.path());
     const fs::path out = tmp.path() / "rep";
-    const result r = host("report " + a.string() + " " + b.string() + " -o " + out.string() + " --no-figures");
+    const result r =
+        host("report " + a.string() + " " + b.string() + " -o " + out.string() + " --no-figures");
     ASSERT_EQ(r.exit_code, 0) << r.out;
-    EXPECT_EQ(r.out, "report: " + (out / "report.md").string() + " (2 runs, 0 figures)\nfigures: not asked for (--no-figures)\n");
+    EXPECT_EQ(r.out, "report: " + (out / "report.md").string() +
+                         " (2 runs, 0 figures)\nfigures: not asked for (--no-figures)\n");
     const std::string md = read(out / "report.md");
     EXPECT_CONTAINS(md, "| `" + a.generic_string() + "` | e5m2_short | 1 | e5m2 | 500/500 | finished |");
     EXPECT_CONTAINS(md, "| `" + b.generic_string() + "` | e7m0_uniform | 42 |");
@@ -1171,9 +1247,10 @@ TEST(ReportCli, WrongArgumentsAreUsageErrorsNamingThePath) {
 
     r = host("report " + (tmp.path() / "empty").string() + out);
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_EQ(r.out, "altgrad-host: report: " + (tmp.path() / "empty").string() +
-                         ": not a run directory (no config.toml, metrics.jsonl or summary.json) (see altgrad-host "
-                         "--help)\n");
+    EXPECT_EQ(r.out,
+              "altgrad-host: report: " + (tmp.path() / "empty").string() +
+                  ": not a run directory (no config.toml, metrics.jsonl or summary.json) (see altgrad-host "
+                  "--help)\n");
 
     r = host("report " + (tmp.path() / "file.txt").string() + out);
     EXPECT_EQ(r.exit_code, 2);
@@ -1186,7 +1263,8 @@ TEST(ReportCli, WrongArgumentsAreUsageErrorsNamingThePath) {
 
     r = host("report --help");
     EXPECT_EQ(r.exit_code, 0);
-    EXPECT_CONTAINS(r.out, "usage: altgrad-host report RUN_DIR... [-o OUT_DIR] [--baseline CONFIG] [--hypotheses FILE]");
+    EXPECT_CONTAINS(
+        r.out, "usage: altgrad-host report RUN_DIR... [-o OUT_DIR] [--baseline CONFIG] [--hypotheses FILE]");
 }
 
 // --baseline: another config is the reference (e.g. MXFP8 E4M3 for the block-scaled seed formats).
@@ -1203,13 +1281,17 @@ TEST(ReportCli, BaselineNamesTheConfigEveryGroupIsComparedWith) {
     EXPECT_CONTAINS(md, "Baseline: `mxfp8_e4m3` (1 run).");
     // 2.1 - 2.0 = +0.1 of 2.0: +5.0%; BF16 is one group among the others here: -0.1, -5.0%.
     EXPECT_CONTAINS(md, "| e3m4_mx | e3m4 | e3m4 | e3m4 | e3m4 | 1 | 1 | 2.1000 | — | — | +0.1000 (+5.0%) |");
-    EXPECT_CONTAINS(md, "| bf16_baseline | bf16 | bf16 | bf16 | bf16 | 1 | 1 | 1.9000 | — | — | -0.1000 (-5.0%) |");
+    EXPECT_CONTAINS(
+        md, "| bf16_baseline | bf16 | bf16 | bf16 | bf16 | 1 | 1 | 1.9000 | — | — | -0.1000 (-5.0%) |");
     EXPECT_CONTAINS(md, "| mxfp8_e4m3 | e4m3 | e4m3 | e4m3 | e4m3 | 1 | 1 | 2.0000 | — | — | baseline |");
     // A config no run has is a usage error naming the configs there are; nothing is written.
-    r = host("report " + runs + " -o " + (tmp.path() / "rep2").string() + " --no-figures --baseline mxfp8_e5m2");
+    r = host("report " + runs + " -o " + (tmp.path() / "rep2").string() +
+             " --no-figures --baseline mxfp8_e5m2");
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_CONTAINS(r.out, "report: --baseline mxfp8_e5m2: no run of that config among the runs given (their configs: "
-                           "'mxfp8_e4m3', 'e3m4_mx', 'bf16_baseline')");
+    EXPECT_CONTAINS(
+        r.out,
+        "report: --baseline mxfp8_e5m2: no run of that config among the runs given (their configs: "
+        "'mxfp8_e4m3', 'e3m4_mx', 'bf16_baseline')");
     EXPECT_FALSE(fs::exists(tmp.path() / "rep2"));
 }
 
@@ -1224,7 +1306,8 @@ TEST(ReportCli, AFolderInPlaceOfARunFileIsAnErrorNamingIt) {
         fs::create_directories(run / file / "x");
         const result r = host("report " + run.string() + " --no-figures -o " + (tmp.path() / "rep").string());
         EXPECT_EQ(r.exit_code, 1);
-        EXPECT_EQ(r.out, "altgrad-host: error: " + (run / file).string() + ": is a folder, expected a file\n");
+        EXPECT_EQ(r.out,
+                  "altgrad-host: error: " + (run / file).string() + ": is a folder, expected a file\n");
         EXPECT_FALSE(fs::exists(tmp.path() / "rep"));
     }
 }
@@ -1243,25 +1326,28 @@ TEST(ReportCli, AReportFolderThatCannotBeMadeIsAnError) {
     scratch tmp;
     const fs::path good = finished_run(tmp.path(), "good", "e5m2_short", "e5m2", 1, 2.5);
     write(tmp.path() / "blocker", "x");
-    const result r = host("report " + good.string() + " --no-figures -o " + (tmp.path() / "blocker" / "rep").string());
+    const result r =
+        host("report " + good.string() + " --no-figures -o " + (tmp.path() / "blocker" / "rep").string());
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_CONTAINS(r.out, "altgrad-host: error: " + (tmp.path() / "blocker" / "rep").string() +
-                                 ": cannot create the report folder");
+                               ": cannot create the report folder");
 }
 
 TEST(ReportHypotheses, ACustomFileIsJudgedAndShown) {
     scratch tmp;
     // Two E5M2 runs: one finished, one collapsed by overflow at step 90.
     const fs::path bad = finished_run(tmp.path(), "e5m2-bad", "e5m2_short", "e5m2", 3, 3.0);
-    write(bad / "summary.json", summary_json("e5m2_short", "collapsed", "overflow", "90", 90, 500, 3, NAN, 3.9, "e5m2"));
-    std::vector<run_record> runs = {read_run(finished_run(tmp.path(), "e5m2-ok", "e5m2_short", "e5m2", 1, 2.5)),
-                                    read_run(bad)};
+    write(bad / "summary.json",
+          summary_json("e5m2_short", "collapsed", "overflow", "90", 90, 500, 3, NAN, 3.9, "e5m2"));
+    std::vector<run_record> runs = {
+        read_run(finished_run(tmp.path(), "e5m2-ok", "e5m2_short", "e5m2", 1, 2.5)), read_run(bad)};
     const fs::path file = tmp.path() / "mine.toml";
-    write(file, "source = \"my study\"\n"
-                "[[hypothesis]]\nformat = \"e5m2\"\nclaim = \"fails in half the runs\"\ntest = \"failure_rate\"\n"
-                "at_least = 0.5\nat_most = 0.5\n"
-                "[[hypothesis]]\nformat = \"e5m2\"\nclaim = \"fails only by nan_loss\"\ntest = \"failure_mode\"\n"
-                "mode = \"nan_loss\"\n");
+    write(file,
+          "source = \"my study\"\n"
+          "[[hypothesis]]\nformat = \"e5m2\"\nclaim = \"fails in half the runs\"\ntest = \"failure_rate\"\n"
+          "at_least = 0.5\nat_most = 0.5\n"
+          "[[hypothesis]]\nformat = \"e5m2\"\nclaim = \"fails only by nan_loss\"\ntest = \"failure_mode\"\n"
+          "mode = \"nan_loss\"\n");
     const hypotheses h = load_hypotheses(file);
     ASSERT_EQ(h.items.size(), 2u);
     const auto v = judge_hypotheses(runs, h.items);
@@ -1274,15 +1360,18 @@ TEST(ReportHypotheses, ACustomFileIsJudgedAndShown) {
     ASSERT_EQ(r.exit_code, 0) << r.out;
     const std::string md = read(tmp.path() / "rep" / "report.md");
     EXPECT_CONTAINS(md, "Hypotheses of my study (`" + file.generic_string() + "`)");
-    EXPECT_CONTAINS(md, "| E5M2 | e5m2_short | fails in half the runs | 1/2 (50.0%) runs failed: overflow at step 90 | "
-                        "**not enough runs (n=2)** |");
+    EXPECT_CONTAINS(
+        md,
+        "| E5M2 | e5m2_short | fails in half the runs | 1/2 (50.0%) runs failed: overflow at step 90 | "
+        "**not enough runs (n=2)** |");
     EXPECT_EQ(md.find("more than 90%"), std::string::npos) << "the seeds' hypotheses are not added";
 }
 
 TEST(ReportHypotheses, TheDefaultIsTheSeedsFile) {
     scratch tmp;
     finished_run(tmp.path(), "run", "e5m2_short", "e5m2", 1, 2.5);
-    const result r = host("report --no-figures -o " + (tmp.path() / "rep").string() + " " + (tmp.path() / "run").string());
+    const result r =
+        host("report --no-figures -o " + (tmp.path() / "rep").string() + " " + (tmp.path() / "run").string());
     ASSERT_EQ(r.exit_code, 0) << r.out;
     const std::string md = read(tmp.path() / "rep" / "report.md");
     EXPECT_CONTAINS(md, "Hypotheses of the seeds (the research notes AltGrad grew from");
@@ -1299,23 +1388,28 @@ TEST(ReportHypotheses, ABrokenFileIsAOneLineErrorNamingFileAndKey) {
         }
     };
     const std::string one = "source = \"s\"\n[[hypothesis]]\nformat = \"e5m2\"\nclaim = \"c\"\n";
-    EXPECT_EQ(error_of("source = \"s\"\n"), "h.toml: key 'hypothesis': missing (one [[hypothesis]] table per hypothesis)");
+    EXPECT_EQ(error_of("source = \"s\"\n"),
+              "h.toml: key 'hypothesis': missing (one [[hypothesis]] table per hypothesis)");
     EXPECT_EQ(error_of(one + "test = \"rate\"\n"),
-              "h.toml: key 'hypothesis[0].test': expected one of failure_rate, overflow, failure_mode, got \"rate\"");
+              "h.toml: key 'hypothesis[0].test': expected one of failure_rate, overflow, failure_mode, got "
+              "\"rate\"");
     EXPECT_EQ(error_of(one + "test = \"overflow\"\nroles = [\"gradient\"]\nrate = 0.1\n"),
               "h.toml: key 'hypothesis[0].roles': expected roles of quantized tensors (weight, activation, "
               "output_gradient), got \"gradient\"");
     EXPECT_EQ(error_of(one + "test = \"failure_rate\"\nmore_than = 1.5\n"),
               "h.toml: key 'hypothesis[0].more_than': expected a number in [0, 1]");
-    EXPECT_EQ(error_of(one + "test = \"failure_mode\"\nmode = \"stall\"\n"),
-              "h.toml: key 'hypothesis[0].mode': expected one of none, nan_loss, bit_stall, overflow, early_stop, "
-              "gradient_vanishing, unknown, got \"stall\"");
+    EXPECT_EQ(
+        error_of(one + "test = \"failure_mode\"\nmode = \"stall\"\n"),
+        "h.toml: key 'hypothesis[0].mode': expected one of none, nan_loss, bit_stall, overflow, early_stop, "
+        "gradient_vanishing, unknown, got \"stall\"");
     EXPECT_EQ(error_of(one + "test = \"failure_rate\"\nrate = 0.1\n"),
-              "h.toml: key 'hypothesis[0].rate': unknown key here (expected format, claim, test, more_than, at_least, "
+              "h.toml: key 'hypothesis[0].rate': unknown key here (expected format, claim, test, more_than, "
+              "at_least, "
               "at_most)");
     EXPECT_EQ(error_of("source = \"s\"\n[[hypothesis]]\nformat = \"e5m2\"\ntest = \"overflow\"\n"),
               "h.toml: key 'hypothesis[0].claim': missing");
-    EXPECT_EQ(error_of("[[hypothesis]]\nformat = \"e5m2\"\nclaim = \"c\"\ntest = \"overflow\"\n"), "h.toml: key 'source': missing");
+    EXPECT_EQ(error_of("[[hypothesis]]\nformat = \"e5m2\"\nclaim = \"c\"\ntest = \"overflow\"\n"),
+              "h.toml: key 'source': missing");
     EXPECT_EQ(error_of("source = \"s\"\n[[hypothesis]\n").rfind("h.toml:2: not valid TOML: ", 0), 0u);
 
     // From the command line: exit 1, the one line, and no report written.
@@ -1325,9 +1419,10 @@ TEST(ReportHypotheses, ABrokenFileIsAOneLineErrorNamingFileAndKey) {
     result r = host("report --no-figures -o " + (tmp.path() / "rep").string() + " --hypotheses " +
                     (tmp.path() / "bad.toml").string() + " " + run.string());
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_EQ(r.out, "altgrad-host: error: " + (tmp.path() / "bad.toml").string() +
-                         ": key 'hypothesis[0].test': expected one of failure_rate, overflow, failure_mode, got "
-                         "\"rate\"\n");
+    EXPECT_EQ(r.out,
+              "altgrad-host: error: " + (tmp.path() / "bad.toml").string() +
+                  ": key 'hypothesis[0].test': expected one of failure_rate, overflow, failure_mode, got "
+                  "\"rate\"\n");
     EXPECT_FALSE(fs::exists(tmp.path() / "rep"));
     r = host("report --no-figures --hypotheses " + (tmp.path() / "none.toml").string() + " " + run.string());
     EXPECT_EQ(r.exit_code, 1);

@@ -21,7 +21,8 @@ class scratch {
 public:
     scratch() {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        path_ = fs::temp_directory_path() / ("altgrad-run-" + std::string(info->name()) + "-" + std::to_string(::getpid()));
+        path_ = fs::temp_directory_path() /
+                ("altgrad-run-" + std::string(info->name()) + "-" + std::to_string(::getpid()));
         fs::remove_all(path_);
         fs::create_directories(path_);
     }
@@ -45,7 +46,9 @@ void write(const fs::path& p, const std::string& text) {
 }
 
 // The same bits (NaN equals NaN).
-bool same(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); }
+bool same(double a, double b) {
+    return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
+}
 
 std::string error_of(const std::function<void()>& f) {
     try {
@@ -70,12 +73,24 @@ TEST(Metrics, EveryKindRoundTripsWithItsKindAndRunId) {
                             {"overflow_rate", 0.0},
                             {"underflow_rate", 0.125}}});
         w.write(val_line{1, {{"val_loss", 4.5}}});
-        w.write(tensor_line{2, "blocks.0.mlp.fc.weight", "weight", "e5m2",
-                            {{"scale", 0.5}, {"amax", 3.75}, {"overflow", 7}, {"underflow", 0}, {"count", 1000},
+        w.write(tensor_line{2,
+                            "blocks.0.mlp.fc.weight",
+                            "weight",
+                            "e5m2",
+                            {{"scale", 0.5},
+                             {"amax", 3.75},
+                             {"overflow", 7},
+                             {"underflow", 0},
+                             {"count", 1000},
                              {"bit_stall_rate", 0.25}}});
-        w.write(tensor_line{2, "blocks.0.mlp.fc.input", "activation", "e5m2",
-                            {{"scale", 2}, {"amax", 1.5}, {"overflow", 0}, {"underflow", 3}, {"count", 4096}}});
-        w.write(diagnostic_line{2, "stiffness", "*", "all", {{"stiffness_mean", 0.01}, {"stiffness_max", INFINITY}}});
+        w.write(
+            tensor_line{2,
+                        "blocks.0.mlp.fc.input",
+                        "activation",
+                        "e5m2",
+                        {{"scale", 2}, {"amax", 1.5}, {"overflow", 0}, {"underflow", 3}, {"count", 4096}}});
+        w.write(diagnostic_line{
+            2, "stiffness", "*", "all", {{"stiffness_mean", 0.01}, {"stiffness_max", INFINITY}}});
         event_line sw{3, "switch_format", "mantissa_shift", "3 non-finite steps"};
         sw.tensor = "blocks.0.attn.qkv.weight", sw.from = "e7m0", sw.to = "e5m2";
         w.write(sw);
@@ -115,7 +130,7 @@ TEST(Metrics, EveryKindRoundTripsWithItsKindAndRunId) {
     const auto& d = std::get<diagnostic_line>(m.lines[4]);
     ASSERT_EQ(d.values.size(), 2u);
     EXPECT_EQ(d.values[0].first, "stiffness_mean");  // the plugin's order, not sorted
-    EXPECT_TRUE(std::isnan(d.values[1].second));      // Inf is written as null
+    EXPECT_TRUE(std::isnan(d.values[1].second));     // Inf is written as null
     const auto& e = std::get<event_line>(m.lines[5]);
     EXPECT_EQ(e.to, "e5m2");
     EXPECT_EQ(*std::get<event_line>(m.lines[6]).value, 0.5);
@@ -131,11 +146,14 @@ TEST(Metrics, LinesOfOlderHostsAreReadByTheirKeys) {
           "{\"step\": 0, \"val_loss\": 4.7}\n"
           "{\"step\": 1, \"loss\": 4.5, \"lr\": 0.0006, \"grad_norm\": 1.5, \"tokens_per_s\": 9000, "
           "\"grad_sparsity\": 0.01, \"overflow_rate\": 0, \"underflow_rate\": 0.02}\n"
-          "{\"step\": 1, \"tensor\": \"w\", \"role\": \"weight\", \"format\": \"e5m2\", \"scale\": 1, \"amax\": 0.5, "
+          "{\"step\": 1, \"tensor\": \"w\", \"role\": \"weight\", \"format\": \"e5m2\", \"scale\": 1, "
+          "\"amax\": 0.5, "
           "\"overflow\": 0, \"underflow\": 0, \"count\": 10}\n"
-          "{\"step\": 1, \"diagnostic\": \"range\", \"tensor\": \"*\", \"role\": \"all\", \"values\": {\"x\": 1}}\n"
+          "{\"step\": 1, \"diagnostic\": \"range\", \"tensor\": \"*\", \"role\": \"all\", \"values\": "
+          "{\"x\": 1}}\n"
           "{\"step\": 1, \"event\": \"skip_step\", \"plugin\": \"p\", \"reason\": \"r\"}\n"
-          "{\"step\": 2, \"event\": \"switch_format\", \"plugin\": \"p\", \"reason\": \"r\", \"tensor\": \"w\", "
+          "{\"step\": 2, \"event\": \"switch_format\", \"plugin\": \"p\", \"reason\": \"r\", \"tensor\": "
+          "\"w\", "
           "\"from\": \"e7m0\", \"to\": \"e5m2\"}\n");
     const metrics_contents m = read_metrics(file);
     EXPECT_TRUE(m.problems.empty()) << m.problems.front();
@@ -150,9 +168,9 @@ TEST(Metrics, DamagedLinesAreSkippedAndNamed) {
     const fs::path file = tmp.path() / "metrics.jsonl";
     write(file,
           "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":0,\"val_loss\":4.7}\n"
-          "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":1,\"val_lo\n"         // cut by a kill, then resumed
+          "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":1,\"val_lo\n"  // cut by a kill, then resumed
           "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":\"two\",\"val_loss\":4}\n"  // a wrong type
-          "{\"kind\":\"future\",\"run_id\":\"r\",\"step\":3}\n"              // a newer host's kind
+          "{\"kind\":\"future\",\"run_id\":\"r\",\"step\":3}\n"                    // a newer host's kind
           "not json\n"
           "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":5,\"val_loss\":4.1}");  // no newline yet
     const metrics_contents m = read_metrics(file);
@@ -265,14 +283,21 @@ TEST(Summary, RoundTrips) {
 // was running (naming the last one), and round-trips with its crash.
 TEST(Summary, ACrashOutsideAnyPluginCallIsSaidAsSuch) {
     scratch tmp;
-    write(config_file(tmp.path()), "name = \"crashy\"\n[training]\nmax_steps = 20\nwarmup_steps = 2\nseed = 5\n"
-                                    "[quantization]\nweight_format = \"e4m3\"\n");
+    write(config_file(tmp.path()),
+          "name = \"crashy\"\n[training]\nmax_steps = 20\nwarmup_steps = 2\nseed = 5\n"
+          "[quantization]\nweight_format = \"e4m3\"\n");
     {
         metrics_writer w(metrics_file(tmp.path()), "crashy-2", false);
         w.write(val_line{0, {{"val_loss", 4.5}}});
         // Every value a train line holds (a reader refuses one without them).
-        train_line t{1, {{"loss", 4.25}, {"lr", 1e-3}, {"grad_norm", 1}, {"tokens_per_s", 100}, {"grad_sparsity", 0},
-                         {"overflow_rate", 0}, {"underflow_rate", 0}}};
+        train_line t{1,
+                     {{"loss", 4.25},
+                      {"lr", 1e-3},
+                      {"grad_norm", 1},
+                      {"tokens_per_s", 100},
+                      {"grad_sparsity", 0},
+                      {"overflow_rate", 0},
+                      {"underflow_rate", 0}}};
         w.write(t);
         event_line e;
         e.step = 1;
@@ -330,7 +355,8 @@ TEST(Summary, DamageIsNamed) {
         ADD_FAILURE() << "accepted a half-written summary";
     } catch (const summary_error& e) {
         EXPECT_TRUE(e.truncated);
-        EXPECT_EQ(std::string(e.what()).rfind(file.string() + ": half-written (parse error at line 1", 0), 0u) << e.what();
+        EXPECT_EQ(std::string(e.what()).rfind(file.string() + ": half-written (parse error at line 1", 0), 0u)
+            << e.what();
     }
     write_summary(tmp.path(), a_summary());
     std::string text = read(file);
@@ -345,7 +371,8 @@ TEST(Summary, DamageIsNamed) {
         ADD_FAILURE() << "accepted a number beyond double";
     } catch (const summary_error& e) {
         EXPECT_FALSE(e.truncated);
-        EXPECT_EQ(std::string(e.what()), file.string() + ": not valid JSON (number overflow parsing '1e999')");
+        EXPECT_EQ(std::string(e.what()),
+                  file.string() + ": not valid JSON (number overflow parsing '1e999')");
     }
 }
 
@@ -361,7 +388,8 @@ checkpoint_state a_state() {
     s.sites = {{"lm_head.weight", "e4m3", 0.49999999999999994, {0.0078125f, {1e-300, 5e-324, NAN}}},
                {"lm_head.input", "fp32", NAN, {1.0f, {}}}};
     s.history.events = {"step 3: x switched y"};
-    s.history.trend = {{40, {{"loss", 2.5}, {"grad_norm", NAN}, {"grad_sparsity", 0.01}, {"bit_stall", 0.25}}}};
+    s.history.trend = {
+        {40, {{"loss", 2.5}, {"grad_norm", NAN}, {"grad_sparsity", 0.01}, {"bit_stall", 0.25}}}};
     s.history.diagnostics = {{40, "stiffness.stiffness_mean", 0.001}};
     s.history.interventions = {{"partition_clip", {{"clip_grad_norm", 12}}}};
     s.history.switches = {{30, "mantissa_shift", "lm_head.weight", "e7m0", "e4m3"}};
@@ -416,7 +444,8 @@ TEST(CheckpointState, DamageIsRefusedNamingTheFileAndKey) {
         return error_of([&] { read_checkpoint_state(tmp.path()); });
     };
     EXPECT_EQ(with("\"layout\": 2", "\"layout\": 3"),
-              file.string() + ": key 'layout': 3 is not this host's 2 (written by another version of altgrad-host)");
+              file.string() +
+                  ": key 'layout': 3 is not this host's 2 (written by another version of altgrad-host)");
     EXPECT_EQ(with("\"scale\": 0.0078125", "\"scale\": \"big\""),
               file.string() + ": key 'sites[0].scale': expected a number, \"nan\", \"inf\" or \"-inf\"");
     EXPECT_EQ(with("\"window_loss_n\": 3", "\"window_loss_n\": -3.5"),
@@ -425,7 +454,8 @@ TEST(CheckpointState, DamageIsRefusedNamingTheFileAndKey) {
     EXPECT_EQ(with("\"window_loss_n\": 3", "\"window_loss_n\": 1e400"),
               file.string() + ": not valid JSON: number overflow parsing '1e400'");
     write(file, good.substr(0, good.size() / 2));
-    EXPECT_EQ(error_of([&] { read_checkpoint_state(tmp.path()); }).rfind(file.string() + ": cut short", 0), 0u);
+    EXPECT_EQ(error_of([&] { read_checkpoint_state(tmp.path()); }).rfind(file.string() + ": cut short", 0),
+              0u);
     fs::remove(file);
     EXPECT_EQ(error_of([&] { read_checkpoint_state(tmp.path()); }), file.string() + ": cannot read");
 }
@@ -475,12 +505,14 @@ TEST(Catalog, RoundTripsAndNamesDamage) {
     EXPECT_EQ(overflow->summary_of, "overflow_rate");
     // A series taken twice, and a bad field, are refused naming the file and key.
     EXPECT_EQ(error_of([&] { c.add(headline); }),
-              "metric 'stiffness_mean' of stiffness: its series 'stiffness' is taken by 'stiffness_mean' of stiffness");
+              "metric 'stiffness_mean' of stiffness: its series 'stiffness' is taken by 'stiffness_mean' of "
+              "stiffness");
     std::string text = read(catalog_file(tmp.path()));
     text.replace(text.find("\"summary\": \"mean\""), 17, "\"summary\": \"median\"");
     write(catalog_file(tmp.path()), text);
     const std::string e = error_of([&] { read_catalog(catalog_file(tmp.path())); });
-    EXPECT_NE(e.find("summary': \"median\" is not one of none, count_weighted_mean, mean, max, min"), std::string::npos)
+    EXPECT_NE(e.find("summary': \"median\" is not one of none, count_weighted_mean, mean, max, min"),
+              std::string::npos)
         << e;
     // A run directory's catalog: the host's when catalog.json is damaged, and the damage a problem.
     std::vector<std::string> problems;
@@ -517,9 +549,9 @@ TEST(Checkpoints, OnlyCompleteFoldersCountNewestLast) {
     fs::create_directories(checkpoints_dir(run) / ".tmp-step_0000400");
     write_checkpoint_state(checkpoint_dir(run, 100), a_state());
     write_checkpoint_state(checkpoint_dir(run, 20), a_state());
-    fs::create_directories(checkpoint_dir(run, 300));                      // no state.json: incomplete
+    fs::create_directories(checkpoint_dir(run, 300));  // no state.json: incomplete
     write_checkpoint_state(checkpoints_dir(run) / ".tmp-step_0000400", a_state());  // being written
-    write(checkpoint_dir(run, 10) / "state.toml", "step = 10\n");         // an older host's
+    write(checkpoint_dir(run, 10) / "state.toml", "step = 10\n");                   // an older host's
     const std::vector<checkpoint_ref> all = complete_checkpoints(run);
     ASSERT_EQ(all.size(), 3u);
     EXPECT_EQ(all[0].step, 10);

@@ -20,8 +20,8 @@ namespace {
 
 using namespace agtest;
 
-const char* const kFormats[] = {"e5m2", "e4m3", "e3m4",     "e1m6",     "e7m0",    "e0m7",
-                                "bf16", "fp16", "fp32", "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0"};
+const char* const kFormats[] = {"e5m2", "e4m3", "e3m4",     "e1m6",     "e7m0",     "e0m7", "bf16",
+                                "fp16", "fp32", "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0"};
 
 // Inputs over a wide range (some beyond each format's max after scaling,
 // some below its smallest subnormal), NaN and Inf.
@@ -29,7 +29,8 @@ std::vector<float> inputs(size_t n) {
     std::vector<float> xs;
     for (size_t i = 0; i < n; ++i) {
         const uint64_t h = (i + 7) * 0x9E3779B97F4A7C15ull;
-        const float x = std::ldexp(static_cast<float>(h % 8192) / 4096.0f - 1.0f, static_cast<int>(h >> 58) - 32);
+        const float x =
+            std::ldexp(static_cast<float>(h % 8192) / 4096.0f - 1.0f, static_cast<int>(h >> 58) - 32);
         xs.push_back(i % 97 == 5 ? std::nanf("") : i % 89 == 3 ? -std::numeric_limits<float>::infinity() : x);
     }
     return xs;
@@ -47,8 +48,7 @@ std::vector<float> block_scales(size_t blocks, bool powers_only) {
         const int i = static_cast<int>(b);
         if (powers_only)
             s.push_back(std::ldexp(1.0f, b == 20 ? 127 : b % 2 ? -126 + 3 * (i % 84) : 126 - 3 * (i % 84)));
-        else
-            s.push_back(b % 3 == 2 ? 0.37f * static_cast<float>(b + 1) : std::ldexp(1.0f, i % 41 - 20));
+        else s.push_back(b % 3 == 2 ? 0.37f * static_cast<float>(b + 1) : std::ldexp(1.0f, i % 41 - 20));
     }
     return s;
 }
@@ -60,17 +60,20 @@ TEST(BlockScales, EachBlockIsACallOfItsOwnInEveryFormatAndMode) {
         const FormatPlugin& p = plugin(name);
         for (const auto& [block_size, powers_only] : std::vector<std::pair<size_t, bool>>{
                  {1, false}, {32, false}, {32, true}, {100, false}, {100, true}, {5000, false}}) {
-            const std::vector<float> scales = block_scales((count + block_size - 1) / block_size, powers_only);
+            const std::vector<float> scales =
+                block_scales((count + block_size - 1) / block_size, powers_only);
             for (Mode m : all_modes(1.0f, 0xB10Cull, 13)) {
                 const std::string where = std::string(name) + " " + describe(m) + " block " +
-                                          std::to_string(block_size) + (powers_only ? " (powers of two)" : "");
+                                          std::to_string(block_size) +
+                                          (powers_only ? " (powers of two)" : "");
                 // The definition: one scalar call per block.
                 std::vector<float> want_out;
                 std::vector<uint32_t> want_codes;
                 uint64_t want_overflow = 0, want_underflow = 0, want_code_overflow = 0;
                 std::vector<float> encodable = xs;
-                if (p.info().nan_code_count == 0) std::replace_if(encodable.begin(), encodable.end(),
-                                                                  [](float x) { return std::isnan(x); }, 1.0f);
+                if (p.info().nan_code_count == 0)
+                    std::replace_if(
+                        encodable.begin(), encodable.end(), [](float x) { return std::isnan(x); }, 1.0f);
                 for (size_t b0 = 0; b0 < count; b0 += block_size) {
                     const size_t n = std::min(block_size, count - b0);
                     Mode one = m;
@@ -81,7 +84,8 @@ TEST(BlockScales, EachBlockIsACallOfItsOwnInEveryFormatAndMode) {
                     want_out.insert(want_out.end(), q.out.begin(), q.out.end());
                     want_overflow += q.overflow;
                     want_underflow += q.underflow;
-                    const EncodeResult e = p.encode({encodable.begin() + b0, encodable.begin() + b0 + n}, one);
+                    const EncodeResult e =
+                        p.encode({encodable.begin() + b0, encodable.begin() + b0 + n}, one);
                     ASSERT_EQ(e.status, ALTGRAD_STATUS_OK) << where << ": " << e.message;
                     want_codes.insert(want_codes.end(), e.codes.begin(), e.codes.end());
                     want_code_overflow += e.overflow;
@@ -107,10 +111,11 @@ TEST(BlockScales, EachBlockIsACallOfItsOwnInEveryFormatAndMode) {
                 ASSERT_EQ(back.status, ALTGRAD_STATUS_OK) << where << ": " << back.message;
                 for (size_t b0 = 0; b0 < count; b0 += block_size) {
                     const size_t n = std::min(block_size, count - b0);
-                    const DecodeResult one =
-                        p.decode({codes.codes.begin() + b0, codes.codes.begin() + b0 + n}, scales[b0 / block_size]);
+                    const DecodeResult one = p.decode(
+                        {codes.codes.begin() + b0, codes.codes.begin() + b0 + n}, scales[b0 / block_size]);
                     for (size_t j = 0; j < n; ++j)
-                        ASSERT_TRUE(same_float(back.out[b0 + j], one.out[j])) << where << ": decode element " << b0 + j;
+                        ASSERT_TRUE(same_float(back.out[b0 + j], one.out[j]))
+                            << where << ": decode element " << b0 + j;
                 }
             }
         }

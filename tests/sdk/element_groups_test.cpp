@@ -29,7 +29,7 @@ namespace sdk = altgrad::sdk;
 
 // The calls' (offset, count): empty, single elements at each lane, runs that
 // start and end mid-block, and a long one.
-const std::pair<uint64_t, size_t> kCalls[] = {{0, 0}, {0, 1}, {1, 1}, {2, 3}, {3, 1},  {3, 2},
+const std::pair<uint64_t, size_t> kCalls[] = {{0, 0}, {0, 1}, {1, 1}, {2, 3},    {3, 1},     {3, 2},
                                               {4, 4}, {5, 7}, {6, 9}, {7, 1000}, {4099, 777}};
 
 std::vector<float> inputs(size_t n, const altgrad_format_info& info) {
@@ -38,10 +38,16 @@ std::vector<float> inputs(size_t n, const altgrad_format_info& info) {
     for (size_t i = 0; i < n; ++i) {
         const uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull;
         switch (i % 8) {
-            case 0: xs.push_back(bfloat(static_cast<uint32_t>(h >> 32))); break;  // any bits: NaN, Inf, subnormal
+            case 0:
+                xs.push_back(bfloat(static_cast<uint32_t>(h >> 32)));
+                break;  // any bits: NaN, Inf, subnormal
             case 1: xs.push_back(top * (1.0f + static_cast<float>(h % 1000) / 4000.0f)); break;  // near max
-            case 2: xs.push_back(-static_cast<float>(info.min_normal) * static_cast<float>(h % 97) / 64.0f); break;
-            default: xs.push_back(std::ldexp(static_cast<float>(h % 4096) - 2048.0f, -static_cast<int>(h % 13))); break;
+            case 2:
+                xs.push_back(-static_cast<float>(info.min_normal) * static_cast<float>(h % 97) / 64.0f);
+                break;
+            default:
+                xs.push_back(std::ldexp(static_cast<float>(h % 4096) - 2048.0f, -static_cast<int>(h % 13)));
+                break;
         }
     }
     return xs;
@@ -70,8 +76,8 @@ void check_groups(const std::string& name, const F& format) {
                     constexpr altgrad_rounding R = decltype(r)::value;
                     constexpr altgrad_overflow O = decltype(o)::value;
                     for (uint64_t g = sdk::group_count(offset, count); g-- > 0;)
-                        sdk::quantize_group<std::decay_t<decltype(k)>, R, O>(k, xs.data(), got.data(), count, sdk::scale_source{scale},
-                                                                             m.seed, offset, g, c);
+                        sdk::quantize_group<std::decay_t<decltype(k)>, R, O>(
+                            k, xs.data(), got.data(), count, sdk::scale_source{scale}, m.seed, offset, g, c);
                 });
                 for (size_t i = 0; i < count; ++i)
                     ASSERT_TRUE(same_float(want.out[i], got[i]))
@@ -94,9 +100,10 @@ void check_groups(const std::string& name, const F& format) {
                     constexpr altgrad_rounding R = decltype(r)::value;
                     constexpr altgrad_overflow O = decltype(o)::value;
                     for (uint64_t g = sdk::group_count(offset, count); g-- > 0;)
-                        first_bad = std::min(first_bad, sdk::encode_group<std::decay_t<decltype(k)>, R, O, uint32_t>(
-                                                            k, ys.data(), got_codes.data(), count, sdk::scale_source{scale}, m.seed,
-                                                            offset, g, ce));
+                        first_bad =
+                            std::min(first_bad, sdk::encode_group<std::decay_t<decltype(k)>, R, O, uint32_t>(
+                                                    k, ys.data(), got_codes.data(), count,
+                                                    sdk::scale_source{scale}, m.seed, offset, g, ce));
                 });
                 EXPECT_EQ(got_codes, codes.codes) << where;
                 EXPECT_EQ(first_bad, sdk::kNoElement) << where;
@@ -106,7 +113,8 @@ void check_groups(const std::string& name, const F& format) {
                 ASSERT_EQ(values.status, ALTGRAD_STATUS_OK) << where;
                 for (size_t i = 0; i < count; ++i) {
                     bool bad = true;
-                    const float v = sdk::decode_element(k, codes.codes.data(), i, sdk::scale_source{scale}, limit, bad);
+                    const float v =
+                        sdk::decode_element(k, codes.codes.data(), i, sdk::scale_source{scale}, limit, bad);
                     EXPECT_FALSE(bad) << where;
                     ASSERT_TRUE(same_float(values.out[i], v)) << where << ": code " << codes.codes[i];
                 }
@@ -116,10 +124,10 @@ void check_groups(const std::string& name, const F& format) {
 TEST(ElementGroups, ExMyFormatsMatchTheirPlugins) {
     using sdk::exmy_specials;
     const std::pair<const char*, sdk::exmy_spec> formats[] = {
-        {"e5m2", {5, 2, 15, exmy_specials::ieee}},   {"e4m3", {4, 3, 7, exmy_specials::finite_nan}},
-        {"e3m4", {3, 4, 3, exmy_specials::ieee}},    {"e1m6", {1, 6, 1, exmy_specials::p3109}},
-        {"e7m0", {7, 0, 64, exmy_specials::p3109}},  {"bf16", {8, 7, 127, exmy_specials::ieee}},
-        {"fp16", {5, 10, 15, exmy_specials::ieee}},  {"fp32", {8, 23, 127, exmy_specials::ieee}}};
+        {"e5m2", {5, 2, 15, exmy_specials::ieee}},  {"e4m3", {4, 3, 7, exmy_specials::finite_nan}},
+        {"e3m4", {3, 4, 3, exmy_specials::ieee}},   {"e1m6", {1, 6, 1, exmy_specials::p3109}},
+        {"e7m0", {7, 0, 64, exmy_specials::p3109}}, {"bf16", {8, 7, 127, exmy_specials::ieee}},
+        {"fp16", {5, 10, 15, exmy_specials::ieee}}, {"fp32", {8, 23, 127, exmy_specials::ieee}}};
     for (const auto& [name, spec] : formats) check_groups(name, sdk::exmy_format(spec));
 }
 
@@ -137,9 +145,10 @@ TEST(ElementGroups, EncodeReportsTheFirstNanTheFormatCannotHold) {
     sdk::element_counts c;
     uint64_t first = sdk::kNoElement;
     for (uint64_t g = 0; g < sdk::group_count(offset, xs.size()); ++g)
-        first = std::min(first, sdk::encode_group<sdk::fixed_point_format, ALTGRAD_ROUND_NEAREST_EVEN,
-                                                  ALTGRAD_OVERFLOW_SATURATE, uint8_t>(f, xs.data(), codes.data(),
-                                                                                     xs.size(), sdk::scale_source{}, 0, offset, g, c));
+        first =
+            std::min(first, sdk::encode_group<sdk::fixed_point_format, ALTGRAD_ROUND_NEAREST_EVEN,
+                                              ALTGRAD_OVERFLOW_SATURATE, uint8_t>(
+                                f, xs.data(), codes.data(), xs.size(), sdk::scale_source{}, 0, offset, g, c));
     EXPECT_EQ(first, 13u);
     EXPECT_EQ(codes[0], 32u);  // 0.25 * 128
 }

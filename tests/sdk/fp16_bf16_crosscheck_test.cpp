@@ -21,7 +21,8 @@ using namespace agtest;
 std::vector<float> sampled_floats() {
     std::vector<float> xs;
     xs.reserve((1u << 22) + (1u << 20));
-    for (uint64_t u = 0; u < (1ull << 32); u += 1024) xs.push_back(bfloat(static_cast<uint32_t>(u + 17u * ((u >> 10) & 63u))));
+    for (uint64_t u = 0; u < (1ull << 32); u += 1024)
+        xs.push_back(bfloat(static_cast<uint32_t>(u + 17u * ((u >> 10) & 63u))));
     std::mt19937 rng(2718);
     for (int i = 0; i < (1 << 20); ++i) xs.push_back(bfloat(static_cast<uint32_t>(rng())));
     return xs;
@@ -47,7 +48,8 @@ TEST(FP16, MatchesGccFloat16ConversionOnMillionsOfFloats) {
     size_t bad = 0;
     for (size_t i = 0; i < xs.size(); ++i)
         if (!same_float(r.out[i], want[i]) && ++bad <= 10)
-            ADD_FAILURE() << "x=" << hexf(xs[i]) << ": _Float16 gives " << hexf(want[i]) << ", plugin " << hexf(r.out[i]);
+            ADD_FAILURE() << "x=" << hexf(xs[i]) << ": _Float16 gives " << hexf(want[i]) << ", plugin "
+                          << hexf(r.out[i]);
     EXPECT_EQ(bad, 0u);
     EXPECT_EQ(r.overflow, want_overflow);
     EXPECT_EQ(r.underflow, want_underflow);
@@ -59,7 +61,8 @@ TEST(FP16, MatchesGccFloat16ConversionOnMillionsOfFloats) {
     for (size_t i = 0; i < xs.size(); ++i) {
         const float w = std::isinf(want[i]) ? std::copysign(65504.0f, want[i]) : want[i];
         if (!same_float(s.out[i], w) && ++bad <= 10)
-            ADD_FAILURE() << "saturate x=" << hexf(xs[i]) << ": expected " << hexf(w) << ", plugin " << hexf(s.out[i]);
+            ADD_FAILURE() << "saturate x=" << hexf(xs[i]) << ": expected " << hexf(w) << ", plugin "
+                          << hexf(s.out[i]);
     }
     EXPECT_EQ(bad, 0u);
     EXPECT_EQ(s.overflow, want_overflow);
@@ -75,8 +78,8 @@ TEST(FP16, MatchesGccFloat16ConversionOnMillionsOfFloats) {
         const bool ok = std::isnan(xs[i]) ? ((e.codes[i] & 0x7C00u) == 0x7C00u && (e.codes[i] & 0x3FFu) != 0)
                                           : e.codes[i] == hb;
         if (!ok && ++bad <= 10)
-            ADD_FAILURE() << "encode x=" << hexf(xs[i]) << ": _Float16 bits 0x" << std::hex << hb << ", plugin 0x"
-                          << e.codes[i];
+            ADD_FAILURE() << "encode x=" << hexf(xs[i]) << ": _Float16 bits 0x" << std::hex << hb
+                          << ", plugin 0x" << e.codes[i];
     }
     EXPECT_EQ(bad, 0u);
 }
@@ -103,8 +106,8 @@ TEST(BF16, MatchesTheRoundToNearestEvenBitFormulaOnMillionsOfFloats) {
         const uint32_t hi = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
         const float want = bfloat(hi << 16);
         if ((!same_float(r.out[i], want) || e.codes[i] != hi) && ++bad <= 10)
-            ADD_FAILURE() << "x=" << hexf(xs[i]) << ": expected " << hexf(want) << ", plugin " << hexf(r.out[i])
-                          << " code 0x" << std::hex << e.codes[i];
+            ADD_FAILURE() << "x=" << hexf(xs[i]) << ": expected " << hexf(want) << ", plugin "
+                          << hexf(r.out[i]) << " code 0x" << std::hex << e.codes[i];
     }
     EXPECT_EQ(bad, 0u);
 }

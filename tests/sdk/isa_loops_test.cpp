@@ -39,15 +39,19 @@ std::vector<float> inputs(float lo, float hi, bool positive, uint64_t seed) {
 
 template <class F, altgrad_rounding R, altgrad_overflow O>
 void expect_isa_loops_agree(const char* name, const F& f, const std::vector<float>& xs) {
-    using Loop = void (*)(const F&, const float*, float*, size_t, float, uint64_t, uint64_t, sdk::element_counts&);
+    using Loop =
+        void (*)(const F&, const float*, float*, size_t, float, uint64_t, uint64_t, sdk::element_counts&);
     const size_t n = xs.size();
     std::vector<float> want(n);
     sdk::element_counts want_counts;
-    detail::quantize_baseline<F, R, O, detail::scaling::unit>(f, xs.data(), want.data(), n, 1.0f, 7, 99, want_counts);
+    detail::quantize_baseline<F, R, O, detail::scaling::unit>(f, xs.data(), want.data(), n, 1.0f, 7, 99,
+                                                              want_counts);
     std::vector<Loop> loops;
     const detail::vector_isa isa = detail::cpu_vector_isa();
-    if (isa != detail::vector_isa::baseline) loops.push_back(&detail::quantize_avx2<F, R, O, detail::scaling::unit>);
-    if (isa == detail::vector_isa::avx512) loops.push_back(&detail::quantize_avx512<F, R, O, detail::scaling::unit>);
+    if (isa != detail::vector_isa::baseline)
+        loops.push_back(&detail::quantize_avx2<F, R, O, detail::scaling::unit>);
+    if (isa == detail::vector_isa::avx512)
+        loops.push_back(&detail::quantize_avx512<F, R, O, detail::scaling::unit>);
     for (Loop loop : loops) {
         std::vector<float> got(n);
         sdk::element_counts counts;
@@ -55,8 +59,8 @@ void expect_isa_loops_agree(const char* name, const F& f, const std::vector<floa
         size_t bad = 0;
         for (size_t i = 0; i < n; ++i)
             if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 && bad++ < 3)
-                ADD_FAILURE() << name << " rounding " << R << " overflow " << O << ": x=" << xs[i] << " baseline "
-                              << want[i] << " vector " << got[i];
+                ADD_FAILURE() << name << " rounding " << R << " overflow " << O << ": x=" << xs[i]
+                              << " baseline " << want[i] << " vector " << got[i];
         EXPECT_EQ(bad, 0u) << name;
         EXPECT_EQ(counts.overflow, want_counts.overflow) << name << " rounding " << R << " overflow " << O;
         EXPECT_EQ(counts.underflow, want_counts.underflow) << name << " rounding " << R << " overflow " << O;
@@ -74,9 +78,12 @@ void expect_all_modes_agree(const char* name, const F& f, const std::vector<floa
 }
 
 TEST(IsaLoops, ExMyWithSubnormalRangeDataAgreeWithTheBaseline) {
-    expect_all_modes_agree("e3m4", sdk::exmy_format({3, 4, 3, sdk::exmy_specials::ieee}), inputs(-12, 4, false, 1));
-    expect_all_modes_agree("e1m6", sdk::exmy_format({1, 6, 1, sdk::exmy_specials::p3109}), inputs(-10, 1.5f, false, 2));
-    expect_all_modes_agree("fp4_e2m1", sdk::exmy_format({2, 1, 1, sdk::exmy_specials::finite}), inputs(-4, 3, false, 3));
+    expect_all_modes_agree("e3m4", sdk::exmy_format({3, 4, 3, sdk::exmy_specials::ieee}),
+                           inputs(-12, 4, false, 1));
+    expect_all_modes_agree("e1m6", sdk::exmy_format({1, 6, 1, sdk::exmy_specials::p3109}),
+                           inputs(-10, 1.5f, false, 2));
+    expect_all_modes_agree("fp4_e2m1", sdk::exmy_format({2, 1, 1, sdk::exmy_specials::finite}),
+                           inputs(-4, 3, false, 3));
 }
 
 TEST(IsaLoops, FixedPointAgreesWithTheBaseline) {

@@ -71,9 +71,10 @@ TEST(MxFormats, InfoAndExtremesAreTheSpecifications) {
         // The codes that hold them: all ones below the sign is max normal,
         // 1 the smallest subnormal, all mantissa ones with e = 0 the largest,
         // and e = 1, m = 0 the smallest normal.
-        const uint32_t magnitude_ones = (1u << (e.bits - 1)) - 1u, mantissa_ones = (1u << e.mantissa_bits) - 1u;
-        const DecodeResult got = p.decode({magnitude_ones, 1u, mantissa_ones, mantissa_ones + 1u,
-                                           magnitude_ones | (1u << (e.bits - 1))});
+        const uint32_t magnitude_ones = (1u << (e.bits - 1)) - 1u,
+                       mantissa_ones = (1u << e.mantissa_bits) - 1u;
+        const DecodeResult got = p.decode(
+            {magnitude_ones, 1u, mantissa_ones, mantissa_ones + 1u, magnitude_ones | (1u << (e.bits - 1))});
         ASSERT_EQ(got.status, ALTGRAD_STATUS_OK) << e.name;
         EXPECT_EQ(got.out[0], e.max_normal) << e.name;
         EXPECT_EQ(got.out[1], e.min_subnormal) << e.name;
@@ -87,12 +88,12 @@ TEST(MxFormats, E2M1TiesGoToTheEvenCode) {
     const FormatPlugin& p = plugin("fp4_e2m1");
     const Mode nearest = mode(ALTGRAD_ROUND_NEAREST_EVEN);
     // Codes: 0.5 = 1, 1 = 2, 1.5 = 3, 2 = 4, 3 = 5, 4 = 6, 6 = 7.
-    EXPECT_EQ(p.quantize_one(0.75f, nearest), 1.0f);   // 0.5 (1) | 1 (2)
-    EXPECT_EQ(p.quantize_one(1.25f, nearest), 1.0f);   // 1 (2) | 1.5 (3)
-    EXPECT_EQ(p.quantize_one(1.75f, nearest), 2.0f);   // 1.5 (3) | 2 (4)
-    EXPECT_EQ(p.quantize_one(2.5f, nearest), 2.0f);    // 2 (4) | 3 (5)
-    EXPECT_EQ(p.quantize_one(3.5f, nearest), 4.0f);    // 3 (5) | 4 (6)
-    EXPECT_EQ(p.quantize_one(5.0f, nearest), 4.0f);    // 4 (6) | 6 (7)
+    EXPECT_EQ(p.quantize_one(0.75f, nearest), 1.0f);  // 0.5 (1) | 1 (2)
+    EXPECT_EQ(p.quantize_one(1.25f, nearest), 1.0f);  // 1 (2) | 1.5 (3)
+    EXPECT_EQ(p.quantize_one(1.75f, nearest), 2.0f);  // 1.5 (3) | 2 (4)
+    EXPECT_EQ(p.quantize_one(2.5f, nearest), 2.0f);   // 2 (4) | 3 (5)
+    EXPECT_EQ(p.quantize_one(3.5f, nearest), 4.0f);   // 3 (5) | 4 (6)
+    EXPECT_EQ(p.quantize_one(5.0f, nearest), 4.0f);   // 4 (6) | 6 (7)
     EXPECT_EQ(p.quantize_one(-5.0f, nearest), -4.0f);
     EXPECT_EQ(p.quantize_one(5.0001f, nearest), 6.0f);
     uint64_t overflow = 0, underflow = 0;
@@ -146,8 +147,8 @@ TEST(MxFormats, SubnormalsRoundOnTheirOwnGrid) {
     // E2M3: subnormals are k/8; toward zero truncates onto them.
     const FormatPlugin& e2m3 = plugin("fp6_e2m3");
     EXPECT_EQ(e2m3.quantize_one(0.3f, mode(ALTGRAD_ROUND_TOWARD_ZERO)), 0.25f);
-    EXPECT_EQ(e2m3.quantize_one(0.0625f, nearest), 0.0f);     // tie 0 | 1/8
-    EXPECT_EQ(e2m3.quantize_one(0.1875f, nearest), 0.25f);    // tie 1/8 (1) | 2/8 (2)
+    EXPECT_EQ(e2m3.quantize_one(0.0625f, nearest), 0.0f);   // tie 0 | 1/8
+    EXPECT_EQ(e2m3.quantize_one(0.1875f, nearest), 0.25f);  // tie 1/8 (1) | 2/8 (2)
 }
 
 }  // namespace
@@ -162,7 +163,8 @@ TEST(MxFormats, Ue8m0IsEveryPowerOfTwoFrom2ToTheMinus127To2ToThe127) {
     for (uint32_t c = 0; c < 256; ++c) codes.push_back(c);
     const DecodeResult got = p.decode(codes);
     ASSERT_EQ(got.status, ALTGRAD_STATUS_OK);
-    for (uint32_t e = 0; e < 255; ++e) EXPECT_EQ(got.out[e], std::ldexp(1.0f, static_cast<int>(e) - 127)) << e;
+    for (uint32_t e = 0; e < 255; ++e)
+        EXPECT_EQ(got.out[e], std::ldexp(1.0f, static_cast<int>(e) - 127)) << e;
     EXPECT_TRUE(std::isnan(got.out[255]));
     EXPECT_EQ(got.out[127], 1.0f);
     const altgrad_format_info& i = p.info();
@@ -193,7 +195,8 @@ TEST(MxFormats, Ue8m0RoundsByValueAndHasNothingBelowItsSmallestValue) {
         uint64_t overflow = 0;
         EXPECT_EQ(p.quantize_one(x, nearest, &overflow), std::ldexp(1.0f, -127)) << x;
         EXPECT_EQ(overflow, 1u) << x;
-        EXPECT_TRUE(std::isnan(p.quantize_one(x, mode(ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_NONFINITE))))
+        EXPECT_TRUE(
+            std::isnan(p.quantize_one(x, mode(ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_NONFINITE))))
             << x;
     }
     uint64_t overflow = 0;

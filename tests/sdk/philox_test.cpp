@@ -41,7 +41,8 @@ TEST(Philox, SdkMatchesRandom123KnownAnswerVectors) {
         const altgrad::sdk::philox_block b =
             altgrad::sdk::philox4x32_10(k.ctr[0], k.ctr[1], k.ctr[2], k.ctr[3], k.key[0], k.key[1]);
         for (int i = 0; i < 4; ++i)
-            EXPECT_EQ(b.word[i], k.expected[i]) << "vector with counter word0 " << std::hex << k.ctr[0] << ", word " << i;
+            EXPECT_EQ(b.word[i], k.expected[i])
+                << "vector with counter word0 " << std::hex << k.ctr[0] << ", word " << i;
     }
 }
 
@@ -56,9 +57,11 @@ TEST(Philox, SdkMatchesIndependentReferenceOnRandomCountersAndKeys) {
         const std::array<uint32_t, 4> ctr = {static_cast<uint32_t>(a), static_cast<uint32_t>(a >> 32),
                                              static_cast<uint32_t>(b), static_cast<uint32_t>(b >> 32)};
         const std::array<uint32_t, 2> key = {static_cast<uint32_t>(c), static_cast<uint32_t>(c >> 32)};
-        const altgrad::sdk::philox_block got = altgrad::sdk::philox4x32_10(ctr[0], ctr[1], ctr[2], ctr[3], key[0], key[1]);
+        const altgrad::sdk::philox_block got =
+            altgrad::sdk::philox4x32_10(ctr[0], ctr[1], ctr[2], ctr[3], key[0], key[1]);
         const std::array<uint32_t, 4> want = ref_philox4x32_10(ctr, key);
-        ASSERT_EQ((std::array<uint32_t, 4>{got.word[0], got.word[1], got.word[2], got.word[3]}), want) << "iteration " << i;
+        ASSERT_EQ((std::array<uint32_t, 4>{got.word[0], got.word[1], got.word[2], got.word[3]}), want)
+            << "iteration " << i;
     }
 }
 
@@ -66,8 +69,8 @@ TEST(Philox, SdkMatchesIndependentReferenceOnRandomCountersAndKeys) {
 // little-endian counter) keyed by the 64-bit seed.
 TEST(Philox, RandomBitsUsesWordNMod4OfCounterNDiv4) {
     const uint64_t seeds[] = {0, 1, 0xFFFFFFFFull, 0x100000000ull, 0xDEADBEEFCAFEF00Dull, ~0ull};
-    const uint64_t firsts[] = {0, 1, 2, 3, 4, 5, 1000, (1ull << 32) - 3, (1ull << 34) - 6, (1ull << 40) + 1,
-                               0xFFFFFFFFFFFFFF00ull};
+    const uint64_t firsts[] = {
+        0, 1, 2, 3, 4, 5, 1000, (1ull << 32) - 3, (1ull << 34) - 6, (1ull << 40) + 1, 0xFFFFFFFFFFFFFF00ull};
     for (uint64_t seed : seeds)
         for (uint64_t first : firsts)
             for (uint64_t n = first; n < first + 16; ++n)
@@ -86,7 +89,8 @@ TEST(Philox, FillRandomBitsAgreesWithRandomBitsForAnyFirstAndLength) {
     for (int i = 0; i < 40; ++i) firsts.push_back(rng() >> (rng() % 64));
     // The vector generators take blocks of 4 elements in steps of 6 x 8 blocks (AVX-512), then as many
     // groups of 8 as are left (1-5: 32 .. 160 elements), then AVX2 and scalar tails: every such tail.
-    const size_t lengths[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 13, 31, 32, 64, 96, 128, 160, 191, 192, 366, 511, 512, 513, 1000};
+    const size_t lengths[] = {0,  1,  2,   3,   4,   5,   7,   8,   9,   13,  31,  32,
+                              64, 96, 128, 160, 191, 192, 366, 511, 512, 513, 1000};
     for (uint64_t first : firsts)
         for (size_t len : lengths) {
             const uint64_t seed = rng();
@@ -102,7 +106,8 @@ TEST(Philox, FillRandomBitsAgreesWithRandomBitsForAnyFirstAndLength) {
 
 TEST(Philox, DifferentSeedsGiveDifferentStreams) {
     int same = 0;
-    for (uint64_t n = 0; n < 4096; ++n) same += altgrad::sdk::random_bits(1, n) == altgrad::sdk::random_bits(2, n);
+    for (uint64_t n = 0; n < 4096; ++n)
+        same += altgrad::sdk::random_bits(1, n) == altgrad::sdk::random_bits(2, n);
     EXPECT_LT(same, 4);
     // The high half of the seed matters too.
     same = 0;

@@ -42,13 +42,13 @@ float up(float x) { return std::nextafter(x, kInf); }
 float down(float x) { return std::nextafter(x, -kInf); }
 float p2(int e) { return std::ldexp(1.0f, e); }
 
-#define EXPECT_Q(call, want_value, want_overflow, want_underflow)                                   \
-    do {                                                                                            \
-        const Q got_ = (call);                                                                      \
-        EXPECT_TRUE(same_float(got_.value, (want_value))) << #call << ": got " << hexf(got_.value)  \
-                                                          << ", expected " << hexf(want_value);    \
-        EXPECT_EQ(got_.overflow, (want_overflow)) << #call << ": overflow_count";                  \
-        EXPECT_EQ(got_.underflow, (want_underflow)) << #call << ": underflow_count";               \
+#define EXPECT_Q(call, want_value, want_overflow, want_underflow)                          \
+    do {                                                                                   \
+        const Q got_ = (call);                                                             \
+        EXPECT_TRUE(same_float(got_.value, (want_value)))                                  \
+            << #call << ": got " << hexf(got_.value) << ", expected " << hexf(want_value); \
+        EXPECT_EQ(got_.overflow, (want_overflow)) << #call << ": overflow_count";          \
+        EXPECT_EQ(got_.underflow, (want_underflow)) << #call << ": underflow_count";       \
     } while (0)
 
 // ---------------------------------------------------------------- E5M2
@@ -200,7 +200,7 @@ TEST(E7M0, SmallestValueAndUnderflow) {
     EXPECT_Q(q("e7m0", p2(-64)), 0.0f, 0u, 1u);  // tie: zero's code 0 is even
     EXPECT_Q(q("e7m0", up(p2(-64))), p2(-63), 0u, 0u);
     EXPECT_Q(q("e7m0", 1.5f * p2(-63)), p2(-62), 0u, 0u);  // code 1 odd, code 2 even
-    EXPECT_Q(q("e7m0", -p2(-70)), 0.0f, 0u, 1u);            // one zero: +0
+    EXPECT_Q(q("e7m0", -p2(-70)), 0.0f, 0u, 1u);           // one zero: +0
     EXPECT_Q(q("e7m0", down(p2(-62)), RTZ), p2(-63), 0u, 0u);
 }
 

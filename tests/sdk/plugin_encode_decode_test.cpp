@@ -56,9 +56,10 @@ TEST_P(PluginEncode, EncodeGivesTheReferenceCodeAndDecodeOfItEqualsQuantize) {
             const bool roundtrip_ok = same_float(d.out[i], q.out[i]);
             if (!code_ok || !roundtrip_ok) {
                 if (++bad <= 10)
-                    ADD_FAILURE() << GetParam() << " " << describe(mode) << " x=" << hexf(xs[i]) << ": code 0x"
-                                  << std::hex << c << " (expected 0x" << want.ref[i].code << std::dec
-                                  << "), decoded " << hexf(d.out[i]) << ", quantize " << hexf(q.out[i]);
+                    ADD_FAILURE() << GetParam() << " " << describe(mode) << " x=" << hexf(xs[i])
+                                  << ": code 0x" << std::hex << c << " (expected 0x" << want.ref[i].code
+                                  << std::dec << "), decoded " << hexf(d.out[i]) << ", quantize "
+                                  << hexf(q.out[i]);
             }
         }
         EXPECT_EQ(bad, 0u) << describe(mode);
@@ -72,7 +73,8 @@ TEST_P(PluginEncode, EveryCodeEncodesBackToItself) {
     for (uint32_t c = 0; c < codes.size(); ++c) codes[c] = c;
     const DecodeResult d = p.decode(codes);
     ASSERT_EQ(d.status, ALTGRAD_STATUS_OK);
-    for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_TOWARD_ZERO, ALTGRAD_ROUND_STOCHASTIC}) {
+    for (altgrad_rounding r :
+         {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_TOWARD_ZERO, ALTGRAD_ROUND_STOCHASTIC}) {
         Mode mode;
         mode.rounding = r;
         mode.overflow = ALTGRAD_OVERFLOW_NONFINITE;  // so Inf codes stay Inf
@@ -85,8 +87,9 @@ TEST_P(PluginEncode, EveryCodeEncodesBackToItself) {
                 ASSERT_EQ(e.codes[c], p.info().canonical_nan_code) << "NaN code 0x" << std::hex << c;
                 ASSERT_TRUE(std::isnan(m.by_code[e.codes[c]]));
             } else {
-                ASSERT_EQ(e.codes[c], c) << GetParam() << " " << rounding_name(r) << ": code 0x" << std::hex << c
-                                         << " (value " << hexf(d.out[c]) << ") encodes to 0x" << e.codes[c];
+                ASSERT_EQ(e.codes[c], c)
+                    << GetParam() << " " << rounding_name(r) << ": code 0x" << std::hex << c << " (value "
+                    << hexf(d.out[c]) << ") encodes to 0x" << e.codes[c];
             }
         }
     }
@@ -149,8 +152,8 @@ TEST(E4M3, EncodeOfNanAndOfOverflowUnderNonfiniteIsANanCode) {
     const FormatPlugin& p = plugin("e4m3");
     Mode mode;
     mode.overflow = ALTGRAD_OVERFLOW_NONFINITE;
-    const EncodeResult e =
-        p.encode({std::numeric_limits<float>::quiet_NaN(), 1000.0f, -std::numeric_limits<float>::infinity()}, mode);
+    const EncodeResult e = p.encode(
+        {std::numeric_limits<float>::quiet_NaN(), 1000.0f, -std::numeric_limits<float>::infinity()}, mode);
     ASSERT_EQ(e.status, ALTGRAD_STATUS_OK);
     for (uint32_t c : e.codes) EXPECT_EQ(c & 0x7Fu, 0x7Fu) << "code 0x" << std::hex << c;
 }
@@ -160,7 +163,8 @@ TEST(E1M6, SpecialCodesOfP3109) {
     Mode mode;
     mode.overflow = ALTGRAD_OVERFLOW_NONFINITE;
     const float inf = std::numeric_limits<float>::infinity();
-    const EncodeResult e = p.encode({std::numeric_limits<float>::quiet_NaN(), inf, -inf, -0.0f, -1e-9f, 1.0f}, mode);
+    const EncodeResult e =
+        p.encode({std::numeric_limits<float>::quiet_NaN(), inf, -inf, -0.0f, -1e-9f, 1.0f}, mode);
     ASSERT_EQ(e.status, ALTGRAD_STATUS_OK);
     EXPECT_EQ(e.codes, (std::vector<uint32_t>{0x80, 0x7F, 0xFF, 0x00, 0x00, 0x40}));
 }
@@ -185,8 +189,8 @@ class PluginArguments : public ::testing::TestWithParam<std::string> {};
 TEST_P(PluginArguments, BadScalesAreInvalidArguments) {
     const FormatPlugin& p = plugin(GetParam());
     const std::vector<float> xs = {1.0f, 2.0f};
-    for (float s : {0.0f, -0.0f, -1.0f, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
-                    -std::numeric_limits<float>::infinity()}) {
+    for (float s : {0.0f, -0.0f, -1.0f, std::numeric_limits<float>::quiet_NaN(),
+                    std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()}) {
         Mode mode;
         mode.scale = s;
         const QuantizeResult q = p.quantize(xs, mode);
@@ -320,7 +324,8 @@ TEST_P(PluginArguments, ArgsStructSmallerThanV1IsInvalidArgument) {
     EXPECT_EQ(p.quantize_raw(&q), ALTGRAD_STATUS_INVALID_ARGUMENT);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllPlugins, PluginArguments, ::testing::ValuesIn(bundled_plugin_names()), PluginNameGen());
+INSTANTIATE_TEST_SUITE_P(AllPlugins, PluginArguments, ::testing::ValuesIn(bundled_plugin_names()),
+                         PluginNameGen());
 
 // An altgrad_memory_kind value the ABI does not define is a broken contract
 // (status.h: INVALID_ARGUMENT), not a valid request the plugin declines.

@@ -93,12 +93,14 @@ TEST_P(FastPath, RunsOfChunksMatchTheReferenceInPlaceOrNot) {
         return static_cast<float>(std::exp2(e) * (rng() & 1 ? -1 : 1));
     };
     auto normal = [&] {  // 0.6 max .. 0.9 max: the top binade or two, normal in every format here
-        return static_cast<float>(m.max * std::uniform_real_distribution<double>(0.6, 0.9)(rng) * (rng() & 1 ? -1 : 1));
+        return static_cast<float>(m.max * std::uniform_real_distribution<double>(0.6, 0.9)(rng) *
+                                  (rng() & 1 ? -1 : 1));
     };
     const char kinds[] = "ssssssnnnnsss";
     std::vector<float> xs;
     for (size_t c = 0; c < sizeof kinds - 1; ++c)
-        for (size_t j = 0; j < (c + 1 == sizeof kinds - 1 ? 300u : 512u); ++j) xs.push_back(kinds[c] == 's' ? spread() : normal());
+        for (size_t j = 0; j < (c + 1 == sizeof kinds - 1 ? 300u : 512u); ++j)
+            xs.push_back(kinds[c] == 's' ? spread() : normal());
     xs[3 * 512 - 1] = std::nanf("");
     xs[4 * 512] = static_cast<float>(4 * m.max);
     // Chunk 9: normal values, zeros of both signs, and one value below the normal range (the
@@ -113,7 +115,8 @@ TEST_P(FastPath, RunsOfChunksMatchTheReferenceInPlaceOrNot) {
         altgrad_quantize_args a = quantize_args(in_place.data(), in_place.data(), in_place.size(), mode);
         ASSERT_EQ(p.quantize_raw(&a), ALTGRAD_STATUS_OK) << describe(mode);
         for (size_t i = 0; i < xs.size(); ++i)
-            ASSERT_TRUE(same_float(in_place[i], apart.out[i])) << describe(mode) << " in place, element " << i;
+            ASSERT_TRUE(same_float(in_place[i], apart.out[i]))
+                << describe(mode) << " in place, element " << i;
         EXPECT_EQ(a.overflow_count, apart.overflow);
         EXPECT_EQ(a.underflow_count, apart.underflow);
         const std::vector<float> ones((xs.size() + 31) / 32, 1.0f);
@@ -126,11 +129,13 @@ TEST_P(FastPath, RunsOfChunksMatchTheReferenceInPlaceOrNot) {
         // chunk 7 (after a normal chunk) and gives chunks 8 (the 3) and 9 (the underflow) back.
         for (const size_t block_size : {size_t{32}, size_t{48}}) {
             std::vector<float> varied((xs.size() + block_size - 1) / block_size);
-            for (size_t b = 0; b < varied.size(); ++b) varied[b] = std::ldexp(1.0f, static_cast<int>(b % 3) - 1);
+            for (size_t b = 0; b < varied.size(); ++b)
+                varied[b] = std::ldexp(1.0f, static_cast<int>(b % 3) - 1);
             varied[8 * 512 / block_size + 3] = 3.0f;
             blocks.block_scales = varied.data();
             blocks.block_size = block_size;
-            EXPECT_TRUE(quantize_matches_reference(p, m, xs, blocks)) << "block-scaled, varied, " << block_size;
+            EXPECT_TRUE(quantize_matches_reference(p, m, xs, blocks))
+                << "block-scaled, varied, " << block_size;
         }
     }
 }

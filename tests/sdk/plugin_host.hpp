@@ -149,7 +149,8 @@ public:
     float quantize_one(float x, const Mode& m = Mode{}, uint64_t* overflow = nullptr,
                        uint64_t* underflow = nullptr) const {
         const QuantizeResult r = quantize({x}, m);
-        if (r.status != ALTGRAD_STATUS_OK) throw std::runtime_error(name_ + ": quantize failed: " + r.message);
+        if (r.status != ALTGRAD_STATUS_OK)
+            throw std::runtime_error(name_ + ": quantize failed: " + r.message);
         if (overflow != nullptr) *overflow = r.overflow;
         if (underflow != nullptr) *underflow = r.underflow;
         return r.out[0];
@@ -181,8 +182,8 @@ public:
     }
 
     // block_scales (ABI 1.2): one scale per block_size codes, instead of scale.
-    DecodeResult decode(const std::vector<uint32_t>& codes, float scale = 1.0f, const float* block_scales = nullptr,
-                        size_t block_size = 0) const {
+    DecodeResult decode(const std::vector<uint32_t>& codes, float scale = 1.0f,
+                        const float* block_scales = nullptr, size_t block_size = 0) const {
         DecodeResult r;
         const size_t w = info_.code_bytes;
         std::vector<unsigned char> raw(codes.size() * w + 1, 0);
@@ -197,8 +198,8 @@ public:
             }
         }
         r.out.assign(codes.size(), 0.0f);
-        altgrad_decode_args a = decode_args(raw.data(), r.out.data(), codes.size(), scale, ALTGRAD_MEMORY_HOST, 0,
-                                            block_scales, block_size);
+        altgrad_decode_args a = decode_args(raw.data(), r.out.data(), codes.size(), scale,
+                                            ALTGRAD_MEMORY_HOST, 0, block_scales, block_size);
         r.status = decode_raw(&a, &r.message);
         return r;
     }

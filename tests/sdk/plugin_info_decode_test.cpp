@@ -32,23 +32,24 @@ struct PublishedInfo {
 const PublishedInfo kPublished[] = {
     {"e5m2", ALTGRAD_FAMILY_FLOAT, 8, 1, 5, 2, 15, ALTGRAD_ZERO_SIGNED, 1, 1, 6, 57344.0, -57344.0,
      std::ldexp(1.0, -14), std::ldexp(1.0, -16)},
-    {"e4m3", ALTGRAD_FAMILY_FLOAT, 8, 1, 4, 3, 7, ALTGRAD_ZERO_SIGNED, 1, 0, 2, 448.0, -448.0, std::ldexp(1.0, -6),
-     std::ldexp(1.0, -9)},
+    {"e4m3", ALTGRAD_FAMILY_FLOAT, 8, 1, 4, 3, 7, ALTGRAD_ZERO_SIGNED, 1, 0, 2, 448.0, -448.0,
+     std::ldexp(1.0, -6), std::ldexp(1.0, -9)},
     {"e3m4", ALTGRAD_FAMILY_FLOAT, 8, 1, 3, 4, 3, ALTGRAD_ZERO_SIGNED, 1, 1, 30, 15.5, -15.5, 0.25,
      std::ldexp(1.0, -6)},
-    {"e1m6", ALTGRAD_FAMILY_FLOAT, 8, 1, 1, 6, 1, ALTGRAD_ZERO_UNSIGNED, 1, 1, 1, 126.0 / 64, -126.0 / 64, 1.0,
-     1.0 / 64},
+    {"e1m6", ALTGRAD_FAMILY_FLOAT, 8, 1, 1, 6, 1, ALTGRAD_ZERO_UNSIGNED, 1, 1, 1, 126.0 / 64, -126.0 / 64,
+     1.0, 1.0 / 64},
     {"e7m0", ALTGRAD_FAMILY_FLOAT, 8, 1, 7, 0, 64, ALTGRAD_ZERO_UNSIGNED, 0, 1, 1, std::ldexp(1.0, 62),
      -std::ldexp(1.0, 62), std::ldexp(1.0, -63), 0.0},
-    {"e0m7", ALTGRAD_FAMILY_FIXED_POINT, 8, 1, 0, 7, 0, ALTGRAD_ZERO_UNSIGNED, 0, 0, 0, 127.0 / 128, -1.0, 1.0 / 128,
-     0.0},
+    {"e0m7", ALTGRAD_FAMILY_FIXED_POINT, 8, 1, 0, 7, 0, ALTGRAD_ZERO_UNSIGNED, 0, 0, 0, 127.0 / 128, -1.0,
+     1.0 / 128, 0.0},
     {"bf16", ALTGRAD_FAMILY_FLOAT, 16, 2, 8, 7, 127, ALTGRAD_ZERO_SIGNED, 1, 1, 254,
      (2.0 - std::ldexp(1.0, -7)) * std::ldexp(1.0, 127), -(2.0 - std::ldexp(1.0, -7)) * std::ldexp(1.0, 127),
      std::ldexp(1.0, -126), std::ldexp(1.0, -133)},
     {"fp16", ALTGRAD_FAMILY_FLOAT, 16, 2, 5, 10, 15, ALTGRAD_ZERO_SIGNED, 1, 1, 2046, 65504.0, -65504.0,
      std::ldexp(1.0, -14), std::ldexp(1.0, -24)},
     {"fp32", ALTGRAD_FAMILY_FLOAT, 32, 4, 8, 23, 127, ALTGRAD_ZERO_SIGNED, 1, 1, 2u * ((1u << 23) - 1u),
-     static_cast<double>(FLT_MAX), -static_cast<double>(FLT_MAX), std::ldexp(1.0, -126), std::ldexp(1.0, -149)},
+     static_cast<double>(FLT_MAX), -static_cast<double>(FLT_MAX), std::ldexp(1.0, -126),
+     std::ldexp(1.0, -149)},
 };
 
 const PublishedInfo& published(const std::string& name) {
@@ -124,7 +125,8 @@ TEST_P(PluginInfo, GetInfoWritesOnlyFieldsInsideACallersSmallerStruct) {
     for (unsigned char b : tail) EXPECT_EQ(b, 0xCD) << "wrote past the caller's struct_size";
 }
 
-INSTANTIATE_TEST_SUITE_P(AllPlugins, PluginInfo, ::testing::ValuesIn(bundled_plugin_names()), PluginNameGen());
+INSTANTIATE_TEST_SUITE_P(AllPlugins, PluginInfo, ::testing::ValuesIn(bundled_plugin_names()),
+                         PluginNameGen());
 
 // ---------------------------------------------------------------------------
 // Decode of every code.
@@ -142,8 +144,9 @@ TEST_P(PluginDecode, EveryCodeDecodesToTheIndependentTableValue) {
     for (uint32_t c = 0; c < codes.size(); ++c) {
         const float want = static_cast<float>(m.by_code[c]);
         if (!same_float(want, d.out[c])) {
-            if (++bad <= 10) ADD_FAILURE() << GetParam() << " code 0x" << std::hex << c << ": expected " << hexf(want)
-                                           << " got " << hexf(d.out[c]);
+            if (++bad <= 10)
+                ADD_FAILURE() << GetParam() << " code 0x" << std::hex << c << ": expected " << hexf(want)
+                              << " got " << hexf(d.out[c]);
         }
         if (std::isnan(d.out[c])) {
             EXPECT_TRUE(fbits(d.out[c]) & 0x00400000u) << "code " << c << " decodes to a signalling NaN";
@@ -177,8 +180,9 @@ INSTANTIATE_TEST_SUITE_P(AllTabulatedPlugins, PluginDecode,
 TEST(FP32, DecodeIsTheBitPatternForSampledCodes) {
     const FormatPlugin& p = plugin("fp32");
     std::mt19937 rng(99);
-    std::vector<uint32_t> codes = {0u, 0x80000000u, 1u, 0x80000001u, 0x007FFFFFu, 0x00800000u, 0x7F7FFFFFu,
-                                   0xFF7FFFFFu, 0x7F800000u, 0xFF800000u, 0x7F800001u, 0x7FC00000u, 0xFFFFFFFFu};
+    std::vector<uint32_t> codes = {0u,          0x80000000u, 1u,          0x80000001u, 0x007FFFFFu,
+                                   0x00800000u, 0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F800000u, 0xFF800000u,
+                                   0x7F800001u, 0x7FC00000u, 0xFFFFFFFFu};
     for (int i = 0; i < 200000; ++i) codes.push_back(static_cast<uint32_t>(rng()));
     const DecodeResult d = p.decode(codes);
     ASSERT_EQ(d.status, ALTGRAD_STATUS_OK) << d.message;
@@ -186,7 +190,8 @@ TEST(FP32, DecodeIsTheBitPatternForSampledCodes) {
         const float want = bfloat(codes[i]);
         if (std::isnan(want)) {
             ASSERT_TRUE(std::isnan(d.out[i])) << std::hex << codes[i];
-            EXPECT_TRUE(fbits(d.out[i]) & 0x00400000u) << "code 0x" << std::hex << codes[i] << " decodes to a signalling NaN";
+            EXPECT_TRUE(fbits(d.out[i]) & 0x00400000u)
+                << "code 0x" << std::hex << codes[i] << " decodes to a signalling NaN";
         } else {
             ASSERT_EQ(fbits(d.out[i]), codes[i]);
         }

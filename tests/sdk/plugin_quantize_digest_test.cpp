@@ -77,7 +77,7 @@ const std::map<std::string, uint64_t>& recorded() {
     return table;
 }
 
-const std::vector<std::string> kPlugins = {"e5m2", "e4m3",     "e3m4",     "e1m6",     "e7m0", "e0m7", "bf16",
+const std::vector<std::string> kPlugins = {"e5m2", "e4m3", "e3m4",     "e1m6",     "e7m0",     "e0m7", "bf16",
                                            "fp16", "fp32", "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0"};
 
 class QuantizeDigest : public ::testing::TestWithParam<std::string> {};
@@ -88,7 +88,8 @@ TEST_P(QuantizeDigest, EveryModeAndScalingGivesTheBitsOfBefore) {
     // Block scales: MX-style powers of two per 32 (from 2^-3 to 2^3) and
     // arbitrary positive scales per 7 (some powers of two, most not).
     std::vector<float> pow2_blocks((kCount + 31) / 32), odd_blocks((kCount + 6) / 7);
-    for (size_t b = 0; b < pow2_blocks.size(); ++b) pow2_blocks[b] = std::ldexp(1.0f, static_cast<int>(b % 7) - 3);
+    for (size_t b = 0; b < pow2_blocks.size(); ++b)
+        pow2_blocks[b] = std::ldexp(1.0f, static_cast<int>(b % 7) - 3);
     for (size_t b = 0; b < odd_blocks.size(); ++b)
         odd_blocks[b] = b % 5 == 0 ? 0.5f : 0.3f + 0.17f * static_cast<float>(b % 11);
     struct scaling_case {
@@ -102,9 +103,10 @@ TEST_P(QuantizeDigest, EveryModeAndScalingGivesTheBitsOfBefore) {
                                      {"general", 0.7f, nullptr, 0},
                                      {"block32", 1.0f, &pow2_blocks, 32},
                                      {"block7", 1.0f, &odd_blocks, 7}};
-    const std::pair<altgrad_rounding, const char*> roundings[] = {{ALTGRAD_ROUND_NEAREST_EVEN, "nearest_even"},
-                                                                  {ALTGRAD_ROUND_STOCHASTIC, "stochastic"},
-                                                                  {ALTGRAD_ROUND_TOWARD_ZERO, "toward_zero"}};
+    const std::pair<altgrad_rounding, const char*> roundings[] = {
+        {ALTGRAD_ROUND_NEAREST_EVEN, "nearest_even"},
+        {ALTGRAD_ROUND_STOCHASTIC, "stochastic"},
+        {ALTGRAD_ROUND_TOWARD_ZERO, "toward_zero"}};
     const std::pair<altgrad_overflow, const char*> overflows[] = {{ALTGRAD_OVERFLOW_SATURATE, "saturate"},
                                                                   {ALTGRAD_OVERFLOW_NONFINITE, "nonfinite"}};
     std::map<uint64_t, std::string> seen;
@@ -136,10 +138,8 @@ TEST_P(QuantizeDigest, EveryModeAndScalingGivesTheBitsOfBefore) {
                 char line[160];
                 std::snprintf(line, sizeof line, "{\"%s\", 0x%016llxull},", key.c_str(),
                               static_cast<unsigned long long>(h));
-                if (it == recorded().end())
-                    ADD_FAILURE() << "no recorded digest; this build gives\n" << line;
-                else
-                    EXPECT_EQ(it->second, h) << "output differs from before #16; this build gives\n" << line;
+                if (it == recorded().end()) ADD_FAILURE() << "no recorded digest; this build gives\n" << line;
+                else EXPECT_EQ(it->second, h) << "output differs from before #16; this build gives\n" << line;
             }
     // The digest tells the cases apart (else it would pin nothing): at least
     // the three rounding modes differ for every format.

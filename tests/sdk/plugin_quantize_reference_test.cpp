@@ -34,7 +34,8 @@ TEST_P(PluginVsReference, RandomFloatsMatchInEveryMode) {
     const FormatModel& m = model(GetParam());
     const FormatPlugin& p = plugin(GetParam());
     const std::vector<float> xs = random_points(m, 200000, 0xC0FFEEull + GetParam().size());
-    for (const Mode& mode : all_modes(1.0f, 0x1234567890ABCDEFull, 5)) EXPECT_TRUE(quantize_matches_reference(p, m, xs, mode));
+    for (const Mode& mode : all_modes(1.0f, 0x1234567890ABCDEFull, 5))
+        EXPECT_TRUE(quantize_matches_reference(p, m, xs, mode));
 }
 
 // Scaled inputs: result = q(fl32(x * s)) / s. The inputs are the edge points
@@ -89,13 +90,17 @@ TEST(Scaling, SubnormalPowerOfTwoScaleGivesQOfXsOverS) {
     mode.scale = s;
     // 2^116 * 2^-130 = 2^-14 (E5M2's min normal): exactly representable, so
     // the result is 2^116; 0 stays 0; 1.5 * 2^116 -> 1.5 * 2^-14 -> itself.
-    const std::vector<float> xs = {std::ldexp(1.0f, 116), 0.0f, 1.5f * std::ldexp(1.0f, 116), -std::ldexp(1.0f, 120)};
+    const std::vector<float> xs = {std::ldexp(1.0f, 116), 0.0f, 1.5f * std::ldexp(1.0f, 116),
+                                   -std::ldexp(1.0f, 120)};
     const QuantizeResult r = p.quantize(xs, mode);
     ASSERT_EQ(r.status, ALTGRAD_STATUS_OK) << r.message;
-    EXPECT_TRUE(same_float(r.out[0], std::ldexp(1.0f, 116))) << "x = 2^116, s = 2^-130: got " << hexf(r.out[0]);
+    EXPECT_TRUE(same_float(r.out[0], std::ldexp(1.0f, 116)))
+        << "x = 2^116, s = 2^-130: got " << hexf(r.out[0]);
     EXPECT_TRUE(same_float(r.out[1], 0.0f)) << "x = 0, s = 2^-130: got " << hexf(r.out[1]);
-    EXPECT_TRUE(same_float(r.out[2], 1.5f * std::ldexp(1.0f, 116))) << "x = 1.5 * 2^116, s = 2^-130: got " << hexf(r.out[2]);
-    EXPECT_TRUE(same_float(r.out[3], -std::ldexp(1.0f, 120))) << "x = -2^120, s = 2^-130: got " << hexf(r.out[3]);
+    EXPECT_TRUE(same_float(r.out[2], 1.5f * std::ldexp(1.0f, 116)))
+        << "x = 1.5 * 2^116, s = 2^-130: got " << hexf(r.out[2]);
+    EXPECT_TRUE(same_float(r.out[3], -std::ldexp(1.0f, 120)))
+        << "x = -2^120, s = 2^-130: got " << hexf(r.out[3]);
     EXPECT_TRUE(quantize_matches_reference(p, model("e5m2"), xs, mode));
 }
 
@@ -121,8 +126,9 @@ TEST(FP32, QuantizeIsTheIdentityOnFiniteFloatsInEveryRoundingMode) {
         const float x = bfloat(static_cast<uint32_t>(rng()));
         if (std::isfinite(x)) xs.push_back(x);
     }
-    for (float f : {0.0f, -0.0f, FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, std::numeric_limits<float>::denorm_min(),
-                    -std::numeric_limits<float>::denorm_min(), 1.0f, -1.0f})
+    for (float f :
+         {0.0f, -0.0f, FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, std::numeric_limits<float>::denorm_min(),
+          -std::numeric_limits<float>::denorm_min(), 1.0f, -1.0f})
         xs.push_back(f);
     for (const Mode& mode : all_modes()) {
         const QuantizeResult r = p.quantize(xs, mode);

@@ -37,11 +37,14 @@ TEST_P(PluginStochastic, OnlyTheTwoNeighboursAreEverProduced) {
         const QuantizeResult r = p.quantize(xs, stochastic(seed, seed * 1000));
         ASSERT_EQ(r.status, ALTGRAD_STATUS_OK);
         for (size_t i = 0; i < xs.size(); ++i) {
-            const float lo = ref_quantize(m, xs[i], ALTGRAD_ROUND_STOCHASTIC, ALTGRAD_OVERFLOW_SATURATE, 0u).value;
-            const float hi = ref_quantize(m, xs[i], ALTGRAD_ROUND_STOCHASTIC, ALTGRAD_OVERFLOW_SATURATE, 0xFFFFFFFFu).value;
+            const float lo =
+                ref_quantize(m, xs[i], ALTGRAD_ROUND_STOCHASTIC, ALTGRAD_OVERFLOW_SATURATE, 0u).value;
+            const float hi =
+                ref_quantize(m, xs[i], ALTGRAD_ROUND_STOCHASTIC, ALTGRAD_OVERFLOW_SATURATE, 0xFFFFFFFFu)
+                    .value;
             ASSERT_TRUE(same_float(r.out[i], lo) || same_float(r.out[i], hi))
-                << GetParam() << " x=" << hexf(xs[i]) << " gave " << hexf(r.out[i]) << ", neighbours " << hexf(lo)
-                << " and " << hexf(hi);
+                << GetParam() << " x=" << hexf(xs[i]) << " gave " << hexf(r.out[i]) << ", neighbours "
+                << hexf(lo) << " and " << hexf(hi);
         }
     }
 }
@@ -95,13 +98,15 @@ TEST_P(PluginStochastic, ChunkingDoesNotChangeTheResult) {
         size_t at = 0;
         for (size_t k = 0; at < xs.size(); ++k) {
             const size_t n = std::min(sizes[k % 4], xs.size() - at);
-            altgrad_quantize_args a = quantize_args(xs.data() + at, pieces.data() + at, n, stochastic(5, base + at, o));
+            altgrad_quantize_args a =
+                quantize_args(xs.data() + at, pieces.data() + at, n, stochastic(5, base + at, o));
             ASSERT_EQ(p.quantize_raw(&a), ALTGRAD_STATUS_OK);
             overflow += a.overflow_count;
             underflow += a.underflow_count;
             at += n;
         }
-        for (size_t i = 0; i < xs.size(); ++i) ASSERT_TRUE(same_float(whole.out[i], pieces[i])) << "element " << i;
+        for (size_t i = 0; i < xs.size(); ++i)
+            ASSERT_TRUE(same_float(whole.out[i], pieces[i])) << "element " << i;
         EXPECT_EQ(overflow, whole.overflow);
         EXPECT_EQ(underflow, whole.underflow);
         // And the codes of encode, chunked the same way.
@@ -109,9 +114,11 @@ TEST_P(PluginStochastic, ChunkingDoesNotChangeTheResult) {
         at = 0;
         for (size_t k = 0; at < xs.size(); ++k) {
             const size_t n = std::min(sizes[(k + 1) % 4], xs.size() - at);
-            const std::vector<float> part(xs.begin() + static_cast<long>(at), xs.begin() + static_cast<long>(at + n));
+            const std::vector<float> part(xs.begin() + static_cast<long>(at),
+                                          xs.begin() + static_cast<long>(at + n));
             const EncodeResult e = p.encode(part, stochastic(5, base + at, o));
-            for (size_t i = 0; i < n; ++i) ASSERT_EQ(e.codes[i], ewhole.codes[at + i]) << "element " << at + i;
+            for (size_t i = 0; i < n; ++i)
+                ASSERT_EQ(e.codes[i], ewhole.codes[at + i]) << "element " << at + i;
             at += n;
         }
     }
@@ -135,7 +142,7 @@ TEST_P(PluginStochastic, FourThreadsOnDisjointSlicesMatchOneCall) {
         threads.emplace_back([&, t] {
             for (int rep = 0; rep < 3; ++rep) {
                 altgrad_quantize_args a = quantize_args(xs.data() + cuts[t], out.data() + cuts[t],
-                                                             cuts[t + 1] - cuts[t], stochastic(8, base + cuts[t]));
+                                                        cuts[t + 1] - cuts[t], stochastic(8, base + cuts[t]));
                 status[t] = p.quantize_raw(&a);
                 overflow[t] = a.overflow_count;
                 underflow[t] = a.underflow_count;
@@ -195,7 +202,7 @@ const Interval kIntervals[] = {
     {"e4m3", 1.0, 1.125},
     {"e4m3", 3.0 / 512, 4.0 / 512},  // subnormals
     {"e4m3", -416.0, -448.0},
-    {"e5m2", 0.0, 1.0 / 65536},      // zero and the min subnormal
+    {"e5m2", 0.0, 1.0 / 65536},  // zero and the min subnormal
     {"e5m2", 40960.0, 49152.0},
     {"e3m4", -15.0, -15.5},
     {"e1m6", 1.0, 65.0 / 64},
@@ -215,7 +222,8 @@ TEST(Stochastic, MeanOfManyDrawsIsWithinFiveSigmaOfX) {
         const FormatPlugin& p = plugin(iv.format);
         for (double frac : {1.0 / 8, 1.0 / 3, 1.0 / 2, 0.9}) {
             const float x = static_cast<float>(iv.t + frac * (iv.a - iv.t));
-            const double f = (std::fabs(static_cast<double>(x)) - std::fabs(iv.t)) / (std::fabs(iv.a) - std::fabs(iv.t));
+            const double f =
+                (std::fabs(static_cast<double>(x)) - std::fabs(iv.t)) / (std::fabs(iv.a) - std::fabs(iv.t));
             ASSERT_GT(f, 0.0);
             ASSERT_LT(f, 1.0);
             const double prob = std::floor(std::ldexp(f, 32)) / 4294967296.0;
@@ -232,10 +240,12 @@ TEST(Stochastic, MeanOfManyDrawsIsWithinFiveSigmaOfX) {
             }
             const double mean = sum / N;
             const double step = std::fabs(iv.a - iv.t);
-            const double bound = 5 * std::sqrt(prob * (1 - prob) / N) * step + std::ldexp(step, -32) + 1e-12 * std::fabs(x);
+            const double bound =
+                5 * std::sqrt(prob * (1 - prob) / N) * step + std::ldexp(step, -32) + 1e-12 * std::fabs(x);
             EXPECT_LE(std::fabs(mean - x), bound)
-                << iv.format << " between " << iv.t << " and " << iv.a << " at fraction " << frac << ": x=" << hexf(x)
-                << ", mean of " << N << " draws " << mean << " (" << aways << " rounded away)";
+                << iv.format << " between " << iv.t << " and " << iv.a << " at fraction " << frac
+                << ": x=" << hexf(x) << ", mean of " << N << " draws " << mean << " (" << aways
+                << " rounded away)";
         }
     }
 }
@@ -245,7 +255,8 @@ TEST(Stochastic, MeanOfManyDrawsIsWithinFiveSigmaOfX) {
 TEST(Stochastic, AwayCountEqualsStochasticACountOfTheRandomWords) {
     const FormatPlugin& p = plugin("e4m3");
     const float x = 1.0f + 0.125f * 0.3f;  // 30% of the way from 1 to 1.125 (rounded to float)
-    const uint64_t frac32 = static_cast<uint64_t>(std::floor(std::ldexp((static_cast<double>(x) - 1.0) / 0.125, 32)));
+    const uint64_t frac32 =
+        static_cast<uint64_t>(std::floor(std::ldexp((static_cast<double>(x) - 1.0) / 0.125, 32)));
     const size_t N = 20000;
     const QuantizeResult r = p.quantize(std::vector<float>(N, x), stochastic(42, 7));
     ASSERT_EQ(r.status, ALTGRAD_STATUS_OK);
@@ -266,7 +277,8 @@ TEST(Stochastic, OverflowPastMaxFollowsTheOverflowMode) {
         const QuantizeResult r = p.quantize(std::vector<float>(N, 456.0f), stochastic(3, 0, o));
         ASSERT_EQ(r.status, ALTGRAD_STATUS_OK);
         size_t ups = 0;
-        for (size_t i = 0; i < N; ++i) ups += ref_random_bits(3, i) >= (3ull << 30);  // floor(0.25 * 2^32) + R >= 2^32
+        for (size_t i = 0; i < N; ++i)
+            ups += ref_random_bits(3, i) >= (3ull << 30);  // floor(0.25 * 2^32) + R >= 2^32
         EXPECT_EQ(r.overflow, ups);
         size_t nans = 0;
         for (float y : r.out) {

@@ -113,16 +113,16 @@ struct FormatModel {
     std::vector<double> by_code;  // value of each code: finite, +-Inf or NaN
     bool signed_zero = true;      // +0 and -0 both exist
     Beyond beyond = Beyond::grid;
-    double above_max = 0;         // grid: the next grid value above max
-    double below_lowest = 0;      // grid: the next grid value below lowest
+    double above_max = 0;     // grid: the next grid value above max
+    double below_lowest = 0;  // grid: the next grid value below lowest
 
     struct Entry {
         double value;
         uint32_t code;
     };
     // Derived by finalize().
-    std::vector<Entry> sorted;    // distinct finite values, ascending; zero once
-    std::vector<double> values;   // sorted[i].value
+    std::vector<Entry> sorted;   // distinct finite values, ascending; zero once
+    std::vector<double> values;  // sorted[i].value
     double max = 0, lowest = 0;
     uint32_t max_code = 0, lowest_code = 0;
     int64_t pos_zero_code = -1, neg_zero_code = -1, pos_inf_code = -1, neg_inf_code = -1;
@@ -148,7 +148,8 @@ struct FormatModel {
         }
         const int64_t zero_code = pos_zero_code >= 0 ? pos_zero_code : neg_zero_code;
         if (zero_code >= 0) sorted.push_back({0.0, static_cast<uint32_t>(zero_code)});
-        std::sort(sorted.begin(), sorted.end(), [](const Entry& a, const Entry& b) { return a.value < b.value; });
+        std::sort(sorted.begin(), sorted.end(),
+                  [](const Entry& a, const Entry& b) { return a.value < b.value; });
         for (size_t i = 1; i < sorted.size(); ++i)
             if (sorted[i].value == sorted[i - 1].value) throw std::logic_error(name + ": duplicate value");
         values.clear();
@@ -195,8 +196,9 @@ inline FormatModel finite_sign_magnitude_model(const std::string& name, int E, i
     for (uint32_t c = 0; c < (1u << m.total_bits); ++c) {
         const bool neg = (c >> (E + M)) & 1u;
         const uint32_t e = (c >> M) & ((1u << E) - 1u), mant = c & ((1u << M) - 1u);
-        const double v = e == 0 ? std::ldexp(static_cast<double>(mant), 1 - bias - M)
-                                : std::ldexp(1.0 + std::ldexp(static_cast<double>(mant), -M), static_cast<int>(e) - bias);
+        const double v =
+            e == 0 ? std::ldexp(static_cast<double>(mant), 1 - bias - M)
+                   : std::ldexp(1.0 + std::ldexp(static_cast<double>(mant), -M), static_cast<int>(e) - bias);
         m.by_code.push_back(neg ? -v : v);
     }
     m.above_max = std::ldexp(1.0, (1 << E) - 1 - bias + 1);
@@ -217,7 +219,8 @@ inline FormatModel make_model(const std::string& name) {
         if (name == "fp16") E = 5, M = 10, bias = 15;
         if (name == "bf16") E = 8, M = 7, bias = 127;
         m.total_bits = static_cast<unsigned>(1 + E + M);
-        for (uint32_t c = 0; c < (1u << m.total_bits); ++c) m.by_code.push_back(ieee_style_value(c, E, M, bias));
+        for (uint32_t c = 0; c < (1u << m.total_bits); ++c)
+            m.by_code.push_back(ieee_style_value(c, E, M, bias));
         // Past max (all-ones mantissa at the top finite exponent) the grid
         // continues with 2^(emax + 1).
         const int emax = (1 << E) - 2 - bias;
@@ -275,12 +278,14 @@ inline FormatModel make_model(const std::string& name) {
     } else if (name == "ue8m0") {
         // OCP MX v1.0 E8M0 (section 5.4.1): unsigned, code e is 2^(e - 127)
         // for e = 0..254, 0xFF is NaN; no zero, no Inf, nothing beyond.
-        for (uint32_t c = 0; c < 256; ++c) m.by_code.push_back(c == 0xFF ? nan : std::ldexp(1.0, static_cast<int>(c) - 127));
+        for (uint32_t c = 0; c < 256; ++c)
+            m.by_code.push_back(c == 0xFF ? nan : std::ldexp(1.0, static_cast<int>(c) - 127));
         m.beyond = Beyond::codebook;
         m.signed_zero = false;
     } else if (name == "e0m7") {
         // Two's-complement Q0.7: int8 k, value k / 128.
-        for (uint32_t c = 0; c < 256; ++c) m.by_code.push_back(static_cast<int8_t>(static_cast<uint8_t>(c)) / 128.0);
+        for (uint32_t c = 0; c < 256; ++c)
+            m.by_code.push_back(static_cast<int8_t>(static_cast<uint8_t>(c)) / 128.0);
         m.signed_zero = false;
         m.above_max = 128.0 / 128;
         m.below_lowest = -129.0 / 128;
@@ -305,10 +310,10 @@ inline const FormatModel& model(const std::string& name) {
 // -------------------------------------------------------------------------
 struct RefResult {
     float value = 0;
-    int64_t code = -1;      // -1: a NaN (any NaN code)
+    int64_t code = -1;  // -1: a NaN (any NaN code)
     bool overflow = false;
     bool underflow = false;
-    bool ambiguous = false; // a tie between two codes of the same parity (codebooks only)
+    bool ambiguous = false;  // a tie between two codes of the same parity (codebooks only)
 };
 
 inline RefResult ref_quantize(const FormatModel& m, float x, altgrad_rounding rounding, altgrad_overflow ovf,
@@ -325,7 +330,8 @@ inline RefResult ref_quantize(const FormatModel& m, float x, altgrad_rounding ro
         const bool nonfinite =
             ovf == ALTGRAD_OVERFLOW_NONFINITE && !(rounding == ALTGRAD_ROUND_TOWARD_ZERO && !input_inf);
         if (nonfinite && m.has_inf) {
-            o.value = positive ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+            o.value =
+                positive ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
             o.code = positive ? m.pos_inf_code : m.neg_inf_code;
         } else if (nonfinite && m.has_nan) {
             o.value = fnan;
@@ -355,7 +361,8 @@ inline RefResult ref_quantize(const FormatModel& m, float x, altgrad_rounding ro
         t = {up ? m.max : m.lowest, ec, false, ec & 1u};
         a = {up ? m.above_max : m.below_lowest, 0u, true, (ec & 1u) ^ 1u};
     } else {
-        const size_t hi = static_cast<size_t>(std::upper_bound(m.values.begin(), m.values.end(), d) - m.values.begin());
+        const size_t hi =
+            static_cast<size_t>(std::upper_bound(m.values.begin(), m.values.end(), d) - m.values.begin());
         const FormatModel::Entry lo_e = m.sorted[hi - 1];
         if (lo_e.value == d) {
             exact = true;
@@ -454,10 +461,11 @@ inline std::vector<float> edge_points(const FormatModel& m) {
         add_with_neighbours(out, -p);
     }
     const float inf = std::numeric_limits<float>::infinity();
-    for (float f : {0.0f, -0.0f, FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, std::numeric_limits<float>::denorm_min(),
-                    -std::numeric_limits<float>::denorm_min(), inf, -inf, std::numeric_limits<float>::quiet_NaN(),
-                    -std::numeric_limits<float>::quiet_NaN(), bfloat(0x7F800001u) /* signalling */,
-                    static_cast<float>(2 * m.max > FLT_MAX ? FLT_MAX : 2 * m.max)})
+    for (float f :
+         {0.0f, -0.0f, FLT_MAX, -FLT_MAX, FLT_MIN, -FLT_MIN, std::numeric_limits<float>::denorm_min(),
+          -std::numeric_limits<float>::denorm_min(), inf, -inf, std::numeric_limits<float>::quiet_NaN(),
+          -std::numeric_limits<float>::quiet_NaN(), bfloat(0x7F800001u) /* signalling */,
+          static_cast<float>(2 * m.max > FLT_MAX ? FLT_MAX : 2 * m.max)})
         out.push_back(f);
     // Drop duplicates (by bits) to keep the big formats quick.
     std::vector<uint32_t> b;

@@ -50,9 +50,12 @@ float direct_quantize(const F& f, float x, altgrad_rounding r, altgrad_overflow 
     const uint32_t b = fbits(x);
     const bool sat = o == SAT;
     switch (r) {
-        case RNE: return bfloat(sat ? q_bits<RNE, SAT>(f, b, random, c) : q_bits<RNE, NONFINITE>(f, b, random, c));
-        case RSR: return bfloat(sat ? q_bits<RSR, SAT>(f, b, random, c) : q_bits<RSR, NONFINITE>(f, b, random, c));
-        case RTZ: return bfloat(sat ? q_bits<RTZ, SAT>(f, b, random, c) : q_bits<RTZ, NONFINITE>(f, b, random, c));
+        case RNE:
+            return bfloat(sat ? q_bits<RNE, SAT>(f, b, random, c) : q_bits<RNE, NONFINITE>(f, b, random, c));
+        case RSR:
+            return bfloat(sat ? q_bits<RSR, SAT>(f, b, random, c) : q_bits<RSR, NONFINITE>(f, b, random, c));
+        case RTZ:
+            return bfloat(sat ? q_bits<RTZ, SAT>(f, b, random, c) : q_bits<RTZ, NONFINITE>(f, b, random, c));
     }
     return kNaN;
 }
@@ -68,9 +71,15 @@ uint32_t direct_encode(const F& f, float x, altgrad_rounding r, altgrad_overflow
     const uint32_t b = fbits(x);
     const bool sat = o == SAT;
     switch (r) {
-        case RNE: return sat ? e_bits<RNE, SAT>(f, b, random, c, bad) : e_bits<RNE, NONFINITE>(f, b, random, c, bad);
-        case RSR: return sat ? e_bits<RSR, SAT>(f, b, random, c, bad) : e_bits<RSR, NONFINITE>(f, b, random, c, bad);
-        case RTZ: return sat ? e_bits<RTZ, SAT>(f, b, random, c, bad) : e_bits<RTZ, NONFINITE>(f, b, random, c, bad);
+        case RNE:
+            return sat ? e_bits<RNE, SAT>(f, b, random, c, bad)
+                       : e_bits<RNE, NONFINITE>(f, b, random, c, bad);
+        case RSR:
+            return sat ? e_bits<RSR, SAT>(f, b, random, c, bad)
+                       : e_bits<RSR, NONFINITE>(f, b, random, c, bad);
+        case RTZ:
+            return sat ? e_bits<RTZ, SAT>(f, b, random, c, bad)
+                       : e_bits<RTZ, NONFINITE>(f, b, random, c, bad);
     }
     return 0;
 }
@@ -81,8 +90,9 @@ uint32_t direct_encode(const F& f, float x, altgrad_rounding r, altgrad_overflow
 template <class F, class = void>
 struct has_branchless : std::false_type {};
 template <class F>
-struct has_branchless<F, std::void_t<decltype(std::declval<const F&>().template quantize_bits_branchless<RNE, SAT>(
-                             uint32_t{}, uint32_t{}, std::declval<sdk::element_counts&>()))>> : std::true_type {};
+struct has_branchless<
+    F, std::void_t<decltype(std::declval<const F&>().template quantize_bits_branchless<RNE, SAT>(
+           uint32_t{}, uint32_t{}, std::declval<sdk::element_counts&>()))>> : std::true_type {};
 
 template <altgrad_rounding R, altgrad_overflow O, class F>
 uint32_t qb_bits(const F& f, uint32_t bits, uint32_t random, sdk::element_counts& c) {
@@ -96,9 +106,15 @@ float direct_quantize_branchless(const F& f, float x, altgrad_rounding r, altgra
     const uint32_t b = fbits(x);
     const bool sat = o == SAT;
     switch (r) {
-        case RNE: return bfloat(sat ? qb_bits<RNE, SAT>(f, b, random, c) : qb_bits<RNE, NONFINITE>(f, b, random, c));
-        case RSR: return bfloat(sat ? qb_bits<RSR, SAT>(f, b, random, c) : qb_bits<RSR, NONFINITE>(f, b, random, c));
-        case RTZ: return bfloat(sat ? qb_bits<RTZ, SAT>(f, b, random, c) : qb_bits<RTZ, NONFINITE>(f, b, random, c));
+        case RNE:
+            return bfloat(sat ? qb_bits<RNE, SAT>(f, b, random, c)
+                              : qb_bits<RNE, NONFINITE>(f, b, random, c));
+        case RSR:
+            return bfloat(sat ? qb_bits<RSR, SAT>(f, b, random, c)
+                              : qb_bits<RSR, NONFINITE>(f, b, random, c));
+        case RTZ:
+            return bfloat(sat ? qb_bits<RTZ, SAT>(f, b, random, c)
+                              : qb_bits<RTZ, NONFINITE>(f, b, random, c));
     }
     return kNaN;
 }
@@ -108,8 +124,8 @@ float direct_quantize_branchless(const F& f, float x, altgrad_rounding r, altgra
 // equals the quantized value; NaN into a format without NaN sets the
 // unrepresentable flag of encode.
 template <class F>
-::testing::AssertionResult helper_matches_reference(const F& f, const FormatModel& m, const std::vector<float>& xs,
-                                                    const Mode& mode) {
+::testing::AssertionResult helper_matches_reference(const F& f, const FormatModel& m,
+                                                    const std::vector<float>& xs, const Mode& mode) {
     sdk::element_counts qc, ec, bc;
     size_t bad = 0;
     uint64_t want_over = 0, want_under = 0;
@@ -122,25 +138,27 @@ template <class F>
         want_under += want.underflow;
         const float got = direct_quantize(f, xs[i], mode.rounding, mode.overflow, random, qc);
         bool unrepresentable = false;
-        const uint32_t code = direct_encode(f, xs[i], mode.rounding, mode.overflow, random, ec, unrepresentable);
+        const uint32_t code =
+            direct_encode(f, xs[i], mode.rounding, mode.overflow, random, ec, unrepresentable);
         const float got_b = direct_quantize_branchless(f, xs[i], mode.rounding, mode.overflow, random, bc);
         bool ok = same_float(got, want.value) && same_float(got_b, want.value);
-        if (want.code >= 0) ok = ok && code == static_cast<uint32_t>(want.code) && same_float(f.decode(code), want.value);
+        if (want.code >= 0)
+            ok = ok && code == static_cast<uint32_t>(want.code) && same_float(f.decode(code), want.value);
         else if (m.has_nan) ok = ok && std::isnan(m.by_code.at(code)) && !unrepresentable;
         else ok = ok && unrepresentable;
         if (!ok && ++bad <= 10)
-            msg << "\n  x=" << hexf(xs[i]) << " expected " << hexf(want.value) << " code " << want.code << ", got "
-                << hexf(got) << " code " << code << (unrepresentable ? " (unrepresentable)" : "")
+            msg << "\n  x=" << hexf(xs[i]) << " expected " << hexf(want.value) << " code " << want.code
+                << ", got " << hexf(got) << " code " << code << (unrepresentable ? " (unrepresentable)" : "")
                 << (has_branchless<F>::value ? ", branch-free kernel " + hexf(got_b) : std::string());
     }
     if (bad == 0 && qc.overflow == want_over && qc.underflow == want_under && ec.overflow == want_over &&
         ec.underflow == want_under && bc.overflow == want_over && bc.underflow == want_under)
         return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << m.name << " " << describe(mode) << ": " << bad << " values differ; "
-                                         << "overflow " << qc.overflow << "/" << ec.overflow << "/" << bc.overflow
-                                         << " (expected " << want_over << "), underflow " << qc.underflow << "/"
-                                         << ec.underflow << "/" << bc.underflow << " (expected " << want_under << ")"
-                                         << msg.str();
+    return ::testing::AssertionFailure()
+           << m.name << " " << describe(mode) << ": " << bad << " values differ; "
+           << "overflow " << qc.overflow << "/" << ec.overflow << "/" << bc.overflow << " (expected "
+           << want_over << "), underflow " << qc.underflow << "/" << ec.underflow << "/" << bc.underflow
+           << " (expected " << want_under << ")" << msg.str();
 }
 
 template <class F>
@@ -150,7 +168,8 @@ void expect_matches_everywhere(const F& f, const FormatModel& m, size_t edge_str
     for (size_t i = 0; i < edges.size(); i += edge_stride) xs.push_back(edges[i]);
     const std::vector<float> r = random_points(m, 50000, 77);
     xs.insert(xs.end(), r.begin(), r.end());
-    for (const Mode& mode : all_modes(1.0f, 0xFEEDull, 31)) EXPECT_TRUE(helper_matches_reference(f, m, xs, mode));
+    for (const Mode& mode : all_modes(1.0f, 0xFEEDull, 31))
+        EXPECT_TRUE(helper_matches_reference(f, m, xs, mode));
 }
 
 template <class Fn>
@@ -188,7 +207,7 @@ const std::vector<float> kNF4 = {-1.0f,
                                  1.0f};
 
 // A P3109-like sign-magnitude 4-bit table: one zero, NaN at 8, +-Inf at 7 / 15.
-const std::vector<float> kP4 = {0.0f, 0.25f, 0.5f, 1.0f,  1.5f,  2.0f, 3.0f, kInf,
+const std::vector<float> kP4 = {0.0f, 0.25f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  kInf,
                                 kNaN, -0.25f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -kInf};
 
 // OCP MX E2M1 as a codebook: +0 at 0 and -0 at 8, no NaN, no Inf.
@@ -214,7 +233,8 @@ FormatModel codebook_model(const std::string& name, const std::vector<float>& ta
 }
 
 TEST(Codebook, ConstructorRejectsAWrongTableSize) {
-    expect_invalid_argument([] { sdk::codebook_format(4, std::vector<float>(15, 0.0f)); }, "15 values for 4 bits");
+    expect_invalid_argument([] { sdk::codebook_format(4, std::vector<float>(15, 0.0f)); },
+                            "15 values for 4 bits");
     expect_invalid_argument([] { sdk::codebook_format(4, std::vector<float>(kNF4.begin(), kNF4.end() - 1)); },
                             "NF4 minus one");
     std::vector<float> seventeen = kNF4;
@@ -231,7 +251,8 @@ TEST(Codebook, ConstructorRejectsDuplicateNonZeroValues) {
     std::vector<float> neg = kE2M1;
     neg[15] = -4.0f;
     expect_invalid_argument([&] { sdk::codebook_format(4, neg); }, "two codes of -4");
-    expect_invalid_argument([] { sdk::codebook_format(4, std::vector<float>(16, kNaN)); }, "no finite values");
+    expect_invalid_argument([] { sdk::codebook_format(4, std::vector<float>(16, kNaN)); },
+                            "no finite values");
 }
 
 TEST(Codebook, ConstructorAcceptsPlusAndMinusZero) {
@@ -279,7 +300,8 @@ TEST(Codebook, SignedZeroTableMatchesTheReferenceInEveryMode) {
 }
 
 TEST(Codebook, TableWithNanButNoInfMatchesTheReferenceInEveryMode) {
-    expect_matches_everywhere(sdk::codebook_format(4, e2m1_with_nan()), codebook_model("e2m1-nan", e2m1_with_nan()));
+    expect_matches_everywhere(sdk::codebook_format(4, e2m1_with_nan()),
+                              codebook_model("e2m1-nan", e2m1_with_nan()));
 }
 
 struct CodeResult {
@@ -369,11 +391,11 @@ TEST(GeneratedCodebooks, PowersOfTwoWithoutZero) {
 
 TEST(Codebook, NearestAndTowardZeroOnNF4) {
     const sdk::codebook_format f(4, kNF4);
-    EXPECT_EQ(run(f, 0.2f).code, 9u);         // 0.2 is nearer 0.1609 than 0.2461
+    EXPECT_EQ(run(f, 0.2f).code, 9u);  // 0.2 is nearer 0.1609 than 0.2461
     EXPECT_EQ(run(f, 0.21f).code, 10u);
     EXPECT_EQ(run(f, 0.9f).code, 15u);
     EXPECT_EQ(run(f, 0.9f, RTZ).code, 14u);
-    EXPECT_EQ(run(f, -0.9f, RTZ).code, 1u);   // toward zero: -0.6962
+    EXPECT_EQ(run(f, -0.9f, RTZ).code, 1u);  // toward zero: -0.6962
     EXPECT_EQ(run(f, -0.05f, RTZ).code, 7u);
     EXPECT_EQ(run(f, -0.05f, RTZ).underflow, 1u);
     EXPECT_EQ(run(f, 0.07958029955625534f).code, 8u);
@@ -504,7 +526,8 @@ TEST(Codebook, StochasticRoundingIsUnbiasedAndUsesOnlyTheNeighbours) {
 FormatModel q3_4_model() {
     FormatModel m;
     m.name = "q3.4";
-    for (uint32_t c = 0; c < 256; ++c) m.by_code.push_back(static_cast<int8_t>(static_cast<uint8_t>(c)) / 16.0);
+    for (uint32_t c = 0; c < 256; ++c)
+        m.by_code.push_back(static_cast<int8_t>(static_cast<uint8_t>(c)) / 16.0);
     m.signed_zero = false;
     m.above_max = 8.0;
     m.below_lowest = -8.0 - 1.0 / 16;
@@ -566,7 +589,8 @@ FormatModel fixed_point_model(int B, int F) {
     m.name = "fixed" + std::to_string(B) + "." + std::to_string(F);
     m.total_bits = static_cast<unsigned>(B);
     for (uint32_t c = 0; c < (1u << B); ++c) {
-        const int64_t k = c >= (1u << (B - 1)) ? static_cast<int64_t>(c) - (int64_t{1} << B) : static_cast<int64_t>(c);
+        const int64_t k =
+            c >= (1u << (B - 1)) ? static_cast<int64_t>(c) - (int64_t{1} << B) : static_cast<int64_t>(c);
         m.by_code.push_back(std::ldexp(static_cast<double>(k), -F));
     }
     m.signed_zero = false;
@@ -610,7 +634,8 @@ TEST(ExMy, BundledSpecsMatchTheReferenceThroughTheElementKernels) {
                           {"bf16", {8, 7, 127, S::ieee}}};
     for (const Case& c : cases) {
         SCOPED_TRACE(c.name);
-        expect_matches_everywhere(sdk::exmy_format(c.spec), model(c.name), model(c.name).total_bits > 8 ? 7 : 1);
+        expect_matches_everywhere(sdk::exmy_format(c.spec), model(c.name),
+                                  model(c.name).total_bits > 8 ? 7 : 1);
     }
 }
 
@@ -635,7 +660,8 @@ FormatModel e2m1_model() {
     FormatModel m;
     m.name = "exmy-e2m1";
     m.total_bits = 4;
-    for (uint32_t c = 0; c < 16; ++c) m.by_code.push_back((c & 8u) ? -kE2M1Magnitudes[c & 7u] : kE2M1Magnitudes[c & 7u]);
+    for (uint32_t c = 0; c < 16; ++c)
+        m.by_code.push_back((c & 8u) ? -kE2M1Magnitudes[c & 7u] : kE2M1Magnitudes[c & 7u]);
     m.above_max = 8.0;
     m.below_lowest = -8.0;
     m.finalize();
@@ -666,7 +692,7 @@ TEST(ExMy, E2M1FiniteMatchesTheReferenceInEveryMode) {
 
 TEST(ExMy, E2M1FiniteSaturatesInBothModesAndHasNoNan) {
     const sdk::exmy_format f({2, 1, 1, sdk::exmy_specials::finite});
-    EXPECT_EQ(run(f, 5.0f).value, 4.0f);  // tie: 4 is code 6 (even)
+    EXPECT_EQ(run(f, 5.0f).value, 4.0f);          // tie: 4 is code 6 (even)
     CodeResult r = run(f, 7.0f, RNE, NONFINITE);  // tie between 6 (code 7, odd) and 8: overflow
     EXPECT_EQ(r.value, 6.0f);
     EXPECT_EQ(r.code, 7u);
@@ -829,7 +855,9 @@ TEST(StateReader, RefusesBadBytesSayingWhat) {
               "saved state: count runs past the end (3 bytes)");
     EXPECT_EQ(refusal(std::string("\x02", 1), [](sdk::state_reader& r) { r.get_bool("active"); }),
               "saved state: active is 2, not 0 or 1");
-    EXPECT_EQ(refusal(std::string("\x05\x00\x00\x00\x00\x00\x00\x00" "abc", 11),
+    EXPECT_EQ(refusal(std::string("\x05\x00\x00\x00\x00\x00\x00\x00"
+                                  "abc",
+                                  11),
                       [](sdk::state_reader& r) { r.get_string("name"); }),
               "saved state: name of 5 bytes runs past the end");
     EXPECT_EQ(refusal(std::string("\x03\x00\x00\x00", 4), [](sdk::state_reader& r) { r.expect_layout(1); }),

@@ -35,7 +35,8 @@ inline Expected reference_quantize(const FormatModel& model, const std::vector<f
         // ABI 1.2's rule: element i takes its block's scale where block scales are given.
         const float s = m.block_scales != nullptr ? m.block_scales[i / m.block_size] : m.scale;
         const float scaled = s == 1.0f ? xs[i] : xs[i] * s;
-        const uint32_t random = m.rounding == ALTGRAD_ROUND_STOCHASTIC ? ref_random_bits(m.seed, m.offset + i) : 0u;
+        const uint32_t random =
+            m.rounding == ALTGRAD_ROUND_STOCHASTIC ? ref_random_bits(m.seed, m.offset + i) : 0u;
         const RefResult r = ref_quantize(model, scaled, m.rounding, m.overflow, random);
         e.ref[i] = r;
         e.out[i] = s == 1.0f ? r.value : r.value / s;
@@ -51,8 +52,8 @@ inline ::testing::AssertionResult quantize_matches_reference(const FormatPlugin&
                                                              const std::vector<float>& xs, const Mode& m) {
     const QuantizeResult got = p.quantize(xs, m);
     if (got.status != ALTGRAD_STATUS_OK)
-        return ::testing::AssertionFailure() << p.name() << " " << describe(m) << ": status " << got.status << " "
-                                             << got.message;
+        return ::testing::AssertionFailure()
+               << p.name() << " " << describe(m) << ": status " << got.status << " " << got.message;
     const Expected want = reference_quantize(model, xs, m);
     size_t bad = 0, ambiguous = 0;
     std::ostringstream msg;
@@ -63,25 +64,27 @@ inline ::testing::AssertionResult quantize_matches_reference(const FormatPlugin&
         }
         if (!same_float(want.out[i], got.out[i])) {
             if (bad < 10)
-                msg << "\n  x=" << hexf(xs[i]) << " expected " << hexf(want.out[i]) << " got " << hexf(got.out[i]);
+                msg << "\n  x=" << hexf(xs[i]) << " expected " << hexf(want.out[i]) << " got "
+                    << hexf(got.out[i]);
             ++bad;
         }
     }
     if (ambiguous > 0 && model.beyond == Beyond::grid)
-        return ::testing::AssertionFailure() << model.name << ": the reference met " << ambiguous
-                                             << " ties between codes of equal parity";
+        return ::testing::AssertionFailure()
+               << model.name << ": the reference met " << ambiguous << " ties between codes of equal parity";
     if (bad == 0 && got.overflow == want.overflow && got.underflow == want.underflow)
         return ::testing::AssertionSuccess();
-    return ::testing::AssertionFailure() << p.name() << " " << describe(m) << ": " << bad << " of " << xs.size()
-                                         << " values differ; overflow_count " << got.overflow << " (expected "
-                                         << want.overflow << "), underflow_count " << got.underflow << " (expected "
-                                         << want.underflow << ")" << msg.str();
+    return ::testing::AssertionFailure()
+           << p.name() << " " << describe(m) << ": " << bad << " of " << xs.size()
+           << " values differ; overflow_count " << got.overflow << " (expected " << want.overflow
+           << "), underflow_count " << got.underflow << " (expected " << want.underflow << ")" << msg.str();
 }
 
 // The four deterministic mode pairs and the two stochastic ones.
 inline std::vector<Mode> all_modes(float scale = 1.0f, uint64_t seed = 0x5EED5EEDull, uint64_t offset = 977) {
     std::vector<Mode> modes;
-    for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_TOWARD_ZERO, ALTGRAD_ROUND_STOCHASTIC})
+    for (altgrad_rounding r :
+         {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_TOWARD_ZERO, ALTGRAD_ROUND_STOCHASTIC})
         for (altgrad_overflow o : {ALTGRAD_OVERFLOW_SATURATE, ALTGRAD_OVERFLOW_NONFINITE}) {
             Mode m;
             m.rounding = r;

@@ -27,8 +27,8 @@ using host::run::train_line;
 
 // A tensor at its last use with these rates, of 1000 elements (every rate here
 // a whole number of them); bit_stall_rate NaN: not measured.
-tensor_line tensor(const std::string& name, const std::string& role, const std::string& format, double overflow_rate,
-                   double underflow_rate, double bit_stall_rate) {
+tensor_line tensor(const std::string& name, const std::string& role, const std::string& format,
+                   double overflow_rate, double underflow_rate, double bit_stall_rate) {
     tensor_line t{0, name, role, format, {}};
     t.values = {{"overflow", std::round(overflow_rate * 1000)},
                 {"underflow", std::round(underflow_rate * 1000)},
@@ -41,7 +41,9 @@ tensor_line tensor(const std::string& name, const std::string& role, const std::
 const std::map<std::string, int> kMantissaBits = {{"e7m0", 0}, {"e5m2", 2}, {"e4m3", 3}, {"e3m4", 4}};
 
 // A step's record as the trainer writes it: loss and gradient norm, nothing else measured.
-train_line finite_step(int64_t step, double loss = 4.0) { return {step, {{"loss", loss}, {"grad_norm", 1.0}}}; }
+train_line finite_step(int64_t step, double loss = 4.0) {
+    return {step, {{"loss", loss}, {"grad_norm", 1.0}}};
+}
 
 train_line nonfinite_step(int64_t step) { return {step, {{"loss", NAN}, {"grad_norm", NAN}}}; }
 
@@ -152,7 +154,8 @@ TEST(FailureDetector, OverflowAboveThresholdForPatienceStepsFromTheFirstOfTheStr
     EXPECT_EQ(v->evidence_step, 4);
     EXPECT_EQ(v->decided_step, 8);
     EXPECT_NE(v->evidence.find("above 10.0%"), std::string::npos) << v->evidence;
-    EXPECT_NE(v->evidence.find("3 consecutive measurements from step 4 (20.0% then, 11.0% now)"), std::string::npos)
+    EXPECT_NE(v->evidence.find("3 consecutive measurements from step 4 (20.0% then, 11.0% now)"),
+              std::string::npos)
         << v->evidence;
 }
 
@@ -160,7 +163,8 @@ TEST(FailureDetector, OverflowAboveThresholdForPatienceStepsFromTheFirstOfTheStr
 // two steps into an overflow streak decides at the third step, with the
 // streak's first step and value, as the original does; a fresh one does not.
 TEST(FailureDetector, ARestoredDetectorContinuesItsStreaks) {
-    failure_detector original(failure_config{}, false, /*weights_in_format=*/true, 500);  // overflow 0.1, patience 3
+    failure_detector original(failure_config{}, false, /*weights_in_format=*/true,
+                              500);  // overflow 0.1, patience 3
     EXPECT_FALSE(original.observe(overflow_step(1, 0.2)));
     EXPECT_FALSE(original.observe(overflow_step(2, 0.3)));
     // A measurement: the window (4.0 + 4.0 + 3.25) / 3 = 3.75 becomes the previous window loss.
@@ -204,7 +208,8 @@ TEST(FailureDetector, PatienceOneDecidesAtTheFirstStepAbove) {
 }
 
 TEST(FailureDetector, GradientVanishingAboveThresholdForPatienceSteps) {
-    failure_detector d(failure_config{}, false, /*weights_in_format=*/true, 500);  // vanishing 0.7, patience 3
+    failure_detector d(failure_config{}, false, /*weights_in_format=*/true,
+                       500);  // vanishing 0.7, patience 3
     EXPECT_FALSE(d.observe(sparsity_step(10, 0.9)));
     EXPECT_FALSE(d.observe(sparsity_step(11, 0.6)));  // below: resets
     EXPECT_FALSE(d.observe(sparsity_step(12, 0.8)));
@@ -248,7 +253,8 @@ TEST(FailureDetector, BitStallWhileTheLossImprovesNeverCollapses) {
 }
 
 TEST(FailureDetector, BitStallWithoutProgressForPatienceMeasurements) {
-    failure_detector d(failure_config{}, false, /*weights_in_format=*/true, 100000);  // bit_stall 0.5, min_progress 0.01, patience 3
+    failure_detector d(failure_config{}, false, /*weights_in_format=*/true,
+                       100000);  // bit_stall 0.5, min_progress 0.01, patience 3
     // The first measurement has no previous window: it counts as progress.
     EXPECT_FALSE(d.observe(stall_step(50, 0.9, 5.0)));
     // Steps between measurements (no bit stall) neither grow nor break the
@@ -257,7 +263,7 @@ TEST(FailureDetector, BitStallWithoutProgressForPatienceMeasurements) {
     // The window's mean, 4.99, is not below 5.0 * 0.99 = 4.95: no progress, stall 1 of 3.
     EXPECT_FALSE(d.observe(stall_step(100, 0.9, 4.99)));
     EXPECT_FALSE(d.observe(finite_step(101, 4.98)));
-    EXPECT_FALSE(d.observe(stall_step(150, 0.8, 4.98)));  // 4.98 >= 4.99 * 0.99: 2 of 3
+    EXPECT_FALSE(d.observe(stall_step(150, 0.8, 4.98)));                      // 4.98 >= 4.99 * 0.99: 2 of 3
     const std::optional<verdict> v = d.observe(stall_step(200, 0.7, 4.985));  // worse: 3 of 3
     ASSERT_TRUE(v);
     EXPECT_EQ(v->mode, failure_mode::bit_stall);
@@ -275,7 +281,7 @@ TEST(FailureDetector, TheWindowIsTheMeanOfTheFiniteLossesSinceTheLastMeasurement
     failure_detector d(c, /*interventions_enabled=*/true, /*weights_in_format=*/true, 100000);
     EXPECT_FALSE(d.observe(stall_step(50, 0.9, 5.0)));  // window 5.0, the first: progress
     EXPECT_FALSE(d.observe(finite_step(51, 6.0)));
-    EXPECT_FALSE(d.observe(nonfinite_step(52)));      // not finite: not in the window (tolerated)
+    EXPECT_FALSE(d.observe(nonfinite_step(52)));  // not finite: not in the window (tolerated)
     // (6.0 + 3.0) / 2 = 4.5 < 5.0 * 0.99 = 4.95: progress, no stall.
     EXPECT_FALSE(d.observe(stall_step(100, 0.9, 3.0)));
     // (4.46 + 4.5) / 2 = 4.48 >= 4.5 * 0.99 = 4.455: no progress, stall (patience 1). Had the
@@ -368,7 +374,8 @@ TEST(FailureDetector, BitStallThenOverflowThenVanishing) {
 // ---- stopped_early ---------------------------------------------------------------
 
 TEST(FailureDetector, StoppedEarlyBeforeTheEarlyStopFractionElseUnknown) {
-    failure_detector d(failure_config{}, false, /*weights_in_format=*/true, 500);  // early_stop 0.1: before step 50
+    failure_detector d(failure_config{}, false, /*weights_in_format=*/true,
+                       500);  // early_stop 0.1: before step 50
     const verdict early = d.stopped_early(49, "out of memory");
     EXPECT_EQ(early.mode, failure_mode::early_stop);
     EXPECT_EQ(early.evidence_step, 49);
@@ -416,7 +423,11 @@ failure_context bit_stall_context() {
     x.tensors = {qkv, fc, head, act};
     x.trend = {{240, {{"loss", 5.5}, {"grad_norm", 1.25}, {"grad_sparsity", 0.1}, {"overflow_rate", 0.0}}},
                {250,
-                {{"loss", 5.49}, {"grad_norm", 1.1}, {"grad_sparsity", 0.12}, {"overflow_rate", 0.0}, {"bit_stall", 0.8}}}};
+                {{"loss", 5.49},
+                 {"grad_norm", 1.1},
+                 {"grad_sparsity", 0.12},
+                 {"overflow_rate", 0.0},
+                 {"bit_stall", 0.8}}}};
     x.diagnostics = {{200, "stiffness.stiffness_mean", 0.5},
                      {250, "stiffness.stiffness_mean", 0.75},
                      {250, "grid_alignment.alignment_mean", 0.9}};
@@ -437,12 +448,14 @@ TEST(FailureReport, BitStallWithWeightsInTheirFormat) {
     EXPECT_TRUE(has(md, "| learning rate | 0.0006 |\n"));
 
     // Gradients, from the last trend row.
-    EXPECT_TRUE(has(md, "Gradient sparsity (parameter-gradient elements with |g| <= 1e-08) at step 250: 12.0%; "
-                        "gradient norm 1.1.\n"));
+    EXPECT_TRUE(has(md,
+                    "Gradient sparsity (parameter-gradient elements with |g| <= 1e-08) at step 250: 12.0%; "
+                    "gradient norm 1.1.\n"));
 
     // The weight that kept every value (rate 1.0) is named; the table is by rate, highest first.
-    EXPECT_TRUE(has(md, "1 of 3 weight tensors kept every quantized value since the previous measurement: "
-                        "`blocks.0.mlp.fc.weight`\n"));
+    EXPECT_TRUE(has(md,
+                    "1 of 3 weight tensors kept every quantized value since the previous measurement: "
+                    "`blocks.0.mlp.fc.weight`\n"));
     const size_t fc = md.find("| blocks.0.mlp.fc.weight | e7m0 | 100.0% |\n");
     const size_t qkv = md.find("| blocks.0.attn.qkv.weight | e7m0 | 60.0% |\n");
     const size_t head = md.find("| lm_head.weight | e7m0 | 20.0% |\n");
@@ -465,17 +478,21 @@ TEST(FailureReport, BitStallWithWeightsInTheirFormat) {
     EXPECT_TRUE(has(md, "| grid_alignment.alignment_mean | - | 0.9 |\n"));
     EXPECT_TRUE(has(md, "| stiffness.stiffness_mean | 0.5 | 0.75 |\n"));
 
-    EXPECT_TRUE(has(md, "## Interventions\n\n- step 120: mantissa_shift moved blocks.0.mlp.fc.weight e7m0 > e5m2\n"));
+    EXPECT_TRUE(
+        has(md, "## Interventions\n\n- step 120: mantissa_shift moved blocks.0.mlp.fc.weight e7m0 > e5m2\n"));
 
     // Recommendations. median |w| = 0.02: floor(log2 0.02) = -6 (2^-6 = 0.015625 <= 0.02 < 0.03125);
     // M = 0: neighbours 2^-6 apart, half gap 0.5 * 2^-6 = 0.0078125, "%.4g" -> 0.007812.
     EXPECT_TRUE(has(md, "- Set `quantization.shadow_weights = true`"));
-    EXPECT_TRUE(has(md, "At the median weight |w| = 0.02 the format's half gap is 0.007812, against a learning rate "
-                        "of 0.0006"));
+    EXPECT_TRUE(
+        has(md,
+            "At the median weight |w| = 0.02 the format's half gap is 0.007812, against a learning rate "
+            "of 0.0006"));
     EXPECT_TRUE(has(md, "- Or store with `quantization.forward_rounding = \"stochastic\"`"));
     // Most stalled: above failure.bit_stall (0.5) only, highest first.
-    EXPECT_TRUE(has(md, "- Most stalled: blocks.0.mlp.fc.weight (e7m0, 100.0%), blocks.0.attn.qkv.weight (e7m0, "
-                        "60.0%); their format has 0 mantissa bit(s)"));
+    EXPECT_TRUE(has(md,
+                    "- Most stalled: blocks.0.mlp.fc.weight (e7m0, 100.0%), blocks.0.attn.qkv.weight (e7m0, "
+                    "60.0%); their format has 0 mantissa bit(s)"));
     EXPECT_TRUE(has(md, "- Enable `mantissa_shift`"));
     EXPECT_FALSE(has(md, "None follow"));
 
@@ -514,7 +531,8 @@ TEST(FailureReport, NanLossWithNonFiniteOverflowRecommendsSaturate) {
     failure_context x;
     x.mantissa_bits = kMantissaBits;
     x.config = host::config::parse_config(
-        "[quantization]\noverflow = \"nonfinite\"\n[stability]\ninterventions = [\"mantissa_shift\"]\n", "e4m3_nan.toml");
+        "[quantization]\noverflow = \"nonfinite\"\n[stability]\ninterventions = [\"mantissa_shift\"]\n",
+        "e4m3_nan.toml");
     x.collapse.mode = failure_mode::nan_loss;
     x.collapse.evidence_step = 31;
     x.collapse.decided_step = 41;
@@ -534,22 +552,29 @@ TEST(FailureReport, NanLossWithNonFiniteOverflowRecommendsSaturate) {
     EXPECT_TRUE(has(md, "| collapse step (first evidence) | 31 |\n"));
     EXPECT_TRUE(has(md, "| checkpoint | `none` |\n"));
     // The worst overflow first.
-    EXPECT_TRUE(has(md, "- Set `quantization.overflow = \"saturate\"`: with `nonfinite`, values past the format's max "
-                        "became Inf, and blocks.1.mlp.fc.act (e4m3, 50.0%), blocks.1.mlp.proj.grad (e4m3, 25.0%) "
-                        "overflowed at the collapse."));
+    EXPECT_TRUE(
+        has(md,
+            "- Set `quantization.overflow = \"saturate\"`: with `nonfinite`, values past the format's max "
+            "became Inf, and blocks.1.mlp.fc.act (e4m3, 50.0%), blocks.1.mlp.proj.grad (e4m3, 25.0%) "
+            "overflowed at the collapse."));
     EXPECT_FALSE(has(md, "Give the overflowing tensors more range"));
-    EXPECT_TRUE(has(md, "Parameters with non-finite gradients at the collapse: `a.weight` `b.weight` `c.weight` "
-                        "`d.weight` `e.weight`\n"));
-    EXPECT_TRUE(has(md, "- The first non-finite gradients were in a.weight, b.weight, c.weight, d.weight and 1 more:"));
+    EXPECT_TRUE(has(md,
+                    "Parameters with non-finite gradients at the collapse: `a.weight` `b.weight` `c.weight` "
+                    "`d.weight` `e.weight`\n"));
+    EXPECT_TRUE(has(
+        md, "- The first non-finite gradients were in a.weight, b.weight, c.weight, d.weight and 1 more:"));
     // Lowest finite loss 3, last finite 5 > 1.5 * 3.
-    EXPECT_TRUE(has(md, "- The loss rose from 3 to 5 before it stopped being finite: lower `training.learning_rate` "
-                        "(now 0.0006) or `training.grad_clip` (now 1)"));
+    EXPECT_TRUE(
+        has(md,
+            "- The loss rose from 3 to 5 before it stopped being finite: lower `training.learning_rate` "
+            "(now 0.0006) or `training.grad_clip` (now 1)"));
     // A non-finite loss or norm is said, not hidden; rates not measured are "-".
     EXPECT_TRUE(has(md, "| 40 | 5 | 8 | - | - | - |\n"));
     EXPECT_TRUE(has(md, "| 41 | nan | inf | - | - | - |\n"));
     EXPECT_TRUE(has(md, "at step 41: -; gradient norm inf.\n"));
-    EXPECT_TRUE(has(md, "Bit stall had not been measured yet (it is measured every "
-                        "`quantization.diagnostic_interval` = 50 steps).\n"));
+    EXPECT_TRUE(has(md,
+                    "Bit stall had not been measured yet (it is measured every "
+                    "`quantization.diagnostic_interval` = 50 steps).\n"));
     EXPECT_FALSE(has(md, "Enable `mantissa_shift`"));  // it is enabled
     EXPECT_FALSE(has(md, "None follow"));
 }
@@ -562,8 +587,10 @@ TEST(FailureReport, NanLossWithSaturateRecommendsRangeAndNoOverflowNoSaturate) {
     x.tensors = {tensor("blocks.1.mlp.proj.grad", "output_gradient", "e4m3", 0.25, 0.0, NAN)};
     std::string md = failure_report_markdown(x);
     EXPECT_FALSE(has(md, "quantization.overflow = \"saturate\"`:")) << md;
-    EXPECT_TRUE(has(md, "- Give the overflowing tensors more range (a format with more exponent bits for them, or "
-                        "`quantization.margin` > 0): blocks.1.mlp.proj.grad (e4m3, 25.0%) overflowed at the collapse."))
+    EXPECT_TRUE(
+        has(md,
+            "- Give the overflowing tensors more range (a format with more exponent bits for them, or "
+            "`quantization.margin` > 0): blocks.1.mlp.proj.grad (e4m3, 25.0%) overflowed at the collapse."))
         << md;
     EXPECT_TRUE(has(md, "- Enable `mantissa_shift`")) << md;
 
@@ -601,16 +628,21 @@ TEST(FailureReport, OverflowAndVanishingRecommendations) {
     x.collapse.mode = failure_mode::overflow;
     x.tensors = {tensor("blocks.0.mlp.fc.act", "activation", "e4m3", 0.3, 0.0, NAN)};
     std::string md = failure_report_markdown(x);
-    EXPECT_TRUE(has(md, "- Overflowing: blocks.0.mlp.fc.act (e4m3, 30.0%). Raise `quantization.margin` (now 2)")) << md;
+    EXPECT_TRUE(
+        has(md, "- Overflowing: blocks.0.mlp.fc.act (e4m3, 30.0%). Raise `quantization.margin` (now 2)"))
+        << md;
     EXPECT_TRUE(has(md, "- Enable `partition_clip`")) << md;
 
     // Block-scaled by OCP MX's floor rule, the margin does not apply: the rule clips, round_up does not.
     // Only the activations are in blocks here, so a weight overflowing as well keeps the margin advice.
     x.config = host::config::parse_config(
-        "[quantization]\n[quantization.activation]\ngranularity = \"block\"\nscale_rule = \"mx_floor\"\n", "mx.toml");
+        "[quantization]\n[quantization.activation]\ngranularity = \"block\"\nscale_rule = \"mx_floor\"\n",
+        "mx.toml");
     md = failure_report_markdown(x);
-    EXPECT_TRUE(has(md, "- Overflowing: blocks.0.mlp.fc.act (e4m3, 30.0%). Their block scales follow OCP MX's floor "
-                        "rule (`scale_rule = \"mx_floor\"`)"))
+    EXPECT_TRUE(
+        has(md,
+            "- Overflowing: blocks.0.mlp.fc.act (e4m3, 30.0%). Their block scales follow OCP MX's floor "
+            "rule (`scale_rule = \"mx_floor\"`)"))
         << md;
     EXPECT_TRUE(has(md, "`quantization.scale_rule = \"round_up\"` never clips.")) << md;
     EXPECT_FALSE(has(md, "quantization.margin")) << md;
@@ -621,11 +653,13 @@ TEST(FailureReport, OverflowAndVanishingRecommendations) {
 
     x.collapse.mode = failure_mode::gradient_vanishing;
     x.config.quantization.scaling = host::config::scaling_mode::none;
-    x.tensors = {tensor("blocks.0.mlp.fc.grad", "output_gradient", "e4m3", 0.0, 0.8, NAN),
-                 tensor("blocks.0.mlp.proj.grad", "output_gradient", "e4m3", 0.0, 0.4, NAN)};  // not above 50%
+    x.tensors = {
+        tensor("blocks.0.mlp.fc.grad", "output_gradient", "e4m3", 0.0, 0.8, NAN),
+        tensor("blocks.0.mlp.proj.grad", "output_gradient", "e4m3", 0.0, 0.4, NAN)};  // not above 50%
     md = failure_report_markdown(x);
-    EXPECT_TRUE(has(md, "- Gradients flushed to zero in blocks.0.mlp.fc.grad (e4m3, 80.0%): give them more range "
-                        "(`quantization.gradient_format = \"e5m2\"`) and per-tensor scaling"))
+    EXPECT_TRUE(has(md,
+                    "- Gradients flushed to zero in blocks.0.mlp.fc.grad (e4m3, 80.0%): give them more range "
+                    "(`quantization.gradient_format = \"e5m2\"`) and per-tensor scaling"))
         << md;
     EXPECT_FALSE(has(md, "blocks.0.mlp.proj.grad (")) << md;
     x.tensors.pop_back();

@@ -64,13 +64,14 @@ std::string error_of(const fs::path& file) {
 
 TEST(SweepFile, ExpandsConfigThenPointThenSeedWithStableNames) {
     scratch s;
-    const fs::path file = s.sweep(std::string(kHeader) +
-                                  "seeds = [42, 1]\n"
-                                  "[grid]\n"
-                                  "\"quantization.scaling\" = [\"none\", \"delayed\"]\n"
-                                  "\"quantization.shadow_weights\" = [true, false]\n"
-                                  "[[point]]\n"
-                                  "set = [\"quantization.weight_format=e4m3\", \"quantization.scaling=delayed\"]\n");
+    const fs::path file =
+        s.sweep(std::string(kHeader) +
+                "seeds = [42, 1]\n"
+                "[grid]\n"
+                "\"quantization.scaling\" = [\"none\", \"delayed\"]\n"
+                "\"quantization.shadow_weights\" = [true, false]\n"
+                "[[point]]\n"
+                "set = [\"quantization.weight_format=e4m3\", \"quantization.scaling=delayed\"]\n");
     const std::vector<sweep_run> runs = plan_runs(load_sweep(file));
     // 4 grid points (the first key slowest) + 1 explicit point, 2 seeds each.
     ASSERT_EQ(runs.size(), 10u);
@@ -88,8 +89,9 @@ TEST(SweepFile, ExpandsConfigThenPointThenSeedWithStableNames) {
         EXPECT_EQ(runs[i].config, (s.path() / "configs" / "tiny.toml").lexically_normal());
     }
     // The sweep's default threads first, then the point's, then the seed.
-    EXPECT_EQ(runs[2].overrides, (std::vector<std::string>{"training.threads=1", "quantization.scaling=none",
-                                                           "quantization.shadow_weights=false", "training.seed=42"}));
+    EXPECT_EQ(runs[2].overrides,
+              (std::vector<std::string>{"training.threads=1", "quantization.scaling=none",
+                                        "quantization.shadow_weights=false", "training.seed=42"}));
 }
 
 TEST(SweepFile, GridKeysKeepFileOrderAndSeedsDefaultToTheConfigs) {
@@ -105,15 +107,16 @@ TEST(SweepFile, GridKeysKeepFileOrderAndSeedsDefaultToTheConfigs) {
     EXPECT_EQ(runs[0].name, "tiny-learning_rate=0.001-n_layer=1-s7");
     EXPECT_EQ(runs[1].name, "tiny-learning_rate=1.0-n_layer=1-s7");
     // The sweep sets threads itself: no default added.
-    EXPECT_EQ(runs[1].overrides, (std::vector<std::string>{"training.threads=2", "training.max_steps=10",
-                                                           "training.learning_rate=1.0", "model.n_layer=1",
-                                                           "training.seed=7"}));
+    EXPECT_EQ(runs[1].overrides,
+              (std::vector<std::string>{"training.threads=2", "training.max_steps=10",
+                                        "training.learning_rate=1.0", "model.n_layer=1", "training.seed=7"}));
 }
 
 TEST(SweepFile, NoAxesIsOneRunPerConfigAndSeed) {
     scratch s;
     s.write("configs/other.toml", "[training]\nseed = 3\n");  // no name: the file's stem
-    const fs::path file = s.sweep("name = \"x\"\nconfigs = [\"../configs/tiny.toml\", \"../configs/other.toml\"]\n");
+    const fs::path file =
+        s.sweep("name = \"x\"\nconfigs = [\"../configs/tiny.toml\", \"../configs/other.toml\"]\n");
     const std::vector<sweep_run> runs = plan_runs(load_sweep(file));
     ASSERT_EQ(runs.size(), 2u);
     EXPECT_EQ(runs[0].name, "tiny-s7");
@@ -122,7 +125,8 @@ TEST(SweepFile, NoAxesIsOneRunPerConfigAndSeed) {
 }
 
 TEST(SweepFile, NamesUseTheFullKeyWhenTheLastPartIsAmbiguousAndReplaceOddCharacters) {
-    const std::vector<std::string> keys = {"quantization.granularity", "quantization.weight.granularity", "data.path"};
+    const std::vector<std::string> keys = {"quantization.granularity", "quantization.weight.granularity",
+                                           "data.path"};
     EXPECT_EQ(run_name("c", {"quantization.granularity=block", "data.path=/data/my corpus"}, keys, 3),
               "c-quantization.granularity=block-path=_data_my_corpus-s3");
     EXPECT_EQ(run_name("c", {"training.learning_rate=6e-4"}, {"training.learning_rate"}, 0),
@@ -139,21 +143,26 @@ TEST(SweepFile, BadFilesGiveOneLineNamingTheFileAndKey) {
         EXPECT_EQ(got.rfind(f, 0), 0u) << got;  // starts with the sweep file
     };
     expect("configs = [\"../configs/tiny.toml\"]\n", f + ": key 'name': missing");
-    expect("name = \"a b\"\nconfigs = [\"../configs/tiny.toml\"]\n", f + ": key 'name': expected a string of letters");
+    expect("name = \"a b\"\nconfigs = [\"../configs/tiny.toml\"]\n",
+           f + ": key 'name': expected a string of letters");
     expect("name = \"x\"\n", f + ": key 'configs': missing");
     expect("name = \"x\"\nconfigs = []\n", f + ": key 'configs': expected a non-empty array");
-    expect(std::string(kHeader) + "seed = [1]\n", f + ": key 'seed': unknown key (a typo?); did you mean 'seeds'?");
+    expect(std::string(kHeader) + "seed = [1]\n",
+           f + ": key 'seed': unknown key (a typo?); did you mean 'seeds'?");
     expect(std::string(kHeader) + "seeds = [1, -2]\n", f + ": key 'seeds': value 2: expected an integer 0..");
     expect(std::string(kHeader) + "set = [\"training.threads\"]\n",
            f + ": key 'set': value 1 \"training.threads\": expected KEY=VALUE");
     expect(std::string(kHeader) + "[grid]\n\"model.n_layer\" = [1, [2]]\n",
-           f + ": key 'grid.\"model.n_layer\"': value 2: expected a string, integer, float or boolean, got an array");
-    expect(std::string(kHeader) + "[grid]\n\"model.n_layer\" = []\n", f + ": key 'grid.\"model.n_layer\"': expected a non-empty array");
+           f + ": key 'grid.\"model.n_layer\"': value 2: expected a string, integer, float or boolean, got "
+               "an array");
+    expect(std::string(kHeader) + "[grid]\n\"model.n_layer\" = []\n",
+           f + ": key 'grid.\"model.n_layer\"': expected a non-empty array");
     expect(std::string(kHeader) + "[[point]]\nsets = [\"a=1\"]\n",
            f + ": key 'point[1].sets': unknown key (a typo?); did you mean 'point[1].set'?");
     expect(std::string(kHeader) + "name = \"y\"\n", f + ":3: not valid TOML");
-    expect("name = \"x\"\nconfigs = [\"../configs/missing.toml\"]\n",
-           f + ": key 'configs': " + (s.path() / "configs" / "missing.toml").string() + ": no such config file");
+    expect(
+        "name = \"x\"\nconfigs = [\"../configs/missing.toml\"]\n",
+        f + ": key 'configs': " + (s.path() / "configs" / "missing.toml").string() + ": no such config file");
 }
 
 TEST(SweepFile, AGridOfTooManyCombinationsIsRefusedBeforeExpanding) {
@@ -168,10 +177,12 @@ TEST(SweepFile, AGridOfTooManyCombinationsIsRefusedBeforeExpanding) {
         return text;
     };
     // 10^5 combinations from five keys of ten values: over the limit of 10000.
-    EXPECT_NE(error_of(s.sweep(grid(5, 10))).find("s.toml: key 'grid': more than 10000 combinations"), std::string::npos);
+    EXPECT_NE(error_of(s.sweep(grid(5, 10))).find("s.toml: key 'grid': more than 10000 combinations"),
+              std::string::npos);
     // Four keys (10^4 points) is at the limit and expands.
     EXPECT_EQ(expand_points(load_sweep(s.sweep(grid(4, 10)))).size(), 10000u);
-    EXPECT_NE(error_of(s.sweep(grid(65, 1))).find("s.toml: key 'grid': 65 keys: at most 64"), std::string::npos);
+    EXPECT_NE(error_of(s.sweep(grid(65, 1))).find("s.toml: key 'grid': 65 keys: at most 64"),
+              std::string::npos);
 }
 
 TEST(SweepFile, AMissingFileOrAFolderIsSaidSo) {
@@ -185,26 +196,30 @@ TEST(SweepFile, AMissingFileOrAFolderIsSaidSo) {
         return std::string();
     };
     EXPECT_EQ(message(s.path() / "none.toml"), (s.path() / "none.toml").string() + ": no such sweep file");
-    EXPECT_EQ(message(s.path() / "configs"), (s.path() / "configs").string() + ": not a file (expected a sweep file)");
+    EXPECT_EQ(message(s.path() / "configs"),
+              (s.path() / "configs").string() + ": not a file (expected a sweep file)");
 }
 
 TEST(SweepFile, ABadOverrideFailsTheWholeSweepNamingThePointAndTheKey) {
     scratch s;
     const std::string f = (s.path() / "sweeps" / "s.toml").string();
-    const std::string got = error_of(s.sweep(std::string(kHeader) + "[[point]]\nset = [\"model.n_layer=1\"]\n"
-                                             "[[point]]\nset = [\"training.max_steps=-5\"]\n"));
+    const std::string got =
+        error_of(s.sweep(std::string(kHeader) + "[[point]]\nset = [\"model.n_layer=1\"]\n"
+                                                "[[point]]\nset = [\"training.max_steps=-5\"]\n"));
     EXPECT_EQ(got.rfind(f + ": point 2 (training.max_steps=-5), seed 7: ", 0), 0u) << got;
     EXPECT_NE(got.find("key 'training.max_steps'"), std::string::npos) << got;
-    const std::string typo = error_of(s.sweep(std::string(kHeader) + "[grid]\n\"training.max_stepz\" = [5]\n"));
+    const std::string typo =
+        error_of(s.sweep(std::string(kHeader) + "[grid]\n\"training.max_stepz\" = [5]\n"));
     EXPECT_NE(typo.find("point 1 (training.max_stepz=5)"), std::string::npos) << typo;
     EXPECT_NE(typo.find("did you mean 'training.max_steps'"), std::string::npos) << typo;
 }
 
 TEST(SweepFile, TwoRunsOfOneNameAreAnErrorNamingBothPoints) {
     scratch s;
-    const std::string got = error_of(s.sweep(std::string(kHeader) + "[[point]]\nset = [\"model.n_layer=1\"]\n"
-                                             "[[point]]\nset = [\"model.n_layer=2\"]\n"
-                                             "[[point]]\nset = [\"model.n_layer=1\"]\n"));
+    const std::string got =
+        error_of(s.sweep(std::string(kHeader) + "[[point]]\nset = [\"model.n_layer=1\"]\n"
+                                                "[[point]]\nset = [\"model.n_layer=2\"]\n"
+                                                "[[point]]\nset = [\"model.n_layer=1\"]\n"));
     EXPECT_NE(got.find("two runs are named tiny-n_layer=1-s7"), std::string::npos) << got;
     EXPECT_NE(got.find("point 1 (model.n_layer=1)"), std::string::npos) << got;
     EXPECT_NE(got.find("point 3 (model.n_layer=1)"), std::string::npos) << got;
@@ -247,7 +262,7 @@ TEST(RunState, StatusComesFromTheSummaryAndTheCheckpoints) {
     EXPECT_EQ(status_of(d), run_status::finished);
     fs::remove_all(run::checkpoints_dir(d));
     run::write_summary(d, summary("crashed"));
-    EXPECT_EQ(status_of(d), run_status::failed);  // crashed before its first checkpoint
+    EXPECT_EQ(status_of(d), run_status::failed);                   // crashed before its first checkpoint
     std::ofstream(run::summary_file(d)) << "{\"status\": \"fini";  // cut short while written
     EXPECT_EQ(status_of(d), run_status::fresh);
     EXPECT_STREQ(status_name(run_status::fresh), "new");
@@ -259,8 +274,8 @@ TEST(RunState, RunArgumentsStartFreshOrResume) {
     r.name = "tiny-s7";
     r.overrides = {"training.threads=1", "training.seed=7"};
     EXPECT_EQ(run_arguments("/p", "out", r, run_status::fresh),
-              (std::vector<std::string>{"--plugins", "/p", "run", "configs/tiny.toml", "--out", "out/tiny-s7", "--set",
-                                        "training.threads=1", "--set", "training.seed=7"}));
+              (std::vector<std::string>{"--plugins", "/p", "run", "configs/tiny.toml", "--out", "out/tiny-s7",
+                                        "--set", "training.threads=1", "--set", "training.seed=7"}));
     EXPECT_EQ(run_arguments("/p", "out", r, run_status::interrupted),
               (std::vector<std::string>{"--plugins", "/p", "run", "--resume", "out/tiny-s7", "--fallback"}));
     EXPECT_EQ(shell_words({"run", "a b", "it's", "x=1"}), "run 'a b' 'it'\\''s' x=1");
@@ -286,7 +301,8 @@ TEST(Slurm, ArrayListsAreCompactRanges) {
 
 TEST(Slurm, TheJobScriptArraysOnlyTheRunsNotDone) {
     scratch s;
-    const fs::path file = s.sweep(std::string(kHeader) + "seeds = [1, 2]\n[grid]\n\"model.n_layer\" = [1, 2, 3]\n");
+    const fs::path file =
+        s.sweep(std::string(kHeader) + "seeds = [1, 2]\n[grid]\n\"model.n_layer\" = [1, 2, 3]\n");
     const std::vector<sweep_run> runs = plan_runs(load_sweep(file));
     ASSERT_EQ(runs.size(), 6u);
     const fs::path out = s.path() / "out";
@@ -312,10 +328,12 @@ TEST(Slurm, TheJobScriptArraysOnlyTheRunsNotDone) {
               "#SBATCH --requeue\n"
               "#SBATCH --output=/shared/runs/formats/logs/slurm-%A_%a.log\n"
               "#SBATCH --open-mode=append\n"
-              "exec /opt/ag/bin/altgrad-host --plugins /opt/ag/plugins sweep /shared/s.toml --out /shared/runs/formats "
+              "exec /opt/ag/bin/altgrad-host --plugins /opt/ag/plugins sweep /shared/s.toml --out "
+              "/shared/runs/formats "
               "--task \"$SLURM_ARRAY_TASK_ID\"\n");
     // Paths with spaces are quoted in the exec line, but cannot be in an #SBATCH line.
-    EXPECT_NE(sbatch_script({"f", {0}, "/my bin/altgrad-host", "/p", "/s.toml", "/o"}).find("exec '/my bin/altgrad-host'"),
+    EXPECT_NE(sbatch_script({"f", {0}, "/my bin/altgrad-host", "/p", "/s.toml", "/o"})
+                  .find("exec '/my bin/altgrad-host'"),
               std::string::npos);
     EXPECT_THROW(sbatch_script({"f", {0}, "/h", "/p", "/s.toml", "/my runs"}), error);
 }

@@ -11,8 +11,8 @@
 #include <string>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include "report/report.hpp"
 #include "report/run_record.hpp"
@@ -50,11 +50,12 @@ TEST(AddedMetric, ReachesTheMetricsTheCatalogTheReportAndPython) {
     {
         std::ofstream corpus(dir / "corpus.txt");
         for (int i = 0; i < 60; ++i) corpus << "the quick brown fox jumps over the lazy dog " << i << ".\n";
-        std::ofstream(dir / "tiny.toml") << "name = \"tiny\"\n[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\n"
-                                         << "block_size = 16\n[data]\npath = \"" << (dir / "corpus.txt").string()
-                                         << "\"\n[training]\nmax_steps = 6\nbatch_size = 4\nwarmup_steps = 2\n"
-                                         << "eval_interval = 3\neval_batches = 1\nlog_interval = 3\nthreads = 1\n"
-                                         << "[quantization]\nweight_format = \"e5m2\"\ndiagnostic_interval = 3\n";
+        std::ofstream(dir / "tiny.toml")
+            << "name = \"tiny\"\n[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\n"
+            << "block_size = 16\n[data]\npath = \"" << (dir / "corpus.txt").string()
+            << "\"\n[training]\nmax_steps = 6\nbatch_size = 4\nwarmup_steps = 2\n"
+            << "eval_interval = 3\neval_batches = 1\nlog_interval = 3\nthreads = 1\n"
+            << "[quantization]\nweight_format = \"e5m2\"\ndiagnostic_interval = 3\n";
     }
     train::run_request req;
     req.config = dir / "tiny.toml";
@@ -73,7 +74,8 @@ TEST(AddedMetric, ReachesTheMetricsTheCatalogTheReportAndPython) {
         if (j["kind"] != "train") continue;
         ++train_lines;
         ASSERT_TRUE(j.contains("loss_per_grad_norm")) << line;
-        EXPECT_EQ(j["loss_per_grad_norm"].get<double>(), j["loss"].get<double>() / j["grad_norm"].get<double>());
+        EXPECT_EQ(j["loss_per_grad_norm"].get<double>(),
+                  j["loss"].get<double>() / j["grad_norm"].get<double>());
         EXPECT_EQ(std::prev(j.end()).key(), "loss_per_grad_norm") << line;
     }
     EXPECT_EQ(train_lines, 6);
@@ -100,13 +102,15 @@ TEST(AddedMetric, ReachesTheMetricsTheCatalogTheReportAndPython) {
                   std::string::npos);
 
     // Python: read_run's catalog and steps hold it.
-    const std::string python = std::string("PYTHONPATH=") + ALTGRAD_PYTHON_DIR + " /usr/bin/python3 -c '"
-                               "import altgrad, sys; r = altgrad.read_run(sys.argv[1]); "
-                               "assert \"loss_per_grad_norm\" in set(r.catalog.name), r.catalog; "
-                               "t = r[\"train\"].set_index(\"step\"); s = r.steps.set_index(\"step\").loc[t.index]; "
-                               "assert (s.loss_per_grad_norm == t.loss_per_grad_norm).all(); "
-                               "assert (t.loss_per_grad_norm == t.loss / t.grad_norm).all(); print(\"ok\")' " +
-                               (dir / "run").string() + " 2>&1";
+    const std::string python =
+        std::string("PYTHONPATH=") + ALTGRAD_PYTHON_DIR +
+        " /usr/bin/python3 -c '"
+        "import altgrad, sys; r = altgrad.read_run(sys.argv[1]); "
+        "assert \"loss_per_grad_norm\" in set(r.catalog.name), r.catalog; "
+        "t = r[\"train\"].set_index(\"step\"); s = r.steps.set_index(\"step\").loc[t.index]; "
+        "assert (s.loss_per_grad_norm == t.loss_per_grad_norm).all(); "
+        "assert (t.loss_per_grad_norm == t.loss / t.grad_norm).all(); print(\"ok\")' " +
+        (dir / "run").string() + " 2>&1";
     FILE* p = ::popen(python.c_str(), "r");
     char buf[4096];
     std::string said;

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -40,7 +40,8 @@ struct run_result {
 };
 
 // `shell_prefix`: commands before the host's, in the same shell (ulimit, trap).
-run_result run(const std::string& args, const std::string& plugins = kPlugins, const std::string& shell_prefix = "") {
+run_result run(const std::string& args, const std::string& plugins = kPlugins,
+               const std::string& shell_prefix = "") {
     const std::string cmd = shell_prefix + kHost + " --plugins " + plugins + " " + args + " 2>&1 < /dev/null";
     run_result r;
     FILE* p = ::popen(cmd.c_str(), "r");
@@ -63,7 +64,8 @@ public:
         // A small corpus: enough text for a 16-token block in both splits.
         std::ofstream corpus(path / "corpus.txt");
         for (int i = 0; i < 60; ++i)
-            corpus << "the quick brown fox jumps over the lazy dog " << i << ". pack my box with five dozen jugs.\n";
+            corpus << "the quick brown fox jumps over the lazy dog " << i
+                   << ". pack my box with five dozen jugs.\n";
     }
     ~scratch() { fs::remove_all(path); }
     fs::path path;
@@ -80,14 +82,17 @@ public:
 
     // A tiny config: one layer, 16 wide, 16-token blocks, single-threaded.
     // quantization: extra [quantization] keys; tail: appended at the end.
-    fs::path config(const std::string& name, const std::string& quantization = "", const std::string& tail = "") const {
+    fs::path config(const std::string& name, const std::string& quantization = "",
+                    const std::string& tail = "") const {
         const fs::path p = path / (name + ".toml");
-        std::ofstream(p) << "[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\nblock_size = 16\n"
-                         << "[data]\npath = \"" << (path / "corpus.txt").string() << "\"\n"
-                         << "[training]\nmax_steps = 12\nbatch_size = 4\nwarmup_steps = 2\neval_interval = 4\n"
-                         << "eval_batches = 2\nlog_interval = 4\nthreads = 1\nseed = 7\n"
-                         << "[quantization]\ndiagnostic_interval = 4\n" << quantization
-                         << "[output]\ncheckpoint_interval = 4\n" << tail;
+        std::ofstream(p)
+            << "[model]\nn_layer = 1\nn_head = 2\nn_embd = 16\nblock_size = 16\n"
+            << "[data]\npath = \"" << (path / "corpus.txt").string() << "\"\n"
+            << "[training]\nmax_steps = 12\nbatch_size = 4\nwarmup_steps = 2\neval_interval = 4\n"
+            << "eval_batches = 2\nlog_interval = 4\nthreads = 1\nseed = 7\n"
+            << "[quantization]\ndiagnostic_interval = 4\n"
+            << quantization << "[output]\ncheckpoint_interval = 4\n"
+            << tail;
         return p;
     }
 };
@@ -98,7 +103,8 @@ std::string spaced(const nlohmann::ordered_json& j) {
     if (j.is_object()) {
         std::string s = "{";
         for (auto it = j.begin(); it != j.end(); ++it)
-            s += (it == j.begin() ? "" : ", ") + nlohmann::ordered_json(it.key()).dump() + ": " + spaced(it.value());
+            s += (it == j.begin() ? "" : ", ") + nlohmann::ordered_json(it.key()).dump() + ": " +
+                 spaced(it.value());
         return s + "}";
     }
     if (j.is_array()) {
@@ -182,7 +188,9 @@ TEST(Run, TheReportShowsTheHeadlinesOfTheDiagnosticsThatRan) {
     std::ifstream md(report / "report.md");
     const std::string text((std::istreambuf_iterator<char>(md)), std::istreambuf_iterator<char>());
     for (const auto& [series, title] : title_of)
-        EXPECT_NE(text.find("![" + title + "](figures/diag-" + series + ".png)"), std::string::npos) << series << "\n" << text;
+        EXPECT_NE(text.find("![" + title + "](figures/diag-" + series + ".png)"), std::string::npos)
+            << series << "\n"
+            << text;
 }
 
 // On a terminal (a pty from script(1)) the log and the live progress line go
@@ -192,8 +200,8 @@ TEST(Run, TheReportShowsTheHeadlinesOfTheDiagnosticsThatRan) {
 TEST(Run, ProgressGoesToStandardErrorAndStandardOutputIsTheRunDirectory) {
     scratch s;
     const fs::path out = s.path / "run", stdout_file = s.path / "stdout.txt";
-    const std::string inner = kHost + " --plugins " + kPlugins + " run " + s.config("tiny").string() + " --out " +
-                              out.string() + " > " + stdout_file.string();
+    const std::string inner = kHost + " --plugins " + kPlugins + " run " + s.config("tiny").string() +
+                              " --out " + out.string() + " > " + stdout_file.string();
     FILE* p = ::popen(("script -qec '" + inner + "' /dev/null < /dev/null").c_str(), "r");
     ASSERT_NE(p, nullptr);
     std::string terminal;
@@ -201,15 +209,18 @@ TEST(Run, ProgressGoesToStandardErrorAndStandardOutputIsTheRunDirectory) {
     for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) terminal.append(buf, n);
     ASSERT_EQ(::pclose(p), 0) << terminal;
     EXPECT_NE(terminal.find("step 12/12 | loss "), std::string::npos) << "the live line: " << terminal;
-    EXPECT_NE(terminal.find("step 4: val loss "), std::string::npos) << "validation on a terminal: " << terminal;
+    EXPECT_NE(terminal.find("step 4: val loss "), std::string::npos)
+        << "validation on a terminal: " << terminal;
     EXPECT_NE(terminal.find("done: finished, 12/12 steps"), std::string::npos) << terminal;
     std::ifstream in(stdout_file);
     const std::string stdout_text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     EXPECT_EQ(stdout_text, out.string() + "\n");
-    const ::altgrad::host::run::summary_record summary = ::altgrad::host::run::read_summary(out / "summary.json");
+    const ::altgrad::host::run::summary_record summary =
+        ::altgrad::host::run::read_summary(out / "summary.json");
     // CPU time: positive, and at most what every core could give in the run's wall time.
     EXPECT_GT(summary.values.get("cpu_seconds"), 0.0);
-    EXPECT_LE(summary.values.get("cpu_seconds"), summary.values.get("seconds") * std::max(1u, std::thread::hardware_concurrency()) + 1.0);
+    EXPECT_LE(summary.values.get("cpu_seconds"),
+              summary.values.get("seconds") * std::max(1u, std::thread::hardware_concurrency()) + 1.0);
     EXPECT_FALSE(fs::exists(out / "reports")) << "a finished run has nothing to report";
 }
 
@@ -227,8 +238,9 @@ TEST(Run, WritesTheRunDirectory) {
         ss << in.rdbuf();
         return ss.str();
     }();
-    for (const char* key : {"max_steps = 12", "n_embd = 16", "weight_format = \"e5m2\"", "backward_rounding = "
-                                                                                         "\"stochastic\"",
+    for (const char* key : {"max_steps = 12", "n_embd = 16", "weight_format = \"e5m2\"",
+                            "backward_rounding = "
+                            "\"stochastic\"",
                             "checkpoint_interval = 4", "learning_rate = "})
         EXPECT_NE(config.find(key), std::string::npos) << key << "\n" << config;
     const std::vector<std::string> m = lines_of(out / "metrics.jsonl");
@@ -242,7 +254,8 @@ TEST(Run, WritesTheRunDirectory) {
         if (line.find("\"val_loss\"") != std::string::npos) ++evals;
         if (line.find("\"tensor\"") != std::string::npos) {
             ++stats;
-            for (const char* f : {"\"scale\"", "\"amax\"", "\"overflow\"", "\"underflow\"", "\"format\": \"e5m2\""})
+            for (const char* f :
+                 {"\"scale\"", "\"amax\"", "\"overflow\"", "\"underflow\"", "\"format\": \"e5m2\""})
                 EXPECT_NE(line.find(f), std::string::npos) << f << " in " << line;
         }
     }
@@ -252,8 +265,7 @@ TEST(Run, WritesTheRunDirectory) {
     EXPECT_EQ(stats, 5 * 3 * 3);
     EXPECT_TRUE(fs::exists(out / "checkpoints" / "step_0000012" / "state.json"));
     // Every line carries its kind and the run's id (the run directory's name).
-    for (const std::string& line : m)
-        EXPECT_EQ(line.rfind("{\"kind\": ", 0), 0u) << line;
+    for (const std::string& line : m) EXPECT_EQ(line.rfind("{\"kind\": ", 0), 0u) << line;
     EXPECT_EQ(::altgrad::host::run::read_metrics(out / "metrics.jsonl").run_id, "run");
     EXPECT_TRUE(fs::exists(out / "checkpoints" / "step_0000008" / "model.pt"));
     EXPECT_FALSE(fs::exists(out / "checkpoints" / "step_0000004")) << "keep_checkpoints = 2";
@@ -267,22 +279,34 @@ TEST(Run, SameConfigAndSeedGiveTheSameLossesBitForBit) {
     ASSERT_EQ(run("run " + cfg.string() + " --out " + (s.path / "b").string()).exit_code, 0);
     EXPECT_EQ(comparable_metrics(s.path / "a"), comparable_metrics(s.path / "b"));
     // A different seed trains differently.
-    ASSERT_EQ(run("run " + cfg.string() + " --set training.seed=8 --out " + (s.path / "c").string()).exit_code, 0);
+    ASSERT_EQ(
+        run("run " + cfg.string() + " --set training.seed=8 --out " + (s.path / "c").string()).exit_code, 0);
     EXPECT_NE(comparable_metrics(s.path / "a"), comparable_metrics(s.path / "c"));
 }
 
 TEST(Run, ResumeAfterAKillEqualsAnUninterruptedRun) {
     scratch s;
     const fs::path cfg = s.config("long");
-    const std::string common = " --set training.max_steps=200 --set training.eval_interval=20 --set "
-                               "output.checkpoint_interval=10";
+    const std::string common =
+        " --set training.max_steps=200 --set training.eval_interval=20 --set "
+        "output.checkpoint_interval=10";
     ASSERT_EQ(run("run " + cfg.string() + common + " --out " + (s.path / "whole").string()).exit_code, 0);
 
     // Start the same run, kill -9 it once a checkpoint past step 20 exists.
     const fs::path killed = s.path / "killed";
-    std::vector<std::string> argv_s = {kHost, "--plugins", kPlugins, "run", cfg.string(), "--set",
-                                       "training.max_steps=200", "--set", "training.eval_interval=20", "--set",
-                                       "output.checkpoint_interval=10", "--out", killed.string()};
+    std::vector<std::string> argv_s = {kHost,
+                                       "--plugins",
+                                       kPlugins,
+                                       "run",
+                                       cfg.string(),
+                                       "--set",
+                                       "training.max_steps=200",
+                                       "--set",
+                                       "training.eval_interval=20",
+                                       "--set",
+                                       "output.checkpoint_interval=10",
+                                       "--out",
+                                       killed.string()};
     std::vector<char*> argv;
     for (std::string& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -292,7 +316,8 @@ TEST(Run, ResumeAfterAKillEqualsAnUninterruptedRun) {
     pid_t pid = 0;
     ASSERT_EQ(posix_spawn(&pid, kHost.c_str(), &actions, nullptr, argv.data(), environ), 0);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (!fs::exists(killed / "checkpoints" / "step_0000030") && std::chrono::steady_clock::now() < deadline)
+    while (!fs::exists(killed / "checkpoints" / "step_0000030") &&
+           std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     ::kill(pid, SIGKILL);
     int status = 0;
@@ -315,7 +340,8 @@ TEST(Run, ResumeRestoresAnInterventionsSavedState) {
     fs::create_directories(plugins);
     fs::copy(fs::path(ALTGRAD_TEST_PLUGIN_DIR) / "counting_clip", plugins / "counting_clip");
     fs::copy(fs::path(kPlugins) / "e5m2", plugins / "e5m2");
-    const fs::path cfg = s.config("counting", "", "keep_checkpoints = 5\n[stability]\ninterventions = [\"counting_clip\"]\n");
+    const fs::path cfg =
+        s.config("counting", "", "keep_checkpoints = 5\n[stability]\ninterventions = [\"counting_clip\"]\n");
     const fs::path whole = s.path / "whole", resumed = s.path / "resumed";
     const run_result w = run("run " + cfg.string() + " --out " + whole.string(), plugins.string());
     ASSERT_EQ(w.exit_code, 0) << w.out;
@@ -345,7 +371,8 @@ TEST(Run, ResumeRestoresAnInterventionsSavedState) {
     EXPECT_TRUE(fifth);
     EXPECT_EQ(comparable_metrics(whole), comparable_metrics(resumed));
     // summary.json counts the whole run's actions, those before the resume too.
-    const ::altgrad::host::run::summary_record summary = ::altgrad::host::run::read_summary(resumed / "summary.json");
+    const ::altgrad::host::run::summary_record summary =
+        ::altgrad::host::run::read_summary(resumed / "summary.json");
     EXPECT_EQ(summary.interventions.at("counting_clip").at("clip_grad_norm"), 12);
 }
 
@@ -358,18 +385,21 @@ TEST(Run, TrainingThreadsBoundTheBlasThreads) {
     scratch s;
     // The configs' default model, whose matrix products OpenBLAS would split.
     const fs::path cfg = s.config("blas", "", "");
-    const std::string model = " --set model.n_layer=4 --set model.n_head=4 --set model.n_embd=128"
-                              " --set model.block_size=64 --set training.batch_size=12 --set training.max_steps=20";
-    const run_result one = run("run " + cfg.string() + model + " --out " + (s.path / "one").string(), kPlugins,
-                               "OPENBLAS_NUM_THREADS=2 ");
+    const std::string model =
+        " --set model.n_layer=4 --set model.n_head=4 --set model.n_embd=128"
+        " --set model.block_size=64 --set training.batch_size=12 --set training.max_steps=20";
+    const run_result one = run("run " + cfg.string() + model + " --out " + (s.path / "one").string(),
+                               kPlugins, "OPENBLAS_NUM_THREADS=2 ");
     ASSERT_EQ(one.exit_code, 0) << one.out;
     EXPECT_NE(one.out.find("cpu threads 1 (BLAS 1)"), std::string::npos) << one.out;
     const run_files::summary_record summary = run_files::read_summary(s.path / "one" / "summary.json");
     // One busy thread: CPU time within wall time (an OpenBLAS worker spinning
     // beside it made this about 1.9).
-    EXPECT_LE(summary.values.get("cpu_seconds"), 1.3 * summary.values.get("seconds") + 0.2) << summary.values.get("cpu_seconds") << " s CPU in " << summary.values.get("seconds") << " s";
+    EXPECT_LE(summary.values.get("cpu_seconds"), 1.3 * summary.values.get("seconds") + 0.2)
+        << summary.values.get("cpu_seconds") << " s CPU in " << summary.values.get("seconds") << " s";
 
-    const run_result two = run("run " + cfg.string() + " --set training.threads=2 --out " + (s.path / "two").string());
+    const run_result two =
+        run("run " + cfg.string() + " --set training.threads=2 --out " + (s.path / "two").string());
     ASSERT_EQ(two.exit_code, 0) << two.out;
     EXPECT_NE(two.out.find("cpu threads 2 (BLAS 2)"), std::string::npos) << two.out;
 }
@@ -415,7 +445,8 @@ TEST(Run, AResumedRunsSummaryCountsTheTimeBeforeTheResume) {
     EXPECT_GE(summary.values.get("seconds"), 1000.0);
     EXPECT_LE(summary.values.get("seconds"), 1000.0 + took);
     EXPECT_GE(summary.values.get("cpu_seconds"), 500.0);
-    EXPECT_LE(summary.values.get("cpu_seconds"), 500.0 + took * std::max(1u, std::thread::hardware_concurrency()));
+    EXPECT_LE(summary.values.get("cpu_seconds"),
+              500.0 + took * std::max(1u, std::thread::hardware_concurrency()));
 
     // A checkpoint of a host before these fields: the time before the resume
     // is unknown, and the summary says so (null) rather than undercount.
@@ -446,8 +477,8 @@ TEST(Run, ResumeSaysWhichInterventionsStartAfresh) {
     fs::create_directories(plugins);
     fs::copy(fs::path(ALTGRAD_TEST_PLUGIN_DIR) / "abi10_intervention", plugins / "abi10_intervention");
     fs::copy(fs::path(kPlugins) / "e5m2", plugins / "e5m2");
-    const fs::path cfg =
-        s.config("abi10", "", "keep_checkpoints = 5\n[stability]\ninterventions = [\"abi10_intervention\"]\n");
+    const fs::path cfg = s.config(
+        "abi10", "", "keep_checkpoints = 5\n[stability]\ninterventions = [\"abi10_intervention\"]\n");
     const fs::path run_dir = s.path / "run";
     ASSERT_EQ(run("run " + cfg.string() + " --out " + run_dir.string(), plugins.string()).exit_code, 0);
     EXPECT_FALSE(fs::exists(run_dir / "checkpoints" / "step_0000004" / "interventions"));
@@ -455,9 +486,10 @@ TEST(Run, ResumeSaysWhichInterventionsStartAfresh) {
     fs::remove_all(run_dir / "checkpoints" / "step_0000012");
     const run_result r = run("run --resume " + run_dir.string(), plugins.string());
     ASSERT_EQ(r.exit_code, 0) << r.out;
-    EXPECT_NE(r.out.find("intervention abi10_intervention: the plugin saves no state (ABI 1.0 or stateless); it "
-                         "starts afresh"),
-              std::string::npos)
+    EXPECT_NE(
+        r.out.find("intervention abi10_intervention: the plugin saves no state (ABI 1.0 or stateless); it "
+                   "starts afresh"),
+        std::string::npos)
         << r.out;
 }
 
@@ -476,21 +508,26 @@ TEST(Run, AThirdPartyFormatTrainsWithNoHostChange) {
     ASSERT_EQ(::pclose(p), 0) << out;
     int weight_stats = 0;
     for (const std::string& line : lines_of(s.path / "run" / "metrics.jsonl"))
-        if (line.find("\"role\": \"weight\", \"format\": \"param_format\"") != std::string::npos) ++weight_stats;
+        if (line.find("\"role\": \"weight\", \"format\": \"param_format\"") != std::string::npos)
+            ++weight_stats;
     EXPECT_GT(weight_stats, 0);
 }
 
 TEST(Run, RulesKeepLayersOutOfTheFormat) {
     scratch s;
-    const fs::path cfg = s.config("rules", "", "[[quantization.rules]]\npattern = \"lm_head\"\nformat = \"bf16\"\n"
-                                           "[[quantization.rules]]\npattern = \"blocks.*.attn.*\"\nformat = \"fp32\"\n");
+    const fs::path cfg =
+        s.config("rules", "",
+                 "[[quantization.rules]]\npattern = \"lm_head\"\nformat = \"bf16\"\n"
+                 "[[quantization.rules]]\npattern = \"blocks.*.attn.*\"\nformat = \"fp32\"\n");
     ASSERT_EQ(run("run " + cfg.string() + " --out " + (s.path / "run").string()).exit_code, 0);
     bool head_bf16 = false, qkv_fp32_absent = true, fc_e5m2 = false;
     for (const std::string& line : lines_of(s.path / "run" / "metrics.jsonl")) {
-        if (line.find("\"lm_head.weight\"") != std::string::npos && line.find("\"bf16\"") != std::string::npos)
+        if (line.find("\"lm_head.weight\"") != std::string::npos &&
+            line.find("\"bf16\"") != std::string::npos)
             head_bf16 = true;
         if (line.find("\"blocks.0.attn.qkv.") != std::string::npos) qkv_fp32_absent = false;
-        if (line.find("\"blocks.0.mlp.fc.input\"") != std::string::npos && line.find("\"e5m2\"") != std::string::npos)
+        if (line.find("\"blocks.0.mlp.fc.input\"") != std::string::npos &&
+            line.find("\"e5m2\"") != std::string::npos)
             fc_e5m2 = true;
     }
     EXPECT_TRUE(head_bf16);
@@ -504,19 +541,23 @@ TEST(Run, RulesKeepLayersOutOfTheFormat) {
 TEST(Run, Float32IsFp32) {
     scratch s;
     const auto config = [&](const std::string& file, const std::string& f) {
-        return s.config(file, "weight_format = \"" + f + "\"\nactivation_format = \"" + f + "\"\ngradient_format = \"" + f +
-                                  "\"\nscale_format = \"" + f + "\"\n",
-                        "[diagnostics]\nplugins = [\"range\"]\n[[quantization.rules]]\npattern = \"lm_head\"\nformat = \"" +
+        return s.config(file,
+                        "weight_format = \"" + f + "\"\nactivation_format = \"" + f +
+                            "\"\ngradient_format = \"" + f + "\"\nscale_format = \"" + f + "\"\n",
+                        "[diagnostics]\nplugins = [\"range\"]\n[[quantization.rules]]\npattern = "
+                        "\"lm_head\"\nformat = \"" +
                             f + "\"\n");
     };
-    const std::string common = " --set name=same --set training.max_steps=2 --set training.warmup_steps=1"
-                               " --set quantization.diagnostic_interval=1 --out ";
+    const std::string common =
+        " --set name=same --set training.max_steps=2 --set training.warmup_steps=1"
+        " --set quantization.diagnostic_interval=1 --out ";
     ASSERT_EQ(run("run " + config("a", "fp32").string() + common + (s.path / "a").string()).exit_code, 0);
     ASSERT_EQ(run("run " + config("b", "float32").string() + common + (s.path / "b").string()).exit_code, 0);
     EXPECT_EQ(comparable_metrics(s.path / "a"), comparable_metrics(s.path / "b"));
     EXPECT_EQ(lines_of(s.path / "a" / "config.toml"), lines_of(s.path / "b" / "config.toml"));
     const auto formats = nlohmann::json::parse(std::ifstream(s.path / "b" / "summary.json"))["formats"];
-    EXPECT_EQ(formats, nlohmann::json::parse(R"({"weight": "fp32", "activation": "fp32", "gradient": "fp32"})"));
+    EXPECT_EQ(formats,
+              nlohmann::json::parse(R"({"weight": "fp32", "activation": "fp32", "gradient": "fp32"})"));
     // float32 is not quantized: no tensor statistics, as for fp32 layers (above).
     for (const std::string& line : lines_of(s.path / "b" / "metrics.jsonl"))
         EXPECT_EQ(line.find("\"kind\": \"tensor\""), std::string::npos) << line;
@@ -552,8 +593,8 @@ TEST(Run, ShadowWeightsOffChangesTraining) {
     scratch s;
     const fs::path cfg = s.config("shadow");
     ASSERT_EQ(run("run " + cfg.string() + " --out " + (s.path / "on").string()).exit_code, 0);
-    const run_result off =
-        run("run " + cfg.string() + " --set quantization.shadow_weights=false --out " + (s.path / "off").string());
+    const run_result off = run("run " + cfg.string() + " --set quantization.shadow_weights=false --out " +
+                               (s.path / "off").string());
     ASSERT_EQ(off.exit_code, 0) << off.out;
     EXPECT_NE(comparable_metrics(s.path / "on"), comparable_metrics(s.path / "off"));
 }
@@ -576,19 +617,23 @@ std::vector<double> losses_of(const fs::path& run_dir) {
 // and its tensors report their blocks.
 TEST(BlockScaling, EveryBlockScaledConfigTrainsAFewSteps) {
     scratch s;
-    const std::string tiny = " --set model.n_layer=1 --set model.n_head=2 --set model.n_embd=32 --set model.block_size=16"
-                             " --set data.path=" + (s.path / "corpus.txt").string() +
-                             " --set training.max_steps=3 --set training.warmup_steps=1 --set training.batch_size=4"
-                             " --set training.eval_interval=3 --set training.eval_batches=1 --set training.log_interval=1"
-                             " --set quantization.diagnostic_interval=3";
-    for (const char* name : {"mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp4_e2m1", "nvfp4", "e3m4_mx", "e1m6_mx",
-                             "e0m7_mx", "e7m0_mx"}) {
+    const std::string tiny =
+        " --set model.n_layer=1 --set model.n_head=2 --set model.n_embd=32 --set model.block_size=16"
+        " --set data.path=" +
+        (s.path / "corpus.txt").string() +
+        " --set training.max_steps=3 --set training.warmup_steps=1 --set training.batch_size=4"
+        " --set training.eval_interval=3 --set training.eval_batches=1 --set training.log_interval=1"
+        " --set quantization.diagnostic_interval=3";
+    for (const char* name : {"mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e2m3", "mxfp4_e2m1", "nvfp4", "e3m4_mx",
+                             "e1m6_mx", "e0m7_mx", "e7m0_mx"}) {
         const fs::path out = s.path / name;
-        const run_result r = run("run " + std::string(ALTGRAD_CONFIG_DIR) + "/" + name + ".toml --out " + out.string() + tiny);
+        const run_result r =
+            run("run " + std::string(ALTGRAD_CONFIG_DIR) + "/" + name + ".toml --out " + out.string() + tiny);
         // Exit 3 is a collapse, a result and no error: e7m0_mx's elements are powers of two, so
         // under the MX floor rule every element in [1.5, 2) x 2^emax of its block rounds above
         // E7M0's max and overflows (about 15% here, past the 10% threshold).
-        ASSERT_TRUE(r.exit_code == 0 || (r.exit_code == 3 && std::string(name) == "e7m0_mx")) << name << ": " << r.out;
+        ASSERT_TRUE(r.exit_code == 0 || (r.exit_code == 3 && std::string(name) == "e7m0_mx"))
+            << name << ": " << r.out;
         const std::vector<double> losses = losses_of(out);
         ASSERT_EQ(losses.size(), 3u) << name;
         for (double l : losses) EXPECT_TRUE(std::isfinite(l)) << name;
@@ -603,8 +648,10 @@ TEST(BlockScaling, EveryBlockScaledConfigTrainsAFewSteps) {
             // Weights [out, 32]: blocks of 32 (16 for nvfp4) along each row, quantized twice
             // (rows for the forward pass, columns for the input gradient).
             EXPECT_GT(b["blocks"].get<uint64_t>(), 0u) << line;
-            EXPECT_LE(b["saturated"].get<uint64_t>() + b["underflowed"].get<uint64_t>() + b["neutral"].get<uint64_t>(),
-                      b["blocks"].get<uint64_t>()) << line;
+            EXPECT_LE(b["saturated"].get<uint64_t>() + b["underflowed"].get<uint64_t>() +
+                          b["neutral"].get<uint64_t>(),
+                      b["blocks"].get<uint64_t>())
+                << line;
             EXPECT_TRUE(j["scale"].is_null()) << "a block-scaled tensor has no one scale: " << line;
             ++block_lines;
         }
@@ -616,16 +663,16 @@ TEST(BlockScaling, EveryBlockScaledConfigTrainsAFewSteps) {
 // Under the round_up rule a block's scale keeps fl(amax * s) <= max, so no
 // element overflows (docs/config.md: "Never" clips): range's overflow_rate is
 // exactly 0 for every tensor (measured at scale 1, as before ABI 1.2 views,
-// about a third of the activations here lie beyond E0M7's max). And E0M7's grid (step 1/128, max 127/128) at a
-// block's scale leaves zero only the elements below about amax/256 of their
-// block of 8: few of the output gradients, which at scale 1 (|dy| mostly
-// below 1/256 in this model) would nearly all underflow.
+// about a third of the activations here lie beyond E0M7's max). And E0M7's grid (step 1/128, max 127/128) at
+// a block's scale leaves zero only the elements below about amax/256 of their block of 8: few of the output
+// gradients, which at scale 1 (|dy| mostly below 1/256 in this model) would nearly all underflow.
 TEST(BlockScaling, RangeDiagnosticMeasuresAtTheBlockScales) {
     scratch s;
-    const fs::path cfg = s.config("range_blocks",
-                                  "weight_format = \"e0m7\"\nactivation_format = \"e0m7\"\ngradient_format = \"e0m7\"\n"
-                                  "granularity = \"block\"\nblock_size = 8\nscale_rule = \"round_up\"\n",
-                                  "[diagnostics]\nplugins = [\"range\"]\n");
+    const fs::path cfg =
+        s.config("range_blocks",
+                 "weight_format = \"e0m7\"\nactivation_format = \"e0m7\"\ngradient_format = \"e0m7\"\n"
+                 "granularity = \"block\"\nblock_size = 8\nscale_rule = \"round_up\"\n",
+                 "[diagnostics]\nplugins = [\"range\"]\n");
     const fs::path out = s.path / "run";
     const run_result r = run("run " + cfg.string() + " --out " + out.string());
     ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -652,11 +699,15 @@ TEST(BlockScaling, RangeDiagnosticMeasuresAtTheBlockScales) {
 // of "pow2" wherever neither clamps: the same run again.
 TEST(BlockScaling, RowIsOneBlockPerRowAndUe8m0IsPowersOfTwo) {
     scratch s;
-    const std::string q = "weight_format = \"e4m3\"\nactivation_format = \"e4m3\"\ngradient_format = \"e5m2\"\n";
+    const std::string q =
+        "weight_format = \"e4m3\"\nactivation_format = \"e4m3\"\ngradient_format = \"e5m2\"\n";
     const fs::path row = s.config("row", q + "granularity = \"row\"\n");
-    const fs::path long_blocks = s.config("long_blocks", q + "granularity = \"block\"\nblock_size = 1048576\n");
-    const fs::path pow2 = s.config("pow2", q + "granularity = \"block\"\nblock_size = 8\nscale_format = \"pow2\"\n");
-    const fs::path e8m0 = s.config("e8m0", q + "granularity = \"block\"\nblock_size = 8\nscale_format = \"ue8m0\"\n");
+    const fs::path long_blocks =
+        s.config("long_blocks", q + "granularity = \"block\"\nblock_size = 1048576\n");
+    const fs::path pow2 =
+        s.config("pow2", q + "granularity = \"block\"\nblock_size = 8\nscale_format = \"pow2\"\n");
+    const fs::path e8m0 =
+        s.config("e8m0", q + "granularity = \"block\"\nblock_size = 8\nscale_format = \"ue8m0\"\n");
     const fs::path tensor = s.config("tensor", q);
     for (const fs::path& c : {row, long_blocks, pow2, e8m0, tensor})
         ASSERT_EQ(run("run " + c.string() + " --out " + (s.path / c.stem()).string()).exit_code, 0) << c;
@@ -674,29 +725,41 @@ TEST(BlockScaling, FormatParametersMakeANewFormatInTraining) {
     scratch s;
     const fs::path plugins = s.plugins_with_param_format();
     const std::string params =
-        "[quantization.params.param_format]\nexponent_bits = 5\nmantissa_bits = 2\nbias = 15\nspecials = \"ieee\"\n";
+        "[quantization.params.param_format]\nexponent_bits = 5\nmantissa_bits = 2\nbias = 15\nspecials = "
+        "\"ieee\"\n";
     for (const std::string blocks : {"", "granularity = \"block\"\nblock_size = 8\n"}) {
         const fs::path bundled = s.config("bundled", blocks);
-        const fs::path shaped = s.config("shaped",
-                                         blocks + "weight_format = \"param_format\"\nactivation_format = \"param_format\"\n"
-                                                  "gradient_format = \"param_format\"\n" + params);
+        const fs::path shaped =
+            s.config("shaped", blocks +
+                                   "weight_format = \"param_format\"\nactivation_format = \"param_format\"\n"
+                                   "gradient_format = \"param_format\"\n" +
+                                   params);
         fs::remove_all(s.path / "bundled_run");
         fs::remove_all(s.path / "shaped_run");
-        ASSERT_EQ(run("run " + bundled.string() + " --out " + (s.path / "bundled_run").string(), plugins.string()).exit_code, 0);
-        const run_result r = run("run " + shaped.string() + " --out " + (s.path / "shaped_run").string(), plugins.string());
+        ASSERT_EQ(
+            run("run " + bundled.string() + " --out " + (s.path / "bundled_run").string(), plugins.string())
+                .exit_code,
+            0);
+        const run_result r =
+            run("run " + shaped.string() + " --out " + (s.path / "shaped_run").string(), plugins.string());
         ASSERT_EQ(r.exit_code, 0) << r.out;
         const std::vector<double> a = losses_of(s.path / "bundled_run"), b = losses_of(s.path / "shaped_run");
         ASSERT_EQ(a.size(), 12u);
         EXPECT_EQ(a, b) << (blocks.empty() ? "per tensor" : "blocks of 8");
     }
     // Without the parameters param_format is E4M3: another run.
-    const fs::path plain = s.config("plain", "weight_format = \"param_format\"\nactivation_format = \"param_format\"\n"
-                                             "gradient_format = \"param_format\"\n");
-    ASSERT_EQ(run("run " + plain.string() + " --out " + (s.path / "plain_run").string(), plugins.string()).exit_code, 0);
+    const fs::path plain = s.config("plain",
+                                    "weight_format = \"param_format\"\nactivation_format = \"param_format\"\n"
+                                    "gradient_format = \"param_format\"\n");
+    ASSERT_EQ(run("run " + plain.string() + " --out " + (s.path / "plain_run").string(), plugins.string())
+                  .exit_code,
+              0);
     EXPECT_NE(losses_of(s.path / "plain_run"), losses_of(s.path / "shaped_run"));
     // A parameter the plugin does not have is refused naming it.
-    const fs::path bad = s.config("bad", "weight_format = \"param_format\"\n[quantization.params.param_format]\nmantisa_bits = 2\n");
-    const run_result r = run("run " + bad.string() + " --out " + (s.path / "bad_run").string(), plugins.string());
+    const fs::path bad = s.config(
+        "bad", "weight_format = \"param_format\"\n[quantization.params.param_format]\nmantisa_bits = 2\n");
+    const run_result r =
+        run("run " + bad.string() + " --out " + (s.path / "bad_run").string(), plugins.string());
     EXPECT_NE(r.exit_code, 0);
     EXPECT_NE(r.out.find("mantisa_bits"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("param_format"), std::string::npos) << r.out;
@@ -712,7 +775,8 @@ TEST(RunErrors, NameTheFileAndKey) {
     const std::vector<bad> cases = {
         {"run " + cfg.string() + " --set data.path=/nonexistent/corpus", "data.path", 1},
         {"run " + cfg.string() + " --set model.block_size=4096", "block_size + 1", 1},
-        {"run " + cfg.string() + " --set quantization.weight_format=e9m9", "key 'quantization.weight_format': no format plugin named 'e9m9'", 1},
+        {"run " + cfg.string() + " --set quantization.weight_format=e9m9",
+         "key 'quantization.weight_format': no format plugin named 'e9m9'", 1},
         {"run " + cfg.string() + " --set training.device=cuda", "training.device", 1},
         {"run " + cfg.string() + " --set training.max_stesp=3", "training.max_stesp", 1},
         {"run " + cfg.string() + " --set model.vocab_size=10", "vocabulary", 1},
@@ -757,7 +821,8 @@ bool has(const std::string& line, const std::string& text) { return line.find(te
 
 // The seeds' E7M0 experiment with the weights stored in E7M0 (no FP32 master
 // copy): 150 steps, bit stall measured every 25.
-const std::string kE7m0Stored = std::string(ALTGRAD_CONFIG_DIR) + "/e7m0_uniform.toml"
+const std::string kE7m0Stored = std::string(ALTGRAD_CONFIG_DIR) +
+                                "/e7m0_uniform.toml"
                                 " --set quantization.shadow_weights=false --set training.max_steps=150"
                                 " --set quantization.diagnostic_interval=25 --set training.eval_interval=50"
                                 " --set output.checkpoint_interval=50";
@@ -809,8 +874,10 @@ TEST(Stability, E7m0StoredInItsFormatCollapsesAtTheFirstStalledStep) {
 
     const std::string report = file_text(out / "reports" / "failure.md");
     EXPECT_TRUE(has(report, "| failure mode | **bit_stall** |")) << report;
-    EXPECT_TRUE(has(report, "| collapse step (first evidence) | " + std::to_string(first_stalled) + " |")) << report;
-    EXPECT_TRUE(has(report, "quantization.shadow_weights = true")) << report;  // the evidence-led recommendation
+    EXPECT_TRUE(has(report, "| collapse step (first evidence) | " + std::to_string(first_stalled) + " |"))
+        << report;
+    EXPECT_TRUE(has(report, "quantization.shadow_weights = true"))
+        << report;  // the evidence-led recommendation
     EXPECT_TRUE(has(report, "## Config (resolved)")) << report;
     // A checkpoint of the collapse step, for the post-mortem.
     char ckpt[32];
@@ -821,7 +888,8 @@ TEST(Stability, E7m0StoredInItsFormatCollapsesAtTheFirstStalledStep) {
 TEST(Stability, MantissaShiftMovesE7m0ToE5m2AndTheRunFinishes) {
     scratch s;
     const fs::path out = s.path / "e7m0-shift";
-    const run_result r = run("run " + kE7m0Stored + " --set stability.interventions=mantissa_shift --out " + out.string());
+    const run_result r =
+        run("run " + kE7m0Stored + " --set stability.interventions=mantissa_shift --out " + out.string());
     ASSERT_EQ(r.exit_code, 0) << r.out;
     EXPECT_TRUE(has(r.out, "mantissa_shift switched blocks.0.attn.qkv.weight e7m0 -> e5m2")) << r.out;
     EXPECT_TRUE(has(r.out, "done: finished, 150/150 steps")) << r.out;
@@ -855,7 +923,8 @@ TEST(Stability, NonFiniteLossStopsWithACheckpointAndAReport) {
     scratch s;
     // E1M6 (max 1.97, with Inf) on unscaled activations with overflow to Inf: the
     // LayerNorm outputs overflow at once.
-    const fs::path cfg = s.config("nan", "overflow = \"nonfinite\"\nscaling = \"none\"\nactivation_format = \"e1m6\"\n");
+    const fs::path cfg =
+        s.config("nan", "overflow = \"nonfinite\"\nscaling = \"none\"\nactivation_format = \"e1m6\"\n");
     const fs::path out = s.path / "nan";
     const run_result r = run("run " + cfg.string() + " --out " + out.string());
     ASSERT_EQ(r.exit_code, 3) << r.out;
@@ -866,15 +935,19 @@ TEST(Stability, NonFiniteLossStopsWithACheckpointAndAReport) {
     EXPECT_TRUE(fs::exists(out / "checkpoints" / "step_0000001" / "state.json"));
     const std::string report = file_text(out / "reports" / "failure.md");
     EXPECT_TRUE(has(report, "| collapse step (first evidence) | 1 |")) << report;
-    EXPECT_TRUE(has(report, "quantization.overflow = \\\"saturate\\\"") || has(report, "overflow = \"saturate\"")) << report;
+    EXPECT_TRUE(has(report, "quantization.overflow = \\\"saturate\\\"") ||
+                has(report, "overflow = \"saturate\""))
+        << report;
     EXPECT_TRUE(has(report, "blocks.0.attn.qkv.input (e1m6")) << report;
 }
 
 TEST(Stability, WithMantissaShiftANonFiniteRunSwitchesAndGoesOn) {
     scratch s;
-    const fs::path cfg = s.config("nan-shift", "overflow = \"nonfinite\"\nscaling = \"none\"\nactivation_format = \"e1m6\"\n");
+    const fs::path cfg =
+        s.config("nan-shift", "overflow = \"nonfinite\"\nscaling = \"none\"\nactivation_format = \"e1m6\"\n");
     const fs::path out = s.path / "nan-shift";
-    const run_result r = run("run " + cfg.string() + " --set stability.interventions=mantissa_shift --out " + out.string());
+    const run_result r =
+        run("run " + cfg.string() + " --set stability.interventions=mantissa_shift --out " + out.string());
     ASSERT_EQ(r.exit_code, 0) << r.out;
     // nan_patience 3: steps 1-3 are non-finite and skipped, then every E1M6 tensor moves to E3M4.
     int nonfinite = 0;
@@ -905,15 +978,17 @@ TEST(Stability, EveryDiagnosticWritesItsValuesAndBitStallAgreesWithTheHost) {
     std::vector<std::string> plugin_stall;
     for (const std::string& line : lines_of(out / "metrics.jsonl")) {
         const size_t d = line.find("\"diagnostic\": \"");
-        if (d != std::string::npos) ++lines_per_diagnostic[line.substr(d + 15, line.find('"', d + 15) - d - 15)];
+        if (d != std::string::npos)
+            ++lines_per_diagnostic[line.substr(d + 15, line.find('"', d + 15) - d - 15)];
         if (has(line, "\"diagnostic\": \"bit_stall\"")) plugin_stall.push_back(line);
         if (has(line, "\"role\": \"weight\", \"format\""))
             host_stall[std::to_string(static_cast<int64_t>(number_in(line, "step"))) + " " +
-                       line.substr(line.find("\"tensor\": ") + 10, line.find(", \"role\"") - line.find("\"tensor\": ") - 10)] =
+                       line.substr(line.find("\"tensor\": ") + 10,
+                                   line.find(", \"role\"") - line.find("\"tensor\": ") - 10)] =
                 std::to_string(number_in(line, "bit_stall_rate"));
     }
-    for (const char* name : {"range", "stiffness", "grid_alignment", "bit_stall", "ulp", "grad_stiffness", "kurtosis",
-                             "attention_entropy"})
+    for (const char* name : {"range", "stiffness", "grid_alignment", "bit_stall", "ulp", "grad_stiffness",
+                             "kurtosis", "attention_entropy"})
         EXPECT_GT(lines_per_diagnostic[name], 0) << name;
     const std::vector<std::string> m = lines_of(out / "metrics.jsonl");
     const auto any = [&](const std::string& a, const std::string& b) {
@@ -921,17 +996,22 @@ TEST(Stability, EveryDiagnosticWritesItsValuesAndBitStallAgreesWithTheHost) {
             if (has(line, a) && has(line, b)) return true;
         return false;
     };
-    EXPECT_TRUE(any("\"diagnostic\": \"attention_entropy\"", "\"tensor\": \"blocks.0.attn.probs\"")) << "attention probs";
-    EXPECT_TRUE(any("\"diagnostic\": \"kurtosis\"", "\"tensor\": \"blocks.0.attn.qkv.input\"")) << "activations";
-    EXPECT_TRUE(any("\"diagnostic\": \"grad_stiffness\"", "\"role\": \"weight_gradient\"")) << "weight gradients";
+    EXPECT_TRUE(any("\"diagnostic\": \"attention_entropy\"", "\"tensor\": \"blocks.0.attn.probs\""))
+        << "attention probs";
+    EXPECT_TRUE(any("\"diagnostic\": \"kurtosis\"", "\"tensor\": \"blocks.0.attn.qkv.input\""))
+        << "activations";
+    EXPECT_TRUE(any("\"diagnostic\": \"grad_stiffness\"", "\"role\": \"weight_gradient\""))
+        << "weight gradients";
     EXPECT_TRUE(any("\"diagnostic\": \"range\"", "\"role\": \"output_gradient\"")) << "output gradients";
     // A quantized tensor's line names the output gradient as the diagnostics do: one name, one meaning.
-    EXPECT_TRUE(any(".output_grad\", \"role\": \"output_gradient\", \"format\"", "\"overflow\"")) << "quantized output gradients";
+    EXPECT_TRUE(any(".output_grad\", \"role\": \"output_gradient\", \"format\"", "\"overflow\""))
+        << "quantized output gradients";
     EXPECT_FALSE(any("\"role\": \"gradient\"", "")) << "no bare \"gradient\" role";
     // The plugin and the host measure bit stall by the same definition on the same tensors.
     int compared = 0;
     for (const std::string& line : plugin_stall) {
-        const std::string tensor = line.substr(line.find("\"tensor\": ") + 10, line.find(", \"role\"") - line.find("\"tensor\": ") - 10);
+        const std::string tensor = line.substr(line.find("\"tensor\": ") + 10,
+                                               line.find(", \"role\"") - line.find("\"tensor\": ") - 10);
         const std::string key = std::to_string(static_cast<int64_t>(number_in(line, "step"))) + " " + tensor;
         const double plugin = number_in(line, "bit_stall_rate");
         if (!host_stall.count(key) || std::isnan(plugin)) continue;
@@ -962,7 +1042,8 @@ TEST(Resume, ADamagedCheckpointIsRefusedNamingTheFileAndFallbackResumesFromTheIn
         flip_bytes(f);
         const run_result r = run("run --resume " + out.string());
         EXPECT_EQ(r.exit_code, 1) << file << "\n" << r.out;
-        EXPECT_TRUE(has(r.out, f.string() + ": its contents changed since the checkpoint was written")) << r.out;
+        EXPECT_TRUE(has(r.out, f.string() + ": its contents changed since the checkpoint was written"))
+            << r.out;
         EXPECT_TRUE(has(r.out, "--fallback` resumes from the newest intact earlier checkpoint")) << r.out;
         fs::copy_file(saved, f, fs::copy_options::overwrite_existing);
     }
@@ -973,7 +1054,8 @@ TEST(Resume, ADamagedCheckpointIsRefusedNamingTheFileAndFallbackResumesFromTheIn
     std::ofstream(last / "state.json") << moved;
     const run_result wrong_step = run("run --resume " + out.string());
     EXPECT_EQ(wrong_step.exit_code, 1);
-    EXPECT_TRUE(has(wrong_step.out, "state.json: key 'step': 13, but the folder is step_0000012")) << wrong_step.out;
+    EXPECT_TRUE(has(wrong_step.out, "state.json: key 'step': 13, but the folder is step_0000012"))
+        << wrong_step.out;
     std::ofstream(last / "state.json") << state;
     flip_bytes(last / "model.pt");
     const run_result r = run("run --resume " + out.string() + " --fallback");
@@ -1004,7 +1086,8 @@ TEST(Run, AFullDiskStopsTheRunWithOneLineAndASummary) {
                              "ulimit -f 32; trap '' XFSZ; ");
     EXPECT_EQ(r.exit_code, 1) << r.out;
     EXPECT_TRUE(has(r.out, "altgrad-host: error: " + (out / "checkpoints" / "step_0000004").string() +
-                               ": cannot write the checkpoint")) << r.out;
+                               ": cannot write the checkpoint"))
+        << r.out;
     EXPECT_FALSE(has(r.out, "frame #")) << r.out;  // no LibTorch backtrace
     for (const auto& e : fs::directory_iterator(out / "checkpoints"))
         EXPECT_NE(e.path().filename().string().rfind(".tmp-", 0), 0u) << e.path();
@@ -1033,7 +1116,8 @@ TEST(Run, APluginThatCrashesLeavesACrashedSummaryNamingItAndTheRunResumes) {
     scratch s;
     const fs::path plugins = plugins_with_crashing_format(s);
     const fs::path cfg = s.config("crashy", "weight_format = \"broken_quantize_after\"\n");
-    ASSERT_EQ(run("run " + cfg.string() + " --out " + (s.path / "whole").string(), plugins.string()).exit_code, 0);
+    ASSERT_EQ(
+        run("run " + cfg.string() + " --out " + (s.path / "whole").string(), plugins.string()).exit_code, 0);
 
     const fs::path out = s.path / "crashed";
     const run_result r = run("run " + cfg.string() + " --out " + out.string(), plugins.string(),
@@ -1061,7 +1145,8 @@ TEST(Run, APluginThatCrashesLeavesACrashedSummaryNamingItAndTheRunResumes) {
     ASSERT_GE(train_lines, 4) << "the crash came before the first checkpoint; raise the call count";
     ASSERT_LT(train_lines, 12) << "the run finished before the crash; lower the call count";
     EXPECT_TRUE(has(r.out, "altgrad-host: plugin 'broken_quantize_after' crashed the run in quantize after " +
-                               std::to_string(train_lines) + " steps: signal 11 (SIGSEGV, Segmentation fault); "))
+                               std::to_string(train_lines) +
+                               " steps: signal 11 (SIGSEGV, Segmentation fault); "))
         << r.out;
     EXPECT_TRUE(has(r.out, "run --resume " + out.string())) << r.out;
 
@@ -1071,4 +1156,3 @@ TEST(Run, APluginThatCrashesLeavesACrashedSummaryNamingItAndTheRunResumes) {
     EXPECT_EQ(::altgrad::host::run::read_summary(out / "summary.json").status, "finished");
     EXPECT_EQ(comparable_metrics(s.path / "whole"), comparable_metrics(out));
 }
-

@@ -20,8 +20,10 @@ int conformance_command(const context& ctx, const args& a) {
     kit::options o;
     std::string only;
     options.add_options()("json", "print JSON instead of a table")(
-        "only", po::value<std::string>(&only), "run only the checks whose name matches this glob, e.g. 'quantize.*'")(
-        "seed", po::value<std::string>(), "seed of every randomised check (default: from the clock; printed to replay)")(
+        "only", po::value<std::string>(&only),
+        "run only the checks whose name matches this glob, e.g. 'quantize.*'")(
+        "seed", po::value<std::string>(),
+        "seed of every randomised check (default: from the clock; printed to replay)")(
         "timeout", po::value<double>(&o.timeout_seconds)->default_value(30), "seconds allowed per check")(
         "list-checks", "print the check names and exit")(
         "brief", "one line per plugin, plus every result that did not pass");
@@ -45,13 +47,16 @@ int conformance_command(const context& ctx, const args& a) {
     }
     if (!(o.timeout_seconds > 0)) throw usage_error("conformance: --timeout must be > 0");
     o.only = only;
-    o.seed = vm.count("seed") ? unsigned_option("conformance", "seed", vm["seed"].as<std::string>())
-                              : static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) %
-                                    1000000007ull;
+    o.seed = vm.count("seed")
+                 ? unsigned_option("conformance", "seed", vm["seed"].as<std::string>())
+                 : static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()) %
+                       1000000007ull;
     if (!o.only.empty()) {
         bool any = false;
-        for (const kit::check_info& c : kit::all_checks()) any = any || altgrad::host::glob_match(o.only, c.name);
-        if (!any) throw usage_error("conformance: --only '" + o.only + "' matches no check (see --list-checks)");
+        for (const kit::check_info& c : kit::all_checks())
+            any = any || altgrad::host::glob_match(o.only, c.name);
+        if (!any)
+            throw usage_error("conformance: --only '" + o.only + "' matches no check (see --list-checks)");
     }
 
     std::vector<kit::plugin_target> chosen;
@@ -61,7 +66,8 @@ int conformance_command(const context& ctx, const args& a) {
     }
     for (const std::string& t : targets) {
         const bool is_path = t.find('/') != std::string::npos;
-        if (!is_path && ctx.plugins.empty()) throw usage_error("conformance: '" + t + "' needs --plugins DIR");
+        if (!is_path && ctx.plugins.empty())
+            throw usage_error("conformance: '" + t + "' needs --plugins DIR");
         chosen.push_back(is_path ? kit::target_by_path(t) : kit::target_by_name(ctx.plugins, t));
     }
     std::vector<kit::plugin_report> reports;

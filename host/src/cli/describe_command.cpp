@@ -11,8 +11,8 @@
 #include "plugins/format_handle.hpp"
 #include "plugins/headlines.hpp"
 #include "plugins/plugin_json.hpp"
-#include "util/abi_names.hpp"
 #include "plugins/registry.hpp"
+#include "util/abi_names.hpp"
 #include "util/error.hpp"
 #include "util/json_output.hpp"
 #include "util/numbers.hpp"
@@ -57,12 +57,14 @@ std::string binary(uint32_t code, uint32_t bits) {
 void print_format_text(const altgrad_format_info& i) {
     std::cout << "family          " << format_family_names().name(i.family) << "\n"
               << "bits            " << i.total_bits << " (exponent " << i.exponent_bits << ", mantissa "
-              << i.mantissa_bits << ", bias " << i.bias << ", " << (i.is_signed ? "signed" : "unsigned") << ")\n"
+              << i.mantissa_bits << ", bias " << i.bias << ", " << (i.is_signed ? "signed" : "unsigned")
+              << ")\n"
               << "zero            " << zero_kind_names().name(i.zero) << "\n"
               << "subnormals      " << (i.has_subnormals ? "yes" : "no") << "\n"
               << "infinities      " << (i.has_inf ? "+-Inf" : "none") << "\n"
               << "NaN codes       " << i.nan_code_count;
-    if (i.nan_code_count > 0) std::cout << " (canonical 0x" << std::hex << i.canonical_nan_code << std::dec << ")";
+    if (i.nan_code_count > 0)
+        std::cout << " (canonical 0x" << std::hex << i.canonical_nan_code << std::dec << ")";
     std::cout << "\n"
               << "max finite      " << both(i.max_finite) << "\n"
               << "lowest finite   " << both(i.lowest_finite) << "\n"
@@ -104,8 +106,8 @@ void print_text(const loaded_plugin& plugin, const format_handle* f, bool table)
     const manifest& m = plugin.info;
     std::cout << "name            " << m.name << " " << version_string(m.version) << " (" << kind_name(m.kind)
               << ", ABI " << version_string(m.abi_version, false) << ")\n"
-              << (m.aliases.empty() ? "" : "aliases         " + comma_list(m.aliases) + "\n") << "description     "
-              << m.description << "\n"
+              << (m.aliases.empty() ? "" : "aliases         " + comma_list(m.aliases) + "\n")
+              << "description     " << m.description << "\n"
               << "library         " << m.library.string() << "\n";
     for (const param_decl& p : m.params) std::cout << "parameter       " << param_summary(p) << "\n";
     if (m.kind == ALTGRAD_KIND_DIAGNOSTIC) print_headlines(plugin);
@@ -121,20 +123,22 @@ int describe_command(const context& ctx, const args& a) {
     std::vector<std::string> params;
     po::options_description operands;
     operands.add_options()("name", po::value<std::string>());
-    options.add_options()("json", "print JSON")("table", "list every code with its value (formats of at most 16 bits)")(
+    options.add_options()("json", "print JSON")(
+        "table", "list every code with its value (formats of at most 16 bits)")(
         "param", po::value<std::vector<std::string>>(&params), "KEY=VALUE plugin parameter (repeatable)");
     po::positional_options_description pos;
     pos.add("name", 1);
     po::variables_map vm;
-    const command_help help{"describe",
-                            {"[--plugins DIR] describe NAME [--json] [--table] [--param KEY=VALUE]..."},
-                            "altgrad-host --plugins build/plugins describe e4m3 --table",
-                            {{0, "the plugin was described"},
-                             {1, "an error: no such plugin, a broken one, or a bad parameter"}}};
+    const command_help help{
+        "describe",
+        {"[--plugins DIR] describe NAME [--json] [--table] [--param KEY=VALUE]..."},
+        "altgrad-host --plugins build/plugins describe e4m3 --table",
+        {{0, "the plugin was described"}, {1, "an error: no such plugin, a broken one, or a bad parameter"}}};
     if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
     if (!vm.count("name"))
-        throw usage_error("describe: which plugin? Give a plugin's name, e.g. 'describe e4m3' "
-                          "('altgrad-host --plugins DIR list' shows them)");
+        throw usage_error(
+            "describe: which plugin? Give a plugin's name, e.g. 'describe e4m3' "
+            "('altgrad-host --plugins DIR list' shows them)");
     const std::string name = vm["name"].as<std::string>();
     const bool as_json = vm.count("json") > 0, table = vm.count("table") > 0;
 

@@ -21,18 +21,20 @@ int list_command(const context& ctx, const args& a) {
     po::positional_options_description pos;
     pos.add("name", -1);
     po::variables_map vm;
-    const command_help help{"list",
-                            {"[--plugins DIR] list [NAME...] [--json]"},
-                            "altgrad-host --plugins build/plugins list float8_e4m3fn bf16",
-                            {{0, "the plugins were listed (a broken one too, with the reason)"},
-                             {1, "an error: the plugin folder cannot be read, or no plugin has a NAME given"}}};
+    const command_help help{
+        "list",
+        {"[--plugins DIR] list [NAME...] [--json]"},
+        "altgrad-host --plugins build/plugins list float8_e4m3fn bf16",
+        {{0, "the plugins were listed (a broken one too, with the reason)"},
+         {1, "an error: the plugin folder cannot be read, or no plugin has a NAME given"}}};
     if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
 
     registry reg(ctx.plugins);
     // Every plugin, or those named (by name or alias), in the order given; each probed.
     std::vector<const plugin_record*> shown;
     if (vm.count("name")) {
-        for (const std::string& name : vm["name"].as<std::vector<std::string>>()) shown.push_back(&reg.probed(name));
+        for (const std::string& name : vm["name"].as<std::vector<std::string>>())
+            shown.push_back(&reg.probed(name));
     } else {
         reg.probe_all();
         for (const plugin_record& r : reg.records()) shown.push_back(&r);
@@ -55,7 +57,8 @@ int list_command(const context& ctx, const args& a) {
     }
     if (!as_json)
         std::cout << std::left << std::setw(kind_w + 2) << "KIND" << std::setw(name_w + 2) << "NAME"
-                  << std::setw(version_w + 2) << "VERSION" << std::setw(aliases_w + 2) << "ALIASES" << "STATUS\n";
+                  << std::setw(version_w + 2) << "VERSION" << std::setw(aliases_w + 2) << "ALIASES"
+                  << "STATUS\n";
     ordered_json plugins = ordered_json::array();
     for (const plugin_record* r : shown) {
         const bool ok = r->status == plugin_status::ok;
@@ -65,13 +68,14 @@ int list_command(const context& ctx, const args& a) {
         if (as_json) {
             plugins.push_back(plugin_record_json(*r));
         } else {
-            std::cout << std::setw(kind_w + 2) << kind << std::setw(name_w + 2) << r->name() << std::setw(version_w + 2)
-                      << version << std::setw(aliases_w + 2) << aliases_of(*r) << (ok ? "ok" : "broken: " + r->error)
-                      << "\n";
+            std::cout << std::setw(kind_w + 2) << kind << std::setw(name_w + 2) << r->name()
+                      << std::setw(version_w + 2) << version << std::setw(aliases_w + 2) << aliases_of(*r)
+                      << (ok ? "ok" : "broken: " + r->error) << "\n";
         }
     }
     if (as_json) std::cout << json_output({{"plugins_dir", ctx.plugins.string()}, {"plugins", plugins}});
-    if (reg.records().empty()) std::cerr << "altgrad-host: no plugins found in " << ctx.plugins.string() << "\n";
+    if (reg.records().empty())
+        std::cerr << "altgrad-host: no plugins found in " << ctx.plugins.string() << "\n";
     else if (broken > 0)
         std::cerr << "altgrad-host: " << broken << " of " << shown.size() << " plugins are broken\n";
     return 0;

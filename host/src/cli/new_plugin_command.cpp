@@ -5,8 +5,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
-#include "util/abi_names.hpp"
 #include "scaffold/new_plugin.hpp"
+#include "util/abi_names.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host::cli {
@@ -30,8 +30,10 @@ int new_plugin_command(const context&, const args& a) {
     if (name.empty()) throw usage_error("new-plugin: which name? e.g. 'new-plugin my_fp4 --kind format'");
     const std::optional<altgrad_plugin_kind> kind = plugin_kind_names().value(kind_text);
     if (!kind)
-        throw usage_error("new-plugin: --kind \"" + kind_text + "\": expected one of " + plugin_kind_names().list());
-    for (const auto& file : scaffold::write_plugin_project(name, *kind, dir)) std::cout << file.string() << "\n";
+        throw usage_error("new-plugin: --kind \"" + kind_text + "\": expected one of " +
+                          plugin_kind_names().list());
+    for (const auto& file : scaffold::write_plugin_project(name, *kind, dir))
+        std::cout << file.string() << "\n";
     std::cerr << "next: see " << (std::filesystem::path(dir) / name / "README.md").lexically_normal().string()
               << " (build against the installed SDK, run the conformance kit, use it)\n";
     return 0;

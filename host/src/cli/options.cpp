@@ -8,13 +8,15 @@
 namespace altgrad::host::cli {
 
 bool parse_subcommand(const command_help& help, po::options_description& options,
-                      const po::options_description& operands, const po::positional_options_description& positional,
-                      const args& a, po::variables_map& vm) {
+                      const po::options_description& operands,
+                      const po::positional_options_description& positional, const args& a,
+                      po::variables_map& vm) {
     options.add_options()("help,h", "show this help");
     po::options_description all;
     all.add(options).add(operands);
     try {
-        const po::parsed_options parsed = po::command_line_parser(a).options(all).positional(positional).run();
+        const po::parsed_options parsed =
+            po::command_line_parser(a).options(all).positional(positional).run();
         // Operands are named only to bind them to positions: "--plugin X" or
         // "--name X" given by name would be an undocumented second spelling.
         for (const po::option& o : parsed.options)
@@ -24,8 +26,8 @@ bool parse_subcommand(const command_help& help, po::options_description& options
         if (vm.count("help")) {
             // A line starting with a space continues the form above it.
             for (size_t i = 0; i < help.usage.size(); ++i)
-                std::cout << (i == 0 ? "usage: " : "       ") << (help.usage[i][0] == ' ' ? "" : "altgrad-host ")
-                          << help.usage[i] << "\n";
+                std::cout << (i == 0 ? "usage: " : "       ")
+                          << (help.usage[i][0] == ' ' ? "" : "altgrad-host ") << help.usage[i] << "\n";
             std::cout << "\n" << options << "\nexample:\n  " << help.example << "\n\nexit codes:\n";
             std::vector<std::pair<int, std::string>> exits = help.exits;
             exits.emplace_back(2, "a wrong command line");

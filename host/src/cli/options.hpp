@@ -20,10 +20,10 @@ namespace po = boost::program_options;
 // README writes it), an example command line, and the exit codes it can give
 // (2, a wrong command line, is added for every subcommand).
 struct command_help {
-    std::string name;                                // "quantize"
-    std::vector<std::string> usage;                  // forms after "altgrad-host ", e.g. "[--plugins DIR] list [--json]";
-                                                     // a line starting with a space continues the one above
-    std::string example;                             // a complete command line
+    std::string name;                // "quantize"
+    std::vector<std::string> usage;  // forms after "altgrad-host ", e.g. "[--plugins DIR] list [--json]";
+                                     // a line starting with a space continues the one above
+    std::string example;             // a complete command line
     std::vector<std::pair<int, std::string>> exits;  // {0, "success"}, ...
 };
 
@@ -33,8 +33,9 @@ struct command_help {
 // wrong values become a usage_error naming the subcommand. Returns false
 // (after printing help) when --help was asked for.
 bool parse_subcommand(const command_help& help, po::options_description& options,
-                      const po::options_description& operands, const po::positional_options_description& positional,
-                      const args& a, po::variables_map& vm);
+                      const po::options_description& operands,
+                      const po::positional_options_description& positional, const args& a,
+                      po::variables_map& vm);
 
 // The value of an unsigned integer option (`--seed N`) of `command`: digits
 // only, at most 2^64-1; usage_error naming the option otherwise.

@@ -13,9 +13,9 @@
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
 #include "cli/tensor_files.hpp"
-#include "util/abi_names.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
+#include "util/abi_names.hpp"
 #include "util/error.hpp"
 #include "util/numbers.hpp"
 
@@ -27,7 +27,8 @@ namespace {
 template <class E>
 E parse_choice(const name_table<E>& names, const char* option, const std::string& s) {
     if (const std::optional<E> v = names.value(s)) return *v;
-    throw usage_error("quantize: --" + std::string(option) + " \"" + s + "\": expected one of " + names.list());
+    throw usage_error("quantize: --" + std::string(option) + " \"" + s + "\": expected one of " +
+                      names.list());
 }
 
 // "nearest | stochastic | toward-zero" for the help.
@@ -44,7 +45,8 @@ std::string float_decimal(float x) {
     if (std::isnan(x)) return "nan";
     if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
     char buf[48];
-    for (int digits = 1; digits <= 9; ++digits) {  // 9 significant digits always read back as the same float32
+    for (int digits = 1; digits <= 9;
+         ++digits) {  // 9 significant digits always read back as the same float32
         std::snprintf(buf, sizeof buf, "%.*g", digits, static_cast<double>(x));
         if (std::strtof(buf, nullptr) == x) break;
     }
@@ -97,14 +99,16 @@ void write_output(const std::string& file, const float_tensor& t, bool decimal) 
 int quantize_command(const context& ctx, const args& a) {
     po::options_description options("quantize options (numbers are read from standard input)");
     std::vector<std::string> params;
-    std::string rounding = "nearest", overflow = "saturate", scale_text = "1", seed_text = "0", offset_text = "0";
+    std::string rounding = "nearest", overflow = "saturate", scale_text = "1", seed_text = "0",
+                offset_text = "0";
     std::string output_format = "hex", input_file, output_file;
     quantize_options o;
     po::options_description operands;
     operands.add_options()("name", po::value<std::string>());
-    options.add_options()(
-        "rounding", po::value<std::string>(&rounding)->default_value("nearest"), alternatives(rounding_names()).c_str())(
-        "overflow", po::value<std::string>(&overflow)->default_value("saturate"), alternatives(overflow_names()).c_str())(
+    options.add_options()("rounding", po::value<std::string>(&rounding)->default_value("nearest"),
+                          alternatives(rounding_names()).c_str())(
+        "overflow", po::value<std::string>(&overflow)->default_value("saturate"),
+        alternatives(overflow_names()).c_str())(
         "scale", po::value<std::string>(&scale_text)->default_value("1"),
         "scale s: each x becomes q(x*s)/s (finite, > 0; decimal or hex-float)")(
         "seed", po::value<std::string>(&seed_text)->default_value("0"), "stochastic rounding seed")(
@@ -115,9 +119,8 @@ int quantize_command(const context& ctx, const args& a) {
         "hex | decimal: text output as C99 hex-floats, or as the shortest decimal that reads back exactly")(
         "input", po::value<std::string>(&input_file),
         "read FILE instead of standard input: .npy (float32, any shape), .f32 (raw little-endian float32), "
-        "else text")(
-        "output", po::value<std::string>(&output_file),
-        "write FILE instead of standard output: .npy (the input's shape), .f32, else text")(
+        "else text")("output", po::value<std::string>(&output_file),
+                     "write FILE instead of standard output: .npy (the input's shape), .f32, else text")(
         "param", po::value<std::vector<std::string>>(&params), "KEY=VALUE plugin parameter (repeatable)");
     po::positional_options_description pos;
     pos.add("name", 1);
@@ -130,11 +133,13 @@ int quantize_command(const context& ctx, const args& a) {
          "             [--param KEY=VALUE]...   < numbers"},
         "echo \"0.1 464 1e5 nan\" | altgrad-host --plugins build/plugins quantize e4m3 --rounding nearest",
         {{0, "every number was quantized and printed"},
-         {1, "an error: no such format plugin, a broken one, a bad parameter, or input that is not a number"}}};
+         {1,
+          "an error: no such format plugin, a broken one, a bad parameter, or input that is not a number"}}};
     if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
     if (!vm.count("name"))
-        throw usage_error("quantize: which format? Give a format plugin's name, e.g. 'quantize e4m3' "
-                          "('altgrad-host --plugins DIR list' shows them)");
+        throw usage_error(
+            "quantize: which format? Give a format plugin's name, e.g. 'quantize e4m3' "
+            "('altgrad-host --plugins DIR list' shows them)");
     o.rounding = parse_choice(rounding_names(), "rounding", rounding);
     o.overflow = parse_choice(overflow_names(), "overflow", overflow);
     const std::optional<float> scale = parse_float(scale_text);
@@ -144,19 +149,23 @@ int quantize_command(const context& ctx, const args& a) {
     o.seed = unsigned_option("quantize", "seed", seed_text);
     o.offset = unsigned_option("quantize", "offset", offset_text);
     if (output_format != "hex" && output_format != "decimal")
-        throw usage_error("quantize: --output-format \"" + output_format + "\": expected one of hex, decimal");
-    if (!vm["output-format"].defaulted() && !output_file.empty() && tensor_file_kind_of(output_file) != tensor_file_kind::text)
+        throw usage_error("quantize: --output-format \"" + output_format +
+                          "\": expected one of hex, decimal");
+    if (!vm["output-format"].defaulted() && !output_file.empty() &&
+        tensor_file_kind_of(output_file) != tensor_file_kind::text)
         throw usage_error("quantize: --output-format is for text output, not the binary file " + output_file);
 
     registry reg(ctx.plugins);
-    const auto f = format_handle::create(reg.load(vm["name"].as<std::string>(), ALTGRAD_KIND_FORMAT), parse_param_assignments(params));
+    const auto f = format_handle::create(reg.load(vm["name"].as<std::string>(), ALTGRAD_KIND_FORMAT),
+                                         parse_param_assignments(params));
     const float_tensor in = read_input(input_file);
     float_tensor out = in;
     const quantize_counts counts = f->quantize(in.values.data(), out.values.data(), in.values.size(), o);
     write_output(output_file, out, output_format == "decimal");
     if (vm.count("counts")) {
         std::cout.flush();  // the counts follow the values on a terminal
-        std::fprintf(stderr, "overflow %llu underflow %llu of %zu\n", static_cast<unsigned long long>(counts.overflow),
+        std::fprintf(stderr, "overflow %llu underflow %llu of %zu\n",
+                     static_cast<unsigned long long>(counts.overflow),
                      static_cast<unsigned long long>(counts.underflow), in.values.size());
     }
     return 0;

@@ -15,21 +15,61 @@
 
 namespace altgrad::host::cli {
 
+namespace rep = altgrad::host::report;
+
+namespace {
+
+// The run directories among `dirs` (a sweep's logs/ and slurm/ left out), each checked to be one.
+std::vector<std::string> run_dirs_of(std::vector<std::string> dirs) {
+    // `report OUT/*/` over a sweep's folder names its logs/ and slurm/ too.
+    dirs.erase(std::remove_if(dirs.begin(), dirs.end(),
+                              [](const std::string& d) { return sweep::is_sweep_housekeeping(d); }),
+               dirs.end());
+    if (dirs.empty())
+        throw usage_error(
+            "report: no run directories among the folders given (only a sweep's logs/ and slurm/)");
+    for (const std::string& d : dirs) {
+        std::error_code ec;
+        if (!std::filesystem::exists(d, ec)) throw usage_error("report: " + d + ": no such run directory");
+        if (!std::filesystem::is_directory(d, ec))
+            throw usage_error("report: " + d + ": not a folder (expected a run directory)");
+        if (!rep::is_run_dir(d))
+            throw usage_error("report: " + d +
+                              ": not a run directory (no config.toml, metrics.jsonl or summary.json)");
+    }
+    return dirs;
+}
+
+// A --baseline given must name the config of some run given.
+void check_baseline(const std::vector<rep::run_record>& runs, const std::string& baseline) {
+    if (std::any_of(runs.begin(), runs.end(), [&](const rep::run_record& r) { return r.name == baseline; }))
+        return;
+    std::string names;
+    for (const rep::run_record& r : runs)
+        if (names.find("'" + r.name + "'") == std::string::npos)
+            names += (names.empty() ? "'" : ", '") + r.name + "'";
+    throw usage_error("report: --baseline " + baseline +
+                      ": no run of that config among the runs given (their configs: " + names + ")");
+}
+
+}  // namespace
+
 int report_command(const context&, const args& a) {
-    namespace rep = altgrad::host::report;
     po::options_description options("report options");
     std::vector<std::string> dirs;
     rep::report_options o;
     std::string out_dir, hypotheses_file;
-    options.add_options()("out,o", po::value<std::string>(&out_dir)->default_value("report"),
-                          "the report folder: report.md and figures/ (made if missing; files in it are replaced)")(
+    options.add_options()(
+        "out,o", po::value<std::string>(&out_dir)->default_value("report"),
+        "the report folder: report.md and figures/ (made if missing; files in it are replaced)")(
         "hypotheses", po::value<std::string>(&hypotheses_file),
-        "the failure-mode hypotheses to judge (TOML, docs/report.md; default: the seeds', configs/hypotheses/seeds.toml)")(
-        "gnuplot", po::value<std::string>(&o.gnuplot)->default_value("gnuplot"),
-        "the gnuplot program that draws the figures")(
+        "the failure-mode hypotheses to judge (TOML, docs/report.md; default: the seeds', "
+        "configs/hypotheses/seeds.toml)")("gnuplot",
+                                          po::value<std::string>(&o.gnuplot)->default_value("gnuplot"),
+                                          "the gnuplot program that draws the figures")(
         "baseline", po::value<std::string>(&o.baseline)->default_value(rep::kDefaultBaseline),
-        "the config (its name) every group is compared with; several groups of it: each group with the one that "
-        "shares the most of its settings")("no-figures", "write the report without figures");
+        "the config (its name) every group is compared with; several groups of it: each group with the one "
+        "that shares the most of its settings")("no-figures", "write the report without figures");
     po::options_description operands;
     operands.add_options()("run", po::value<std::vector<std::string>>(&dirs));
     po::positional_options_description pos;
@@ -37,50 +77,37 @@ int report_command(const context&, const args& a) {
     po::variables_map vm;
     const command_help help{
         "report",
-        {"report RUN_DIR... [-o OUT_DIR] [--baseline CONFIG] [--hypotheses FILE] [--gnuplot PROGRAM] [--no-figures]"},
+        {"report RUN_DIR... [-o OUT_DIR] [--baseline CONFIG] [--hypotheses FILE] [--gnuplot PROGRAM] "
+         "[--no-figures]"},
         "altgrad-host report runs/e5m2_short runs/bf16_baseline -o report",
         {{0, "the report was written (damaged runs are notes in it, not errors)"},
-         {1, "an error: a bad hypotheses file, a folder in place of a run's file, the report folder cannot be "
-             "written, or figures were asked for and gnuplot cannot draw them (the report is written without them)"}}};
+         {1,
+          "an error: a bad hypotheses file, a folder in place of a run's file, the report folder cannot be "
+          "written, or figures were asked for and gnuplot cannot draw them (the report is written without "
+          "them)"}}};
     if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
     if (dirs.empty()) throw usage_error("report: give one or more run directories");
     o.out_dir = out_dir;
     o.figures = vm.count("no-figures") == 0;
 
     // Read before the runs: a bad hypotheses file stops the report before any work.
-    o.judged = rep::load_hypotheses(hypotheses_file.empty() ? rep::default_hypotheses_file() : std::filesystem::path(hypotheses_file));
+    o.judged = rep::load_hypotheses(hypotheses_file.empty() ? rep::default_hypotheses_file()
+                                                            : std::filesystem::path(hypotheses_file));
 
     std::vector<rep::run_record> runs;
-    // `report OUT/*/` over a sweep's folder names its logs/ and slurm/ too.
-    dirs.erase(std::remove_if(dirs.begin(), dirs.end(), [](const std::string& d) { return sweep::is_sweep_housekeeping(d); }),
-               dirs.end());
-    if (dirs.empty()) throw usage_error("report: no run directories among the folders given (only a sweep's logs/ and slurm/)");
-    for (const std::string& d : dirs) {
-        std::error_code ec;
-        if (!std::filesystem::exists(d, ec)) throw usage_error("report: " + d + ": no such run directory");
-        if (!std::filesystem::is_directory(d, ec)) throw usage_error("report: " + d + ": not a folder (expected a run directory)");
-        if (!rep::is_run_dir(d))
-            throw usage_error("report: " + d + ": not a run directory (no config.toml, metrics.jsonl or summary.json)");
-    }
-    for (const std::string& d : dirs) runs.push_back(rep::read_run(d));
-    if (!vm["baseline"].defaulted() &&
-        std::none_of(runs.begin(), runs.end(), [&](const rep::run_record& r) { return r.name == o.baseline; })) {
-        std::string names;
-        for (const rep::run_record& r : runs)
-            if (names.find("'" + r.name + "'") == std::string::npos) names += (names.empty() ? "'" : ", '") + r.name + "'";
-        throw usage_error("report: --baseline " + o.baseline + ": no run of that config among the runs given (their configs: " +
-                          names + ")");
-    }
+    for (const std::string& d : run_dirs_of(dirs)) runs.push_back(rep::read_run(d));
+    if (!vm["baseline"].defaulted()) check_baseline(runs, o.baseline);
 
     const rep::report_output out = rep::write_report(runs, o);
     size_t problems = 0;
     for (const rep::run_record& r : runs) problems += r.problems.size();
-    std::cout << "report: " << out.markdown.string() << " (" << runs.size() << (runs.size() == 1 ? " run, " : " runs, ")
-              << out.figures << (out.figures == 1 ? " figure" : " figures") << ")\n";
+    std::cout << "report: " << out.markdown.string() << " (" << runs.size()
+              << (runs.size() == 1 ? " run, " : " runs, ") << out.figures
+              << (out.figures == 1 ? " figure" : " figures") << ")\n";
     if (out.gnuplot_unavailable) {
         // The figures were asked for: a report silently without them would pass for a complete one.
-        std::cerr << "altgrad-host: error: no figures: " << out.figures_missing << "; the report is written without "
-                  << "them (--no-figures asks for none)\n";
+        std::cerr << "altgrad-host: error: no figures: " << out.figures_missing
+                  << "; the report is written without them (--no-figures asks for none)\n";
         return 1;
     }
     if (!out.figures_missing.empty()) std::cout << "figures: " << out.figures_missing << "\n";

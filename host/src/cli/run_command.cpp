@@ -18,11 +18,12 @@ int run_command(const context& ctx, const args& a) {
     std::string config, out, resume;
     po::options_description operands;
     operands.add_options()("config", po::value<std::string>(&config));
-    options.add_options()(
-        "out", po::value<std::string>(&out), "the run directory (default: <output.dir>/<name>, numbered if taken)")(
-        "set", po::value<std::vector<std::string>>(&req.overrides), "KEY=VALUE config override (repeatable), "
-                                                                     "e.g. --set training.max_steps=50")(
-        "resume", po::value<std::string>(&resume), "continue the run in this directory from its last checkpoint")(
+    options.add_options()("out", po::value<std::string>(&out),
+                          "the run directory (default: <output.dir>/<name>, numbered if taken)")(
+        "set", po::value<std::vector<std::string>>(&req.overrides),
+        "KEY=VALUE config override (repeatable), "
+        "e.g. --set training.max_steps=50")("resume", po::value<std::string>(&resume),
+                                            "continue the run in this directory from its last checkpoint")(
         "fallback", po::bool_switch(&req.fallback),
         "with --resume: a damaged newest checkpoint is skipped for the newest intact earlier one");
     po::positional_options_description pos;
@@ -34,12 +35,15 @@ int run_command(const context& ctx, const args& a) {
          "[--plugins DIR] run --resume RUN_DIR [--fallback] [--set KEY=VALUE]..."},
         "altgrad-host --plugins build/plugins run configs/e5m2_short.toml --set training.max_steps=50",
         {{0, "the run finished all its steps"},
-         {1, "an error: a bad config, missing data, a broken plugin, or a run directory that cannot be resumed"},
+         {1,
+          "an error: a bad config, missing data, a broken plugin, or a run directory that cannot be resumed"},
          {3, "the run stopped early: it collapsed (reports/failure.md in the run directory says why)"},
-         {run::kCrashedExitCode, "the training process crashed (a plugin, or a signal): summary.json names the "
-                                 "plugin and the call; --resume continues from the last checkpoint"},
-         {run::kInterruptedExitCode, "SIGINT (Ctrl-C) or SIGTERM stopped it after the current step: it wrote a "
-                                     "checkpoint and summary.json (status \"interrupted\"); --resume continues it"}}};
+         {run::kCrashedExitCode,
+          "the training process crashed (a plugin, or a signal): summary.json names the "
+          "plugin and the call; --resume continues from the last checkpoint"},
+         {run::kInterruptedExitCode,
+          "SIGINT (Ctrl-C) or SIGTERM stopped it after the current step: it wrote a "
+          "checkpoint and summary.json (status \"interrupted\"); --resume continues it"}}};
     if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
     if (config.empty() == resume.empty())
         throw usage_error("run: give a CONFIG.toml, or --resume RUN_DIR (not both)");
@@ -59,8 +63,9 @@ int run_command(const context& ctx, const args& a) {
     if (!result.run_dir.empty()) std::cout << result.run_dir.string() << "\n";
     if (s.status == "interrupted") {
         std::cerr << "altgrad-host: " << run::signal_name(run::stop_requested()) << ": stopped after step "
-                  << s.steps_done << " of " << s.max_steps << " with a checkpoint; continue it: altgrad-host --plugins "
-                  << ctx.plugins.string() << " run --resume " << result.run_dir.string() << "\n";
+                  << s.steps_done << " of " << s.max_steps
+                  << " with a checkpoint; continue it: altgrad-host --plugins " << ctx.plugins.string()
+                  << " run --resume " << result.run_dir.string() << "\n";
         return run::kInterruptedExitCode;
     }
     return s.status == "finished" ? 0 : 3;

@@ -37,12 +37,11 @@ int submit(const std::vector<std::string>& slurm_args, const fs::path& script) {
         std::cout << std::flush;
         pid = spawn_process(argv, -1, false);
     } catch (const error& e) {
-        throw error("sweep: --slurm: " + std::string(e.what()) + " (is Slurm installed and on PATH? the job script is " +
-                    script.string() + ")");
+        throw error("sweep: --slurm: " + std::string(e.what()) +
+                    " (is Slurm installed and on PATH? the job script is " + script.string() + ")");
     }
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     std::cerr << "altgrad-host: sweep: sbatch ended by " << run::signal_name(WTERMSIG(status)) << "\n";
     return 1;
@@ -62,8 +61,8 @@ bool read_request(const args& a, sweep_request& q) {
     po::options_description options("sweep options");
     po::options_description operands;
     operands.add_options()("sweep", po::value<std::string>(&q.file));
-    options.add_options()(
-        "out", po::value<std::string>(&q.out), "the sweep's output folder (default: runs/<name>)")(
+    options.add_options()("out", po::value<std::string>(&q.out),
+                          "the sweep's output folder (default: runs/<name>)")(
         "jobs", po::value<std::string>(&q.jobs_text),
         "worker processes at a time (default 1; each trains with the "
         "sweep's training.threads, 1 unless it sets it)")(
@@ -72,8 +71,8 @@ bool read_request(const args& a, sweep_request& q) {
         "with --slurm: write the job script, submit nothing")(
         "task", po::value<std::string>(&q.task_text),
         "run only run I (a Slurm array task): resume it, skip it if "
-        "done, or start it")(
-        "slurm", po::bool_switch(&q.slurm), "submit the runs not yet done as a Slurm job array (sbatch)")(
+        "done, or start it")("slurm", po::bool_switch(&q.slurm),
+                             "submit the runs not yet done as a Slurm job array (sbatch)")(
         "slurm-args", po::value<std::string>(&q.slurm_args),
         "with --slurm: arguments for sbatch, e.g. "
         "\"--partition=gpu --time=2:00:00\"");
@@ -87,9 +86,12 @@ bool read_request(const args& a, sweep_request& q) {
          "[--plugins DIR] sweep SWEEP.toml [--out DIR] --slurm [--slurm-args \"ARGS\"] [--dry-run]"},
         "altgrad-host --plugins build/plugins sweep sweeps/formats.toml --jobs 2",
         {{0, "every run finished or collapsed (with --slurm: sbatch's status; with --dry-run: listed)"},
-         {1, "an error (a bad sweep file or config: nothing ran), or some runs failed: they are listed with their logs"},
-         {run::kInterruptedExitCode, "SIGINT (Ctrl-C) or SIGTERM stopped the sweep: the running runs wrote "
-                                     "checkpoints; the same command continues it"}}};
+         {1,
+          "an error (a bad sweep file or config: nothing ran), or some runs failed: they are listed with "
+          "their logs"},
+         {run::kInterruptedExitCode,
+          "SIGINT (Ctrl-C) or SIGTERM stopped the sweep: the running runs wrote "
+          "checkpoints; the same command continues it"}}};
     if (!parse_subcommand(help, options, operands, pos, a, vm)) return false;
     if (q.file.empty()) throw usage_error("sweep: give a SWEEP.toml");
     q.jobs = unsigned_option("sweep", "jobs", q.jobs_text);
@@ -153,8 +155,8 @@ int submit_to_slurm(const sweep_request& q, const sweep_state& s) {
         return 0;
     }
     const fs::path sweep_file = fs::absolute(q.file).lexically_normal();
-    const sweep::slurm_job job{s.spec.name, s.todo, s.host, s.plugins, sweep_file,
-                               fs::absolute(s.out_dir).lexically_normal()};
+    const sweep::slurm_job job{s.spec.name, s.todo,     s.host,
+                               s.plugins,   sweep_file, fs::absolute(s.out_dir).lexically_normal()};
     const std::string script = sweep::sbatch_script(job);
     fs::create_directories(sweep::script_file(job.out).parent_path());
     fs::create_directories(job.out / "logs");  // Slurm does not create --output's folder
@@ -197,8 +199,8 @@ int run_locally(const sweep_request& q, const sweep_state& s) {
         std::cerr << s.head << "failed: run " << f.run->index << " " << f.run->name << " (" << f.why
                   << "), log " << sweep::log_file(s.out_dir, *f.run).string() << "\n";
     if (result.stop_signal != 0) {
-        std::vector<std::string> again = {s.host.string(), "--plugins", s.plugins.string(), "sweep", q.file,
-                                          "--out", s.out_dir.string()};
+        std::vector<std::string> again = {s.host.string(), "--plugins", s.plugins.string(), "sweep",
+                                          q.file,          "--out",     s.out_dir.string()};
         if (q.task) again.insert(again.end(), {"--task", q.task_text});
         else if (q.jobs != 1) again.insert(again.end(), {"--jobs", std::to_string(q.jobs)});
         std::cerr << s.head << run::signal_name(result.stop_signal)

@@ -34,7 +34,8 @@ void write_bytes(const fs::path& file, const std::string& bytes) {
     if (!out) throw error(file.string() + ": cannot write");
 }
 
-std::vector<float> floats_of(const fs::path& file, const std::string& bytes, size_t offset, const char* what) {
+std::vector<float> floats_of(const fs::path& file, const std::string& bytes, size_t offset,
+                             const char* what) {
     if ((bytes.size() - offset) % 4 != 0)
         throw error(file.string() + ": " + what + " of " + std::to_string(bytes.size() - offset) +
                     " bytes is not a whole number of float32 values (4 bytes each)");
@@ -97,7 +98,8 @@ float_tensor read_npy(const fs::path& file) {
         throw error(file.string() + ": not a NumPy .npy file (no \\x93NUMPY magic)");
     const auto byte = [&](size_t i) { return static_cast<uint32_t>(static_cast<unsigned char>(bytes[i])); };
     const uint32_t major = byte(6);
-    if (major < 1 || major > 3) throw error(file.string() + ": .npy version " + std::to_string(major) + " is not 1, 2 or 3");
+    if (major < 1 || major > 3)
+        throw error(file.string() + ": .npy version " + std::to_string(major) + " is not 1, 2 or 3");
     const size_t len_size = major == 1 ? 2 : 4;
     if (bytes.size() < 8 + len_size) throw error(file.string() + ": .npy header is cut short");
     size_t header_len = 0;
@@ -133,8 +135,9 @@ void write_npy(const fs::path& file, const float_tensor& t) {
     for (const uint64_t d : t.shape) shape += std::to_string(d) + (t.shape.size() == 1 ? "," : ", ");
     if (t.shape.size() > 1) shape.resize(shape.size() - 2);
     shape += ")";
-    std::string header = "{'descr': '<f4', 'fortran_order': " + std::string(t.fortran_order ? "True" : "False") +
-                         ", 'shape': " + shape + ", }";
+    std::string header =
+        "{'descr': '<f4', 'fortran_order': " + std::string(t.fortran_order ? "True" : "False") +
+        ", 'shape': " + shape + ", }";
     // Version 1.0: magic, 2 version bytes, 2 length bytes, then the header padded
     // with spaces and ended by '\n' so the data starts at a multiple of 64 (as
     // numpy.save pads: 1..64 spaces).
@@ -151,7 +154,9 @@ void write_npy(const fs::path& file, const float_tensor& t) {
     write_bytes(file, bytes);
 }
 
-std::vector<float> read_raw_f32(const fs::path& file) { return floats_of(file, read_bytes(file), 0, "raw float32 data"); }
+std::vector<float> read_raw_f32(const fs::path& file) {
+    return floats_of(file, read_bytes(file), 0, "raw float32 data");
+}
 
 void write_raw_f32(const fs::path& file, const std::vector<float>& values) {
     write_bytes(file, std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4));

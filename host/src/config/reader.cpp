@@ -41,13 +41,15 @@ public:
         const size_t eq = arg.find('=');
         const std::string key = eq == std::string::npos ? "" : trim(arg.substr(0, eq));
         if (key.empty())
-            throw usage_error(file_ + ": --set " + arg + ": expected KEY=VALUE, e.g. --set training.max_steps=50");
+            throw usage_error(file_ + ": --set " + arg +
+                              ": expected KEY=VALUE, e.g. --set training.max_steps=50");
         const std::string value = trim(arg.substr(eq + 1));
         const std::string where = file_ + ": --set " + arg + ": ";
         if (key == kRulesKey || key.rfind(std::string(kRulesKey) + ".", 0) == 0 ||
             key.rfind(std::string(kRulesKey) + "[", 0) == 0)
-            throw error(where + "key '" + kRulesKey +
-                        "': overriding the rules from the command line is not supported (edit the config file)");
+            throw error(
+                where + "key '" + kRulesKey +
+                "': overriding the rules from the command line is not supported (edit the config file)");
         if (const auto p = split_param_key(key)) {
             std::optional<std::string> text;
             try {
@@ -60,10 +62,10 @@ public:
                         throw error(where + "key '" + key + "': expected a string, number or boolean, got " +
                                     describe(*t.get("v")));
                 }
-            } catch (const toml::parse_error&) {
-            }
+            } catch (const toml::parse_error&) {}
             if (!text) {
-                if (!valid_utf8(value)) throw error(where + "key '" + key + "': the value is not valid UTF-8");
+                if (!valid_utf8(value))
+                    throw error(where + "key '" + key + "': the value is not valid UTF-8");
                 text = value;
             }
             param_overrides_[(*p)[0]][(*p)[1]][(*p)[2]] = {*text, arg};
@@ -71,7 +73,8 @@ public:
         }
         const auto it = known_keys().find(key);
         if (it == known_keys().end())
-            throw error(where + "key '" + key + "': unknown key (a typo?)" + suggestion(key, known_key_list()));
+            throw error(where + "key '" + key + "': unknown key (a typo?)" +
+                        suggestion(key, known_key_list()));
         if (!it->second)
             throw error(where + "key '" + key + "': is a table; set one of its keys, e.g. --set " +
                         (key == "model" ? "model.n_layer=2" : key + "." + first_key_of(key) + "=..."));
@@ -87,8 +90,7 @@ public:
                 ov.holder = std::move(t);
                 parsed = true;
             }
-        } catch (const toml::parse_error&) {
-        }
+        } catch (const toml::parse_error&) {}
         if (!parsed) {
             if (!valid_utf8(value)) throw error(where + "key '" + key + "': the value is not valid UTF-8");
             ov.holder.insert_or_assign("v", value);
@@ -104,8 +106,10 @@ public:
 
         if (const toml::node* n = get(&doc, "name")) {
             if (!n->is_string() || !valid_run_name(n->as_string()->get()))
-                fail("name", "expected a run name (a string, not empty, at most 128 characters, no '/', '\\' or "
-                             "control characters), got " + describe(*n));
+                fail("name",
+                     "expected a run name (a string, not empty, at most 128 characters, no '/', '\\' or "
+                     "control characters), got " +
+                         describe(*n));
             c.name = n->as_string()->get();
         } else {
             c.name = source_.stem().string();
@@ -129,20 +133,20 @@ public:
             fail("model.n_embd", "expected a multiple of model.n_head (" + std::to_string(c.model.n_head) +
                                      origin("model.n_head") + "), got " + std::to_string(c.model.n_embd));
         if (c.training.min_lr > c.training.learning_rate)
-            fail("training.min_lr", "expected at most training.learning_rate (" +
-                                        float_text(c.training.learning_rate) + origin("training.learning_rate") +
-                                        "), got " + float_text(c.training.min_lr));
+            fail("training.min_lr",
+                 "expected at most training.learning_rate (" + float_text(c.training.learning_rate) +
+                     origin("training.learning_rate") + "), got " + float_text(c.training.min_lr));
         if (c.training.warmup_steps > c.training.max_steps) {
             // The default warm-up (not the config's, not a --set) gives way to a short run.
             if (get(section_table(doc, "training"), "training.warmup_steps") != nullptr)
-                fail("training.warmup_steps", "expected at most training.max_steps (" +
-                                                  std::to_string(c.training.max_steps) + origin("training.max_steps") +
-                                                  "), got " + std::to_string(c.training.warmup_steps));
+                fail("training.warmup_steps",
+                     "expected at most training.max_steps (" + std::to_string(c.training.max_steps) +
+                         origin("training.max_steps") + "), got " + std::to_string(c.training.warmup_steps));
             const int64_t shortened = c.training.max_steps / 10;
-            c.notes.push_back("training.warmup_steps: the default " + std::to_string(c.training.warmup_steps) +
-                              " is more than training.max_steps (" + std::to_string(c.training.max_steps) +
-                              "); shortened to max_steps / 10 = " + std::to_string(shortened) +
-                              " (set training.warmup_steps to choose)");
+            c.notes.push_back("training.warmup_steps: the default " +
+                              std::to_string(c.training.warmup_steps) + " is more than training.max_steps (" +
+                              std::to_string(c.training.max_steps) + "); shortened to max_steps / 10 = " +
+                              std::to_string(shortened) + " (set training.warmup_steps to choose)");
             c.training.warmup_steps = shortened;
         }
         check_rules_reach_layers(c);
@@ -164,7 +168,8 @@ private:
 
     [[noreturn]] void fail(const std::string& key, const std::string& what) const {
         std::string message = file_ + ": ";
-        if (const auto it = overrides_.find(key); it != overrides_.end()) message += "--set " + it->second.text + ": ";
+        if (const auto it = overrides_.find(key); it != overrides_.end())
+            message += "--set " + it->second.text + ": ";
         throw error(message + "key '" + key + "': " + what);
     }
 
@@ -259,11 +264,12 @@ private:
             if (named.count(name)) return "";
             std::string list;
             for (const std::string& n : named) list += (list.empty() ? "" : ", ") + n;
-            return "parameters for '" + name + "', which no format or scale_format key of this config names (it names " +
-                   list + ")";
+            return "parameters for '" + name +
+                   "', which no format or scale_format key of this config names (it names " + list + ")";
         };
         const toml::node* p = q == nullptr ? nullptr : q->get("params");
-        if (p != nullptr && !p->is_table()) fail(pkey, "expected a table of tables ([" + pkey + ".NAME]), got " + describe(*p));
+        if (p != nullptr && !p->is_table())
+            fail(pkey, "expected a table of tables ([" + pkey + ".NAME]), got " + describe(*p));
         if (p != nullptr) {
             for (auto&& [k, v] : *p->as_table()) {
                 const std::string name(k.str()), where = pkey + "." + name;
@@ -272,7 +278,9 @@ private:
                 for (auto&& [k2, v2] : *v.as_table()) {
                     const std::string param(k2.str());
                     const std::optional<std::string> text = param_text(v2);
-                    if (!text) fail(where + "." + param, "expected a string, number or boolean, got " + describe(v2));
+                    if (!text)
+                        fail(where + "." + param,
+                             "expected a string, number or boolean, got " + describe(v2));
                     out.params[name][param] = *text;
                 }
             }
@@ -281,7 +289,8 @@ private:
             for (const auto& [name, values] : it->second)
                 for (const auto& [param, given] : values) {
                     if (const std::string problem = check_named(name); !problem.empty())
-                        throw error(file_ + ": --set " + given.second + ": key '" + pkey + "." + name + "': " + problem);
+                        throw error(file_ + ": --set " + given.second + ": key '" + pkey + "." + name +
+                                    "': " + problem);
                     out.params[name][param] = given.first;
                 }
         }
@@ -292,7 +301,8 @@ private:
         std::set<std::string> out;
         quantization_config scratch = q;
         scratch.params.clear();
-        rename_formats(scratch, [&](const std::string&, const std::string& name) { return *out.insert(name).first; });
+        rename_formats(scratch,
+                       [&](const std::string&, const std::string& name) { return *out.insert(name).first; });
         out.erase("fp32");
         out.erase("pow2");
         return out;
@@ -302,8 +312,8 @@ private:
     void read_field(const field<S>& f, const toml::node& n, S& out, const std::string& key) const {
         switch (f.type) {
             case kind::integer: {
-                const std::string expected =
-                    "expected an integer " + std::to_string(f.imin) + ".." + std::to_string(f.imax) + ", got ";
+                const std::string expected = "expected an integer " + std::to_string(f.imin) + ".." +
+                                             std::to_string(f.imax) + ", got ";
                 if (!n.is_integer()) fail(key, expected + describe(n));
                 const int64_t v = n.as_integer()->get();
                 if (v < f.imin || v > f.imax) fail(key, expected + describe(n));
@@ -346,11 +356,8 @@ private:
                     },
                     f.member);
                 break;
-            case kind::format:
-                out.*std::get<std::string S::*>(f.member) = format_name(n, key);
-                break;
-            case kind::names:
-                break;  // plugin lists have a reader of their own
+            case kind::format: out.*std::get<std::string S::*>(f.member) = format_name(n, key); break;
+            case kind::names: break;  // plugin lists have a reader of their own
         }
     }
 
@@ -366,15 +373,18 @@ private:
                 while (std::getline(in, item, ',')) given.push_back(trim(item));
             } else if (const auto* a = n->as_array()) {
                 for (const toml::node& e : *a) {
-                    if (!e.is_string()) fail(key, "expected an array of plugin names, got an element " + describe(e));
+                    if (!e.is_string())
+                        fail(key, "expected an array of plugin names, got an element " + describe(e));
                     given.push_back(e.as_string()->get());
                 }
             } else {
-                fail(key, "expected an array of plugin names, e.g. [\"mantissa_shift\"], got " + describe(*n));
+                fail(key,
+                     "expected an array of plugin names, e.g. [\"mantissa_shift\"], got " + describe(*n));
             }
             for (const std::string& name : given) {
                 if (!sdk::is_plugin_name(name))
-                    fail(key, std::string("expected plugin names (") + sdk::kPluginNamePattern + "), got " + quote(name));
+                    fail(key, std::string("expected plugin names (") + sdk::kPluginNamePattern + "), got " +
+                                  quote(name));
                 if (std::find(l.names->begin(), l.names->end(), name) != l.names->end())
                     fail(key, quote(name) + " is listed twice");
                 l.names->push_back(name);
@@ -382,7 +392,8 @@ private:
         }
         const std::string pkey = l.params_key();
         const toml::node* p = section == nullptr ? nullptr : section->get("params");
-        if (p != nullptr && !p->is_table()) fail(pkey, "expected a table of tables ([" + pkey + ".NAME]), got " + describe(*p));
+        if (p != nullptr && !p->is_table())
+            fail(pkey, "expected a table of tables ([" + pkey + ".NAME]), got " + describe(*p));
         auto check_enabled = [&](const std::string& name, const std::string& where) {
             if (std::find(l.names->begin(), l.names->end(), name) == l.names->end())
                 fail(where, "parameters for '" + name + "', which is not in " + key + " (enable it there)");
@@ -395,7 +406,9 @@ private:
                 for (auto&& [k2, v2] : *v.as_table()) {
                     const std::string param(k2.str());
                     const std::optional<std::string> text = param_text(v2);
-                    if (!text) fail(where + "." + param, "expected a string, number or boolean, got " + describe(v2));
+                    if (!text)
+                        fail(where + "." + param,
+                             "expected a string, number or boolean, got " + describe(v2));
                     (*l.params)[name][param] = *text;
                 }
             }
@@ -405,7 +418,8 @@ private:
                 for (const auto& [param, given] : values) {
                     if (std::find(l.names->begin(), l.names->end(), name) == l.names->end())
                         throw error(file_ + ": --set " + given.second + ": key '" + pkey + "." + name +
-                                    "': parameters for '" + name + "', which is not in " + key + " (enable it there)");
+                                    "': parameters for '" + name + "', which is not in " + key +
+                                    " (enable it there)");
                     (*l.params)[name][param] = given.first;
                 }
         }
@@ -423,7 +437,8 @@ private:
         if (n == nullptr) return;
         const toml::array* rules = n->as_array();
         if (rules == nullptr)
-            fail(kRulesKey, "expected an array of tables ([[quantization.rules]] entries), got " + describe(*n));
+            fail(kRulesKey,
+                 "expected an array of tables ([[quantization.rules]] entries), got " + describe(*n));
         for (size_t i = 0; i < rules->size(); ++i) {
             const std::string key = std::string(kRulesKey) + "[" + std::to_string(i) + "]";
             const toml::node& e = *rules->get(i);
@@ -435,21 +450,25 @@ private:
             for (auto&& [k, v] : t) {
                 const std::string name(k.str());
                 if (std::find(kRuleKeys.begin(), kRuleKeys.end(), name) == kRuleKeys.end())
-                    fail(key + "." + name, "unknown key (a typo?)" + suggestion(key + "." + name, candidates));
+                    fail(key + "." + name,
+                         "unknown key (a typo?)" + suggestion(key + "." + name, candidates));
             }
             quantization_rule rule;
             const toml::node* p = t.get("pattern");
-            if (p == nullptr) fail(key + ".pattern", "missing (every rule needs one, e.g. pattern = \"blocks.*.attn.*\")");
+            if (p == nullptr)
+                fail(key + ".pattern", "missing (every rule needs one, e.g. pattern = \"blocks.*.attn.*\")");
             if (!p->is_string() || !valid_pattern(p->as_string()->get()))
-                fail(key + ".pattern", "expected a layer-name pattern (letters, digits, '_', '-', '.', '*' and '?'), got " +
-                                           describe(*p));
+                fail(key + ".pattern",
+                     "expected a layer-name pattern (letters, digits, '_', '-', '.', '*' and '?'), got " +
+                         describe(*p));
             rule.pattern = p->as_string()->get();
             std::optional<std::string> all;
             if (const toml::node* f = t.get("format")) all = format_name(*f, key + ".format");
             std::optional<std::string>* directions[] = {&rule.weight, &rule.activation, &rule.gradient};
             const char* names[] = {"weight", "activation", "gradient"};
             for (int d = 0; d < 3; ++d) {
-                if (const toml::node* f = t.get(names[d])) *directions[d] = format_name(*f, key + "." + names[d]);
+                if (const toml::node* f = t.get(names[d]))
+                    *directions[d] = format_name(*f, key + "." + names[d]);
                 else *directions[d] = all;
             }
             for (const auto& f : block_scaling_fields()) {
@@ -460,8 +479,9 @@ private:
                 }
             }
             if (!rule.weight && !rule.activation && !rule.gradient && rule.scaling.empty())
-                fail(key, "sets nothing: give format (all three directions), weight, activation or gradient, "
-                          "or a scaling key (granularity, block_size, scale_format, scale_rule)");
+                fail(key,
+                     "sets nothing: give format (all three directions), weight, activation or gradient, "
+                     "or a scaling key (granularity, block_size, scale_format, scale_rule)");
             out.rules.push_back(std::move(rule));
         }
     }
@@ -492,19 +512,23 @@ private:
                 const std::string& p = rules[i].pattern;
                 if (p.size() > 7 && p.compare(p.size() - 7, 7, ".weight") == 0)
                     hint = " (patterns match layer names, without \".weight\")";
-                fail(key, quote(p) + " matches no layer of this model" + hint + "; its layers: " + layer_summary(c.model));
+                fail(key, quote(p) + " matches no layer of this model" + hint +
+                              "; its layers: " + layer_summary(c.model));
             }
             if (!reaches)
-                fail(key, quote(rules[i].pattern) + " never applies: every layer it matches is taken by an earlier rule (" +
-                              kRulesKey + "[" + std::to_string(taken_by) + "], " + quote(rules[taken_by].pattern) +
-                              ", e.g. " + taken_layer + "); the first matching rule wins");
+                fail(key, quote(rules[i].pattern) +
+                              " never applies: every layer it matches is taken by an earlier rule (" +
+                              kRulesKey + "[" + std::to_string(taken_by) + "], " +
+                              quote(rules[taken_by].pattern) + ", e.g. " + taken_layer +
+                              "); the first matching rule wins");
         }
     }
 
     // "blocks.N.attn.qkv, ... for N = 0..3, lm_head": the quantized layers.
     static std::string layer_summary(const model_config& m) {
         std::string s;
-        for (const std::string& layer : names_of_block("N", m.activation == activation_function::swiglu).layers())
+        for (const std::string& layer :
+             names_of_block("N", m.activation == activation_function::swiglu).layers())
             s += layer + ", ";
         s.resize(s.size() - 2);
         return s + " for N = 0.." + std::to_string(m.n_layer - 1) + ", " + kHeadLayer;

@@ -48,8 +48,9 @@ const name_table<amax_compute_kind>& amax_compute_names() {
     return t;
 }
 const name_table<granularity_kind>& granularity_names() {
-    static const name_table<granularity_kind> t{
-        {granularity_kind::tensor, "tensor"}, {granularity_kind::row, "row"}, {granularity_kind::block, "block"}};
+    static const name_table<granularity_kind> t{{granularity_kind::tensor, "tensor"},
+                                                {granularity_kind::row, "row"},
+                                                {granularity_kind::block, "block"}};
     return t;
 }
 const name_table<scale_rule_kind>& scale_rule_names() {
@@ -67,8 +68,8 @@ void scaling_override::apply_to(block_scaling& b) const {
 }
 
 bool operator==(const scaling_override& a, const scaling_override& b) {
-    return a.granularity == b.granularity && a.block_size == b.block_size && a.scale_format == b.scale_format &&
-           a.scale_rule == b.scale_rule;
+    return a.granularity == b.granularity && a.block_size == b.block_size &&
+           a.scale_format == b.scale_format && a.scale_rule == b.scale_rule;
 }
 
 namespace {
@@ -118,7 +119,8 @@ std::string to_toml(const run_config& c) {
                 if (!(q.*r.member).empty()) o << "\n[" << r.key() << "]\n" << scaling_toml(q.*r.member);
             for (const auto& [name, values] : q.params) {
                 o << "\n[" << kQuantizationParamsKey << "." << name << "]\n";
-                for (const auto& [param, text] : values) o << key_text(param) << " = " << param_toml(text) << "\n";
+                for (const auto& [param, text] : values)
+                    o << key_text(param) << " = " << param_toml(text) << "\n";
             }
             for (const quantization_rule& r : q.rules) {
                 o << "\n[[quantization.rules]]\npattern = " << quote(r.pattern) << "\n";
@@ -134,7 +136,8 @@ std::string to_toml(const run_config& c) {
                 o << "]\n";
                 for (const auto& [name, values] : *l.params) {
                     o << "\n[" << l.params_key() << "." << name << "]\n";
-                    for (const auto& [param, text] : values) o << key_text(param) << " = " << param_toml(text) << "\n";
+                    for (const auto& [param, text] : values)
+                        o << key_text(param) << " = " << param_toml(text) << "\n";
                 }
             }
         }
@@ -142,25 +145,30 @@ std::string to_toml(const run_config& c) {
     return o.str();
 }
 
-void rename_formats(quantization_config& q,
-                    const std::function<std::string(const std::string& key, const std::string& name)>& rename) {
+void rename_formats(
+    quantization_config& q,
+    const std::function<std::string(const std::string& key, const std::string& name)>& rename) {
     const std::string at = "quantization.";
-    for (auto [key, f] : {std::pair{"weight_format", &q.weight_format}, {"activation_format", &q.activation_format},
-                          {"gradient_format", &q.gradient_format}, {"scale_format", &q.scale_format}})
+    for (auto [key, f] : {std::pair{"weight_format", &q.weight_format},
+                          {"activation_format", &q.activation_format},
+                          {"gradient_format", &q.gradient_format},
+                          {"scale_format", &q.scale_format}})
         *f = rename(at + key, *f);
     for (const role_table& r : role_tables())
         if (auto& f = (q.*r.member).scale_format) f = rename(r.key() + ".scale_format", *f);
     for (size_t i = 0; i < q.rules.size(); ++i)
-        for (auto* f : {&q.rules[i].weight, &q.rules[i].activation, &q.rules[i].gradient, &q.rules[i].scaling.scale_format})
+        for (auto* f : {&q.rules[i].weight, &q.rules[i].activation, &q.rules[i].gradient,
+                        &q.rules[i].scaling.scale_format})
             if (*f) *f = rename(at + "rules[" + std::to_string(i) + "]", **f);
     plugin_params params;
-    for (auto& [name, values] : q.params) params[rename(kQuantizationParamsKey + ("." + name), name)].insert(values.begin(), values.end());
+    for (auto& [name, values] : q.params)
+        params[rename(kQuantizationParamsKey + ("." + name), name)].insert(values.begin(), values.end());
     q.params = std::move(params);
 }
 
 bool operator==(const quantization_rule& a, const quantization_rule& b) {
-    return a.pattern == b.pattern && a.weight == b.weight && a.activation == b.activation && a.gradient == b.gradient &&
-           a.scaling == b.scaling;
+    return a.pattern == b.pattern && a.weight == b.weight && a.activation == b.activation &&
+           a.gradient == b.gradient && a.scaling == b.scaling;
 }
 
 bool operator==(const run_config& a, const run_config& b) {
@@ -169,12 +177,14 @@ bool operator==(const run_config& a, const run_config& b) {
                  a.quantization.activation_scaling == b.quantization.activation_scaling &&
                  a.quantization.gradient_scaling == b.quantization.gradient_scaling &&
                  a.quantization.params == b.quantization.params &&
-                 a.stability.interventions == b.stability.interventions && a.stability.params == b.stability.params &&
-                 a.diagnostics.plugins == b.diagnostics.plugins && a.diagnostics.params == b.diagnostics.params;
+                 a.stability.interventions == b.stability.interventions &&
+                 a.stability.params == b.stability.params && a.diagnostics.plugins == b.diagnostics.plugins &&
+                 a.diagnostics.params == b.diagnostics.params;
     for_each_section([&](const auto& s) {
         for (const auto& f : s.fields)
-            std::visit([&](auto member) { equal = equal && (a.*(s.member)).*member == (b.*(s.member)).*member; },
-                       f.member);
+            std::visit(
+                [&](auto member) { equal = equal && (a.*(s.member)).*member == (b.*(s.member)).*member; },
+                f.member);
     });
     return equal;
 }

@@ -10,7 +10,8 @@
 // names the file and the dotted key and says what was expected, e.g.
 //   configs/x.toml: key 'training.max_steps': expected an integer 1..1000000000, got -5
 //   configs/x.toml: key 'training.max_stesp': unknown key (a typo?); did you mean 'training.max_steps'?
-//   configs/x.toml: --set model.activation=relu: key 'model.activation': expected one of gelu, swiglu, got "relu"
+//   configs/x.toml: --set model.activation=relu: key 'model.activation': expected one of gelu, swiglu, got
+//   "relu"
 // (every choice is checked against its name table, which also lists the names).
 //   configs/x.toml:7: not valid TOML: ...
 // Not checked here (the trainer checks them against the data and the plugin
@@ -46,49 +47,49 @@ enum class granularity_kind { tensor, row, block };
 enum class scale_rule_kind { mx_floor, round_up, two_level };
 
 const name_table<activation_function>& activation_names();  // gelu, swiglu
-const name_table<data_format>& data_format_names();          // auto, text, nanogpt
-const name_table<lr_schedule_kind>& lr_schedule_names();     // cosine, constant
-const name_table<compute_device>& device_names();            // cpu, cuda
-const name_table<scaling_mode>& scaling_names();             // delayed, current, none
-const name_table<amax_compute_kind>& amax_compute_names();   // max, most_recent
-const name_table<granularity_kind>& granularity_names();     // tensor, row, block
-const name_table<scale_rule_kind>& scale_rule_names();       // mx_floor, round_up, two_level
+const name_table<data_format>& data_format_names();         // auto, text, nanogpt
+const name_table<lr_schedule_kind>& lr_schedule_names();    // cosine, constant
+const name_table<compute_device>& device_names();           // cpu, cuda
+const name_table<scaling_mode>& scaling_names();            // delayed, current, none
+const name_table<amax_compute_kind>& amax_compute_names();  // max, most_recent
+const name_table<granularity_kind>& granularity_names();    // tensor, row, block
+const name_table<scale_rule_kind>& scale_rule_names();      // mx_floor, round_up, two_level
 
 struct model_config {
-    int64_t n_layer = 4;              // 1..64
-    int64_t n_head = 4;               // 1..64
-    int64_t n_embd = 128;             // 8..4096, divisible by n_head
-    int64_t block_size = 64;          // 2..8192 (context length)
-    double dropout = 0.0;             // [0, 1)
-    bool bias = true;                 // biases in Linear and LayerNorm
+    int64_t n_layer = 4;      // 1..64
+    int64_t n_head = 4;       // 1..64
+    int64_t n_embd = 128;     // 8..4096, divisible by n_head
+    int64_t block_size = 64;  // 2..8192 (context length)
+    double dropout = 0.0;     // [0, 1)
+    bool bias = true;         // biases in Linear and LayerNorm
     activation_function activation = activation_function::gelu;
-    int64_t vocab_size = 0;           // 0..65535; 0 = from the data
+    int64_t vocab_size = 0;  // 0..65535; 0 = from the data
 };
 
 struct data_config {
     std::string path = "/usr/share/games/fortunes";  // text file, folder of text files, or nanoGPT folder
     data_format format = data_format::auto_detect;
-    double val_fraction = 0.1;                       // (0, 0.5]
-    int64_t vocab_size = 0;                          // 0..65535; 0 = from the data
+    double val_fraction = 0.1;  // (0, 0.5]
+    int64_t vocab_size = 0;     // 0..65535; 0 = from the data
 };
 
 struct training_config {
-    int64_t max_steps = 500;             // 1..1e9
-    int64_t batch_size = 12;             // 1..65536
-    double learning_rate = 6e-4;         // (0, 10]
-    double min_lr = 6e-5;                // [0, 10], <= learning_rate
-    int64_t warmup_steps = 50;           // 0..1e9, <= max_steps
+    int64_t max_steps = 500;      // 1..1e9
+    int64_t batch_size = 12;      // 1..65536
+    double learning_rate = 6e-4;  // (0, 10]
+    double min_lr = 6e-5;         // [0, 10], <= learning_rate
+    int64_t warmup_steps = 50;    // 0..1e9, <= max_steps
     lr_schedule_kind lr_schedule = lr_schedule_kind::cosine;
-    double weight_decay = 0.1;           // [0, 10]
-    double beta1 = 0.9;                  // [0, 1)
-    double beta2 = 0.95;                 // [0, 1)
-    double grad_clip = 1.0;              // [0, 1e6]; 0 = off
-    int64_t seed = 42;                   // 0..2^63-1
-    int64_t eval_interval = 50;          // 1..1e9
-    int64_t eval_batches = 10;           // 1..1e6
-    int64_t log_interval = 10;           // 1..1e9
+    double weight_decay = 0.1;   // [0, 10]
+    double beta1 = 0.9;          // [0, 1)
+    double beta2 = 0.95;         // [0, 1)
+    double grad_clip = 1.0;      // [0, 1e6]; 0 = off
+    int64_t seed = 42;           // 0..2^63-1
+    int64_t eval_interval = 50;  // 1..1e9
+    int64_t eval_batches = 10;   // 1..1e6
+    int64_t log_interval = 10;   // 1..1e9
     compute_device device = compute_device::cpu;
-    int64_t threads = 1;                 // 0..1024; 0 = all cores
+    int64_t threads = 1;  // 0..1024; 0 = all cores
 };
 
 // Parameters for plugins, as given: plugin name -> key -> value text (a TOML
@@ -103,8 +104,8 @@ using plugin_params = std::map<std::string, std::map<std::string, std::string>>;
 // the rule that derives them from each block's amax (quant/block_scales.hpp).
 struct block_scaling {
     granularity_kind granularity = granularity_kind::tensor;
-    int64_t block_size = 32;                            // 1..1048576 (granularity block)
-    std::string scale_format = "pow2";                  // "fp32", "pow2" or a format plugin name
+    int64_t block_size = 32;            // 1..1048576 (granularity block)
+    std::string scale_format = "pow2";  // "fp32", "pow2" or a format plugin name
     scale_rule_kind scale_rule = scale_rule_kind::mx_floor;
 };
 
@@ -122,7 +123,8 @@ bool operator==(const scaling_override& a, const scaling_override& b);
 
 // One [[quantization.rules]] entry. The file's `format` key is folded in at
 // load time: it fills whichever of weight/activation/gradient the rule does
-// not set itself (gradient: the layer's output gradient, as gradient_format). A direction left empty (nullopt) takes the global format.
+// not set itself (gradient: the layer's output gradient, as gradient_format). A direction left empty
+// (nullopt) takes the global format.
 struct quantization_rule {
     std::string pattern;  // glob over layer names: '*' any run (dots too), '?' one character
     std::optional<std::string> weight, activation, gradient;
@@ -131,27 +133,27 @@ struct quantization_rule {
 
 struct quantization_config {
     bool enabled = true;
-    std::string weight_format = "e5m2";       // format plugin names, [a-z0-9][a-z0-9_]*
-    std::string activation_format = "e5m2";   // each quantized layer's input
-    std::string gradient_format = "e5m2";     // each quantized layer's output gradient (the gradient flowing
-                                              // back into its output), not the weights' gradients
+    std::string weight_format = "e5m2";      // format plugin names, [a-z0-9][a-z0-9_]*
+    std::string activation_format = "e5m2";  // each quantized layer's input
+    std::string gradient_format = "e5m2";    // each quantized layer's output gradient (the gradient flowing
+                                             // back into its output), not the weights' gradients
     altgrad_rounding forward_rounding = ALTGRAD_ROUND_NEAREST_EVEN;  // weights and activations
     altgrad_rounding backward_rounding = ALTGRAD_ROUND_STOCHASTIC;   // output gradients
     altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
     scaling_mode scaling = scaling_mode::delayed;
-    int64_t amax_history_len = 16;                 // 1..1024
+    int64_t amax_history_len = 16;  // 1..1024
     amax_compute_kind amax_compute = amax_compute_kind::max;
-    int64_t margin = 0;                            // 0..64; scale = 2^-margin * format_max / amax
-    bool shadow_weights = true;                    // FP32 master weights
-    int64_t diagnostic_interval = 50;              // 1..1e9
+    int64_t margin = 0;                // 0..64; scale = 2^-margin * format_max / amax
+    bool shadow_weights = true;        // FP32 master weights
+    int64_t diagnostic_interval = 50;  // 1..1e9
     // The scaling of every quantized tensor (block_scaling, above), unless a
     // role table or a rule says otherwise.
     granularity_kind granularity = granularity_kind::tensor;
-    int64_t block_size = 32;                       // 1..1048576
-    std::string scale_format = "pow2";             // "fp32", "pow2" or a format plugin name
+    int64_t block_size = 32;            // 1..1048576
+    std::string scale_format = "pow2";  // "fp32", "pow2" or a format plugin name
     scale_rule_kind scale_rule = scale_rule_kind::mx_floor;
     scaling_override weight_scaling, activation_scaling, gradient_scaling;  // [quantization.weight] etc.
-    std::vector<quantization_rule> rules;          // ordered; the first match wins
+    std::vector<quantization_rule> rules;                                   // ordered; the first match wins
     // [quantization.params.NAME]: parameters of format plugin NAME, which
     // some format or scale_format key of this config must name.
     plugin_params params;
@@ -173,16 +175,16 @@ struct diagnostics_config {
 // condition collapses the run once it has held at `patience` consecutive
 // measurements; the first of them is the step the evidence appeared.
 struct failure_config {
-    double bit_stall = 0.5;             // [0, 1] weight bit-stall rate (all weights, by element)
-    double min_progress = 0.01;         // [0, 1] relative loss improvement per diagnostic interval
-                                        // below which a high bit-stall rate counts as a stall
-    double overflow = 0.1;              // [0, 1] overflow rate of the worst quantized tensor
-    double vanishing = 0.7;             // [0, 1] fraction of near-zero parameter-gradient elements
-    double near_zero = 1e-8;            // [0, 1] |g| at or below which a gradient element is near zero
-    double early_stop = 0.1;            // [0, 1] a run that stops before this fraction of max_steps
-    int64_t patience = 3;               // 1..1e6 consecutive measurements
-    int64_t max_nonfinite_steps = 10;   // 1..1e6 consecutive non-finite steps tolerated while an
-                                        // intervention may act (none enabled: the first stops the run)
+    double bit_stall = 0.5;            // [0, 1] weight bit-stall rate (all weights, by element)
+    double min_progress = 0.01;        // [0, 1] relative loss improvement per diagnostic interval
+                                       // below which a high bit-stall rate counts as a stall
+    double overflow = 0.1;             // [0, 1] overflow rate of the worst quantized tensor
+    double vanishing = 0.7;            // [0, 1] fraction of near-zero parameter-gradient elements
+    double near_zero = 1e-8;           // [0, 1] |g| at or below which a gradient element is near zero
+    double early_stop = 0.1;           // [0, 1] a run that stops before this fraction of max_steps
+    int64_t patience = 3;              // 1..1e6 consecutive measurements
+    int64_t max_nonfinite_steps = 10;  // 1..1e6 consecutive non-finite steps tolerated while an
+                                       // intervention may act (none enabled: the first stops the run)
 };
 
 struct output_config {
@@ -202,7 +204,8 @@ struct run_config {
     failure_config failure;
     output_config output;
     std::filesystem::path source;  // the file it was read from (not compared by ==, not written by to_toml)
-    std::vector<std::string> notes;  // defaults the reader adjusted, for the run's log (not compared, not written)
+    std::vector<std::string>
+        notes;  // defaults the reader adjusted, for the run's log (not compared, not written)
 };
 
 // Reads `file`, applies `overrides` in order ("training.max_steps=50"; the value
@@ -227,8 +230,9 @@ std::string to_toml(const run_config& config);
 // ("quantization.weight_format", "quantization.rules[2]"): the trainer gives
 // plugins' aliases their plugin's name this way, so "float32" is "fp32"
 // (float32 itself), and names an unknown format's key.
-void rename_formats(quantization_config& q,
-                    const std::function<std::string(const std::string& key, const std::string& name)>& rename);
+void rename_formats(
+    quantization_config& q,
+    const std::function<std::string(const std::string& key, const std::string& name)>& rename);
 
 // Everything but `source`.
 bool operator==(const quantization_rule& a, const quantization_rule& b);

@@ -61,18 +61,20 @@ constexpr int64_t kMaxBlockSize = 1 << 20;
 
 const section<model_config>& model_section() {
     using M = model_config;
-    static const section<M> s{"model", &run_config::model,
-                              {integer("n_layer", &M::n_layer, 1, 64), integer("n_head", &M::n_head, 1, 64),
-                               integer("n_embd", &M::n_embd, 8, 4096), integer("block_size", &M::block_size, 2, 8192),
-                               number("dropout", &M::dropout, 0.0, false, 1.0, true), boolean("bias", &M::bias),
-                               choice("activation", &M::activation),
-                               integer("vocab_size", &M::vocab_size, 0, 65535)}};
+    static const section<M> s{
+        "model",
+        &run_config::model,
+        {integer("n_layer", &M::n_layer, 1, 64), integer("n_head", &M::n_head, 1, 64),
+         integer("n_embd", &M::n_embd, 8, 4096), integer("block_size", &M::block_size, 2, 8192),
+         number("dropout", &M::dropout, 0.0, false, 1.0, true), boolean("bias", &M::bias),
+         choice("activation", &M::activation), integer("vocab_size", &M::vocab_size, 0, 65535)}};
     return s;
 }
 
 const section<data_config>& data_section() {
     using D = data_config;
-    static const section<D> s{"data", &run_config::data,
+    static const section<D> s{"data",
+                              &run_config::data,
                               {text("path", &D::path), choice("format", &D::format),
                                number("val_fraction", &D::val_fraction, 0.0, true, 0.5, false),
                                integer("vocab_size", &D::vocab_size, 0, 65535)}};
@@ -82,31 +84,34 @@ const section<data_config>& data_section() {
 const section<training_config>& training_section() {
     using T = training_config;
     static const section<T> s{
-        "training", &run_config::training,
+        "training",
+        &run_config::training,
         {integer("max_steps", &T::max_steps, 1, kBillion), integer("batch_size", &T::batch_size, 1, 65536),
          number("learning_rate", &T::learning_rate, 0.0, true, 10.0, false),
-         number("min_lr", &T::min_lr, 0.0, false, 10.0, false), integer("warmup_steps", &T::warmup_steps, 0, kBillion),
-         choice("lr_schedule", &T::lr_schedule),
+         number("min_lr", &T::min_lr, 0.0, false, 10.0, false),
+         integer("warmup_steps", &T::warmup_steps, 0, kBillion), choice("lr_schedule", &T::lr_schedule),
          number("weight_decay", &T::weight_decay, 0.0, false, 10.0, false),
          number("beta1", &T::beta1, 0.0, false, 1.0, true), number("beta2", &T::beta2, 0.0, false, 1.0, true),
-         number("grad_clip", &T::grad_clip, 0.0, false, 1e6, false),
-         integer("seed", &T::seed, 0, INT64_MAX), integer("eval_interval", &T::eval_interval, 1, kBillion),
-         integer("eval_batches", &T::eval_batches, 1, 1000000), integer("log_interval", &T::log_interval, 1, kBillion),
-         choice("device", &T::device), integer("threads", &T::threads, 0, 1024)}};
+         number("grad_clip", &T::grad_clip, 0.0, false, 1e6, false), integer("seed", &T::seed, 0, INT64_MAX),
+         integer("eval_interval", &T::eval_interval, 1, kBillion),
+         integer("eval_batches", &T::eval_batches, 1, 1000000),
+         integer("log_interval", &T::log_interval, 1, kBillion), choice("device", &T::device),
+         integer("threads", &T::threads, 0, 1024)}};
     return s;
 }
 
 const section<quantization_config>& quantization_section() {
     using Q = quantization_config;
     static const section<Q> s{
-        "quantization", &run_config::quantization,
+        "quantization",
+        &run_config::quantization,
         {boolean("enabled", &Q::enabled), format("weight_format", &Q::weight_format),
          format("activation_format", &Q::activation_format), format("gradient_format", &Q::gradient_format),
          choice("forward_rounding", &Q::forward_rounding), choice("backward_rounding", &Q::backward_rounding),
          choice("overflow", &Q::overflow), choice("scaling", &Q::scaling),
-         integer("amax_history_len", &Q::amax_history_len, 1, 1024),
-         choice("amax_compute", &Q::amax_compute), integer("margin", &Q::margin, 0, 64),
-         boolean("shadow_weights", &Q::shadow_weights), integer("diagnostic_interval", &Q::diagnostic_interval, 1, kBillion),
+         integer("amax_history_len", &Q::amax_history_len, 1, 1024), choice("amax_compute", &Q::amax_compute),
+         integer("margin", &Q::margin, 0, 64), boolean("shadow_weights", &Q::shadow_weights),
+         integer("diagnostic_interval", &Q::diagnostic_interval, 1, kBillion),
          choice("granularity", &Q::granularity), integer("block_size", &Q::block_size, 1, kMaxBlockSize),
          format("scale_format", &Q::scale_format), choice("scale_rule", &Q::scale_rule)}};
     return s;
@@ -114,9 +119,9 @@ const section<quantization_config>& quantization_section() {
 
 const std::vector<field<block_scaling>>& block_scaling_fields() {
     using B = block_scaling;
-    static const std::vector<field<B>> f{choice("granularity", &B::granularity),
-                                         integer("block_size", &B::block_size, 1, kMaxBlockSize),
-                                         format("scale_format", &B::scale_format), choice("scale_rule", &B::scale_rule)};
+    static const std::vector<field<B>> f{
+        choice("granularity", &B::granularity), integer("block_size", &B::block_size, 1, kMaxBlockSize),
+        format("scale_format", &B::scale_format), choice("scale_rule", &B::scale_rule)};
     return f;
 }
 
@@ -136,7 +141,8 @@ const std::vector<role_table>& role_tables() {
 
 const section<failure_config>& failure_section() {
     using F = failure_config;
-    static const section<F> s{"failure", &run_config::failure,
+    static const section<F> s{"failure",
+                              &run_config::failure,
                               {number("bit_stall", &F::bit_stall, 0.0, false, 1.0, false),
                                number("min_progress", &F::min_progress, 0.0, false, 1.0, false),
                                number("overflow", &F::overflow, 0.0, false, 1.0, false),
@@ -150,9 +156,11 @@ const section<failure_config>& failure_section() {
 
 const section<output_config>& output_section() {
     using O = output_config;
-    static const section<O> s{"output", &run_config::output,
-                              {text("dir", &O::dir), integer("checkpoint_interval", &O::checkpoint_interval, 1, kBillion),
-                               integer("keep_checkpoints", &O::keep_checkpoints, 1, 1000)}};
+    static const section<O> s{
+        "output",
+        &run_config::output,
+        {text("dir", &O::dir), integer("checkpoint_interval", &O::checkpoint_interval, 1, kBillion),
+         integer("keep_checkpoints", &O::keep_checkpoints, 1, 1000)}};
     return s;
 }
 
@@ -160,8 +168,9 @@ std::vector<plugin_list> plugin_lists(run_config& c) {
     return {{"stability", "interventions", &c.stability.interventions, &c.stability.params},
             {"diagnostics", "plugins", &c.diagnostics.plugins, &c.diagnostics.params}};
 }
-const std::vector<std::string> kRuleKeys = {"pattern",     "format",     "weight",      "activation", "gradient",
-                                            "granularity", "block_size", "scale_format", "scale_rule"};
+const std::vector<std::string> kRuleKeys = {"pattern",    "format",       "weight",
+                                            "activation", "gradient",     "granularity",
+                                            "block_size", "scale_format", "scale_rule"};
 
 const std::map<std::string, std::optional<kind>>& known_keys() {
     static const std::map<std::string, std::optional<kind>> keys = [] {
@@ -227,8 +236,7 @@ std::string param_toml(const std::string& text) {
         if (t.size() == 1 && v != nullptr && (v->is_integer() || v->is_floating_point() || v->is_boolean()) &&
             param_text(*v) == text)
             return text;
-    } catch (const toml::parse_error&) {
-    }
+    } catch (const toml::parse_error&) {}
     return quote(text);
 }
 

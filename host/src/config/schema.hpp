@@ -38,10 +38,11 @@ enum class kind { integer, number, boolean, text, choice, format, names };
 template <class S>
 struct field {
     // A choice is one of the enum members; its names come from names_for.
-    using member_ptr = std::variant<int64_t S::*, double S::*, bool S::*, std::string S::*, altgrad_rounding S::*,
-                                    altgrad_overflow S::*, activation_function S::*, data_format S::*,
-                                    lr_schedule_kind S::*, compute_device S::*, scaling_mode S::*,
-                                    amax_compute_kind S::*, granularity_kind S::*, scale_rule_kind S::*>;
+    using member_ptr =
+        std::variant<int64_t S::*, double S::*, bool S::*, std::string S::*, altgrad_rounding S::*,
+                     altgrad_overflow S::*, activation_function S::*, data_format S::*, lr_schedule_kind S::*,
+                     compute_device S::*, scaling_mode S::*, amax_compute_kind S::*, granularity_kind S::*,
+                     scale_rule_kind S::*>;
     field(const char* k, kind t, member_ptr m) : key(k), type(t), member(m) {}
 
     const char* key;
@@ -100,8 +101,8 @@ const char* const kRulesKey = "quantization.rules";
 // The plugin lists and their parameter tables: [stability] interventions and
 // [stability.params.NAME], [diagnostics] plugins and [diagnostics.params.NAME].
 struct plugin_list {
-    const char* section;   // "stability"
-    const char* list;      // "interventions"
+    const char* section;  // "stability"
+    const char* list;     // "interventions"
     std::vector<std::string>* names;
     plugin_params* params;
     std::string list_key() const { return std::string(section) + "." + list; }

@@ -67,7 +67,8 @@ std::string quote(const std::string& s) {
 std::string key_text(const std::string& k) {
     bool bare = !k.empty();
     for (unsigned char ch : k)
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-'))
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+              ch == '-'))
             bare = false;
     return bare ? k : quote(k);
 }
@@ -113,22 +114,24 @@ std::string leaf_of(const std::string& key) {
 std::string suggestion(const std::string& key, const std::vector<std::string>& candidates) {
     const std::string leaf = leaf_of(key);
     for (const std::string& c : candidates)
-        if (leaf_of(c) == leaf && c != key && c.find('.') != std::string::npos) return "; did you mean '" + c + "'?";
+        if (leaf_of(c) == leaf && c != key && c.find('.') != std::string::npos)
+            return "; did you mean '" + c + "'?";
     const std::string* best = nullptr;
     size_t best_d = 0;
     for (const std::string& c : candidates) {
         const size_t d = edit_distance(key, c);
         if (best == nullptr || d < best_d) best = &c, best_d = d;
     }
-    if (best != nullptr && best_d <= std::max<size_t>(2, leaf.size() / 4)) return "; did you mean '" + *best + "'?";
+    if (best != nullptr && best_d <= std::max<size_t>(2, leaf.size() / 4))
+        return "; did you mean '" + *best + "'?";
     return "";
 }
 
 bool valid_pattern(const std::string& s) {
     if (s.empty() || s.size() > 256) return false;
     for (char c : s)
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-              c == '*' || c == '?' || c == '-'))
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+              c == '.' || c == '*' || c == '?' || c == '-'))
             return false;
     return true;
 }

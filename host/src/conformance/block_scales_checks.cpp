@@ -19,7 +19,8 @@ namespace {
 std::vector<float> kit_block_scales(size_t blocks) {
     std::vector<float> s;
     for (size_t b = 0; b < blocks; ++b)
-        s.push_back(b % 3 == 2 ? 0.37f * static_cast<float>(b + 1) : std::ldexp(1.0f, static_cast<int>(b % 23) - 11));
+        s.push_back(b % 3 == 2 ? 0.37f * static_cast<float>(b + 1)
+                               : std::ldexp(1.0f, static_cast<int>(b % 23) - 11));
     return s;
 }
 
@@ -29,8 +30,9 @@ const char* const kBlockScaleHint =
 
 // Quantize of `in` with block scales against one call per block (the
 // definition in abi/format.h): values and summed counts.
-std::optional<result> block_quantize_differs(env& e, const std::vector<float>& in, const std::vector<float>& scales,
-                                             const float* guarded_scales, size_t block, altgrad_rounding r) {
+std::optional<result> block_quantize_differs(env& e, const std::vector<float>& in,
+                                             const std::vector<float>& scales, const float* guarded_scales,
+                                             size_t block, altgrad_rounding r) {
     quantize_options o = mode(r);
     o.seed = e.opts.seed;
     o.offset = 5;
@@ -42,7 +44,8 @@ std::optional<result> block_quantize_differs(env& e, const std::vector<float>& i
         one.offset = o.offset + first;
         quantize_counts c;
         const std::vector<float> part = quantize(
-            e, std::vector<float>(in.begin() + first, in.begin() + std::min(in.size(), first + block)), one, &c);
+            e, std::vector<float>(in.begin() + first, in.begin() + std::min(in.size(), first + block)), one,
+            &c);
         want.insert(want.end(), part.begin(), part.end());
         want_counts.overflow += c.overflow;
         want_counts.underflow += c.underflow;
@@ -60,15 +63,18 @@ std::optional<result> block_quantize_differs(env& e, const std::vector<float>& i
     if (got_counts.overflow != want_counts.overflow || got_counts.underflow != want_counts.underflow)
         return fail("reported overflow " + std::to_string(got_counts.overflow) + ", underflow " +
                         std::to_string(got_counts.underflow) + "; the calls per block report " +
-                        std::to_string(want_counts.overflow) + " and " + std::to_string(want_counts.underflow),
+                        std::to_string(want_counts.overflow) + " and " +
+                        std::to_string(want_counts.underflow),
                     mode_text(o), "the counts of a block-scaled call are the sums over its blocks");
     return std::nullopt;
 }
 
 // decode(encode(x)) with block scales against quantize with them.
-std::optional<result> block_codes_differ(env& e, std::vector<float> in, const float* guarded_scales, size_t block) {
+std::optional<result> block_codes_differ(env& e, std::vector<float> in, const float* guarded_scales,
+                                         size_t block) {
     if (e.format->info().nan_code_count == 0)
-        std::replace_if(in.begin(), in.end(), [](float x) { return std::isnan(x); }, 0.5f);
+        std::replace_if(
+            in.begin(), in.end(), [](float x) { return std::isnan(x); }, 0.5f);
     quantize_options o = mode(ALTGRAD_ROUND_NEAREST_EVEN);
     o.block_scales = guarded_scales;
     o.block_size = block;
@@ -125,12 +131,14 @@ result check_block_scales(env& e) {
         scale_buffer.seal();
         for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_STOCHASTIC})
             if (e.format->info().rounding_modes & (1u << r))
-                if (auto bad = block_quantize_differs(e, in, scales, scale_buffer.data(), block, r)) return *bad;
+                if (auto bad = block_quantize_differs(e, in, scales, scale_buffer.data(), block, r))
+                    return *bad;
         if (auto bad = block_codes_differ(e, in, scale_buffer.data(), block)) return *bad;
     }
     if (auto bad = bad_block_scale_accepted(e)) return *bad;
-    return pass("calls with block scales (blocks of 32 and of 7, a short last block) equal one call per block; "
-                "zero, negative, NaN and Inf block scales are refused");
+    return pass(
+        "calls with block scales (blocks of 32 and of 7, a short last block) equal one call per block; "
+        "zero, negative, NaN and Inf block scales are refused");
 }
 
 }  // namespace altgrad::host::conformance

@@ -36,9 +36,10 @@ result check_threads(env& e) {
                     const std::vector<float> out = quantize_unnoted(e, inputs[t], modes[t]);
                     for (size_t k = 0; k < out.size(); ++k)
                         if (!same(out[k], serial[t][k])) {
-                            problems[t] = "thread " + std::to_string(t) + " element " + std::to_string(k) + ": " +
-                                          hex_float(out[k]) + " concurrently, " + hex_float(serial[t][k]) + " alone|x = " +
-                                          hex_float(inputs[t][k]) + " (" + mode_text(modes[t]) + ")";
+                            problems[t] = "thread " + std::to_string(t) + " element " + std::to_string(k) +
+                                          ": " + hex_float(out[k]) + " concurrently, " +
+                                          hex_float(serial[t][k]) + " alone|x = " + hex_float(inputs[t][k]) +
+                                          " (" + mode_text(modes[t]) + ")";
                             break;
                         }
                 }

@@ -35,10 +35,11 @@ result check_measure_nonfinite(env& e) {
         try {
             measure(*d, step, s.views);
         } catch (const std::exception& x) {
-            return fail(std::string("measure failed: ") + x.what(),
-                        std::to_string(s.views.size()) + " tensors of 257 elements, " +
-                            (step == 3 ? "every element NaN or every element Inf" : "about 10% NaN and 10% +-Inf"),
-                        "NaN and Inf elements must be handled: skip them or answer NaN, never an error");
+            return fail(
+                std::string("measure failed: ") + x.what(),
+                std::to_string(s.views.size()) + " tensors of 257 elements, " +
+                    (step == 3 ? "every element NaN or every element Inf" : "about 10% NaN and 10% +-Inf"),
+                "NaN and Inf elements must be handled: skip them or answer NaN, never an error");
         }
     }
     return pass("tensors with NaN and +-Inf elements (some, and all) measure without error");
@@ -57,9 +58,10 @@ result check_measure_empty(env& e) {
         measure(*d, 2, z.views);  // after a non-empty call, with state to compare against
         measure(*d, 3, {});
     } catch (const std::exception& x) {
-        return fail(std::string("measure failed: ") + x.what(),
-                    "tensors of count 0 (data NULL), also after a call with 16 elements, and a call with no tensors",
-                    "empty tensors (count 0) must be handled: answer NaN or nothing, never an error");
+        return fail(
+            std::string("measure failed: ") + x.what(),
+            "tensors of count 0 (data NULL), also after a call with 16 elements, and a call with no tensors",
+            "empty tensors (count 0) must be handled: answer NaN or nothing, never an error");
     }
     return pass("count-0 tensors and a call with no tensors measure without error");
 }
@@ -77,7 +79,7 @@ result check_measure_block_scales(env& e) {
     if (!e.format->takes_block_scales())
         return skip("the reference format is built before ABI 1.2 block scales");
     constexpr int64_t kRows = 8, kCols = 12;
-    constexpr size_t kBlock = 5;  // three blocks per row, the last of 2
+    constexpr size_t kBlock = 5;    // three blocks per row, the last of 2
     constexpr float kScale = 3.0f;  // not a power of two: it moves the grid
     const std::vector<float> scales(kRows * ((kCols + kBlock - 1) / kBlock), kScale);
     const std::shared_ptr<diagnostic_handle> probe = diagnostic_handle::create(e.plugin, {}, "conformance");
@@ -95,8 +97,10 @@ result check_measure_block_scales(env& e) {
         blocked[k].block_size = kBlock;
         blocked[k].block_count = scales.size();
     }
-    const std::string input = std::to_string(s.views.size()) + " tensors [8, 12] with random magnitudes: at scale 3, "
-                              "and with blocks of 5 along the rows (the last of 2) all of scale 3 and scale 1";
+    const std::string input =
+        std::to_string(s.views.size()) +
+        " tensors [8, 12] with random magnitudes: at scale 3, "
+        "and with blocks of 5 along the rows (the last of 2) all of scale 3 and scale 1";
     std::vector<diagnostic_value> a, b;
     try {
         a = measure(*diagnostic_handle::create(e.plugin, {}, "conformance"), 0, per_tensor);
@@ -106,10 +110,11 @@ result check_measure_block_scales(env& e) {
                     "a view with block scales (abi/tensor.h) must be measured like any other");
     }
     if (!same_values(a, b))
-        return fail("the block-scaled view answered " + values_text(b) + ", the per-tensor one " + values_text(a),
-                    input,
-                    "read each element's scale with altgrad::sdk::scale_at (or quantize_like / quantize_gathered), "
-                    "not the view's `scale`, which is 1 when block_scales is set");
+        return fail(
+            "the block-scaled view answered " + values_text(b) + ", the per-tensor one " + values_text(a),
+            input,
+            "read each element's scale with altgrad::sdk::scale_at (or quantize_like / quantize_gathered), "
+            "not the view's `scale`, which is 1 when block_scales is set");
     return pass("blocks all of scale 3 answer as one scale of 3 (" + std::to_string(a.size()) + " values)");
 }
 
@@ -121,26 +126,30 @@ result check_measure_names(env& e) {
     size_t total = 0, calls = 0;
     std::vector<std::pair<std::string, tensor_set>> inputs;
     for (size_t k = 0; k < 6; ++k)
-        inputs.emplace_back(std::to_string(k % 3 == 2 ? 0 : 100) + " elements" + (k % 2 ? ", NaN and Inf" : ""),
-                            make_tensors(e, *d, k % 3 == 2 ? 0 : 100, k % 2 == 1));
+        inputs.emplace_back(
+            std::to_string(k % 3 == 2 ? 0 : 100) + " elements" + (k % 2 ? ", NaN and Inf" : ""),
+            make_tensors(e, *d, k % 3 == 2 ? 0 : 100, k % 2 == 1));
     for (auto& [text, s] : inputs) {
         const size_t n = s.views.size();
         std::vector<diagnostic_value> vals;
         try {
             vals = measure(*d, calls, s.views);
         } catch (const std::exception& x) {
-            return fail(std::string("measure failed: ") + x.what(), std::to_string(n) + " tensors of " + text,
-                        "names are [a-z0-9_.]+, tensor_index < tensor_count or ALTGRAD_ALL_TENSORS, and at most "
-                        "max_values_per_tensor * (tensor_count + 1) values");
+            return fail(
+                std::string("measure failed: ") + x.what(), std::to_string(n) + " tensors of " + text,
+                "names are [a-z0-9_.]+, tensor_index < tensor_count or ALTGRAD_ALL_TENSORS, and at most "
+                "max_values_per_tensor * (tensor_count + 1) values");
         }
         ++calls;
         if (vals.size() > per * (n + 1))
-            return fail(std::to_string(vals.size()) + " values exceed max_values_per_tensor " + std::to_string(per) +
-                            " x (" + std::to_string(n) + " + 1)",
-                        std::to_string(n) + " tensors of " + text, "raise max_values_per_tensor or write fewer");
+            return fail(std::to_string(vals.size()) + " values exceed max_values_per_tensor " +
+                            std::to_string(per) + " x (" + std::to_string(n) + " + 1)",
+                        std::to_string(n) + " tensors of " + text,
+                        "raise max_values_per_tensor or write fewer");
         for (const diagnostic_value& v : vals) {
             if (!good_name(v.name))
-                return fail("value name '" + v.name + "' is not [a-z0-9_.]+", std::to_string(n) + " tensors of " + text,
+                return fail("value name '" + v.name + "' is not [a-z0-9_.]+",
+                            std::to_string(n) + " tensors of " + text,
                             "use lower-case letters, digits, '_' and '.' only");
             if (v.tensor_index != ALTGRAD_ALL_TENSORS && v.tensor_index >= n)
                 return fail("value '" + v.name + "' names tensor " + std::to_string(v.tensor_index) + " of " +

@@ -151,7 +151,8 @@ std::vector<float> all_probes(env& e, size_t random_count) {
     return p;
 }
 
-result against_reference(env& e, const std::vector<float>& inputs, const quantize_options& o, const char* hint) {
+result against_reference(env& e, const std::vector<float>& inputs, const quantize_options& o,
+                         const char* hint) {
     const std::vector<float> got = quantize(e, inputs, o);
     for (size_t k = 0; k < inputs.size(); ++k) {
         const float scaled = inputs[k] * o.scale;

@@ -35,7 +35,7 @@ format_table::format_table(const format_handle& f)
         const double max = finite_.back().value, prev = finite_[finite_.size() - 2].value;
         const double low = finite_.front().value, low_next = finite_[1].value;
         if (family_ == ALTGRAD_FAMILY_FLOAT && mantissa_bits_ == 0) {
-            next_above_max_ = 2 * max;   // powers of two: the grid doubles
+            next_above_max_ = 2 * max;  // powers of two: the grid doubles
             next_below_lowest_ = 2 * low;
         } else if (family_ != ALTGRAD_FAMILY_CODEBOOK) {
             next_above_max_ = max + (max - prev);  // the last step repeats
@@ -66,7 +66,8 @@ float format_table::overflow_value(bool up, altgrad_rounding rounding, altgrad_o
     return saturated;
 }
 
-format_table::expectation format_table::expect(float x, altgrad_rounding rounding, altgrad_overflow overflow) const {
+format_table::expectation format_table::expect(float x, altgrad_rounding rounding,
+                                               altgrad_overflow overflow) const {
     expectation e{};
     if (std::isnan(x)) {
         e.value = NAN;
@@ -92,8 +93,9 @@ format_table::expectation format_table::expect(float x, altgrad_rounding roundin
         if (next) {
             const double mid = (static_cast<double>(edge) + *next) / 2;
             if (rounding == ALTGRAD_ROUND_TOWARD_ZERO) stays = up ? xd < *next : xd > *next;
-            else stays = up ? (xd < mid || (xd == mid && edge_code % 2 == 0))
-                            : (xd > mid || (xd == mid && edge_code % 2 == 0));
+            else
+                stays = up ? (xd < mid || (xd == mid && edge_code % 2 == 0))
+                           : (xd > mid || (xd == mid && edge_code % 2 == 0));
         }
         if (stays) {
             e.value = edge;
@@ -102,7 +104,8 @@ format_table::expectation format_table::expect(float x, altgrad_rounding roundin
         }
         e.value = overflow_value(up, rounding, overflow, false);
         e.overflow = true;
-        e.why = next ? "rounds beyond the extreme value " + hex_float(edge) + " (the next step would be " + hex_float(*next) + ")"
+        e.why = next ? "rounds beyond the extreme value " + hex_float(edge) + " (the next step would be " +
+                           hex_float(*next) + ")"
                      : "beyond the extreme value " + hex_float(edge);
         return e;
     }
@@ -118,11 +121,12 @@ format_table::expectation format_table::expect(float x, altgrad_rounding roundin
     const table_entry toward = positive ? lo : hi, away = positive ? hi : lo;
     bool up = false;
     if (rounding == ALTGRAD_ROUND_NEAREST_EVEN) {
-        const double d_toward = std::fabs(xd - toward.value), d_away = std::fabs(static_cast<double>(away.value) - xd);
+        const double d_toward = std::fabs(xd - toward.value),
+                     d_away = std::fabs(static_cast<double>(away.value) - xd);
         up = d_away < d_toward || (d_away == d_toward && toward.code % 2 == 1);
-        e.why = d_away == d_toward ? "a tie between " + hex_float(lo.value) + " (code " + std::to_string(lo.code) + ") and " +
-                                         hex_float(hi.value) + " (code " + std::to_string(hi.code) +
-                                         "): ties go to the even code"
+        e.why = d_away == d_toward ? "a tie between " + hex_float(lo.value) + " (code " +
+                                         std::to_string(lo.code) + ") and " + hex_float(hi.value) +
+                                         " (code " + std::to_string(hi.code) + "): ties go to the even code"
                                    : "nearest of " + hex_float(lo.value) + " and " + hex_float(hi.value);
     } else {
         e.why = "toward zero between " + hex_float(lo.value) + " and " + hex_float(hi.value);

@@ -38,16 +38,12 @@ const altgrad_entry* raw_entry(const manifest& m, std::string& why) {
     }
     const auto fn = reinterpret_cast<altgrad_entry_fn>(::dlsym(handle, ALTGRAD_ENTRY_SYMBOL));
     const altgrad_entry* e = fn != nullptr ? fn() : nullptr;
-    if (e == nullptr)
-        why = "no entry";
+    if (e == nullptr) why = "no entry";
     else if (e->struct_size < offsetof(altgrad_entry, diagnostic) + sizeof e->diagnostic)
         why = "entry too small";
-    else if (abi_incompatibility(e->abi_version))
-        why = "the ABI version is refused";
-    else if (e->diagnostic == nullptr)
-        why = "no diagnostic table";
-    else
-        return e;
+    else if (abi_incompatibility(e->abi_version)) why = "the ABI version is refused";
+    else if (e->diagnostic == nullptr) why = "no diagnostic table";
+    else return e;
     return nullptr;
 }
 

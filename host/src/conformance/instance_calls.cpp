@@ -45,12 +45,13 @@ bool load_reference_format(env& e, result& why) {
             tried += std::string(tried.empty() ? "" : ", ") + name + " (" + x.what() + ")";
         }
     }
-    why = skip("needs a format for the tensors' format_ref and found none usable in " + dir.string() + ": " + tried);
+    why = skip("needs a format for the tensors' format_ref and found none usable in " + dir.string() + ": " +
+               tried);
     return false;
 }
 
-altgrad_tensor_view view_of(const env& e, const std::string& name, altgrad_tensor_role role, const float* data,
-                            const float* previous, size_t count) {
+altgrad_tensor_view view_of(const env& e, const std::string& name, altgrad_tensor_role role,
+                            const float* data, const float* previous, size_t count) {
     altgrad_tensor_view v{};
     v.struct_size = sizeof v;
     v.name = name.c_str();
@@ -78,14 +79,17 @@ bool load_for_check(env& e, result& why) {
         e.plugin = load_plugin(*e.target.info);
         return true;
     } catch (const std::exception& x) {
-        why = skip(std::string("the plugin does not load (see load.abi_version, load.descriptor): ") + x.what());
+        why = skip(std::string("the plugin does not load (see load.abi_version, load.descriptor): ") +
+                   x.what());
         return false;
     }
 }
 
 void create_instance(const env& e, const std::map<std::string, std::string>& params) {
-    if (e.plugin->info.kind == ALTGRAD_KIND_INTERVENTION) intervention_handle::create(e.plugin, params, "conformance");
-    else if (e.plugin->info.kind == ALTGRAD_KIND_DIAGNOSTIC) diagnostic_handle::create(e.plugin, params, "conformance");
+    if (e.plugin->info.kind == ALTGRAD_KIND_INTERVENTION)
+        intervention_handle::create(e.plugin, params, "conformance");
+    else if (e.plugin->info.kind == ALTGRAD_KIND_DIAGNOSTIC)
+        diagnostic_handle::create(e.plugin, params, "conformance");
     else format_handle::create(e.plugin, params, "conformance");
 }
 
@@ -95,7 +99,8 @@ bool prepare(env& e, result& why) {
     try {
         create_instance(e, {});
     } catch (const std::exception& x) {
-        why = skip(std::string("the plugin does not create with its defaults (see params.defaults): ") + x.what());
+        why = skip(std::string("the plugin does not create with its defaults (see params.defaults): ") +
+                   x.what());
         return false;
     }
     return true;
@@ -114,8 +119,8 @@ observation random_observation(env& e, uint64_t step, uint32_t& nonfinite_run) {
     o.grad_norm = bad ? INFINITY : std::exp2(20.0 * u(e.rng) - 10.0);
     o.learning_rate = 1e-3 * u(e.rng);
     o.consecutive_nonfinite_steps = nonfinite_run;
-    const altgrad_tensor_role roles[] = {ALTGRAD_TENSOR_WEIGHT, ALTGRAD_TENSOR_GRADIENT, ALTGRAD_TENSOR_ACTIVATION,
-                                         ALTGRAD_TENSOR_OUTPUT_GRADIENT};
+    const altgrad_tensor_role roles[] = {ALTGRAD_TENSOR_WEIGHT, ALTGRAD_TENSOR_GRADIENT,
+                                         ALTGRAD_TENSOR_ACTIVATION, ALTGRAD_TENSOR_OUTPUT_GRADIENT};
     for (int layer = 0; layer < 2; ++layer)
         for (altgrad_tensor_role role : roles) {
             tensor_observation t;
@@ -142,16 +147,16 @@ std::vector<observation> random_history(env& e, size_t n) {
 std::string answer_text(const std::vector<action>& acts) {
     std::string s;
     for (const action& a : acts)
-        s += std::string("[") + action_kind_name(a.kind) + " " + hex_float(a.value) + " '" + a.tensor + "' '" + a.format +
-             "' " + a.reason + "]";
+        s += std::string("[") + action_kind_name(a.kind) + " " + hex_float(a.value) + " '" + a.tensor +
+             "' '" + a.format + "' " + a.reason + "]";
     return s.empty() ? "(no actions)" : s;
 }
 
 std::string observation_text(const observation& o) {
     char buf[200];
     std::snprintf(buf, sizeof buf, "step %llu: loss %s, grad_norm %s, %u non-finite in a row, %zu tensors",
-                  static_cast<unsigned long long>(o.step), hex_float(o.loss).c_str(), hex_float(o.grad_norm).c_str(),
-                  o.consecutive_nonfinite_steps, o.tensors.size());
+                  static_cast<unsigned long long>(o.step), hex_float(o.loss).c_str(),
+                  hex_float(o.grad_norm).c_str(), o.consecutive_nonfinite_steps, o.tensors.size());
     return buf;
 }
 
@@ -203,7 +208,8 @@ tensor_set make_tensors(env& e, const diagnostic_handle& d, size_t count, bool s
 std::string values_text(const std::vector<diagnostic_value>& vals) {
     std::string s;
     for (const diagnostic_value& v : vals)
-        s += "[" + (v.tensor_index == ALTGRAD_ALL_TENSORS ? std::string("all") : std::to_string(v.tensor_index)) +
+        s += "[" +
+             (v.tensor_index == ALTGRAD_ALL_TENSORS ? std::string("all") : std::to_string(v.tensor_index)) +
              " " + v.name + " " + hex_float(v.value) + "]";
     return s.empty() ? "(no values)" : s;
 }
@@ -211,7 +217,8 @@ std::string values_text(const std::vector<diagnostic_value>& vals) {
 bool same_values(const std::vector<diagnostic_value>& a, const std::vector<diagnostic_value>& b) {
     if (a.size() != b.size()) return false;
     for (size_t k = 0; k < a.size(); ++k)
-        if (a[k].tensor_index != b[k].tensor_index || a[k].name != b[k].name || !same_double(a[k].value, b[k].value))
+        if (a[k].tensor_index != b[k].tensor_index || a[k].name != b[k].name ||
+            !same_double(a[k].value, b[k].value))
             return false;
     return true;
 }
@@ -219,8 +226,8 @@ bool same_values(const std::vector<diagnostic_value>& a, const std::vector<diagn
 // -------- the guarded calls
 
 std::vector<action> observe(intervention_handle& h, const observation& o) {
-    const std::string call =
-        "observe of step " + std::to_string(o.step) + " (tensor count " + std::to_string(o.tensors.size()) + ")";
+    const std::string call = "observe of step " + std::to_string(o.step) + " (tensor count " +
+                             std::to_string(o.tensors.size()) + ")";
     const call_note note(call);
     guarded_array<altgrad_tensor_observation> tensors(intervention_handle::abi_tensors(o), "tensors");
     tensors.seal();
@@ -247,15 +254,16 @@ std::vector<diagnostic_value> measure(diagnostic_handle& d, uint64_t step,
     std::vector<altgrad_tensor_view> copies = views;
     for (size_t k = 0; k < copies.size(); ++k) {
         copies[k].data = sealed_copy(copies[k].data, copies[k].count, "data of tensor " + std::to_string(k));
-        copies[k].previous = sealed_copy(copies[k].previous, copies[k].count, "previous of tensor " + std::to_string(k));
-        copies[k].block_scales =
-            sealed_copy(copies[k].block_scales, copies[k].block_count, "block_scales of tensor " + std::to_string(k));
+        copies[k].previous =
+            sealed_copy(copies[k].previous, copies[k].count, "previous of tensor " + std::to_string(k));
+        copies[k].block_scales = sealed_copy(copies[k].block_scales, copies[k].block_count,
+                                             "block_scales of tensor " + std::to_string(k));
     }
     guarded_array<altgrad_tensor_view> tensors(copies, "tensors");
     tensors.seal();
     guarded_array<altgrad_diagnostic_value> values(d.value_capacity(views.size()), "values");
-    std::vector<diagnostic_value> answer = d.measure(step, views.empty() ? nullptr : tensors.data(), views.size(),
-                                                     values.data(), values.size());
+    std::vector<diagnostic_value> answer =
+        d.measure(step, views.empty() ? nullptr : tensors.data(), views.size(), values.data(), values.size());
     expect_front_intact(values.buffer(), call, "values");
     return answer;
 }
@@ -276,7 +284,9 @@ struct intervention_runner : history_runner {
         live.push_back(intervention_handle::create(e.plugin, {}, "conformance"));
         return live.size() - 1;
     }
-    std::string answer(size_t i, int which, size_t k) override { return answer_text(observe(*live[i], h[which][k])); }
+    std::string answer(size_t i, int which, size_t k) override {
+        return answer_text(observe(*live[i], h[which][k]));
+    }
     void drop(size_t i) override { live[i].reset(); }
 };
 
@@ -285,14 +295,16 @@ struct diagnostic_runner : history_runner {
     std::vector<tensor_set> h[2];
     std::vector<std::shared_ptr<diagnostic_handle>> live;
     diagnostic_runner(env& e_, size_t n) : e(e_) {
-        const std::shared_ptr<diagnostic_handle> probe = diagnostic_handle::create(e.plugin, {}, "conformance");
+        const std::shared_ptr<diagnostic_handle> probe =
+            diagnostic_handle::create(e.plugin, {}, "conformance");
         for (int w = 0; w < 2; ++w)
             for (size_t k = 0; k < n; ++k) h[w].push_back(make_tensors(e, *probe, 64 + k % 5, k % 4 == 3));
     }
     size_t length() const override { return h[0].size(); }
     std::string input(size_t k) const override {
-        return "measure step " + std::to_string(k) + ": " + std::to_string(h[0][k].views.size()) + " tensors of " +
-               std::to_string(h[0][k].views.empty() ? 0 : h[0][k].views[0].count) + " random elements";
+        return "measure step " + std::to_string(k) + ": " + std::to_string(h[0][k].views.size()) +
+               " tensors of " + std::to_string(h[0][k].views.empty() ? 0 : h[0][k].views[0].count) +
+               " random elements";
     }
     size_t fresh() override {
         live.push_back(diagnostic_handle::create(e.plugin, {}, "conformance"));

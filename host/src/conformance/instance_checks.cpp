@@ -44,12 +44,14 @@ result check_separate_body(env& e) {
         for (int w = 0; w < 2; ++w) {
             const std::string got = run->answer(w == 0 ? a : b, w, k);
             if (got != alone[w][k])
-                return fail("instance " + std::string(w == 0 ? "A" : "B") + " answered differently beside another "
-                                "instance than alone at step " + std::to_string(k) + ": " + got + " vs alone " +
-                                alone[w][k],
-                            "two instances with the default parameters, each fed its own " +
-                                std::to_string(kSteps) + "-step random history, calls interleaved A, B, A, B, ...",
-                            "keep all state in the instance: no static or global variables that instances share");
+                return fail(
+                    "instance " + std::string(w == 0 ? "A" : "B") +
+                        " answered differently beside another "
+                        "instance than alone at step " +
+                        std::to_string(k) + ": " + got + " vs alone " + alone[w][k],
+                    "two instances with the default parameters, each fed its own " + std::to_string(kSteps) +
+                        "-step random history, calls interleaved A, B, A, B, ...",
+                    "keep all state in the instance: no static or global variables that instances share");
         }
     return pass("two instances fed interleaved histories of " + std::to_string(kSteps) +
                 " steps answer exactly as each does alone");
@@ -66,13 +68,14 @@ result check_deterministic_body(env& e) {
     for (size_t k = 0; k < kSteps; ++k) {
         const std::string got = run->answer(y, 0, k);
         if (got != first[k])
-            return fail("a second fresh instance answered differently at step " + std::to_string(k) + ": " + got +
-                            " vs " + first[k],
+            return fail("a second fresh instance answered differently at step " + std::to_string(k) + ": " +
+                            got + " vs " + first[k],
                         run->input(k) + " (after the same " + std::to_string(k) + " earlier inputs)",
                         "answers must depend only on the parameters and the inputs so far: no clocks, no "
                         "unseeded randomness, no uninitialised state");
     }
-    return pass("two fresh instances fed the same " + std::to_string(kSteps) + " inputs give identical answers");
+    return pass("two fresh instances fed the same " + std::to_string(kSteps) +
+                " inputs give identical answers");
 }
 
 }  // namespace
@@ -129,12 +132,14 @@ result check_params_refused(env& e) {
         const bool integer = d.type == ALTGRAD_PARAM_INT;
         if (d.type == ALTGRAD_PARAM_INT || d.type == ALTGRAD_PARAM_FLOAT) {
             if (d.min) {
-                const double below = integer ? *d.min - 1 : (*d.min == 0 ? -1e-6 : *d.min - std::fabs(*d.min) * 1e-6);
+                const double below =
+                    integer ? *d.min - 1 : (*d.min == 0 ? -1e-6 : *d.min - std::fabs(*d.min) * 1e-6);
                 if (auto f = must_refuse(d.key, number_text(below, integer))) return *f;
                 if (auto f = edge(d.key, number_text(*d.min, integer))) return *f;
             }
             if (d.max) {
-                const double above = integer ? *d.max + 1 : (*d.max == 0 ? 1e-6 : *d.max + std::fabs(*d.max) * 1e-6);
+                const double above =
+                    integer ? *d.max + 1 : (*d.max == 0 ? 1e-6 : *d.max + std::fabs(*d.max) * 1e-6);
                 if (auto f = must_refuse(d.key, number_text(above, integer))) return *f;
                 if (auto f = edge(d.key, number_text(*d.max, integer))) return *f;
             }
@@ -158,7 +163,8 @@ result check_separate(env& e) {
     try {
         return check_separate_body(e);
     } catch (const std::exception& x) {
-        return fail(std::string("a call failed: ") + x.what(), "a random history of 40 inputs with the default parameters",
+        return fail(std::string("a call failed: ") + x.what(),
+                    "a random history of 40 inputs with the default parameters",
                     "every input the host can send must be answered without error (see the other checks for "
                     "which)");
     }
@@ -170,7 +176,8 @@ result check_deterministic(env& e) {
     try {
         return check_deterministic_body(e);
     } catch (const std::exception& x) {
-        return fail(std::string("a call failed: ") + x.what(), "a random history of 40 inputs with the default parameters",
+        return fail(std::string("a call failed: ") + x.what(),
+                    "a random history of 40 inputs with the default parameters",
                     "every input the host can send must be answered without error (see the other checks for "
                     "which)");
     }

@@ -45,21 +45,23 @@ result check_state_resume_body(env& e) {
                 intervention_handle::create(e.plugin, {}, "conformance");
             for (size_t k = 0; k < split; ++k) observe(*original, h[k]);
             const std::string bytes = original->save_state();
-            const std::string where = "saved after " + std::to_string(split) + " steps of a random history (" +
-                                      std::to_string(bytes.size()) + " bytes)";
+            const std::string where = "saved after " + std::to_string(split) +
+                                      " steps of a random history (" + std::to_string(bytes.size()) +
+                                      " bytes)";
             if (original->save_state() != bytes)
-                return fail("saving twice in a row gave different bytes", where,
-                            "save_state must not change the instance, and must write the same bytes for the same "
-                            "state");
+                return fail(
+                    "saving twice in a row gave different bytes", where,
+                    "save_state must not change the instance, and must write the same bytes for the same "
+                    "state");
             if (!bytes.empty()) {
                 try {
                     load_state(*intervention_handle::create(e.plugin, {}, "conformance"),
                                bytes.substr(0, bytes.size() - 1));
-                    return fail("a state cut short by one byte was accepted", where,
-                                "load_state must refuse bytes it cannot read with INVALID_ARGUMENT (the SDK's "
-                                "state_reader does): a truncated checkpoint must not resume silently");
-                } catch (const error&) {
-                }
+                    return fail(
+                        "a state cut short by one byte was accepted", where,
+                        "load_state must refuse bytes it cannot read with INVALID_ARGUMENT (the SDK's "
+                        "state_reader does): a truncated checkpoint must not resume silently");
+                } catch (const error&) {}
             }
             const std::shared_ptr<intervention_handle> restored =
                 intervention_handle::create(e.plugin, {}, "conformance");
@@ -69,15 +71,18 @@ result check_state_resume_body(env& e) {
                 const std::string want = answer_text(observe(*original, o));
                 const std::string got = answer_text(observe(*restored, o));
                 if (got != want)
-                    return fail("the restored instance answered " + got + " where the original answered " + want,
-                                where + ", then " + (calm_after ? "calm steps (finite, no overflow): " : "") +
-                                    observation_text(o),
-                                "save_state must write everything later answers depend on, and load_state "
-                                "restore it");
+                    return fail(
+                        "the restored instance answered " + got + " where the original answered " + want,
+                        where + ", then " + (calm_after ? "calm steps (finite, no overflow): " : "") +
+                            observation_text(o),
+                        "save_state must write everything later answers depend on, and load_state "
+                        "restore it");
             }
         }
-    return pass("states saved after 0, 13 and 27 of 40 random steps, loaded into fresh instances, give the original's "
-                "answers to the rest of the history and to calm steps; a state cut short is refused");
+    return pass(
+        "states saved after 0, 13 and 27 of 40 random steps, loaded into fresh instances, give the "
+        "original's "
+        "answers to the rest of the history and to calm steps; a state cut short is refused");
 }
 
 }  // namespace
@@ -97,12 +102,30 @@ result check_observe_nonfinite(env& e) {
             o.consecutive_nonfinite_steps = static_cast<uint32_t>(step);
             const char* what = "";
             switch (field) {
-                case 0: o.loss = s; what = "loss"; break;
-                case 1: o.grad_norm = s; what = "grad_norm"; break;
-                case 2: o.learning_rate = s; what = "learning_rate"; break;
-                case 3: for (auto& t : o.tensors) t.overflow_rate = s; what = "every overflow_rate"; break;
-                case 4: for (auto& t : o.tensors) t.underflow_rate = s; what = "every underflow_rate"; break;
-                case 5: for (auto& t : o.tensors) t.bit_stall_rate = s; what = "every bit_stall_rate"; break;
+                case 0:
+                    o.loss = s;
+                    what = "loss";
+                    break;
+                case 1:
+                    o.grad_norm = s;
+                    what = "grad_norm";
+                    break;
+                case 2:
+                    o.learning_rate = s;
+                    what = "learning_rate";
+                    break;
+                case 3:
+                    for (auto& t : o.tensors) t.overflow_rate = s;
+                    what = "every overflow_rate";
+                    break;
+                case 4:
+                    for (auto& t : o.tensors) t.underflow_rate = s;
+                    what = "every underflow_rate";
+                    break;
+                case 5:
+                    for (auto& t : o.tensors) t.bit_stall_rate = s;
+                    what = "every bit_stall_rate";
+                    break;
                 default:
                     for (auto& t : o.tensors) t.format_max = s;
                     o.loss = o.grad_norm = s;
@@ -111,14 +134,16 @@ result check_observe_nonfinite(env& e) {
             try {
                 observe(*h, o);
             } catch (const std::exception& x) {
-                return fail(std::string("observe failed: ") + x.what(),
-                            std::string(what) + " = " + hex_float(s) + " (" + observation_text(o) + ")",
-                            "NaN and Inf are ordinary inputs (a diverging run is what interventions are for): "
-                            "answer no action or a valid one, never an error or an invalid action");
+                return fail(
+                    std::string("observe failed: ") + x.what(),
+                    std::string(what) + " = " + hex_float(s) + " (" + observation_text(o) + ")",
+                    "NaN and Inf are ordinary inputs (a diverging run is what interventions are for): "
+                    "answer no action or a valid one, never an error or an invalid action");
             }
         }
-    return pass("21 steps with NaN, +Inf and -Inf in the loss, gradient norm, learning rate, rates and format_max "
-                "were observed without error");
+    return pass(
+        "21 steps with NaN, +Inf and -Inf in the loss, gradient norm, learning rate, rates and format_max "
+        "were observed without error");
 }
 
 result check_observe_empty(env& e) {
@@ -150,10 +175,11 @@ result check_state_resume(env& e) {
     try {
         return check_state_resume_body(e);
     } catch (const std::exception& x) {
-        return fail(std::string("a call failed: ") + x.what(),
-                    "a random history of 40 steps, saved after 0, 13 and 27 of them and loaded into a fresh instance",
-                    "save_state must succeed in every state observe can reach, and load_state must accept what "
-                    "save_state wrote");
+        return fail(
+            std::string("a call failed: ") + x.what(),
+            "a random history of 40 steps, saved after 0, 13 and 27 of them and loaded into a fresh instance",
+            "save_state must succeed in every state observe can reach, and load_state must accept what "
+            "save_state wrote");
     }
 }
 

@@ -49,7 +49,8 @@ plugin_target target_by_path(const fs::path& path) {
     const fs::path m = folder / "manifest.toml";
     if (!fs::exists(path, ec)) throw error("conformance: " + path.string() + " does not exist");
     if (!fs::exists(m, ec))
-        throw error("conformance: " + path.string() + ": no manifest.toml beside the library (a plugin is a folder "
+        throw error("conformance: " + path.string() +
+                    ": no manifest.toml beside the library (a plugin is a folder "
                     "holding its manifest and its library)");
     return target_from_manifest(path.string(), m);
 }
@@ -74,28 +75,33 @@ const std::vector<check_def>& format_checks() {
         {"load.library", "the library loads with RTLD_NOW | RTLD_LOCAL", false, check_library},
         {"load.exports", "the library exports only " ALTGRAD_ENTRY_SYMBOL, false, check_exports},
         {"load.abi_version", "the entry reports an ABI version this host accepts", false, check_abi_version},
-        {"load.descriptor", "the descriptor and tables are valid and match the manifest", false, check_descriptor},
+        {"load.descriptor", "the descriptor and tables are valid and match the manifest", false,
+         check_descriptor},
         {"load.repeat", "loads, unloads, creates and destroys repeatedly", false, check_repeat_load},
         {"codes.roundtrip", "every code decodes and encodes back to itself (NaN to the canonical NaN)", true,
          check_code_roundtrip},
-        {"codes.declared_range", "the declared max, lowest, smallest values, Inf and NaN match the codes", true,
-         check_declared_range},
+        {"codes.declared_range", "the declared max, lowest, smallest values, Inf and NaN match the codes",
+         true, check_declared_range},
         {"quantize.nearest", "nearest-even agrees with a model built from the codes", true, check_nearest},
         {"quantize.ties_to_even", "exact ties go to the even code", true, check_ties},
         {"quantize.toward_zero", "toward-zero agrees with the model", true, check_toward_zero},
         {"quantize.idempotent", "q(q(x)) = q(x)", true, check_idempotent},
         {"quantize.monotone", "x1 <= x2 implies q(x1) <= q(x2)", true, check_monotone},
-        {"quantize.sign_symmetric", "q(-x) = -q(x) where both signs are in range", true, check_sign_symmetric},
+        {"quantize.sign_symmetric", "q(-x) = -q(x) where both signs are in range", true,
+         check_sign_symmetric},
         {"quantize.overflow_saturate", "at and beyond max under saturate", true, check_overflow_saturate},
         {"quantize.overflow_nonfinite", "at and beyond max under non-finite", true, check_overflow_nonfinite},
         {"quantize.specials", "NaN, +-Inf, +-0", true, check_specials},
-        {"quantize.subnormal_boundary", "the smallest values and the gap to zero", true, check_subnormal_boundary},
+        {"quantize.subnormal_boundary", "the smallest values and the gap to zero", true,
+         check_subnormal_boundary},
         {"quantize.encode_decode", "quantize agrees with encode then decode", true, check_encode_decode},
         {"quantize.scaling", "scaling behaves as q(x*s)/s", true, check_scaling},
         {"quantize.counts", "overflow and underflow counts match the outputs", true, check_counts},
-        {"quantize.block_scales", "ABI 1.2: a block-scaled call equals one call per block; bad scales refused", true,
+        {"quantize.block_scales",
+         "ABI 1.2: a block-scaled call equals one call per block; bad scales refused", true,
          check_block_scales},
-        {"stochastic.neighbours", "stochastic rounding returns one of the two neighbours", true, check_sr_neighbours},
+        {"stochastic.neighbours", "stochastic rounding returns one of the two neighbours", true,
+         check_sr_neighbours},
         {"stochastic.unbiased", "the mean stochastic error is zero within 5 sigma", true, check_sr_unbiased},
         {"stochastic.reproducible", "same seed and offset, same bits", true, check_sr_reproducible},
         {"stochastic.chunking", "results do not depend on chunking", true, check_sr_chunking},
@@ -120,24 +126,27 @@ const std::vector<check_def>& shared_instance_checks() {
         {"params.defaults", "intervention, diagnostic: create with the manifest's defaults succeeds", false,
          check_params_defaults},
         {"params.refused",
-         "intervention, diagnostic: values just outside a declared min, max or choices are refused; create refuses "
+         "intervention, diagnostic: values just outside a declared min, max or choices are refused; create "
+         "refuses "
          "only with a message",
          false, check_params_refused},
-        {"instances.separate", "intervention, diagnostic: two instances answer only from their own history", false,
-         check_separate},
-        {"answers.deterministic", "intervention, diagnostic: the same inputs to fresh instances, the same answers",
-         false, check_deterministic},
+        {"instances.separate", "intervention, diagnostic: two instances answer only from their own history",
+         false, check_separate},
+        {"answers.deterministic",
+         "intervention, diagnostic: the same inputs to fresh instances, the same answers", false,
+         check_deterministic},
     };
     return checks;
 }
 
 const std::vector<check_def>& intervention_only_checks() {
     static const std::vector<check_def> checks = {
-        {"observe.nonfinite", "intervention: NaN/Inf loss, grad_norm, rates and format_max are observed", false,
-         check_observe_nonfinite},
+        {"observe.nonfinite", "intervention: NaN/Inf loss, grad_norm, rates and format_max are observed",
+         false, check_observe_nonfinite},
         {"observe.empty", "intervention: a step with no tensors is observed", false, check_observe_empty},
         {"state.resume",
-         "intervention: a fresh instance loaded with a saved state answers as the original (skipped when the plugin "
+         "intervention: a fresh instance loaded with a saved state answers as the original (skipped when the "
+         "plugin "
          "saves no state)",
          false, check_state_resume},
     };
@@ -152,7 +161,8 @@ const std::vector<check_def>& diagnostic_only_checks() {
         {"measure.names", "diagnostic: names [a-z0-9_.]+, valid indices, at most max_values_per_tensor*(n+1)",
          false, check_measure_names},
         {"measure.block_scales",
-         "diagnostic: a view whose blocks all have scale s answers as one scaled per tensor by s (skipped before ABI "
+         "diagnostic: a view whose blocks all have scale s answers as one scaled per tensor by s (skipped "
+         "before ABI "
          "1.2)",
          false, check_measure_block_scales},
         {"measure.headlines",
@@ -167,7 +177,8 @@ const std::vector<check_def>& diagnostic_only_checks() {
 const std::vector<check_def>& every_kind_last_checks() {
     static const std::vector<check_def> checks = {
         {"memory.leak",
-         "repeated calls (formats: create, quantize, encode, decode, destroy; others: observe or measure) leave the "
+         "repeated calls (formats: create, quantize, encode, decode, destroy; others: observe or measure) "
+         "leave the "
          "heap and resident size as they were",
          false, check_leak},
     };
@@ -217,8 +228,8 @@ uint64_t check_seed(uint64_t seed, const std::string& name) {
 std::vector<check_info> all_checks() {
     std::vector<check_info> out;
     for (const check_def& c : format_checks()) out.push_back({c.name, c.description, kinds_of(c)});
-    for (const auto* list : {&every_kind_last_checks(), &shared_instance_checks(), &intervention_only_checks(),
-                             &diagnostic_only_checks()})
+    for (const auto* list : {&every_kind_last_checks(), &shared_instance_checks(),
+                             &intervention_only_checks(), &diagnostic_only_checks()})
         for (const check_def& c : *list) out.push_back({c.name, c.description, kinds_of(c)});
     return out;
 }
@@ -242,7 +253,8 @@ plugin_report check_plugin(const plugin_target& target, const options& o) {
             r = skip("the manifest is invalid (see load.manifest)");
         } else {
             r = run_isolated(c.name, o.timeout_seconds, [&]() -> result {
-                env e{target, o, c.name, std::mt19937_64(check_seed(o.seed, c.name)), nullptr, nullptr, std::nullopt};
+                env e{target,  o,       c.name,      std::mt19937_64(check_seed(o.seed, c.name)),
+                      nullptr, nullptr, std::nullopt};
                 if (c.needs_format) {
                     try {
                         e.plugin = load_plugin(*target.info);

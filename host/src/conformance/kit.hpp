@@ -24,10 +24,10 @@ using sandbox::result;
 
 // What to check: a plugin folder's manifest and the library it names.
 struct plugin_target {
-    std::string label;                  // as given: a name or a path
+    std::string label;  // as given: a name or a path
     std::filesystem::path manifest_path;
-    std::optional<manifest> info;       // set when the manifest is valid
-    std::string manifest_error;         // why it is not
+    std::optional<manifest> info;  // set when the manifest is valid
+    std::string manifest_error;    // why it is not
 };
 
 // A plugin by name from a plugins folder, or by the path of its library (or
@@ -38,9 +38,9 @@ plugin_target target_by_path(const std::filesystem::path& path);
 std::vector<plugin_target> all_targets(const std::filesystem::path& plugins_dir);
 
 struct options {
-    std::string only;              // glob over check names ('*' and '?'); empty: all
-    uint64_t seed = 0;             // drives every randomised check
-    double timeout_seconds = 30;   // per check
+    std::string only;             // glob over check names ('*' and '?'); empty: all
+    uint64_t seed = 0;            // drives every randomised check
+    double timeout_seconds = 30;  // per check
 };
 
 struct plugin_report {
@@ -64,6 +64,5 @@ std::vector<check_info> all_checks();
 std::vector<check_info> check_list(altgrad_plugin_kind kind);
 
 plugin_report check_plugin(const plugin_target& target, const options& o);
-
 
 }  // namespace altgrad::host::conformance

@@ -40,17 +40,19 @@ const altgrad_entry* raw_entry(const env& e, void*& handle, std::string& why, bo
 }  // namespace
 
 result check_manifest(env& e) {
-    if (!e.target.info) return fail(e.target.manifest_error, e.target.manifest_path.string(),
-                                    "fix the manifest key named in the message (docs/writing-a-plugin.md)");
+    if (!e.target.info)
+        return fail(e.target.manifest_error, e.target.manifest_path.string(),
+                    "fix the manifest key named in the message (docs/writing-a-plugin.md)");
     return pass("manifest " + e.target.manifest_path.string() + " is valid");
 }
 
 result check_library(env& e) {
     std::string why;
     void* h = raw_open(e, why);
-    if (h == nullptr) return fail("dlopen with RTLD_NOW | RTLD_LOCAL failed: " + why, e.target.info->library.string(),
-                                  "every symbol the library uses must resolve at load time; link with "
-                                  "-Wl,--no-undefined to find out at build time");
+    if (h == nullptr)
+        return fail("dlopen with RTLD_NOW | RTLD_LOCAL failed: " + why, e.target.info->library.string(),
+                    "every symbol the library uses must resolve at load time; link with "
+                    "-Wl,--no-undefined to find out at build time");
     ::dlclose(h);
     return pass("loads with RTLD_NOW | RTLD_LOCAL");
 }
@@ -63,15 +65,21 @@ result check_exports(env& e) {
         if (n == ALTGRAD_ENTRY_SYMBOL) entry = true;
         else extra.push_back(n);
     }
-    if (!entry) return fail("the library does not export " ALTGRAD_ENTRY_SYMBOL, e.target.info->library.string(),
-                            "define it with ALTGRAD_FORMAT_PLUGIN (altgrad/sdk/format_plugin.hpp)");
+    if (!entry)
+        return fail("the library does not export " ALTGRAD_ENTRY_SYMBOL, e.target.info->library.string(),
+                    "define it with ALTGRAD_FORMAT_PLUGIN (altgrad/sdk/format_plugin.hpp)");
     if (!extra.empty()) {
         std::string list;
         for (size_t k = 0; k < extra.size() && k < 5; ++k) list += (k ? ", " : "") + extra[k];
         if (extra.size() > 5) list += ", ... (" + std::to_string(extra.size()) + " in all)";
-        return {"", outcome::warning, "exports more than the entry symbol: " + list, e.target.info->library.string(),
-                "build with altgrad_add_plugin(): its linker version script exports only " ALTGRAD_ENTRY_SYMBOL
-                " (hidden visibility alone still leaks std:: template instances)", 0};
+        return {
+            "",
+            outcome::warning,
+            "exports more than the entry symbol: " + list,
+            e.target.info->library.string(),
+            "build with altgrad_add_plugin(): its linker version script exports only " ALTGRAD_ENTRY_SYMBOL
+            " (hidden visibility alone still leaks std:: template instances)",
+            0};
     }
     return pass("exports only " ALTGRAD_ENTRY_SYMBOL);
 }
@@ -82,9 +90,10 @@ result check_abi_version(env& e) {
     bool returned_null = false;
     const altgrad_entry* entry = raw_entry(e, h, why, &returned_null);
     if (returned_null)
-        return fail(why + ": the plugin describes nothing and the host cannot load it", ALTGRAD_ENTRY_SYMBOL "()",
-                    "return a pointer to a static altgrad_entry (ALTGRAD_FORMAT_PLUGIN and the other SDK macros "
-                    "define one)");
+        return fail(
+            why + ": the plugin describes nothing and the host cannot load it", ALTGRAD_ENTRY_SYMBOL "()",
+            "return a pointer to a static altgrad_entry (ALTGRAD_FORMAT_PLUGIN and the other SDK macros "
+            "define one)");
     if (entry == nullptr) return skip("no entry to ask: " + why);
     if (entry->struct_size < offsetof(altgrad_entry, abi_version) + sizeof(altgrad_version))
         return fail("entry struct_size " + std::to_string(entry->struct_size) + " cannot hold a version", "",
@@ -101,7 +110,8 @@ result check_descriptor(env& e) {
     std::string why;
     const altgrad_entry* entry = raw_entry(e, h, why);
     if (entry == nullptr) return skip("no entry to ask: " + why);
-    if (abi_incompatibility(entry->abi_version)) return skip("the ABI version is refused (see load.abi_version)");
+    if (abi_incompatibility(entry->abi_version))
+        return skip("the ABI version is refused (see load.abi_version)");
     try {
         load_plugin(*e.target.info);
     } catch (const std::exception& x) {
@@ -125,7 +135,8 @@ result check_repeat_load(env& e) {
         try {
             p = load_plugin(*e.target.info);
         } catch (const std::exception& x) {
-            return skip(std::string("the host refuses the plugin (see load.abi_version, load.descriptor): ") + x.what());
+            return skip(std::string("the host refuses the plugin (see load.abi_version, load.descriptor): ") +
+                        x.what());
         }
         if (p->info.kind == ALTGRAD_KIND_FORMAT) format_handle::create(p);
     }

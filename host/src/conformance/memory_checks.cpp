@@ -63,11 +63,13 @@ result check_leak_rounds(const std::function<void(int)>& round, const std::strin
     const int64_t heap = heap_in_use() - heap0, resident = resident_bytes() - resident0;
     const std::string rounds = std::to_string(kLeakRounds) + " rounds of " + what + ", after " +
                                std::to_string(kLeakWarmup) + " rounds of warm-up";
-    const char* hint = "free everything a call allocates (or keep it in the instance and free it in destroy); memory "
-                       "that grows with every call runs a long training out of memory";
+    const char* hint =
+        "free everything a call allocates (or keep it in the instance and free it in destroy); memory "
+        "that grows with every call runs a long training out of memory";
     if (heap > kHeapSlack)
-        return fail("the heap grew by " + std::to_string(heap) + " bytes (" + std::to_string(heap / kLeakRounds) +
-                        " a round; at most " + std::to_string(kHeapSlack) + " in all is allowed)",
+        return fail("the heap grew by " + std::to_string(heap) + " bytes (" +
+                        std::to_string(heap / kLeakRounds) + " a round; at most " +
+                        std::to_string(kHeapSlack) + " in all is allowed)",
                     rounds, hint);
     if (kCheckResident && resident > kResidentSlack)
         return fail("the resident size grew by " + std::to_string(resident) + " bytes (" +
@@ -88,10 +90,10 @@ result check_leak(env& e) {
         constexpr size_t kInputs = 40;
         std::unique_ptr<history_runner> run = make_runner(e, kInputs);
         const size_t instance = run->fresh();
-        return check_leak_rounds([&](int k) { run->answer(instance, 0, static_cast<size_t>(k) % kInputs); },
-                                 std::string(e.plugin->info.kind == ALTGRAD_KIND_INTERVENTION ? "observe" : "measure") +
-                                     " on one instance (a " + std::to_string(kInputs) +
-                                     "-input random history, repeated)");
+        return check_leak_rounds(
+            [&](int k) { run->answer(instance, 0, static_cast<size_t>(k) % kInputs); },
+            std::string(e.plugin->info.kind == ALTGRAD_KIND_INTERVENTION ? "observe" : "measure") +
+                " on one instance (a " + std::to_string(kInputs) + "-input random history, repeated)");
     }
     try {
         e.format = format_handle::create(e.plugin);
@@ -100,7 +102,8 @@ result check_leak(env& e) {
     }
     const std::vector<float> in = random_probes(e, 1024);
     std::vector<altgrad_rounding> modes;
-    for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_STOCHASTIC, ALTGRAD_ROUND_TOWARD_ZERO})
+    for (altgrad_rounding r :
+         {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_STOCHASTIC, ALTGRAD_ROUND_TOWARD_ZERO})
         if (e.format->info().rounding_modes & (1u << r)) modes.push_back(r);
     return check_leak_rounds(
         [&](int) {
@@ -109,8 +112,9 @@ result check_leak(env& e) {
             decode(e, encode(e, in, mode(ALTGRAD_ROUND_NEAREST_EVEN)));
             e.format.reset();
         },
-        "create, quantize " + std::to_string(in.size()) + " random values under each rounding mode, encode and "
-        "decode them, destroy");
+        "create, quantize " + std::to_string(in.size()) +
+            " random values under each rounding mode, encode and "
+            "decode them, destroy");
 }
 
 }  // namespace altgrad::host::conformance

@@ -35,10 +35,11 @@ std::optional<result> quantize_differs_from_codes(const env& e, const std::vecto
     const std::vector<float> d = decode(e, encode(e, in, o), o.scale);
     for (size_t k = 0; k < in.size(); ++k)
         if (!same(q[k], d[k]))
-            return fail("quantize gave " + hex_float(q[k]) + " but decode(encode(x)) gave " + hex_float(d[k]),
-                        "x = " + hex_float(in[k]) + " (" + mode_text(o) + ", seed " + std::to_string(o.seed) + ")",
-                        o.scale == 1.0f ? "quantize, encode and decode must share one rounding"
-                                        : "encode rounds x*scale; decode must return the code's value / scale");
+            return fail(
+                "quantize gave " + hex_float(q[k]) + " but decode(encode(x)) gave " + hex_float(d[k]),
+                "x = " + hex_float(in[k]) + " (" + mode_text(o) + ", seed " + std::to_string(o.seed) + ")",
+                o.scale == 1.0f ? "quantize, encode and decode must share one rounding"
+                                : "encode rounds x*scale; decode must return the code's value / scale");
     return std::nullopt;
 }
 
@@ -46,8 +47,9 @@ std::optional<result> quantize_differs_from_codes(const env& e, const std::vecto
 
 result check_nearest(env& e) {
     if (!e.table) return needs_table(e);
-    return against_reference(e, all_probes(e), mode(ALTGRAD_ROUND_NEAREST_EVEN),
-                             "round to the nearest representable value (altgrad/sdk/exmy.hpp does this for ExMy)");
+    return against_reference(
+        e, all_probes(e), mode(ALTGRAD_ROUND_NEAREST_EVEN),
+        "round to the nearest representable value (altgrad/sdk/exmy.hpp does this for ExMy)");
 }
 
 result check_ties(env& e) {
@@ -59,8 +61,9 @@ result check_ties(env& e) {
         if (static_cast<double>(static_cast<float>(mid)) == mid) ties.push_back(static_cast<float>(mid));
     }
     if (ties.empty()) return skip("no midpoint between two codes is a float32");
-    return against_reference(e, ties, mode(ALTGRAD_ROUND_NEAREST_EVEN),
-                             "at an exact tie pick the neighbour whose code is even (not the one away from zero)");
+    return against_reference(
+        e, ties, mode(ALTGRAD_ROUND_NEAREST_EVEN),
+        "at an exact tie pick the neighbour whose code is even (not the one away from zero)");
 }
 
 result check_toward_zero(env& e) {
@@ -72,7 +75,8 @@ result check_toward_zero(env& e) {
 }
 
 result check_idempotent(env& e) {
-    for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_TOWARD_ZERO, ALTGRAD_ROUND_STOCHASTIC}) {
+    for (altgrad_rounding r :
+         {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_TOWARD_ZERO, ALTGRAD_ROUND_STOCHASTIC}) {
         if (!(e.format->info().rounding_modes & (1u << r))) continue;
         const quantize_options o = mode(r);
         const std::vector<float> in = all_probes(e);
@@ -96,10 +100,11 @@ result check_monotone(env& e) {
         const std::vector<float> out = quantize(e, in, o);
         for (size_t k = 1; k < in.size(); ++k)
             if (out[k] < out[k - 1])
-                return fail("x1 = " + hex_float(in[k - 1]) + " < x2 = " + hex_float(in[k]) + " but q(x1) = " + hex_float(out[k - 1]) +
-                                " > q(x2) = " + hex_float(out[k]),
-                            "x1 = " + hex_float(in[k - 1]) + ", x2 = " + hex_float(in[k]) + " (" + mode_text(o) + ")",
-                            "quantize must never reorder values");
+                return fail(
+                    "x1 = " + hex_float(in[k - 1]) + " < x2 = " + hex_float(in[k]) +
+                        " but q(x1) = " + hex_float(out[k - 1]) + " > q(x2) = " + hex_float(out[k]),
+                    "x1 = " + hex_float(in[k - 1]) + ", x2 = " + hex_float(in[k]) + " (" + mode_text(o) + ")",
+                    "quantize must never reorder values");
     }
     return pass("x1 <= x2 implies q(x1) <= q(x2) on " + std::to_string(in.size()) + " sorted inputs");
 }
@@ -128,18 +133,20 @@ result check_sign_symmetric(env& e) {
 
 result check_overflow_saturate(env& e) {
     if (!e.table) return needs_table(e);
-    return against_reference(e, beyond_range(*e.table), mode(ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE),
-                             "saturate mode sends finite overflow and +-Inf to the extreme finite values, after "
-                             "rounding (the tie just above max may round down to max)");
+    return against_reference(
+        e, beyond_range(*e.table), mode(ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE),
+        "saturate mode sends finite overflow and +-Inf to the extreme finite values, after "
+        "rounding (the tie just above max may round down to max)");
 }
 
 result check_overflow_nonfinite(env& e) {
     if (!e.table) return needs_table(e);
     for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_TOWARD_ZERO}) {
         if (!(e.format->info().rounding_modes & (1u << r))) continue;
-        result res = against_reference(e, beyond_range(*e.table), mode(r, ALTGRAD_OVERFLOW_NONFINITE),
-                                       "non-finite mode sends overflow to +-Inf where the format has Inf, else NaN, "
-                                       "else saturates; toward-zero never turns a finite input into Inf");
+        result res =
+            against_reference(e, beyond_range(*e.table), mode(r, ALTGRAD_OVERFLOW_NONFINITE),
+                              "non-finite mode sends overflow to +-Inf where the format has Inf, else NaN, "
+                              "else saturates; toward-zero never turns a finite input into Inf");
         if (res.status != outcome::passed) return res;
     }
     return pass("overflow goes where the rules say under non-finite mode");
@@ -147,7 +154,8 @@ result check_overflow_nonfinite(env& e) {
 
 result check_specials(env& e) {
     const altgrad_format_info& i = e.format->info();
-    for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_STOCHASTIC, ALTGRAD_ROUND_TOWARD_ZERO}) {
+    for (altgrad_rounding r :
+         {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_STOCHASTIC, ALTGRAD_ROUND_TOWARD_ZERO}) {
         if (!(i.rounding_modes & (1u << r))) continue;
         for (altgrad_overflow ov : {ALTGRAD_OVERFLOW_SATURATE, ALTGRAD_OVERFLOW_NONFINITE}) {
             const quantize_options o = mode(r, ov);
@@ -155,11 +163,13 @@ result check_specials(env& e) {
             const std::vector<float> out = quantize(e, in, o);
             for (int k = 0; k < 2; ++k)
                 if (!std::isnan(out[k]))
-                    return fail("NaN gave " + hex_float(out[k]), "x = " + hex_float(in[k]) + " (" + mode_text(o) + ")",
+                    return fail("NaN gave " + hex_float(out[k]),
+                                "x = " + hex_float(in[k]) + " (" + mode_text(o) + ")",
                                 "quantize must keep NaN visible: NaN in, NaN out, in every format");
             if (i.zero == ALTGRAD_ZERO_NONE) continue;  // 0 lies beyond its lowest value: checked below
             if (!same(out[2], 0.0f))
-                return fail("+0 gave " + hex_float(out[2]), "x = 0x0p+0 (" + mode_text(o) + ")", "zero is exact");
+                return fail("+0 gave " + hex_float(out[2]), "x = 0x0p+0 (" + mode_text(o) + ")",
+                            "zero is exact");
             const bool signed_zero = i.zero == ALTGRAD_ZERO_SIGNED;
             if (!(same(out[3], -0.0f) || (!signed_zero && same(out[3], 0.0f))))
                 return fail("-0 gave " + hex_float(out[3]), "x = -0x0p+0 (" + mode_text(o) + ")",
@@ -171,15 +181,16 @@ result check_specials(env& e) {
                                         mode(ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE),
                                         "+-Inf saturate to the extreme finite values");
     if (saturate.status != outcome::passed) return saturate;
-    result nonfinite = against_reference(e, {INFINITY, -INFINITY},
-                                         mode(ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_NONFINITE),
-                                         "+-Inf stay +-Inf where the format has Inf, else NaN, else saturate");
+    result nonfinite = against_reference(
+        e, {INFINITY, -INFINITY}, mode(ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_NONFINITE),
+        "+-Inf stay +-Inf where the format has Inf, else NaN, else saturate");
     if (nonfinite.status != outcome::passed) return nonfinite;
     if (i.zero == ALTGRAD_ZERO_NONE)
         for (altgrad_overflow ov : {ALTGRAD_OVERFLOW_SATURATE, ALTGRAD_OVERFLOW_NONFINITE}) {
-            result zero = against_reference(e, {0.0f, -0.0f}, mode(ALTGRAD_ROUND_NEAREST_EVEN, ov),
-                                            "a format without zero has nothing at 0: it lies beyond the lowest "
-                                            "value, an overflow (saturate: the lowest value; non-finite: NaN)");
+            result zero =
+                against_reference(e, {0.0f, -0.0f}, mode(ALTGRAD_ROUND_NEAREST_EVEN, ov),
+                                  "a format without zero has nothing at 0: it lies beyond the lowest "
+                                  "value, an overflow (saturate: the lowest value; non-finite: NaN)");
             if (zero.status != outcome::passed) return zero;
         }
     return pass("NaN, +-Inf and +-0 behave under every mode");
@@ -213,8 +224,9 @@ result check_subnormal_boundary(env& e) {
     in.push_back(-std::nextafter(0.0f, 1.0f));
     for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_TOWARD_ZERO}) {
         if (!(e.format->info().rounding_modes & (1u << r))) continue;
-        result res = against_reference(e, in, mode(r), "values below the smallest code round to 0 or to it; "
-                                                       "half the smallest value is a tie with zero (code 0, even)");
+        result res = against_reference(e, in, mode(r),
+                                       "values below the smallest code round to 0 or to it; "
+                                       "half the smallest value is a tie with zero (code 0, even)");
         if (res.status != outcome::passed) return res;
     }
     return pass("the smallest values, the normal boundary and the gap to zero round as the codes say");
@@ -227,7 +239,8 @@ result check_encode_decode(env& e) {
     in.push_back(INFINITY);
     in.push_back(-INFINITY);
     if (i.nan_code_count > 0) in.push_back(NAN);
-    for (altgrad_rounding r : {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_STOCHASTIC, ALTGRAD_ROUND_TOWARD_ZERO}) {
+    for (altgrad_rounding r :
+         {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_STOCHASTIC, ALTGRAD_ROUND_TOWARD_ZERO}) {
         if (!(i.rounding_modes & (1u << r))) continue;
         for (altgrad_overflow ov : {ALTGRAD_OVERFLOW_SATURATE, ALTGRAD_OVERFLOW_NONFINITE}) {
             quantize_options o = mode(r, ov);
@@ -258,8 +271,8 @@ result check_encode_decode(env& e) {
 result check_scaling(env& e) {
     if (!e.table) return needs_table(e);
     for (float s : {0.125f, 32.0f, 3.0f, 0.1f}) {
-        result r = against_reference(e, all_probes(e, 5000), mode(ALTGRAD_ROUND_NEAREST_EVEN,
-                                                                    ALTGRAD_OVERFLOW_SATURATE, s),
+        result r = against_reference(e, all_probes(e, 5000),
+                                     mode(ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE, s),
                                      "the result must be q(fl(x*s)) / s in float32");
         if (r.status != outcome::passed) return r;
     }
@@ -287,14 +300,15 @@ result check_counts(env& e) {
                 under += std::isfinite(in[k]) && in[k] != 0 && out[k] == 0;
             }
             if (got.overflow != over || got.underflow != under)
-                return fail("reported overflow " + std::to_string(got.overflow) + ", underflow " +
-                                std::to_string(got.underflow) + "; the outputs hold " + std::to_string(under) +
-                                " finite non-zero inputs that came out zero, and the model of the codes gives " +
-                                std::to_string(over) + " overflows",
-                            std::to_string(in.size()) + " grid and random inputs plus +-Inf and NaN (" +
-                                mode_text(o) + ")",
-                            "overflow: +-Inf or finite inputs rounded beyond the range; underflow: finite non-zero "
-                            "inputs that came out zero");
+                return fail(
+                    "reported overflow " + std::to_string(got.overflow) + ", underflow " +
+                        std::to_string(got.underflow) + "; the outputs hold " + std::to_string(under) +
+                        " finite non-zero inputs that came out zero, and the model of the codes gives " +
+                        std::to_string(over) + " overflows",
+                    std::to_string(in.size()) + " grid and random inputs plus +-Inf and NaN (" +
+                        mode_text(o) + ")",
+                    "overflow: +-Inf or finite inputs rounded beyond the range; underflow: finite non-zero "
+                    "inputs that came out zero");
         }
     }
     return pass("overflow and underflow counts equal a count over the outputs");

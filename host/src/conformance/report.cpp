@@ -22,7 +22,8 @@ void print_text(std::ostream& out, const std::vector<plugin_report>& reports, co
         std::map<outcome, size_t> mine;
         for (const result& x : r.results) ++mine[x.status];
         out << (brief ? "" : "\n") << name << " (" << r.target.manifest_path.parent_path().string() << ")";
-        if (brief) out << ": " << mine[outcome::passed] << " passed, " << mine[outcome::skipped] << " skipped";
+        if (brief)
+            out << ": " << mine[outcome::passed] << " passed, " << mine[outcome::skipped] << " skipped";
         out << "\n";
         for (const result& x : r.results) {
             ++totals[x.status];

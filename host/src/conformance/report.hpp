@@ -9,7 +9,8 @@
 namespace altgrad::host::conformance {
 
 // brief: one line per plugin plus the results that did not pass.
-void print_text(std::ostream& out, const std::vector<plugin_report>& reports, const options& o, bool brief = false);
+void print_text(std::ostream& out, const std::vector<plugin_report>& reports, const options& o,
+                bool brief = false);
 void print_json(std::ostream& out, const std::vector<plugin_report>& reports, const options& o);
 
 // True when any result failed, crashed or timed out.

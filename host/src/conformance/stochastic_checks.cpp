@@ -31,10 +31,10 @@ result check_sr_neighbours(env& e) {
     for (size_t k = 0; k < in.size(); ++k) {
         const auto n = e.table->neighbours(in[k]);
         if (!(out[k] == n->first.value || out[k] == n->second.value))
-            return fail("got " + hex_float(out[k]) + ", not one of the neighbours " + hex_float(n->first.value) + " and " +
-                            hex_float(n->second.value),
-                        "x = " + hex_float(in[k]) + " (stochastic, seed " + std::to_string(o.seed) + ", offset " +
-                            std::to_string(k) + ")",
+            return fail("got " + hex_float(out[k]) + ", not one of the neighbours " +
+                            hex_float(n->first.value) + " and " + hex_float(n->second.value),
+                        "x = " + hex_float(in[k]) + " (stochastic, seed " + std::to_string(o.seed) +
+                            ", offset " + std::to_string(k) + ")",
                         "stochastic rounding picks one of the two neighbouring values");
     }
     return pass(std::to_string(in.size()) + " inputs each went to one of their two neighbours");
@@ -73,13 +73,14 @@ result check_sr_unbiased(env& e) {
             const double mean = sum / draws;
             const double bound = 5 * (hi - lo) * std::sqrt(p * (1 - p) / draws);
             if (std::fabs(mean - x) > bound)
-                return fail("mean of " + std::to_string(draws) + " draws is " + hex_float(mean) + ", " +
-                                std::to_string((mean - x) / (hi - lo)) + " steps from x; the 5-sigma bound is " +
-                                std::to_string(bound / (hi - lo)) + " steps",
-                            "x = " + hex_float(x) + " between " + hex_float(lo) + " and " + hex_float(hi) + " (seed " +
-                                std::to_string(o.seed) + ")",
-                            "round away from zero with probability equal to the distance from the lower neighbour "
-                            "divided by the gap");
+                return fail(
+                    "mean of " + std::to_string(draws) + " draws is " + hex_float(mean) + ", " +
+                        std::to_string((mean - x) / (hi - lo)) + " steps from x; the 5-sigma bound is " +
+                        std::to_string(bound / (hi - lo)) + " steps",
+                    "x = " + hex_float(x) + " between " + hex_float(lo) + " and " + hex_float(hi) +
+                        " (seed " + std::to_string(o.seed) + ")",
+                    "round away from zero with probability equal to the distance from the lower neighbour "
+                    "divided by the gap");
         }
     }
     return pass("the mean error at 4 points in each of " + std::to_string(starts.size()) +
@@ -104,15 +105,16 @@ result check_sr_reproducible(env& e) {
     const std::vector<float> a = quantize(e, in, o), b = quantize(e, in, o);
     for (size_t k = 0; k < in.size(); ++k)
         if (!same(a[k], b[k]))
-            return fail("two calls with the same seed and offset differ: " + hex_float(a[k]) + " vs " + hex_float(b[k]),
+            return fail("two calls with the same seed and offset differ: " + hex_float(a[k]) + " vs " +
+                            hex_float(b[k]),
                         "x = " + hex_float(in[k]) + " (seed " + std::to_string(o.seed) + ", offset " +
                             std::to_string(o.offset + k) + ")",
                         "draw the random bits from (seed, offset + i) only");
     o.seed += 1;
     const std::vector<float> c = quantize(e, in, o);
     if (std::equal(a.begin(), a.end(), c.begin(), same))
-        return fail("a different seed gave identical results on " + std::to_string(in.size()) + " inputs", "seeds " + std::to_string(o.seed - 1) +
-                                                                                  " and " + std::to_string(o.seed),
+        return fail("a different seed gave identical results on " + std::to_string(in.size()) + " inputs",
+                    "seeds " + std::to_string(o.seed - 1) + " and " + std::to_string(o.seed),
                     "the seed must key the generator");
     return pass("same seed and offset give the same bits; another seed gives others");
 }
@@ -131,13 +133,14 @@ result check_sr_chunking(env& e) {
             const size_t n = std::min(piece, in.size() - start);
             quantize_options p = o;
             p.offset = o.offset + start;
-            const std::vector<float> part = quantize(e, std::vector<float>(in.begin() + start, in.begin() + start + n), p);
+            const std::vector<float> part =
+                quantize(e, std::vector<float>(in.begin() + start, in.begin() + start + n), p);
             out.insert(out.end(), part.begin(), part.end());
         }
         for (size_t k = 0; k < in.size(); ++k)
             if (!same(out[k], whole[k]))
-                return fail("in pieces of " + std::to_string(piece) + " element " + std::to_string(k) + " gave " +
-                                hex_float(out[k]) + ", in one call " + hex_float(whole[k]),
+                return fail("in pieces of " + std::to_string(piece) + " element " + std::to_string(k) +
+                                " gave " + hex_float(out[k]) + ", in one call " + hex_float(whole[k]),
                             "x = " + hex_float(in[k]) + " (seed " + std::to_string(o.seed) + ", offset " +
                                 std::to_string(o.offset + k) + ")",
                             "element i must draw from (seed, offset + i), whatever the call's length");

@@ -25,12 +25,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int64_t max_vocab = 65536;                 // uint16 token ids
-constexpr uintmax_t max_meta_bytes = 64ull << 20;    // meta.pkl is a few kB in practice
+constexpr int64_t max_vocab = 65536;               // uint16 token ids
+constexpr uintmax_t max_meta_bytes = 64ull << 20;  // meta.pkl is a few kB in practice
 
 std::string prefix(const std::string& where) { return where.empty() ? std::string() : where + ": "; }
 
-[[noreturn]] void fail(const std::string& where, const std::string& what) { throw error(prefix(where) + what); }
+[[noreturn]] void fail(const std::string& where, const std::string& what) {
+    throw error(prefix(where) + what);
+}
 
 std::string with_commas(uint64_t n) {
     std::string digits = std::to_string(n), out;
@@ -72,7 +74,8 @@ public:
     mapped_file() = default;
     mapped_file(const mapped_file&) = delete;
     mapped_file& operator=(const mapped_file&) = delete;
-    mapped_file(mapped_file&& o) noexcept : addr_(std::exchange(o.addr_, nullptr)), len_(std::exchange(o.len_, 0)) {}
+    mapped_file(mapped_file&& o) noexcept
+        : addr_(std::exchange(o.addr_, nullptr)), len_(std::exchange(o.len_, 0)) {}
     mapped_file& operator=(mapped_file&& o) noexcept {
         if (this != &o) {
             reset();
@@ -160,7 +163,8 @@ std::string dataset::decode(const uint16_t* ids, size_t n) const {
 }
 
 std::vector<uint16_t> dataset::encode(const std::string& text) const {
-    if (p_->itos.empty()) throw error("data: cannot encode text: the vocabulary's characters are unknown (no meta.pkl)");
+    if (p_->itos.empty())
+        throw error("data: cannot encode text: the vocabulary's characters are unknown (no meta.pkl)");
     std::unordered_map<std::string, uint16_t> stoi;
     for (size_t i = 0; i < p_->itos.size(); ++i) stoi.emplace(p_->itos[i], static_cast<uint16_t>(i));
     std::vector<uint32_t> cps;
@@ -170,13 +174,11 @@ std::vector<uint16_t> dataset::encode(const std::string& text) const {
     for (size_t i = 0; i < cps.size(); ++i) {
         const auto it = stoi.find(encode_utf8(cps[i]));
         if (it == stoi.end())
-            throw error("data: cannot encode text: character " + std::to_string(i) + " (U+" +
-                        [&] {
-                            char b[16];
-                            std::snprintf(b, sizeof b, "%04X", cps[i]);
-                            return std::string(b);
-                        }() +
-                        ") is not in the vocabulary");
+            throw error("data: cannot encode text: character " + std::to_string(i) + " (U+" + [&] {
+                char b[16];
+                std::snprintf(b, sizeof b, "%04X", cps[i]);
+                return std::string(b);
+            }() + ") is not in the vocabulary");
         ids.push_back(it->second);
     }
     return ids;
@@ -217,8 +219,9 @@ std::vector<fs::path> text_files(const fs::path& folder, const std::string& wher
         else ++other;
     }
     if (ec) fail(where, folder.string() + ": cannot list the folder: " + ec.message());
-    std::sort(files.begin(), files.end(),
-              [](const fs::path& a, const fs::path& b) { return a.filename().string() < b.filename().string(); });
+    std::sort(files.begin(), files.end(), [](const fs::path& a, const fs::path& b) {
+        return a.filename().string() < b.filename().string();
+    });
     std::vector<std::string> parts;
     if (links) parts.push_back(std::to_string(links) + " symlinks");
     if (dat) parts.push_back(std::to_string(dat) + " .dat files");
@@ -245,7 +248,8 @@ dataset load_text(const data_options& o, const std::string& where) {
         std::string skipped;
         files = text_files(path, where, skipped);
         if (files.empty())
-            fail(where, ps + ": no text files in the folder" + (skipped.empty() ? "" : " (skipped: " + skipped + ")"));
+            fail(where, ps + ": no text files in the folder" +
+                            (skipped.empty() ? "" : " (skipped: " + skipped + ")"));
     } else if (fs::is_regular_file(st)) {
         files.push_back(path);
     } else {
@@ -255,8 +259,9 @@ dataset load_text(const data_options& o, const std::string& where) {
     std::vector<uint32_t> cps;
     for (const fs::path& f : files) decode_utf8_latin1(read_file(f, where), cps);
     if (cps.empty())
-        fail(where, folder ? ps + ": no text: the folder's " + std::to_string(files.size()) + " files are all empty"
-                           : ps + ": the file is empty");
+        fail(where,
+             folder ? ps + ": no text: the folder's " + std::to_string(files.size()) + " files are all empty"
+                    : ps + ": the file is empty");
 
     // Vocabulary: the sorted distinct code points.
     std::vector<bool> present(0x110000, false);
@@ -280,7 +285,8 @@ dataset load_text(const data_options& o, const std::string& where) {
     const size_t n_train = static_cast<size_t>(static_cast<double>(n) * (1.0 - o.val_fraction));
     if (n_train == 0 || n_train >= n)
         fail(where, ps + ": data.val_fraction " + number(o.val_fraction) + " of " + with_commas(n) +
-                        " characters leaves the " + (n_train == 0 ? "training" : "validation") + " split empty");
+                        " characters leaves the " + (n_train == 0 ? "training" : "validation") +
+                        " split empty");
     p->ptr[0] = p->owned.data();
     p->n[0] = n_train;
     p->ptr[1] = p->owned.data() + n_train;
@@ -305,7 +311,8 @@ dataset load_nanogpt(const data_options& o, const std::string& where) {
     for (int s = 0; s < 2; ++s) {
         const fs::path file = dir / names[s];
         const fs::file_status st = fs::status(file, ec);
-        if (!fs::exists(st)) fail(where, file.string() + ": missing (a nanoGPT folder has train.bin and val.bin)");
+        if (!fs::exists(st))
+            fail(where, file.string() + ": missing (a nanoGPT folder has train.bin and val.bin)");
         if (!fs::is_regular_file(st)) fail(where, file.string() + ": not a regular file");
         p->maps[s] = mapped_file::open(file, where);
         const size_t bytes = p->maps[s].size();
@@ -321,7 +328,8 @@ dataset load_nanogpt(const data_options& o, const std::string& where) {
     p->owned.resize(p->n[0] + p->n[1]);
     for (int s = 0; s < 2; ++s) {
         uint16_t* dst = p->owned.data() + (s ? p->n[0] : 0);
-        for (size_t i = 0; i < p->n[s]; ++i) dst[i] = static_cast<uint16_t>((p->ptr[s][i] >> 8) | (p->ptr[s][i] << 8));
+        for (size_t i = 0; i < p->n[s]; ++i)
+            dst[i] = static_cast<uint16_t>((p->ptr[s][i] >> 8) | (p->ptr[s][i] << 8));
         p->ptr[s] = dst;
     }
     p->maps[0] = mapped_file();
@@ -336,9 +344,11 @@ dataset load_nanogpt(const data_options& o, const std::string& where) {
         const uintmax_t bytes = fs::file_size(meta_file, ec);
         if (ec) fail(where, meta_file.string() + ": cannot read its size: " + ec.message());
         if (bytes > max_meta_bytes)
-            fail(where, meta_file.string() + ": " + with_commas(bytes) + " bytes; a character vocabulary's meta.pkl " +
-                            "is far smaller (at most " + with_commas(max_meta_bytes) + " read)");
-        nanogpt_meta meta = parse_nanogpt_meta(read_file(meta_file, where), prefix(where) + meta_file.string());
+            fail(where, meta_file.string() + ": " + with_commas(bytes) +
+                            " bytes; a character vocabulary's meta.pkl " + "is far smaller (at most " +
+                            with_commas(max_meta_bytes) + " read)");
+        nanogpt_meta meta =
+            parse_nanogpt_meta(read_file(meta_file, where), prefix(where) + meta_file.string());
         if (o.vocab_size > 0 && o.vocab_size != meta.vocab_size)
             fail(where, dir.string() + ": data.vocab_size " + std::to_string(o.vocab_size) +
                             " disagrees with meta.pkl's vocab_size " + std::to_string(meta.vocab_size));
@@ -347,7 +357,8 @@ dataset load_nanogpt(const data_options& o, const std::string& where) {
         vocab_from = "meta.pkl";
     } else {
         if (o.vocab_size <= 0)
-            fail(where, dir.string() + ": no meta.pkl, so data.vocab_size must be given (the number of token ids)");
+            fail(where,
+                 dir.string() + ": no meta.pkl, so data.vocab_size must be given (the number of token ids)");
         if (o.vocab_size > max_vocab)
             fail(where, dir.string() + ": data.vocab_size " + std::to_string(o.vocab_size) +
                             " is larger than 65536; token ids are uint16");
@@ -358,9 +369,10 @@ dataset load_nanogpt(const data_options& o, const std::string& where) {
     for (int s = 0; s < 2; ++s)
         for (size_t i = 0; i < p->n[s]; ++i)
             if (p->ptr[s][i] >= p->vocab)
-                fail(where, (dir / names[s]).string() + ": token " + with_commas(i) + " (byte " + with_commas(2 * i) +
-                                ") is " + std::to_string(p->ptr[s][i]) + ", not below the vocabulary size " +
-                                std::to_string(p->vocab) + " (" + vocab_from + ")");
+                fail(where, (dir / names[s]).string() + ": token " + with_commas(i) + " (byte " +
+                                with_commas(2 * i) + ") is " + std::to_string(p->ptr[s][i]) +
+                                ", not below the vocabulary size " + std::to_string(p->vocab) + " (" +
+                                vocab_from + ")");
 
     p->entropy = entropy_nats(p->ptr[0], p->n[0], p->vocab);
     p->description = "nanogpt: train " + with_commas(p->n[0]) + " tokens, val " + with_commas(p->n[1]) +
@@ -380,7 +392,8 @@ uint64_t splitmix64(uint64_t z) {
 }  // namespace
 
 dataset load_dataset(const data_options& o, const std::string& where) {
-    if (o.vocab_size < 0) fail(where, "data.vocab_size is " + std::to_string(o.vocab_size) + "; expected > 0");
+    if (o.vocab_size < 0)
+        fail(where, "data.vocab_size is " + std::to_string(o.vocab_size) + "; expected > 0");
     if (o.path.empty()) fail(where, "no data path given");
     std::error_code ec;
     const fs::file_status st = fs::status(o.path, ec);
@@ -388,18 +401,20 @@ dataset load_dataset(const data_options& o, const std::string& where) {
     using config::data_format;
     data_format format = o.format;
     if (format == data_format::auto_detect)
-        format = fs::is_directory(st) && fs::exists(o.path / "train.bin", ec) ? data_format::nanogpt : data_format::text;
+        format = fs::is_directory(st) && fs::exists(o.path / "train.bin", ec) ? data_format::nanogpt
+                                                                              : data_format::text;
     return format == data_format::nanogpt ? load_nanogpt(o, where) : load_text(o, where);
 }
 
 uint64_t batch_offset(uint64_t seed, uint64_t step, split s, uint64_t row, uint64_t range) {
-    const uint64_t u = splitmix64(splitmix64(splitmix64(seed) ^ step) ^ (2 * row + (s == split::val ? 1 : 0)));
+    const uint64_t u =
+        splitmix64(splitmix64(splitmix64(seed) ^ step) ^ (2 * row + (s == split::val ? 1 : 0)));
     __extension__ typedef unsigned __int128 u128;
     return static_cast<uint64_t>((static_cast<u128>(u) * range) >> 64);
 }
 
-void fill_batch(const dataset& d, split s, uint64_t seed, uint64_t step, int64_t batch_size, int64_t block_size,
-                int64_t* x, int64_t* y) {
+void fill_batch(const dataset& d, split s, uint64_t seed, uint64_t step, int64_t batch_size,
+                int64_t block_size, int64_t* x, int64_t* y) {
     if (batch_size < 1) throw error("data: batch_size is " + std::to_string(batch_size) + "; expected >= 1");
     if (block_size < 1) throw error("data: block_size is " + std::to_string(block_size) + "; expected >= 1");
     const size_t n = d.size(s);
@@ -420,7 +435,8 @@ void fill_batch(const dataset& d, split s, uint64_t seed, uint64_t step, int64_t
     }
 }
 
-void check_block_size(const dataset& d, int64_t block_size, int64_t model_vocab_size, const std::string& where) {
+void check_block_size(const dataset& d, int64_t block_size, int64_t model_vocab_size,
+                      const std::string& where) {
     if (block_size < 1) fail(where, "block_size is " + std::to_string(block_size) + "; expected >= 1");
     for (split s : {split::train, split::val})
         if (d.size(s) < static_cast<uint64_t>(block_size) + 1)

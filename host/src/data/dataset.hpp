@@ -27,9 +27,10 @@ namespace altgrad::host::data {
 
 struct data_options {
     std::filesystem::path path;
-    config::data_format format = config::data_format::auto_detect;  // auto: a folder holding train.bin is nanogpt
-    double val_fraction = 0.1;    // text only: the last val_fraction of the tokens; in (0, 1)
-    int64_t vocab_size = 0;       // nanogpt only: required without meta.pkl (1..65536); must agree with it
+    config::data_format format =
+        config::data_format::auto_detect;  // auto: a folder holding train.bin is nanogpt
+    double val_fraction = 0.1;             // text only: the last val_fraction of the tokens; in (0, 1)
+    int64_t vocab_size = 0;  // nanogpt only: required without meta.pkl (1..65536); must agree with it
 };
 
 enum class split { train, val };
@@ -84,8 +85,8 @@ dataset load_dataset(const data_options& o, const std::string& where);
 // batch_size, and a resumed run sees exactly the batches of an uninterrupted one.
 // Throws host::error if batch_size or block_size < 1 or the split has fewer
 // than block_size + 1 tokens.
-void fill_batch(const dataset& d, split s, uint64_t seed, uint64_t step, int64_t batch_size, int64_t block_size,
-                int64_t* x, int64_t* y);
+void fill_batch(const dataset& d, split s, uint64_t seed, uint64_t step, int64_t batch_size,
+                int64_t block_size, int64_t* x, int64_t* y);
 
 // The row offset fill_batch uses (exposed for tests and docs).
 uint64_t batch_offset(uint64_t seed, uint64_t step, split s, uint64_t row, uint64_t range);
@@ -93,6 +94,7 @@ uint64_t batch_offset(uint64_t seed, uint64_t step, split s, uint64_t row, uint6
 // Errors (prefixed by `where`): block_size < 1; a split shorter than
 // block_size + 1 tokens ("the validation split has 40 tokens; need at least
 // block_size + 1 = 65"); a data vocabulary larger than model_vocab_size (when > 0).
-void check_block_size(const dataset& d, int64_t block_size, int64_t model_vocab_size, const std::string& where);
+void check_block_size(const dataset& d, int64_t block_size, int64_t model_vocab_size,
+                      const std::string& where);
 
 }  // namespace altgrad::host::data

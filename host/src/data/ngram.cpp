@@ -44,7 +44,8 @@ order_counts count(const uint16_t* t, size_t n, int k) {
 double witten_bell_cross_entropy(const uint16_t* train, size_t n_train, const uint16_t* test, size_t n_test,
                                  int64_t vocab, int order) {
     if (order < 1 || order > 4) throw error("n-gram order " + std::to_string(order) + ": expected 1..4");
-    if (vocab < 1 || vocab > 65536) throw error("n-gram vocabulary " + std::to_string(vocab) + ": expected 1..65536");
+    if (vocab < 1 || vocab > 65536)
+        throw error("n-gram vocabulary " + std::to_string(vocab) + ": expected 1..65536");
     const struct {
         const char* name;
         const uint16_t* t;
@@ -54,7 +55,8 @@ double witten_bell_cross_entropy(const uint16_t* train, size_t n_train, const ui
         for (size_t i = 0; i < x.n; ++i)
             if (x.t[i] >= vocab)
                 throw error(std::string("n-gram: ") + x.name + " token " + std::to_string(i) + " is " +
-                            std::to_string(x.t[i]) + ", not below the vocabulary size " + std::to_string(vocab));
+                            std::to_string(x.t[i]) + ", not below the vocabulary size " +
+                            std::to_string(vocab));
     if (n_test < static_cast<size_t>(order)) return NAN;
 
     std::vector<order_counts> counts;

@@ -28,7 +28,8 @@ double witten_bell_cross_entropy(const uint16_t* train, size_t n_train, const ui
 // The references `run` records in summary.json and `report` prints.
 struct corpus_reference {
     double unigram_entropy = 0;  // dataset::unigram_entropy_nats(): the train split's own entropy
-    double bigram = 0, trigram = 0;  // witten_bell_cross_entropy, train split -> validation split; NaN: not computed
+    double bigram = 0,
+           trigram = 0;  // witten_bell_cross_entropy, train split -> validation split; NaN: not computed
 };
 
 // Above this many training tokens (a large nanoGPT corpus) the n-gram tables

@@ -27,9 +27,9 @@ struct value {
 
 // How errors name a value's kind.
 const char* kind_name(value::kind_t k) {
-    static const name_table<value::kind_t> names{{value::mark, "a MARK"},      {value::none, "None"},
-                                                 {value::boolean, "a bool"},   {value::integer, "an int"},
-                                                 {value::string, "a str"},     {value::dictionary, "a dict"}};
+    static const name_table<value::kind_t> names{{value::mark, "a MARK"},    {value::none, "None"},
+                                                 {value::boolean, "a bool"}, {value::integer, "an int"},
+                                                 {value::string, "a str"},   {value::dictionary, "a dict"}};
     return names.name(k);
 }
 
@@ -63,17 +63,17 @@ private:
     // One opcode other than STOP, its arguments read from the bytes after it.
     void execute(unsigned op) {
         switch (op) {
-            case 0x80: check_protocol(u8()); break;  // PROTO
+            case 0x80: check_protocol(u8()); break;     // PROTO
             case 0x95: check_frame(uint_le(8)); break;  // FRAME
             case '(': push(value{value::mark}); break;
             case '}': push_empty_dict(); break;  // EMPTY_DICT
             case 'N': push(value{value::none}); break;
-            case 0x88: push_bool(true); break;   // NEWTRUE
-            case 0x89: push_bool(false); break;  // NEWFALSE
+            case 0x88: push_bool(true); break;                                                   // NEWTRUE
+            case 0x89: push_bool(false); break;                                                  // NEWFALSE
             case 'J': push_int(static_cast<int32_t>(static_cast<uint32_t>(uint_le(4)))); break;  // BININT
-            case 'K': push_int(static_cast<int64_t>(uint_le(1))); break;                        // BININT1
-            case 'M': push_int(static_cast<int64_t>(uint_le(2))); break;                        // BININT2
-            case 0x8a: push_long1(u8()); break;                                                   // LONG1
+            case 'K': push_int(static_cast<int64_t>(uint_le(1))); break;                         // BININT1
+            case 'M': push_int(static_cast<int64_t>(uint_le(2))); break;                         // BININT2
+            case 0x8a: push_long1(u8()); break;                                                  // LONG1
             case 0x8c: push_string(uint_le(1)); break;  // SHORT_BINUNICODE
             case 'X': push_string(uint_le(4)); break;   // BINUNICODE
             case 0x8d: push_string(uint_le(8)); break;  // BINUNICODE8
@@ -106,7 +106,8 @@ private:
 
     // A frame's length is advisory: checked against the file, otherwise ignored.
     void check_frame(uint64_t n) const {
-        if (n > b_.size() - pos_) fail("FRAME at byte " + std::to_string(op_at_) + " is longer than the file");
+        if (n > b_.size() - pos_)
+            fail("FRAME at byte " + std::to_string(op_at_) + " is longer than the file");
     }
 
     [[noreturn]] void fail(const std::string& what) const { throw error(name_ + ": " + what); }
@@ -145,7 +146,9 @@ private:
     }
     // LONG1: a little-endian two's-complement integer of n bytes.
     void push_long1(unsigned n) {
-        if (n > 8) fail("LONG1 at byte " + std::to_string(op_at_) + " has " + std::to_string(n) + " bytes (at most 8 are read)");
+        if (n > 8)
+            fail("LONG1 at byte " + std::to_string(op_at_) + " has " + std::to_string(n) +
+                 " bytes (at most 8 are read)");
         uint64_t u = uint_le(n);
         if (n > 0 && n < 8 && (u >> (8 * n - 1)) != 0) u |= ~uint64_t{0} << (8 * n);  // sign-extend
         push_int(static_cast<int64_t>(u));
@@ -159,16 +162,17 @@ private:
     }
     value pop() {
         if (stack_.empty() || stack_.back().kind == value::mark)
-            fail("opcode " + hex_byte(static_cast<unsigned char>(b_[op_at_])) + " at byte " + std::to_string(op_at_) +
-                 " pops an empty stack");
+            fail("opcode " + hex_byte(static_cast<unsigned char>(b_[op_at_])) + " at byte " +
+                 std::to_string(op_at_) + " pops an empty stack");
         value v = std::move(stack_.back());
         stack_.pop_back();
         return v;
     }
     dict& top_dict() {
         if (stack_.empty() || stack_.back().kind != value::dictionary)
-            fail("opcode " + hex_byte(static_cast<unsigned char>(b_[op_at_])) + " at byte " + std::to_string(op_at_) +
-                 " sets items on " + (stack_.empty() ? std::string("an empty stack") : kind_name(stack_.back().kind)) +
+            fail("opcode " + hex_byte(static_cast<unsigned char>(b_[op_at_])) + " at byte " +
+                 std::to_string(op_at_) + " sets items on " +
+                 (stack_.empty() ? std::string("an empty stack") : kind_name(stack_.back().kind)) +
                  ", not a dict");
         return *stack_.back().d;
     }
@@ -199,15 +203,17 @@ private:
     }
     void memo_put(uint64_t index) {
         if (stack_.empty() || stack_.back().kind == value::mark)
-            fail("opcode " + hex_byte(static_cast<unsigned char>(b_[op_at_])) + " at byte " + std::to_string(op_at_) +
-                 " memoizes " + (stack_.empty() ? std::string("an empty stack") : "a MARK"));
+            fail("opcode " + hex_byte(static_cast<unsigned char>(b_[op_at_])) + " at byte " +
+                 std::to_string(op_at_) + " memoizes " +
+                 (stack_.empty() ? std::string("an empty stack") : "a MARK"));
         memo_[index] = stack_.back();
     }
     void memo_get(uint64_t index) {
         const auto it = memo_.find(index);
         if (it == memo_.end())
-            fail("opcode " + hex_byte(static_cast<unsigned char>(b_[op_at_])) + " at byte " + std::to_string(op_at_) +
-                 " reads memo entry " + std::to_string(index) + ", which was never stored");
+            fail("opcode " + hex_byte(static_cast<unsigned char>(b_[op_at_])) + " at byte " +
+                 std::to_string(op_at_) + " reads memo entry " + std::to_string(index) +
+                 ", which was never stored");
         push(it->second);
     }
 
@@ -227,7 +233,9 @@ const value* lookup(const dict& d, const std::string& key) {
     return found;
 }
 
-[[noreturn]] void meta_fail(const std::string& name, const std::string& what) { throw error(name + ": " + what); }
+[[noreturn]] void meta_fail(const std::string& name, const std::string& what) {
+    throw error(name + ": " + what);
+}
 
 }  // namespace
 
@@ -235,35 +243,42 @@ nanogpt_meta parse_nanogpt_meta(const std::string& bytes, const std::string& nam
     parser p(bytes, name);
     const value top = p.run();
     nanogpt_meta meta;
-    if (top.kind != value::dictionary) meta_fail(name, std::string("holds ") + kind_name(top.kind) + ", expected a dict");
+    if (top.kind != value::dictionary)
+        meta_fail(name, std::string("holds ") + kind_name(top.kind) + ", expected a dict");
 
     const value* vs = lookup(*top.d, "vocab_size");
     if (vs == nullptr) meta_fail(name, "no 'vocab_size' key");
-    if (vs->kind != value::integer) meta_fail(name, std::string("'vocab_size' is ") + kind_name(vs->kind) + ", expected an int");
+    if (vs->kind != value::integer)
+        meta_fail(name, std::string("'vocab_size' is ") + kind_name(vs->kind) + ", expected an int");
     if (vs->i < 1 || vs->i > 65536)
-        meta_fail(name, "'vocab_size' is " + std::to_string(vs->i) + ", expected 1 to 65536 (uint16 token ids)");
+        meta_fail(name,
+                  "'vocab_size' is " + std::to_string(vs->i) + ", expected 1 to 65536 (uint16 token ids)");
     meta.vocab_size = vs->i;
 
     const value* it = lookup(*top.d, "itos");
     if (it == nullptr) meta_fail(name, "no 'itos' key");
-    if (it->kind != value::dictionary) meta_fail(name, std::string("'itos' is ") + kind_name(it->kind) + ", expected a dict");
+    if (it->kind != value::dictionary)
+        meta_fail(name, std::string("'itos' is ") + kind_name(it->kind) + ", expected a dict");
     meta.itos.assign(static_cast<size_t>(meta.vocab_size), std::string());
     std::vector<bool> seen(static_cast<size_t>(meta.vocab_size), false);
     for (const auto& kv : *it->d) {
         if (kv.first.kind != value::integer)
-            meta_fail(name, std::string("'itos' has a key that is ") + kind_name(kv.first.kind) + ", expected an int");
+            meta_fail(name, std::string("'itos' has a key that is ") + kind_name(kv.first.kind) +
+                                ", expected an int");
         if (kv.first.i < 0 || kv.first.i >= meta.vocab_size)
             meta_fail(name, "'itos' has the key " + std::to_string(kv.first.i) + ", outside 0.." +
-                 std::to_string(meta.vocab_size - 1) + " (vocab_size " + std::to_string(meta.vocab_size) + ")");
+                                std::to_string(meta.vocab_size - 1) + " (vocab_size " +
+                                std::to_string(meta.vocab_size) + ")");
         if (kv.second.kind != value::string)
-            meta_fail(name, "'itos'[" + std::to_string(kv.first.i) + "] is " + kind_name(kv.second.kind) + ", expected a str");
+            meta_fail(name, "'itos'[" + std::to_string(kv.first.i) + "] is " + kind_name(kv.second.kind) +
+                                ", expected a str");
         meta.itos[static_cast<size_t>(kv.first.i)] = *kv.second.s;
         seen[static_cast<size_t>(kv.first.i)] = true;
     }
     for (size_t i = 0; i < seen.size(); ++i)
         if (!seen[i])
             meta_fail(name, "'itos' has no entry for token " + std::to_string(i) + " (vocab_size " +
-                 std::to_string(meta.vocab_size) + ")");
+                                std::to_string(meta.vocab_size) + ")");
     return meta;
 }
 

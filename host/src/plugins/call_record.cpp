@@ -38,7 +38,8 @@ call_record* make_shared_call_record() {
 void note_calls_in(call_record* record) { g_record.store(record, std::memory_order_relaxed); }
 
 void note_steps_done(int64_t steps) {
-    if (call_record* r = g_record.load(std::memory_order_relaxed)) r->steps_done.store(steps, std::memory_order_relaxed);
+    if (call_record* r = g_record.load(std::memory_order_relaxed))
+        r->steps_done.store(steps, std::memory_order_relaxed);
 }
 
 void note_run_dir(const std::filesystem::path& dir) {
@@ -48,7 +49,8 @@ void note_run_dir(const std::filesystem::path& dir) {
     }
 }
 
-noted_call::noted_call(const std::string& plugin, const char* call) : record_(g_record.load(std::memory_order_relaxed)) {
+noted_call::noted_call(const std::string& plugin, const char* call)
+    : record_(g_record.load(std::memory_order_relaxed)) {
     if (record_ == nullptr) return;
     store_text(record_->plugin, plugin.c_str(), plugin.size());
     store_text(record_->call, call, std::char_traits<char>::length(call));

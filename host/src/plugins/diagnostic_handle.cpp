@@ -7,7 +7,8 @@
 namespace altgrad::host {
 
 diagnostic_handle::diagnostic_handle(std::shared_ptr<const loaded_plugin> plugin,
-                                     const std::map<std::string, std::string>& params, const std::string& where)
+                                     const std::map<std::string, std::string>& params,
+                                     const std::string& where)
     : plugin_instance(std::move(plugin), params, where) {
     {
         const noted_call noted(name(), "interests");
@@ -36,8 +37,9 @@ std::vector<diagnostic_value> diagnostic_handle::measure(uint64_t step, const al
     return measure(step, tensors, n, buffer_.data(), buffer_.size());
 }
 
-std::vector<diagnostic_value> diagnostic_handle::measure(uint64_t step, const altgrad_tensor_view* tensors, size_t n,
-                                                         altgrad_diagnostic_value* items, size_t capacity) {
+std::vector<diagnostic_value> diagnostic_handle::measure(uint64_t step, const altgrad_tensor_view* tensors,
+                                                         size_t n, altgrad_diagnostic_value* items,
+                                                         size_t capacity) {
     for (size_t i = 0; i < capacity; ++i) {
         items[i] = altgrad_diagnostic_value{};
         items[i].struct_size = sizeof(altgrad_diagnostic_value);
@@ -45,7 +47,8 @@ std::vector<diagnostic_value> diagnostic_handle::measure(uint64_t step, const al
     altgrad_value_buffer values{sizeof(altgrad_value_buffer), items, capacity, 0};
     call("measure", vtable().measure, step, tensors, n, &values);
     if (values.count > capacity)
-        bad("measure", "count " + std::to_string(values.count) + " exceeds the capacity " + std::to_string(capacity));
+        bad("measure",
+            "count " + std::to_string(values.count) + " exceeds the capacity " + std::to_string(capacity));
     std::vector<diagnostic_value> out;
     out.reserve(values.count);
     for (size_t i = 0; i < values.count; ++i) {
@@ -54,8 +57,8 @@ std::vector<diagnostic_value> diagnostic_handle::measure(uint64_t step, const al
         if (!terminated || !sdk::is_value_name(v.name))
             bad("measure", "value " + std::to_string(i) + " has a name that is not [a-z0-9_.]+");
         if (v.tensor_index != ALTGRAD_ALL_TENSORS && v.tensor_index >= n)
-            bad("measure", "value '" + std::string(v.name) + "' names tensor " + std::to_string(v.tensor_index) +
-                               " of " + std::to_string(n));
+            bad("measure", "value '" + std::string(v.name) + "' names tensor " +
+                               std::to_string(v.tensor_index) + " of " + std::to_string(n));
         out.push_back({v.tensor_index, v.name, v.value});
     }
     return out;

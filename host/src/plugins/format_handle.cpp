@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "util/abi_names.hpp"
 #include "plugins/params.hpp"
+#include "util/abi_names.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host {
@@ -22,12 +22,14 @@ format_handle::format_handle(std::shared_ptr<const loaded_plugin> plugin,
     };
     check(plugin_enum(i.family, format_family_names()).has_value(),
           plugin_enum_error("family", i.family, format_family_names()));
-    check(plugin_enum(i.zero, zero_kind_names()).has_value(), plugin_enum_error("zero", i.zero, zero_kind_names()));
-    check(i.total_bits >= 1 && i.total_bits <= 32, "total_bits " + std::to_string(i.total_bits) + " is not 1..32");
+    check(plugin_enum(i.zero, zero_kind_names()).has_value(),
+          plugin_enum_error("zero", i.zero, zero_kind_names()));
+    check(i.total_bits >= 1 && i.total_bits <= 32,
+          "total_bits " + std::to_string(i.total_bits) + " is not 1..32");
     const uint32_t want_bytes = i.total_bits <= 8 ? 1u : i.total_bits <= 16 ? 2u : 4u;
     check(i.code_bytes == want_bytes, "code_bytes " + std::to_string(i.code_bytes) + " should be " +
-                                          std::to_string(want_bytes) + " for " + std::to_string(i.total_bits) +
-                                          " bits");
+                                          std::to_string(want_bytes) + " for " +
+                                          std::to_string(i.total_bits) + " bits");
     check(std::isfinite(i.max_finite) && i.max_finite > 0, "max_finite must be finite and > 0");
     check(std::isfinite(i.lowest_finite) && i.lowest_finite <= i.max_finite, "lowest_finite is invalid");
     check(i.min_normal >= 0 && i.min_normal <= i.max_finite, "min_normal is invalid");
@@ -49,10 +51,11 @@ quantize_counts format_handle::for_each_block(const char* what, size_t n, const 
                                               Call&& call) const {
     if (o.block_size == 0) bad(what, "block_size is 0 with block scales set");
     if (o.memory != ALTGRAD_MEMORY_HOST)
-        bad(what, "this plugin was built for ABI " + std::to_string(plugin().entry->abi_version.major) + "." +
-                      std::to_string(plugin().entry->abi_version.minor) +
-                      ", before block scales; the host splits its calls per block, which needs the scales in host "
-                      "memory (rebuild it against ABI 1.2 to use them on the GPU)");
+        bad(what,
+            "this plugin was built for ABI " + std::to_string(plugin().entry->abi_version.major) + "." +
+                std::to_string(plugin().entry->abi_version.minor) +
+                ", before block scales; the host splits its calls per block, which needs the scales in host "
+                "memory (rebuild it against ABI 1.2 to use them on the GPU)");
     quantize_counts total;
     for (size_t first = 0, block = 0; first < n; ++block) {
         quantize_options one = o;
@@ -69,7 +72,8 @@ quantize_counts format_handle::for_each_block(const char* what, size_t n, const 
     return total;
 }
 
-quantize_counts format_handle::quantize(const float* in, float* out, size_t n, const quantize_options& o) const {
+quantize_counts format_handle::quantize(const float* in, float* out, size_t n,
+                                        const quantize_options& o) const {
     if (o.block_scales != nullptr && !takes_block_scales())
         return for_each_block("quantize", n, o, [&](size_t first, size_t count, const quantize_options& one) {
             return quantize(in + first, out + first, count, one);
@@ -79,7 +83,8 @@ quantize_counts format_handle::quantize(const float* in, float* out, size_t n, c
     return {a.overflow_count, a.underflow_count};
 }
 
-quantize_counts format_handle::encode(const float* in, void* codes, size_t n, const quantize_options& o) const {
+quantize_counts format_handle::encode(const float* in, void* codes, size_t n,
+                                      const quantize_options& o) const {
     if (o.block_scales != nullptr && !takes_block_scales())
         return for_each_block("encode", n, o, [&](size_t first, size_t count, const quantize_options& one) {
             return encode(in + first, static_cast<char*>(codes) + first * info_.code_bytes, count, one);
@@ -101,7 +106,8 @@ void format_handle::decode(const void* codes, float* out, size_t n, float scale,
         });
         return;
     }
-    altgrad_decode_args a = sdk::decode_args(codes, out, n, scale, ALTGRAD_MEMORY_HOST, 0, block_scales, block_size);
+    altgrad_decode_args a =
+        sdk::decode_args(codes, out, n, scale, ALTGRAD_MEMORY_HOST, 0, block_scales, block_size);
     call("decode", vtable().decode, &a);
 }
 

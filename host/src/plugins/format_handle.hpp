@@ -15,9 +15,9 @@
 #include <altgrad/altgrad.h>
 #include <altgrad/sdk/call_args.hpp>
 
-#include "util/abi_names.hpp"  // status_name
 #include "plugins/loader.hpp"
 #include "plugins/plugin_instance.hpp"
+#include "util/abi_names.hpp"  // status_name
 
 namespace altgrad::host {
 
@@ -46,8 +46,8 @@ public:
     // in host memory (the host reads them); CUDA ones are refused.
     quantize_counts quantize(const float* in, float* out, size_t n, const quantize_options& o) const;
     quantize_counts encode(const float* in, void* codes, size_t n, const quantize_options& o) const;
-    void decode(const void* codes, float* out, size_t n, float scale = 1.0f, const float* block_scales = nullptr,
-                size_t block_size = 0) const;
+    void decode(const void* codes, float* out, size_t n, float scale = 1.0f,
+                const float* block_scales = nullptr, size_t block_size = 0) const;
     // Whether the plugin reads block scales itself (built for ABI >= 1.2).
     bool takes_block_scales() const;
     // The value of every code, in code order (formats of at most 16 bits).
@@ -55,8 +55,8 @@ public:
 
 private:
     friend plugin_instance;
-    format_handle(std::shared_ptr<const loaded_plugin> plugin, const std::map<std::string, std::string>& params,
-                  const std::string& where);
+    format_handle(std::shared_ptr<const loaded_plugin> plugin,
+                  const std::map<std::string, std::string>& params, const std::string& where);
 
     // Calls call(first, count, options) once per block of o, each with its
     // block's scale and offset, and sums the counts (see quantize).

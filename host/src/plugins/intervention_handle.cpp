@@ -32,17 +32,20 @@ std::vector<action> intervention_handle::observe(const altgrad_observation& o, a
     altgrad_action_buffer actions{sizeof(altgrad_action_buffer), items, capacity, 0};
     call("observe", vtable().observe, &o, &actions);
     if (actions.count > capacity)
-        bad("observe",
-            "count " + std::to_string(actions.count) + " exceeds the buffer's capacity " + std::to_string(capacity));
+        bad("observe", "count " + std::to_string(actions.count) + " exceeds the buffer's capacity " +
+                           std::to_string(capacity));
     std::vector<action> out;
     out.reserve(actions.count);
     for (size_t i = 0; i < actions.count; ++i) {
         const altgrad_action& a = items[i];
-        auto bad_action = [&](const std::string& what) { bad("observe", "action " + std::to_string(i) + ": " + what); };
+        auto bad_action = [&](const std::string& what) {
+            bad("observe", "action " + std::to_string(i) + ": " + what);
+        };
         const char* reason = field_text(a.reason);
         const char* tensor = field_text(a.tensor);
         const char* format = field_text(a.format);
-        if (reason == nullptr || tensor == nullptr || format == nullptr) bad_action("a text field has no NUL");
+        if (reason == nullptr || tensor == nullptr || format == nullptr)
+            bad_action("a text field has no NUL");
         if (reason[0] == '\0') bad_action("reason is empty");
         const std::optional<altgrad_action_kind> kind = plugin_enum(a.kind, action_kind_names());
         if (!kind) bad_action(plugin_enum_error("kind", a.kind, action_kind_names()));
@@ -56,7 +59,8 @@ std::vector<action> intervention_handle::observe(const altgrad_observation& o, a
                 r.value = a.value;
                 break;
             case ALTGRAD_ACTION_SWITCH_FORMAT:
-                if (tensor[0] == '\0' || format[0] == '\0') bad_action("switch_format needs a tensor and a format");
+                if (tensor[0] == '\0' || format[0] == '\0')
+                    bad_action("switch_format needs a tensor and a format");
                 r.tensor = tensor;
                 r.format = format;
                 break;
@@ -68,8 +72,8 @@ std::vector<action> intervention_handle::observe(const altgrad_observation& o, a
 }
 
 bool intervention_handle::saves_state() const {
-    return ALTGRAD_STRUCT_HAS(&vtable(), altgrad_intervention_vtable, load_state) && vtable().save_state != nullptr &&
-           vtable().load_state != nullptr;
+    return ALTGRAD_STRUCT_HAS(&vtable(), altgrad_intervention_vtable, load_state) &&
+           vtable().save_state != nullptr && vtable().load_state != nullptr;
 }
 
 namespace {

@@ -16,19 +16,19 @@
 
 #include <altgrad/altgrad.h>
 
-#include "util/abi_names.hpp"  // action_kind_name
 #include "plugins/loader.hpp"
 #include "plugins/plugin_instance.hpp"
+#include "util/abi_names.hpp"  // action_kind_name
 
 namespace altgrad::host {
 
 // One action a plugin asked for.
 struct action {
     altgrad_action_kind kind = ALTGRAD_ACTION_CLIP_GRAD_NORM;
-    double value = 0.0;      // CLIP_GRAD_NORM: the max norm
-    std::string tensor;      // SWITCH_FORMAT: name or '*' pattern
-    std::string format;      // SWITCH_FORMAT: the new format plugin's name
-    std::string reason;      // always
+    double value = 0.0;  // CLIP_GRAD_NORM: the max norm
+    std::string tensor;  // SWITCH_FORMAT: name or '*' pattern
+    std::string format;  // SWITCH_FORMAT: the new format plugin's name
+    std::string reason;  // always
 };
 
 // What the host saw of one tensor (owning strings; see altgrad_tensor_observation).
@@ -64,7 +64,8 @@ public:
     // The ABI's view of `o`: its tensors (pointing into o's strings), and the
     // observation pointing to `tensors` (an array of o.tensors.size(), NULL when empty).
     static std::vector<altgrad_tensor_observation> abi_tensors(const observation& o);
-    static altgrad_observation abi_observation(const observation& o, const altgrad_tensor_observation* tensors);
+    static altgrad_observation abi_observation(const observation& o,
+                                               const altgrad_tensor_observation* tensors);
 
     std::vector<action> observe(const altgrad_observation& o);
     std::vector<action> observe(const observation& o);
@@ -83,8 +84,8 @@ public:
 
 private:
     friend plugin_instance;
-    intervention_handle(std::shared_ptr<const loaded_plugin> plugin, const std::map<std::string, std::string>& params,
-                        const std::string& where)
+    intervention_handle(std::shared_ptr<const loaded_plugin> plugin,
+                        const std::map<std::string, std::string>& params, const std::string& where)
         : plugin_instance(std::move(plugin), params, where) {}
 
     std::vector<altgrad_action> buffer_;

@@ -14,8 +14,8 @@ altgrad_version host_abi_version() { return ALTGRAD_ABI_VERSION_INIT; }
 
 std::optional<std::string> abi_incompatibility(const altgrad_version& plugin) {
     const altgrad_version host = host_abi_version();
-    const std::string both = "ABI " + version_string(plugin, false) + ", this host implements ABI " +
-                             version_string(host, false);
+    const std::string both =
+        "ABI " + version_string(plugin, false) + ", this host implements ABI " + version_string(host, false);
     if (plugin.major != host.major) return "built for " + both + " (major versions differ)";
     if (plugin.minor > host.minor) return "built for " + both + " (the plugin needs a newer host)";
     return std::nullopt;
@@ -43,11 +43,13 @@ void check_descriptor(const checker& c, const altgrad_descriptor* d) {
         c.fail("descriptor", std::string("library says kind '") + kind_name(*kind) + "', manifest says '" +
                                  kind_name(c.m.kind) + "'");
     if (c.m.name != d->name)
-        c.fail("descriptor", std::string("library says name '") + d->name + "', manifest says '" + c.m.name + "'");
+        c.fail("descriptor",
+               std::string("library says name '") + d->name + "', manifest says '" + c.m.name + "'");
     if (std::memcmp(&d->version, &c.m.version, sizeof d->version) != 0)
         c.fail("descriptor", "library says version " + version_string(d->version) + ", manifest says " +
                                  version_string(c.m.version));
-    if (d->param_count > 0 && d->params == nullptr) c.fail("descriptor", "param_count > 0 but params is NULL");
+    if (d->param_count > 0 && d->params == nullptr)
+        c.fail("descriptor", "param_count > 0 but params is NULL");
     std::set<std::string> declared;
     for (size_t i = 0; i < d->param_count; ++i) {
         const altgrad_param_spec& s = d->params[i];
@@ -57,11 +59,12 @@ void check_descriptor(const checker& c, const altgrad_descriptor* d) {
         for (const param_decl& p : c.m.params)
             if (p.key == s.key) decl = &p;
         if (decl == nullptr)
-            c.fail("descriptor", std::string("library declares parameter '") + s.key + "', the manifest does not");
+            c.fail("descriptor",
+                   std::string("library declares parameter '") + s.key + "', the manifest does not");
         const std::optional<altgrad_param_type> type = plugin_enum(s.type, param_type_names());
         if (!type)
-            c.fail("descriptor",
-                   std::string("parameter '") + s.key + "': " + plugin_enum_error("type", s.type, param_type_names()));
+            c.fail("descriptor", std::string("parameter '") + s.key +
+                                     "': " + plugin_enum_error("type", s.type, param_type_names()));
         if (decl->type != *type)
             c.fail("descriptor", std::string("parameter '") + s.key + "' is " + param_type_name(*type) +
                                      " in the library, " + param_type_name(decl->type) + " in the manifest");
@@ -73,7 +76,8 @@ void check_descriptor(const checker& c, const altgrad_descriptor* d) {
 
 void check_tables(const checker& c, const altgrad_entry* e) {
     const int tables = (e->format != nullptr) + (e->intervention != nullptr) + (e->diagnostic != nullptr);
-    if (tables != 1) c.fail("entry", "exactly one of the format, intervention and diagnostic tables must be set");
+    if (tables != 1)
+        c.fail("entry", "exactly one of the format, intervention and diagnostic tables must be set");
     switch (c.m.kind) {
         case ALTGRAD_KIND_FORMAT: {
             const altgrad_format_vtable* v = e->format;
@@ -87,10 +91,13 @@ void check_tables(const checker& c, const altgrad_entry* e) {
         case ALTGRAD_KIND_INTERVENTION: {
             const altgrad_intervention_vtable* v = e->intervention;
             if (v == nullptr) c.fail("entry", "an intervention plugin must set the intervention table");
-            if (!has_bytes(v->struct_size, offsetof(altgrad_intervention_vtable, observe) + sizeof v->observe))
+            if (!has_bytes(v->struct_size,
+                           offsetof(altgrad_intervention_vtable, observe) + sizeof v->observe))
                 c.fail("intervention table", "struct_size is smaller than ABI 1.0's");
-            if (!v->create || !v->destroy || !v->observe) c.fail("intervention table", "a function pointer is NULL");
-            if (ALTGRAD_STRUCT_HAS(v, altgrad_intervention_vtable, load_state) && !v->save_state != !v->load_state)
+            if (!v->create || !v->destroy || !v->observe)
+                c.fail("intervention table", "a function pointer is NULL");
+            if (ALTGRAD_STRUCT_HAS(v, altgrad_intervention_vtable, load_state) &&
+                !v->save_state != !v->load_state)
                 c.fail("intervention table", "save_state and load_state must be set together (or both NULL)");
             break;
         }

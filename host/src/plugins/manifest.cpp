@@ -50,7 +50,8 @@ struct reader {
                           std::to_string(sdk::kMaxPluginNameLength) + " characters)");
     }
 
-    void reject_unknown(const toml::table& t, const std::string& prefix, std::set<std::string> allowed) const {
+    void reject_unknown(const toml::table& t, const std::string& prefix,
+                        std::set<std::string> allowed) const {
         for (auto&& [k, v] : t)
             if (allowed.count(std::string(k.str())) == 0)
                 fail(prefix + std::string(k.str()), "unknown key (a typo?)");
@@ -71,8 +72,8 @@ struct reader {
             *fields[i] = static_cast<uint32_t>(std::stoul(part));
         }
         if (in.peek() != EOF)
-            fail(key, "expected a version like " + std::string(parts == 3 ? "\"1.2.3\"" : "\"1.0\"") + ", got \"" +
-                          s + "\"");
+            fail(key, "expected a version like " + std::string(parts == 3 ? "\"1.2.3\"" : "\"1.0\"") +
+                          ", got \"" + s + "\"");
         return v;
     }
 
@@ -97,7 +98,8 @@ struct reader {
         p.key = name;
         const std::string type = string_of(require(t, prefix, "type"), prefix + "type");
         const std::optional<altgrad_param_type> pt = param_type_names().value(type);
-        if (!pt) fail(prefix + "type", "expected one of " + param_type_names().list() + ", got \"" + type + "\"");
+        if (!pt)
+            fail(prefix + "type", "expected one of " + param_type_names().list() + ", got \"" + type + "\"");
         p.type = *pt;
         const std::string dkey = prefix + "default";
         const toml::node& d = require(t, prefix, "default");
@@ -122,18 +124,23 @@ struct reader {
         }
         if (p.min && p.max && *p.min > *p.max) fail(prefix + "min", "is greater than max");
         if (numeric) {
-            const double dv = p.type == ALTGRAD_PARAM_INT ? static_cast<double>(p.default_int) : p.default_float;
+            const double dv =
+                p.type == ALTGRAD_PARAM_INT ? static_cast<double>(p.default_int) : p.default_float;
             if ((p.min && dv < *p.min) || (p.max && dv > *p.max)) fail(dkey, "is outside [min, max]");
         }
         if (const toml::node* c = t.get("choices")) {
-            if (p.type != ALTGRAD_PARAM_STRING) fail(prefix + "choices", "only string parameters have choices");
-            if (!c->is_array() || c->as_array()->empty()) fail(prefix + "choices", "expected a non-empty array of strings");
-            for (const toml::node& item : *c->as_array()) p.choices.push_back(string_of(item, prefix + "choices"));
+            if (p.type != ALTGRAD_PARAM_STRING)
+                fail(prefix + "choices", "only string parameters have choices");
+            if (!c->is_array() || c->as_array()->empty())
+                fail(prefix + "choices", "expected a non-empty array of strings");
+            for (const toml::node& item : *c->as_array())
+                p.choices.push_back(string_of(item, prefix + "choices"));
             bool found = false;
             for (const std::string& ch : p.choices) found = found || ch == p.default_string;
             if (!found) fail(dkey, "\"" + p.default_string + "\" is not one of the choices");
         }
-        if (const toml::node* desc = t.get("description")) p.description = string_of(*desc, prefix + "description");
+        if (const toml::node* desc = t.get("description"))
+            p.description = string_of(*desc, prefix + "description");
         return p;
     }
 };
@@ -143,7 +150,8 @@ struct reader {
 manifest read_manifest(const fs::path& path) {
     std::error_code folder_check;
     // TOML++ would read a folder as an empty document ("missing [plugin] table").
-    if (fs::is_directory(path, folder_check)) throw error(path.string() + ": is a folder, expected a manifest file (TOML)");
+    if (fs::is_directory(path, folder_check))
+        throw error(path.string() + ": is a folder, expected a manifest file (TOML)");
     std::ifstream in(path, std::ios::binary);
     if (!in) throw error(path.string() + ": cannot read");
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -159,7 +167,8 @@ manifest parse_manifest(const std::string& text, const fs::path& path) {
     if (plugin_node == nullptr) r.fail("plugin", "missing (the [plugin] table)");
     if (!plugin_node->is_table()) r.fail("plugin", "expected a table");
     const toml::table& p = *plugin_node->as_table();
-    r.reject_unknown(p, "plugin.", {"kind", "name", "aliases", "version", "abi_version", "library", "description"});
+    r.reject_unknown(p, "plugin.",
+                     {"kind", "name", "aliases", "version", "abi_version", "library", "description"});
 
     manifest m;
     m.path = path;
@@ -167,13 +176,15 @@ manifest parse_manifest(const std::string& text, const fs::path& path) {
 
     const std::string kind = r.string_of(r.require(p, "plugin.", "kind"), "plugin.kind");
     const std::optional<altgrad_plugin_kind> k = plugin_kind_names().value(kind);
-    if (!k) r.fail("plugin.kind", "unknown kind \"" + kind + "\" (expected " + plugin_kind_names().list() + ")");
+    if (!k)
+        r.fail("plugin.kind", "unknown kind \"" + kind + "\" (expected " + plugin_kind_names().list() + ")");
     m.kind = *k;
 
     m.name = r.string_of(r.require(p, "plugin.", "name"), "plugin.name");
     r.check_plugin_name(m.name, "plugin.name");
     if (const toml::node* aliases = p.get("aliases")) {
-        if (!aliases->is_array()) r.fail("plugin.aliases", "expected an array of names, e.g. [\"float8_e4m3fn\"]");
+        if (!aliases->is_array())
+            r.fail("plugin.aliases", "expected an array of names, e.g. [\"float8_e4m3fn\"]");
         for (const toml::node& item : *aliases->as_array()) {
             const std::string alias = r.string_of(item, "plugin.aliases");
             r.check_plugin_name(alias, "plugin.aliases");

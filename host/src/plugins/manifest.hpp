@@ -20,14 +20,14 @@ struct param_decl {
     int64_t default_int = 0;
     double default_float = 0.0;
     std::string default_string;
-    std::optional<double> min, max;       // int and float only
-    std::vector<std::string> choices;     // string only; empty = any
+    std::optional<double> min, max;    // int and float only
+    std::vector<std::string> choices;  // string only; empty = any
     std::string description;
 };
 
 struct manifest {
-    std::filesystem::path path;     // the manifest.toml file
-    std::filesystem::path folder;   // its folder (canonical)
+    std::filesystem::path path;    // the manifest.toml file
+    std::filesystem::path folder;  // its folder (canonical)
     altgrad_plugin_kind kind = ALTGRAD_KIND_FORMAT;
     std::string name;
     // Other names the plugin answers to (ml_dtypes' and PyTorch's names, e.g.
@@ -38,7 +38,7 @@ struct manifest {
     altgrad_version abi_version{};
     std::filesystem::path library;  // canonical, checked to lie inside folder
     std::string description;
-    std::vector<param_decl> params; // in key order
+    std::vector<param_decl> params;  // in key order
 };
 
 // Parse and validate; throws host::error naming the file and key.

@@ -17,20 +17,26 @@ std::string describe_range(const param_decl& d) {
     return s;
 }
 
+// A parameter given that the manifest does not declare is an error naming it and the declared ones.
+void refuse_undeclared(const manifest& m, const std::map<std::string, std::string>& given,
+                       const std::string& who) {
+    for (const auto& [key, text] : given) {
+        bool declared = false;
+        for (const param_decl& d : m.params) declared = declared || d.key == key;
+        if (declared) continue;
+        std::string keys;
+        for (const param_decl& d : m.params) keys += (keys.empty() ? "" : ", ") + d.key;
+        throw error(who + ": unknown parameter '" + key + "' (declared: " + (keys.empty() ? "none" : keys) +
+                    ")");
+    }
+}
+
 }  // namespace
 
 param_values resolve_params(const manifest& m, const std::map<std::string, std::string>& given,
                             const std::string& where) {
     const std::string who = where + ": plugin '" + m.name + "'";
-    for (const auto& [key, text] : given) {
-        bool declared = false;
-        for (const param_decl& d : m.params) declared = declared || d.key == key;
-        if (!declared) {
-            std::string keys;
-            for (const param_decl& d : m.params) keys += (keys.empty() ? "" : ", ") + d.key;
-            throw error(who + ": unknown parameter '" + key + "' (declared: " + (keys.empty() ? "none" : keys) + ")");
-        }
-    }
+    refuse_undeclared(m, given, who);
     param_values v;
     for (const param_decl& d : m.params) {
         altgrad_param p{};
@@ -61,7 +67,8 @@ param_values resolve_params(const manifest& m, const std::map<std::string, std::
                     p.int_value = x;
                 }
                 const double x = static_cast<double>(p.int_value);
-                if ((d.min && x < *d.min) || (d.max && x > *d.max)) throw bad("out of range:" + describe_range(d));
+                if ((d.min && x < *d.min) || (d.max && x > *d.max))
+                    throw bad("out of range:" + describe_range(d));
                 break;
             }
             case ALTGRAD_PARAM_FLOAT: {
@@ -69,7 +76,8 @@ param_values resolve_params(const manifest& m, const std::map<std::string, std::
                 if (user) {
                     char* end = nullptr;
                     const double x = std::strtod(text.c_str(), &end);
-                    if (text.empty() || *end != '\0' || !std::isfinite(x)) throw bad("expected a finite number");
+                    if (text.empty() || *end != '\0' || !std::isfinite(x))
+                        throw bad("expected a finite number");
                     p.float_value = x;
                 }
                 if ((d.min && p.float_value < *d.min) || (d.max && p.float_value > *d.max))

@@ -25,8 +25,10 @@ std::string with_article(const char* noun) {
 }
 }  // namespace
 
-void throw_call_failed(const std::string& plugin, const char* call, altgrad_status s, const altgrad_error& e) {
-    throw error("plugin '" + plugin + "': " + call + " failed (" + status_name(s) + "): " + sdk::error_message(e));
+void throw_call_failed(const std::string& plugin, const char* call, altgrad_status s,
+                       const altgrad_error& e) {
+    throw error("plugin '" + plugin + "': " + call + " failed (" + status_name(s) +
+                "): " + sdk::error_message(e));
 }
 
 template <class Handle, class Vtable>
@@ -36,8 +38,8 @@ plugin_instance<Handle, Vtable>::plugin_instance(std::shared_ptr<const loaded_pl
     : plugin_(std::move(plugin)) {
     const altgrad_plugin_kind kind = kind_of(vtable_);
     if (plugin_->info.kind != kind)
-        throw error("plugin '" + name() + "' is " + with_article(kind_name(plugin_->info.kind)) + " plugin, not " +
-                    with_article(kind_name(kind)));
+        throw error("plugin '" + name() + "' is " + with_article(kind_name(plugin_->info.kind)) +
+                    " plugin, not " + with_article(kind_name(kind)));
     const param_values values = resolve_params(plugin_->info, params, where);
     table_of(*plugin_->entry, vtable_);
     altgrad_error e = sdk::blank_error();

@@ -60,8 +60,8 @@ public:
 
 protected:
     // See create().
-    plugin_instance(std::shared_ptr<const loaded_plugin> plugin, const std::map<std::string, std::string>& params,
-                    const std::string& where);
+    plugin_instance(std::shared_ptr<const loaded_plugin> plugin,
+                    const std::map<std::string, std::string>& params, const std::string& where);
     ~plugin_instance();
 
     const Vtable& vtable() const { return *vtable_; }

@@ -28,7 +28,8 @@ ordered_json format_json(const altgrad_format_info& i) {
 ordered_json codes_json(const std::vector<float>& values) {
     ordered_json codes = ordered_json::array();
     for (size_t c = 0; c < values.size(); ++c)
-        codes.push_back(ordered_json{{"code", c}, {"value", static_cast<double>(values[c])}, {"hex", hex_float(values[c])}});
+        codes.push_back(ordered_json{
+            {"code", c}, {"value", static_cast<double>(values[c])}, {"hex", hex_float(values[c])}});
     return codes;
 }
 
@@ -53,12 +54,9 @@ std::string param_summary(const param_decl& p) {
 }
 
 ordered_json headline_json(const diagnostic_headline& h) {
-    return ordered_json{{"value", h.value},
-                        {"series", h.series},
-                        {"title", h.title},
-                        {"label", h.label},
-                        {"unit", h.unit},
-                        {"summary", headline_summary_names().name(h.summary)},
+    return ordered_json{{"value", h.value},        {"series", h.series},
+                        {"title", h.title},        {"label", h.label},
+                        {"unit", h.unit},          {"summary", headline_summary_names().name(h.summary)},
                         {"log_scale", h.log_scale}};
 }
 
@@ -66,7 +64,8 @@ ordered_json describe_json(const loaded_plugin& plugin, const format_handle* f, 
     const manifest& m = plugin.info;
     ordered_json parameters = ordered_json::array();
     for (const param_decl& p : m.params)
-        parameters.push_back(ordered_json{{"key", p.key}, {"type", param_type_name(p.type)}, {"summary", param_summary(p)}});
+        parameters.push_back(
+            ordered_json{{"key", p.key}, {"type", param_type_name(p.type)}, {"summary", param_summary(p)}});
     ordered_json out{{"name", m.name},
                      {"aliases", m.aliases},
                      {"kind", kind_name(m.kind)},

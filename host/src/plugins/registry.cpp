@@ -26,7 +26,8 @@ std::optional<plugin_folder_choice> default_plugin_folder(const char* env_value,
     if (host_exe.empty()) return std::nullopt;
     const fs::path dir = host_exe.parent_path();
     std::error_code ec;
-    if (fs::is_directory(dir / "plugins", ec)) return plugin_folder_choice{dir / "plugins", "the build's (beside the host)"};
+    if (fs::is_directory(dir / "plugins", ec))
+        return plugin_folder_choice{dir / "plugins", "the build's (beside the host)"};
     const fs::path installed = (dir / ".." / installed_subdir).lexically_normal();
     if (fs::is_directory(installed, ec)) return plugin_folder_choice{installed, "the installation's"};
     return std::nullopt;
@@ -35,7 +36,8 @@ std::optional<plugin_folder_choice> default_plugin_folder(const char* env_value,
 std::optional<plugin_folder_choice> default_plugin_folder() {
     std::error_code ec;
     const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-    return default_plugin_folder(std::getenv("ALTGRAD_PLUGINS"), ec ? fs::path() : exe, ALTGRAD_INSTALLED_PLUGIN_SUBDIR);
+    return default_plugin_folder(std::getenv("ALTGRAD_PLUGINS"), ec ? fs::path() : exe,
+                                 ALTGRAD_INSTALLED_PLUGIN_SUBDIR);
 }
 
 std::vector<fs::path> find_manifests(const fs::path& dir) {
@@ -76,8 +78,9 @@ registry::registry(const fs::path& dir, double probe_seconds) : dir_(dir), probe
             for (size_t j : indices)
                 if (j != i) others += (others.empty() ? "" : ", ") + records_[j].manifest_path.string();
             records_[i].status = plugin_status::broken;
-            records_[i].error = records_[i].manifest_path.string() + ": key 'plugin.name': duplicate plugin name '" +
-                                name + "' (also in " + others + ")";
+            records_[i].error = records_[i].manifest_path.string() +
+                                ": key 'plugin.name': duplicate plugin name '" + name + "' (also in " +
+                                others + ")";
         }
     }
 }
@@ -107,10 +110,12 @@ plugin_record& registry::find(const std::string& name, std::optional<altgrad_plu
     // A plugin's own name wins over another's alias.
     for (plugin_record& r : records_) {
         if (found != nullptr && found->name() == name) break;
-        if (!r.info || std::find(r.info->aliases.begin(), r.info->aliases.end(), name) == r.info->aliases.end()) continue;
+        if (!r.info ||
+            std::find(r.info->aliases.begin(), r.info->aliases.end(), name) == r.info->aliases.end())
+            continue;
         if (found != nullptr)
-            throw error("'" + name + "' is an alias of two plugins, '" + found->name() + "' and '" + r.name() +
-                        "': use either's own name");
+            throw error("'" + name + "' is an alias of two plugins, '" + found->name() + "' and '" +
+                        r.name() + "': use either's own name");
         found = &r;
     }
     const std::string wanted = kind ? std::string(kind_name(*kind)) + " plugin" : "plugin";
@@ -132,11 +137,12 @@ plugin_record& registry::find(const std::string& name, std::optional<altgrad_plu
             if (const size_t d = edit_distance(name, candidate); d < best) best = d, hint = candidate;
     }
     throw error("no " + wanted + " named '" + name + "' in " + dir_.string() +
-                (hint.empty() ? "" : "; did you mean '" + hint + "'?") + " (" + wanted + "s there: " +
-                (known.empty() ? "none" : known) + ")");
+                (hint.empty() ? "" : "; did you mean '" + hint + "'?") + " (" + wanted +
+                "s there: " + (known.empty() ? "none" : known) + ")");
 }
 
-std::shared_ptr<const loaded_plugin> registry::load(const std::string& name, std::optional<altgrad_plugin_kind> kind) {
+std::shared_ptr<const loaded_plugin> registry::load(const std::string& name,
+                                                    std::optional<altgrad_plugin_kind> kind) {
     plugin_record& r = find(name, kind);
     try_load(r);
     if (r.status == plugin_status::broken) throw error("plugin '" + r.name() + "' is broken: " + r.error);

@@ -22,12 +22,12 @@ enum class plugin_status { not_loaded, ok, broken };
 
 struct plugin_record {
     std::filesystem::path manifest_path;
-    std::optional<manifest> info;                  // set when the manifest is valid
+    std::optional<manifest> info;  // set when the manifest is valid
     // ok: the library passed its probe (`loaded` is set once it is loaded
     // into this process too).
     plugin_status status = plugin_status::not_loaded;
-    std::string error;                             // why it is broken
-    std::shared_ptr<const loaded_plugin> loaded;   // set once loaded
+    std::string error;                            // why it is broken
+    std::shared_ptr<const loaded_plugin> loaded;  // set once loaded
 
     // The manifest's name, or the folder's name when the manifest is unreadable.
     std::string name() const;
@@ -43,7 +43,8 @@ struct plugin_folder_choice {
 // the plugins of the build or installation `host_exe` belongs to
 // (<dir of host>/plugins in a build tree, <dir of host>/../<installed_subdir>
 // once installed), when that folder exists; nullopt otherwise.
-std::optional<plugin_folder_choice> default_plugin_folder(const char* env_value, const std::filesystem::path& host_exe,
+std::optional<plugin_folder_choice> default_plugin_folder(const char* env_value,
+                                                          const std::filesystem::path& host_exe,
                                                           const std::filesystem::path& installed_subdir);
 // The same for this process: getenv("ALTGRAD_PLUGINS") and /proc/self/exe.
 std::optional<plugin_folder_choice> default_plugin_folder();

@@ -44,7 +44,9 @@ double two_to(int k) {
 
 }  // namespace
 
-scale_grid scale_grid::fp32() { return scale_grid(kind::fp32, "fp32", kSmallestNormalScale, kLargestNormalScale); }
+scale_grid scale_grid::fp32() {
+    return scale_grid(kind::fp32, "fp32", kSmallestNormalScale, kLargestNormalScale);
+}
 
 scale_grid scale_grid::power_of_two() {
     return scale_grid(kind::power_of_two, "pow2", kSmallestNormalScale, kLargestNormalScale);
@@ -123,8 +125,8 @@ namespace {
 // sign cleared: for floats of one sign integer order is magnitude order, and
 // every NaN pattern lies above +Inf's, so a NaN wins as abs().max() has it.
 // An integer max vectorizes where a float one (with NaN rules) does not.
-__attribute__((target_clones("avx2", "default"))) void block_amaxes_any(const float* x, size_t n, size_t block_size,
-                                                                        float* amax) {
+__attribute__((target_clones("avx2", "default"))) void block_amaxes_any(const float* x, size_t n,
+                                                                        size_t block_size, float* amax) {
     for (size_t b = 0, first = 0; first < n; ++b, first += block_size) {
         const size_t end = std::min(n, first + block_size);
         uint32_t m = 0;
@@ -147,10 +149,11 @@ __attribute__((target_clones("avx2", "default"))) void block_amaxes_any(const fl
 // into one, so 16 vectors of 16 lanes become one vector of 16 block maxima
 // in 15 shuffle-and-max steps. Returns how many blocks it did (a multiple of 16).
 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))) size_t block_amaxes_32_avx512(const float* x,
-                                                                                           size_t blocks,
-                                                                                           float* amax) {
+                                                                                            size_t blocks,
+                                                                                            float* amax) {
     const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
-    // Lane order the transpose leaves the blocks in: 0 8 4 12 1 9 5 13 2 10 6 14 3 11 7 15; this puts them back.
+    // Lane order the transpose leaves the blocks in: 0 8 4 12 1 9 5 13 2 10 6 14 3 11 7 15; this puts them
+    // back.
     const __m512i block_order = _mm512_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15);
     size_t b = 0;
     for (; b + 16 <= blocks; b += 16) {
@@ -221,8 +224,7 @@ float encode_scale_never_clipping(float decode_scale, float amax, float element_
 // GCC will not vectorize an int-to-float conversion that might raise the
 // inexact flag; this one converts m < 2^23, always exact.
 __attribute__((target_clones("avx2", "default"), optimize("no-trapping-math"))) block_scale_stats
-mx_floor_on_powers_of_two(
-    float* amax_then_scale, size_t blocks, int emax, int kmin, int kmax) {
+mx_floor_on_powers_of_two(float* amax_then_scale, size_t blocks, int emax, int kmin, int kmax) {
     block_scale_stats st;
     st.blocks = blocks;
     int smallest_k = kmax + 1, largest_k = kmin - 1;
@@ -233,8 +235,8 @@ mx_floor_on_powers_of_two(
         for (size_t b = b0; b < end; ++b) {
             uint32_t bits = 0;
             std::memcpy(&bits, amax_then_scale + b, sizeof bits);
-            // Selects as masks (all ones or zero), so that the loop has no branch to keep it from vectorizing.
-            // Zero, negative, Inf or NaN: s = 1, as in the generic loop.
+            // Selects as masks (all ones or zero), so that the loop has no branch to keep it from
+            // vectorizing. Zero, negative, Inf or NaN: s = 1, as in the generic loop.
             const uint32_t is_neutral = 0u - static_cast<uint32_t>(!sdk::positive_finite_bits(bits));
             // floor(log2 a): the exponent field; for a subnormal (m * 2^-149), float(m)'s (exact).
             const float m = static_cast<float>(static_cast<int32_t>(bits & 0x7FFFFFu));
@@ -242,7 +244,8 @@ mx_floor_on_powers_of_two(
             std::memcpy(&m_bits, &m, sizeof m_bits);
             const uint32_t field = bits >> 23;
             const uint32_t is_subnormal = 0u - static_cast<uint32_t>(field == 0);
-            const int log2_a = static_cast<int>(((field - 127u) & ~is_subnormal) | (((m_bits >> 23) - 276u) & is_subnormal));
+            const int log2_a =
+                static_cast<int>(((field - 127u) & ~is_subnormal) | (((m_bits >> 23) - 276u) & is_subnormal));
             const int ideal = log2_a - emax;
             const int k = std::min(std::max(ideal, kmin), kmax);
             neutral += is_neutral & 1u;
@@ -250,11 +253,13 @@ mx_floor_on_powers_of_two(
             underflowed += ~is_neutral & static_cast<uint32_t>(ideal < kmin);
             // s = 2^-k: normal for k <= 126, else 2^-127 (k <= 127).
             const uint32_t is_normal_s = 0u - static_cast<uint32_t>(k <= 126);
-            const uint32_t s_bits = (static_cast<uint32_t>(127 - k) << 23 & is_normal_s) | (0x00400000u & ~is_normal_s);
+            const uint32_t s_bits =
+                (static_cast<uint32_t>(127 - k) << 23 & is_normal_s) | (0x00400000u & ~is_normal_s);
             const uint32_t result = (0x3F800000u & is_neutral) | (s_bits & ~is_neutral);
             std::memcpy(amax_then_scale + b, &result, sizeof result);
-            smallest_k = std::min(smallest_k, static_cast<int>((static_cast<uint32_t>(k) & ~is_neutral) |
-                                                               (static_cast<uint32_t>(kmax + 1) & is_neutral)));
+            smallest_k =
+                std::min(smallest_k, static_cast<int>((static_cast<uint32_t>(k) & ~is_neutral) |
+                                                      (static_cast<uint32_t>(kmax + 1) & is_neutral)));
             largest_k = std::max(largest_k, static_cast<int>((static_cast<uint32_t>(k) & ~is_neutral) |
                                                              (static_cast<uint32_t>(kmin - 1) & is_neutral)));
         }
@@ -278,7 +283,8 @@ block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, cons
     const int emax = floor_log2(r.element_max);
     if (r.rule == scale_rule::mx_floor && grid.powers_of_two()) {
         const int kmin = floor_log2(grid.smallest()), kmax = floor_log2(grid.largest());
-        if (kmin >= -127 && kmax <= 127) return mx_floor_on_powers_of_two(amax_then_scale, blocks, emax, kmin, kmax);
+        if (kmin >= -127 && kmax <= 127)
+            return mx_floor_on_powers_of_two(amax_then_scale, blocks, emax, kmin, kmax);
     }
     // two_level's tensor encode scale g (float32, as NVFP4 computes it).
     float g = 1.0f;

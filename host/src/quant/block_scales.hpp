@@ -91,10 +91,10 @@ struct block_recipe {
 // What the derived scales did, summed over blocks (metrics and reports).
 struct block_scale_stats {
     uint64_t blocks = 0;
-    uint64_t saturated = 0;   // scale clamped at the scale format's largest value
-    uint64_t underflowed = 0; // clamped at its smallest value
-    uint64_t neutral = 0;     // amax 0 or not finite: s = 1
-    double amax = 0;          // the largest block amax (NaN if a block's is)
+    uint64_t saturated = 0;    // scale clamped at the scale format's largest value
+    uint64_t underflowed = 0;  // clamped at its smallest value
+    uint64_t neutral = 0;      // amax 0 or not finite: s = 1
+    double amax = 0;           // the largest block amax (NaN if a block's is)
     // The range of the decode scales X = 1/s of the other blocks (NaN if none).
     double smallest_scale = std::numeric_limits<double>::quiet_NaN();
     double largest_scale = std::numeric_limits<double>::quiet_NaN();
@@ -156,8 +156,9 @@ float quantize_taking_amax(const float* x, size_t n, Quantize&& quantize) {
 // two_level's scales need the tensor's amax (`tensor_amax`, as for
 // scales_from_amaxes): the caller takes it in a pass of its own before.
 template <class Quantize>
-block_scale_stats quantize_with_block_scales(const float* x, size_t n, size_t block_size, const block_recipe& recipe,
-                                             float* scales, Quantize&& quantize, double tensor_amax = 0.0) {
+block_scale_stats quantize_with_block_scales(const float* x, size_t n, size_t block_size,
+                                             const block_recipe& recipe, float* scales, Quantize&& quantize,
+                                             double tensor_amax = 0.0) {
     const size_t piece = std::max(block_size, kFusedPiece / block_size * block_size);
     block_scale_stats stats;
     for (size_t first = 0; first < n; first += piece) {

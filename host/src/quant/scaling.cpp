@@ -22,8 +22,9 @@ float scaling_state::scale_for(double current_amax) {
     if (config_.mode == scaling_mode::none) return scale_ = 1.0f;
     double amax = current_amax;
     if (config_.mode == scaling_mode::delayed && !history_.empty())
-        amax = config_.compute == amax_compute::most_recent ? history_.back()
-                                                            : *std::max_element(history_.begin(), history_.end());
+        amax = config_.compute == amax_compute::most_recent
+                   ? history_.back()
+                   : *std::max_element(history_.begin(), history_.end());
     if (std::isfinite(amax) && amax > 0) scale_ = power_of_two_scale(amax);
     return scale_;
 }

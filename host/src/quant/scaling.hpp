@@ -44,7 +44,8 @@ public:
     // scaling before its history has one. Otherwise the scale is known before
     // the tensor, and the amax to record can be taken while quantizing.
     bool needs_current_amax() const {
-        return config_.mode == scaling_mode::current || (config_.mode == scaling_mode::delayed && history_.empty());
+        return config_.mode == scaling_mode::current ||
+               (config_.mode == scaling_mode::delayed && history_.empty());
     }
     // Record this use's amax into the history (after quantizing).
     void record(double amax);

@@ -22,7 +22,8 @@ std::map<int64_t, double> final_val_by_seed(const group_summary& g) {
     std::map<int64_t, double> out;
     for (const run_record* r : g.runs) {
         const std::optional<double> final_val = r->run_metric("final_val_loss");
-        if (r->status == "finished" && r->seed && final_val && std::isfinite(*final_val)) out.emplace(*r->seed, *final_val);
+        if (r->status == "finished" && r->seed && final_val && std::isfinite(*final_val))
+            out.emplace(*r->seed, *final_val);
     }
     return out;
 }
@@ -72,7 +73,8 @@ void label_groups(std::vector<group_summary>& groups) {
             std::string what;
             for (const std::string& key : differ) {
                 const auto it = g.settings.find(key);
-                what += (what.empty() ? "" : ", ") + (last_parts[last_part(key)] == 1 ? last_part(key) : key) + "=" +
+                what += (what.empty() ? "" : ", ") +
+                        (last_parts[last_part(key)] == 1 ? last_part(key) : key) + "=" +
                         (it == g.settings.end() ? "(none)" : it->second);
             }
             if (!what.empty()) label += " [" + what + "]";
@@ -93,14 +95,16 @@ std::vector<group_summary> group_runs(const std::vector<run_record>& runs, const
         return g.settings == r.settings;
     };
     for (const run_record& r : runs) {
-        auto it = std::find_if(groups.begin(), groups.end(), [&](const group_summary& g) { return same_experiment(g, r); });
+        auto it = std::find_if(groups.begin(), groups.end(),
+                               [&](const group_summary& g) { return same_experiment(g, r); });
         if (it == groups.end()) {
             groups.push_back({});
             it = groups.end() - 1;
             it->name = r.name;
             it->formats = r.formats;
             it->settings = r.settings;
-        } else if (std::none_of(it->runs.begin(), it->runs.end(), [&](const run_record* o) { return o->name == r.name; })) {
+        } else if (std::none_of(it->runs.begin(), it->runs.end(),
+                                [&](const run_record* o) { return o->name == r.name; })) {
             it->name += ", " + r.name;
         }
         group_summary& g = *it;
@@ -110,19 +114,22 @@ std::vector<group_summary> group_runs(const std::vector<run_record>& runs, const
         g.failed += r.failed();
         g.interrupted += r.status == "interrupted";
         const std::optional<double> final_val = r.run_metric("final_val_loss");
-        if (r.status == "finished" && final_val && std::isfinite(*final_val)) g.final_val.push_back(*final_val);
+        if (r.status == "finished" && final_val && std::isfinite(*final_val))
+            g.final_val.push_back(*final_val);
     }
     label_groups(groups);
     for (group_summary& g : groups) g.val = summarize(g.final_val);
     // The baselines: the groups of the config named `baseline` (bf16_baseline by default, and then, when
-    // there is none, the groups whose every run is BF16 throughout). Each other group is compared with the baseline whose settings agree with its own on
-    // the most keys (the first on a tie), so that a study of scaling x master weights compares each
-    // format with BF16 under the same scaling and master weights.
+    // there is none, the groups whose every run is BF16 throughout). Each other group is compared with the
+    // baseline whose settings agree with its own on the most keys (the first on a tie), so that a study of
+    // scaling x master weights compares each format with BF16 under the same scaling and master weights.
     auto all_bf16 = [](const group_summary& g) {
-        return std::all_of(g.runs.begin(), g.runs.end(), [](const run_record* r) { return r->uniform_format == "bf16"; });
+        return std::all_of(g.runs.begin(), g.runs.end(),
+                           [](const run_record* r) { return r->uniform_format == "bf16"; });
     };
     for (group_summary& g : groups)
-        g.baseline = std::any_of(g.runs.begin(), g.runs.end(), [&](const run_record* r) { return r->name == baseline; });
+        g.baseline = std::any_of(g.runs.begin(), g.runs.end(),
+                                 [&](const run_record* r) { return r->name == baseline; });
     if (baseline == kDefaultBaseline &&
         std::none_of(groups.begin(), groups.end(), [](const group_summary& g) { return g.baseline; }))
         for (group_summary& g : groups) g.baseline = all_bf16(g);

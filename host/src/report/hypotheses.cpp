@@ -68,7 +68,8 @@ private:
             if (required) fail(prefix + key, "missing");
             return "";
         }
-        if (!n->is_string() || n->as_string()->get().empty()) fail(prefix + key, "expected a non-empty string");
+        if (!n->is_string() || n->as_string()->get().empty())
+            fail(prefix + key, "expected a non-empty string");
         return n->as_string()->get();
     }
 
@@ -108,11 +109,13 @@ private:
                 if (roles == nullptr || !roles->is_array() || roles->as_array()->empty())
                     fail(prefix + "roles", "expected a non-empty array of tensor roles (" + quantized + ")");
                 for (const toml::node& n : *roles->as_array()) {
-                    const auto role = n.is_string() ? tensor_role_names().value(n.as_string()->get()) : std::nullopt;
+                    const auto role =
+                        n.is_string() ? tensor_role_names().value(n.as_string()->get()) : std::nullopt;
                     if (!role || (*role != ALTGRAD_TENSOR_WEIGHT && *role != ALTGRAD_TENSOR_ACTIVATION &&
                                   *role != ALTGRAD_TENSOR_OUTPUT_GRADIENT))
-                        fail(prefix + "roles", "expected roles of quantized tensors (" + quantized + "), got " +
-                                                   (n.is_string() ? "\"" + n.as_string()->get() + "\"" : "a non-string"));
+                        fail(prefix + "roles",
+                             "expected roles of quantized tensors (" + quantized + "), got " +
+                                 (n.is_string() ? "\"" + n.as_string()->get() + "\"" : "a non-string"));
                     h.roles.push_back(*role);
                 }
                 const auto rate = fraction(t, prefix, "rate");
@@ -124,8 +127,8 @@ private:
                 known(t, prefix, {"format", "claim", "test", "mode", "at_most"});
                 h.mode = text(t, prefix, "mode", true);
                 if (!stability::failure_mode_names().value(h.mode))
-                    fail(prefix + "mode", "expected one of " + stability::failure_mode_names().list() + ", got \"" +
-                                              h.mode + "\"");
+                    fail(prefix + "mode", "expected one of " + stability::failure_mode_names().list() +
+                                              ", got \"" + h.mode + "\"");
                 h.at_most = fraction(t, prefix, "at_most").value_or(1.0);
                 break;
             }

@@ -20,15 +20,16 @@ namespace fs = std::filesystem;
 struct hypothesis {
     enum class test_kind {
         failure_rate,  // the fraction of runs that failed lies in the bounds
-        overflow,      // a tensor of `roles` overflowed on more than `rate` of its elements, or a run failed by overflow
+        overflow,  // a tensor of `roles` overflowed on more than `rate` of its elements, or a run failed by
+                   // overflow
         failure_mode,  // every failure is of `mode`, in at most `at_most` of the runs
     };
     std::string format;  // format plugin name, e.g. "e7m0"
     std::string claim;   // as shown in the report, with the threshold that decides it
     test_kind test = test_kind::failure_rate;
-    double lower = 0;            // failure_rate: the lower bound ...
-    bool lower_inclusive = true; // ... at_least (inclusive) or more_than (exclusive)
-    double at_most = 1;          // failure_rate and failure_mode: the upper bound (inclusive)
+    double lower = 0;                        // failure_rate: the lower bound ...
+    bool lower_inclusive = true;             // ... at_least (inclusive) or more_than (exclusive)
+    double at_most = 1;                      // failure_rate and failure_mode: the upper bound (inclusive)
     std::vector<altgrad_tensor_role> roles;  // overflow: weight, activation, output_gradient
     double rate = 0.1;                       // overflow
     std::string mode;                        // failure_mode: a failure mode name, e.g. "bit_stall"

@@ -25,8 +25,8 @@ bool any_finite(const std::vector<point>& pts) {
 }
 
 // A line per tensor of `role`: its values of `metric` ("amax", "scale").
-figure per_layer(const run_record& r, const std::string& role, const std::string& metric, const std::string& stem,
-                 const std::string& title, const std::string& ylabel) {
+figure per_layer(const run_record& r, const std::string& role, const std::string& metric,
+                 const std::string& stem, const std::string& title, const std::string& ylabel) {
     figure f;
     f.stem = stem;
     f.title = title;
@@ -55,9 +55,9 @@ std::vector<figure> layer_figures(const run_record& r, const std::string& label)
         figure amax = per_layer(r, role, "amax", "amax-" + label + "-" + role,
                                 "amax per layer: " + std::string(role) + "s of " + label, "amax");
         if (!amax.lines.empty()) out.push_back(std::move(amax));
-        figure scale = per_layer(r, role, "scale", "scale-" + label + "-" + role,
-                                 "Per-tensor scale per layer (q(x*s)/s): " + std::string(role) + "s of " + label,
-                                 "scale s");
+        figure scale = per_layer(
+            r, role, "scale", "scale-" + label + "-" + role,
+            "Per-tensor scale per layer (q(x*s)/s): " + std::string(role) + "s of " + label, "scale s");
         if (!scale.lines.empty()) out.push_back(std::move(scale));
     }
     std::map<std::string, std::map<int64_t, block_sum>> by_role;  // role -> step -> sum

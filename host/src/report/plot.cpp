@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
-#include <thread>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -42,8 +42,7 @@ int run_program(const std::vector<std::string>& argv, const fs::path& log, doubl
         if (done < 0 && errno != EINTR) return 127;
         if (std::chrono::steady_clock::now() > deadline) {
             kill(pid, SIGKILL);
-            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-            }
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
             return kTimedOut;
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -195,7 +194,8 @@ bool plotter::draw(const figure& f, std::string& image, std::string& why) {
     {
         std::ofstream gp(dir_ / script);
         // noenhanced: run names hold '_', which enhanced text would subscript.
-        gp << "# " << gnuplot_text(f.title) << " (altgrad-host report). Redraw: cd into this folder, gnuplot " << script << "\n"
+        gp << "# " << gnuplot_text(f.title) << " (altgrad-host report). Redraw: cd into this folder, gnuplot "
+           << script << "\n"
            << "set terminal " << terminal_ << " size 960," << figure_height(keyed) << " noenhanced\n"
            << "set output " << gnuplot_quote(image) << "\n"
            << "set title " << gnuplot_quote(f.title) << "\n"
@@ -212,13 +212,15 @@ bool plotter::draw(const figure& f, std::string& image, std::string& why) {
     const fs::path log = dir_ / (f.stem + ".log");
     // The -e cd makes the script's relative paths work wherever the report is.
     const fs::path abs_dir = fs::absolute(dir_, ec);
-    const int rc = run_program({program_, "-e", "cd " + gnuplot_quote(abs_dir.string()), script}, log, timeout_);
+    const int rc =
+        run_program({program_, "-e", "cd " + gnuplot_quote(abs_dir.string()), script}, log, timeout_);
     if (rc == kTimedOut) {
         why = "gnuplot did not finish " + script + " within " + seconds_text(timeout_) + " (killed)";
         return false;
     }
     if (rc != 0) {
-        why = "gnuplot failed on " + script + " (exit status " + std::to_string(rc) + "; see " + (f.stem + ".log") + ")";
+        why = "gnuplot failed on " + script + " (exit status " + std::to_string(rc) + "; see " +
+              (f.stem + ".log") + ")";
         return false;
     }
     if (!fs::exists(dir_ / image, ec) || fs::file_size(dir_ / image, ec) == 0) {

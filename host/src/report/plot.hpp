@@ -22,7 +22,7 @@ struct series {
     std::string title;          // empty: not in the key (the other seeds of a group titled once)
     std::vector<point> points;  // non-finite values are left out (a gap in the line)
     bool with_points = false;   // lines and points (sparse series: validation loss)
-    int dash = 0;   // gnuplot's dash type: 0 or 1 solid, 2 dashed, 3 dotted, ...
+    int dash = 0;               // gnuplot's dash type: 0 or 1 solid, 2 dashed, 3 dotted, ...
     int color = 0;  // 0: the next of gnuplot's colours; N > 0: colour N (the series of one group share it)
     // When not empty the series is this shaded band (translucent, in `color`) instead of `points`.
     std::vector<band_point> band;
@@ -74,7 +74,8 @@ private:
 // could not be started, 128+N when killed by signal N, kTimedOut when it ran
 // past `timeout_seconds` and was killed.
 constexpr int kTimedOut = 1000;
-int run_program(const std::vector<std::string>& argv, const std::filesystem::path& log, double timeout_seconds);
+int run_program(const std::vector<std::string>& argv, const std::filesystem::path& log,
+                double timeout_seconds);
 
 // Text read from a run directory (run names, config values) made safe to
 // stand in a gnuplot script or data file: control characters become spaces

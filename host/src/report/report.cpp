@@ -8,12 +8,12 @@
 #include <set>
 #include <sstream>
 
-#include "util/abi_names.hpp"
 #include "report/layer_figures.hpp"
 #include "report/plot.hpp"
 #include "report/stats.hpp"
 #include "report/tables.hpp"
 #include "run/files.hpp"
+#include "util/abi_names.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host::report {
@@ -73,7 +73,8 @@ std::map<const run_record*, std::string> short_labels(const std::vector<run_reco
             for (const fs::path& p : r.dir)
                 if (!p.empty() && p != "/" && p != ".") parts.push_back(p.string());
             std::string name;
-            for (size_t i = parts.size() > static_cast<size_t>(depth) ? parts.size() - depth : 0; i < parts.size(); ++i)
+            for (size_t i = parts.size() > static_cast<size_t>(depth) ? parts.size() - depth : 0;
+                 i < parts.size(); ++i)
                 name += (name.empty() ? "" : "/") + parts[i];
             out[&r] = name.empty() ? label(r) : name;
             ++seen[out[&r]];
@@ -110,10 +111,11 @@ std::string switches_text(const run_record& r) {
     }
     std::string out;
     for (const auto& [pair, a] : by_pair) {
-        out += std::string(out.empty() ? "" : "; ") + pair.first + "→" + pair.second + " on " +
-               std::to_string(a.tensors.size()) + (a.tensors.size() == 1 ? " tensor" : " tensors") +
-               (a.first == a.last ? " at step " + std::to_string(a.first)
-                                  : " (steps " + std::to_string(a.first) + "–" + std::to_string(a.last) + ")");
+        out +=
+            std::string(out.empty() ? "" : "; ") + pair.first + "→" + pair.second + " on " +
+            std::to_string(a.tensors.size()) + (a.tensors.size() == 1 ? " tensor" : " tensors") +
+            (a.first == a.last ? " at step " + std::to_string(a.first)
+                               : " (steps " + std::to_string(a.first) + "–" + std::to_string(a.last) + ")");
     }
     return out;
 }
@@ -132,7 +134,8 @@ std::string failure_text(const run_record& r, const fs::path& out_dir) {
         out = r.failure_mode.empty() ? "?" : r.failure_mode;
         if (r.failure_step) out += " at step " + std::to_string(*r.failure_step);
     } else {
-        out = r.first_nonfinite_step ? "loss non-finite at step " + std::to_string(*r.first_nonfinite_step) : "—";
+        out = r.first_nonfinite_step ? "loss non-finite at step " + std::to_string(*r.first_nonfinite_step)
+                                     : "—";
     }
     if (!r.failure_report.empty()) out += " ([report](" + link_to(r.failure_report, out_dir) + "))";
     return out;
@@ -152,29 +155,34 @@ std::string failures_of(const std::vector<const run_record*>& sel, size_t& decid
         if (!r->failed()) continue;
         ++failed;
         if (++listed <= 6)
-            modes += std::string(modes.empty() ? "" : ", ") + (r->failure_mode.empty() ? "?" : r->failure_mode) +
+            modes += std::string(modes.empty() ? "" : ", ") +
+                     (r->failure_mode.empty() ? "?" : r->failure_mode) +
                      (r->failure_step ? " at step " + std::to_string(*r->failure_step) : "");
     }
     if (listed > 6) modes += ", …";
     std::string out = ratio(failed, decided) + " runs failed";
     if (!modes.empty()) out += ": " + modes;
     // A run an intervention kept going by switching formats did not fail, but the format alone might have.
-    if (rescued > 0) out += "; " + std::to_string(rescued) + " of those that did not fail switched formats during the run";
+    if (rescued > 0)
+        out += "; " + std::to_string(rescued) + " of those that did not fail switched formats during the run";
     const size_t undecided = sel.size() - decided;
-    if (undecided > 0) out += "; " + std::to_string(undecided) + " interrupted, errored or crashed, not counted";
+    if (undecided > 0)
+        out += "; " + std::to_string(undecided) + " interrupted, errored or crashed, not counted";
     return out;
 }
 
 std::string not_tested_text(const std::vector<const run_record*>& sel, const std::string& format) {
     if (sel.empty()) return "no run with " + upper(format) + " for every tensor";
-    return std::to_string(sel.size()) + " run(s), none finished or collapsed (interrupted, errored or crashed)";
+    return std::to_string(sel.size()) +
+           " run(s), none finished or collapsed (interrupted, errored or crashed)";
 }
 
 std::string not_enough(size_t n) { return "not enough runs (n=" + std::to_string(n) + ")"; }
 
 // "; 95% interval 29.2%–100%" of k of n, and where it lies against [lower, upper]
 // (lower exclusive unless lower_inclusive): inside, outside, or across a bound.
-std::string rate_verdict(size_t k, size_t n, double lower, bool lower_inclusive, double upper, std::string& observed) {
+std::string rate_verdict(size_t k, size_t n, double lower, bool lower_inclusive, double upper,
+                         std::string& observed) {
     const rate_interval ci = clopper_pearson(k, n);
     observed += "; exact 95% interval of the rate " + percent(ci.low) + "–" + percent(ci.high);
     const bool above_lower = lower_inclusive ? ci.low >= lower : ci.low > lower;
@@ -193,8 +201,9 @@ hypothesis_verdict judge_failure_rate(const std::vector<const run_record*>& sel,
         v.verdict = "not tested by these runs";
         return v;
     }
-    v.verdict = decided < kRunsForVerdict ? not_enough(decided)
-                                          : rate_verdict(failed, decided, h.lower, h.lower_inclusive, h.at_most, v.observed);
+    v.verdict = decided < kRunsForVerdict
+                    ? not_enough(decided)
+                    : rate_verdict(failed, decided, h.lower, h.lower_inclusive, h.at_most, v.observed);
     return v;
 }
 
@@ -226,8 +235,8 @@ hypothesis_verdict judge_overflow(const std::vector<const run_record*>& sel, con
         return v;
     }
     const std::string what = h.roles.size() == 1 ? std::string(role_name(h.roles[0])) + " tensor" : "tensor";
-    v.observed = top.measured() ? "largest " + what + " overflow rate " + percent(top.rate) + " (" + top.tensor +
-                                      ", step " + std::to_string(top.step) + ")"
+    v.observed = top.measured() ? "largest " + what + " overflow rate " + percent(top.rate) + " (" +
+                                      top.tensor + ", step " + std::to_string(top.step) + ")"
                                 : "no " + what + " overflow measured";
     v.observed += "; overflow failures " + ratio(overflow_failures, decided);
     if (decided < kRunsForVerdict) v.verdict = not_enough(decided);
@@ -249,7 +258,8 @@ hypothesis_verdict judge_failure_mode(const std::vector<const run_record*>& sel,
     for (const run_record* r : sel) {
         if (r->failed() && r->failure_mode == h.mode) ++of_mode;
         if (r->max_bit_stall.measured())
-            stall.offer(r->max_bit_stall.rate, names.at(r) + ": " + r->max_bit_stall.tensor, r->max_bit_stall.step);
+            stall.offer(r->max_bit_stall.rate, names.at(r) + ": " + r->max_bit_stall.tensor,
+                        r->max_bit_stall.step);
     }
     if (h.mode == "bit_stall" && stall.measured())
         v.observed += "; largest bit-stall rate " + percent(stall.rate) + " (" + stall.tensor + ", step " +
@@ -262,7 +272,8 @@ hypothesis_verdict judge_failure_mode(const std::vector<const run_record*>& sel,
 
 std::string sanitize(const std::string& s) {
     std::string out;
-    for (const char c : s) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
+    for (const char c : s)
+        out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
     return out.empty() ? "run" : out;
 }
 
@@ -276,8 +287,9 @@ std::vector<hypothesis_verdict> judge_hypotheses(const std::vector<run_record>& 
     for (const hypothesis& h : items) {
         bool judged = false;
         for (const group_summary& g : groups) {
-            const bool of_format = std::all_of(g.runs.begin(), g.runs.end(),
-                                               [&](const run_record* r) { return r->uniform_format == h.format; });
+            const bool of_format = std::all_of(g.runs.begin(), g.runs.end(), [&](const run_record* r) {
+                return r->uniform_format == h.format;
+            });
             if (!of_format) continue;
             hypothesis_verdict v;
             switch (h.test) {
@@ -290,7 +302,8 @@ std::vector<hypothesis_verdict> judge_hypotheses(const std::vector<run_record>& 
             judged = true;
         }
         if (!judged)
-            out.push_back({upper(h.format), h.claim, not_tested_text({}, h.format), "not tested by these runs", ""});
+            out.push_back(
+                {upper(h.format), h.claim, not_tested_text({}, h.format), "not tested by these runs", ""});
     }
     return out;
 }
@@ -306,10 +319,10 @@ std::string run_row(const run_record& r, const fs::path& out_dir) {
     if (!sw.empty()) formats += "; switched " + sw;
     const std::string steps = opt_int(r.steps_done) + "/" + opt_int(r.max_steps);
     std::ostringstream o;
-    o << "| `" << cell(label(r)) << "` | " << cell(r.name) << " | " << opt_int(r.seed) << " | " << cell(formats)
-      << " | " << steps << " | " << cell(r.status) << " | " << loss_text(r.run_metric("final_val_loss")) << " | "
-      << loss_text(r.run_metric("best_val_loss")) << " | " << cell(failure_text(r, out_dir)) << " | " << cell(interventions_text(r))
-      << " |";
+    o << "| `" << cell(label(r)) << "` | " << cell(r.name) << " | " << opt_int(r.seed) << " | "
+      << cell(formats) << " | " << steps << " | " << cell(r.status) << " | "
+      << loss_text(r.run_metric("final_val_loss")) << " | " << loss_text(r.run_metric("best_val_loss"))
+      << " | " << cell(failure_text(r, out_dir)) << " | " << cell(interventions_text(r)) << " |";
     return o.str();
 }
 
@@ -343,7 +356,8 @@ void write_runs(std::ostream& md, const std::vector<run_record>& runs, const fs:
         if (!any_evidence) md << "\nFailure evidence (summary.json):\n\n";
         any_evidence = true;
         md << "- `" << label(r) << "`: " << r.failure_mode
-           << (r.failure_step ? " at step " + std::to_string(*r.failure_step) : "") << ": " << r.failure_evidence << "\n";
+           << (r.failure_step ? " at step " + std::to_string(*r.failure_step) : "") << ": "
+           << r.failure_evidence << "\n";
     }
     bool any_problem = false;
     for (const run_record& r : runs) any_problem = any_problem || !r.problems.empty();
@@ -378,8 +392,8 @@ std::string p_value_text(double p) {
 
 // A group's row of the comparison table; `varying` are its setting columns.
 // `with_baseline`: a column naming the baseline it is compared with (when there are several).
-std::string group_row(const group_summary& g, const group_summary* baseline, const std::vector<std::string>& varying,
-                      bool with_baseline) {
+std::string group_row(const group_summary& g, const group_summary* baseline,
+                      const std::vector<std::string>& varying, bool with_baseline) {
     std::set<int64_t> seeds;
     for (const run_record* r : g.runs)
         if (r->seed) seeds.insert(*r->seed);
@@ -399,7 +413,8 @@ std::string group_row(const group_summary& g, const group_summary* baseline, con
     }
     const sample_summary& pd = g.vs_baseline_paired.d;
     if (!g.baseline && baseline != nullptr && pd.n > 0) {
-        paired = signed_fixed(pd.mean) + (pd.n > 1 ? " (" + signed_fixed(pd.ci_low) + " – " + signed_fixed(pd.ci_high) + ")" : "") +
+        paired = signed_fixed(pd.mean) +
+                 (pd.n > 1 ? " (" + signed_fixed(pd.ci_low) + " – " + signed_fixed(pd.ci_high) + ")" : "") +
                  ", n=" + std::to_string(pd.n);
         paired_p = p_value_text(g.vs_baseline_paired.p);
     }
@@ -407,18 +422,19 @@ std::string group_row(const group_summary& g, const group_summary* baseline, con
     const size_t other = g.runs.size() - g.decided - g.interrupted;
     std::string not_counted;
     if (g.interrupted) not_counted = std::to_string(g.interrupted) + " interrupted";
-    if (other) not_counted += (not_counted.empty() ? "" : ", ") + std::to_string(other) + " errored or crashed";
+    if (other)
+        not_counted += (not_counted.empty() ? "" : ", ") + std::to_string(other) + " errored or crashed";
     std::ostringstream o;
     o << "| " << cell(g.label) << " |";
     for (const std::string& key : varying) {
         const auto it = g.settings.find(key);
         o << " " << cell(g.settings.empty() ? "?" : it == g.settings.end() ? "(none)" : it->second) << " |";
     }
-    o << " " << cell(g.formats.empty() ? "?" : g.formats) << " | " << (seed_text.empty() ? "?" : seed_text) << " | "
-      << v.n << " | " << mean << " | " << sd << " | " << ci << " | ";
+    o << " " << cell(g.formats.empty() ? "?" : g.formats) << " | " << (seed_text.empty() ? "?" : seed_text)
+      << " | " << v.n << " | " << mean << " | " << sd << " | " << ci << " | ";
     if (with_baseline) o << cell(g.baseline || baseline == nullptr ? "—" : baseline->label) << " | ";
-    o << vs << " | " << p << " | " << paired << " | " << paired_p << " | " << rate << " | "
-      << not_counted << " |";
+    o << vs << " | " << p << " | " << paired << " | " << paired_p << " | " << rate << " | " << not_counted
+      << " |";
     return o.str();
 }
 
@@ -439,12 +455,15 @@ void write_corpus_reference(std::ostream& md, const std::vector<run_record>& run
         return;
     }
     md << "the runs used " << lines.size() << " different corpora or splits:\n\n";
-    for (const auto& [text, n] : lines) md << "- " << text << " (" << n << (n == 1 ? " run" : " runs") << ")\n";
+    for (const auto& [text, n] : lines)
+        md << "- " << text << " (" << n << (n == 1 ? " run" : " runs") << ")\n";
 }
 
-void write_comparison(std::ostream& md, const std::vector<group_summary>& groups, const std::string& baseline) {
+void write_comparison(std::ostream& md, const std::vector<group_summary>& groups,
+                      const std::string& baseline) {
     md << "\n## Formats compared across seeds\n\n"
-       << "Runs are grouped by their resolved configuration without the seed (the name, `training.threads` and "
+       << "Runs are grouped by their resolved configuration without the seed (the name, `training.threads` "
+          "and "
           "`output.*` do not count either): runs that differ in anything else are never averaged together. ";
     const std::vector<const group_summary*> bases = baselines(groups);
     if (bases.size() == 1) {
@@ -453,15 +472,18 @@ void write_comparison(std::ostream& md, const std::vector<group_summary>& groups
     } else if (bases.size() > 1) {
         md << "Baselines: the " << bases.size() << " groups of `" << bases[0]->name << "` (";
         for (size_t i = 0; i < bases.size(); ++i) md << (i ? ", `" : "`") << bases[i]->label << "`";
-        md << "); each other group is compared with the one whose settings agree with its own on the most keys "
+        md << "); each other group is compared with the one whose settings agree with its own on the most "
+              "keys "
               "(column `baseline`), e.g. the same scaling and master weights. ";
     } else if (baseline == kDefaultBaseline) {
-        md << "No BF16 baseline among these runs (a config named bf16_baseline, or one with BF16 for every tensor): "
+        md << "No BF16 baseline among these runs (a config named bf16_baseline, or one with BF16 for every "
+              "tensor): "
               "no differences shown. ";
     } else {
         md << "No run of the baseline config `" << baseline << "` among these runs: no differences shown. ";
     }
-    md << "Final validation loss over the finished runs of each group: n, mean, sample standard deviation, the "
+    md << "Final validation loss over the finished runs of each group: n, mean, sample standard deviation, "
+          "the "
           "95% confidence interval of the mean (Student t), the difference from the baseline's mean and its "
           "two-sided Welch t-test p-value; then, over the seeds the group shares with its baseline, the mean "
           "of the run-by-run differences with its 95% interval and the paired t-test's p-value (runs of one "
@@ -471,14 +493,18 @@ void write_comparison(std::ostream& md, const std::vector<group_summary>& groups
     const bool with_baseline = bases.size() > 1;
     std::string header = "| group |", rule = "|---|";
     for (const std::string& key : varying) header += " " + cell(key) + " |", rule += "---|";
-    md << header << " formats | seeds | n | mean final val loss | sd | 95% CI |" << (with_baseline ? " baseline |" : "")
-       << " vs baseline | p (Welch) | paired vs baseline (95% CI) | p (paired) | failure rate | not counted |\n"
+    md << header << " formats | seeds | n | mean final val loss | sd | 95% CI |"
+       << (with_baseline ? " baseline |" : "")
+       << " vs baseline | p (Welch) | paired vs baseline (95% CI) | p (paired) | failure rate | not counted "
+          "|\n"
        << rule << "---|---|---|---|---|---|" << (with_baseline ? "---|" : "") << "---|---|---|---|---|---|\n";
-    for (const group_summary& g : groups) md << group_row(g, baseline_of(groups, g), varying, with_baseline) << "\n";
+    for (const group_summary& g : groups)
+        md << group_row(g, baseline_of(groups, g), varying, with_baseline) << "\n";
     bool any_unknown = false;
     for (const group_summary& g : groups) any_unknown = any_unknown || g.settings.empty();
     if (any_unknown)
-        md << "\n`?`: config.toml missing or refused by this host's loader; those runs are grouped by name alone.\n";
+        md << "\n`?`: config.toml missing or refused by this host's loader; those runs are grouped by name "
+              "alone.\n";
 }
 
 void write_hypotheses(std::ostream& md, const std::vector<run_record>& runs, const hypotheses& judged) {
@@ -492,16 +518,21 @@ void write_hypotheses(std::ostream& md, const std::vector<run_record>& runs, con
         const bool below = !relative.empty() && *relative.begin() != "..";
         const fs::path shown = below ? relative : judged.file;
         md << "Hypotheses of " << judged.source << " (`" << shown.generic_string()
-           << "`), each judged per group from these runs alone (a group counts for a format when its runs use that "
-              "format for every quantized tensor at the start; a run counts for a failure rate when it finished or "
-              "collapsed). A verdict needs at least " << kRunsForVerdict << " such runs in the group; a rate is "
-              "judged by its exact 95% (Clopper-Pearson) interval: supported when the interval lies within the "
+           << "`), each judged per group from these runs alone (a group counts for a format when its runs "
+              "use that "
+              "format for every quantized tensor at the start; a run counts for a failure rate when it "
+              "finished or "
+              "collapsed). A verdict needs at least "
+           << kRunsForVerdict
+           << " such runs in the group; a rate is "
+              "judged by its exact 95% (Clopper-Pearson) interval: supported when the interval lies within "
+              "the "
               "hypothesis' bounds, contradicted when outside them, inconclusive when it crosses one.\n\n"
            << "| format | group | hypothesis | observed | verdict |\n|---|---|---|---|---|\n";
     }
     for (const hypothesis_verdict& h : judge_hypotheses(runs, judged.items))
-        md << "| " << h.format << " | " << cell(h.group.empty() ? "—" : h.group) << " | " << cell(h.hypothesis) << " | "
-           << cell(h.observed) << " | **" << h.verdict << "** |\n";
+        md << "| " << h.format << " | " << cell(h.group.empty() ? "—" : h.group) << " | "
+           << cell(h.hypothesis) << " | " << cell(h.observed) << " | **" << h.verdict << "** |\n";
 }
 
 // ---- Figures ------------------------------------------------------------------------
@@ -557,7 +588,8 @@ void add_group_series(figure& f, const std::vector<group_summary>& groups, Of of
 
 // One loss figure per group (its seeds in its colour, against the baseline's
 // validation loss), and the validation loss of every group when there are several.
-void add_loss_figures(std::vector<figure>& figures, figure_stems& stems, const std::vector<group_summary>& groups,
+void add_loss_figures(std::vector<figure>& figures, figure_stems& stems,
+                      const std::vector<group_summary>& groups,
                       const std::map<const run_record*, std::string>& names) {
     const auto val = [](const run_record& r) -> const std::vector<point>& { return r.val_loss(); };
     for (size_t k = 0; k < groups.size(); ++k) {
@@ -565,7 +597,8 @@ void add_loss_figures(std::vector<figure>& figures, figure_stems& stems, const s
         const group_summary* baseline = baseline_of(groups, g);
         figure f;
         f.stem = stems.unique("loss-" + g.label);
-        f.title = "Loss: " + g.label + (baseline != nullptr && !g.baseline ? " against " + baseline->label : "");
+        f.title =
+            "Loss: " + g.label + (baseline != nullptr && !g.baseline ? " against " + baseline->label : "");
         f.ylabel = "loss (nats/token)";
         const int color = line_color(k);
         for (const run_record* r : g.runs) {
@@ -606,7 +639,9 @@ std::vector<std::string> add_series_figures(std::vector<figure>& figures, figure
         f.ylabel = m.label;
         f.log_y = m.log_scale;
         const std::string name = m.series;
-        const auto of = [&name](const run_record& r) -> const std::vector<point>& { return r.series_points(name); };
+        const auto of = [&name](const run_record& r) -> const std::vector<point>& {
+            return r.series_points(name);
+        };
         add_group_series(f, groups, of, false);
         if (!f.lines.empty()) figures.push_back(f);
         else no_data.push_back(m.series);
@@ -642,8 +677,9 @@ std::vector<std::string> draw_figures(std::ostream& md, const std::vector<figure
     return failures;
 }
 
-void write_figures(std::ostream& md, const std::vector<run_record>& runs, const std::vector<group_summary>& groups,
-                   const report_options& options, report_output& result) {
+void write_figures(std::ostream& md, const std::vector<run_record>& runs,
+                   const std::vector<group_summary>& groups, const report_options& options,
+                   report_output& result) {
     md << "\n## Figures\n\n";
     const auto names = short_labels(runs);
     figure_stems stems;
@@ -666,7 +702,8 @@ void write_figures(std::ostream& md, const std::vector<run_record>& runs, const 
         md << " (measured at every quantization.diagnostic_interval).\n";
     }
     if (result.figures > 0)
-        md << "\nEach figure's data (`figures/data/*.dat`) and gnuplot script (`figures/*.gp`) are kept beside it.\n";
+        md << "\nEach figure's data (`figures/data/*.dat`) and gnuplot script (`figures/*.gp`) are kept "
+              "beside it.\n";
 }
 
 }  // namespace
@@ -675,7 +712,8 @@ report_output write_report(const std::vector<run_record>& runs, const report_opt
     report_output result;
     std::error_code ec;
     fs::create_directories(options.out_dir, ec);
-    if (ec) throw error(options.out_dir.string() + ": cannot create the report folder (" + ec.message() + ")");
+    if (ec)
+        throw error(options.out_dir.string() + ": cannot create the report folder (" + ec.message() + ")");
     result.markdown = options.out_dir / "report.md";
 
     const std::vector<group_summary> groups = group_runs(runs, options.baseline);
@@ -686,7 +724,8 @@ report_output write_report(const std::vector<run_record>& runs, const report_opt
     write_corpus_reference(md, runs);
     write_hypotheses(md, runs, options.judged);
     write_figures(md, runs, groups, options, result);
-    md << "\n## Tables\n\n[`runs.csv`](runs.csv): one row per run; [`steps.csv`](steps.csv): one row per run per "
+    md << "\n## Tables\n\n[`runs.csv`](runs.csv): one row per run; [`steps.csv`](steps.csv): one row per run "
+          "per "
           "logged step (docs/report.md, \"Tables\", has a pandas example).\n";
     run::write_file_atomically(options.out_dir / "runs.csv", runs_csv(runs, groups));
     run::write_file_atomically(options.out_dir / "steps.csv", steps_csv(runs, groups));

@@ -32,8 +32,8 @@ struct report_options {
 
 struct report_output {
     fs::path markdown;
-    size_t figures = 0;           // images made
-    std::string figures_missing;  // why there are none or fewer, empty when all were made
+    size_t figures = 0;                // images made
+    std::string figures_missing;       // why there are none or fewer, empty when all were made
     bool gnuplot_unavailable = false;  // figures were asked for and gnuplot cannot draw any
 };
 
@@ -43,7 +43,7 @@ struct report_output {
 inline constexpr size_t kNoGroup = static_cast<size_t>(-1);
 
 struct group_summary {
-    std::string name;   // the config name of its runs (names joined by ", " when they differ)
+    std::string name;  // the config name of its runs (names joined by ", " when they differ)
     // Unique among the groups: the name; where groups share it, the name and the settings in which they
     // differ ("e3m4_uniform [scaling=none, shadow_weights=true]"); "name (config unknown)"; then " (2)", ...
     std::string label;
@@ -53,11 +53,12 @@ struct group_summary {
     size_t finished = 0, decided = 0, failed = 0, interrupted = 0;
     std::vector<double> final_val;  // finished runs with a finite final validation loss
     sample_summary val;             // of final_val: n, mean, sample sd, 95% CI
-    welch_result vs_baseline;       // mean - its baseline's mean, Welch's t-test (NaN: no baseline, or too few runs)
+    welch_result
+        vs_baseline;  // mean - its baseline's mean, Welch's t-test (NaN: no baseline, or too few runs)
     // Against its baseline, run by run where the two share a seed (finished runs with a finite loss):
     // the paired differences and their t-test. n = 0 when no seed is shared.
     paired_result vs_baseline_paired;
-    bool baseline = false;          // a baseline: of report_options::baseline's config (by default BF16)
+    bool baseline = false;  // a baseline: of report_options::baseline's config (by default BF16)
     // The index of the baseline group it is compared with: the baseline whose settings agree with its
     // own on the most keys; a baseline's own index; kNoGroup when there is no baseline.
     size_t compared_with = kNoGroup;
@@ -79,7 +80,7 @@ struct hypothesis_verdict {
     std::string observed;    // the numbers
     // "supported" | "contradicted" | "inconclusive" | "not enough runs (n=2)" | "not tested by these runs"
     std::string verdict;
-    std::string group;       // the group (group_summary::label) judged; empty when none was
+    std::string group;  // the group (group_summary::label) judged; empty when none was
 };
 
 // The runs a verdict needs per group: fewer decide nothing.

@@ -54,8 +54,9 @@ void describe_formats(const config::run_config& c, run_record& r) {
         return;
     }
     const bool same = q.weight_format == q.activation_format && q.activation_format == q.gradient_format;
-    std::string text = same ? q.weight_format
-                            : "w " + q.weight_format + ", a " + q.activation_format + ", g " + q.gradient_format;
+    std::string text =
+        same ? q.weight_format
+             : "w " + q.weight_format + ", a " + q.activation_format + ", g " + q.gradient_format;
     for (const config::quantization_rule& rule : q.rules) {
         std::string sets;
         auto add = [&](const char* dir, const std::optional<std::string>& f) {
@@ -80,7 +81,8 @@ void describe_formats(const config::run_config& c, run_record& r) {
 
 // Keys of the resolved config that say how a run is bookkept, not what it trains.
 bool experiment_key(const std::string& key) {
-    return key != "name" && key != "training.seed" && key != "training.threads" && key.rfind("output.", 0) != 0;
+    return key != "name" && key != "training.seed" && key != "training.threads" &&
+           key.rfind("output.", 0) != 0;
 }
 
 // The shortest decimal that reads back as x.
@@ -99,7 +101,8 @@ void flatten(const toml::table& t, const std::string& prefix, std::map<std::stri
             std::ostringstream text;
             if (const toml::array* a = v.as_array()) text << *a;
             else if (const auto* str = v.as_string()) text << str->get();  // e5m2, not 'e5m2'
-            else if (const auto* d = v.as_floating_point()) text << shortest(d->get());  // 0.003, not 0.0030000000000000001
+            else if (const auto* d = v.as_floating_point())
+                text << shortest(d->get());  // 0.003, not 0.0030000000000000001
             else v.visit([&](auto&& x) { text << x; });
             out[key] = text.str();
         }
@@ -142,7 +145,8 @@ void read_summary(const fs::path& file, run_record& r) {
         s = run::read_summary(file);
     } catch (const run::summary_error& e) {
         const std::string what = e.what();
-        const std::string reason = what.rfind(file.string() + ": ", 0) == 0 ? what.substr(file.string().size() + 2) : what;
+        const std::string reason =
+            what.rfind(file.string() + ": ", 0) == 0 ? what.substr(file.string().size() + 2) : what;
         r.problems.push_back("summary.json: " + reason + ": the run counts as interrupted");
         return;
     }
@@ -271,7 +275,8 @@ void digest_metrics(const metrics_data& m, run_record& r) {
         series.lines.push_back(line);
         if (!(line.values.get("count") > 0)) continue;
         r.max_overflow[line.role].offer(line.overflow_rate(), tensor, step);
-        if (const double stall = line.bit_stall_rate(); !std::isnan(stall)) r.max_bit_stall.offer(stall, tensor, step);
+        if (const double stall = line.bit_stall_rate(); !std::isnan(stall))
+            r.max_bit_stall.offer(stall, tensor, step);
     }
 
     // Events: switches and intervention counts, where there is no summary.json to give them.
@@ -295,7 +300,8 @@ std::vector<run::metric> series_of_runs(const std::vector<run_record>& runs) {
     for (const run_record& r : runs)
         for (const run::metric& m : r.catalog.metrics())
             if (!m.series.empty() && seen.insert(m.series).second) added.push_back(m);
-    std::stable_sort(added.begin(), added.end(), [](const auto& a, const auto& b) { return a.series < b.series; });
+    std::stable_sort(added.begin(), added.end(),
+                     [](const auto& a, const auto& b) { return a.series < b.series; });
     host.insert(host.end(), added.begin(), added.end());
     return host;
 }
@@ -352,10 +358,12 @@ run_record read_run(const fs::path& dir) {
                                   : ", no checkpoint";
         r.problems.push_back(note);
     }
-    if (r.status == "collapsed" && r.failure_report.empty()) r.problems.push_back("no reports/failure.md (the collapse report)");
+    if (r.status == "collapsed" && r.failure_report.empty())
+        r.problems.push_back("no reports/failure.md (the collapse report)");
     if (r.repeated_steps > 0)
         r.problems.push_back("metrics.jsonl: " + std::to_string(r.repeated_steps) +
-                             (r.repeated_steps == 1 ? " step" : " steps") + " written twice (a resume); the later lines kept");
+                             (r.repeated_steps == 1 ? " step" : " steps") +
+                             " written twice (a resume); the later lines kept");
     return r;
 }
 

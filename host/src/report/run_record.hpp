@@ -37,7 +37,7 @@ using run::format_switch;
 
 // One quantized tensor over time: its `tensor` lines, by step (the per-layer figures).
 struct tensor_series {
-    std::string role;                    // "weight", "activation", "output_gradient"
+    std::string role;                     // "weight", "activation", "output_gradient"
     std::vector<run::tensor_line> lines;  // amax, scale (NaN when block-scaled), blocks.* (block-scaled only)
     // `metric`'s value at each line's step (NaN where a line lacks it).
     std::vector<point> of(const std::string& metric) const;
@@ -45,7 +45,7 @@ struct tensor_series {
 
 struct run_record {
     fs::path dir;
-    std::string name;  // the config's name (else summary.json's, else the folder's)
+    std::string name;    // the config's name (else summary.json's, else the folder's)
     std::string run_id;  // metrics.jsonl's (empty for runs of hosts before run ids)
 
     // From summary.json, else config.toml, else metrics.jsonl.
@@ -72,8 +72,8 @@ struct run_record {
     run::metric_values run_metrics;
     std::optional<double> run_metric(const std::string& name) const { return run_metrics.find(name); }
     run::corpus_record corpus;  // summary.json's n-gram references (NaN: not recorded)
-    std::map<std::string, std::map<std::string, int64_t>> interventions;    // plugin -> event -> count
-    std::optional<int64_t> last_checkpoint;  // newest complete checkpoints/step_N
+    std::map<std::string, std::map<std::string, int64_t>> interventions;  // plugin -> event -> count
+    std::optional<int64_t> last_checkpoint;       // newest complete checkpoints/step_N
     std::optional<int64_t> first_nonfinite_step;  // first step whose loss was written null
     fs::path failure_report;                      // reports/failure.md when it exists
     int64_t repeated_steps = 0;                   // steps written twice (a resume); the last line kept
@@ -97,9 +97,9 @@ struct run_record {
     std::map<std::string, std::vector<point>> series;
     const std::vector<point>& train_loss() const { return series_points("train_loss"); }
     const std::vector<point>& val_loss() const { return series_points("val_loss"); }
-    std::map<std::string, tensor_series> tensors;           // by tensor name ("blocks.0.mlp.fc.weight")
-    std::map<std::string, peak> max_overflow;  // by role: weight, activation, gradient (per tensor)
-    peak max_bit_stall;                        // over weight tensors
+    std::map<std::string, tensor_series> tensors;  // by tensor name ("blocks.0.mlp.fc.weight")
+    std::map<std::string, peak> max_overflow;      // by role: weight, activation, gradient (per tensor)
+    peak max_bit_stall;                            // over weight tensors
 
     // The points of series `name`; none when not measured.
     const std::vector<point>& series_points(const std::string& name) const;
@@ -108,7 +108,9 @@ struct run_record {
     // error, a crash or a signal).
     bool decided() const { return has_summary && (status == "finished" || status == "collapsed"); }
     // A decided run that failed (collapsed, or classified with a failure mode).
-    bool failed() const { return decided() && (status == "collapsed" || (!failure_mode.empty() && failure_mode != "none")); }
+    bool failed() const {
+        return decided() && (status == "collapsed" || (!failure_mode.empty() && failure_mode != "none"));
+    }
 };
 
 // The series of `runs`' catalogs, each once (by its series name, the first

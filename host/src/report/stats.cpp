@@ -69,8 +69,7 @@ double bisect(F f, double p, double lo, double hi) {
 double regularized_beta(double a, double b, double x) {
     if (!(a > 0 && b > 0 && x >= 0 && x <= 1)) return kNaN;
     if (x == 0 || x == 1) return x;
-    const double front =
-        std::exp(a * std::log(x) + b * std::log1p(-x) - log_beta(a, b));
+    const double front = std::exp(a * std::log(x) + b * std::log1p(-x) - log_beta(a, b));
     // The fraction converges fast below the mean; above it, use I_x(a,b) = 1 - I_{1-x}(b,a).
     if (x < (a + 1) / (a + b + 2)) return front * beta_fraction(a, b, x) / a;
     return 1 - front * beta_fraction(b, a, 1 - x) / b;
@@ -88,7 +87,8 @@ double student_t_cdf(double t, double df) {
     // P(|T| > |t|) = I_x(df/2, 1/2) with x = df/(df+t^2), = 1 - I_y(1/2, df/2)
     // with y = t^2/(df+t^2): the second where x is near 1, so y keeps its bits.
     const double x = df / (df + t * t), y = t * t / (df + t * t);
-    const double two_tails = x <= 0.5 ? regularized_beta(df / 2, 0.5, x) : 1 - regularized_beta(0.5, df / 2, y);
+    const double two_tails =
+        x <= 0.5 ? regularized_beta(df / 2, 0.5, x) : 1 - regularized_beta(0.5, df / 2, y);
     return t > 0 ? 1 - 0.5 * two_tails : 0.5 * two_tails;
 }
 
@@ -120,7 +120,8 @@ sample_summary summarize(const std::vector<double>& x) {
     double ss = 0;
     for (double v : x) ss += (v - s.mean) * (v - s.mean);
     s.sd = std::sqrt(ss / static_cast<double>(s.n - 1));
-    const double half = student_t_quantile(0.975, static_cast<double>(s.n - 1)) * s.sd / std::sqrt(static_cast<double>(s.n));
+    const double half =
+        student_t_quantile(0.975, static_cast<double>(s.n - 1)) * s.sd / std::sqrt(static_cast<double>(s.n));
     s.ci_low = s.mean - half;
     s.ci_high = s.mean + half;
     return s;
@@ -132,7 +133,8 @@ welch_result welch_test(const std::vector<double>& a, const std::vector<double>&
     w.difference = sa.mean - sb.mean;
     w.t = w.df = w.p = kNaN;
     if (sa.n < 2 || sb.n < 2) return w;
-    const double va = sa.sd * sa.sd / static_cast<double>(sa.n), vb = sb.sd * sb.sd / static_cast<double>(sb.n);
+    const double va = sa.sd * sa.sd / static_cast<double>(sa.n),
+                 vb = sb.sd * sb.sd / static_cast<double>(sb.n);
     if (va + vb == 0) return w;
     w.t = w.difference / std::sqrt(va + vb);
     w.df = (va + vb) * (va + vb) /

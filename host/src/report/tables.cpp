@@ -59,8 +59,8 @@ std::string runs_csv(const std::vector<run_record>& runs, const std::vector<grou
         (m->timing ? cost : measured).push_back(m->name);
     std::vector<std::string> header = {"run", "run_id", "group", "config", "seed"};
     header.insert(header.end(), varying.begin(), varying.end());
-    for (const char* h : {"formats", "uniform_format", "status", "failure_mode", "failure_step", "steps_done",
-                          "max_steps"})
+    for (const char* h :
+         {"formats", "uniform_format", "status", "failure_mode", "failure_step", "steps_done", "max_steps"})
         header.push_back(h);
     header.insert(header.end(), measured.begin(), measured.end());
     header.insert(header.end(), {"baseline", "baseline_group"});
@@ -73,12 +73,13 @@ std::string runs_csv(const std::vector<run_record>& runs, const std::vector<grou
             const auto it = r.settings.find(key);
             f.push_back(it == r.settings.end() ? "" : it->second);
         }
-        for (const std::string& x : {r.formats, r.uniform_format, r.status, r.failure_mode, integer(r.failure_step),
-                                     integer(r.steps_done), integer(r.max_steps)})
+        for (const std::string& x : {r.formats, r.uniform_format, r.status, r.failure_mode,
+                                     integer(r.failure_step), integer(r.steps_done), integer(r.max_steps)})
             f.push_back(x);
         for (const std::string& name : measured) f.push_back(number(r.run_metric(name)));
         f.push_back(g.baseline ? "true" : "false");
-        f.push_back(g.compared_with == kNoGroup || g.baseline ? std::string() : groups[g.compared_with].label);
+        f.push_back(g.compared_with == kNoGroup || g.baseline ? std::string()
+                                                              : groups[g.compared_with].label);
         for (const std::string& name : cost) f.push_back(number(r.run_metric(name)));
         out += row(f);
     }

@@ -105,7 +105,8 @@ metric series_of(metric_record record, std::string of, tensor_summary summary, s
 std::vector<metric> make_host_metrics() {
     using T = metric_type;
     using R = metric_record;
-    metric val = step("val_loss", "nats/token", "Validation loss (mean over the evaluation batches)", "val_loss");
+    metric val =
+        step("val_loss", "nats/token", "Validation loss (mean over the evaluation batches)", "val_loss");
     val.record = R::val;
     return {
         step("loss", "nats/token", "Training loss (the step's batch)", "train_loss"),
@@ -113,30 +114,37 @@ std::vector<metric> make_host_metrics() {
         step("lr", "", "Learning rate of the step"),
         step("grad_norm", "", "Global norm of the parameter gradients, before clipping"),
         timed(step("tokens_per_s", "tokens/s", "Training throughput of the step")),
-        step("grad_sparsity", "fraction", "Fraction of the parameter-gradient elements with |g| <= failure.near_zero"),
-        step("overflow_rate", "fraction", "The largest overflow rate of any quantized tensor at its last use"),
-        step("underflow_rate", "fraction", "The largest underflow rate of any quantized tensor at its last use"),
-        of_tensor("scale", T::number, "", "Per-tensor scale s at the last use (q(x*s)/s); null when block-scaled",
-                  true),
+        step("grad_sparsity", "fraction",
+             "Fraction of the parameter-gradient elements with |g| <= failure.near_zero"),
+        step("overflow_rate", "fraction",
+             "The largest overflow rate of any quantized tensor at its last use"),
+        step("underflow_rate", "fraction",
+             "The largest underflow rate of any quantized tensor at its last use"),
+        of_tensor("scale", T::number, "",
+                  "Per-tensor scale s at the last use (q(x*s)/s); null when block-scaled", true),
         of_tensor("amax", T::number, "", "Largest magnitude of the tensor at its last use", true),
-        of_tensor("overflow", T::count, "elements", "Elements beyond the format's range at the last use", true),
-        of_tensor("underflow", T::count, "elements", "Non-zero elements flushed to zero at the last use", true),
-        of_tensor("count", T::count, "elements", "Elements quantized at the last use (both copies when twice)",
+        of_tensor("overflow", T::count, "elements", "Elements beyond the format's range at the last use",
                   true),
+        of_tensor("underflow", T::count, "elements", "Non-zero elements flushed to zero at the last use",
+                  true),
+        of_tensor("count", T::count, "elements",
+                  "Elements quantized at the last use (both copies when twice)", true),
         of_tensor("bit_stall_rate", T::number, "fraction",
                   "Fraction of the weight's elements whose quantized value did not change since the last "
                   "measurement (weights, at measurements)",
                   false),
-        of_tensor("blocks.blocks", T::count, "blocks", "Blocks with a scale of their own (block-scaled tensors)",
-                  false),
+        of_tensor("blocks.blocks", T::count, "blocks",
+                  "Blocks with a scale of their own (block-scaled tensors)", false),
         of_tensor("blocks.saturated", T::count, "blocks",
                   "Blocks whose scale was clamped at the scale format's largest value (their elements clip)",
                   false),
         of_tensor("blocks.underflowed", T::count, "blocks",
                   "Blocks whose scale was clamped at the scale format's smallest value", false),
         of_tensor("blocks.neutral", T::count, "blocks", "Blocks with amax 0 or not finite (scale 1)", false),
-        of_tensor("blocks.smallest_scale", T::number, "", "Smallest decode scale 1/s of the other blocks", false),
-        of_tensor("blocks.largest_scale", T::number, "", "Largest decode scale 1/s of the other blocks", false),
+        of_tensor("blocks.smallest_scale", T::number, "", "Smallest decode scale 1/s of the other blocks",
+                  false),
+        of_tensor("blocks.largest_scale", T::number, "", "Largest decode scale 1/s of the other blocks",
+                  false),
         // The series the report draws, in its order. bit_stall is also the
         // step metric the failure detector judges (the trainer's train line
         // carries it at measurements).
@@ -153,7 +161,8 @@ std::vector<metric> make_host_metrics() {
         of_run("final_val_loss", "nats/token", "Validation loss of the last evaluation"),
         of_run("best_val_loss", "nats/token", "Lowest validation loss of the run"),
         timed(of_run("seconds", "s", "Wall-clock time of the run, across resumes")),
-        not_required(timed(of_run("cpu_seconds", "s", "User and system CPU time of the run, all threads, across resumes"))),
+        not_required(timed(
+            of_run("cpu_seconds", "s", "User and system CPU time of the run, all threads, across resumes"))),
     };
 }
 
@@ -217,8 +226,9 @@ std::optional<double> metric_values::find(std::string_view name) const {
 double metric_values::get(std::string_view name) const { return find(name).value_or(NAN); }
 
 void metric_values::erase(std::string_view name) {
-    values_.erase(std::remove_if(values_.begin(), values_.end(), [&](const auto& e) { return e.first == name; }),
-                  values_.end());
+    values_.erase(
+        std::remove_if(values_.begin(), values_.end(), [&](const auto& e) { return e.first == name; }),
+        values_.end());
 }
 
 double summarise(const metric& m, const std::vector<tensor_value>& values) {

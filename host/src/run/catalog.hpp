@@ -42,9 +42,9 @@ enum class tensor_summary {
     min,                  // the all-tensor value where written, else the smallest finite value
 };
 
-const name_table<metric_record>& metric_record_names();  // train, val, tensor, diagnostic, summary
-const name_table<metric_scope>& metric_scope_names();    // step, tensor, run
-const name_table<metric_type>& metric_type_names();      // number, count
+const name_table<metric_record>& metric_record_names();    // train, val, tensor, diagnostic, summary
+const name_table<metric_scope>& metric_scope_names();      // step, tensor, run
+const name_table<metric_type>& metric_type_names();        // number, count
 const name_table<tensor_summary>& tensor_summary_names();  // none, count_weighted_mean, mean, max, min
 
 struct metric {
@@ -63,12 +63,12 @@ struct metric {
     // another's values: of `summary_of`, stored in `record`, one value per
     // step by `summary` (a diagnostic's headline: of its value of that name).
     std::string series;
-    std::string label;            // the figure's axis label; empty: no figure of its own
+    std::string label;  // the figure's axis label; empty: no figure of its own
     tensor_summary summary = tensor_summary::none;
-    std::string summary_of;       // derived: the metric it is drawn from; empty: stored under `name`
-    bool log_scale = false;       // the figure's axis
-    bool required = false;        // a reader refuses a record without it (every host wrote it)
-    bool timing = false;          // wall-clock time: differs between two runs of the same config
+    std::string summary_of;  // derived: the metric it is drawn from; empty: stored under `name`
+    bool log_scale = false;  // the figure's axis
+    bool required = false;   // a reader refuses a record without it (every host wrote it)
+    bool timing = false;     // wall-clock time: differs between two runs of the same config
 
     bool derived() const { return !summary_of.empty(); }
     bool figure() const { return !series.empty() && !label.empty(); }
@@ -125,7 +125,7 @@ private:
 struct tensor_value {
     bool all_tensors = false;  // the diagnostic's "*" entry
     double value = 0;
-    double count = 0;          // the tensor's elements (count_weighted_mean)
+    double count = 0;  // the tensor's elements (count_weighted_mean)
 };
 // The step's value of a series from its tensors' values (m.summary); NaN when none counts.
 double summarise(const metric& m, const std::vector<tensor_value>& values);

@@ -94,8 +94,9 @@ metric_catalog catalog_of(const fs::path& run_dir, std::vector<std::string>& pro
         return read_catalog(catalog_file(run_dir));
     } catch (const error& e) {
         const std::string what = e.what(), prefix = catalog_file(run_dir).string() + ": ";
-        problems.push_back("catalog.json: " + (what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what) +
-                           " (the host's own metrics are shown)");
+        problems.push_back(
+            "catalog.json: " + (what.rfind(prefix, 0) == 0 ? what.substr(prefix.size()) : what) +
+            " (the host's own metrics are shown)");
         return metric_catalog();
     }
 }

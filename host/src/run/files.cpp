@@ -39,7 +39,8 @@ std::vector<checkpoint_ref> complete_checkpoints(const fs::path& run_dir) {
         if (fs::is_regular_file(state_file(e.path()), ec)) found.push_back({step, e.path(), false});
         else if (fs::is_regular_file(e.path() / "state.toml", ec)) found.push_back({step, e.path(), true});
     }
-    std::sort(found.begin(), found.end(), [](const checkpoint_ref& a, const checkpoint_ref& b) { return a.step < b.step; });
+    std::sort(found.begin(), found.end(),
+              [](const checkpoint_ref& a, const checkpoint_ref& b) { return a.step < b.step; });
     return found;
 }
 
@@ -102,7 +103,8 @@ std::vector<file_record> checkpoint_files(const fs::path& checkpoint) {
         if (!r) throw error(e.path().string() + ": cannot read");
         out.push_back(*r);
     }
-    std::sort(out.begin(), out.end(), [](const file_record& a, const file_record& b) { return a.path < b.path; });
+    std::sort(out.begin(), out.end(),
+              [](const file_record& a, const file_record& b) { return a.path < b.path; });
     return out;
 }
 
@@ -112,10 +114,12 @@ void verify_checkpoint_files(const fs::path& checkpoint, const std::vector<file_
         const std::optional<file_record> got = fingerprint(file, want.path);
         if (!got) throw error(file.string() + ": missing or unreadable (the checkpoint is incomplete)");
         if (got->bytes != want.bytes)
-            throw error(file.string() + ": " + std::to_string(got->bytes) + " bytes, but state.json recorded " +
-                        std::to_string(want.bytes) + " (the file is damaged or was replaced)");
+            throw error(file.string() + ": " + std::to_string(got->bytes) +
+                        " bytes, but state.json recorded " + std::to_string(want.bytes) +
+                        " (the file is damaged or was replaced)");
         if (got->crc32 != want.crc32)
-            throw error(file.string() + ": its contents changed since the checkpoint was written (CRC-32 mismatch: the "
+            throw error(file.string() +
+                        ": its contents changed since the checkpoint was written (CRC-32 mismatch: the "
                         "file is damaged)");
     }
 }

@@ -22,14 +22,14 @@ namespace fs = std::filesystem;
 
 // ---- paths ------------------------------------------------------------------------
 
-fs::path config_file(const fs::path& run_dir);    // config.toml
-fs::path metrics_file(const fs::path& run_dir);   // metrics.jsonl
-fs::path summary_file(const fs::path& run_dir);   // summary.json
-fs::path reports_dir(const fs::path& run_dir);    // reports/
-fs::path checkpoints_dir(const fs::path& run_dir);  // checkpoints/
+fs::path config_file(const fs::path& run_dir);                   // config.toml
+fs::path metrics_file(const fs::path& run_dir);                  // metrics.jsonl
+fs::path summary_file(const fs::path& run_dir);                  // summary.json
+fs::path reports_dir(const fs::path& run_dir);                   // reports/
+fs::path checkpoints_dir(const fs::path& run_dir);               // checkpoints/
 fs::path checkpoint_dir(const fs::path& run_dir, int64_t step);  // checkpoints/step_NNNNNNN
-fs::path state_file(const fs::path& checkpoint);  // step_N/state.json
-fs::path catalog_file(const fs::path& run_dir);   // catalog.json
+fs::path state_file(const fs::path& checkpoint);                 // step_N/state.json
+fs::path catalog_file(const fs::path& run_dir);                  // catalog.json
 
 // A complete checkpoint folder: step_N holding state.json (written last). A
 // folder holding the state.toml of hosts before state.json is `legacy`: the

@@ -39,15 +39,16 @@ json parse_json_text(const std::string& text, const std::string& name) {
     try {
         return parse_json(text);
     } catch (const json_failure& e) {
-        throw error(name + ": " + (e.cut_short ? "cut short (half-written?): " : "not valid JSON: ") + e.message);
+        throw error(name + ": " + (e.cut_short ? "cut short (half-written?): " : "not valid JSON: ") +
+                    e.message);
     }
 }
-
 
 json switches_json(const std::vector<format_switch>& switches) {
     json a = json::array();
     for (const format_switch& s : switches)
-        a.push_back({{"step", s.step}, {"tensor", s.tensor}, {"from", s.from}, {"to", s.to}, {"plugin", s.plugin}});
+        a.push_back(
+            {{"step", s.step}, {"tensor", s.tensor}, {"from", s.from}, {"to", s.to}, {"plugin", s.plugin}});
     return a;
 }
 
@@ -56,7 +57,8 @@ std::vector<format_switch> switches_from(const fields& f, const char* key) {
     const json& a = f.array(key);
     for (size_t i = 0; i < a.size(); ++i) {
         const fields s(a[i], f.where(), f.key(key) + "[" + std::to_string(i) + "].");
-        out.push_back({s.integer("step"), s.string("plugin"), s.string("tensor"), s.string("from"), s.string("to")});
+        out.push_back(
+            {s.integer("step"), s.string("plugin"), s.string("tensor"), s.string("from"), s.string("to")});
     }
     return out;
 }

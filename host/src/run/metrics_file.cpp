@@ -78,7 +78,6 @@ json line_json(const metrics_line& line, const std::string& run_id, const metric
     return j;
 }
 
-
 // The kind of a line: its "kind", or for lines of hosts before "kind" existed,
 // the key that told them apart.
 std::string kind_of(const json& j) {
@@ -116,7 +115,8 @@ std::optional<metrics_line> line_from(const json& j, const std::string& where) {
         d.tensor = f.string("tensor");
         d.role = f.string("role");
         const fields values = f.object("values");
-        for (const auto& [name, value] : f.at("values").items()) d.values.emplace_back(name, values.number(name.c_str()));
+        for (const auto& [name, value] : f.at("values").items())
+            d.values.emplace_back(name, values.number(name.c_str()));
         return d;
     }
     if (kind == "event") {
@@ -163,7 +163,8 @@ int64_t step_of(const metrics_line& line) {
 
 // ---- metrics.jsonl --------------------------------------------------------------------
 
-std::string metrics_line_text(const metrics_line& line, const std::string& run_id, const metric_catalog& catalog) {
+std::string metrics_line_text(const metrics_line& line, const std::string& run_id,
+                              const metric_catalog& catalog) {
     return line_json(line, run_id, catalog).dump();
 }
 
@@ -219,7 +220,8 @@ metrics_contents parse_metrics(const std::string& text) {
         }
         try {
             if (std::optional<metrics_line> l = line_from(j, where)) {
-                if (j.contains("run_id") && j["run_id"].is_string()) m.run_id = j["run_id"].get<std::string>();
+                if (j.contains("run_id") && j["run_id"].is_string())
+                    m.run_id = j["run_id"].get<std::string>();
                 m.lines.push_back(std::move(*l));
             }
         } catch (const error& e) {
@@ -230,7 +232,8 @@ metrics_contents parse_metrics(const std::string& text) {
         complain("metrics.jsonl: the last line has no newline (the run may still be writing)");
     for (std::string& b : bad) m.problems.push_back(std::move(b));
     if (bad_count > bad.size())
-        m.problems.push_back("metrics.jsonl: " + std::to_string(bad_count - bad.size()) + " more bad lines (skipped)");
+        m.problems.push_back("metrics.jsonl: " + std::to_string(bad_count - bad.size()) +
+                             " more bad lines (skipped)");
     return m;
 }
 

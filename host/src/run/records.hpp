@@ -111,9 +111,9 @@ struct diagnostic_mean {
 struct run_history {
     std::vector<format_switch> switches;
     std::map<std::string, std::map<std::string, int64_t>> interventions;  // plugin -> action kind -> count
-    std::vector<std::string> events;                                        // one line each, for the report
-    std::deque<train_line> trend;                                           // the last steps
-    std::deque<diagnostic_mean> diagnostics;                                // the last snapshots
+    std::vector<std::string> events;                                      // one line each, for the report
+    std::deque<train_line> trend;                                         // the last steps
+    std::deque<diagnostic_mean> diagnostics;                              // the last snapshots
     // Evaluations so far: the summary's final and best validation loss cover
     // the whole run, across resumes.
     double last_val_loss = NAN, best_val_loss = NAN;
@@ -133,10 +133,10 @@ struct formats_record {
 // How a run's training process died (status "crashed"): of a signal, in a
 // plugin call or outside any.
 struct crash_record {
-    int signal = 0;              // e.g. 11
-    std::string signal_name;     // e.g. "SIGSEGV"
-    std::string plugin, call;    // empty: no plugin call was running
-    int64_t steps_done = 0;      // steps finished before the crash
+    int signal = 0;            // e.g. 11
+    std::string signal_name;   // e.g. "SIGSEGV"
+    std::string plugin, call;  // empty: no plugin call was running
+    int64_t steps_done = 0;    // steps finished before the crash
 };
 
 // What the corpus alone predicts (data/ngram.hpp), beside the run's losses:
@@ -203,7 +203,7 @@ struct detector_record {
 // resume verifies each before it reads any, so a damaged byte is refused
 // rather than resumed silently wrong.
 struct file_record {
-    std::string path;    // relative to the checkpoint folder, '/'-separated
+    std::string path;  // relative to the checkpoint folder, '/'-separated
     uint64_t bytes = 0;
     uint32_t crc32 = 0;  // CRC-32 (IEEE 802.3, as zlib computes it) of the contents
 };
@@ -213,7 +213,7 @@ struct checkpoint_state {
     // every value of their train line (1: five of them, the bit stall as bit_stall_rate).
     static constexpr int kVersion = 2;
     std::string run_id;
-    int64_t step = 0;          // steps done; must equal the folder's step_N
+    int64_t step = 0;  // steps done; must equal the folder's step_N
     detector_record detector;
     std::vector<site_record> sites;  // in the model's site order
     run_history history;

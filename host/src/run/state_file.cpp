@@ -45,7 +45,8 @@ run_history history_from(const fields& f, int64_t layout) {
         for (const auto& [key, value] : trend[i].items()) {
             if (key == "step") continue;
             // Layout 1 named the bit stall of all weights bit_stall_rate.
-            row.values.set(layout == 1 && key == "bit_stall_rate" ? "bit_stall" : key, r.exact_number(key.c_str()));
+            row.values.set(layout == 1 && key == "bit_stall_rate" ? "bit_stall" : key,
+                           r.exact_number(key.c_str()));
         }
         h.trend.push_back(std::move(row));
     }
@@ -70,11 +71,14 @@ run_history history_from(const fields& f, int64_t layout) {
 
 void write_checkpoint_state(const fs::path& checkpoint, const checkpoint_state& s) {
     const auto streak = [](const streak_record& r) {
-        return json{{"length", r.length}, {"first_step", r.first_step}, {"first_value", exact(r.first_value)},
+        return json{{"length", r.length},
+                    {"first_step", r.first_step},
+                    {"first_value", exact(r.first_value)},
                     {"last_value", exact(r.last_value)}};
     };
     json files = json::array();
-    for (const file_record& f : s.files) files.push_back({{"path", f.path}, {"bytes", f.bytes}, {"crc32", f.crc32}});
+    for (const file_record& f : s.files)
+        files.push_back({{"path", f.path}, {"bytes", f.bytes}, {"crc32", f.crc32}});
     json sites = json::array();
     for (const site_record& r : s.sites) {
         json history = json::array();
@@ -88,7 +92,9 @@ void write_checkpoint_state(const fs::path& checkpoint, const checkpoint_state& 
     const json j = {{"layout", checkpoint_state::kVersion},
                     {"run_id", s.run_id},
                     {"step", s.step},
-                    {"loop", {{"window_loss_sum", exact(s.detector.window_loss_sum)}, {"window_loss_n", s.detector.window_loss_n}}},
+                    {"loop",
+                     {{"window_loss_sum", exact(s.detector.window_loss_sum)},
+                      {"window_loss_n", s.detector.window_loss_n}}},
                     {"failure_detector",
                      {{"nonfinite", streak(s.detector.nonfinite)},
                       {"bit_stall", streak(s.detector.bit_stall)},
@@ -115,7 +121,8 @@ checkpoint_state parse_checkpoint_state(const std::string& text, const std::stri
     // Layout 1 differs only in the trend's rows (history_from reads both).
     if (layout != checkpoint_state::kVersion && layout != 1)
         throw f.fail("layout", std::to_string(layout) + " is not this host's " +
-                                   std::to_string(checkpoint_state::kVersion) + " (written by another version of altgrad-host)");
+                                   std::to_string(checkpoint_state::kVersion) +
+                                   " (written by another version of altgrad-host)");
     checkpoint_state s;
     s.run_id = f.string("run_id");
     s.step = f.integer("step");
@@ -128,8 +135,13 @@ checkpoint_state parse_checkpoint_state(const std::string& text, const std::stri
         return streak_record{r.integer("length"), r.integer("first_step"), r.exact_number("first_value"),
                              r.exact_number("last_value")};
     };
-    s.detector = {streak("nonfinite"), streak("bit_stall"), streak("overflow"), streak("vanishing"),
-                  d.exact_number("previous_window_loss"), window_loss_sum, window_loss_n};
+    s.detector = {streak("nonfinite"),
+                  streak("bit_stall"),
+                  streak("overflow"),
+                  streak("vanishing"),
+                  d.exact_number("previous_window_loss"),
+                  window_loss_sum,
+                  window_loss_n};
     const json& sites = f.array("sites");
     for (size_t i = 0; i < sites.size(); ++i) {
         const fields r(sites[i], name, "sites[" + std::to_string(i) + "].");
@@ -140,7 +152,8 @@ checkpoint_state parse_checkpoint_state(const std::string& text, const std::stri
         site.scaling.scale = static_cast<float>(r.exact_number("scale"));
         const json& history = r.array("amax_history");
         for (size_t k = 0; k < history.size(); ++k)
-            site.scaling.amax_history.push_back(r.exact_value(history[k], "amax_history[" + std::to_string(k) + "]"));
+            site.scaling.amax_history.push_back(
+                r.exact_value(history[k], "amax_history[" + std::to_string(k) + "]"));
         s.sites.push_back(std::move(site));
     }
     s.history = history_from(f.object("history"), layout);

@@ -19,8 +19,10 @@ void write_summary(const fs::path& run_dir, const summary_record& s) {
               {"max_steps", s.max_steps},
               {"seed", s.seed}};
     // The run's metrics, every one the catalog describes: null where not finite or unknown.
-    for (const metric* m : host_catalog().of_record(metric_record::summary)) put_metric(j, *m, s.values.get(m->name));
-    j["formats"] = {{"weight", s.formats.weight}, {"activation", s.formats.activation}, {"gradient", s.formats.gradient}};
+    for (const metric* m : host_catalog().of_record(metric_record::summary))
+        put_metric(j, *m, s.values.get(m->name));
+    j["formats"] = {
+        {"weight", s.formats.weight}, {"activation", s.formats.activation}, {"gradient", s.formats.gradient}};
     j["corpus"] = {{"unigram_entropy", number_or_null(s.corpus.unigram_entropy)},
                    {"bigram", number_or_null(s.corpus.bigram)},
                    {"trigram", number_or_null(s.corpus.trigram)}};
@@ -47,8 +49,9 @@ summary_record parse_summary(const std::string& text, const std::string& name) {
     try {
         j = parse_json(text);
     } catch (const json_failure& e) {
-        throw summary_error(name + ": " + (e.cut_short ? "half-written" : "not valid JSON") + " (" + e.message + ")",
-                            e.cut_short);
+        throw summary_error(
+            name + ": " + (e.cut_short ? "half-written" : "not valid JSON") + " (" + e.message + ")",
+            e.cut_short);
     }
     try {
         const fields f(j, name);

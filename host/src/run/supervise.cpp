@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -67,15 +67,16 @@ std::string crash_text(const call_snapshot& at, int signal) {
     const std::string steps =
         at.steps_done < 0 ? "while setting up" : "after " + std::to_string(at.steps_done) + " steps";
     if (at.in_call)
-        return "plugin '" + at.plugin + "' crashed the run in " + at.call + " " + steps + ": " + signal_text(signal);
+        return "plugin '" + at.plugin + "' crashed the run in " + at.call + " " + steps + ": " +
+               signal_text(signal);
     return "the training process died of " + signal_text(signal) + " " + steps + ", in no plugin call" +
            (at.plugin.empty() ? "" : " (the last one: plugin '" + at.plugin + "' " + at.call + ")");
 }
 
 // After the child died of `signal`: the summary (when there is a run
 // directory) and the one line.
-void report_crash(const std::filesystem::path& plugins_dir, const call_snapshot& at, int signal, double seconds,
-                  std::ostream& err) {
+void report_crash(const std::filesystem::path& plugins_dir, const call_snapshot& at, int signal,
+                  double seconds, std::ostream& err) {
     std::string line = "altgrad-host: " + crash_text(at, signal);
     if (at.run_dir.empty()) {
         err << line << "; no run directory was made yet\n";
@@ -88,10 +89,9 @@ void report_crash(const std::filesystem::path& plugins_dir, const call_snapshot&
         line += "; summary.json not written (" + first_line(e.what()) + ")";
     }
     if (const std::optional<checkpoint_ref> last = latest_checkpoint(at.run_dir))
-        line += "; resume from its checkpoint at step " + std::to_string(last->step) + ": altgrad-host --plugins " +
-                plugins_dir.string() + " run --resume " + at.run_dir.string();
-    else
-        line += "; it wrote no checkpoint: start it again";
+        line += "; resume from its checkpoint at step " + std::to_string(last->step) +
+                ": altgrad-host --plugins " + plugins_dir.string() + " run --resume " + at.run_dir.string();
+    else line += "; it wrote no checkpoint: start it again";
     err << line << "\n";
 }
 
@@ -117,7 +117,8 @@ summary_record crash_summary(const std::filesystem::path& run_dir, const call_sn
     s.max_steps = c.training.max_steps;
     s.seed = c.training.seed;
     s.values.set("seconds", seconds);
-    s.formats = {c.quantization.weight_format, c.quantization.activation_format, c.quantization.gradient_format};
+    s.formats = {c.quantization.weight_format, c.quantization.activation_format,
+                 c.quantization.gradient_format};
     double best = NAN;
     for (const metrics_line& line : m.lines) {
         if (const auto* t = std::get_if<train_line>(&line)) {
@@ -175,7 +176,8 @@ std::optional<int> supervise_training(const std::filesystem::path& plugins_dir, 
     int status = 0;
     while (::waitpid(child, &status, 0) < 0)
         if (errno != EINTR) {
-            err << "altgrad-host: error: cannot wait for the training process: " << std::strerror(errno) << "\n";
+            err << "altgrad-host: error: cannot wait for the training process: " << std::strerror(errno)
+                << "\n";
             return 1;
         }
     if (WIFEXITED(status)) return WEXITSTATUS(status);

@@ -41,7 +41,8 @@ void on_fault(int sig, siginfo_t* info, void*) {
     const uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
     if (g_note != nullptr)
         for (slot& s : g_slots) {
-            if (s.state.load(std::memory_order_acquire) != 2 || a < s.region_begin || a >= s.region_end) continue;
+            if (s.state.load(std::memory_order_acquire) != 2 || a < s.region_begin || a >= s.region_end)
+                continue;
             const uint64_t size = s.element_size;
             g_note->count = (s.data_end - s.data_begin) / size;
             if (a >= s.data_end) {
@@ -101,7 +102,8 @@ guarded_buffer::guarded_buffer(size_t bytes, size_t element_size, const char* na
     const size_t data_pages = bytes == 0 ? 1 : (bytes + page - 1) / page;
     region_bytes_ = (data_pages + 2) * page;
     void* p = ::mmap(nullptr, region_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw error("conformance: could not map " + std::to_string(region_bytes_) + " bytes");
+    if (p == MAP_FAILED)
+        throw error("conformance: could not map " + std::to_string(region_bytes_) + " bytes");
     region_ = static_cast<char*>(p);
     ::mprotect(region_, page, PROT_NONE);
     ::mprotect(region_ + (data_pages + 1) * page, page, PROT_NONE);

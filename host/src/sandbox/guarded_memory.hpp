@@ -15,14 +15,19 @@ namespace altgrad::host::sandbox {
 // reads it when the child dies. Written before each plugin call and by the
 // child's fault handler.
 struct crash_note {
-    char call[512];          // the plugin call in progress ("" between calls)
-    char buffer[48];         // the buffer a fault hit ("" when none of ours)
-    int32_t where;           // see fault_place
-    uint64_t element;        // the element index the faulting address falls on
-    uint64_t count;          // the buffer's element count
+    char call[512];    // the plugin call in progress ("" between calls)
+    char buffer[48];   // the buffer a fault hit ("" when none of ours)
+    int32_t where;     // see fault_place
+    uint64_t element;  // the element index the faulting address falls on
+    uint64_t count;    // the buffer's element count
 };
 
-enum fault_place : int32_t { fault_none = 0, fault_after_end = 1, fault_before_start = 2, fault_read_only = 3 };
+enum fault_place : int32_t {
+    fault_none = 0,
+    fault_after_end = 1,
+    fault_before_start = 2,
+    fault_read_only = 3
+};
 
 // In a check's child process: record faults in `note` (shared with the parent).
 // Installs a SIGSEGV/SIGBUS handler that notes which guarded buffer (if any)
@@ -65,7 +70,7 @@ private:
     size_t region_bytes_ = 0;
     char* data_ = nullptr;
     size_t bytes_ = 0;
-    int slot_ = -1;           // in the fault handler's table
+    int slot_ = -1;  // in the fault handler's table
 };
 
 // A guarded_buffer of T, filled from a vector (or zeros).

@@ -67,7 +67,8 @@ void write_all(int fd, const std::string& s) {
 class shared_note {
 public:
     shared_note() {
-        void* p = ::mmap(nullptr, sizeof(crash_note), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        void* p =
+            ::mmap(nullptr, sizeof(crash_note), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         note_ = p == MAP_FAILED ? nullptr : static_cast<crash_note*>(p);
         if (note_ != nullptr) std::memset(note_, 0, sizeof *note_);
     }
@@ -93,8 +94,8 @@ void describe_signal(const crash_note* note, int signal, result& r) {
     const std::string killed = "signal " + std::to_string(signal) + " (" + ::strsignal(signal) + ")";
     if (note == nullptr || note->where == fault_none || note->call[0] == '\0') return;
     const std::string call(note->call, strnlen(note->call, sizeof note->call));
-    const std::string buffer = std::string(note->buffer, strnlen(note->buffer, sizeof note->buffer)) + " buffer of " +
-                               std::to_string(note->count) + " elements";
+    const std::string buffer = std::string(note->buffer, strnlen(note->buffer, sizeof note->buffer)) +
+                               " buffer of " + std::to_string(note->count) + " elements";
     const std::string element = std::to_string(note->element);
     switch (note->where) {
         case fault_after_end:
@@ -112,14 +113,15 @@ void describe_signal(const crash_note* note, int signal, result& r) {
                        ", which is read-only (an input): the process died with " + killed;
             r.hint = "never write into an input buffer";
             break;
-        default:
-            break;
+        default: break;
     }
 }
 
 class stopwatch {
 public:
-    double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+    double seconds() const {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    }
 
 private:
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
@@ -171,8 +173,7 @@ bool receive_until_closed(int fd, const stopwatch& clock, double timeout_seconds
 
 int wait_status(pid_t pid) {
     int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     return status;
 }
 
@@ -181,9 +182,11 @@ int wait_status(pid_t pid) {
 bool no_result(int status, const std::string& received, const shared_note& note, result& r) {
     if (WIFSIGNALED(status)) {
         r.status = outcome::crashed;
-        r.reason = std::string("the plugin killed the process with signal ") + std::to_string(WTERMSIG(status)) +
-                   " (" + ::strsignal(WTERMSIG(status)) + ")" + note.during();
-        r.hint = "run the check under gdb: altgrad-host conformance --only " + r.check + " with a debugger attached";
+        r.reason = std::string("the plugin killed the process with signal ") +
+                   std::to_string(WTERMSIG(status)) + " (" + ::strsignal(WTERMSIG(status)) + ")" +
+                   note.during();
+        r.hint = "run the check under gdb: altgrad-host conformance --only " + r.check +
+                 " with a debugger attached";
         describe_signal(note.get(), WTERMSIG(status), r);
         return true;
     }
@@ -227,8 +230,8 @@ result run_isolated(const std::string& check, double timeout_seconds, const std:
     r.seconds = clock.seconds();
     if (!in_time) {
         r.status = outcome::timed_out;
-        r.reason = "still running after " + std::to_string(static_cast<int>(timeout_seconds)) + " s" + note.during() +
-                   "; killed";
+        r.reason = "still running after " + std::to_string(static_cast<int>(timeout_seconds)) + " s" +
+                   note.during() + "; killed";
         r.hint = "a quantize/encode/decode call may loop forever on some input";
         return r;
     }

@@ -19,11 +19,11 @@ inline bool is_failure(outcome o) {
 }
 
 struct result {
-    std::string check;      // stable name, e.g. "quantize.ties_to_even"
+    std::string check;  // stable name, e.g. "quantize.ties_to_even"
     outcome status = outcome::passed;
-    std::string reason;     // one line: what was found
-    std::string input;      // for a failure: the input that shows it
-    std::string hint;       // for a failure or warning: where to look
+    std::string reason;  // one line: what was found
+    std::string input;   // for a failure: the input that shows it
+    std::string hint;    // for a failure or warning: where to look
     double seconds = 0.0;
 };
 

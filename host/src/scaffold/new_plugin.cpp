@@ -48,7 +48,8 @@ description = "@DESCRIPTION@"
 
 constexpr const char* kFormatDescription =
     "A 4-bit table format (as written: OCP MX FP4 E2M1, magnitudes 0..6, no Inf or NaN)";
-constexpr const char* kFormatSource = R"(// @NAME@: a format plugin. As written it is a 4-bit table of values (the
+constexpr const char* kFormatSource =
+    R"(// @NAME@: a format plugin. As written it is a 4-bit table of values (the
 // OCP MX FP4 E2M1 grid: a sign bit, then the magnitudes 0, 0.5, 1, 1.5, 2, 3,
 // 4, 6); change the table (or return an exmy_format, fixed_point_format...)
 // to try your own format. codebook_format rounds to the nearest value (ties
@@ -68,9 +69,11 @@ altgrad::sdk::codebook_format make_format(const altgrad::sdk::param_view&) {
 ALTGRAD_FORMAT_PLUGIN(make_format)   // name, version and description: manifest.toml
 )";
 
-constexpr const char* kDiagnosticDescription = "Mean absolute value and the count of non-finite elements per weight tensor";
+constexpr const char* kDiagnosticDescription =
+    "Mean absolute value and the count of non-finite elements per weight tensor";
 // (A raw string with a delimiter: the headline's title holds ")".)
-constexpr const char* kDiagnosticSource = R"src(// @NAME@: a diagnostic plugin. Each measured step the host hands it the
+constexpr const char* kDiagnosticSource =
+    R"src(// @NAME@: a diagnostic plugin. Each measured step the host hands it the
 // tensors of the roles interests() asks for; it answers named values per
 // tensor (at most max_values_per_tensor()), which land in metrics.jsonl;
 // `headlines` names the few a report draws over training.
@@ -119,8 +122,10 @@ private:
 ALTGRAD_DIAGNOSTIC_PLUGIN(make)   // name, version and description: manifest.toml
 )src";
 
-constexpr const char* kInterventionDescription = "Clips the gradient norm to 1 in steps where a gradient overflows more than 1%";
-constexpr const char* kInterventionSource = R"(// @NAME@: an intervention plugin. Once per step it sees the loss, the
+constexpr const char* kInterventionDescription =
+    "Clips the gradient norm to 1 in steps where a gradient overflows more than 1%";
+constexpr const char* kInterventionSource =
+    R"(// @NAME@: an intervention plugin. Once per step it sees the loss, the
 // gradient norm and each tensor's overflow, underflow and bit-stall rates,
 // and may answer actions: clip the gradient norm, switch a tensor's format,
 // skip the step, each with a reason (recorded in the run's metrics).
@@ -177,21 +182,25 @@ std::string substitute(std::string text, const std::vector<std::pair<std::string
 
 }  // namespace
 
-std::vector<fs::path> write_plugin_project(const std::string& name, altgrad_plugin_kind kind, const fs::path& dir) {
+std::vector<fs::path> write_plugin_project(const std::string& name, altgrad_plugin_kind kind,
+                                           const fs::path& dir) {
     if (!sdk::is_plugin_name(name))
         throw error("new-plugin: \"" + name + "\" is not a valid plugin name (" + sdk::kPluginNamePattern +
                     ", at most " + std::to_string(sdk::kMaxPluginNameLength) + " characters)");
     const fs::path root = (dir / name).lexically_normal();  // "my_fp4", not "./my_fp4"
     std::error_code ec;
     if (fs::exists(root, ec) && !(fs::is_directory(root, ec) && fs::is_empty(root, ec)))
-        throw error("new-plugin: " + root.string() + " exists and is not empty (choose another --dir or name)");
+        throw error("new-plugin: " + root.string() +
+                    " exists and is not empty (choose another --dir or name)");
     fs::create_directories(root, ec);
     if (ec) throw error("new-plugin: cannot create " + root.string() + ": " + ec.message());
 
-    const char* source = kind == ALTGRAD_KIND_FORMAT ? kFormatSource
-                         : kind == ALTGRAD_KIND_DIAGNOSTIC ? kDiagnosticSource : kInterventionSource;
-    const char* description = kind == ALTGRAD_KIND_FORMAT ? kFormatDescription
-                              : kind == ALTGRAD_KIND_DIAGNOSTIC ? kDiagnosticDescription : kInterventionDescription;
+    const char* source = kind == ALTGRAD_KIND_FORMAT       ? kFormatSource
+                         : kind == ALTGRAD_KIND_DIAGNOSTIC ? kDiagnosticSource
+                                                           : kInterventionSource;
+    const char* description = kind == ALTGRAD_KIND_FORMAT       ? kFormatDescription
+                              : kind == ALTGRAD_KIND_DIAGNOSTIC ? kDiagnosticDescription
+                                                                : kInterventionDescription;
     // How to use it once it passes and is installed beside the bundled
     // plugins (the installed host's default folder): trained with.
     const std::string use = std::string("run CONFIG.toml --set ") +
@@ -208,10 +217,13 @@ std::vector<fs::path> write_plugin_project(const std::string& name, altgrad_plug
         {"@SERIES@", series},
         {"@NAME@", name},
         {"@KIND@", kind_name(kind)},
-        {"@ABI@", std::to_string(ALTGRAD_ABI_VERSION_MAJOR) + "." + std::to_string(ALTGRAD_ABI_VERSION_MINOR)},
+        {"@ABI@",
+         std::to_string(ALTGRAD_ABI_VERSION_MAJOR) + "." + std::to_string(ALTGRAD_ABI_VERSION_MINOR)},
         {"@USE@", use}};
-    const std::vector<std::pair<fs::path, const char*>> files = {
-        {"CMakeLists.txt", kCMakeLists}, {"manifest.toml", kManifest}, {name + ".cpp", source}, {"README.md", kReadme}};
+    const std::vector<std::pair<fs::path, const char*>> files = {{"CMakeLists.txt", kCMakeLists},
+                                                                 {"manifest.toml", kManifest},
+                                                                 {name + ".cpp", source},
+                                                                 {"README.md", kReadme}};
     std::vector<fs::path> written;
     for (const auto& [file, text] : files) {
         const fs::path path = root / file;

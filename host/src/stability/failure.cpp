@@ -55,7 +55,8 @@ std::optional<verdict> failure_detector::observe(const run::train_line& e) {
     if (std::isfinite(loss)) s_.window_loss_sum += loss, ++s_.window_loss_n;
     if (const std::optional<double> stall = e.values.find("bit_stall")) {  // a measurement
         // The mean training loss since the previous measurement.
-        const double window = s_.window_loss_n ? s_.window_loss_sum / static_cast<double>(s_.window_loss_n) : NAN;
+        const double window =
+            s_.window_loss_n ? s_.window_loss_sum / static_cast<double>(s_.window_loss_n) : NAN;
         s_.window_loss_sum = 0, s_.window_loss_n = 0;
         if (!std::isnan(*stall)) {
             // Stalled: the rate is high, the updates are really lost, and the loss stopped improving.
@@ -75,12 +76,14 @@ std::optional<verdict> failure_detector::observe(const run::train_line& e) {
     if (s_.nonfinite.length > tolerated) {
         v.mode = failure_mode::nan_loss;
         v.evidence_step = s_.nonfinite.first_step;
-        v.evidence = "loss or gradient not finite from step " + std::to_string(s_.nonfinite.first_step) + ", " +
-                     std::to_string(s_.nonfinite.length) + " step(s) in a row" +
-                     (interventions_ ? " (" + std::to_string(tolerated) + " tolerated while interventions act)" : "");
+        v.evidence =
+            "loss or gradient not finite from step " + std::to_string(s_.nonfinite.first_step) + ", " +
+            std::to_string(s_.nonfinite.length) + " step(s) in a row" +
+            (interventions_ ? " (" + std::to_string(tolerated) + " tolerated while interventions act)" : "");
         return v;
     }
-    const auto decided = [&](const run::streak_record& s, failure_mode mode, const char* what, double threshold) {
+    const auto decided = [&](const run::streak_record& s, failure_mode mode, const char* what,
+                             double threshold) {
         v.mode = mode;
         v.evidence_step = s.first_step;
         v.evidence = std::string(what) + " above " + percent(threshold) + " at " + std::to_string(s.length) +
@@ -89,10 +92,13 @@ std::optional<verdict> failure_detector::observe(const run::train_line& e) {
         return v;
     };
     if (s_.bit_stall.length >= c_.patience)
-        return decided(s_.bit_stall, failure_mode::bit_stall, "weight bit-stall rate (loss not improving)", c_.bit_stall);
-    if (s_.overflow.length >= c_.patience) return decided(s_.overflow, failure_mode::overflow, "overflow rate", c_.overflow);
+        return decided(s_.bit_stall, failure_mode::bit_stall, "weight bit-stall rate (loss not improving)",
+                       c_.bit_stall);
+    if (s_.overflow.length >= c_.patience)
+        return decided(s_.overflow, failure_mode::overflow, "overflow rate", c_.overflow);
     if (s_.vanishing.length >= c_.patience)
-        return decided(s_.vanishing, failure_mode::gradient_vanishing, "near-zero gradient fraction", c_.vanishing);
+        return decided(s_.vanishing, failure_mode::gradient_vanishing, "near-zero gradient fraction",
+                       c_.vanishing);
     return std::nullopt;
 }
 

@@ -38,7 +38,8 @@ namespace altgrad::host::stability {
 
 enum class failure_mode { none, nan_loss, bit_stall, overflow, early_stop, gradient_vanishing, unknown };
 
-const name_table<failure_mode>& failure_mode_names();  // none, nan_loss, bit_stall, ... (summary.json, reports)
+const name_table<failure_mode>&
+failure_mode_names();  // none, nan_loss, bit_stall, ... (summary.json, reports)
 inline const char* failure_mode_name(failure_mode m) { return failure_mode_names().name(m); }
 
 struct verdict {
@@ -54,7 +55,10 @@ public:
     // false), so an update the format cannot show is lost.
     failure_detector(const config::failure_config& c, bool interventions_enabled, bool weights_in_format,
                      int64_t max_steps)
-        : c_(c), interventions_(interventions_enabled), updates_lost_(weights_in_format), max_steps_(max_steps) {}
+        : c_(c),
+          interventions_(interventions_enabled),
+          updates_lost_(weights_in_format),
+          max_steps_(max_steps) {}
 
     // A verdict when the run collapsed at this step, else nullopt. Rates are
     // fractions in [0, 1]; an absent or NaN one was not measured.

@@ -21,7 +21,9 @@ std::string num(double x, const char* fmt = "%.4g") {
     return buf;
 }
 // A measured value that may itself be the problem: NaN and Inf said, not hidden.
-std::string shown(double x) { return std::isfinite(x) ? num(x) : std::isnan(x) ? "nan" : x > 0 ? "inf" : "-inf"; }
+std::string shown(double x) {
+    return std::isfinite(x) ? num(x) : std::isnan(x) ? "nan" : x > 0 ? "inf" : "-inf";
+}
 std::string pct(double x) { return std::isnan(x) ? "-" : num(100.0 * x, "%.1f") + "%"; }
 
 using run::tensor_line;
@@ -66,36 +68,46 @@ std::vector<std::string> after_nan_loss(const failure_context& x) {
     std::vector<std::string> out;
     const auto overflowing = worst(x.tensors, &tensor_line::overflow_rate, std::nullopt, 0.0, 3);
     if (!overflowing.empty() && q.overflow == ALTGRAD_OVERFLOW_NONFINITE)
-        out.push_back("Set `quantization.overflow = \"saturate\"`: with `nonfinite`, values past the format's "
-                      "max became Inf, and " + list_of(overflowing, &tensor_line::overflow_rate) +
-                      " overflowed at the collapse.");
+        out.push_back(
+            "Set `quantization.overflow = \"saturate\"`: with `nonfinite`, values past the format's "
+            "max became Inf, and " +
+            list_of(overflowing, &tensor_line::overflow_rate) + " overflowed at the collapse.");
     else if (!overflowing.empty())
-        out.push_back("Give the overflowing tensors more range (a format with more exponent bits for them, or "
-                      "`quantization.margin` > " + std::to_string(q.margin) + "): " +
-                      list_of(overflowing, &tensor_line::overflow_rate) + " overflowed at the collapse.");
+        out.push_back(
+            "Give the overflowing tensors more range (a format with more exponent bits for them, or "
+            "`quantization.margin` > " +
+            std::to_string(q.margin) + "): " + list_of(overflowing, &tensor_line::overflow_rate) +
+            " overflowed at the collapse.");
     if (q.scaling == config::scaling_mode::none)
-        out.push_back("Use `quantization.scaling = \"delayed\"`: with no per-tensor scaling the tensors meet "
-                      "the format's range unscaled.");
+        out.push_back(
+            "Use `quantization.scaling = \"delayed\"`: with no per-tensor scaling the tensors meet "
+            "the format's range unscaled.");
     if (!x.nonfinite_gradients.empty()) {
         std::string names;
         for (size_t i = 0; i < x.nonfinite_gradients.size() && i < 4; ++i)
             names += (i ? ", " : "") + x.nonfinite_gradients[i];
         out.push_back("The first non-finite gradients were in " + names +
-                      (x.nonfinite_gradients.size() > 4 ? " and " + std::to_string(x.nonfinite_gradients.size() - 4) + " more" : "") +
-                      ": keep those layers in `bf16` with a `[[quantization.rules]]` entry to test whether they alone break the run.");
+                      (x.nonfinite_gradients.size() > 4
+                           ? " and " + std::to_string(x.nonfinite_gradients.size() - 4) + " more"
+                           : "") +
+                      ": keep those layers in `bf16` with a `[[quantization.rules]]` entry to test whether "
+                      "they alone break the run.");
     }
     double lowest = INFINITY, before = NAN;
     for (const run::train_line& r : x.trend)
-        if (const double loss = r.values.get("loss"); std::isfinite(loss)) lowest = std::min(lowest, loss), before = loss;
+        if (const double loss = r.values.get("loss"); std::isfinite(loss))
+            lowest = std::min(lowest, loss), before = loss;
     if (std::isfinite(before) && before > 1.5 * lowest)
         out.push_back("The loss rose from " + num(lowest) + " to " + num(before) +
                       " before it stopped being finite: lower `training.learning_rate` (now " +
                       num(c.training.learning_rate) + ") or `training.grad_clip` (now " +
                       num(c.training.grad_clip) + "), or enable `partition_clip`.");
     if (!enabled(c, "mantissa_shift"))
-        out.push_back("Enable `mantissa_shift` (`stability.interventions = [\"mantissa_shift\"]`): after " +
-                      std::string("its nan_patience non-finite steps it moves the failing tensors along its fallback chain "
-                                  "instead of stopping the run."));
+        out.push_back(
+            "Enable `mantissa_shift` (`stability.interventions = [\"mantissa_shift\"]`): after " +
+            std::string(
+                "its nan_patience non-finite steps it moves the failing tensors along its fallback chain "
+                "instead of stopping the run."));
     return out;
 }
 
@@ -112,26 +124,33 @@ std::vector<std::string> after_bit_stall(const failure_context& x) {
     if (!q.shadow_weights) {
         std::string gap;
         if (m >= 0 && std::isfinite(x.median_abs_weight) && x.median_abs_weight > 0) {
-            // A weight |w| in [2^e, 2^(e+1)) has neighbours 2^(e-M) apart; RNE keeps an update below half of that.
+            // A weight |w| in [2^e, 2^(e+1)) has neighbours 2^(e-M) apart; RNE keeps an update below half of
+            // that.
             const double e = std::floor(std::log2(x.median_abs_weight));
             const double half_gap = 0.5 * std::ldexp(1.0, static_cast<int>(e) - m);
             gap = " At the median weight |w| = " + num(x.median_abs_weight) + " the format's half gap is " +
                   num(half_gap) + ", against a learning rate of " + num(x.learning_rate) +
                   " (an Adam update is about the learning rate).";
         }
-        out.push_back("Set `quantization.shadow_weights = true`: the weights are stored in their format, so an "
-                      "update smaller than half the gap to the next value is rounded away." + gap);
+        out.push_back(
+            "Set `quantization.shadow_weights = true`: the weights are stored in their format, so an "
+            "update smaller than half the gap to the next value is rounded away." +
+            gap);
         if (q.forward_rounding == ALTGRAD_ROUND_NEAREST_EVEN)
-            out.push_back("Or store with `quantization.forward_rounding = \"stochastic\"`: stochastic rounding "
-                          "keeps small updates in expectation.");
+            out.push_back(
+                "Or store with `quantization.forward_rounding = \"stochastic\"`: stochastic rounding "
+                "keeps small updates in expectation.");
     }
     if (!stalled.empty())
         out.push_back("Most stalled: " + list_of(stalled, &tensor_line::bit_stall_rate) +
-                      (m >= 0 ? "; their format has " + std::to_string(m) + " mantissa bit(s): one with more "
-                                "(e.g. e3m4 or e5m2) moves on a finer grid." : "."));
+                      (m >= 0 ? "; their format has " + std::to_string(m) +
+                                    " mantissa bit(s): one with more "
+                                    "(e.g. e3m4 or e5m2) moves on a finer grid."
+                              : "."));
     if (!enabled(c, "mantissa_shift"))
-        out.push_back("Enable `mantissa_shift`: above its stall_threshold it switches the stalled weights along "
-                      "its fallback chain (e7m0 > e5m2, e1m6 > e3m4, e0m7 > e3m4 by default).");
+        out.push_back(
+            "Enable `mantissa_shift`: above its stall_threshold it switches the stalled weights along "
+            "its fallback chain (e7m0 > e5m2, e1m6 > e3m4, e0m7 > e3m4 by default).");
     return out;
 }
 
@@ -139,36 +158,42 @@ std::vector<std::string> after_bit_stall(const failure_context& x) {
 // which lets each block's largest elements clip by design. A tensor's name is
 // its layer's and a last part ("blocks.0.mlp.fc.act").
 bool clipped_by_mx_floor(const config::quantization_config& q, const tensor_line& t) {
-    const config::block_scaling b = config::scaling_for(q, t.tensor.substr(0, t.tensor.rfind('.')), role_of(t));
-    return b.granularity != config::granularity_kind::tensor && b.scale_rule == config::scale_rule_kind::mx_floor;
+    const config::block_scaling b =
+        config::scaling_for(q, t.tensor.substr(0, t.tensor.rfind('.')), role_of(t));
+    return b.granularity != config::granularity_kind::tensor &&
+           b.scale_rule == config::scale_rule_kind::mx_floor;
 }
 
 std::vector<std::string> after_overflow(const failure_context& x) {
     std::vector<std::string> out;
     const auto overflowing = worst(x.tensors, &tensor_line::overflow_rate, std::nullopt, 0.0, 3);
-    const bool all_mx_floor = !overflowing.empty() && std::all_of(overflowing.begin(), overflowing.end(), [&](auto* t) {
-        return clipped_by_mx_floor(x.config.quantization, *t);
-    });
+    const bool all_mx_floor =
+        !overflowing.empty() && std::all_of(overflowing.begin(), overflowing.end(), [&](auto* t) {
+            return clipped_by_mx_floor(x.config.quantization, *t);
+        });
     if (all_mx_floor)
-        out.push_back("Overflowing: " + list_of(overflowing, &tensor_line::overflow_rate) +
-                      ". Their block scales follow OCP MX's floor rule (`scale_rule = \"mx_floor\"`), which lets "
-                      "each block's largest elements exceed the format's max and clip; "
-                      "`quantization.scale_rule = \"round_up\"` never clips.");
+        out.push_back(
+            "Overflowing: " + list_of(overflowing, &tensor_line::overflow_rate) +
+            ". Their block scales follow OCP MX's floor rule (`scale_rule = \"mx_floor\"`), which lets "
+            "each block's largest elements exceed the format's max and clip; "
+            "`quantization.scale_rule = \"round_up\"` never clips.");
     else if (!overflowing.empty())
         out.push_back("Overflowing: " + list_of(overflowing, &tensor_line::overflow_rate) +
                       ". Raise `quantization.margin` (now " + std::to_string(x.config.quantization.margin) +
                       ") or use `quantization.scaling = \"current\"` so the scale follows the tensor.");
     if (!enabled(x.config, "partition_clip"))
-        out.push_back("Enable `partition_clip`: it clips the gradient norm relative to the gradient format's "
-                      "range once the overflow rate passes its threshold.");
+        out.push_back(
+            "Enable `partition_clip`: it clips the gradient norm relative to the gradient format's "
+            "range once the overflow rate passes its threshold.");
     return out;
 }
 
 std::vector<std::string> after_gradient_vanishing(const failure_context& x) {
     const auto underflowing = worst(x.tensors, &tensor_line::underflow_rate, "output_gradient", 0.5, 3);
     if (underflowing.empty())
-        return {"No gradient tensor underflowed much, so the zeros come from the model itself (dead "
-                "units): compare with the bf16 baseline at the same step."};
+        return {
+            "No gradient tensor underflowed much, so the zeros come from the model itself (dead "
+            "units): compare with the bf16 baseline at the same step."};
     return {"Gradients flushed to zero in " + list_of(underflowing, &tensor_line::underflow_rate) +
             ": give them more range (`quantization.gradient_format = \"e5m2\"`)" +
             (x.config.quantization.scaling == config::scaling_mode::none
@@ -250,13 +275,14 @@ void write_zero_update_weights(std::ostream& o, const failure_context& x) {
 }
 
 void write_trend(std::ostream& o, const failure_context& x) {
-    o << "\n## Trend (the last steps)\n\n| step | loss | grad norm | grad sparsity | worst overflow | bit stall |\n"
+    o << "\n## Trend (the last steps)\n\n| step | loss | grad norm | grad sparsity | worst overflow | bit "
+         "stall |\n"
          "|---|---|---|---|---|---|\n";
     for (const run::train_line& r : x.trend) {
         const metric_values& v = r.values;
         o << "| " << r.step << " | " << shown(v.get("loss")) << " | " << shown(v.get("grad_norm")) << " | "
-          << pct(v.get("grad_sparsity")) << " | " << pct(v.get("overflow_rate")) << " | " << pct(v.get("bit_stall"))
-          << " |\n";
+          << pct(v.get("grad_sparsity")) << " | " << pct(v.get("overflow_rate")) << " | "
+          << pct(v.get("bit_stall")) << " |\n";
     }
 }
 

@@ -24,15 +24,15 @@ using run::diagnostic_mean;
 struct failure_context {
     config::run_config config;
     verdict collapse;
-    std::string checkpoint;                      // the checkpoint saved at the collapse (run-dir relative)
-    double learning_rate = NAN;                  // at the collapse
-    double median_abs_weight = NAN;              // over all quantized weights
-    std::vector<run::train_line> trend;          // the last steps, oldest first
-    std::vector<run::tensor_line> tensors;       // every quantized tensor, at its last use
-    std::map<std::string, int> mantissa_bits;    // of each float or fixed-point format used (by name)
+    std::string checkpoint;                        // the checkpoint saved at the collapse (run-dir relative)
+    double learning_rate = NAN;                    // at the collapse
+    double median_abs_weight = NAN;                // over all quantized weights
+    std::vector<run::train_line> trend;            // the last steps, oldest first
+    std::vector<run::tensor_line> tensors;         // every quantized tensor, at its last use
+    std::map<std::string, int> mantissa_bits;      // of each float or fixed-point format used (by name)
     std::vector<std::string> nonfinite_gradients;  // parameters whose gradient had NaN/Inf at the collapse
-    std::vector<diagnostic_mean> diagnostics;    // the last diagnostic snapshots
-    std::vector<std::string> events;             // interventions' actions so far, one line each
+    std::vector<diagnostic_mean> diagnostics;      // the last diagnostic snapshots
+    std::vector<std::string> events;               // interventions' actions so far, one line each
 };
 
 std::string failure_report_markdown(const failure_context& c);

@@ -13,9 +13,9 @@ namespace {
 
 // Load `name` and create it with its parameters; errors say where it was enabled.
 template <class Handle>
-std::shared_ptr<Handle> create_from_config(const config::run_config& c, registry& plugins, const std::string& name,
-                                           const config::plugin_params& params, const std::string& list_key,
-                                           const std::string& params_key) {
+std::shared_ptr<Handle> create_from_config(const config::run_config& c, registry& plugins,
+                                           const std::string& name, const config::plugin_params& params,
+                                           const std::string& list_key, const std::string& params_key) {
     const std::string file = c.source.string();
     std::shared_ptr<const loaded_plugin> plugin;
     try {
@@ -26,7 +26,8 @@ std::shared_ptr<Handle> create_from_config(const config::run_config& c, registry
     const auto it = params.find(name);
     static const std::map<std::string, std::string> none;
     try {
-        return Handle::create(plugin, it == params.end() ? none : it->second, file + ": " + params_key + "." + name);
+        return Handle::create(plugin, it == params.end() ? none : it->second,
+                              file + ": " + params_key + "." + name);
     } catch (const error& e) {
         const std::string what = e.what();
         // Handle::create names the params source itself; a kind mismatch does not.
@@ -38,11 +39,12 @@ std::shared_ptr<Handle> create_from_config(const config::run_config& c, registry
 
 intervention_set::intervention_set(const config::run_config& c, registry& plugins) {
     for (const std::string& name : c.stability.interventions)
-        handles_.push_back(create_from_config<intervention_handle>(c, plugins, name, c.stability.params,
-                                                                   "stability.interventions", "stability.params"));
+        handles_.push_back(create_from_config<intervention_handle>(
+            c, plugins, name, c.stability.params, "stability.interventions", "stability.params"));
 }
 
-std::vector<plugin_action> intervention_set::observe(observation o, const std::vector<run::tensor_line>& tensors,
+std::vector<plugin_action> intervention_set::observe(observation o,
+                                                     const std::vector<run::tensor_line>& tensors,
                                                      const std::map<std::string, double>& format_max) {
     o.tensors.clear();
     for (const run::tensor_line& t : tensors) {
@@ -65,8 +67,8 @@ std::vector<plugin_action> intervention_set::observe(observation o, const std::v
 
 diagnostic_set::diagnostic_set(const config::run_config& c, registry& plugins) {
     for (const std::string& name : c.diagnostics.plugins)
-        handles_.push_back(create_from_config<diagnostic_handle>(c, plugins, name, c.diagnostics.params,
-                                                                 "diagnostics.plugins", "diagnostics.params"));
+        handles_.push_back(create_from_config<diagnostic_handle>(
+            c, plugins, name, c.diagnostics.params, "diagnostics.plugins", "diagnostics.params"));
 }
 
 void diagnostic_set::describe_headlines(run::metric_catalog& catalog) const {

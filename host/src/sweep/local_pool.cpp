@@ -49,7 +49,8 @@ public:
     stop_signals& operator=(const stop_signals&) = delete;
 
 private:
-    struct sigaction old_int_ {}, old_term_ {};
+    struct sigaction old_int_ {
+    }, old_term_{};
 };
 
 struct worker {
@@ -163,8 +164,9 @@ struct pool {
                 work += std::max(0.0, mean - std::chrono::duration<double>(now - w.started).count());
             eta = duration_text(work / static_cast<double>(o.jobs));
         }
-        return head + std::to_string(result.done) + " done, " + std::to_string(running.size()) + " running, " +
-               std::to_string(result.failed.size()) + " failed, " + std::to_string(left) + " left, ETA " + eta;
+        return head + std::to_string(result.done) + " done, " + std::to_string(running.size()) +
+               " running, " + std::to_string(result.failed.size()) + " failed, " + std::to_string(left) +
+               " left, ETA " + eta;
     }
 
     // One line per change, or one line redrawn in place on a terminal.
@@ -208,10 +210,12 @@ struct pool {
         try {
             fs::create_directories(log_file(o.out, r).parent_path());
             lock = ::open(lock_file(o.out, r).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-            if (lock < 0) throw error(lock_file(o.out, r).string() + ": cannot open: " + std::strerror(errno));
+            if (lock < 0)
+                throw error(lock_file(o.out, r).string() + ": cannot open: " + std::strerror(errno));
             // Only "held by another" stops the run; a filesystem without locks (ENOLCK) goes unguarded.
             if (::flock(lock, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
-                throw error("another sweep process is running it (" + lock_file(o.out, r).string() + " is locked)");
+                throw error("another sweep process is running it (" + lock_file(o.out, r).string() +
+                            " is locked)");
         } catch (const std::exception& e) {
             if (lock >= 0) ::close(lock);
             result.failed.push_back({&r, first_line(e.what())});
@@ -228,17 +232,19 @@ struct pool {
             if (status != run_status::interrupted && fs::exists(dir)) {
                 // Nothing to resume from: `run --out` needs an empty folder.
                 fs::remove_all(dir);
-                say(label + ": cleared its run directory (" + (status == run_status::failed ? "failed" : "no summary") +
+                say(label + ": cleared its run directory (" +
+                    (status == run_status::failed ? "failed" : "no summary") +
                     ", no checkpoint): starting it again");
             }
-            const int log = ::open(log_file(o.out, r).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+            const int log =
+                ::open(log_file(o.out, r).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
             if (log < 0) throw error(log_file(o.out, r).string() + ": cannot open: " + std::strerror(errno));
             std::vector<std::string> argv = {o.host.string()};
             const std::vector<std::string> a = run_arguments(o.plugins, o.out, r, status);
             argv.insert(argv.end(), a.begin(), a.end());
             write_all(log, "==== " + utc_now() + " altgrad-host sweep " + sweep_name + ": " +
-                               (status == run_status::interrupted ? "resume" : "start") + ": " + shell_words(argv) +
-                               "\n");
+                               (status == run_status::interrupted ? "resume" : "start") + ": " +
+                               shell_words(argv) + "\n");
             pid_t pid = -1;
             try {
                 pid = spawn_process(argv, log, true, lock);  // the worker holds the lock from here
@@ -269,8 +275,8 @@ struct pool {
         if (code == 0 || code == 3) {  // finished, or collapsed: a result either way
             ++result.done;
             durations.push_back(seconds);
-            say(label + (code == 0 ? ": finished" : ": collapsed (a result; reports/failure.md says why)") + " in " +
-                duration_text(seconds));
+            say(label + (code == 0 ? ": finished" : ": collapsed (a result; reports/failure.md says why)") +
+                " in " + duration_text(seconds));
         } else if (code == run::kInterruptedExitCode && result.stop_signal != 0) {
             ++result.interrupted;
             say(label + ": stopped with a checkpoint");

@@ -41,10 +41,10 @@ struct failed_run {
 };
 
 struct pool_result {
-    size_t done = 0;                  // finished or collapsed, before or now
-    std::vector<failed_run> failed;   // in the order they failed
-    size_t interrupted = 0;           // stopped by the signal, with a checkpoint
-    int stop_signal = 0;              // SIGINT or SIGTERM when one stopped the sweep
+    size_t done = 0;                 // finished or collapsed, before or now
+    std::vector<failed_run> failed;  // in the order they failed
+    size_t interrupted = 0;          // stopped by the signal, with a checkpoint
+    int stop_signal = 0;             // SIGINT or SIGTERM when one stopped the sweep
 };
 
 // Runs `todo` (indices into `runs`) and says how they ended; progress and

@@ -53,7 +53,8 @@ void mark_sweep_folder(const fs::path& out, const fs::path& sweep_file) {
 bool is_sweep_housekeeping(const fs::path& dir) {
     // "runs/x/logs/" names "" last: its folder is the parent of that.
     const fs::path d = dir.filename().empty() ? dir.parent_path() : dir;
-    return (d.filename() == "logs" || d.filename() == "slurm") && fs::is_regular_file(d.parent_path() / kMarker);
+    return (d.filename() == "logs" || d.filename() == "slurm") &&
+           fs::is_regular_file(d.parent_path() / kMarker);
 }
 
 std::vector<std::string> run_arguments(const fs::path& plugins, const fs::path& out, const sweep_run& r,
@@ -74,8 +75,9 @@ std::string shell_words(const std::vector<std::string>& argv) {
     std::string out;
     for (const std::string& w : argv) {
         if (!out.empty()) out += ' ';
-        const bool plain = !w.empty() && w.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                                             "0123456789_.,=+-/:@%") == std::string::npos;
+        const bool plain = !w.empty() && w.find_first_not_of(
+                                             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                             "0123456789_.,=+-/:@%") == std::string::npos;
         if (plain) {
             out += w;
             continue;

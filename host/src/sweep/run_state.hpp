@@ -32,8 +32,8 @@ inline bool is_done(run_status s) { return s == run_status::finished || s == run
 
 run_status status_of(const fs::path& run_dir);
 
-fs::path run_dir(const fs::path& out, const sweep_run& r);  // OUT/<name>
-fs::path log_file(const fs::path& out, const sweep_run& r); // OUT/logs/<name>.log
+fs::path run_dir(const fs::path& out, const sweep_run& r);    // OUT/<name>
+fs::path log_file(const fs::path& out, const sweep_run& r);   // OUT/logs/<name>.log
 fs::path lock_file(const fs::path& out, const sweep_run& r);  // OUT/logs/<name>.lock (held by its worker)
 
 // Writes OUT/.altgrad-sweep (the sweep file's absolute path).

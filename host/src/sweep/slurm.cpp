@@ -26,21 +26,31 @@ std::string sbatch_script(const slurm_job& job) {
     const std::string out = job.out.string();
     // #SBATCH lines are not shell: no quoting, and '%' is a filename pattern.
     if (out.find_first_of(" \t\n\r'\"%\\") != std::string::npos)
-        throw error("--slurm: the output folder " + out +
-                    " holds a space, quote, '%' or '\\', which an #SBATCH --output line cannot hold: choose --out "
-                    "without them");
+        throw error(
+            "--slurm: the output folder " + out +
+            " holds a space, quote, '%' or '\\', which an #SBATCH --output line cannot hold: choose --out "
+            "without them");
     return "#!/bin/bash\n"
-           "# The sweep " + job.name + " as a Slurm job array, written by altgrad-host sweep --slurm\n"
+           "# The sweep " +
+           job.name +
+           " as a Slurm job array, written by altgrad-host sweep --slurm\n"
            "# (docs/sweeps.md): one task per run not yet finished; a task runs, resumes or\n"
            "# skips run $SLURM_ARRAY_TASK_ID, so a requeued task continues from its checkpoint.\n"
-           "#SBATCH --job-name=" + job.name + "\n"
-           "#SBATCH --array=" + array_list(job.tasks) + "\n"
+           "#SBATCH --job-name=" +
+           job.name +
+           "\n"
+           "#SBATCH --array=" +
+           array_list(job.tasks) +
+           "\n"
            "#SBATCH --cpus-per-task=1\n"
            "#SBATCH --requeue\n"
-           "#SBATCH --output=" + out + "/logs/slurm-%A_%a.log\n"
+           "#SBATCH --output=" +
+           out +
+           "/logs/slurm-%A_%a.log\n"
            "#SBATCH --open-mode=append\n"  // a requeued task adds to its log, not replaces it
-           "exec " + shell_words({job.host.string(), "--plugins", job.plugins.string(), "sweep",
-                                  job.sweep_file.string(), "--out", out, "--task"}) +
+           "exec " +
+           shell_words({job.host.string(), "--plugins", job.plugins.string(), "sweep",
+                        job.sweep_file.string(), "--out", out, "--task"}) +
            " \"$SLURM_ARRAY_TASK_ID\"\n";
 }
 
@@ -53,8 +63,8 @@ std::vector<std::string> split_arguments(const std::string& text) {
         if (c == '\'' || c == '"') {
             const size_t end = text.find(c, i + 1);
             if (end == std::string::npos)
-                throw usage_error("sweep: --slurm-args \"" + text + "\": unterminated " + (c == '\'' ? "'" : "\"") +
-                                  " quote");
+                throw usage_error("sweep: --slurm-args \"" + text + "\": unterminated " +
+                                  (c == '\'' ? "'" : "\"") + " quote");
             word += text.substr(i + 1, end - i - 1);
             in_word = true;
             i = end;

@@ -19,8 +19,8 @@ namespace fs = std::filesystem;
 std::string array_list(const std::vector<size_t>& indices);
 
 struct slurm_job {
-    std::string name;          // --job-name: the sweep's name
-    std::vector<size_t> tasks;  // the runs to do (indices)
+    std::string name;                         // --job-name: the sweep's name
+    std::vector<size_t> tasks;                // the runs to do (indices)
     fs::path host, plugins, sweep_file, out;  // absolute
 };
 

@@ -79,7 +79,8 @@ void refuse_unknown(const fs::path& file, const std::string& prefix, const std::
     std::string hint;
     size_t best = 3;  // a suggestion only for a near miss
     for (const std::string& k : known)
-        if (const size_t d = edit_distance(key, k); d < best) best = d, hint = "; did you mean '" + prefix + k + "'?";
+        if (const size_t d = edit_distance(key, k); d < best)
+            best = d, hint = "; did you mean '" + prefix + k + "'?";
     key_error(file, prefix + key, "unknown key (a typo?)" + hint);
 }
 
@@ -94,14 +95,16 @@ std::string last_component(const std::string& key) {
 // The sweep's name: required, letters, digits, '_', '.', '-'.
 std::string read_name(const toml::table& root, const fs::path& file) {
     const auto* name = root.get_as<std::string>("name");
-    if (!root.contains("name")) key_error(file, "name", "missing (the sweep's name; its runs go to runs/<name>)");
+    if (!root.contains("name"))
+        key_error(file, "name", "missing (the sweep's name; its runs go to runs/<name>)");
     const auto valid_name = [](const std::string& n) {
         return !n.empty() && n != "." && n != ".." &&
                n.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") ==
                    std::string::npos;
     };
     if (!name || !valid_name(name->get()))
-        key_error(file, "name", "expected a string of letters, digits, '_', '.', '-', got " + node_text(root.get("name")));
+        key_error(file, "name",
+                  "expected a string of letters, digits, '_', '.', '-', got " + node_text(root.get("name")));
     return name->get();
 }
 
@@ -110,11 +113,13 @@ std::vector<fs::path> read_configs(const toml::table& root, const fs::path& file
     std::vector<fs::path> out;
     const auto* configs = root.get_as<toml::array>("configs");
     if (!root.contains("configs")) key_error(file, "configs", "missing (the base run configs, at least one)");
-    if (!configs || configs->empty()) key_error(file, "configs", "expected a non-empty array of config file paths");
+    if (!configs || configs->empty())
+        key_error(file, "configs", "expected a non-empty array of config file paths");
     for (size_t i = 0; i < configs->size(); ++i) {
         const auto* p = configs->get(i)->as_string();
         if (!p || p->get().empty())
-            key_error(file, "configs", "value " + std::to_string(i + 1) + ": expected a config file path (a string)");
+            key_error(file, "configs",
+                      "value " + std::to_string(i + 1) + ": expected a config file path (a string)");
         out.push_back((file.parent_path() / p->get()).lexically_normal());
     }
     return out;
@@ -128,8 +133,9 @@ std::vector<int64_t> read_seeds(const toml::node& seeds, const fs::path& file) {
     for (size_t i = 0; i < a->size(); ++i) {
         const auto* s = a->get(i)->as_integer();
         if (!s || s->get() < 0)
-            key_error(file, "seeds", "value " + std::to_string(i + 1) + ": expected an integer 0.." +
-                                         std::to_string(INT64_MAX) + ", got " + node_text(a->get(i)));
+            key_error(file, "seeds",
+                      "value " + std::to_string(i + 1) + ": expected an integer 0.." +
+                          std::to_string(INT64_MAX) + ", got " + node_text(a->get(i)));
         out.push_back(s->get());
     }
     return out;
@@ -137,7 +143,7 @@ std::vector<int64_t> read_seeds(const toml::node& seeds, const fs::path& file) {
 
 // [grid]: each key with its values as --set texts, the keys in the file's order.
 std::vector<std::pair<std::string, std::vector<std::string>>> read_grid(const toml::node& grid,
-                                                                       const fs::path& file) {
+                                                                        const fs::path& file) {
     std::vector<std::pair<std::string, std::vector<std::string>>> out;
     const auto* t = grid.as_table();
     if (!t) key_error(file, "grid", "expected a table of KEY = [values]");
@@ -158,7 +164,8 @@ std::vector<std::pair<std::string, std::vector<std::string>>> read_grid(const to
             const std::optional<std::string> v = set_text(*values->get(i));
             if (!v)
                 key_error(file, where,
-                          "value " + std::to_string(i + 1) + ": expected a string, integer, float or boolean, got " +
+                          "value " + std::to_string(i + 1) +
+                              ": expected a string, integer, float or boolean, got " +
                               node_text(values->get(i)));
             texts.push_back(*v);
         }
@@ -190,7 +197,8 @@ sweep_spec parse_sweep(const std::string& text, const fs::path& file) {
     const toml::table root = parse_toml_text(text, file.string());
     sweep_spec spec;
     spec.file = file;
-    for (const auto& [k, v] : root) refuse_unknown(file, "", std::string(k.str()), {"name", "configs", "seeds", "set", "grid", "point"});
+    for (const auto& [k, v] : root)
+        refuse_unknown(file, "", std::string(k.str()), {"name", "configs", "seeds", "set", "grid", "point"});
     spec.name = read_name(root, file);
     spec.configs = read_configs(root, file);
     if (const toml::node* seeds = root.get("seeds")) spec.seeds = read_seeds(*seeds, file);
@@ -203,7 +211,8 @@ sweep_spec parse_sweep(const std::string& text, const fs::path& file) {
 sweep_spec load_sweep(const fs::path& file) {
     std::error_code ec;
     if (!fs::is_regular_file(file, ec))
-        throw error(file.string() + (fs::exists(file, ec) ? ": not a file (expected a sweep file)" : ": no such sweep file"));
+        throw error(file.string() +
+                    (fs::exists(file, ec) ? ": not a file (expected a sweep file)" : ": no such sweep file"));
     std::ifstream in(file, std::ios::binary);
     if (!in) throw error(file.string() + ": cannot read the sweep file");
     std::ostringstream text;
@@ -214,13 +223,15 @@ sweep_spec load_sweep(const fs::path& file) {
 std::vector<point> expand_points(const sweep_spec& spec) {
     // A grid multiplies: a few keys too many would be billions of runs (and memory) before anything ran.
     if (spec.grid.size() > kMaxGridKeys)
-        key_error(spec.file, "grid", std::to_string(spec.grid.size()) + " keys: at most " + std::to_string(kMaxGridKeys));
+        key_error(spec.file, "grid",
+                  std::to_string(spec.grid.size()) + " keys: at most " + std::to_string(kMaxGridKeys));
     size_t combinations = spec.grid.empty() ? 0 : 1;
     for (const auto& [key, values] : spec.grid) {
         combinations *= values.size();
         if (combinations > kMaxPoints)
-            key_error(spec.file, "grid", "more than " + std::to_string(kMaxPoints) +
-                                             " combinations: split the sweep, or list the points wanted with [[point]]");
+            key_error(spec.file, "grid",
+                      "more than " + std::to_string(kMaxPoints) +
+                          " combinations: split the sweep, or list the points wanted with [[point]]");
     }
     std::vector<point> points;
     if (!spec.grid.empty()) {
@@ -228,7 +239,8 @@ std::vector<point> expand_points(const sweep_spec& spec) {
         std::vector<size_t> at(spec.grid.size(), 0);
         for (;;) {
             point p;
-            for (size_t k = 0; k < spec.grid.size(); ++k) p.push_back(spec.grid[k].first + "=" + spec.grid[k].second[at[k]]);
+            for (size_t k = 0; k < spec.grid.size(); ++k)
+                p.push_back(spec.grid[k].first + "=" + spec.grid[k].second[at[k]]);
             points.push_back(std::move(p));
             size_t k = spec.grid.size();
             while (k > 0 && ++at[k - 1] == spec.grid[k - 1].second.size()) at[--k] = 0;
@@ -243,11 +255,12 @@ std::vector<point> expand_points(const sweep_spec& spec) {
 std::string describe_point(const std::vector<point>& points, size_t index) {
     std::string overrides;
     for (const std::string& o : points[index]) overrides += (overrides.empty() ? "" : ", ") + o;
-    return "point " + std::to_string(index + 1) + " (" + (overrides.empty() ? "no overrides" : overrides) + ")";
+    return "point " + std::to_string(index + 1) + " (" + (overrides.empty() ? "no overrides" : overrides) +
+           ")";
 }
 
-std::string run_name(const std::string& config_name, const point& overrides, const std::vector<std::string>& all_keys,
-                     int64_t seed) {
+std::string run_name(const std::string& config_name, const point& overrides,
+                     const std::vector<std::string>& all_keys, int64_t seed) {
     std::map<std::string, std::set<std::string>> keys_by_last;
     for (const std::string& k : all_keys) keys_by_last[last_component(k)].insert(k);
     std::string name = config_name;
@@ -258,7 +271,8 @@ std::string run_name(const std::string& config_name, const point& overrides, con
     }
     name += "-s" + std::to_string(seed);
     for (char& c : name)
-        if (!std::isalnum(static_cast<unsigned char>(c)) && std::string("_.=+-").find(c) == std::string::npos) c = '_';
+        if (!std::isalnum(static_cast<unsigned char>(c)) && std::string("_.=+-").find(c) == std::string::npos)
+            c = '_';
     return name;
 }
 
@@ -280,7 +294,8 @@ std::vector<sweep_run> plan_runs(const sweep_spec& spec) {
             key_error(spec.file, "configs", config.string() + ": no such config file");
         // The base config: its name and seed (its own errors name it).
         const config::run_config base = config::load_config(config);
-        const std::vector<int64_t> seeds = spec.seeds.empty() ? std::vector<int64_t>{base.training.seed} : spec.seeds;
+        const std::vector<int64_t> seeds =
+            spec.seeds.empty() ? std::vector<int64_t>{base.training.seed} : spec.seeds;
         for (size_t p = 0; p < points.size(); ++p)
             for (const int64_t seed : seeds) {
                 sweep_run r;

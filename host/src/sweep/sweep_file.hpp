@@ -31,11 +31,11 @@ namespace fs = std::filesystem;
 
 // The file as written (paths resolved against its folder).
 struct sweep_spec {
-    fs::path file;                    // the sweep file
-    std::string name;                 // [A-Za-z0-9_.-]+
-    std::vector<fs::path> configs;    // >= 1, the sweep file's folder / as written
-    std::vector<int64_t> seeds;       // empty: each config's own training.seed
-    std::vector<std::string> set;     // "KEY=VALUE", applied to every run first
+    fs::path file;                  // the sweep file
+    std::string name;               // [A-Za-z0-9_.-]+
+    std::vector<fs::path> configs;  // >= 1, the sweep file's folder / as written
+    std::vector<int64_t> seeds;     // empty: each config's own training.seed
+    std::vector<std::string> set;   // "KEY=VALUE", applied to every run first
     // [grid]: key -> values rendered as --set text, keys in file order.
     std::vector<std::pair<std::string, std::vector<std::string>>> grid;
     std::vector<std::vector<std::string>> points;  // [[point]] set lists, "KEY=VALUE" each
@@ -58,10 +58,10 @@ std::vector<point> expand_points(const sweep_spec& spec);
 std::string describe_point(const std::vector<point>& points, size_t index);
 
 struct sweep_run {
-    size_t index = 0;                    // 0-based: config, then point, then seed
-    fs::path config;                     // the base config file
-    std::string config_name;             // its name (the file's stem unless it sets one)
-    size_t point = 0;                    // into expand_points()
+    size_t index = 0;         // 0-based: config, then point, then seed
+    fs::path config;          // the base config file
+    std::string config_name;  // its name (the file's stem unless it sets one)
+    size_t point = 0;         // into expand_points()
     int64_t seed = 0;
     std::string name;                    // the run directory's name
     std::vector<std::string> overrides;  // every --set of the run, in order
@@ -77,7 +77,7 @@ std::vector<sweep_run> plan_runs(const sweep_spec& spec);
 // last dotted component unless that is ambiguous among `all_keys`, the keys
 // every point of the sweep sets), "-s<seed>"; characters outside
 // [A-Za-z0-9_.=+-] become '_'.
-std::string run_name(const std::string& config_name, const point& overrides, const std::vector<std::string>& all_keys,
-                     int64_t seed);
+std::string run_name(const std::string& config_name, const point& overrides,
+                     const std::vector<std::string>& all_keys, int64_t seed);
 
 }  // namespace altgrad::host::sweep

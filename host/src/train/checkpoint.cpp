@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <iterator>
+#include <mutex>
 #include <optional>
 #include <sstream>
-#include <mutex>
 
 #include "run/files.hpp"
 #include "util/error.hpp"
@@ -17,7 +17,8 @@ namespace {
 
 // LibTorch's default random generator of `device` (dropout draws from it).
 at::Generator default_generator(const torch::Device& device) {
-    return device.is_cuda() ? at::globalContext().defaultGenerator(device) : at::detail::getDefaultCPUGenerator();
+    return device.is_cuda() ? at::globalContext().defaultGenerator(device)
+                            : at::detail::getDefaultCPUGenerator();
 }
 
 // torch::save into memory, then a checked write: LibTorch's archive writer
@@ -51,7 +52,8 @@ void load_generator(const torch::Device& device, const fs::path& file) {
 
 namespace {
 
-void write_checkpoint_files(const fs::path& tmp, const std::string& run_id, int64_t step, const checkpointed& c) {
+void write_checkpoint_files(const fs::path& tmp, const std::string& run_id, int64_t step,
+                            const checkpointed& c) {
     fs::create_directories(tmp);
     save_archive(c.model, tmp / "model.pt");
     save_archive(c.optimizer, tmp / "optimizer.pt");
@@ -60,7 +62,8 @@ void write_checkpoint_files(const fs::path& tmp, const std::string& run_id, int6
     {
         // Undefined entries (non-weights, or before the first snapshot) are saved as empty tensors.
         std::vector<torch::Tensor> snaps;
-        for (const torch::Tensor& x : c.stall.snapshots()) snaps.push_back(x.defined() ? x : torch::empty({0}));
+        for (const torch::Tensor& x : c.stall.snapshots())
+            snaps.push_back(x.defined() ? x : torch::empty({0}));
         save_archive(snaps, tmp / "bit_stall.pt");
     }
     c.interventions.save_states(tmp);
@@ -78,13 +81,15 @@ void write_checkpoint_files(const fs::path& tmp, const std::string& run_id, int6
 // folder, every other file as state.json recorded it.
 run::checkpoint_state verified_state(const run::checkpoint_ref& ref, const fs::path& run_dir) {
     if (ref.legacy)
-        throw error(ref.dir.string() + ": a checkpoint of an older altgrad-host (state.toml, not state.json): finish "
+        throw error(ref.dir.string() +
+                    ": a checkpoint of an older altgrad-host (state.toml, not state.json): finish "
                     "the run with the version that started it, or start it again with: altgrad-host run " +
                     run::config_file(run_dir).string() + " --out NEW_DIR");
     run::checkpoint_state state = run::read_checkpoint_state(ref.dir);
     if (state.step != ref.step)
         throw error(run::state_file(ref.dir).string() + ": key 'step': " + std::to_string(state.step) +
-                    ", but the folder is " + ref.dir.filename().string() + " (a checkpoint moved or edited by hand?)");
+                    ", but the folder is " + ref.dir.filename().string() +
+                    " (a checkpoint moved or edited by hand?)");
     run::verify_checkpoint_files(ref.dir, state.files);
     return state;
 }
@@ -125,14 +130,16 @@ resumed load_latest_checkpoint(const fs::path& run_dir, const checkpointed& c, f
         } catch (const error& e) {
             const bool older = std::next(it) != all.rend();
             if (!fallback)
-                throw error(std::string(e.what()) +
-                            (older ? "; `run --resume " + run_dir.string() +
-                                         " --fallback` resumes from the newest intact earlier checkpoint instead"
-                                   : ""));
+                throw error(
+                    std::string(e.what()) +
+                    (older ? "; `run --resume " + run_dir.string() +
+                                 " --fallback` resumes from the newest intact earlier checkpoint instead"
+                           : ""));
             log << "--fallback: skipping " << it->dir.filename().string() << ": " << e.what() << "\n";
         }
     }
-    if (!state) throw error("--resume " + run_dir.string() + " --fallback: no intact checkpoint in checkpoints/");
+    if (!state)
+        throw error("--resume " + run_dir.string() + " --fallback: no intact checkpoint in checkpoints/");
     const fs::path& dir = ref->dir;
     torch::load(c.model, (dir / "model.pt").string());
     torch::load(c.optimizer, (dir / "optimizer.pt").string());

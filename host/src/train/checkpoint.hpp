@@ -35,7 +35,7 @@ struct checkpointed {
     stability::failure_detector& detector;
     stability::intervention_set& interventions;
     run::run_history& history;
-    torch::Device device;     // where the model trains (a GPU run saves the GPU's generator too)
+    torch::Device device;  // where the model trains (a GPU run saves the GPU's generator too)
 };
 
 // Saves checkpoints/step_<step>/ and keeps the newest `keep` checkpoints. A
@@ -54,7 +54,7 @@ struct resumed {
     int64_t step = 0;
     std::string run_id;
 };
-resumed load_latest_checkpoint(const std::filesystem::path& run_dir, const checkpointed& c, format_library& formats,
-                               std::ostream& log, bool fallback);
+resumed load_latest_checkpoint(const std::filesystem::path& run_dir, const checkpointed& c,
+                               format_library& formats, std::ostream& log, bool fallback);
 
 }  // namespace altgrad::host::train

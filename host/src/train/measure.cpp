@@ -57,7 +57,8 @@ void bit_stall_meter::advance(const quant_plan& plan, const weight_lookup& weigh
     snapshots_.assign(plan.sites.size(), torch::Tensor());
     torch::NoGradGuard no_grad;
     for (size_t k = 0; k < plan.sites.size(); ++k)
-        if (plan.sites[k].role == ALTGRAD_TENSOR_WEIGHT) snapshots_[k] = weight_of(plan.sites[k]).detach().clone();
+        if (plan.sites[k].role == ALTGRAD_TENSOR_WEIGHT)
+            snapshots_[k] = weight_of(plan.sites[k]).detach().clone();
 }
 
 torch::Tensor bit_stall_meter::previous(size_t k) const {
@@ -75,8 +76,9 @@ struct view_set {
 
     // `blocks`: the block-scaled site whose recipe scales t (its view gets the
     // block scales q(t) uses), or null: t is scaled per tensor by `scale`.
-    void add(const std::string& name, altgrad_tensor_role role, const torch::Tensor& t, const torch::Tensor& previous,
-             const format_handle& format, float scale, const quant_site* blocks = nullptr) {
+    void add(const std::string& name, altgrad_tensor_role role, const torch::Tensor& t,
+             const torch::Tensor& previous, const format_handle& format, float scale,
+             const quant_site* blocks = nullptr) {
         // Diagnostic plugins read host memory: a GPU run's tensors are copied here.
         const torch::Tensor data = t.detach().to(torch::kCPU).contiguous();
         keep.push_back(data);
@@ -129,7 +131,8 @@ std::vector<diagnostic_record> run_diagnostics(stability::diagnostic_set& diagno
             // A weight's gradient, which is not quantized, gets the scales the
             // recipe would give it.
             const float scale = s.block_scaled() ? 1.0f : s.scale;
-            const quant_site* blocks = s.format && s.block_scaled() && s.format->takes_block_scales() ? &s : nullptr;
+            const quant_site* blocks =
+                s.format && s.block_scaled() && s.format->takes_block_scales() ? &s : nullptr;
             if (s.role == ALTGRAD_TENSOR_WEIGHT) {
                 const torch::Tensor w = weight_of(s);
                 if (d->interested_in(ALTGRAD_TENSOR_WEIGHT))

@@ -20,14 +20,16 @@ torch::Tensor QuantizedLinearImpl::forward(const torch::Tensor& x) {
     return quantized_linear(x, weight, bias, *plan_, first_site_);
 }
 
-CausalSelfAttentionImpl::CausalSelfAttentionImpl(const gpt_config& c, quant_plan& plan, const config::block_names& names)
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(const gpt_config& c, quant_plan& plan,
+                                                 const config::block_names& names)
     : n_head_(c.n_head), n_embd_(c.n_embd), plan_(&plan), probs_name_(names.attn_probs) {
     qkv = register_module("qkv", QuantizedLinear(c.n_embd, 3 * c.n_embd, c.bias, plan, names.attn_qkv));
     proj = register_module("proj", QuantizedLinear(c.n_embd, c.n_embd, c.bias, plan, names.attn_proj));
     attn_drop = register_module("attn_drop", torch::nn::Dropout(c.dropout));
     resid_drop = register_module("resid_drop", torch::nn::Dropout(c.dropout));
-    mask_ = register_buffer("mask", torch::tril(torch::ones({c.block_size, c.block_size})).view(
-                                        {1, 1, c.block_size, c.block_size}));
+    mask_ = register_buffer(
+        "mask",
+        torch::tril(torch::ones({c.block_size, c.block_size})).view({1, 1, c.block_size, c.block_size}));
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
@@ -47,12 +49,14 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
     return resid_drop->forward(proj->forward(y));
 }
 
-MLPImpl::MLPImpl(const gpt_config& c, quant_plan& plan, const config::block_names& names) : swiglu_(c.swiglu) {
+MLPImpl::MLPImpl(const gpt_config& c, quant_plan& plan, const config::block_names& names)
+    : swiglu_(c.swiglu) {
     // SwiGLU keeps the parameter count of the 4x GELU MLP: hidden = 8/3 C,
     // rounded up to a multiple of 8.
     const int64_t hidden = swiglu_ ? ((8 * c.n_embd / 3 + 7) / 8) * 8 : 4 * c.n_embd;
     fc = register_module("fc", QuantizedLinear(c.n_embd, hidden, c.bias, plan, names.mlp_fc));
-    if (swiglu_) gate = register_module("gate", QuantizedLinear(c.n_embd, hidden, c.bias, plan, names.mlp_gate));
+    if (swiglu_)
+        gate = register_module("gate", QuantizedLinear(c.n_embd, hidden, c.bias, plan, names.mlp_gate));
     proj = register_module("proj", QuantizedLinear(hidden, c.n_embd, c.bias, plan, names.mlp_proj));
     drop = register_module("drop", torch::nn::Dropout(c.dropout));
 }
@@ -106,7 +110,8 @@ GPTImpl::GPTImpl(const gpt_config& c, quant_plan& plan) : config_(c), plan_(&pla
     }
 }
 
-std::pair<torch::Tensor, torch::Tensor> GPTImpl::forward(const torch::Tensor& idx, const torch::Tensor& targets) {
+std::pair<torch::Tensor, torch::Tensor> GPTImpl::forward(const torch::Tensor& idx,
+                                                         const torch::Tensor& targets) {
     const int64_t T = idx.size(1);
     if (T > config_.block_size)
         throw error("GPT: sequence of " + std::to_string(T) + " tokens exceeds block_size " +

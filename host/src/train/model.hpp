@@ -91,7 +91,8 @@ class GPTImpl : public torch::nn::Module {
 public:
     GPTImpl(const gpt_config& c, quant_plan& plan);
     // Logits [B, T, V]; and the mean cross-entropy when targets are given.
-    std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& idx, const torch::Tensor& targets = {});
+    std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& idx,
+                                                    const torch::Tensor& targets = {});
     const gpt_config& config() const { return config_; }
 
 private:

@@ -25,7 +25,8 @@ const char* quant_site::role_name() const { return host::role_name(role); }
 
 size_t quant_plan::add_linear(const std::string& layer) {
     const size_t first = sites.size();
-    for (altgrad_tensor_role role : {ALTGRAD_TENSOR_WEIGHT, ALTGRAD_TENSOR_ACTIVATION, ALTGRAD_TENSOR_OUTPUT_GRADIENT}) {
+    for (altgrad_tensor_role role :
+         {ALTGRAD_TENSOR_WEIGHT, ALTGRAD_TENSOR_ACTIVATION, ALTGRAD_TENSOR_OUTPUT_GRADIENT}) {
         quant_site s;
         s.layer = layer;
         s.role = role;
@@ -50,7 +51,9 @@ uint64_t mix(uint64_t x) {
 namespace {
 
 // The stochastic-rounding seed of one tensor's quantization: a hash of (run seed, step, stream).
-uint64_t seed_of(const quant_plan& plan, uint64_t stream) { return mix(plan.seed ^ mix(plan.step ^ mix(stream))); }
+uint64_t seed_of(const quant_plan& plan, uint64_t stream) {
+    return mix(plan.seed ^ mix(plan.step ^ mix(stream)));
+}
 
 // The amax of a float32 CPU array as quant::block_amaxes takes it (a NaN wins),
 // over LibTorch's threads.
@@ -59,7 +62,8 @@ float cpu_amax(const float* x, int64_t n) {
     float amax = 0.0f;
     at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {
         float a = 0.0f;
-        quant::block_amaxes(x + begin, static_cast<size_t>(end - begin), static_cast<size_t>(end - begin), &a);
+        quant::block_amaxes(x + begin, static_cast<size_t>(end - begin), static_cast<size_t>(end - begin),
+                            &a);
         const std::lock_guard<std::mutex> lock(m);
         amax = quant::larger_amax(amax, a);
     });
@@ -113,7 +117,8 @@ quantize_options options_of(const quant_site& site, float scale) {
 // A tensor the site's format plugin can take: float32, on the CPU, or on a
 // GPU when the plugin has a CUDA implementation.
 void check_quantizable(const torch::Tensor& x, const quant_site& site) {
-    if (x.scalar_type() != torch::kFloat32) throw error("quantize " + site.name() + ": only float32 tensors are supported");
+    if (x.scalar_type() != torch::kFloat32)
+        throw error("quantize " + site.name() + ": only float32 tensors are supported");
     if (x.device().is_cuda() && !site.format->accepts(ALTGRAD_MEMORY_CUDA))
         throw error("quantize " + site.name() + ": format plugin '" + site.format->name() +
                     "' has no CUDA implementation (build it with ALTGRAD_CUDA=ON, or train on cpu)");
@@ -124,7 +129,8 @@ void check_quantizable(const torch::Tensor& x, const quant_site& site) {
 // The block length along rows of k elements: the site's block size, at most
 // one row (a row shorter than a block is one short block), at least 1.
 int64_t block_length(int64_t k, const quant_site& site) {
-    return std::max<int64_t>(1, std::min<int64_t>(k, static_cast<int64_t>(std::min<size_t>(site.block_size, INT64_MAX))));
+    return std::max<int64_t>(
+        1, std::min<int64_t>(k, static_cast<int64_t>(std::min<size_t>(site.block_size, INT64_MAX))));
 }
 
 // How x (float32, contiguous) splits into blocks: rows of k elements (the
@@ -133,7 +139,10 @@ int64_t block_length(int64_t k, const quant_site& site) {
 struct block_layout {
     int64_t n = 0, k = 1, rows = 0, block = 1, per_row = 0;
     block_layout(const torch::Tensor& x, const quant_site& site)
-        : n(x.numel()), k(x.dim() ? x.size(-1) : 1), rows(k ? n / k : 0), block(block_length(k, site)),
+        : n(x.numel()),
+          k(x.dim() ? x.size(-1) : 1),
+          rows(k ? n / k : 0),
+          block(block_length(k, site)),
           per_row((k + block - 1) / block) {}
     int64_t blocks() const { return rows * per_row; }
 };
@@ -146,8 +155,9 @@ struct block_layout {
 // Offsets are element indices in x, so stochastic rounding does not depend
 // on the chunking.
 quant::block_scale_stats scale_and_quantize_blocks_cpu(const float* src, float* dst, const block_layout& l,
-                                                const quant_site& site, const format_handle* format,
-                                                quantize_options o, float* scales, quantize_counts* counts) {
+                                                       const quant_site& site, const format_handle* format,
+                                                       quantize_options o, float* scales,
+                                                       quantize_counts* counts) {
     // two_level scales the blocks under the tensor's amax: one pass of its own first.
     const double tensor_amax = site.blocks.rule == quant::scale_rule::two_level ? cpu_amax(src, l.n) : 0.0;
     const bool flat = l.k % l.block == 0;
@@ -172,8 +182,8 @@ quant::block_scale_stats scale_and_quantize_blocks_cpu(const float* src, float* 
                 overflow += c.overflow, underflow += c.underflow;
             };
             local.add(quant::quantize_with_block_scales(src + first, static_cast<size_t>(segment_len),
-                                                 static_cast<size_t>(l.block), site.blocks, segment_scales, quantize,
-                                                 tensor_amax));
+                                                        static_cast<size_t>(l.block), site.blocks,
+                                                        segment_scales, quantize, tensor_amax));
         }
         const std::lock_guard<std::mutex> lock(m);
         stats.add(local);
@@ -188,13 +198,16 @@ struct block_scales_of {
     torch::Tensor scales;
     quant::block_scale_stats stats;
 };
-block_scales_of derive_block_scales_cuda(const torch::Tensor& x, const quant_site& site, const block_layout& l) {
+block_scales_of derive_block_scales_cuda(const torch::Tensor& x, const quant_site& site,
+                                         const block_layout& l) {
     torch::Tensor padded = x.reshape({l.rows, l.k});
     if (l.per_row * l.block != l.k) padded = torch::constant_pad_nd(padded, {0, l.per_row * l.block - l.k});
-    torch::Tensor amax = padded.reshape({l.rows, l.per_row, l.block}).abs().amax(-1).to(torch::kCPU).contiguous();
+    torch::Tensor amax =
+        padded.reshape({l.rows, l.per_row, l.block}).abs().amax(-1).to(torch::kCPU).contiguous();
     const double tensor_amax = amax.numel() ? amax.max().item<double>() : 0.0;  // NaN if a block's is
     block_scales_of out;
-    out.stats = quant::scales_from_amaxes(amax.data_ptr<float>(), static_cast<size_t>(amax.numel()), site.blocks, tensor_amax);
+    out.stats = quant::scales_from_amaxes(amax.data_ptr<float>(), static_cast<size_t>(amax.numel()),
+                                          site.blocks, tensor_amax);
     out.stats.amax = tensor_amax;
     out.scales = amax.to(x.device());
     return out;
@@ -212,7 +225,8 @@ quantize_counts quantize_blocks(const format_handle& format, const torch::Tensor
     if (!x.device().is_cuda()) {
         std::vector<float> scales(static_cast<size_t>(l.blocks()));
         quantize_counts counts;
-        const quant::block_scale_stats st = scale_and_quantize_blocks_cpu(src, dst, l, site, &format, o, scales.data(), &counts);
+        const quant::block_scale_stats st =
+            scale_and_quantize_blocks_cpu(src, dst, l, site, &format, o, scales.data(), &counts);
         if (stats) stats->add(st);
         return counts;
     }
@@ -296,10 +310,13 @@ site_block_scales block_scales_for(const torch::Tensor& t, const quant_site& sit
     const torch::Tensor x = t.contiguous();
     check_quantizable(x, site);
     const block_layout l(x, site);
-    if (x.device().is_cuda()) return {derive_block_scales_cuda(x, site, l).scales.to(torch::kCPU).contiguous(), static_cast<size_t>(l.block)};
+    if (x.device().is_cuda())
+        return {derive_block_scales_cuda(x, site, l).scales.to(torch::kCPU).contiguous(),
+                static_cast<size_t>(l.block)};
     torch::Tensor scales = torch::empty({l.blocks()}, x.options());
     if (l.n > 0 && l.k > 0)
-        scale_and_quantize_blocks_cpu(x.data_ptr<float>(), nullptr, l, site, nullptr, {}, scales.data_ptr<float>(), nullptr);
+        scale_and_quantize_blocks_cpu(x.data_ptr<float>(), nullptr, l, site, nullptr, {},
+                                      scales.data_ptr<float>(), nullptr);
     return {scales, static_cast<size_t>(l.block)};
 }
 
@@ -322,8 +339,9 @@ namespace {
 // quantized again along the new reduction dimension (TransformerEngine's
 // rowwise and columnwise copies), from the unquantized tensor.
 struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinearFunction> {
-    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
-                                 const torch::Tensor& b, quant_plan* plan, int64_t first_site) {
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                                 const torch::Tensor& w, const torch::Tensor& b, quant_plan* plan,
+                                 int64_t first_site) {
         const size_t s = static_cast<size_t>(first_site);
         quant_site& w_site = plan->sites[s];
         quant_site& x_site = plan->sites[s + 1];
@@ -359,9 +377,9 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         const torch::Tensor qg_t = g_site.block_scaled()
                                        ? fake_quantize(g2.t().contiguous(), g_site, plan, s + 2 + again, true)
                                        : qg.reshape({-1, out}).t();
-        const torch::Tensor qx_t = x_site.block_scaled()
-                                       ? fake_quantize(x.reshape({-1, in}).t().contiguous(), x_site, plan, s + 1 + again, true)
-                                       : qx.reshape({-1, in}).t();
+        const torch::Tensor qx_t = x_site.block_scaled() ? fake_quantize(x.reshape({-1, in}).t().contiguous(),
+                                                                         x_site, plan, s + 1 + again, true)
+                                                         : qx.reshape({-1, in}).t();
         torch::Tensor gx = torch::matmul(qg, qw_cols);
         torch::Tensor gw = torch::matmul(qg_t, qx_t.t());
         torch::Tensor gb = ctx->saved_data["bias"].toBool() ? qg.reshape({-1, out}).sum(0) : torch::Tensor();
@@ -378,7 +396,6 @@ torch::Tensor quantized_linear(const torch::Tensor& x, const torch::Tensor& w, c
     return QuantizedLinearFunction::apply(x, w, bias, &plan, static_cast<int64_t>(first_site));
 }
 
-
 // ---------------------------------------------------------------- formats
 
 std::shared_ptr<const format_handle> format_library::get(const std::string& name) {
@@ -391,9 +408,9 @@ std::shared_ptr<const format_handle> format_library::load(const std::string& nam
     if (it != handles_.end()) return it->second;
     const auto params = params_.find(name);
     try {
-        return handles_[name] = format_handle::create(plugins_.load(name), params == params_.end()
-                                                                              ? std::map<std::string, std::string>{}
-                                                                              : params->second);
+        return handles_[name] = format_handle::create(
+                   plugins_.load(name),
+                   params == params_.end() ? std::map<std::string, std::string>{} : params->second);
     } catch (const error& e) {
         throw error(where_ + ": format '" + name + "': " + e.what());
     }
@@ -407,10 +424,12 @@ const quant::scale_grid& format_library::scale_format(const std::string& name) {
     else {
         const std::shared_ptr<const format_handle> f = load(name);
         if (f->info().total_bits > 16)
-            throw error(where_ + ": scale_format '" + name + "': a scale format plugin must have at most 16 bits (it has " +
+            throw error(where_ + ": scale_format '" + name +
+                        "': a scale format plugin must have at most 16 bits (it has " +
                         std::to_string(f->info().total_bits) + "); use \"fp32\" for float32 scales");
         try {
-            grid = std::make_unique<quant::scale_grid>(quant::scale_grid::of_values(name, f->decode_all_codes()));
+            grid = std::make_unique<quant::scale_grid>(
+                quant::scale_grid::of_values(name, f->decode_all_codes()));
         } catch (const error& e) {
             grids_.erase(name);
             throw error(where_ + ": " + e.what());
@@ -484,8 +503,8 @@ void assign_formats(quant_plan& plan, const config::run_config& c, format_librar
     }
 }
 
-std::vector<run::format_switch> switch_formats(quant_plan& plan, const std::string& pattern, const std::string& to,
-                                               format_library& formats) {
+std::vector<run::format_switch> switch_formats(quant_plan& plan, const std::string& pattern,
+                                               const std::string& to, format_library& formats) {
     std::vector<run::format_switch> done;
     for (quant_site& s : plan.sites) {
         if (!glob_match(pattern, s.name()) || format_name_of(s) == to) continue;
@@ -502,21 +521,23 @@ std::vector<run::format_switch> switch_formats(quant_plan& plan, const std::stri
 
 std::vector<run::site_record> site_records(const quant_plan& plan) {
     std::vector<run::site_record> out;
-    for (const quant_site& s : plan.sites) out.push_back({s.name(), format_name_of(s), s.bit_stall_rate, s.scaling.record_state()});
+    for (const quant_site& s : plan.sites)
+        out.push_back({s.name(), format_name_of(s), s.bit_stall_rate, s.scaling.record_state()});
     return out;
 }
 
 void restore_sites(quant_plan& plan, const std::vector<run::site_record>& records, format_library& formats,
                    const std::string& where) {
     if (records.size() != plan.sites.size())
-        throw error(where + ": key 'sites': " + std::to_string(records.size()) + " sites, but this model has " +
-                    std::to_string(plan.sites.size()) + " (a checkpoint of another model?)");
+        throw error(where + ": key 'sites': " + std::to_string(records.size()) +
+                    " sites, but this model has " + std::to_string(plan.sites.size()) +
+                    " (a checkpoint of another model?)");
     for (size_t k = 0; k < records.size(); ++k) {
         quant_site& s = plan.sites[k];
         const run::site_record& r = records[k];
         if (r.name != s.name())
-            throw error(where + ": key 'sites[" + std::to_string(k) + "].name': \"" + r.name + "\", but this model's site " +
-                        std::to_string(k) + " is \"" + s.name() + "\"");
+            throw error(where + ": key 'sites[" + std::to_string(k) + "].name': \"" + r.name +
+                        "\", but this model's site " + std::to_string(k) + " is \"" + s.name() + "\"");
         // Formats first (an intervention may have switched some), then their scaling.
         if (r.format != format_name_of(s)) {
             set_format(s, formats.get(r.format));

@@ -16,38 +16,38 @@
 
 #include <altgrad/altgrad.h>
 
+#include "config/layer_names.hpp"
 #include "config/run_config.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
-#include "run/records.hpp"
 #include "quant/block_scales.hpp"
-#include "config/layer_names.hpp"
 #include "quant/scaling.hpp"
+#include "run/records.hpp"
 
 namespace altgrad::host::train {
 
 // One tensor the model quantizes: a layer's weight, its input activation or
 // its output gradient.
 struct quant_site {
-    std::string layer;                // "blocks.0.attn.qkv"
+    std::string layer;  // "blocks.0.attn.qkv"
     altgrad_tensor_role role = ALTGRAD_TENSOR_WEIGHT;
-    std::string name() const;         // layer + ".weight" | ".input" | ".output_grad"
-    const char* role_name() const;    // "weight" | "activation" | "output_gradient" (metrics and reports)
+    std::string name() const;       // layer + ".weight" | ".input" | ".output_grad"
+    const char* role_name() const;  // "weight" | "activation" | "output_gradient" (metrics and reports)
     std::shared_ptr<const format_handle> format;  // null: stays float32
     altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
     altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
-    quant::scaling_state scaling;             // granularity tensor
+    quant::scaling_state scaling;  // granularity tensor
     // Granularity row or block: one scale per block of block_size elements
     // along the last dimension of the tensor quantized (the reduction
     // dimension of the product that consumes it; a row's last block may be
     // short), derived by `blocks` from each block's own amax. 0: per tensor.
-    size_t block_size = 0;              // SIZE_MAX: one block per row
+    size_t block_size = 0;  // SIZE_MAX: one block per row
     quant::block_recipe blocks;
     bool block_scaled() const { return block_size != 0; }
     // The last use, for metrics (a tensor quantized twice, along two
     // dimensions, sums both copies' counts and block statistics).
     double amax = 0;
-    float scale = 1;                    // granularity tensor
+    float scale = 1;  // granularity tensor
     uint64_t overflow_count = 0, underflow_count = 0, count = 0;
     quant::block_scale_stats block_stats;
     double overflow_rate() const { return count ? static_cast<double>(overflow_count) / count : NAN; }
@@ -67,7 +67,8 @@ struct quant_plan {
     // On a diagnostic step: keep each site's input (quant_site::captured) and
     // every attention layer's softmax output, for the diagnostic plugins.
     bool capture = false;
-    std::vector<std::pair<std::string, torch::Tensor>> attention_probs;  // "blocks.N.attn.probs", [B, H, T, T]
+    std::vector<std::pair<std::string, torch::Tensor>>
+        attention_probs;  // "blocks.N.attn.probs", [B, H, T, T]
 
     // Register a linear layer's three sites; returns the index of the first.
     size_t add_linear(const std::string& layer);
@@ -114,7 +115,6 @@ site_block_scales block_scales_for(const torch::Tensor& t, const quant_site& sit
 torch::Tensor quantized_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                                quant_plan& plan, size_t first_site);
 
-
 // The format plugins of a run, created once each by name. "fp32" is no
 // plugin here: float32 is what the model computes in, so nothing to do.
 class format_library {
@@ -157,8 +157,8 @@ void assign_formats(quant_plan& plan, const config::run_config& c, format_librar
 // `pattern` and is in another format moves to `to`, with fresh scaling (the
 // old amax history says nothing about the new range). Returns what moved
 // (step and plugin left for the caller).
-std::vector<run::format_switch> switch_formats(quant_plan& plan, const std::string& pattern, const std::string& to,
-                                               format_library& formats);
+std::vector<run::format_switch> switch_formats(quant_plan& plan, const std::string& pattern,
+                                               const std::string& to, format_library& formats);
 
 // Each site's format, scaling and bit-stall rate, for checkpoints, and back:
 // restore_sites refuses (host::error naming `where`) a list that does not

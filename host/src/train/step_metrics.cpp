@@ -13,7 +13,8 @@ const std::vector<step_metric_computation>& host_step_metrics() {
         {"grad_norm", [](const step_inputs& in) { return in.grad_norm; }},
         {"tokens_per_s",
          [](const step_inputs& in) {
-             const double tokens = static_cast<double>(in.config.training.batch_size * in.config.model.block_size);
+             const double tokens =
+                 static_cast<double>(in.config.training.batch_size * in.config.model.block_size);
              return tokens / std::max(in.seconds, 1e-9);
          }},
         {"grad_sparsity",
@@ -27,8 +28,8 @@ const std::vector<step_metric_computation>& host_step_metrics() {
 run::train_line compute_step_metrics(int64_t step, const std::vector<step_metric_computation>& metrics,
                                      const step_inputs& in) {
     run::train_line line{step, {}};
-    const step_inputs with_line{in.loss, in.grad_norm, in.learning_rate, in.seconds, in.config, in.plan,
-                                in.parameters, line.values};
+    const step_inputs with_line{in.loss,   in.grad_norm, in.learning_rate, in.seconds,
+                                in.config, in.plan,      in.parameters,    line.values};
     for (const step_metric_computation& m : metrics) line.values.set(m.name, m.compute(with_line));
     return line;
 }

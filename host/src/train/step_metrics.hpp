@@ -21,11 +21,11 @@ namespace altgrad::host::train {
 struct step_inputs {
     double loss = NAN, grad_norm = NAN;  // of the forward and backward pass
     double learning_rate = NAN;
-    double seconds = NAN;                // the step's wall-clock time
+    double seconds = NAN;  // the step's wall-clock time
     const config::run_config& config;
-    const quant_plan& plan;              // each quantized tensor at its last use
+    const quant_plan& plan;                        // each quantized tensor at its last use
     const std::vector<torch::Tensor>& parameters;  // after the update (gradients clipped)
-    const run::metric_values& so_far;    // the metrics computed before this one
+    const run::metric_values& so_far;              // the metrics computed before this one
 };
 
 struct step_metric_computation {

@@ -25,13 +25,13 @@ struct added_step_metric {
 };
 
 struct run_request {
-    std::filesystem::path config;       // CONFIG.toml (ignored with resume: the run's config.toml is used)
-    std::vector<std::string> overrides; // --set KEY=VALUE
-    std::filesystem::path plugins;      // --plugins DIR
-    std::filesystem::path out;          // --out RUN_DIR (empty: <output.dir>/<name>)
-    std::filesystem::path resume;       // --resume RUN_DIR (empty: a new run)
-    bool fallback = false;              // --fallback: resume from the newest intact checkpoint
-    bool live_progress = false;         // a terminal: one updating line; else plain lines
+    std::filesystem::path config;        // CONFIG.toml (ignored with resume: the run's config.toml is used)
+    std::vector<std::string> overrides;  // --set KEY=VALUE
+    std::filesystem::path plugins;       // --plugins DIR
+    std::filesystem::path out;           // --out RUN_DIR (empty: <output.dir>/<name>)
+    std::filesystem::path resume;        // --resume RUN_DIR (empty: a new run)
+    bool fallback = false;               // --fallback: resume from the newest intact checkpoint
+    bool live_progress = false;          // a terminal: one updating line; else plain lines
     std::vector<added_step_metric> added_metrics;
 };
 

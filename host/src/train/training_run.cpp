@@ -32,7 +32,9 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 double process_cpu_seconds() {
     rusage u{};
     if (::getrusage(RUSAGE_SELF, &u) != 0) return NAN;
-    const auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+    const auto sec = [](const timeval& t) {
+        return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+    };
     return sec(u.ru_utime) + sec(u.ru_stime);
 }
 
@@ -40,10 +42,12 @@ std::string duration_text(double seconds) {
     if (!std::isfinite(seconds) || seconds < 0) return "?";
     const int64_t s = static_cast<int64_t>(seconds + 0.5);
     char buf[32];
-    if (s >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600),
-                                 static_cast<long long>(s / 60 % 60));
-    else if (s >= 60) std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60),
-                                    static_cast<long long>(s % 60));
+    if (s >= 3600)
+        std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(s / 3600),
+                      static_cast<long long>(s / 60 % 60));
+    else if (s >= 60)
+        std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(s / 60),
+                      static_cast<long long>(s % 60));
     else std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(s));
     return buf;
 }
@@ -54,12 +58,16 @@ error as_host_error(const std::exception& e, const config::run_config& c) {
     if (const auto* h = dynamic_cast<const error*>(&e)) return *h;
     const std::string what = first_line(e.what());
     const bool memory = dynamic_cast<const std::bad_alloc*>(&e) != nullptr ||
-                        what.find("alloc") != std::string::npos || what.find("out of memory") != std::string::npos;
+                        what.find("alloc") != std::string::npos ||
+                        what.find("out of memory") != std::string::npos;
     if (memory)
-        return error(c.source.string() + ": out of memory (" + what + "): the model and batch are sized by "
-                     "model.n_layer = " + std::to_string(c.model.n_layer) + ", model.n_embd = " +
-                     std::to_string(c.model.n_embd) + ", model.block_size = " + std::to_string(c.model.block_size) +
-                     ", training.batch_size = " + std::to_string(c.training.batch_size) + ": make them smaller");
+        return error(c.source.string() + ": out of memory (" + what +
+                     "): the model and batch are sized by "
+                     "model.n_layer = " +
+                     std::to_string(c.model.n_layer) + ", model.n_embd = " + std::to_string(c.model.n_embd) +
+                     ", model.block_size = " + std::to_string(c.model.block_size) +
+                     ", training.batch_size = " + std::to_string(c.training.batch_size) +
+                     ": make them smaller");
     return error(c.source.string() + ": training failed: " + what);
 }
 
@@ -71,7 +79,8 @@ error as_host_error(const std::exception& e, const config::run_config& c) {
 config::run_config load_run_config(const run_request& req) {
     if (!req.resume.empty() && !fs::exists(run::config_file(req.resume)))
         throw error("--resume " + req.resume.string() + ": no config.toml (not a run directory)");
-    config::run_config c = config::load_config(req.resume.empty() ? req.config : run::config_file(req.resume), req.overrides);
+    config::run_config c =
+        config::load_config(req.resume.empty() ? req.config : run::config_file(req.resume), req.overrides);
     registry names(req.plugins);
     config::rename_formats(c.quantization, [&](const std::string& key, const std::string& name) {
         if (name == "fp32" || name == "pow2") return name;
@@ -88,7 +97,8 @@ config::run_config load_run_config(const run_request& req) {
 fs::path new_run_dir(const run_request& req, const config::run_config& c) {
     if (!req.out.empty()) {
         if (fs::exists(req.out) && !fs::is_empty(req.out))
-            throw error("--out " + req.out.string() + ": exists and is not empty (use --resume to continue a run)");
+            throw error("--out " + req.out.string() +
+                        ": exists and is not empty (use --resume to continue a run)");
         return req.out;
     }
     fs::path dir = fs::path(c.output.dir) / c.name;
@@ -151,11 +161,13 @@ std::map<std::string, double> format_maxima(const quant_plan& plan) {
 void remember_diagnostics(run::run_history& h, int64_t step, const std::vector<diagnostic_record>& records) {
     std::map<std::string, std::vector<run::tensor_value>> by_name;  // diagnostic.value -> its tensors' values
     for (const diagnostic_record& r : records)
-        for (const auto& [name, value] : r.values) by_name[r.diagnostic + "." + name].push_back({r.tensor == "*", value});
+        for (const auto& [name, value] : r.values)
+            by_name[r.diagnostic + "." + name].push_back({r.tensor == "*", value});
     run::metric mean;
     mean.summary = run::tensor_summary::mean;
     for (const auto& [name, values] : by_name)
-        if (const double v = run::summarise(mean, values); !std::isnan(v)) h.diagnostics.push_back({step, name, v});
+        if (const double v = run::summarise(mean, values); !std::isnan(v))
+            h.diagnostics.push_back({step, name, v});
     std::set<int64_t> steps;
     for (const auto& d : h.diagnostics) steps.insert(d.step);
     while (steps.size() > 3) {
@@ -179,7 +191,8 @@ stability::failure_context failure_context_of(const config::run_config& c, const
     for (const quant_site& s : plan.sites) {
         if (s.format && s.format->info().family != ALTGRAD_FAMILY_CODEBOOK)
             x.mantissa_bits[s.format->name()] = static_cast<int>(s.format->info().mantissa_bits);
-        if (s.role == ALTGRAD_TENSOR_WEIGHT && s.format) weights.push_back(params.at(parameter_of(s)).detach().abs().flatten());
+        if (s.role == ALTGRAD_TENSOR_WEIGHT && s.format)
+            weights.push_back(params.at(parameter_of(s)).detach().abs().flatten());
     }
     if (!weights.empty()) x.median_abs_weight = torch::cat(weights).median().item<double>();
     x.nonfinite_gradients = nonfinite_gradients(params);
@@ -197,12 +210,14 @@ torch::Device training_device(const config::run_config& c, const quant_plan& pla
     if (c.training.device != config::compute_device::cuda) return torch::kCPU;
     const std::string key = c.source.string() + ": key 'training.device': \"cuda\"";
     if (!torch::cuda::is_available())
-        throw error(key + " needs a LibTorch built with CUDA and a visible GPU, and this process has no usable one "
+        throw error(key +
+                    " needs a LibTorch built with CUDA and a visible GPU, and this process has no usable one "
                     "(torch::cuda::is_available() is false; use \"cpu\")");
     for (const quant_site& s : plan.sites)
         if (s.format && !s.format->accepts(ALTGRAD_MEMORY_CUDA))
-            throw error(key + ": format plugin '" + s.format->name() + "' (" + s.name() +
-                        ") has no CUDA implementation (build the plugins with ALTGRAD_CUDA=ON, or use \"cpu\")");
+            throw error(
+                key + ": format plugin '" + s.format->name() + "' (" + s.name() +
+                ") has no CUDA implementation (build the plugins with ALTGRAD_CUDA=ON, or use \"cpu\")");
     return torch::Device(torch::kCUDA, 0);
 }
 
@@ -233,7 +248,8 @@ training_run::training_run(const run_request& req, std::ostream& log)
     }
     for (const added_step_metric& m : req.added_metrics) {
         catalog_.add(m.description);
-        step_metrics_.push_back({m.description.name, [f = m.compute](const step_inputs& in) { return f(in.so_far); }});
+        step_metrics_.push_back(
+            {m.description.name, [f = m.compute](const step_inputs& in) { return f(in.so_far); }});
     }
     // Deliberately: LibTorch starts with one intra-op thread on small machines.
     const int cpu_threads = c_.training.threads > 0
@@ -274,12 +290,14 @@ void training_run::build_model_and_optimizer() {
     std::vector<torch::Tensor> decay, no_decay;
     for (auto& p : model_->named_parameters()) (p.value().dim() >= 2 ? decay : no_decay).push_back(p.value());
     std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(
-                                   torch::optim::AdamWOptions(tc.learning_rate)
-                                       .betas({tc.beta1, tc.beta2})
-                                       .weight_decay(tc.weight_decay)));
-    groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(
-                                      torch::optim::AdamWOptions(tc.learning_rate).betas({tc.beta1, tc.beta2}).weight_decay(0.0)));
+    groups.emplace_back(
+        decay, std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(tc.learning_rate)
+                                                                .betas({tc.beta1, tc.beta2})
+                                                                .weight_decay(tc.weight_decay)));
+    groups.emplace_back(
+        no_decay,
+        std::make_unique<torch::optim::AdamWOptions>(
+            torch::optim::AdamWOptions(tc.learning_rate).betas({tc.beta1, tc.beta2}).weight_decay(0.0)));
     optimizer_ = std::make_unique<torch::optim::AdamW>(std::move(groups));
 
     for (auto& p : model_->named_parameters()) params_[p.key()] = p.value();
@@ -306,7 +324,8 @@ void training_run::open_run_directory() {
         run_id_ = run_dir_.filename().string();
         fs::create_directories(run::checkpoints_dir(run_dir_));
         run::write_file_atomically(run::config_file(run_dir_), config::to_toml(c_));
-        stall_.advance(plan_, weight_of_);  // the first bit-stall measurement compares against the initial weights
+        stall_.advance(plan_,
+                       weight_of_);  // the first bit-stall measurement compares against the initial weights
     }
     run::write_catalog(run_dir_, catalog_);
     metrics_.emplace(run::metrics_file(run_dir_), run_id_, resuming_, catalog_);
@@ -330,7 +349,7 @@ run_result training_run::run() {
         while (step_ < max_steps) {
             note_steps_done(step_);
             const auto step_start = std::chrono::steady_clock::now();
-            const step_result r = forward_backward();       // quantizes weights, activations, output gradients
+            const step_result r = forward_backward();  // quantizes weights, activations, output gradients
             const step_actions todo = ask_interventions(r);  // clip, skip, switch formats
             update(r, todo);
             ++step_;
@@ -371,10 +390,11 @@ run_result training_run::run() {
 training_run::step_result training_run::forward_backward() {
     const config::training_config& tc = c_.training;
     lr_ = learning_rate_at(step_);
-    for (auto& group : optimizer_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr_);
+    for (auto& group : optimizer_->param_groups())
+        static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr_);
     const int64_t B = tc.batch_size, T = c_.model.block_size;
-    data::fill_batch(data_, data::split::train, static_cast<uint64_t>(tc.seed), static_cast<uint64_t>(step_), B, T,
-                     xb_.data(), yb_.data());
+    data::fill_batch(data_, data::split::train, static_cast<uint64_t>(tc.seed), static_cast<uint64_t>(step_),
+                     B, T, xb_.data(), yb_.data());
     plan_.step = static_cast<uint64_t>(step_);
     plan_.capture = !diagnostics_.empty() && is_diagnostic_step(step_ + 1);
     const auto long_opts = torch::TensorOptions().dtype(torch::kLong);
@@ -438,7 +458,8 @@ void training_run::update(const step_result& r, const step_actions& todo) {
         // too small to move a weight to another code is lost (bit stall).
         torch::NoGradGuard no_grad;
         for (const quant_site& s : plan_.sites)
-            if (s.role == ALTGRAD_TENSOR_WEIGHT) store_in_format(params_.at(parameter_of(s)), s, plan_, plan_.sites.size());
+            if (s.role == ALTGRAD_TENSOR_WEIGHT)
+                store_in_format(params_.at(parameter_of(s)), s, plan_, plan_.sites.size());
     }
 }
 
@@ -451,7 +472,8 @@ run::train_line training_run::measure(const step_result& r, double step_seconds)
     std::vector<diagnostic_record> records;
     if (stall_fresh_) {
         step.values.set("bit_stall", stall_.measure(plan_, weight_of_));  // the detector's, not written here
-        if (!diagnostics_.empty()) records = run_diagnostics(diagnostics_, plan_, weight_of_, stall_, *fp32_, step_);
+        if (!diagnostics_.empty())
+            records = run_diagnostics(diagnostics_, plan_, weight_of_, stall_, *fp32_, step_);
         release_captures(plan_);
         stall_.advance(plan_, weight_of_);
     }
@@ -480,11 +502,11 @@ void training_run::apply_switches(const step_actions& todo) {
             e.tensor = sw.tensor, e.from = sw.from, e.to = sw.to;
             event(std::move(e));
             history_.switches.push_back(sw);
-            history_.events.push_back("step " + std::to_string(step_) + ": " + a.plugin + " switched " + sw.tensor +
-                                      " from " + sw.from + " to " + sw.to + ": " + a.what.reason);
+            history_.events.push_back("step " + std::to_string(step_) + ": " + a.plugin + " switched " +
+                                      sw.tensor + " from " + sw.from + " to " + sw.to + ": " + a.what.reason);
             if (!live_progress_)
-                log_ << "step " << step_ << ": " << a.plugin << " switched " << sw.tensor << " " << sw.from << " -> "
-                     << sw.to << std::endl;
+                log_ << "step " << step_ << ": " << a.plugin << " switched " << sw.tensor << " " << sw.from
+                     << " -> " << sw.to << std::endl;
         }
     }
 }
@@ -508,8 +530,8 @@ void training_run::report_progress(const run::train_line& step) {
 
 // A collapse leaves an event, a checkpoint and a failure report.
 void training_run::collapse(const stability::verdict& v) {
-    stop_reason_ = std::string(stability::failure_mode_name(v.mode)) + " at step " + std::to_string(v.evidence_step) +
-                   ": " + v.evidence;
+    stop_reason_ = std::string(stability::failure_mode_name(v.mode)) + " at step " +
+                   std::to_string(v.evidence_step) + ": " + v.evidence;
     run::event_line e{step_, "collapse", "host", v.evidence};
     e.mode = stability::failure_mode_name(v.mode);
     e.evidence_step = v.evidence_step;
@@ -533,8 +555,8 @@ void training_run::evaluate() {
     std::vector<int64_t> x(static_cast<size_t>(B * T)), y(x.size());
     for (int64_t i = 0; i < c_.training.eval_batches; ++i) {
         // Evaluation batches are the same every time: steps 0..eval_batches-1 of the split.
-        data::fill_batch(data_, data::split::val, static_cast<uint64_t>(c_.training.seed), static_cast<uint64_t>(i), B, T,
-                         x.data(), y.data());
+        data::fill_batch(data_, data::split::val, static_cast<uint64_t>(c_.training.seed),
+                         static_cast<uint64_t>(i), B, T, x.data(), y.data());
         const auto opts = torch::TensorOptions().dtype(torch::kLong);
         const torch::Tensor xt = torch::from_blob(x.data(), {B, T}, opts).to(device_);
         const torch::Tensor yt = torch::from_blob(y.data(), {B, T}, opts).to(device_);
@@ -546,7 +568,8 @@ void training_run::evaluate() {
     line.values.set("val_loss", val);
     metrics_->write(line);
     history_.last_val_loss = val;
-    if (!std::isnan(val) && !(val >= history_.best_val_loss)) history_.best_val_loss = val;  // NaN best: none yet
+    if (!std::isnan(val) && !(val >= history_.best_val_loss))
+        history_.best_val_loss = val;  // NaN best: none yet
     // On a terminal the line overwrites the live progress line, which the next step redraws below it.
     log_ << (live_progress_ ? "\r" : "") << "step " << step_ << ": val loss " << val
          << (live_progress_ ? std::string(40, ' ') : "") << std::endl;
@@ -579,7 +602,8 @@ run_result training_run::finish(const std::string& status, const stability::verd
     r.values.set("best_val_loss", std::isnan(history_.best_val_loss) ? INFINITY : history_.best_val_loss);
     r.values.set("seconds", history_.elapsed_seconds);
     r.values.set("cpu_seconds", history_.elapsed_cpu_seconds);
-    r.formats = {c_.quantization.weight_format, c_.quantization.activation_format, c_.quantization.gradient_format};
+    r.formats = {c_.quantization.weight_format, c_.quantization.activation_format,
+                 c_.quantization.gradient_format};
     const data::corpus_reference ref = data::reference_losses(data_);
     r.corpus = {ref.unigram_entropy, ref.bigram, ref.trigram};
     r.switches = history_.switches;
@@ -587,10 +611,12 @@ run_result training_run::finish(const std::string& status, const stability::verd
     run::write_summary(run_dir_, r);
     if (status == "error") return {run_dir_, r};
     const run::metric_values& m = r.values;
-    log_ << "done: " << stop_reason_ << ", " << r.steps_done << "/" << r.max_steps << " steps, final train loss "
-         << m.get("final_train_loss") << ", final val loss " << m.get("final_val_loss") << " (best "
-         << m.get("best_val_loss") << "), " << duration_text(m.get("seconds")) << "\n"
-         << "run directory " << run_dir_.string() << " (config.toml, metrics.jsonl, summary.json, checkpoints/)\n"
+    log_ << "done: " << stop_reason_ << ", " << r.steps_done << "/" << r.max_steps
+         << " steps, final train loss " << m.get("final_train_loss") << ", final val loss "
+         << m.get("final_val_loss") << " (best " << m.get("best_val_loss") << "), "
+         << duration_text(m.get("seconds")) << "\n"
+         << "run directory " << run_dir_.string()
+         << " (config.toml, metrics.jsonl, catalog.json, summary.json, checkpoints/)\n"
          << "corpus unigram entropy " << ref.unigram_entropy << " nats/char; held-out bigram " << ref.bigram
          << ", trigram " << ref.trigram << " nats/char (what n-gram statistics alone reach)\n";
     return {run_dir_, r};
@@ -602,7 +628,8 @@ run_result training_run::finish(const std::string& status, const stability::verd
 // schedule), or constant. `step` is 0-based.
 double training_run::learning_rate_at(int64_t step) const {
     const config::training_config& t = c_.training;
-    if (step < t.warmup_steps) return t.learning_rate * static_cast<double>(step + 1) / static_cast<double>(t.warmup_steps + 1);
+    if (step < t.warmup_steps)
+        return t.learning_rate * static_cast<double>(step + 1) / static_cast<double>(t.warmup_steps + 1);
     if (t.lr_schedule == config::lr_schedule_kind::constant) return t.learning_rate;
     const double span = static_cast<double>(std::max<int64_t>(1, t.max_steps - t.warmup_steps));
     const double ratio = std::min(1.0, static_cast<double>(step - t.warmup_steps) / span);

@@ -115,12 +115,12 @@ private:
     std::optional<run::metrics_writer> metrics_;
 
     // The loop's state (checkpointed, with the history).
-    int64_t step_ = 0;             // steps done
-    double lr_ = NAN;              // this step's learning rate
-    bool stall_fresh_ = false;     // bit stall was measured at the end of the previous step
+    int64_t step_ = 0;          // steps done
+    double lr_ = NAN;           // this step's learning rate
+    bool stall_fresh_ = false;  // bit stall was measured at the end of the previous step
     run::run_history history_;
     std::string stop_reason_ = "finished";
-    int64_t first_step_ = 0;       // where this process started (for the ETA)
+    int64_t first_step_ = 0;  // where this process started (for the ETA)
     std::chrono::steady_clock::time_point loop_start_;
     std::vector<int64_t> xb_, yb_;  // the batch, token ids
 

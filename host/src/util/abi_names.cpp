@@ -25,7 +25,8 @@ const name_table<altgrad_tensor_role>& tensor_role_names() {
 }
 
 const name_table<altgrad_memory_kind>& memory_kind_names() {
-    static const name_table<altgrad_memory_kind> t{{ALTGRAD_MEMORY_HOST, "host"}, {ALTGRAD_MEMORY_CUDA, "cuda"}};
+    static const name_table<altgrad_memory_kind> t{{ALTGRAD_MEMORY_HOST, "host"},
+                                                   {ALTGRAD_MEMORY_CUDA, "cuda"}};
     return t;
 }
 

@@ -52,13 +52,11 @@ int spawn_process(const std::vector<std::string>& argv, int output_fd, bool die_
     ::close(report[1]);
     int e = 0;
     ssize_t n;
-    while ((n = ::read(report[0], &e, sizeof e)) < 0 && errno == EINTR) {
-    }
+    while ((n = ::read(report[0], &e, sizeof e)) < 0 && errno == EINTR) {}
     ::close(report[0]);
     if (n == sizeof e) {
         int status;
-        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-        }
+        while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
         throw error(argv[0] + ": cannot run: " + std::strerror(e));
     }
     return pid;

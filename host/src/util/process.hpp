@@ -16,7 +16,8 @@ namespace altgrad::host {
 // SIGTERM are at their defaults in the child. Returns its pid; throws
 // host::error naming argv[0] when it cannot be started (not found, not
 // executable): the failed exec is reported back, not guessed from status 127.
-int spawn_process(const std::vector<std::string>& argv, int output_fd, bool die_with_parent, int keep_fd = -1);
+int spawn_process(const std::vector<std::string>& argv, int output_fd, bool die_with_parent,
+                  int keep_fd = -1);
 
 // How a finished child ended, from waitpid's status: its exit status, or
 // 128 + the signal that killed it (the shell's convention).

@@ -17,14 +17,14 @@
 #ifndef ALTGRAD_ALTGRAD_H
 #define ALTGRAD_ALTGRAD_H
 
-#include "abi/version.h"
-#include "abi/status.h"
-#include "abi/params.h"
-#include "abi/format.h"
-#include "abi/tensor.h"
-#include "abi/state.h"
-#include "abi/intervention.h"
 #include "abi/diagnostic.h"
 #include "abi/entry.h"
+#include "abi/format.h"
+#include "abi/intervention.h"
+#include "abi/params.h"
+#include "abi/state.h"
+#include "abi/status.h"
+#include "abi/tensor.h"
+#include "abi/version.h"
 
 #endif /* ALTGRAD_ALTGRAD_H */

@@ -11,7 +11,9 @@ namespace {
 
 class abi10_intervention {
 public:
-    void observe(const altgrad_observation&, altgrad::sdk::action_sink& out) { out.clip(1.0, "clips every step"); }
+    void observe(const altgrad_observation&, altgrad::sdk::action_sink& out) {
+        out.clip(1.0, "clips every step");
+    }
 };
 
 abi10_intervention make(const altgrad::sdk::param_view&) { return abi10_intervention(); }
@@ -19,16 +21,25 @@ abi10_intervention make(const altgrad::sdk::param_view&) { return abi10_interven
 using adapter = altgrad::sdk::intervention_adapter<abi10_intervention, &make>;
 // The 1.0 layout: the 1.1 fields lie beyond struct_size (and are NULL here,
 // but a host must not read them at all).
-const altgrad_intervention_vtable kTable = {offsetof(altgrad_intervention_vtable, save_state), &adapter::create,
-                                            &adapter::destroy, &adapter::observe, nullptr, nullptr};
+const altgrad_intervention_vtable kTable = {offsetof(altgrad_intervention_vtable, save_state),
+                                            &adapter::create,
+                                            &adapter::destroy,
+                                            &adapter::observe,
+                                            nullptr,
+                                            nullptr};
 
 }  // namespace
 
 extern "C" ALTGRAD_EXPORT const altgrad_entry* altgrad_plugin_entry(void) {
-    static const altgrad_descriptor descriptor = {sizeof(altgrad_descriptor), ALTGRAD_KIND_INTERVENTION,
-                                                  "abi10_intervention", {1, 0, 0},
-                                                  "Test plugin: an ABI 1.0 intervention (clips every step to 1.0)",
-                                                  nullptr, 0};
-    static const altgrad_entry entry = {sizeof(altgrad_entry), {1, 0, 0}, &descriptor, nullptr, &kTable, nullptr};
+    static const altgrad_descriptor descriptor = {
+        sizeof(altgrad_descriptor),
+        ALTGRAD_KIND_INTERVENTION,
+        "abi10_intervention",
+        {1, 0, 0},
+        "Test plugin: an ABI 1.0 intervention (clips every step to 1.0)",
+        nullptr,
+        0};
+    static const altgrad_entry entry = {
+        sizeof(altgrad_entry), {1, 0, 0}, &descriptor, nullptr, &kTable, nullptr};
     return &entry;
 }

@@ -24,7 +24,8 @@ public:
             double amax = 0;
             for (size_t j = 0; j < tensors[i].count; ++j)
                 if (std::isfinite(tensors[i].data[j]))
-                    amax = std::max(amax, std::fabs(static_cast<double>(tensors[i].data[j]) * tensors[i].scale));
+                    amax =
+                        std::max(amax, std::fabs(static_cast<double>(tensors[i].data[j]) * tensors[i].scale));
             out.add(static_cast<uint32_t>(i), "scaled_amax", amax);
         }
     }
@@ -67,10 +68,15 @@ const altgrad_diagnostic_vtable* table() {
 }  // namespace
 
 extern "C" ALTGRAD_EXPORT const altgrad_entry* altgrad_plugin_entry(void) {
-    static const altgrad_descriptor descriptor = {sizeof(altgrad_descriptor), ALTGRAD_KIND_DIAGNOSTIC,
-                                                  "abi11_diagnostic", {1, 0, 0},
-                                                  "Test plugin: an ABI 1.1 diagnostic (no block scales in its views)",
-                                                  nullptr, 0};
-    static const altgrad_entry entry = {sizeof(altgrad_entry), {1, 1, 0}, &descriptor, nullptr, nullptr, table()};
+    static const altgrad_descriptor descriptor = {
+        sizeof(altgrad_descriptor),
+        ALTGRAD_KIND_DIAGNOSTIC,
+        "abi11_diagnostic",
+        {1, 0, 0},
+        "Test plugin: an ABI 1.1 diagnostic (no block scales in its views)",
+        nullptr,
+        0};
+    static const altgrad_entry entry = {
+        sizeof(altgrad_entry), {1, 1, 0}, &descriptor, nullptr, nullptr, table()};
     return &entry;
 }

@@ -39,20 +39,28 @@ altgrad_status decode11(const altgrad_format* f, altgrad_decode_args* a, altgrad
 }
 
 const altgrad_format_vtable* table() {
-    static const altgrad_format_vtable t = {sizeof(altgrad_format_vtable), &broken::e4m3_adapter::create,
-                                            &broken::e4m3_adapter::destroy, &broken::e4m3_adapter::get_info,
-                                            &convert11<altgrad_quantize_args, &broken::e4m3_adapter::quantize>,
-                                            &convert11<altgrad_encode_args, &broken::e4m3_adapter::encode>,
-                                            &decode11};
+    static const altgrad_format_vtable t = {
+        sizeof(altgrad_format_vtable),
+        &broken::e4m3_adapter::create,
+        &broken::e4m3_adapter::destroy,
+        &broken::e4m3_adapter::get_info,
+        &convert11<altgrad_quantize_args, &broken::e4m3_adapter::quantize>,
+        &convert11<altgrad_encode_args, &broken::e4m3_adapter::encode>,
+        &decode11};
     return &t;
 }
 
 }  // namespace
 
 extern "C" ALTGRAD_EXPORT const altgrad_entry* altgrad_plugin_entry(void) {
-    static const altgrad_descriptor descriptor = {sizeof(altgrad_descriptor), ALTGRAD_KIND_FORMAT, "abi11_format",
-                                                  {1, 0, 0}, "Test plugin: an ABI 1.1 E4M3 (no block scales)",
-                                                  nullptr, 0};
-    static const altgrad_entry entry = {sizeof(altgrad_entry), {1, 1, 0}, &descriptor, table(), nullptr, nullptr};
+    static const altgrad_descriptor descriptor = {sizeof(altgrad_descriptor),
+                                                  ALTGRAD_KIND_FORMAT,
+                                                  "abi11_format",
+                                                  {1, 0, 0},
+                                                  "Test plugin: an ABI 1.1 E4M3 (no block scales)",
+                                                  nullptr,
+                                                  0};
+    static const altgrad_entry entry = {
+        sizeof(altgrad_entry), {1, 1, 0}, &descriptor, table(), nullptr, nullptr};
     return &entry;
 }

@@ -10,10 +10,19 @@ altgrad::sdk::exmy_format make(const altgrad::sdk::param_view&) {
 }  // namespace
 
 extern "C" ALTGRAD_EXPORT const altgrad_entry* altgrad_plugin_entry(void) {
-    static const altgrad_descriptor descriptor = {sizeof(altgrad_descriptor), ALTGRAD_KIND_FORMAT, "abi_future",
-                                                  {1, 0, 0}, "claims ABI 1.99", nullptr, 0};
-    static const altgrad_entry entry = {sizeof(altgrad_entry), {1, 99, 0}, &descriptor,
-                                        altgrad::sdk::format_adapter<altgrad::sdk::exmy_format, &make>::vtable(),
-                                        nullptr, nullptr};
+    static const altgrad_descriptor descriptor = {sizeof(altgrad_descriptor),
+                                                  ALTGRAD_KIND_FORMAT,
+                                                  "abi_future",
+                                                  {1, 0, 0},
+                                                  "claims ABI 1.99",
+                                                  nullptr,
+                                                  0};
+    static const altgrad_entry entry = {
+        sizeof(altgrad_entry),
+        {1, 99, 0},
+        &descriptor,
+        altgrad::sdk::format_adapter<altgrad::sdk::exmy_format, &make>::vtable(),
+        nullptr,
+        nullptr};
     return &entry;
 }

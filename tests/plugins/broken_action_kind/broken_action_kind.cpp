@@ -8,8 +8,8 @@
 #include "../broken_common.hpp"
 
 namespace {
-altgrad_status observe_kind_1000(altgrad_intervention*, const altgrad_observation*, altgrad_action_buffer* actions,
-                                 altgrad_error*) {
+altgrad_status observe_kind_1000(altgrad_intervention*, const altgrad_observation*,
+                                 altgrad_action_buffer* actions, altgrad_error*) {
     altgrad_action& a = actions->items[0];
     const int32_t kind = 1000;  // stored as the integer: the plugin loads no out-of-range enum either
     std::memcpy(&a.kind, &kind, sizeof kind);

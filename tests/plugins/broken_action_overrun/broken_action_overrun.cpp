@@ -4,8 +4,8 @@
 #include "../broken_common.hpp"
 
 namespace {
-altgrad_status observe_one_past(altgrad_intervention*, const altgrad_observation*, altgrad_action_buffer* actions,
-                                altgrad_error*) {
+altgrad_status observe_one_past(altgrad_intervention*, const altgrad_observation*,
+                                altgrad_action_buffer* actions, altgrad_error*) {
     actions->items[actions->capacity].value = 1.0;
     actions->count = 0;
     return ALTGRAD_STATUS_OK;

@@ -19,7 +19,8 @@ public:
             double amax = 0;
             for (size_t j = 0; j < tensors[i].count; ++j)
                 if (std::isfinite(tensors[i].data[j]))
-                    amax = std::max(amax, std::fabs(static_cast<double>(tensors[i].data[j]) * tensors[i].scale));
+                    amax =
+                        std::max(amax, std::fabs(static_cast<double>(tensors[i].data[j]) * tensors[i].scale));
             out.add(static_cast<uint32_t>(i), "scaled_amax", amax);
         }
     }
@@ -28,4 +29,5 @@ public:
 broken_block_view make(const sdk::param_view&) { return broken_block_view(); }
 }  // namespace
 
-ALTGRAD_DIAGNOSTIC_PLUGIN("broken_block_view", 1, 0, 0, "Test plugin: reads the view's scale, not its block scales", make)
+ALTGRAD_DIAGNOSTIC_PLUGIN("broken_block_view", 1, 0, 0,
+                          "Test plugin: reads the view's scale, not its block scales", make)

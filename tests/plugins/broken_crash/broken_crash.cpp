@@ -15,4 +15,5 @@ struct crashes : broken::e4m3 {
 };
 }  // namespace
 
-BROKEN_E4M3_PLUGIN("broken_crash", crashes, "Test plugin: E4M3 whose quantize writes through NULL on input 3.0")
+BROKEN_E4M3_PLUGIN("broken_crash", crashes,
+                   "Test plugin: E4M3 whose quantize writes through NULL on input 3.0")

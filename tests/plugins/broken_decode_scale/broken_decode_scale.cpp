@@ -12,4 +12,5 @@ altgrad_status decode_unscaled(const altgrad_format* f, altgrad_decode_args* a, 
 }
 }  // namespace
 
-BROKEN_E4M3_TABLE_PLUGIN("broken_decode_scale", decode, decode_unscaled, "Test plugin: E4M3 whose decode ignores the scale")
+BROKEN_E4M3_TABLE_PLUGIN("broken_decode_scale", decode, decode_unscaled,
+                         "Test plugin: E4M3 whose decode ignores the scale")

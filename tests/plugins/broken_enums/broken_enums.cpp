@@ -38,9 +38,13 @@ altgrad_status get_info(const altgrad_format* f, altgrad_format_info* info, altg
 
 extern "C" ALTGRAD_EXPORT const altgrad_entry* altgrad_plugin_entry(void) {
     static altgrad_param_spec spec = {sizeof(altgrad_param_spec), "unused", ALTGRAD_PARAM_INT, "not read"};
-    static altgrad_descriptor descriptor = {sizeof(altgrad_descriptor), ALTGRAD_KIND_FORMAT, "broken_enums",
-                                            {1, 0, 0}, "Test plugin: E4M3 with an enum field out of range",
-                                            &spec, 1};
+    static altgrad_descriptor descriptor = {sizeof(altgrad_descriptor),
+                                            ALTGRAD_KIND_FORMAT,
+                                            "broken_enums",
+                                            {1, 0, 0},
+                                            "Test plugin: E4M3 with an enum field out of range",
+                                            &spec,
+                                            1};
     // Chosen again at every load: a test process loads the library once per case.
     set_enum(descriptor.kind, "kind", ALTGRAD_KIND_FORMAT);
     set_enum(spec.type, "param_type", ALTGRAD_PARAM_INT);
@@ -49,7 +53,7 @@ extern "C" ALTGRAD_EXPORT const altgrad_entry* altgrad_plugin_entry(void) {
         v.get_info = get_info;
         return v;
     }();
-    static const altgrad_entry entry = {sizeof(altgrad_entry), ALTGRAD_ABI_VERSION_INIT, &descriptor, &table, nullptr,
-                                        nullptr};
+    static const altgrad_entry entry = {
+        sizeof(altgrad_entry), ALTGRAD_ABI_VERSION_INIT, &descriptor, &table, nullptr, nullptr};
     return &entry;
 }

@@ -36,5 +36,6 @@ broken_forgetful_state make(const altgrad::sdk::param_view&) { return broken_for
 
 }  // namespace
 
-ALTGRAD_INTERVENTION_PLUGIN("broken_forgetful_state", 1, 0, 0,
-                            "Test plugin: an intervention whose saved state leaves out whether clipping is on", make)
+ALTGRAD_INTERVENTION_PLUGIN(
+    "broken_forgetful_state", 1, 0, 0,
+    "Test plugin: an intervention whose saved state leaves out whether clipping is on", make)

@@ -9,8 +9,7 @@ struct hangs : broken::e4m3 {
     template <altgrad_rounding R, altgrad_overflow O>
     uint32_t quantize_bits(uint32_t bits, uint32_t random, element_counts& counts) const {
         if (bits == float_bits(5.0f))
-            while (keep_looping) {
-            }
+            while (keep_looping) {}
         return f_.template quantize_bits<R, O>(bits, random, counts);
     }
 };

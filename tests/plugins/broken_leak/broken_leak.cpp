@@ -16,4 +16,5 @@ altgrad_status quantize_leaking(const altgrad_format* f, altgrad_quantize_args* 
 }
 }  // namespace
 
-BROKEN_E4M3_TABLE_PLUGIN("broken_leak", quantize, quantize_leaking, "Test plugin: E4M3 whose quantize leaks 4 KiB a call")
+BROKEN_E4M3_TABLE_PLUGIN("broken_leak", quantize, quantize_leaking,
+                         "Test plugin: E4M3 whose quantize leaks 4 KiB a call")

@@ -9,4 +9,5 @@ int* volatile null_pointer = nullptr;  // volatile: the compiler cannot see it i
 __attribute__((constructor)) void crash_on_load() { *null_pointer = 1; }
 }  // namespace
 
-BROKEN_E4M3_PLUGIN("broken_load_segv", broken::e4m3, "Test plugin: E4M3 whose library constructor writes through NULL")
+BROKEN_E4M3_PLUGIN("broken_load_segv", broken::e4m3,
+                   "Test plugin: E4M3 whose library constructor writes through NULL")

@@ -14,4 +14,5 @@ struct wrong_max : broken::e4m3 {
 };
 }  // namespace
 
-BROKEN_E4M3_PLUGIN("broken_max", wrong_max, "Test plugin: E4M3 declaring max_finite 480 (its codes reach 448)")
+BROKEN_E4M3_PLUGIN("broken_max", wrong_max,
+                   "Test plugin: E4M3 declaring max_finite 480 (its codes reach 448)")

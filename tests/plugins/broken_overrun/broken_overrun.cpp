@@ -11,4 +11,5 @@ altgrad_status quantize_one_past(const altgrad_format* f, altgrad_quantize_args*
 }
 }  // namespace
 
-BROKEN_E4M3_TABLE_PLUGIN("broken_overrun", quantize, quantize_one_past, "Test plugin: E4M3 whose quantize writes one element past count")
+BROKEN_E4M3_TABLE_PLUGIN("broken_overrun", quantize, quantize_one_past,
+                         "Test plugin: E4M3 whose quantize writes one element past count")

@@ -18,5 +18,6 @@ altgrad_status quantize_then_crash(const altgrad_format* f, altgrad_quantize_arg
 }
 }  // namespace
 
-BROKEN_E4M3_TABLE_PLUGIN("broken_quantize_after", quantize, quantize_then_crash,
-                         "Test plugin: E4M3 whose quantize writes through NULL after ALTGRAD_TEST_CRASH_AFTER_CALLS calls")
+BROKEN_E4M3_TABLE_PLUGIN(
+    "broken_quantize_after", quantize, quantize_then_crash,
+    "Test plugin: E4M3 whose quantize writes through NULL after ALTGRAD_TEST_CRASH_AFTER_CALLS calls")

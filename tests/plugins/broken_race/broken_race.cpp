@@ -55,9 +55,14 @@ const altgrad_format_vtable* racy_vtable() {
 
 extern "C" ALTGRAD_EXPORT const altgrad_entry* altgrad_plugin_entry(void) {
     static const altgrad_descriptor descriptor = {
-        sizeof(altgrad_descriptor), ALTGRAD_KIND_FORMAT, "broken_race", {1, 0, 0},
-        "Test plugin: E4M3 whose quantize goes through one global scratch buffer", nullptr, 0};
-    static const altgrad_entry entry = {sizeof(altgrad_entry), ALTGRAD_ABI_VERSION_INIT, &descriptor, racy_vtable(),
-                                        nullptr, nullptr};
+        sizeof(altgrad_descriptor),
+        ALTGRAD_KIND_FORMAT,
+        "broken_race",
+        {1, 0, 0},
+        "Test plugin: E4M3 whose quantize goes through one global scratch buffer",
+        nullptr,
+        0};
+    static const altgrad_entry entry = {
+        sizeof(altgrad_entry), ALTGRAD_ABI_VERSION_INIT, &descriptor, racy_vtable(), nullptr, nullptr};
     return &entry;
 }

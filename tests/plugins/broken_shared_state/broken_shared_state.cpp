@@ -19,7 +19,8 @@ public:
     void observe(const altgrad_observation& o, altgrad::sdk::action_sink& out) {
         for (size_t i = 0; i < o.tensor_count; ++i) {
             const altgrad_tensor_observation& t = altgrad::sdk::observed_tensor(o, i);
-            if (t.role == ALTGRAD_TENSOR_GRADIENT && std::isfinite(t.overflow_rate)) g_total_overflow += t.overflow_rate;
+            if (t.role == ALTGRAD_TENSOR_GRADIENT && std::isfinite(t.overflow_rate))
+                g_total_overflow += t.overflow_rate;
         }
         if (g_total_overflow > 0.05)
             out.clip(1.0, "total gradient overflow " + std::to_string(g_total_overflow) + " > 0.05");
@@ -30,6 +31,6 @@ broken_shared_state make(const altgrad::sdk::param_view&) { return broken_shared
 
 }  // namespace
 
-ALTGRAD_INTERVENTION_PLUGIN("broken_shared_state", 1, 0, 0,
-                            "Test plugin: an intervention whose state is a static global that all instances share",
-                            make)
+ALTGRAD_INTERVENTION_PLUGIN(
+    "broken_shared_state", 1, 0, 0,
+    "Test plugin: an intervention whose state is a static global that all instances share", make)

@@ -40,5 +40,5 @@ const altgrad_intervention_vtable* table() {
 }  // namespace
 
 ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_INTERVENTION, "broken_state_overread", 1, 0, 0,
-                  "Test plugin: an intervention whose load_state reads one byte past its state", nullptr, 0, nullptr,
-                  table(), nullptr)
+                  "Test plugin: an intervention whose load_state reads one byte past its state", nullptr, 0,
+                  nullptr, table(), nullptr)

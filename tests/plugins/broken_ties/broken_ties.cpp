@@ -15,4 +15,5 @@ struct ties_away : broken::e4m3 {
 };
 }  // namespace
 
-BROKEN_E4M3_PLUGIN("broken_ties", ties_away, "Test plugin: E4M3 rounding ties away from zero under nearest-even")
+BROKEN_E4M3_PLUGIN("broken_ties", ties_away,
+                   "Test plugin: E4M3 rounding ties away from zero under nearest-even")

@@ -15,17 +15,19 @@ public:
 nothing make(const altgrad::sdk::param_view&) { return nothing(); }
 using adapter = altgrad::sdk::diagnostic_adapter<nothing, &make>;
 
-altgrad_status measure(altgrad_diagnostic*, uint64_t, const altgrad_tensor_view*, size_t, altgrad_value_buffer* values,
-                       altgrad_error*) {
+altgrad_status measure(altgrad_diagnostic*, uint64_t, const altgrad_tensor_view*, size_t,
+                       altgrad_value_buffer* values, altgrad_error*) {
     values->items[values->capacity].value = 1.0;
     values->count = 0;
     return ALTGRAD_STATUS_OK;
 }
 
-const altgrad_diagnostic_vtable kTable = {sizeof(altgrad_diagnostic_vtable), &adapter::create, &adapter::destroy,
-                                          &adapter::interests, &adapter::max_values_per_tensor, &measure};
+const altgrad_diagnostic_vtable kTable = {
+    sizeof(altgrad_diagnostic_vtable), &adapter::create, &adapter::destroy, &adapter::interests,
+    &adapter::max_values_per_tensor,   &measure};
 
 }  // namespace
 
 ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_DIAGNOSTIC, "broken_value_overrun", 1, 0, 0,
-                  "Test plugin: a diagnostic writing one value past its buffer", nullptr, 0, nullptr, nullptr, &kTable)
+                  "Test plugin: a diagnostic writing one value past its buffer", nullptr, 0, nullptr, nullptr,
+                  &kTable)

@@ -25,10 +25,9 @@ public:
                 break;
             }
         }
-        out.clip(0.05 * static_cast<double>(1 + seen_), "seen " + std::to_string(seen_) +
-                                                            " steps before this one; weight stall " + stall +
-                                                            "; non-finite run " +
-                                                            std::to_string(o.consecutive_nonfinite_steps));
+        out.clip(0.05 * static_cast<double>(1 + seen_),
+                 "seen " + std::to_string(seen_) + " steps before this one; weight stall " + stall +
+                     "; non-finite run " + std::to_string(o.consecutive_nonfinite_steps));
         ++seen_;
     }
     void save_state(altgrad::sdk::state_writer& w) const {
@@ -48,6 +47,6 @@ counting_clip make(const altgrad::sdk::param_view&) { return counting_clip(); }
 
 }  // namespace
 
-ALTGRAD_INTERVENTION_PLUGIN("counting_clip", 1, 0, 0,
-                            "Test plugin: clips to 0.05 x (1 + steps seen before), its count saved in checkpoints",
-                            make)
+ALTGRAD_INTERVENTION_PLUGIN(
+    "counting_clip", 1, 0, 0,
+    "Test plugin: clips to 0.05 x (1 + steps seen before), its count saved in checkpoints", make)

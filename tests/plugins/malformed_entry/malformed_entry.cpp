@@ -4,7 +4,7 @@
 #include <altgrad/sdk/export.hpp>
 
 extern "C" ALTGRAD_EXPORT const altgrad_entry* altgrad_plugin_entry(void) {
-    static const altgrad_entry entry = {sizeof(altgrad_entry), ALTGRAD_ABI_VERSION_INIT, nullptr, nullptr, nullptr,
-                                        nullptr};
+    static const altgrad_entry entry = {
+        sizeof(altgrad_entry), ALTGRAD_ABI_VERSION_INIT, nullptr, nullptr, nullptr, nullptr};
     return &entry;
 }

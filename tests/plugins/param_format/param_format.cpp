@@ -34,5 +34,5 @@ const altgrad_param_spec kParams[] = {
 
 }  // namespace
 
-ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS("param_format", 1, 0, 0, "Test plugin: an ExMy format shaped by parameters", make,
-                                  kParams, 6)
+ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS("param_format", 1, 0, 0, "Test plugin: an ExMy format shaped by parameters",
+                                  make, kParams, 6)

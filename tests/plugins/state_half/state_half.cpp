@@ -24,5 +24,5 @@ const altgrad_intervention_vtable kTable = {sizeof(altgrad_intervention_vtable),
 
 }  // namespace
 
-ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_INTERVENTION, "state_half", 1, 0, 0, "Test plugin: save_state without load_state",
-                  nullptr, 0, nullptr, &kTable, nullptr)
+ALTGRAD_SDK_ENTRY(ALTGRAD_KIND_INTERVENTION, "state_half", 1, 0, 0,
+                  "Test plugin: save_state without load_state", nullptr, 0, nullptr, &kTable, nullptr)

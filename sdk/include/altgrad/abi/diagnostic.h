@@ -36,10 +36,10 @@ extern "C" {
 /* One named scalar result. */
 typedef struct altgrad_diagnostic_value {
     size_t struct_size;
-    uint32_t tensor_index;                    /* Index into the call's tensors,
-                                               * or ALTGRAD_ALL_TENSORS. */
-    char name[ALTGRAD_VALUE_NAME_CAPACITY];   /* [a-z0-9_.]+, e.g. "stiffness_mean". */
-    double value;                             /* NaN allowed ("undefined here"). */
+    uint32_t tensor_index;                  /* Index into the call's tensors,
+                                             * or ALTGRAD_ALL_TENSORS. */
+    char name[ALTGRAD_VALUE_NAME_CAPACITY]; /* [a-z0-9_.]+, e.g. "stiffness_mean". */
+    double value;                           /* NaN allowed ("undefined here"). */
 } altgrad_diagnostic_value;
 
 /* A host-owned buffer of `capacity` values; the plugin writes entries
@@ -95,36 +95,36 @@ typedef enum altgrad_headline_summary {
 
 /* One headline. Every string is static, NUL-terminated text in the library. */
 typedef struct altgrad_headline {
-    size_t struct_size;     /* sizeof(altgrad_headline) as the plugin was
-                             * compiled; the same for every element of the
-                             * array (status.h: arrays are strided by it). */
-    const char* value;      /* A value name measure() writes (for some tensor
-                             * or for ALTGRAD_ALL_TENSORS): [a-z0-9_.]+, shorter
-                             * than ALTGRAD_VALUE_NAME_CAPACITY. Several
-                             * headlines may name one value (its mean and its
-                             * max, say). */
-    const char* series;     /* The series' name in reports, tables and Python,
-                             * e.g. "stiffness" or "range.dynamic_range": the
-                             * same rule as a value name, unique within the
-                             * plugin, and none of the host's own series
-                             * (loss, val_loss, lr, grad_norm, tokens_per_s,
-                             * grad_sparsity, overflow, underflow, bit_stall).
-                             * Give it the plugin's name as a prefix
-                             * ("<plugin>.<value>") to keep it unique among
-                             * plugins. */
-    const char* title;      /* One line: a figure's title, e.g. "Stiffness
-                             * (mean S = 2^(floor(log2|w|) - M))". Not empty,
-                             * shorter than ALTGRAD_HEADLINE_TEXT_CAPACITY,
-                             * UTF-8 without control characters (as label and
-                             * unit). */
-    const char* label;      /* A few words: the figure's axis label, e.g.
-                             * "mean stiffness". Not empty. */
-    const char* unit;       /* The value's unit, e.g. "nats"; "" when none
-                             * (never NULL). */
-    altgrad_headline_summary summary;  /* How the tensors' values become one
-                                        * number (above). */
-    uint32_t flags;         /* ALTGRAD_HEADLINE_LOG_SCALE or 0; other bits
-                             * are refused. */
+    size_t struct_size;               /* sizeof(altgrad_headline) as the plugin was
+                                       * compiled; the same for every element of the
+                                       * array (status.h: arrays are strided by it). */
+    const char* value;                /* A value name measure() writes (for some tensor
+                                       * or for ALTGRAD_ALL_TENSORS): [a-z0-9_.]+, shorter
+                                       * than ALTGRAD_VALUE_NAME_CAPACITY. Several
+                                       * headlines may name one value (its mean and its
+                                       * max, say). */
+    const char* series;               /* The series' name in reports, tables and Python,
+                                       * e.g. "stiffness" or "range.dynamic_range": the
+                                       * same rule as a value name, unique within the
+                                       * plugin, and none of the host's own series
+                                       * (loss, val_loss, lr, grad_norm, tokens_per_s,
+                                       * grad_sparsity, overflow, underflow, bit_stall).
+                                       * Give it the plugin's name as a prefix
+                                       * ("<plugin>.<value>") to keep it unique among
+                                       * plugins. */
+    const char* title;                /* One line: a figure's title, e.g. "Stiffness
+                                       * (mean S = 2^(floor(log2|w|) - M))". Not empty,
+                                       * shorter than ALTGRAD_HEADLINE_TEXT_CAPACITY,
+                                       * UTF-8 without control characters (as label and
+                                       * unit). */
+    const char* label;                /* A few words: the figure's axis label, e.g.
+                                       * "mean stiffness". Not empty. */
+    const char* unit;                 /* The value's unit, e.g. "nats"; "" when none
+                                       * (never NULL). */
+    altgrad_headline_summary summary; /* How the tensors' values become one
+                                       * number (above). */
+    uint32_t flags;                   /* ALTGRAD_HEADLINE_LOG_SCALE or 0; other bits
+                                       * are refused. */
 } altgrad_headline;
 
 typedef struct altgrad_diagnostic altgrad_diagnostic;
@@ -133,8 +133,8 @@ typedef struct altgrad_diagnostic_vtable {
     size_t struct_size;
 
     /* Make an instance from a validated parameter list. */
-    altgrad_status (*create)(const altgrad_param_list* params,
-                             altgrad_diagnostic** out, altgrad_error* error);
+    altgrad_status (*create)(const altgrad_param_list* params, altgrad_diagnostic** out,
+                             altgrad_error* error);
 
     /* Free an instance. NULL is a no-op. */
     void (*destroy)(altgrad_diagnostic* diagnostic);

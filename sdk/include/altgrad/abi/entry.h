@@ -39,19 +39,19 @@ typedef enum altgrad_plugin_kind {
 typedef struct altgrad_descriptor {
     size_t struct_size;
     altgrad_plugin_kind kind;
-    const char* name;          /* [a-z0-9][a-z0-9_]*, unique in a plugin folder. */
-    altgrad_version version;   /* The plugin's own version. */
-    const char* description;   /* One line. */
-    const altgrad_param_spec* params;  /* param_count entries, may be NULL if 0. */
+    const char* name;                 /* [a-z0-9][a-z0-9_]*, unique in a plugin folder. */
+    altgrad_version version;          /* The plugin's own version. */
+    const char* description;          /* One line. */
+    const altgrad_param_spec* params; /* param_count entries, may be NULL if 0. */
     size_t param_count;
 } altgrad_descriptor;
 
 /* What the entry function returns. Exactly one of the three tables is
  * non-NULL: the one matching descriptor->kind. */
 typedef struct altgrad_entry {
-    size_t struct_size;             /* Frozen position. */
-    altgrad_version abi_version;    /* Frozen position: ALTGRAD_ABI_VERSION_INIT
-                                     * as the plugin was compiled. */
+    size_t struct_size;          /* Frozen position. */
+    altgrad_version abi_version; /* Frozen position: ALTGRAD_ABI_VERSION_INIT
+                                  * as the plugin was compiled. */
     const altgrad_descriptor* descriptor;
     const altgrad_format_vtable* format;
     const altgrad_intervention_vtable* intervention;

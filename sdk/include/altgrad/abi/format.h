@@ -70,9 +70,9 @@ typedef enum altgrad_format_family {
 
 /* How many zeros the format has. */
 typedef enum altgrad_zero_kind {
-    ALTGRAD_ZERO_SIGNED = 1,    /* +0 and -0, as IEEE 754 and OCP FP8. */
-    ALTGRAD_ZERO_UNSIGNED = 2,  /* A single zero; quantize returns +0. */
-    ALTGRAD_ZERO_NONE = 3       /* No zero (e.g. an E8M0 scale format). */
+    ALTGRAD_ZERO_SIGNED = 1,   /* +0 and -0, as IEEE 754 and OCP FP8. */
+    ALTGRAD_ZERO_UNSIGNED = 2, /* A single zero; quantize returns +0. */
+    ALTGRAD_ZERO_NONE = 3      /* No zero (e.g. an E8M0 scale format). */
 } altgrad_zero_kind;
 
 /* Rounding modes. Bit (1u << mode) in altgrad_format_info.rounding_modes says
@@ -105,31 +105,31 @@ typedef enum altgrad_memory_kind {
 typedef struct altgrad_format_info {
     size_t struct_size;
     altgrad_format_family family;
-    uint32_t total_bits;      /* Bits per code, 1..32. */
-    uint32_t code_bytes;      /* Bytes per code in encode/decode buffers: 1, 2 or
-                               * 4, the smallest that holds total_bits. Codes are
-                               * unsigned integers of that width, native endian. */
-    uint32_t exponent_bits;   /* FLOAT: exponent field width. Others: 0. */
-    uint32_t mantissa_bits;   /* FLOAT: trailing significand bits. FIXED_POINT:
-                               * fraction bits. CODEBOOK: 0. */
-    int32_t bias;             /* FLOAT: exponent bias. Others: 0. */
-    uint32_t is_signed;       /* 1 when negative values exist. */
+    uint32_t total_bits;    /* Bits per code, 1..32. */
+    uint32_t code_bytes;    /* Bytes per code in encode/decode buffers: 1, 2 or
+                             * 4, the smallest that holds total_bits. Codes are
+                             * unsigned integers of that width, native endian. */
+    uint32_t exponent_bits; /* FLOAT: exponent field width. Others: 0. */
+    uint32_t mantissa_bits; /* FLOAT: trailing significand bits. FIXED_POINT:
+                             * fraction bits. CODEBOOK: 0. */
+    int32_t bias;           /* FLOAT: exponent bias. Others: 0. */
+    uint32_t is_signed;     /* 1 when negative values exist. */
     altgrad_zero_kind zero;
-    uint32_t has_subnormals;  /* 1 when values below min_normal exist besides 0. */
-    uint32_t has_inf;         /* 1 when +-Inf codes exist. */
-    uint32_t nan_code_count;  /* How many codes decode to NaN (0: none). */
+    uint32_t has_subnormals;     /* 1 when values below min_normal exist besides 0. */
+    uint32_t has_inf;            /* 1 when +-Inf codes exist. */
+    uint32_t nan_code_count;     /* How many codes decode to NaN (0: none). */
     uint32_t canonical_nan_code; /* The code encode writes for NaN; meaningful
                                   * only when nan_code_count > 0. */
-    double max_finite;        /* Largest finite value. */
-    double lowest_finite;     /* Most negative finite value (-max_finite for a
-                               * sign-symmetric format, -1 for E0M7, 0 or the
-                               * smallest value for an unsigned one). */
-    double min_normal;        /* Smallest positive normal value. FIXED_POINT
-                               * and CODEBOOK: the smallest positive value. */
-    double min_subnormal;     /* Smallest positive subnormal, 0 when the format
-                               * has none. */
-    uint32_t rounding_modes;  /* Bit set of (1u << altgrad_rounding) implemented. */
-    uint32_t memory_kinds;    /* Bit set of (1u << altgrad_memory_kind) accepted. */
+    double max_finite;           /* Largest finite value. */
+    double lowest_finite;        /* Most negative finite value (-max_finite for a
+                                  * sign-symmetric format, -1 for E0M7, 0 or the
+                                  * smallest value for an unsigned one). */
+    double min_normal;           /* Smallest positive normal value. FIXED_POINT
+                                  * and CODEBOOK: the smallest positive value. */
+    double min_subnormal;        /* Smallest positive subnormal, 0 when the format
+                                  * has none. */
+    uint32_t rounding_modes;     /* Bit set of (1u << altgrad_rounding) implemented. */
+    uint32_t memory_kinds;       /* Bit set of (1u << altgrad_memory_kind) accepted. */
 } altgrad_format_info;
 
 /* Arguments and results of quantize. The caller fills the inputs and sets
@@ -137,15 +137,15 @@ typedef struct altgrad_format_info {
 typedef struct altgrad_quantize_args {
     size_t struct_size;
     /* Inputs. */
-    const float* input;      /* count elements. */
-    float* output;           /* count elements; may equal input (in place), must
-                              * not otherwise overlap it. */
-    size_t count;            /* May be 0 (then input and output may be NULL). */
-    float scale;             /* s in q(x*s)/s; finite and > 0. */
+    const float* input; /* count elements. */
+    float* output;      /* count elements; may equal input (in place), must
+                         * not otherwise overlap it. */
+    size_t count;       /* May be 0 (then input and output may be NULL). */
+    float scale;        /* s in q(x*s)/s; finite and > 0. */
     altgrad_rounding rounding;
     altgrad_overflow overflow;
-    uint64_t seed;           /* Stochastic rounding: element i draws its random
-                              * bits from (seed, offset + i). Ignored otherwise. */
+    uint64_t seed; /* Stochastic rounding: element i draws its random
+                    * bits from (seed, offset + i). Ignored otherwise. */
     uint64_t offset;
     altgrad_memory_kind memory;
     int32_t device_index;    /* CUDA: the device the buffers are on. */
@@ -178,7 +178,7 @@ typedef struct altgrad_quantize_args {
 typedef struct altgrad_encode_args {
     size_t struct_size;
     const float* input;
-    void* codes;              /* count codes of info.code_bytes bytes each. */
+    void* codes; /* count codes of info.code_bytes bytes each. */
     size_t count;
     float scale;
     altgrad_rounding rounding;
@@ -221,15 +221,13 @@ typedef struct altgrad_format_vtable {
 
     /* Make an instance from a validated parameter list (see params.h). On
      * success *out is set and owned by the caller until destroy. */
-    altgrad_status (*create)(const altgrad_param_list* params, altgrad_format** out,
-                             altgrad_error* error);
+    altgrad_status (*create)(const altgrad_param_list* params, altgrad_format** out, altgrad_error* error);
 
     /* Free an instance. No call on it may be running or follow. NULL is a no-op. */
     void (*destroy)(altgrad_format* format);
 
     /* Describe the instance's format into *info (caller sets struct_size). */
-    altgrad_status (*get_info)(const altgrad_format* format, altgrad_format_info* info,
-                               altgrad_error* error);
+    altgrad_status (*get_info)(const altgrad_format* format, altgrad_format_info* info, altgrad_error* error);
 
     /* Fake-quantize args->count floats. Thread-safe (see above). */
     altgrad_status (*quantize)(const altgrad_format* format, altgrad_quantize_args* args,
@@ -237,12 +235,10 @@ typedef struct altgrad_format_vtable {
 
     /* Encode args->count floats into codes. Thread-safe. On
      * ALTGRAD_STATUS_NOT_REPRESENTABLE the codes buffer is unspecified. */
-    altgrad_status (*encode)(const altgrad_format* format, altgrad_encode_args* args,
-                             altgrad_error* error);
+    altgrad_status (*encode)(const altgrad_format* format, altgrad_encode_args* args, altgrad_error* error);
 
     /* Decode args->count codes into floats. Thread-safe. */
-    altgrad_status (*decode)(const altgrad_format* format, altgrad_decode_args* args,
-                             altgrad_error* error);
+    altgrad_status (*decode)(const altgrad_format* format, altgrad_decode_args* args, altgrad_error* error);
 } altgrad_format_vtable;
 
 /* A format as another plugin sees it (a diagnostic is handed the active format
@@ -252,7 +248,7 @@ typedef struct altgrad_format_ref {
     size_t struct_size;
     const altgrad_format_vtable* vtable;
     const altgrad_format* instance;
-    const char* name;         /* The format plugin's name, e.g. "e5m2". */
+    const char* name; /* The format plugin's name, e.g. "e5m2". */
 } altgrad_format_ref;
 
 #ifdef __cplusplus

@@ -32,24 +32,24 @@ extern "C" {
  * step". */
 typedef struct altgrad_tensor_observation {
     size_t struct_size;
-    const char* name;          /* Stable parameter/tensor name,
-                                * e.g. "blocks.0.attn.qkv.weight". */
+    const char* name; /* Stable parameter/tensor name,
+                       * e.g. "blocks.0.attn.qkv.weight". */
     altgrad_tensor_role role;
-    const char* format;        /* Active format plugin name, e.g. "e7m0". */
-    double format_max;         /* Its max finite value. */
+    const char* format; /* Active format plugin name, e.g. "e7m0". */
+    double format_max;  /* Its max finite value. */
     double overflow_rate;
     double underflow_rate;
-    double bit_stall_rate;     /* Weights: updates that left the quantized
-                                * weight unchanged, of those with a non-zero
-                                * update. */
+    double bit_stall_rate; /* Weights: updates that left the quantized
+                            * weight unchanged, of those with a non-zero
+                            * update. */
 } altgrad_tensor_observation;
 
 /* Everything observed in one step. */
 typedef struct altgrad_observation {
     size_t struct_size;
-    uint64_t step;                      /* 0-based optimizer step. */
-    double loss;                        /* May be NaN or Inf. */
-    double grad_norm;                   /* Global L2 norm before clipping. */
+    uint64_t step;    /* 0-based optimizer step. */
+    double loss;      /* May be NaN or Inf. */
+    double grad_norm; /* Global L2 norm before clipping. */
     double learning_rate;
     uint32_t consecutive_nonfinite_steps; /* Steps in a row, this one included,
                                            * whose loss or gradient was not finite. */
@@ -74,10 +74,10 @@ typedef enum altgrad_action_kind {
 typedef struct altgrad_action {
     size_t struct_size;
     altgrad_action_kind kind;
-    double value;                                  /* CLIP_GRAD_NORM: max norm. */
-    char tensor[ALTGRAD_ACTION_TEXT_CAPACITY];     /* SWITCH_FORMAT: target. */
-    char format[ALTGRAD_ACTION_TEXT_CAPACITY];     /* SWITCH_FORMAT: new format. */
-    char reason[ALTGRAD_ACTION_TEXT_CAPACITY];     /* Always: one line, why. */
+    double value;                              /* CLIP_GRAD_NORM: max norm. */
+    char tensor[ALTGRAD_ACTION_TEXT_CAPACITY]; /* SWITCH_FORMAT: target. */
+    char format[ALTGRAD_ACTION_TEXT_CAPACITY]; /* SWITCH_FORMAT: new format. */
+    char reason[ALTGRAD_ACTION_TEXT_CAPACITY]; /* Always: one line, why. */
 } altgrad_action;
 
 /* A host-owned buffer of `capacity` actions (each with struct_size set by the
@@ -96,16 +96,15 @@ typedef struct altgrad_intervention_vtable {
     size_t struct_size;
 
     /* Make an instance from a validated parameter list. */
-    altgrad_status (*create)(const altgrad_param_list* params,
-                             altgrad_intervention** out, altgrad_error* error);
+    altgrad_status (*create)(const altgrad_param_list* params, altgrad_intervention** out,
+                             altgrad_error* error);
 
     /* Free an instance. NULL is a no-op. */
     void (*destroy)(altgrad_intervention* intervention);
 
     /* Look at one step and answer zero or more actions. The same sequence of
      * observations must give the same actions (no hidden randomness). */
-    altgrad_status (*observe)(altgrad_intervention* intervention,
-                              const altgrad_observation* observation,
+    altgrad_status (*observe)(altgrad_intervention* intervention, const altgrad_observation* observation,
                               altgrad_action_buffer* actions, altgrad_error* error);
 
     /* Since ABI 1.1. Both set, or both NULL (the host refuses a plugin with

@@ -24,18 +24,18 @@ extern "C" {
  * "string". */
 typedef enum altgrad_param_type {
     ALTGRAD_PARAM_BOOL = 1,
-    ALTGRAD_PARAM_INT = 2,    /* int64_t */
-    ALTGRAD_PARAM_FLOAT = 3,  /* double, always finite */
-    ALTGRAD_PARAM_STRING = 4  /* UTF-8, NUL-terminated */
+    ALTGRAD_PARAM_INT = 2,   /* int64_t */
+    ALTGRAD_PARAM_FLOAT = 3, /* double, always finite */
+    ALTGRAD_PARAM_STRING = 4 /* UTF-8, NUL-terminated */
 } altgrad_param_type;
 
 /* What a plugin declares about one parameter, in its descriptor. All pointers
  * point to static storage inside the plugin library. */
 typedef struct altgrad_param_spec {
     size_t struct_size;
-    const char* key;          /* [a-z][a-z0-9_]*, unique within the plugin. */
+    const char* key; /* [a-z][a-z0-9_]*, unique within the plugin. */
     altgrad_param_type type;
-    const char* description;  /* One line; may be NULL. */
+    const char* description; /* One line; may be NULL. */
 } altgrad_param_spec;
 
 /* One parameter value, as the host passes it. Only the field matching `type`
@@ -44,10 +44,10 @@ typedef struct altgrad_param {
     size_t struct_size;
     const char* key;
     altgrad_param_type type;
-    int32_t bool_value;        /* 0 or 1 */
+    int32_t bool_value; /* 0 or 1 */
     int64_t int_value;
     double float_value;
-    const char* string_value;  /* Never NULL for a string parameter. */
+    const char* string_value; /* Never NULL for a string parameter. */
 } altgrad_param;
 
 /* A host-owned list of parameters. It and every string in it stay valid only

@@ -75,7 +75,6 @@ typedef struct altgrad_error {
     ((ptr)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
 
 /* Element i of an ABI array whose first element is `first` (see above). */
-#define ALTGRAD_ARRAY_AT(type, first, i) \
-    ((type*)((char*)(first) + (size_t)(i) * (first)->struct_size))
+#define ALTGRAD_ARRAY_AT(type, first, i) ((type*)((char*)(first) + (size_t)(i) * (first)->struct_size))
 
 #endif /* ALTGRAD_ABI_STATUS_H */

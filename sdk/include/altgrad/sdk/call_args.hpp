@@ -26,7 +26,7 @@ struct conversion_mode {
     altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
     altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
     float scale = 1.0f;
-    uint64_t seed = 0;    // stochastic rounding: element i draws from (seed, offset + i)
+    uint64_t seed = 0;  // stochastic rounding: element i draws from (seed, offset + i)
     uint64_t offset = 0;
     altgrad_memory_kind memory = ALTGRAD_MEMORY_HOST;
     int32_t device_index = 0;  // CUDA: the device the buffers are on
@@ -59,13 +59,15 @@ Args conversion_args(const float* in, size_t n, const conversion_mode& m) {
 }
 }  // namespace detail
 
-inline altgrad_quantize_args quantize_args(const float* in, float* out, size_t n, const conversion_mode& m = {}) {
+inline altgrad_quantize_args quantize_args(const float* in, float* out, size_t n,
+                                           const conversion_mode& m = {}) {
     altgrad_quantize_args a = detail::conversion_args<altgrad_quantize_args>(in, n, m);
     a.output = out;
     return a;
 }
 
-inline altgrad_encode_args encode_args(const float* in, void* codes, size_t n, const conversion_mode& m = {}) {
+inline altgrad_encode_args encode_args(const float* in, void* codes, size_t n,
+                                       const conversion_mode& m = {}) {
     altgrad_encode_args a = detail::conversion_args<altgrad_encode_args>(in, n, m);
     a.codes = codes;
     return a;
@@ -73,8 +75,9 @@ inline altgrad_encode_args encode_args(const float* in, void* codes, size_t n, c
 
 // block_scales/block_size: ABI 1.2 block scaling, as in conversion_mode.
 inline altgrad_decode_args decode_args(const void* codes, float* out, size_t n, float scale = 1.0f,
-                                       altgrad_memory_kind memory = ALTGRAD_MEMORY_HOST, int32_t device_index = 0,
-                                       const float* block_scales = nullptr, size_t block_size = 0) {
+                                       altgrad_memory_kind memory = ALTGRAD_MEMORY_HOST,
+                                       int32_t device_index = 0, const float* block_scales = nullptr,
+                                       size_t block_size = 0) {
     altgrad_decode_args a;
     std::memset(&a, 0, sizeof a);
     a.struct_size = sizeof a;

@@ -78,9 +78,9 @@ public:
         i.total_bits = total_bits_;
         i.code_bytes = total_bits_ <= 8 ? 1u : 2u;
         i.is_signed = values_.front() < 0 ? 1u : 0u;
-        i.zero = has_negative_zero_ && has_positive_zero_ ? ALTGRAD_ZERO_SIGNED
+        i.zero = has_negative_zero_ && has_positive_zero_     ? ALTGRAD_ZERO_SIGNED
                  : (has_negative_zero_ || has_positive_zero_) ? ALTGRAD_ZERO_UNSIGNED
-                                                             : ALTGRAD_ZERO_NONE;
+                                                              : ALTGRAD_ZERO_NONE;
         i.has_inf = pos_inf_code_ >= 0 || neg_inf_code_ >= 0;
         i.nan_code_count = nan_codes_;
         i.canonical_nan_code = nan_code_;
@@ -100,7 +100,8 @@ public:
     }
 
     template <altgrad_rounding R, altgrad_overflow O>
-    uint32_t encode_bits(uint32_t bits, uint32_t random, element_counts& counts, bool& unrepresentable) const {
+    uint32_t encode_bits(uint32_t bits, uint32_t random, element_counts& counts,
+                         bool& unrepresentable) const {
         const int64_t c = round_to_code<R, O>(bits, random, counts);
         if (c >= 0) return static_cast<uint32_t>(c);
         if (nan_codes_ == 0) unrepresentable = true;
@@ -136,7 +137,8 @@ private:
             }
             return sorted_[up ? n - 1 : 0].code;
         }
-        const size_t hi = static_cast<size_t>(std::upper_bound(values_.begin(), values_.end(), x) - values_.begin());
+        const size_t hi =
+            static_cast<size_t>(std::upper_bound(values_.begin(), values_.end(), x) - values_.begin());
         size_t pick;
         if (hi == 0) {
             pick = 0;

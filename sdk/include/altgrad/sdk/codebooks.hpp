@@ -49,7 +49,8 @@ namespace altgrad::sdk {
 class power_of_two_format : public codebook_format {
 public:
     // book: the codes e = 0..top, each 2^(e - bias) (NaN codes above).
-    power_of_two_format(codebook_format book, int bias, int top, bool has_nan) : codebook_format(std::move(book)) {
+    power_of_two_format(codebook_format book, int bias, int top, bool has_nan)
+        : codebook_format(std::move(book)) {
         const int lowest = -bias > -126 ? -bias : -126;  // the smallest normal float32 among the values
         low_ = static_cast<uint32_t>(lowest + 127) << 23;
         span_ = (static_cast<uint32_t>(top - bias + 127) << 23) - low_;
@@ -60,11 +61,13 @@ public:
     }
 
     ALTGRAD_SDK_INLINE uint32_t fast_flags(uint32_t bits) const {
-        const uint32_t outside = static_cast<uint32_t>(bits - low_ > span_);  // a set sign bit is above any span
+        const uint32_t outside =
+            static_cast<uint32_t>(bits - low_ > span_);  // a set sign bit is above any span
         return outside | (static_cast<uint32_t>(bits - lowest_bits_ < band_span_) << 1);
     }
     template <altgrad_rounding R, altgrad_overflow O>
-    ALTGRAD_SDK_INLINE uint32_t quantize_normal_bits(uint32_t bits, uint32_t random, uint32_t& overflow) const {
+    ALTGRAD_SDK_INLINE uint32_t quantize_normal_bits(uint32_t bits, uint32_t random,
+                                                     uint32_t& overflow) const {
         (void)overflow;
         return round_normal<R>(bits, random);
     }
@@ -77,8 +80,8 @@ public:
         const bool in_range = bits - low_ <= span_;
         const bool nan = a > kInfBits;
         const bool above = (bits > low_ + span_) & (bits < kSignBit);  // NaN is decided first
-        const bool to_nan =
-            has_nan_ & (O == ALTGRAD_OVERFLOW_NONFINITE) & ((R != ALTGRAD_ROUND_TOWARD_ZERO) | (a == kInfBits));
+        const bool to_nan = has_nan_ & (O == ALTGRAD_OVERFLOW_NONFINITE) &
+                            ((R != ALTGRAD_ROUND_TOWARD_ZERO) | (a == kInfBits));
         const uint32_t end = select_bits(above, low_ + span_, lowest_bits_);
         const uint32_t beyond = select_bits(to_nan, kQuietNanBits, end);
         overflow += (!nan) & (!in_range);
@@ -89,7 +92,8 @@ private:
     template <altgrad_rounding R>
     ALTGRAD_SDK_INLINE uint32_t round_normal(uint32_t bits, uint32_t random) const {
         uint32_t increment = 0;
-        if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN) increment = 0x3FFFFFu + (((bits >> 23) + parity_adjust_) & 1u);
+        if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN)
+            increment = 0x3FFFFFu + (((bits >> 23) + parity_adjust_) & 1u);
         if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) increment = random >> 9;
         (void)random;
         return (bits + increment) & ~0x7FFFFFu;
@@ -101,8 +105,9 @@ private:
 
 inline power_of_two_format power_of_two_codebook(int exponent_bits, int bias, bool nan_at_top) {
     if (exponent_bits < 1 || exponent_bits > 8)
-        throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
-                           "power_of_two_codebook: exponent_bits must be 1..8, got " + std::to_string(exponent_bits));
+        throw plugin_error(
+            ALTGRAD_STATUS_INVALID_ARGUMENT,
+            "power_of_two_codebook: exponent_bits must be 1..8, got " + std::to_string(exponent_bits));
     const int codes = 1 << exponent_bits;
     const int top = codes - 1 - (nan_at_top ? 1 : 0);  // the largest code holding a number
     if (-bias < -149 || top - bias > 127)
@@ -123,8 +128,9 @@ inline codebook_format symmetric_int_codebook(int bits) {
     const uint32_t codes = uint32_t{1} << bits;
     std::vector<float> values(codes);
     for (uint32_t c = 0; c < codes; ++c) {
-        const int32_t k = c <= static_cast<uint32_t>(kmax) ? static_cast<int32_t>(c)
-                                                             : static_cast<int32_t>(c) - static_cast<int32_t>(codes);
+        const int32_t k = c <= static_cast<uint32_t>(kmax)
+                              ? static_cast<int32_t>(c)
+                              : static_cast<int32_t>(c) - static_cast<int32_t>(codes);
         // A float32 division is correctly rounded: the float nearest k / kmax.
         values[c] = k < -kmax ? std::numeric_limits<float>::quiet_NaN()
                               : static_cast<float>(k) / static_cast<float>(kmax);

@@ -94,7 +94,8 @@ __global__ void encode_kernel(K k, const float* in, Code* codes, size_t n, scale
 template <class K, class Code>
 __global__ void decode_kernel(K k, const Code* codes, float* out, size_t n, scale_source s, uint64_t limit,
                               unsigned long long* first_bad) {
-    for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
+    for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
+         i += size_t{gridDim.x} * blockDim.x) {
         bool bad = false;
         out[i] = decode_element(k, codes, i, s, limit, bad);
         if (bad) atomicMin(first_bad, static_cast<unsigned long long>(i));
@@ -122,7 +123,8 @@ inline void check_device_pointer(const void* p, size_t count, const char* what) 
     if (count == 0) return;
     cudaPointerAttributes attributes{};
     const cudaError_t e = cudaPointerGetAttributes(&attributes, p);
-    if (e != cudaSuccess || (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged)) {
+    if (e != cudaSuccess ||
+        (attributes.type != cudaMemoryTypeDevice && attributes.type != cudaMemoryTypeManaged)) {
         cudaGetLastError();  // a failed query leaves its error behind; take it
         throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
                            std::string(what) + " is not CUDA device memory (memory = ALTGRAD_MEMORY_CUDA)");
@@ -134,7 +136,8 @@ template <class Args>
 scale_source device_scales(const Args& a, const char* call) {
     const scale_source s = scales_of(a);
     if (s.per_block())
-        check_device_pointer(s.block_scales, block_count(a.count, s.block_size), (std::string(call) + ": block_scales").c_str());
+        check_device_pointer(s.block_scales, block_count(a.count, s.block_size),
+                             (std::string(call) + ": block_scales").c_str());
     return s;
 }
 
@@ -233,8 +236,8 @@ void encode(const K& k, altgrad_encode_args& a, uint32_t code_bytes) {
         a.underflow_count = host[1];
     }
     if (host[2] != static_cast<unsigned long long>(kNoElement))
-        throw plugin_error(ALTGRAD_STATUS_NOT_REPRESENTABLE,
-                           "encode: element " + std::to_string(host[2]) + " is NaN and this format has no NaN code");
+        throw plugin_error(ALTGRAD_STATUS_NOT_REPRESENTABLE, "encode: element " + std::to_string(host[2]) +
+                                                                 " is NaN and this format has no NaN code");
 }
 
 template <class K>
@@ -250,8 +253,8 @@ void decode(const K& k, altgrad_decode_args& a, uint32_t code_bytes, uint32_t to
     const scratch tally(stream);
     auto run = [&](const auto* codes) {
         using Code = std::remove_const_t<std::remove_pointer_t<decltype(codes)>>;
-        decode_kernel<K, Code><<<grid_for((a.count + 3) / 4), kThreads, 0, stream>>>(k, codes, a.output, a.count,
-                                                                                      scales, limit, tally.first_bad());
+        decode_kernel<K, Code><<<grid_for((a.count + 3) / 4), kThreads, 0, stream>>>(
+            k, codes, a.output, a.count, scales, limit, tally.first_bad());
     };
     if (code_bytes == 1) run(static_cast<const uint8_t*>(a.codes));
     else if (code_bytes == 2) run(static_cast<const uint16_t*>(a.codes));
@@ -260,7 +263,8 @@ void decode(const K& k, altgrad_decode_args& a, uint32_t code_bytes, uint32_t to
     unsigned long long host[3];
     tally.read(host);
     if (host[2] != static_cast<unsigned long long>(kNoElement))
-        detail::invalid("decode: the code at element " + std::to_string(host[2]) + " has bits above total_bits");
+        detail::invalid("decode: the code at element " + std::to_string(host[2]) +
+                        " has bits above total_bits");
 }
 
 }  // namespace altgrad::sdk::cuda

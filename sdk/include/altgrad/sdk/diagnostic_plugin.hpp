@@ -91,7 +91,8 @@ public:
     value_sink(altgrad_diagnostic_value* items, size_t capacity, size_t tensor_count)
         : items_(items), capacity_(capacity), tensor_count_(tensor_count) {
         if (capacity_ > 0) {
-            if (items_ == nullptr) throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, "value buffer items is NULL");
+            if (items_ == nullptr)
+                throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, "value buffer items is NULL");
             stride_ = items_->struct_size;
             if (!ALTGRAD_STRUCT_HAS(items_, altgrad_diagnostic_value, value))
                 throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
@@ -107,11 +108,12 @@ public:
                                    "' is not [a-z0-9_.]+ of fewer than 64 characters");
         if (tensor_index != ALTGRAD_ALL_TENSORS && tensor_index >= tensor_count_)
             throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
-                               "value '" + std::string(name) + "' names tensor " + std::to_string(tensor_index) +
-                                   " of " + std::to_string(tensor_count_));
+                               "value '" + std::string(name) + "' names tensor " +
+                                   std::to_string(tensor_index) + " of " + std::to_string(tensor_count_));
         if (count_ >= capacity_)
-            throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
-                               "value buffer is full (capacity " + std::to_string(capacity_) + ") at '" + name + "'");
+            throw plugin_error(
+                ALTGRAD_STATUS_INVALID_ARGUMENT,
+                "value buffer is full (capacity " + std::to_string(capacity_) + ") at '" + name + "'");
         altgrad_diagnostic_value& v = *ALTGRAD_ARRAY_AT(altgrad_diagnostic_value, items_, count_++);
         const size_t size = stride_;  // the host's element size: keep it, zero what we do not know
         std::memset(&v, 0, size);
@@ -172,8 +174,8 @@ inline altgrad_format_info format_info_of(const altgrad_format_ref& f) {
 }
 
 // q(in * scale) / scale into out, through the format's vtable (host memory).
-inline quantize_result quantize_with(const altgrad_format_ref& f, const float* in, float* out, size_t n, float scale,
-                                     altgrad_rounding rounding,
+inline quantize_result quantize_with(const altgrad_format_ref& f, const float* in, float* out, size_t n,
+                                     float scale, altgrad_rounding rounding,
                                      altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE) {
     detail::check_format_ref(f);
     altgrad_quantize_args a = quantize_args(in, out, n, detail::host_mode(scale, rounding, overflow));
@@ -185,8 +187,8 @@ inline quantize_result quantize_with(const altgrad_format_ref& f, const float* i
 // bytes each: read them with code_at), through the format's vtable (host
 // memory). A NaN input into a format without a NaN code is refused by the
 // format (ALTGRAD_STATUS_NOT_REPRESENTABLE): pass finite inputs only.
-inline quantize_result encode_with(const altgrad_format_ref& f, const float* in, void* codes, size_t n, float scale,
-                                   altgrad_rounding rounding,
+inline quantize_result encode_with(const altgrad_format_ref& f, const float* in, void* codes, size_t n,
+                                   float scale, altgrad_rounding rounding,
                                    altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE) {
     detail::check_format_ref(f);
     altgrad_encode_args a = encode_args(in, codes, n, detail::host_mode(scale, rounding, overflow));
@@ -281,7 +283,8 @@ inline float scale_at(const altgrad_tensor_view& t, size_t i) {
 
 // The finite elements of a view, in order, into `out`, and the scale of each
 // into `scales`; returns how many were NaN or +-Inf (skipped).
-inline uint64_t finite_elements(const altgrad_tensor_view& t, std::vector<float>& out, std::vector<float>& scales) {
+inline uint64_t finite_elements(const altgrad_tensor_view& t, std::vector<float>& out,
+                                std::vector<float>& scales) {
     const uint64_t skipped = finite_elements(t, out);
     scales.clear();
     scales.reserve(out.size());
@@ -293,8 +296,8 @@ inline uint64_t finite_elements(const altgrad_tensor_view& t, std::vector<float>
 namespace detail {
 // The mode of a call over n elements picked from view t, each at scales[k]:
 // the view's one scale, or one-element blocks (the format's block path).
-inline conversion_mode gathered_mode(const altgrad_tensor_view& t, const float* scales, altgrad_rounding rounding,
-                                     altgrad_overflow overflow) {
+inline conversion_mode gathered_mode(const altgrad_tensor_view& t, const float* scales,
+                                     altgrad_rounding rounding, altgrad_overflow overflow) {
     conversion_mode m = host_mode(t.scale, rounding, overflow);
     if (has_block_scales(t)) m.scale = 1.0f, m.block_scales = scales, m.block_size = 1;
     return m;
@@ -391,8 +394,8 @@ struct declared_headlines {
 template <class D>
 struct declared_headlines<D, std::void_t<decltype(D::headlines)>> {
     using array = std::remove_reference_t<decltype(D::headlines)>;
-    static_assert(std::is_array_v<array> && std::is_same_v<std::remove_cv_t<std::remove_extent_t<array>>,
-                                                            altgrad_headline>,
+    static_assert(std::is_array_v<array> &&
+                      std::is_same_v<std::remove_cv_t<std::remove_extent_t<array>>, altgrad_headline>,
                   "a diagnostic's headlines are `static constexpr altgrad_headline headlines[] = {...}`");
     static constexpr const altgrad_headline* data() { return D::headlines; }
     static constexpr size_t count = std::extent_v<array>;
@@ -464,7 +467,8 @@ struct diagnostic_adapter {
         return *reinterpret_cast<D*>(p);
     }
 
-    static altgrad_status create(const altgrad_param_list* params, altgrad_diagnostic** out, altgrad_error* error) {
+    static altgrad_status create(const altgrad_param_list* params, altgrad_diagnostic** out,
+                                 altgrad_error* error) {
         return detail::guarded(error, [&] {
             if (out == nullptr) detail::invalid("create: out is NULL");
             *out = reinterpret_cast<altgrad_diagnostic*>(new D(Factory(param_view(params))));
@@ -493,10 +497,12 @@ struct diagnostic_adapter {
 
     static void check_view(const altgrad_tensor_view* t, size_t i) {
         const std::string where = "tensor " + std::to_string(i);
-        if (!ALTGRAD_STRUCT_HAS(t, altgrad_tensor_view, scale)) detail::invalid(where + ": view is smaller than ABI 1.0's");
+        if (!ALTGRAD_STRUCT_HAS(t, altgrad_tensor_view, scale))
+            detail::invalid(where + ": view is smaller than ABI 1.0's");
         const int32_t memory = detail::raw_enum(t->memory);  // range-checked before any enum load
         if (memory == ALTGRAD_MEMORY_CUDA)
-            throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, where + ": this diagnostic reads host memory only");
+            throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED,
+                               where + ": this diagnostic reads host memory only");
         if (memory != ALTGRAD_MEMORY_HOST) detail::invalid(where + ": unknown memory kind");
         if (t->count > 0 && t->data == nullptr) detail::invalid(where + ": data is NULL with count > 0");
         detail::check_format_ref(t->format);
@@ -506,14 +512,15 @@ struct diagnostic_adapter {
     // Block scales as tensor.h lays them out: so scale_at reads only inside
     // them, and every scale is one a format call accepts.
     static void check_block_scales(const altgrad_tensor_view& t, const std::string& where) {
-        if (t.ndim > ALTGRAD_TENSOR_MAX_DIMS) detail::invalid(where + ": ndim is over ALTGRAD_TENSOR_MAX_DIMS");
+        if (t.ndim > ALTGRAD_TENSOR_MAX_DIMS)
+            detail::invalid(where + ": ndim is over ALTGRAD_TENSOR_MAX_DIMS");
         const size_t k = row_length(t);
         if (t.block_size == 0 || k == 0 || t.count % k != 0)
             detail::invalid(where + ": block_size is 0, or count is not a whole number of rows");
         const size_t expected = t.count / k * ((k + t.block_size - 1) / t.block_size);
         if (t.block_count != expected)
-            detail::invalid(where + ": block_count is " + std::to_string(t.block_count) + ", its shape needs " +
-                            std::to_string(expected));
+            detail::invalid(where + ": block_count is " + std::to_string(t.block_count) +
+                            ", its shape needs " + std::to_string(expected));
         for (size_t b = 0; b < t.block_count; ++b)
             if (!(std::isfinite(t.block_scales[b]) && t.block_scales[b] > 0.0f))
                 detail::invalid(where + ": block scale " + std::to_string(b) + " is not finite and > 0");
@@ -526,8 +533,10 @@ struct diagnostic_adapter {
             D& d = self(p);
             if (values == nullptr || !ALTGRAD_STRUCT_HAS(values, altgrad_value_buffer, count))
                 detail::invalid("measure: values is NULL or smaller than ABI 1.0's");
-            if (values->capacity > 0 && values->items == nullptr) detail::invalid("measure: values->items is NULL");
-            if (n > 0 && tensors == nullptr) detail::invalid("measure: tensors is NULL with tensor_count > 0");
+            if (values->capacity > 0 && values->items == nullptr)
+                detail::invalid("measure: values->items is NULL");
+            if (n > 0 && tensors == nullptr)
+                detail::invalid("measure: tensors is NULL with tensor_count > 0");
             if (n >= ALTGRAD_ALL_TENSORS) detail::invalid("measure: too many tensors");
             // The views are strided by their struct_size (status.h); D indexes
             // them as a plain array, so views of another size are copied into
@@ -578,24 +587,23 @@ struct diagnostic_adapter {
 //   ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY,
 //       PARAM_SPECS, PARAM_COUNT)
 // The three tables of a diagnostic plugin's entry.
-#define ALTGRAD_SDK_DIAGNOSTIC_TABLES(FACTORY)                                                      \
-    nullptr, nullptr,                                                                               \
-    (::altgrad::sdk::diagnostic_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable())
+#define ALTGRAD_SDK_DIAGNOSTIC_TABLES(FACTORY) \
+    nullptr, nullptr, (::altgrad::sdk::diagnostic_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable())
 
 #define ALTGRAD_SDK_DIAGNOSTIC_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, SPECS, \
-        COUNT)                                                                                      \
-    ALTGRAD_SDK_ENTRY_EXPANDED(ALTGRAD_KIND_DIAGNOSTIC, NAME, MAJOR, MINOR, PATCH, DESCRIPTION,     \
-                               SPECS, COUNT, ALTGRAD_SDK_DIAGNOSTIC_TABLES(FACTORY))
-#define ALTGRAD_SDK_DIAGNOSTIC_MANIFEST_WITH_PARAMS(FACTORY, SPECS, COUNT)                          \
-    ALTGRAD_SDK_ENTRY_FROM_MANIFEST(ALTGRAD_KIND_DIAGNOSTIC, SPECS, COUNT,                          \
+                                                 COUNT)                                                  \
+    ALTGRAD_SDK_ENTRY_EXPANDED(ALTGRAD_KIND_DIAGNOSTIC, NAME, MAJOR, MINOR, PATCH, DESCRIPTION, SPECS,   \
+                               COUNT, ALTGRAD_SDK_DIAGNOSTIC_TABLES(FACTORY))
+#define ALTGRAD_SDK_DIAGNOSTIC_MANIFEST_WITH_PARAMS(FACTORY, SPECS, COUNT) \
+    ALTGRAD_SDK_ENTRY_FROM_MANIFEST(ALTGRAD_KIND_DIAGNOSTIC, SPECS, COUNT, \
                                     ALTGRAD_SDK_DIAGNOSTIC_TABLES(FACTORY))
-#define ALTGRAD_SDK_DIAGNOSTIC_GIVEN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY)               \
+#define ALTGRAD_SDK_DIAGNOSTIC_GIVEN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY) \
     ALTGRAD_SDK_DIAGNOSTIC_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, nullptr, 0)
-#define ALTGRAD_SDK_DIAGNOSTIC_MANIFEST(FACTORY)                                                    \
+#define ALTGRAD_SDK_DIAGNOSTIC_MANIFEST(FACTORY) \
     ALTGRAD_SDK_DIAGNOSTIC_MANIFEST_WITH_PARAMS(FACTORY, nullptr, 0)
 
-#define ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(...)                                                  \
-    ALTGRAD_SDK_DISPATCH_3_8(ALTGRAD_SDK_DIAGNOSTIC_GIVEN_WITH_PARAMS,                              \
+#define ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(...)                     \
+    ALTGRAD_SDK_DISPATCH_3_8(ALTGRAD_SDK_DIAGNOSTIC_GIVEN_WITH_PARAMS, \
                              ALTGRAD_SDK_DIAGNOSTIC_MANIFEST_WITH_PARAMS, __VA_ARGS__)
-#define ALTGRAD_DIAGNOSTIC_PLUGIN(...)                                                              \
+#define ALTGRAD_DIAGNOSTIC_PLUGIN(...) \
     ALTGRAD_SDK_DISPATCH_1_6(ALTGRAD_SDK_DIAGNOSTIC_GIVEN, ALTGRAD_SDK_DIAGNOSTIC_MANIFEST, __VA_ARGS__)

@@ -65,7 +65,8 @@ ALTGRAD_SDK_INLINE float scale_down(float r, float s) {
 // normal-range fast path where it has one and the element lies in its range
 // (the bits and counts of quantize_bits, see exmy.hpp), else quantize_bits.
 template <class K, altgrad_rounding R, altgrad_overflow O>
-ALTGRAD_SDK_HD inline uint32_t quantize_element(const K& k, uint32_t bits, uint32_t random, element_counts& c) {
+ALTGRAD_SDK_HD inline uint32_t quantize_element(const K& k, uint32_t bits, uint32_t random,
+                                                element_counts& c) {
     if constexpr (detail::has_normal_fast_path<K>::value) {
         if ((k.fast_flags(bits) & 1u) == 0) {
             uint32_t overflow = 0;
@@ -81,15 +82,16 @@ ALTGRAD_SDK_HD inline uint32_t quantize_element(const K& k, uint32_t bits, uint3
 // buffers (element i at global index offset + i, scale scales.at(i)).
 template <class K, altgrad_rounding R, altgrad_overflow O>
 ALTGRAD_SDK_HD inline void quantize_group(const K& k, const float* in, float* out, size_t count,
-                                          const scale_source& scales, uint64_t seed, uint64_t offset, uint64_t g,
-                                          element_counts& c) {
+                                          const scale_source& scales, uint64_t seed, uint64_t offset,
+                                          uint64_t g, element_counts& c) {
     const element_group e = group_of<R>(g, offset, seed);
     for (unsigned lane = 0; lane < 4; ++lane) {
         const uint64_t index = e.base + lane;
         if (index < offset || index - offset >= count) continue;
         const size_t i = static_cast<size_t>(index - offset);
         const float s = scales.at(i);
-        const uint32_t q = quantize_element<K, R, O>(k, float_bits(scale_up(in[i], s)), e.random.word[lane], c);
+        const uint32_t q =
+            quantize_element<K, R, O>(k, float_bits(scale_up(in[i], s)), e.random.word[lane], c);
         out[i] = scale_down(bits_float(q), s);
     }
 }
@@ -98,8 +100,8 @@ ALTGRAD_SDK_HD inline void quantize_group(const K& k, const float* in, float* ou
 // element (call-relative) the format could not hold, or kNoElement.
 template <class K, altgrad_rounding R, altgrad_overflow O, class Code>
 ALTGRAD_SDK_HD inline uint64_t encode_group(const K& k, const float* in, Code* codes, size_t count,
-                                            const scale_source& scales, uint64_t seed, uint64_t offset, uint64_t g,
-                                            element_counts& c) {
+                                            const scale_source& scales, uint64_t seed, uint64_t offset,
+                                            uint64_t g, element_counts& c) {
     const element_group e = group_of<R>(g, offset, seed);
     uint64_t first_bad = kNoElement;
     for (unsigned lane = 0; lane < 4; ++lane) {
@@ -107,8 +109,8 @@ ALTGRAD_SDK_HD inline uint64_t encode_group(const K& k, const float* in, Code* c
         if (index < offset || index - offset >= count) continue;
         const size_t i = static_cast<size_t>(index - offset);
         bool bad = false;
-        const uint32_t code =
-            k.template encode_bits<R, O>(float_bits(scale_up(in[i], scales.at(i))), e.random.word[lane], c, bad);
+        const uint32_t code = k.template encode_bits<R, O>(float_bits(scale_up(in[i], scales.at(i))),
+                                                           e.random.word[lane], c, bad);
         if (bad && first_bad == kNoElement) first_bad = i;
         codes[i] = static_cast<Code>(code);
     }
@@ -118,8 +120,8 @@ ALTGRAD_SDK_HD inline uint64_t encode_group(const K& k, const float* in, Code* c
 // Decode element i; a code with bits above total_bits sets *bad (and decodes
 // as code 0 so nothing reads past the format).
 template <class K, class Code>
-ALTGRAD_SDK_HD inline float decode_element(const K& k, const Code* codes, size_t i, const scale_source& scales,
-                                           uint64_t limit, bool& bad) {
+ALTGRAD_SDK_HD inline float decode_element(const K& k, const Code* codes, size_t i,
+                                           const scale_source& scales, uint64_t limit, bool& bad) {
     const uint32_t code = codes[i];
     bad = code >= limit;
     const float v = k.decode(bad ? 0u : code);

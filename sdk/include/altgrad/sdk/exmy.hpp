@@ -50,8 +50,8 @@ enum class exmy_specials {
 };
 
 struct exmy_spec {
-    int exponent_bits;   // 1..8
-    int mantissa_bits;   // 0..23
+    int exponent_bits;  // 1..8
+    int mantissa_bits;  // 0..23
     int bias;
     exmy_specials specials;
 };
@@ -91,8 +91,7 @@ public:
         using detail::mask_if;
         using detail::select_bits;
         const uint32_t max_bits = max_bits_;
-        const uint32_t target_finite = overflow_target<R, O>(false),
-                       target_inf = overflow_target<R, O>(true);
+        const uint32_t target_finite = overflow_target<R, O>(false), target_inf = overflow_target<R, O>(true);
         const bool signed_zero = signed_zero_;
         const uint32_t sign = bits & kSignBit;
         const uint32_t a = bits ^ sign;  // < 2^31, so signed compares below are exact
@@ -102,7 +101,8 @@ public:
         const bool is_finite = static_cast<int32_t>(a) < static_cast<int32_t>(kInfBits);
         // For a finite input mag <= 255 << 23 < 2^31, so the signed compare is
         // exact; Inf and NaN are decided by is_inf and is_nan whatever mag is.
-        const bool overflow = (!is_nan) & (is_inf | (static_cast<int32_t>(mag) > static_cast<int32_t>(max_bits)));
+        const bool overflow =
+            (!is_nan) & (is_inf | (static_cast<int32_t>(mag) > static_cast<int32_t>(max_bits)));
         const uint32_t out = select_bits(overflow, select_bits(is_inf, target_inf, target_finite), mag);
         counts.overflow += overflow;
         // A finite input gives 0 exactly when mag is 0 (an overflow gives a
@@ -150,12 +150,13 @@ public:
     ALTGRAD_SDK_INLINE uint32_t fast_flags(uint32_t bits) const {
         const uint32_t a = bits & ~kSignBit;
         const uint32_t fast_zero = signed_zero_ ? 0u : 1u;
-        const uint32_t outside_normal =
-            static_cast<uint32_t>(a - normal_low_ > normal_span_) & static_cast<uint32_t>((a | fast_zero) != 0);
+        const uint32_t outside_normal = static_cast<uint32_t>(a - normal_low_ > normal_span_) &
+                                        static_cast<uint32_t>((a | fast_zero) != 0);
         return outside_normal | (static_cast<uint32_t>(a >= finite_limit_) << 1);
     }
     template <altgrad_rounding R, altgrad_overflow O>
-    ALTGRAD_SDK_INLINE uint32_t quantize_normal_bits(uint32_t bits, uint32_t random, uint32_t& overflow) const {
+    ALTGRAD_SDK_INLINE uint32_t quantize_normal_bits(uint32_t bits, uint32_t random,
+                                                     uint32_t& overflow) const {
         uint32_t out;
         quantize_normal_lanes<R, O>(bits, random, overflow, out);
         return out;
@@ -180,8 +181,8 @@ public:
         const uint32_t a = bits ^ sign;
         const bool below = a < normal_low_;
         // Normal-range elements round 0 there (no overflow, no out-of-range conversion), then are not picked.
-        const float sub =
-            round_to_step<R>(bits_float(a & mask_if(below)), grid_magic_, grid_step_, grid_frac_scale_, random);
+        const float sub = round_to_step<R>(bits_float(a & mask_if(below)), grid_magic_, grid_step_,
+                                           grid_frac_scale_, random);
         const uint32_t mag = select_bits(below, float_bits(sub), round_normal<R>(a, random));
         const bool over = mag > max_bits_;  // only a normal-range result can be
         const uint32_t out = select_bits(over, overflow_target<R, O>(false), mag);
@@ -198,8 +199,10 @@ public:
         // sign is kept from the next magnitude on (where it is signed, from 0):
         // one compare on the input, and no branch, which the vectorizer would
         // have to take out of the loop. Stochastic rounding decides by the result.
-        if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN) return out | (sign & mask_if(a >= keep_sign_nearest_from_));
-        if constexpr (R == ALTGRAD_ROUND_TOWARD_ZERO) return out | (sign & mask_if(a >= keep_sign_toward_zero_from_));
+        if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN)
+            return out | (sign & mask_if(a >= keep_sign_nearest_from_));
+        if constexpr (R == ALTGRAD_ROUND_TOWARD_ZERO)
+            return out | (sign & mask_if(a >= keep_sign_toward_zero_from_));
         return out | (sign & (mask_if(out != 0) | mask_if(signed_zero_)));
     }
 
@@ -323,8 +326,9 @@ private:
         if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN) {
             const uint32_t dc = static_cast<uint32_t>(d < 25 ? d : 25);
             const uint32_t s2 = sig << 1;
-            const uint32_t odd =
-                select_bits(has_mantissa | below, s2 >> (dc + 1u), static_cast<uint32_t>(eff) + parity_adjust) & 1u;
+            const uint32_t odd = select_bits(has_mantissa | below, s2 >> (dc + 1u),
+                                             static_cast<uint32_t>(eff) + parity_adjust) &
+                                 1u;
             q = (s2 + ((1u << dc) - 1u) + odd) >> (dc + 1u);
         } else if constexpr (R == ALTGRAD_ROUND_TOWARD_ZERO) {
             (void)random, (void)parity_adjust, (void)has_mantissa;
@@ -333,7 +337,8 @@ private:
             (void)parity_adjust, (void)has_mantissa;
             const int32_t dc = d < 56 ? d : 56;
             const uint32_t q0 = sig >> static_cast<uint32_t>(dc < 31 ? dc : 31);
-            const uint32_t frac_lo = (sig << static_cast<uint32_t>((32 - dc) & 31)) & mask_if(dc != 0);  // dc <= 32
+            const uint32_t frac_lo =
+                (sig << static_cast<uint32_t>((32 - dc) & 31)) & mask_if(dc != 0);  // dc <= 32
             const uint32_t frac_hi = sig >> static_cast<uint32_t>((dc - 32) & 31);  // dc in [33, 56]
             const uint32_t frac32 = select_bits(dc > 32, frac_hi, frac_lo);
             q = q0 + round_away<R>(frac32, 0u, random);
@@ -391,12 +396,16 @@ private:
     bool signed_zero_ = true;
     // The fast path (quantize_normal_bits).
     uint32_t normal_low_ = 0, normal_span_ = 0;
-    uint32_t step_mask_ = 0, half_step_less_one_ = 0, odd_bit_ = 0, parity_adjust_normal_ = 0, random_shift_ = 31;
+    uint32_t step_mask_ = 0, half_step_less_one_ = 0, odd_bit_ = 0, parity_adjust_normal_ = 0,
+             random_shift_ = 31;
     // The finite fast path (quantize_finite_bits); finite_limit_ 0 turns it off.
     uint32_t finite_limit_ = 0;
     float grid_magic_ = 0, grid_step_ = 0, grid_frac_scale_ = 0;
-    uint32_t zero_half_step_bits_ = 0, zero_step_bits_ = 0;  // the bits of half the grid step, and of the step
-    uint32_t keep_sign_nearest_from_ = 0, keep_sign_toward_zero_from_ = 0;  // the smallest magnitudes not rounded to 0 (unsigned zero), or 0
+    uint32_t zero_half_step_bits_ = 0,
+             zero_step_bits_ = 0;  // the bits of half the grid step, and of the step
+    uint32_t keep_sign_nearest_from_ = 0,
+             keep_sign_toward_zero_from_ =
+                 0;  // the smallest magnitudes not rounded to 0 (unsigned zero), or 0
 };
 
 class exmy_format {
@@ -443,7 +452,7 @@ public:
         k.random_shift_ = d > 0 ? 32u - d : 31u;
         k.normal_low_ = static_cast<uint32_t>(k.emin_f_) << 23;  // emin_f <= 254
         k.normal_span_ = 0x7F7FFFFFu - k.normal_low_;            // up to FLT_MAX
-        const int grid_exponent = k.emin_f_ - 127 - M;              // the subnormal step is 2^grid_exponent
+        const int grid_exponent = k.emin_f_ - 127 - M;           // the subnormal step is 2^grid_exponent
         if (k.emin_f_ - M >= 60 && grid_exponent + 23 <= 127) {
             k.finite_limit_ = kInfBits;
             k.grid_magic_ = std::ldexp(1.0f, grid_exponent + 23);
@@ -511,7 +520,8 @@ public:
     // (has_interval_fast_ranges, rounding.hpp).
     static constexpr bool fast_ranges_are_intervals = true;
     template <altgrad_rounding R, altgrad_overflow O>
-    ALTGRAD_SDK_INLINE uint32_t quantize_normal_bits(uint32_t bits, uint32_t random, uint32_t& overflow) const {
+    ALTGRAD_SDK_INLINE uint32_t quantize_normal_bits(uint32_t bits, uint32_t random,
+                                                     uint32_t& overflow) const {
         return kernel_.quantize_normal_bits<R, O>(bits, random, overflow);
     }
     // quantize_normal_bits on lanes (uint32_t or GCC vectors of them): has_normal_lanes, format_plugin.hpp.
@@ -526,7 +536,8 @@ public:
     }
 
     template <altgrad_rounding R, altgrad_overflow O>
-    uint32_t encode_bits(uint32_t bits, uint32_t random, element_counts& counts, bool& unrepresentable) const {
+    uint32_t encode_bits(uint32_t bits, uint32_t random, element_counts& counts,
+                         bool& unrepresentable) const {
         return kernel_.encode_bits<R, O>(bits, random, counts, unrepresentable);
     }
 

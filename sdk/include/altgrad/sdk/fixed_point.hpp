@@ -33,12 +33,13 @@ class fixed_point_format {
 public:
     explicit fixed_point_format(const fixed_point_spec& spec) : spec_(spec) {
         if (spec.total_bits < 2 || spec.total_bits > 24)
-            throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
-                               "fixed_point: total_bits must be 2..24, got " + std::to_string(spec.total_bits));
+            throw plugin_error(
+                ALTGRAD_STATUS_INVALID_ARGUMENT,
+                "fixed_point: total_bits must be 2..24, got " + std::to_string(spec.total_bits));
         if (spec.fraction_bits < 0 || spec.fraction_bits > 120)
-            throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
-                               "fixed_point: fraction_bits must be 0..120, got " +
-                                   std::to_string(spec.fraction_bits));
+            throw plugin_error(
+                ALTGRAD_STATUS_INVALID_ARGUMENT,
+                "fixed_point: fraction_bits must be 0..120, got " + std::to_string(spec.fraction_bits));
         kmax_ = (int64_t{1} << (spec.total_bits - 1)) - 1;
         kmin_ = -(int64_t{1} << (spec.total_bits - 1));
         step_ = std::ldexp(1.0, -spec.fraction_bits);
@@ -146,7 +147,8 @@ private:
     // Anything at or past 2^total_bits overflows whatever the rounding, so it
     // is capped there (this also catches Inf).
     template <altgrad_rounding R>
-    ALTGRAD_SDK_INLINE int32_t round_to_integer(uint32_t bits, uint32_t random, element_counts& counts) const {
+    ALTGRAD_SDK_INLINE int32_t round_to_integer(uint32_t bits, uint32_t random,
+                                                element_counts& counts) const {
         using detail::mask_if;
         using detail::select_bits;
         const int32_t B = spec_.total_bits, F = spec_.fraction_bits;
@@ -163,8 +165,9 @@ private:
         const int32_t sh_whole = sh < 0 ? 0 : sh < 31 ? sh : 31;  // sig < 2^24: >= 24 gives 0
         const int32_t sh_hi = sh < 32 ? 0 : sh - 32 < 31 ? sh - 32 : 31;
         const uint32_t whole = sig >> static_cast<uint32_t>(sh_whole);
-        const uint32_t frac_lo = (sig << static_cast<uint32_t>((32 - sh) & 31)) & mask_if(sh > 0);  // sh in [0, 32]
-        const uint32_t frac_hi = sig >> static_cast<uint32_t>(sh_hi);                               // sh >= 33
+        const uint32_t frac_lo =
+            (sig << static_cast<uint32_t>((32 - sh) & 31)) & mask_if(sh > 0);  // sh in [0, 32]
+        const uint32_t frac_hi = sig >> static_cast<uint32_t>(sh_hi);          // sh >= 33
         const uint32_t frac = select_bits(sh > 32, frac_hi, frac_lo);
         const bool capped = is_inf | ((sh < 0) & (sig != 0)) | ((sh >= 0) & (whole >= cap));
         uint32_t m = select_bits(capped, cap, whole);

@@ -73,7 +73,8 @@ private:
                                        std::string("parameter '") + key + "' has the wrong type");
                 return p;
             }
-        throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, std::string("parameter '") + key + "' is missing");
+        throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
+                           std::string("parameter '") + key + "' is missing");
     }
     const altgrad_param_list* list_;
 };
@@ -87,7 +88,8 @@ inline scaling classify_scale(float s) {
     int exponent = 0;
     // A power of two whose reciprocal is a float too (not for s <= 2^-128):
     // then multiplying by 1/s is exactly dividing by s.
-    return std::frexp(s, &exponent) == 0.5f && std::isfinite(1.0f / s) ? scaling::power_of_two : scaling::general;
+    return std::frexp(s, &exponent) == 0.5f && std::isfinite(1.0f / s) ? scaling::power_of_two
+                                                                       : scaling::general;
 }
 
 constexpr size_t kBlock = 512;  // elements per random-bits refill
@@ -138,20 +140,23 @@ ALTGRAD_SDK_INLINE float reciprocal_power_of_two(float s) { return bits_float(0x
 enum class element_scaling { unit, power_of_two, general, each_power_of_two, each_general };
 
 constexpr element_scaling element_scaling_of(scaling s) {
-    return s == scaling::unit ? element_scaling::unit
-           : s == scaling::power_of_two ? element_scaling::power_of_two : element_scaling::general;
+    return s == scaling::unit           ? element_scaling::unit
+           : s == scaling::power_of_two ? element_scaling::power_of_two
+                                        : element_scaling::general;
 }
 
 // Element j's scaled input, and its result scaled back (see element_scaling).
 template <element_scaling S>
 __attribute__((always_inline)) inline float scale_input(float x, float s, const float* scale, size_t j) {
     if constexpr (S == element_scaling::power_of_two || S == element_scaling::general) return x * s;
-    if constexpr (S == element_scaling::each_power_of_two || S == element_scaling::each_general) return x * scale[j];
+    if constexpr (S == element_scaling::each_power_of_two || S == element_scaling::each_general)
+        return x * scale[j];
     (void)s, (void)scale, (void)j;
     return x;
 }
 template <element_scaling S>
-__attribute__((always_inline)) inline float scale_output(float r, float s, float inv, const float* scale, size_t j) {
+__attribute__((always_inline)) inline float scale_output(float r, float s, float inv, const float* scale,
+                                                         size_t j) {
     (void)s, (void)inv, (void)scale, (void)j;
     if constexpr (S == element_scaling::power_of_two) return r * inv;  // exact: 1/s is a power of two
     if constexpr (S == element_scaling::general) return r / s;
@@ -188,19 +193,21 @@ struct magnitude_range {
     template <class F>
     uint32_t flags(const F& f) const {
         const bool nonzero_seen = smallest_less_zero_free != ~0u;  // or, where zeros count, any
-        return f.fast_flags(largest) | (nonzero_seen ? f.fast_flags(smallest_less_zero_free + zero_free) : 0u);
+        return f.fast_flags(largest) |
+               (nonzero_seen ? f.fast_flags(smallest_less_zero_free + zero_free) : 0u);
     }
 };
 
 // The OR of fast_flags over a chunk's scaled inputs.
 template <class F, element_scaling S>
-__attribute__((always_inline)) inline uint32_t chunk_fast_flags(const F& f, const float* in, size_t m, float s,
-                                                                const float* __restrict scale) {
+__attribute__((always_inline)) inline uint32_t chunk_fast_flags(const F& f, const float* in, size_t m,
+                                                                float s, const float* __restrict scale) {
     if constexpr (has_interval_fast_ranges<F>::value) {
         magnitude_range range(f);
         uint32_t largest = 0, smallest = ~0u;
         for (size_t j = 0; j < m; ++j)
-            magnitude_range::widen(float_bits(scale_input<S>(in[j], s, scale, j)), range.zero_free, largest, smallest);
+            magnitude_range::widen(float_bits(scale_input<S>(in[j], s, scale, j)), range.zero_free, largest,
+                                   smallest);
         range.largest = largest, range.smallest_less_zero_free = smallest;
         return range.flags(f);
     } else {
@@ -216,8 +223,8 @@ enum class chunk_path { general, normal, finite };
 // A fast kernel over a chunk into out, its tallies into the chunk's; with
 // Track, the range of its scaled inputs into *range (made for f).
 template <class F, altgrad_rounding R, altgrad_overflow O, element_scaling S, chunk_path P, bool Track>
-__attribute__((always_inline)) inline void fast_kernel(const F& f, const float* in, float* out, size_t m, float s,
-                                                       float inv, const float* __restrict scale,
+__attribute__((always_inline)) inline void fast_kernel(const F& f, const float* in, float* out, size_t m,
+                                                       float s, float inv, const float* __restrict scale,
                                                        const uint32_t* __restrict random, uint32_t& overflow,
                                                        uint32_t& underflow, magnitude_range* range) {
     uint32_t chunk_overflow = 0, chunk_underflow = 0;
@@ -228,7 +235,8 @@ __attribute__((always_inline)) inline void fast_kernel(const F& f, const float* 
         if constexpr (Track) magnitude_range::widen(bits, zero_free, largest, smallest);
         const uint32_t random_j = R == ALTGRAD_ROUND_STOCHASTIC ? random[j] : 0u;
         uint32_t q;
-        if constexpr (P == chunk_path::normal) q = f.template quantize_normal_bits<R, O>(bits, random_j, chunk_overflow);
+        if constexpr (P == chunk_path::normal)
+            q = f.template quantize_normal_bits<R, O>(bits, random_j, chunk_overflow);
         else q = f.template quantize_finite_bits<R, O>(bits, random_j, chunk_overflow, chunk_underflow);
         out[j] = scale_output<S>(bits_float(q), s, inv, scale, j);
     }
@@ -244,10 +252,12 @@ __attribute__((always_inline)) inline void fast_kernel(const F& f, const float* 
 // false, with have_flags set and the chunk's flags (from its range) in flags
 // when a kernel ran.
 template <class F, altgrad_rounding R, altgrad_overflow O, element_scaling S>
-__attribute__((always_inline)) inline bool rerun_last_path(
-    const F& f, const float* in, float* out, size_t m, float s, float inv, const float* __restrict scale,
-    const uint32_t* __restrict random, bool fpu_nearest, chunk_path& last, uint64_t& overflow,
-    uint64_t& underflow, uint32_t& flags, bool& have_flags) {
+__attribute__((always_inline)) inline bool rerun_last_path(const F& f, const float* in, float* out, size_t m,
+                                                           float s, float inv, const float* __restrict scale,
+                                                           const uint32_t* __restrict random,
+                                                           bool fpu_nearest, chunk_path& last,
+                                                           uint64_t& overflow, uint64_t& underflow,
+                                                           uint32_t& flags, bool& have_flags) {
     uint32_t chunk_overflow = 0, chunk_underflow = 0;
     magnitude_range range(f);
     if constexpr (has_normal_fast_path<F>::value) {
@@ -309,9 +319,10 @@ __attribute__((always_inline)) inline bool fast_path_by_flags(
 // The general kernel over a chunk, element by element: F's branch-free kernel
 // in the vector loops where it has one, else quantize_bits.
 template <class F, altgrad_rounding R, altgrad_overflow O, element_scaling S, bool Vector>
-__attribute__((always_inline)) inline void general_kernel(
-    const F& f, const float* in, float* out, size_t m, float s, float inv, const float* __restrict scale,
-    const uint32_t* __restrict random, uint64_t& overflow, uint64_t& underflow) {
+__attribute__((always_inline)) inline void general_kernel(const F& f, const float* in, float* out, size_t m,
+                                                          float s, float inv, const float* __restrict scale,
+                                                          const uint32_t* __restrict random,
+                                                          uint64_t& overflow, uint64_t& underflow) {
     uint32_t chunk_overflow = 0, chunk_underflow = 0;
     for (size_t j = 0; j < m; ++j) {
         const uint32_t bits = float_bits(scale_input<S>(in[j], s, scale, j));
@@ -320,8 +331,7 @@ __attribute__((always_inline)) inline void general_kernel(
         uint32_t q;
         if constexpr (Vector && has_branchless_kernel<F>::value)
             q = f.template quantize_bits_branchless<R, O>(bits, random_j, c);
-        else
-            q = f.template quantize_bits<R, O>(bits, random_j, c);
+        else q = f.template quantize_bits<R, O>(bits, random_j, c);
         chunk_overflow += static_cast<uint32_t>(c.overflow);
         chunk_underflow += static_cast<uint32_t>(c.underflow);
         out[j] = scale_output<S>(bits_float(q), s, inv, scale, j);
@@ -340,11 +350,11 @@ __attribute__((always_inline)) inline void general_kernel(
 // branch-free kernel when it has them. last: the path the call's previous
 // chunk took (the loops start it at general); the chunk sets it.
 template <class F, altgrad_rounding R, altgrad_overflow O, element_scaling S, bool Vector>
-__attribute__((always_inline)) inline void quantize_chunk(const F& f, const float* in,
-                                                          float* out, size_t m, float s, float inv,
-                                                          const float* __restrict scale,
+__attribute__((always_inline)) inline void quantize_chunk(const F& f, const float* in, float* out, size_t m,
+                                                          float s, float inv, const float* __restrict scale,
                                                           const uint32_t* __restrict random, bool fpu_nearest,
-                                                          chunk_path& last, uint64_t& overflow, uint64_t& underflow) {
+                                                          chunk_path& last, uint64_t& overflow,
+                                                          uint64_t& underflow) {
     if constexpr (Vector && (has_normal_fast_path<F>::value || has_finite_fast_path<F>::value)) {
         // When every scaled input of the chunk lies in a fast path's range
         // (see has_normal_fast_path), its short kernel gives the same bits
@@ -396,7 +406,9 @@ __attribute__((target("avx2"))) inline void stream_floats(float* dst, const floa
 inline void stream_fence() { _mm_sfence(); }
 #else
 inline size_t stream_start(const float*, size_t n) { return n; }
-inline void stream_floats(float* dst, const float* src, size_t m) { std::memcpy(dst, src, m * sizeof(float)); }
+inline void stream_floats(float* dst, const float* src, size_t m) {
+    std::memcpy(dst, src, m * sizeof(float));
+}
 inline void stream_fence() {}
 #endif
 
@@ -447,7 +459,8 @@ inline bool block_chunk_scales(const scale_source& scales, size_t i0, size_t m, 
         const float* block_scales = scales.block_scales + i0 / 32;
         const size_t blocks = m / 32;
         uint32_t invertible = 1;
-        for (size_t b = 0; b < blocks; ++b) invertible &= static_cast<uint32_t>(invertible_power_of_two(block_scales[b]));
+        for (size_t b = 0; b < blocks; ++b)
+            invertible &= static_cast<uint32_t>(invertible_power_of_two(block_scales[b]));
         for (size_t b = 0; b < blocks; ++b)
             for (size_t k = 0; k < 32; ++k) scale[b * 32 + k] = block_scales[b];
         return invertible != 0;
@@ -471,10 +484,13 @@ inline bool block_chunk_scales(const scale_source& scales, size_t i0, size_t m, 
 template <class F, class = void>
 struct has_normal_lanes : std::false_type {};
 template <class F>
-struct has_normal_lanes<F, std::void_t<decltype(std::declval<const F&>().template quantize_normal_lanes<
-                                                ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
-                               std::declval<const uint32_t&>(), std::declval<const uint32_t&>(),
-                               std::declval<uint32_t&>(), std::declval<uint32_t&>()))>> : std::true_type {};
+struct has_normal_lanes<
+    F, std::void_t<decltype(std::declval<const F&>()
+                                .template quantize_normal_lanes<ALTGRAD_ROUND_NEAREST_EVEN,
+                                                                ALTGRAD_OVERFLOW_SATURATE>(
+                                    std::declval<const uint32_t&>(), std::declval<const uint32_t&>(),
+                                    std::declval<uint32_t&>(), std::declval<uint32_t&>()))>>
+    : std::true_type {};
 
 // The explicit-vector path below needs GCC's vector extensions, which nvcc's
 // front end (cudafe++) aborts on: plugins built with ALTGRAD_CUDA go without it.
@@ -553,9 +569,10 @@ __attribute__((always_inline)) inline bool quantize_normal_chunk_lanes(const F& 
 // with normal-path lanes and interval ranges (whose chunk flags its range
 // gives) runs the chunk with quantize_normal_chunk_lanes, nothing expanded.
 template <class F, altgrad_rounding R, altgrad_overflow O, bool Vector, bool Lanes16 = false>
-__attribute__((always_inline)) inline void quantize_blocks_body(const F& f, const float* in, float* out, size_t n,
-                                                                const scale_source& scales, uint64_t seed,
-                                                                uint64_t offset, element_counts& counts) {
+__attribute__((always_inline)) inline void quantize_blocks_body(const F& f, const float* in, float* out,
+                                                                size_t n, const scale_source& scales,
+                                                                uint64_t seed, uint64_t offset,
+                                                                element_counts& counts) {
     uint64_t overflow = 0, underflow = 0;
     alignas(64) uint32_t random[kBlock];
     alignas(64) float scale[kBlock], staging[kBlock];
@@ -584,13 +601,11 @@ __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, cons
         }
 #endif
         if (block_chunk_scales(scales, i0, m, scale))
-            quantize_chunk<F, R, O, element_scaling::each_power_of_two, Vector>(f, in + i0, dst, m, 1.0f, 1.0f, scale,
-                                                                                 random, fpu_nearest, last, overflow,
-                                                                                 underflow);
+            quantize_chunk<F, R, O, element_scaling::each_power_of_two, Vector>(
+                f, in + i0, dst, m, 1.0f, 1.0f, scale, random, fpu_nearest, last, overflow, underflow);
         else
-            quantize_chunk<F, R, O, element_scaling::each_general, Vector>(f, in + i0, dst, m, 1.0f, 1.0f, scale,
-                                                                            random, fpu_nearest, last, overflow,
-                                                                            underflow);
+            quantize_chunk<F, R, O, element_scaling::each_general, Vector>(
+                f, in + i0, dst, m, 1.0f, 1.0f, scale, random, fpu_nearest, last, overflow, underflow);
         if (streamed) stream_floats(out + i0, staging, m);
         i0 += m;
     }
@@ -625,8 +640,8 @@ ALTGRAD_SDK_TARGET_AVX512 void quantize_avx512(const F& f, const float* in, floa
 }
 template <class F, altgrad_rounding R, altgrad_overflow O>
 ALTGRAD_SDK_TARGET_AVX512 void quantize_blocks_avx512(const F& f, const float* in, float* out, size_t n,
-                                                      const scale_source& scales, uint64_t seed, uint64_t offset,
-                                                      element_counts& counts) {
+                                                      const scale_source& scales, uint64_t seed,
+                                                      uint64_t offset, element_counts& counts) {
     quantize_blocks_body<F, R, O, true, true>(f, in, out, n, scales, seed, offset, counts);
 }
 #endif
@@ -654,8 +669,8 @@ void quantize_blocks_avx2(const F& f, const float* in, float* out, size_t n, con
     quantize_blocks_body<F, R, O, false>(f, in, out, n, scales, seed, offset, counts);
 }
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
-void quantize_avx512(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed, uint64_t offset,
-                     element_counts& counts) {
+void quantize_avx512(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed,
+                     uint64_t offset, element_counts& counts) {
     quantize_body<F, R, O, S, false>(f, in, out, n, s, seed, offset, counts);
 }
 template <class F, altgrad_rounding R, altgrad_overflow O>
@@ -691,9 +706,11 @@ void quantize_dispatch_scale(const F& f, const float* in, float* out, size_t n, 
                         quantize_blocks_avx512<F, R, O>)(f, in, out, n, scales, seed, offset, counts);
     const float s = scales.scale;
     switch (classify_scale(s)) {
-        case scaling::unit: return quantize_per_tensor<F, R, O, scaling::unit>(f, in, out, n, s, seed, offset, counts);
+        case scaling::unit:
+            return quantize_per_tensor<F, R, O, scaling::unit>(f, in, out, n, s, seed, offset, counts);
         case scaling::power_of_two:
-            return quantize_per_tensor<F, R, O, scaling::power_of_two>(f, in, out, n, s, seed, offset, counts);
+            return quantize_per_tensor<F, R, O, scaling::power_of_two>(f, in, out, n, s, seed, offset,
+                                                                       counts);
         case scaling::general:
             return quantize_per_tensor<F, R, O, scaling::general>(f, in, out, n, s, seed, offset, counts);
     }
@@ -770,7 +787,8 @@ struct conversion_modes {
 // these fields; out: the output or codes buffer).
 template <class Args>
 conversion_modes check_conversion(const altgrad_format_info& info, const Args& a, const void* out) {
-    if (a.count > 0 && (a.input == nullptr || out == nullptr)) invalid("input or output is NULL with count > 0");
+    if (a.count > 0 && (a.input == nullptr || out == nullptr))
+        invalid("input or output is NULL with count > 0");
     const int32_t rounding = raw_enum(a.rounding), overflow = raw_enum(a.overflow);
     if (rounding != ALTGRAD_ROUND_NEAREST_EVEN && rounding != ALTGRAD_ROUND_STOCHASTIC &&
         rounding != ALTGRAD_ROUND_TOWARD_ZERO)
@@ -839,7 +857,8 @@ struct format_adapter {
         return *reinterpret_cast<const instance*>(p);
     }
 
-    static altgrad_status create(const altgrad_param_list* params, altgrad_format** out, altgrad_error* error) {
+    static altgrad_status create(const altgrad_param_list* params, altgrad_format** out,
+                                 altgrad_error* error) {
         return detail::guarded(error, [&] {
             if (out == nullptr) detail::invalid("create: out is NULL");
             F format = Factory(param_view(params));
@@ -856,7 +875,8 @@ struct format_adapter {
     static altgrad_status get_info(const altgrad_format* p, altgrad_format_info* info, altgrad_error* error) {
         return detail::guarded(error, [&] {
             const instance& s = self(p);
-            if (info == nullptr || info->struct_size < sizeof(size_t)) detail::invalid("get_info: info is NULL");
+            if (info == nullptr || info->struct_size < sizeof(size_t))
+                detail::invalid("get_info: info is NULL");
             const size_t n = info->struct_size < sizeof s.info ? info->struct_size : sizeof s.info;
             std::memcpy(reinterpret_cast<char*>(info) + sizeof(size_t),
                         reinterpret_cast<const char*>(&s.info) + sizeof(size_t), n - sizeof(size_t));
@@ -895,7 +915,8 @@ struct format_adapter {
                 detail::invalid("encode: args is NULL or smaller than the v1 struct");
             const detail::conversion_modes m = detail::check_conversion(s.info, *a, a->codes);
             if (m.memory == ALTGRAD_MEMORY_CUDA) {
-                if constexpr (detail::runs_on_cuda<F>()) cuda::encode(s.format.kernel(), *a, s.info.code_bytes);
+                if constexpr (detail::runs_on_cuda<F>())
+                    cuda::encode(s.format.kernel(), *a, s.info.code_bytes);
                 return;
             }
             element_counts counts;
@@ -915,17 +936,19 @@ struct format_adapter {
                 if (m.scales.per_block()) {
                     // One run_loop per block, as the block scaling rule reads (see quantize_blocks_body).
                     for (size_t b0 = 0, b = 0; b0 < a->count; ++b) {
-                        const size_t n = a->count - b0 < m.scales.block_size ? a->count - b0 : m.scales.block_size;
+                        const size_t n =
+                            a->count - b0 < m.scales.block_size ? a->count - b0 : m.scales.block_size;
                         detail::run_loop<R, O, detail::scaling::general>(
                             a->input + b0, n, m.scales.block_scales[b], a->seed, a->offset + b0,
                             [&](size_t i, uint32_t bits, uint32_t random) { store(b0 + i, bits, random); });
                         b0 += n;
                     }
                 } else if (detail::classify_scale(a->scale) == detail::scaling::unit) {
-                    detail::run_loop<R, O, detail::scaling::unit>(a->input, a->count, a->scale, a->seed, a->offset, store);
+                    detail::run_loop<R, O, detail::scaling::unit>(a->input, a->count, a->scale, a->seed,
+                                                                  a->offset, store);
                 } else {
-                    detail::run_loop<R, O, detail::scaling::general>(a->input, a->count, a->scale, a->seed, a->offset,
-                                                                     store);
+                    detail::run_loop<R, O, detail::scaling::general>(a->input, a->count, a->scale, a->seed,
+                                                                     a->offset, store);
                 }
             });
             a->overflow_count = counts.overflow;
@@ -959,8 +982,8 @@ struct format_adapter {
                                       : width == 2 ? static_cast<const uint16_t*>(a->codes)[i]
                                                    : static_cast<const uint32_t*>(a->codes)[i];
                 if (code >= limit)
-                    detail::invalid("decode: code " + std::to_string(code) + " at element " + std::to_string(i) +
-                                    " has bits above total_bits");
+                    detail::invalid("decode: code " + std::to_string(code) + " at element " +
+                                    std::to_string(i) + " has bits above total_bits");
                 const float scale = scales.at(i);
                 a->output[i] = scale == 1.0f ? s.format.decode(code) : s.format.decode(code) / scale;
             }
@@ -968,8 +991,8 @@ struct format_adapter {
     }
 
     static const altgrad_format_vtable* vtable() {
-        static const altgrad_format_vtable table = {sizeof(altgrad_format_vtable), &create, &destroy, &get_info,
-                                                    &quantize, &encode, &decode};
+        static const altgrad_format_vtable table = {
+            sizeof(altgrad_format_vtable), &create, &destroy, &get_info, &quantize, &encode, &decode};
         return &table;
     }
 };
@@ -986,24 +1009,20 @@ struct format_adapter {
 //   ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY,
 //       PARAM_SPECS, PARAM_COUNT)
 // The three tables of a format plugin's entry.
-#define ALTGRAD_SDK_FORMAT_TABLES(FACTORY)                                                          \
-    (::altgrad::sdk::format_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()),            \
-    nullptr, nullptr
+#define ALTGRAD_SDK_FORMAT_TABLES(FACTORY) \
+    (::altgrad::sdk::format_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()), nullptr, nullptr
 
-#define ALTGRAD_SDK_FORMAT_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, SPECS, \
-        COUNT)                                                                                      \
-    ALTGRAD_SDK_ENTRY_EXPANDED(ALTGRAD_KIND_FORMAT, NAME, MAJOR, MINOR, PATCH, DESCRIPTION,         \
-                               SPECS, COUNT, ALTGRAD_SDK_FORMAT_TABLES(FACTORY))
-#define ALTGRAD_SDK_FORMAT_MANIFEST_WITH_PARAMS(FACTORY, SPECS, COUNT)                              \
-    ALTGRAD_SDK_ENTRY_FROM_MANIFEST(ALTGRAD_KIND_FORMAT, SPECS, COUNT,                              \
-                                    ALTGRAD_SDK_FORMAT_TABLES(FACTORY))
-#define ALTGRAD_SDK_FORMAT_GIVEN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY)                   \
+#define ALTGRAD_SDK_FORMAT_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, SPECS, COUNT) \
+    ALTGRAD_SDK_ENTRY_EXPANDED(ALTGRAD_KIND_FORMAT, NAME, MAJOR, MINOR, PATCH, DESCRIPTION, SPECS, COUNT,   \
+                               ALTGRAD_SDK_FORMAT_TABLES(FACTORY))
+#define ALTGRAD_SDK_FORMAT_MANIFEST_WITH_PARAMS(FACTORY, SPECS, COUNT) \
+    ALTGRAD_SDK_ENTRY_FROM_MANIFEST(ALTGRAD_KIND_FORMAT, SPECS, COUNT, ALTGRAD_SDK_FORMAT_TABLES(FACTORY))
+#define ALTGRAD_SDK_FORMAT_GIVEN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY) \
     ALTGRAD_SDK_FORMAT_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, nullptr, 0)
-#define ALTGRAD_SDK_FORMAT_MANIFEST(FACTORY)                                                        \
-    ALTGRAD_SDK_FORMAT_MANIFEST_WITH_PARAMS(FACTORY, nullptr, 0)
+#define ALTGRAD_SDK_FORMAT_MANIFEST(FACTORY) ALTGRAD_SDK_FORMAT_MANIFEST_WITH_PARAMS(FACTORY, nullptr, 0)
 
-#define ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS(...)                                                      \
-    ALTGRAD_SDK_DISPATCH_3_8(ALTGRAD_SDK_FORMAT_GIVEN_WITH_PARAMS,                                  \
-                             ALTGRAD_SDK_FORMAT_MANIFEST_WITH_PARAMS, __VA_ARGS__)
-#define ALTGRAD_FORMAT_PLUGIN(...)                                                                  \
+#define ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS(...)                                                              \
+    ALTGRAD_SDK_DISPATCH_3_8(ALTGRAD_SDK_FORMAT_GIVEN_WITH_PARAMS, ALTGRAD_SDK_FORMAT_MANIFEST_WITH_PARAMS, \
+                             __VA_ARGS__)
+#define ALTGRAD_FORMAT_PLUGIN(...) \
     ALTGRAD_SDK_DISPATCH_1_6(ALTGRAD_SDK_FORMAT_GIVEN, ALTGRAD_SDK_FORMAT_MANIFEST, __VA_ARGS__)

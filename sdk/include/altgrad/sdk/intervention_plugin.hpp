@@ -155,7 +155,8 @@ namespace detail {
 template <class I, class = void>
 struct saves_state : std::false_type {};
 template <class I>
-struct saves_state<I, std::void_t<decltype(std::declval<const I&>().save_state(std::declval<state_writer&>()))>>
+struct saves_state<I,
+                   std::void_t<decltype(std::declval<const I&>().save_state(std::declval<state_writer&>()))>>
     : std::true_type {};
 template <class I, class = void>
 struct loads_state : std::false_type {};
@@ -168,9 +169,10 @@ struct loads_state<I, std::void_t<decltype(std::declval<I&>().load_state(std::de
 template <class I, I (*Factory)(const param_view&)>
 struct intervention_adapter {
     static constexpr bool kHasState = detail::saves_state<I>::value;
-    static_assert(kHasState == detail::loads_state<I>::value,
-                  "an intervention class defines save_state(state_writer&) const and load_state(state_reader&) "
-                  "together, or neither");
+    static_assert(
+        kHasState == detail::loads_state<I>::value,
+        "an intervention class defines save_state(state_writer&) const and load_state(state_reader&) "
+        "together, or neither");
 
     static I& self(altgrad_intervention* p, const char* call) {
         if (p == nullptr) detail::invalid(std::string(call) + ": intervention instance is NULL");
@@ -196,9 +198,11 @@ struct intervention_adapter {
         for (size_t i = 0; i < o->tensor_count; ++i) {
             const altgrad_tensor_observation& t = observed_tensor(*o, i);
             if (!ALTGRAD_STRUCT_HAS(&t, altgrad_tensor_observation, bit_stall_rate))
-                detail::invalid("observe: tensor observation " + std::to_string(i) + " is smaller than the v1 struct");
+                detail::invalid("observe: tensor observation " + std::to_string(i) +
+                                " is smaller than the v1 struct");
             if (t.name == nullptr || t.format == nullptr)
-                detail::invalid("observe: tensor observation " + std::to_string(i) + " has a NULL name or format");
+                detail::invalid("observe: tensor observation " + std::to_string(i) +
+                                " has a NULL name or format");
         }
     }
 
@@ -215,7 +219,8 @@ struct intervention_adapter {
             action_sink sink(*actions);
             instance.observe(*o, sink);
         });
-        if (s != ALTGRAD_STATUS_OK && actions != nullptr && ALTGRAD_STRUCT_HAS(actions, altgrad_action_buffer, count))
+        if (s != ALTGRAD_STATUS_OK && actions != nullptr &&
+            ALTGRAD_STRUCT_HAS(actions, altgrad_action_buffer, count))
             actions->count = 0;
         return s;
     }
@@ -231,11 +236,13 @@ struct intervention_adapter {
             if constexpr (kHasState) reinterpret_cast<const I*>(p)->save_state(w);
             const std::string& bytes = w.bytes();
             const altgrad_status s = writer->write(writer, bytes.data(), bytes.size());
-            if (s != ALTGRAD_STATUS_OK) throw plugin_error(s, "save_state: the host's writer refused the bytes");
+            if (s != ALTGRAD_STATUS_OK)
+                throw plugin_error(s, "save_state: the host's writer refused the bytes");
         });
     }
 
-    static altgrad_status load_state(altgrad_intervention* p, const void* data, size_t size, altgrad_error* error) {
+    static altgrad_status load_state(altgrad_intervention* p, const void* data, size_t size,
+                                     altgrad_error* error) {
         return detail::guarded(error, [&] {
             self(p, "load_state");
             if (data == nullptr && size > 0) detail::invalid("load_state: data is NULL with size > 0");
@@ -268,25 +275,24 @@ struct intervention_adapter {
 //   ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY,
 //       PARAM_SPECS, PARAM_COUNT)
 // The three tables of an intervention plugin's entry.
-#define ALTGRAD_SDK_INTERVENTION_TABLES(FACTORY)                                                    \
-    nullptr,                                                                                        \
-    (::altgrad::sdk::intervention_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()),      \
-    nullptr
+#define ALTGRAD_SDK_INTERVENTION_TABLES(FACTORY)                                                        \
+    nullptr, (::altgrad::sdk::intervention_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()), \
+        nullptr
 
 #define ALTGRAD_SDK_INTERVENTION_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, SPECS, \
-        COUNT)                                                                                      \
-    ALTGRAD_SDK_ENTRY_EXPANDED(ALTGRAD_KIND_INTERVENTION, NAME, MAJOR, MINOR, PATCH, DESCRIPTION,   \
-                               SPECS, COUNT, ALTGRAD_SDK_INTERVENTION_TABLES(FACTORY))
-#define ALTGRAD_SDK_INTERVENTION_MANIFEST_WITH_PARAMS(FACTORY, SPECS, COUNT)                        \
-    ALTGRAD_SDK_ENTRY_FROM_MANIFEST(ALTGRAD_KIND_INTERVENTION, SPECS, COUNT,                        \
+                                                   COUNT)                                                  \
+    ALTGRAD_SDK_ENTRY_EXPANDED(ALTGRAD_KIND_INTERVENTION, NAME, MAJOR, MINOR, PATCH, DESCRIPTION, SPECS,   \
+                               COUNT, ALTGRAD_SDK_INTERVENTION_TABLES(FACTORY))
+#define ALTGRAD_SDK_INTERVENTION_MANIFEST_WITH_PARAMS(FACTORY, SPECS, COUNT) \
+    ALTGRAD_SDK_ENTRY_FROM_MANIFEST(ALTGRAD_KIND_INTERVENTION, SPECS, COUNT, \
                                     ALTGRAD_SDK_INTERVENTION_TABLES(FACTORY))
-#define ALTGRAD_SDK_INTERVENTION_GIVEN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY)             \
+#define ALTGRAD_SDK_INTERVENTION_GIVEN(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY) \
     ALTGRAD_SDK_INTERVENTION_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, nullptr, 0)
-#define ALTGRAD_SDK_INTERVENTION_MANIFEST(FACTORY)                                                  \
+#define ALTGRAD_SDK_INTERVENTION_MANIFEST(FACTORY) \
     ALTGRAD_SDK_INTERVENTION_MANIFEST_WITH_PARAMS(FACTORY, nullptr, 0)
 
-#define ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(...)                                                \
-    ALTGRAD_SDK_DISPATCH_3_8(ALTGRAD_SDK_INTERVENTION_GIVEN_WITH_PARAMS,                            \
+#define ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(...)                     \
+    ALTGRAD_SDK_DISPATCH_3_8(ALTGRAD_SDK_INTERVENTION_GIVEN_WITH_PARAMS, \
                              ALTGRAD_SDK_INTERVENTION_MANIFEST_WITH_PARAMS, __VA_ARGS__)
-#define ALTGRAD_INTERVENTION_PLUGIN(...)                                                            \
+#define ALTGRAD_INTERVENTION_PLUGIN(...) \
     ALTGRAD_SDK_DISPATCH_1_6(ALTGRAD_SDK_INTERVENTION_GIVEN, ALTGRAD_SDK_INTERVENTION_MANIFEST, __VA_ARGS__)

@@ -48,9 +48,9 @@ inline constexpr bool is_value_name(const char* name) {
 
 // The series the host itself records for every run (metrics.jsonl, reports):
 // a diagnostic's headline may not take one of these names.
-inline constexpr const char* kHostSeriesNames[] = {"loss",     "val_loss",  "lr",       "grad_norm",
-                                                   "tokens_per_s", "grad_sparsity", "overflow", "underflow",
-                                                   "bit_stall"};
+inline constexpr const char* kHostSeriesNames[] = {"loss",      "val_loss",     "lr",
+                                                   "grad_norm", "tokens_per_s", "grad_sparsity",
+                                                   "overflow",  "underflow",    "bit_stall"};
 
 // Two NUL-terminated strings hold the same bytes (std::strcmp, but constexpr).
 inline constexpr bool same_text(const char* a, const char* b) {

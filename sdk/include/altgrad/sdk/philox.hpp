@@ -26,7 +26,7 @@ struct philox_block {
 
 // Philox4x32 with 10 rounds on counter (c0, c1, c2, c3) and key (k0, k1).
 ALTGRAD_SDK_HD inline philox_block philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3,
-                                  uint32_t k0, uint32_t k1) {
+                                                 uint32_t k0, uint32_t k1) {
     constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
     constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
     for (int round = 0; round < 10; ++round) {
@@ -36,7 +36,10 @@ ALTGRAD_SDK_HD inline philox_block philox4x32_10(uint32_t c0, uint32_t c1, uint3
         const uint32_t n1 = static_cast<uint32_t>(p1);
         const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3 ^ k1;
         const uint32_t n3 = static_cast<uint32_t>(p0);
-        c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+        c0 = n0;
+        c1 = n1;
+        c2 = n2;
+        c3 = n3;
         k0 += kWeyl0;
         k1 += kWeyl1;
     }
@@ -46,10 +49,8 @@ ALTGRAD_SDK_HD inline philox_block philox4x32_10(uint32_t c0, uint32_t c1, uint3
 // The 32 random bits of element `index` under `seed`.
 ALTGRAD_SDK_HD inline uint32_t random_bits(uint64_t seed, uint64_t index) {
     const uint64_t block = index >> 2;
-    const philox_block r = philox4x32_10(static_cast<uint32_t>(block),
-                                         static_cast<uint32_t>(block >> 32), 0u, 0u,
-                                         static_cast<uint32_t>(seed),
-                                         static_cast<uint32_t>(seed >> 32));
+    const philox_block r = philox4x32_10(static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u,
+                                         0u, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
     return r.word[index & 3u];
 }
 
@@ -79,12 +80,13 @@ inline vector_isa cpu_vector_isa() { return vector_isa::baseline; }
 // as index >> 2 of a wrapped 64-bit index is), `blocks` of them, their four
 // words stored in element order at dst. Portable: one independent block per
 // iteration, written so that the compiler can vectorize across blocks.
-inline void philox_fill_blocks_generic(uint32_t k0, uint32_t k1, uint64_t block0, size_t blocks, uint32_t* dst) {
+inline void philox_fill_blocks_generic(uint32_t k0, uint32_t k1, uint64_t block0, size_t blocks,
+                                       uint32_t* dst) {
     constexpr uint64_t kBlockMask = (uint64_t{1} << 62) - 1u;
     for (size_t b = 0; b < blocks; ++b) {
         const uint64_t block = (block0 + b) & kBlockMask;
-        const philox_block r = philox4x32_10(static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u,
-                                             0u, k0, k1);
+        const philox_block r =
+            philox4x32_10(static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u, 0u, k0, k1);
         dst[4 * b + 0] = r.word[0];
         dst[4 * b + 1] = r.word[1];
         dst[4 * b + 2] = r.word[2];
@@ -102,8 +104,8 @@ inline void philox_fill_blocks_generic(uint32_t k0, uint32_t k1, uint64_t block0
 // four XORs for four blocks. Only the low halves are meaningful; the high
 // halves carry garbage that no multiply reads and the final pack drops.
 __attribute__((target("avx2"), noinline)) inline void philox_fill_blocks_avx2(uint32_t k0, uint32_t k1,
-                                                                                uint64_t block0, size_t blocks,
-                                                                                uint32_t* dst) {
+                                                                              uint64_t block0, size_t blocks,
+                                                                              uint32_t* dst) {
     constexpr int kVectors = 4;  // independent groups of four blocks in flight
     const __m256i mul0 = _mm256_set1_epi64x(0xD2511F53u), mul1 = _mm256_set1_epi64x(0xCD9E8D57u);
     const __m256i block_mask = _mm256_set1_epi64x(static_cast<long long>((uint64_t{1} << 62) - 1u));
@@ -162,8 +164,8 @@ __attribute__((target("avx2"), noinline)) inline void philox_fill_blocks_avx2(ui
 // 6 15.5, 7 18.7, 8 16.6 (at 7 and 8 the 4 x groups vectors of state no
 // longer fit the 32 registers).
 template <int Groups>
-ALTGRAD_SDK_TARGET_PHILOX_AVX512 inline void philox_groups_avx512(uint32_t k0, uint32_t k1, uint64_t first_block,
-                                                                  uint32_t* dst) {
+ALTGRAD_SDK_TARGET_PHILOX_AVX512 inline void philox_groups_avx512(uint32_t k0, uint32_t k1,
+                                                                  uint64_t first_block, uint32_t* dst) {
     const __m512i mul0 = _mm512_set1_epi64(0xD2511F53u), mul1 = _mm512_set1_epi64(0xCD9E8D57u);
     const __m512i block_mask = _mm512_set1_epi64(static_cast<long long>((uint64_t{1} << 62) - 1u));
     const __m512i lane = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
@@ -172,7 +174,8 @@ ALTGRAD_SDK_TARGET_PHILOX_AVX512 inline void philox_groups_avx512(uint32_t k0, u
     const __m512i second_half = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
     __m512i c0[Groups], c1[Groups], c2[Groups], c3[Groups];
     for (int g = 0; g < Groups; ++g) {
-        const __m512i start = _mm512_set1_epi64(static_cast<long long>(first_block + 8u * static_cast<unsigned>(g)));
+        const __m512i start =
+            _mm512_set1_epi64(static_cast<long long>(first_block + 8u * static_cast<unsigned>(g)));
         const __m512i block = _mm512_and_si512(_mm512_add_epi64(start, lane), block_mask);
         c0[g] = block;
         c1[g] = _mm512_srli_epi64(block, 32);
@@ -180,8 +183,10 @@ ALTGRAD_SDK_TARGET_PHILOX_AVX512 inline void philox_groups_avx512(uint32_t k0, u
         c3[g] = _mm512_setzero_si512();
     }
     for (int r = 0; r < 10; ++r) {
-        const __m512i key0 = _mm512_set1_epi64(static_cast<uint32_t>(k0 + static_cast<uint32_t>(r) * 0x9E3779B9u));
-        const __m512i key1 = _mm512_set1_epi64(static_cast<uint32_t>(k1 + static_cast<uint32_t>(r) * 0xBB67AE85u));
+        const __m512i key0 =
+            _mm512_set1_epi64(static_cast<uint32_t>(k0 + static_cast<uint32_t>(r) * 0x9E3779B9u));
+        const __m512i key1 =
+            _mm512_set1_epi64(static_cast<uint32_t>(k1 + static_cast<uint32_t>(r) * 0xBB67AE85u));
         for (int g = 0; g < Groups; ++g) {
             const __m512i p0 = _mm512_mul_epu32(c0[g], mul0);
             const __m512i p1 = _mm512_mul_epu32(c2[g], mul1);
@@ -206,7 +211,8 @@ ALTGRAD_SDK_TARGET_PHILOX_AVX512 __attribute__((noinline)) inline void philox_fi
     uint32_t k0, uint32_t k1, uint64_t block0, size_t blocks, uint32_t* dst) {
     constexpr size_t kGroups = 6;
     size_t b = 0;
-    for (; b + 8 * kGroups <= blocks; b += 8 * kGroups) philox_groups_avx512<kGroups>(k0, k1, block0 + b, dst + 4 * b);
+    for (; b + 8 * kGroups <= blocks; b += 8 * kGroups)
+        philox_groups_avx512<kGroups>(k0, k1, block0 + b, dst + 4 * b);
     // The rest in as many groups as it fills (a 512-element chunk: 6 + 6 + 4).
     const size_t groups = (blocks - b) / 8;
     switch (groups) {
@@ -235,8 +241,8 @@ inline void fill_random_bits(uint64_t seed, uint64_t first, size_t n, uint32_t* 
     // Leading lanes up to a block boundary.
     if (n > 0 && (first & 3u) != 0) {
         const uint64_t block = first >> 2;
-        const philox_block r = philox4x32_10(static_cast<uint32_t>(block),
-                                             static_cast<uint32_t>(block >> 32), 0u, 0u, k0, k1);
+        const philox_block r =
+            philox4x32_10(static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u, 0u, k0, k1);
         for (unsigned lane = static_cast<unsigned>(first & 3u); lane < 4u && i < n; ++lane, ++i)
             out[i] = r.word[lane];
     }
@@ -258,8 +264,8 @@ inline void fill_random_bits(uint64_t seed, uint64_t first, size_t n, uint32_t* 
     // Trailing lanes.
     if (i < n) {
         const uint64_t block = (first + i) >> 2;
-        const philox_block r = philox4x32_10(static_cast<uint32_t>(block),
-                                             static_cast<uint32_t>(block >> 32), 0u, 0u, k0, k1);
+        const philox_block r =
+            philox4x32_10(static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u, 0u, k0, k1);
         for (unsigned lane = 0; i < n; ++lane, ++i) out[i] = r.word[lane];
     }
 }

@@ -85,7 +85,8 @@ template <altgrad_rounding R>
 ALTGRAD_SDK_INLINE uint32_t round_away(uint32_t frac32, uint32_t odd, uint32_t random) {
     if constexpr (R == ALTGRAD_ROUND_NEAREST_EVEN) {
         (void)random;
-        return static_cast<uint32_t>(static_cast<int32_t>(frac32 ^ 0x80000000u) > static_cast<int32_t>(0u - odd));
+        return static_cast<uint32_t>(static_cast<int32_t>(frac32 ^ 0x80000000u) >
+                                     static_cast<int32_t>(0u - odd));
     } else if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) {
         (void)odd;
         return static_cast<uint32_t>(random > ~frac32);
@@ -162,9 +163,12 @@ namespace detail {
 template <class F, class = void>
 struct has_branchless_kernel : std::false_type {};
 template <class F>
-struct has_branchless_kernel<F, std::void_t<decltype(std::declval<const F&>().template quantize_bits_branchless<
-                                                     ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
-                                    uint32_t{}, uint32_t{}, std::declval<element_counts&>()))>> : std::true_type {};
+struct has_branchless_kernel<
+    F, std::void_t<decltype(std::declval<const F&>()
+                                .template quantize_bits_branchless<ALTGRAD_ROUND_NEAREST_EVEN,
+                                                                   ALTGRAD_OVERFLOW_SATURATE>(
+                                    uint32_t{}, uint32_t{}, std::declval<element_counts&>()))>>
+    : std::true_type {};
 
 // Whether F has fast paths for inputs in a range (exmy_format,
 // fixed_point_format and power_of_two_format do; see exmy.hpp):
@@ -177,15 +181,19 @@ struct has_branchless_kernel<F, std::void_t<decltype(std::declval<const F&>().te
 template <class F, class = void>
 struct has_normal_fast_path : std::false_type {};
 template <class F>
-struct has_normal_fast_path<F, std::void_t<decltype(std::declval<const F&>().template quantize_normal_bits<
-                                                    ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
-                                   uint32_t{}, uint32_t{}, std::declval<uint32_t&>()))>> : std::true_type {};
+struct has_normal_fast_path<
+    F, std::void_t<
+           decltype(std::declval<const F&>()
+                        .template quantize_normal_bits<ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
+                            uint32_t{}, uint32_t{}, std::declval<uint32_t&>()))>> : std::true_type {};
 template <class F, class = void>
 struct has_finite_fast_path : std::false_type {};
 template <class F>
-struct has_finite_fast_path<F, std::void_t<decltype(std::declval<const F&>().template quantize_finite_bits<
-                                                    ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
-                                   uint32_t{}, uint32_t{}, std::declval<uint32_t&>(), std::declval<uint32_t&>()))>>
+struct has_finite_fast_path<
+    F, std::void_t<
+           decltype(std::declval<const F&>()
+                        .template quantize_finite_bits<ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_OVERFLOW_SATURATE>(
+                            uint32_t{}, uint32_t{}, std::declval<uint32_t&>(), std::declval<uint32_t&>()))>>
     : std::true_type {};
 
 // Whether F's fast_flags depend on the magnitude alone, in intervals: F

@@ -27,12 +27,14 @@ ALTGRAD_SDK_HD inline size_t block_count(size_t count, size_t block_size) {
 // Trivially copyable, so a CUDA kernel takes it by value. block_scales points
 // into the call's memory (host or device, as the data).
 struct scale_source {
-    float scale = 1.0f;                  // every element's scale when block_scales is NULL
+    float scale = 1.0f;                   // every element's scale when block_scales is NULL
     const float* block_scales = nullptr;  // or one scale per block
-    size_t block_size = 0;               // >= 1 when block_scales is set
+    size_t block_size = 0;                // >= 1 when block_scales is set
 
     ALTGRAD_SDK_HD bool per_block() const { return block_scales != nullptr; }
-    ALTGRAD_SDK_HD float at(size_t i) const { return block_scales != nullptr ? block_scales[i / block_size] : scale; }
+    ALTGRAD_SDK_HD float at(size_t i) const {
+        return block_scales != nullptr ? block_scales[i / block_size] : scale;
+    }
 };
 
 // The scales of a quantize, encode or decode call: the block fields are read
@@ -64,7 +66,8 @@ inline void check_scales(const scale_source& s, size_t count, bool scales_in_hos
     const size_t blocks = block_count(count, s.block_size);
     // One pass without an early exit vectorizes; the search for the first bad one runs only then.
     uint32_t bad = 0;
-    for (size_t b = 0; b < blocks; ++b) bad |= static_cast<uint32_t>(!positive_finite_bits(float_bits(s.block_scales[b])));
+    for (size_t b = 0; b < blocks; ++b)
+        bad |= static_cast<uint32_t>(!positive_finite_bits(float_bits(s.block_scales[b])));
     if (bad == 0) return;
     for (size_t b = 0; b < blocks; ++b)
         if (!positive_finite_bits(float_bits(s.block_scales[b])))

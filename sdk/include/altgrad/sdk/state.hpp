@@ -57,7 +57,8 @@ private:
 
 class state_reader {
 public:
-    state_reader(const void* data, size_t size) : data_(static_cast<const unsigned char*>(data)), size_(size) {}
+    state_reader(const void* data, size_t size)
+        : data_(static_cast<const unsigned char*>(data)), size_(size) {}
 
     uint32_t get_u32(const char* what = "u32") { return static_cast<uint32_t>(get_bits(4, what)); }
     uint64_t get_u64(const char* what = "u64") { return get_bits(8, what); }
@@ -75,7 +76,8 @@ public:
     }
     std::string get_string(const char* what = "string") {
         const uint64_t n = get_u64(what);
-        if (n > size_ - pos_) fail(std::string(what) + " of " + std::to_string(n) + " bytes runs past the end");
+        if (n > size_ - pos_)
+            fail(std::string(what) + " of " + std::to_string(n) + " bytes runs past the end");
         std::string s(reinterpret_cast<const char*>(data_ + pos_), static_cast<size_t>(n));
         pos_ += static_cast<size_t>(n);
         return s;
@@ -97,7 +99,8 @@ public:
 
 private:
     uint64_t get_bits(size_t n, const char* what) {
-        if (n > size_ - pos_) fail(std::string(what) + " runs past the end (" + std::to_string(size_) + " bytes)");
+        if (n > size_ - pos_)
+            fail(std::string(what) + " runs past the end (" + std::to_string(size_) + " bytes)");
         uint64_t v = 0;
         for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(data_[pos_ + i]) << (8 * i);
         pos_ += n;
