@@ -168,7 +168,7 @@ const std::vector<check_def>& diagnostic_only_checks() {
         {"measure.headlines",
          "diagnostic: the headlines are well formed and name values measure writes (skipped before ABI "
          "1.3)",
-         false, [](env& e) { return check_headlines(e.target, e.opts); }},
+         false, check_measure_headlines},
     };
     return checks;
 }
