@@ -82,8 +82,9 @@ float round_to_float32(double h, int side, float32_step step) {
         const double low = bits_float(bits);
         const double up = bits == 0x7F7FFFFFu ? low + (low - bits_float(bits - 1u)) : bits_float(bits + 1u);
         const double mid = low + (up - low) / 2;
-        const bool tie = a == mid && above == 0;
-        if (a > mid || (a == mid && above > 0) || (tie && (bits & 1u) != 0)) bits += 1u;
+        // Without branches: which side of the midpoint S lies on is a coin toss for random data.
+        const bool odd_tie = (above == 0) & ((bits & 1u) != 0);
+        bits += static_cast<uint32_t>((a > mid) | ((a == mid) & ((above > 0) | odd_tie)));
     }
     return bits_float(bits | (negative ? 0x80000000u : 0u));
 }
