@@ -306,8 +306,9 @@ TEST(Accumulate, Float32AccumulatorErrorIsWithinTheRecursiveSummationBound) {
                 EXPECT_LE(err, gamma * magnitude) << i << "," << j;
                 largest_ratio = std::max(largest_ratio, err / (gamma * magnitude));
             }
-        // The bound is not vacuous here: toward zero's errors pile up in one direction.
-        if (r == ALTGRAD_ROUND_TOWARD_ZERO) EXPECT_GT(largest_ratio, 1e-3);
+        // The bound is not vacuous here: toward zero's errors pile up in one direction
+        // (here 3.5% of it at worst for toward-zero, 0.5% for nearest).
+        if (r == ALTGRAD_ROUND_TOWARD_ZERO) EXPECT_GT(largest_ratio, 0.01);
     }
     // One chunk holding the whole K: fp32 nearest is the correctly rounded dot product. Small
     // integers make the float64 sum exact, so it is (float)(that sum).
