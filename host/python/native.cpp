@@ -23,6 +23,7 @@
 #include "plugins/format_handle.hpp"
 #include "plugins/plugin_json.hpp"
 #include "plugins/registry.hpp"
+#include "quant/accumulate.hpp"
 #include "quant/scaling.hpp"
 #include "report/run_record.hpp"
 #include "run/files.hpp"
@@ -321,6 +322,60 @@ py::dict info_dict(const format_handle& f) {
     return d;
 }
 
+// A 2-D C-contiguous float32 array's (rows, cols).
+std::pair<size_t, size_t> matrix_shape(const py::array& x, const char* what) {
+    check_array(x, float32(), what, false);
+    if (x.ndim() != 2)
+        throw py::value_error(std::string(what) + ": expected a 2-D array, got " + std::to_string(x.ndim()) +
+                              " dimensions");
+    return {static_cast<size_t>(x.shape(0)), static_cast<size_t>(x.shape(1))};
+}
+
+// C = A·B through the accumulation model (quant/accumulate.hpp): a and b as stored, each
+// C-contiguous, `transposed` when the stored array is the operand's transpose.
+py::array matmul_arrays(std::shared_ptr<const format_handle> f, const py::array& a, bool a_transposed,
+                        const py::array& b, bool b_transposed, const std::string& rounding, int64_t mma_depth,
+                        int64_t promote_every, int threads) {
+    const auto [a0, a1] = matrix_shape(a, "matmul a");
+    const auto [b0, b1] = matrix_shape(b, "matmul b");
+    const size_t m = a_transposed ? a1 : a0, k = a_transposed ? a0 : a1;
+    const size_t kb = b_transposed ? b1 : b0, n = b_transposed ? b0 : b1;
+    if (k != kb)
+        throw py::value_error("matmul: a is " + std::to_string(m) + " x " + std::to_string(k) + ", b " +
+                              std::to_string(kb) + " x " + std::to_string(n) + ": their inner sizes differ");
+    quant::accumulator_spec spec;
+    const std::optional<altgrad_rounding> r = rounding_names().value(rounding);
+    if (!r || *r == ALTGRAD_ROUND_STOCHASTIC)
+        throw py::value_error("rounding '" + rounding + "': expected nearest or toward-zero");
+    if (mma_depth < 1 || static_cast<uint64_t>(mma_depth) > quant::kMaxMmaDepth)
+        throw py::value_error("mma_depth " + std::to_string(mma_depth) + ": expected 1 .. " +
+                              std::to_string(quant::kMaxMmaDepth));
+    if (promote_every < 0)
+        throw py::value_error("promote_every " + std::to_string(promote_every) +
+                              ": expected 0 (never) or more");
+    if (threads < 0)
+        throw py::value_error("threads " + std::to_string(threads) + ": expected 0 (every core) or more");
+    spec.rounding = *r;
+    spec.mma_depth = static_cast<size_t>(mma_depth);
+    spec.promote_every = static_cast<size_t>(promote_every);
+    const quant::accumulator acc(std::move(f), spec);
+    py::array_t<float> c({static_cast<py::ssize_t>(m), static_cast<py::ssize_t>(n)});
+    const quant::gemm_operands p{
+        static_cast<const float*>(a.data()),
+        a_transposed ? quant::operand_layout::transposed : quant::operand_layout::as_is,
+        static_cast<const float*>(b.data()),
+        b_transposed ? quant::operand_layout::transposed : quant::operand_layout::as_is,
+        m,
+        k,
+        n};
+    float* out = c.mutable_data();
+    {
+        py::gil_scoped_release unlocked;
+        acc.gemm(p, out, static_cast<unsigned>(threads));
+    }
+    return c;
+}
+
 using rule_tuple = std::tuple<std::string, std::optional<std::string>, std::optional<std::string>,
                               std::optional<std::string>>;
 
@@ -448,6 +503,9 @@ PYBIND11_MODULE(_native, m) {
         .def("record", &quant::scaling_state::record, py::arg("amax"))
         .def_property_readonly("scale", &quant::scaling_state::scale);
 
+    m.def("matmul", &matmul_arrays, py::arg("format"), py::arg("a"), py::arg("a_transposed"), py::arg("b"),
+          py::arg("b_transposed"), py::arg("rounding"), py::arg("mma_depth"), py::arg("promote_every"),
+          py::arg("threads"));
     m.def("pattern_matches", &config::pattern_matches, py::arg("pattern"), py::arg("name"));
     m.def("formats_for", &formats_for, py::arg("weight"), py::arg("activation"), py::arg("gradient"),
           py::arg("rules"), py::arg("layer"));

@@ -335,7 +335,7 @@ TEST(Cli, DescribeTableListsEveryCode) {
 }
 
 TEST(Cli, HelpOnEverySubcommand) {
-    std::vector<const char*> commands = {"list",        "describe", "quantize",
+    std::vector<const char*> commands = {"list",        "describe", "quantize",  "gemm",
                                          "conformance", "report",   "new-plugin"};
 #ifndef ALTGRAD_HOST_WITHOUT_TRAINER
     commands.push_back("run");

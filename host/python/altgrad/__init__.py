@@ -8,7 +8,8 @@
 The numerics are the plugins' own, called through the host's code (the
 extension `altgrad._native`); nothing is copied and the GIL is released while
 a plugin runs. `altgrad.torch` has the fake-quantization autograd function,
-`QuantLinear` and `quantize_model`; `altgrad.read_run` reads a run directory.
+`QuantLinear` and `quantize_model`; `altgrad.read_run` reads a run directory;
+`altgrad.matmul` multiplies through a low-precision accumulator (docs/accumulation.md).
 See docs/python.md.
 """
 import json
@@ -20,7 +21,7 @@ from ._paths import bundled_plugin_dir
 from .runs import Run, Runs, read_run, read_runs
 
 __all__ = ["Error", "Registry", "Format", "QuantizeResult", "EncodeResult", "Run", "Runs", "read_run", "read_runs",
-           "default_plugin_dir"]
+           "default_plugin_dir", "matmul"]
 
 # A plugin or host error (a failed plugin call carries the plugin's own message).
 Error = _native.Error
@@ -229,3 +230,61 @@ def _empty_like(x):
         return torch.empty_like(x)
     import numpy as np
     return np.empty_like(x) if isinstance(x, np.ndarray) else None
+
+
+_default_registry = None
+
+
+def _accumulator_format(accumulator):
+    # A Format, or a plugin's name in the default registry (made once).
+    global _default_registry
+    if isinstance(accumulator, Format):
+        return accumulator._native
+    if isinstance(accumulator, str):
+        if _default_registry is None:
+            _default_registry = Registry()
+        return _default_registry.format(accumulator)._native
+    raise TypeError(f"matmul accumulator: expected a format plugin's name or an altgrad.Format, got "
+                    f"{type(accumulator).__name__}")
+
+
+def _matrix(x, what):
+    """x as (a C-contiguous float32 NumPy array, whether it is x's transpose): a NumPy array, or a
+    torch tensor's CPU copy. A transposed view (Fortran order) is passed as its transpose, uncopied."""
+    import numpy as np
+    if _torch_module(x):
+        import torch
+        if x.dtype != torch.float32:
+            raise TypeError(f"{what}: expected a torch.float32 tensor, got {x.dtype}")
+        x = x.detach().cpu().numpy()
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{what}: expected a numpy.ndarray or a torch.Tensor, got {type(x).__name__}")
+    if x.dtype != np.float32:
+        raise TypeError(f"{what}: expected a float32 array, got {x.dtype} (convert it first)")
+    if x.ndim != 2:
+        raise ValueError(f"{what}: expected a 2-D array, got {x.ndim} dimensions")
+    if not x.flags.c_contiguous and x.flags.f_contiguous:
+        return x.T, True
+    return np.ascontiguousarray(x), False
+
+
+def matmul(a, b, accumulator, rounding="toward-zero", mma_depth=32, promote_every=0, threads=1):
+    """C = a @ b with the products summed through a low-precision accumulator (docs/accumulation.md).
+
+    a: M x K, b: K x N, float32 NumPy arrays or torch tensors (a tensor is copied to the CPU; the
+    result is then a tensor on a's device). accumulator: a format plugin's name (the bundled
+    plugins, or $ALTGRAD_PLUGIN_DIR's) or an altgrad.Format (from reg.format(name, params)).
+    Each chunk of `mma_depth` elements of the reduction is summed exactly and added to the
+    accumulator, rounded once to its format with `rounding` ("toward-zero" or "nearest"); every
+    `promote_every` elements (0: never) the accumulator is added into a float32 total. The same
+    C++ code as `altgrad-host gemm`, bit for bit; threads=N (0: every core) gives the same result.
+    """
+    fmt = _accumulator_format(accumulator)
+    sa, a_transposed = _matrix(a, "matmul a")
+    sb, b_transposed = _matrix(b, "matmul b")
+    c = _native.matmul(fmt, sa, a_transposed, sb, b_transposed, str(rounding), int(mma_depth), int(promote_every),
+                       int(threads))
+    if _torch_module(a):
+        import torch
+        return torch.from_numpy(c).to(a.device)
+    return c

@@ -17,6 +17,7 @@ using args = std::vector<std::string>;
 int list_command(const context& ctx, const args& a);
 int describe_command(const context& ctx, const args& a);
 int quantize_command(const context& ctx, const args& a);
+int gemm_command(const context& ctx, const args& a);
 int conformance_command(const context& ctx, const args& a);
 int run_command(const context& ctx, const args& a);
 int sweep_command(const context& ctx, const args& a);
