@@ -433,6 +433,64 @@ TEST(FixedPoint, OtherShapesMatchTheReferenceInEveryMode) {
     }
 }
 
+// Symmetric: k = -2^(B-1) left out, its code NaN, the grid going on below
+// -(2^(B-1) - 1) by one step (to where -2^(B-1) would be).
+FormatModel symmetric_fixed_point_model(int B, int F) {
+    FormatModel m = fixed_point_model(B, F);
+    m.name += "-symmetric";
+    m.by_code[size_t{1} << (B - 1)] = std::numeric_limits<double>::quiet_NaN();
+    m.finalize();
+    m.below_lowest = -m.above_max;
+    return m;
+}
+
+TEST(FixedPoint, SymmetricShapesMatchTheReferenceInEveryMode) {
+    const int shapes[][2] = {{8, 0}, {4, 0}, {2, 0}, {8, 6}, {16, 3}, {5, 40}};
+    for (const auto& sh : shapes) {
+        SCOPED_TRACE("symmetric, total_bits " + std::to_string(sh[0]) + ", fraction_bits " +
+                     std::to_string(sh[1]));
+        expect_matches_everywhere(sdk::fixed_point_format({sh[0], sh[1], true}),
+                                  symmetric_fixed_point_model(sh[0], sh[1]), sh[0] > 8 ? 3 : 1);
+    }
+}
+
+// Symmetric INT4: -7..7, code 8 (0b1000) NaN; -7.5 is the tie between -7
+// (code 9, odd) and the notional -8 (overflow): saturate gives -7, non-finite
+// NaN, which is also what encode writes for NaN.
+TEST(FixedPoint, SymmetricInt4EdgeCases) {
+    const sdk::fixed_point_format f({4, 0, true});
+    const altgrad_format_info i = f.info();
+    EXPECT_EQ(i.max_finite, 7.0);
+    EXPECT_EQ(i.lowest_finite, -7.0);
+    EXPECT_EQ(i.nan_code_count, 1u);
+    EXPECT_EQ(i.canonical_nan_code, 8u);
+    EXPECT_TRUE(std::isnan(f.decode(8)));
+    EXPECT_EQ(f.decode(9), -7.0f);
+    EXPECT_EQ(f.decode(7), 7.0f);
+    CodeResult r = run(f, -7.5f);
+    EXPECT_EQ(r.value, -7.0f);
+    EXPECT_EQ(r.code, 9u);
+    EXPECT_EQ(r.overflow, 1u);
+    r = run(f, -7.5f, RNE, NONFINITE);
+    EXPECT_TRUE(std::isnan(r.value));
+    EXPECT_EQ(r.code, 8u);
+    EXPECT_FALSE(r.unrepresentable);
+    r = run(f, -7.9f, RTZ, NONFINITE);  // toward zero: -7, in range
+    EXPECT_EQ(r.value, -7.0f);
+    EXPECT_EQ(r.overflow, 0u);
+    r = run(f, -8.5f, RTZ, NONFINITE);  // a finite input stays finite under toward-zero
+    EXPECT_EQ(r.value, -7.0f);
+    EXPECT_EQ(r.overflow, 1u);
+    r = run(f, -kInf, RTZ, NONFINITE);
+    EXPECT_TRUE(std::isnan(r.value));
+    r = run(f, kNaN);
+    EXPECT_TRUE(std::isnan(r.value));
+    EXPECT_EQ(r.code, 8u);
+    EXPECT_FALSE(r.unrepresentable);
+    EXPECT_EQ(run(f, 6.5f).value, 6.0f);  // tie: 6 is even
+    EXPECT_EQ(run(f, -6.5f).value, -6.0f);
+}
+
 TEST(FixedPoint, ConstructorRejectsOutOfRangeWidths) {
     expect_invalid_argument([] { sdk::fixed_point_format({1, 0}); }, "total_bits 1");
     expect_invalid_argument([] { sdk::fixed_point_format({25, 4}); }, "total_bits 25");
