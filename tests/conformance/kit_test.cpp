@@ -575,6 +575,27 @@ TEST(KitSelection, GlobMatch) {
     EXPECT_FALSE(altgrad::host::glob_match("quantize.nearest", "quantize.nearest_even"));
 }
 
+// options::params (--param): every instance the checks create has them. The
+// test plugin param_format is E4M3FN by default (max 448); with E5M2's
+// parameters its declared and decoded max is 57344 (0x1.cp+15), and every
+// check still passes.
+TEST(KitParams, FormatInstancesAreCreatedWithTheParameters) {
+    const kit::plugin_target t = kit::target_by_path(kTestPlugins / "param_format" / "manifest.toml");
+    kit::options o = opts("");
+    o.params = {{"exponent_bits", "5"}, {"mantissa_bits", "2"}, {"bias", "15"}, {"specials", "ieee"}};
+    const kit::plugin_report r = kit::check_plugin(t, o);
+    const kit::result* range = find(r, "codes.declared_range");
+    ASSERT_NE(range, nullptr) << dump(r);
+    EXPECT_EQ(range->status, outcome::passed) << dump(r);
+    EXPECT_NE(range->reason.find("max 0x1.cp+15"), std::string::npos) << range->reason;
+    for (const kit::result& x : r.results)
+        EXPECT_FALSE(kit::is_failure(x.status)) << x.check << "\n" << dump(r);
+    const kit::plugin_report defaults = kit::check_plugin(t, opts("codes.declared_range"));
+    const kit::result* deflt = find(defaults, "codes.declared_range");
+    ASSERT_NE(deflt, nullptr);
+    EXPECT_NE(deflt->reason.find("max 0x1.cp+8"), std::string::npos) << deflt->reason;
+}
+
 TEST(KitSelection, OnlyRestrictsTheChecksRun) {
     const kit::plugin_target e4m3 = kit::target_by_path(kBundled / "e4m3" / "manifest.toml");
     std::vector<std::string> want_load;

@@ -159,8 +159,9 @@ TEST(Cli, ConformanceJsonParsesWithEveryResult) {
     EXPECT_EQ(j["failed"], false);
     ASSERT_EQ(j["plugins"].size(), 1u);
     const ordered_json& p = j["plugins"][0];
-    EXPECT_EQ(keys_of(p), (keys{"plugin", "manifest", "results"}));
+    EXPECT_EQ(keys_of(p), (keys{"plugin", "manifest", "params", "results"}));
     EXPECT_EQ(p["plugin"], "e4m3");
+    EXPECT_TRUE(p["params"].is_object() && p["params"].empty()) << p["params"].dump();
     ASSERT_FALSE(p["results"].empty());
     for (const ordered_json& x : p["results"]) {
         EXPECT_EQ(keys_of(x), (keys{"check", "status", "reason", "input", "hint", "seconds"}));
@@ -436,6 +437,25 @@ TEST(Cli, AnEmbeddedNulByteIsNotPartOfANumber) {
     EXPECT_EQ(r.out,
               "altgrad-host: error: quantize: standard input: token 1 \"1\\u00002\" is not a number "
               "(decimal, hex-float, nan or inf)\n");
+}
+
+// conformance --param: checked against each plugin's manifest before any
+// check runs (else every check of a plugin refusing them would skip), and
+// only for format plugins.
+TEST(Cli, ConformanceParamsAreCheckedFirst) {
+    const run_result unknown = run_host(kPlugins + "conformance --param bits=4 e5m2");
+    EXPECT_EQ(unknown.exit_code, 1) << unknown.out;
+    EXPECT_NE(unknown.out.find("conformance --param: plugin 'e5m2': unknown parameter 'bits'"),
+              std::string::npos)
+        << unknown.out;
+    const run_result diagnostic = run_host(kPlugins + "conformance --param bits=4 kurtosis");
+    EXPECT_EQ(diagnostic.exit_code, 2) << diagnostic.out;
+    EXPECT_NE(
+        diagnostic.out.find("conformance: --param is for format plugins, and 'kurtosis' is a diagnostic"),
+        std::string::npos)
+        << diagnostic.out;
+    const run_result malformed = run_host(kPlugins + "conformance --param bits e5m2");
+    EXPECT_EQ(malformed.exit_code, 2) << malformed.out;
 }
 
 // Program_Options read "-1" into a uint64_t as 2^64-1; so did it 2^64.
