@@ -543,7 +543,7 @@ TEST(KitBundled, EveryBundledPluginPasses) {
     std::vector<std::string> names;
     for (const kit::plugin_target& t : targets) names.push_back(t.label);
     for (const char* want : {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32",
-                             "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0"})
+                             "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0", "float", "int"})
         EXPECT_NE(std::find(names.begin(), names.end(), want), names.end())
             << want << " is not in " << kBundled;
     for (const kit::plugin_target& t : targets) {

@@ -25,10 +25,10 @@ TEST(Cli, ListShowsEveryBundledPluginOk) {
     const run_result r = run_host(kPlugins + "list");
     ASSERT_EQ(r.exit_code, 0) << r.out;
     for (const char* name : {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32",
-                             "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0"})
+                             "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0", "float", "int"})
         EXPECT_NE(r.out.find(std::string(name)), std::string::npos) << name;
     EXPECT_EQ(r.out.find("broken"), std::string::npos) << r.out;
-    EXPECT_EQ(count_lines(r.out), 24u) << r.out;  // header + 13 formats, 8 diagnostics, 2 interventions
+    EXPECT_EQ(count_lines(r.out), 26u) << r.out;  // header + 15 formats, 8 diagnostics, 2 interventions
 }
 
 // A command's stdout parsed as JSON (a parse error fails the test with the text).

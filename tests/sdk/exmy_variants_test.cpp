@@ -186,6 +186,11 @@ TEST(ExMyVariants, ConstructorRejectsWhatCannotBe) {
         "bias 127 without subnormals");
     expect_invalid_argument([] { sdk::exmy_format({8, 7, 126, S::ieee, false}); }, "max above FLT_MAX");
     EXPECT_NO_THROW(sdk::exmy_format({7, 7, 63, S::ieee, false}));
+    // E1 with IEEE specials: field 1 is Inf and NaN, so nothing is normal.
+    expect_invalid_argument([] { sdk::exmy_format({1, 3, 0, S::ieee}); }, "E1M3 ieee");
+    expect_invalid_argument([] { sdk::exmy_format({1, 0, 0, S::finite_nan}); }, "E1M0 fn: 0 and NaN");
+    expect_invalid_argument([] { sdk::exmy_format({1, 0, 0, S::p3109}); }, "E1M0 p3109: 0, NaN, +-Inf");
+    EXPECT_NO_THROW(sdk::exmy_format({1, 0, 0, S::finite}));  // 0, +-2
     EXPECT_NO_THROW(sdk::exmy_format({8, 7, 127, S::ieee}));  // bfloat16
 }
 

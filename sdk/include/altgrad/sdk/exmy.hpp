@@ -637,6 +637,8 @@ private:
             case exmy_specials::finite:
             case exmy_specials::fnuz: max_code_ = k.mag_mask_; break;
         }
+        if (max_code_ < (has_gap() ? 1u : 1u << M))  // E1 with ieee specials, E1M0 with fn or p3109
+            fail("no normal number: every exponent field above 0 holds special values only");
         const double max = code_value(max_code_);
         if (!(max <= FLT_MAX)) fail("max finite exceeds float32's range");
         k.max_bits_ = float_bits(static_cast<float>(max));
