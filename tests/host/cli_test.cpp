@@ -458,6 +458,38 @@ TEST(Cli, ConformanceParamsAreCheckedFirst) {
     EXPECT_EQ(malformed.exit_code, 2) << malformed.out;
 }
 
+// float and int: a parameter the manifest refuses, or a combination that is
+// no float32 format, is one line naming the plugin and the parameters, exit 1;
+// the defaults are OCP E5M2 and symmetric INT8.
+TEST(Cli, FloatAndIntParameters) {
+    const std::vector<std::pair<std::string, std::string>> refused = {
+        {"quantize float --param mantissa_bits=40",
+         "altgrad-host: error: --param: plugin 'float': parameter 'mantissa_bits' = \"40\": out of range"},
+        {"quantize float --param specials=fnuz --param signed=false",
+         "altgrad-host: error: plugin 'float': create failed (invalid argument): specials=fnuz needs "
+         "signed=true: fnuz's NaN is the code of -0, which has a sign bit\n"},
+        {"quantize float --param exponent_bits=8 --param bias=0",
+         "altgrad-host: error: plugin 'float': create failed (invalid argument): max finite exceeds "
+         "float32's "
+         "range (exponent_bits=8 mantissa_bits=2 bias=0 subnormals=true specials=ieee signed=true)\n"},
+        {"quantize int --param bits=1",
+         "altgrad-host: error: --param: plugin 'int': parameter 'bits' = \"1\""},
+    };
+    for (const auto& [args, want] : refused) {
+        const run_result r = run_host(kPlugins + args, "1");
+        EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.out;
+        EXPECT_EQ(r.out.rfind(want, 0), 0u) << args << "\n" << r.out;
+        EXPECT_EQ(count_lines(r.out), 1u) << args << "\n" << r.out;
+    }
+    const run_result e5m2 = run_host(kPlugins + "describe float");
+    EXPECT_NE(e5m2.out.find("bits            8 (exponent 5, mantissa 2, bias 15, signed)"), std::string::npos)
+        << e5m2.out;
+    EXPECT_NE(e5m2.out.find("max finite      0x1.cp+15 (57344)"), std::string::npos) << e5m2.out;
+    const run_result int8 = run_host(kPlugins + "describe int");
+    EXPECT_NE(int8.out.find("lowest finite   -0x1.fcp+6 (-127)"), std::string::npos) << int8.out;
+    EXPECT_NE(int8.out.find("NaN codes       1 (canonical 0x80)"), std::string::npos) << int8.out;
+}
+
 // Program_Options read "-1" into a uint64_t as 2^64-1; so did it 2^64.
 TEST(Cli, SeedsAndOffsetsAreUnsignedIntegers) {
     const std::string q = kPlugins + "quantize e1m6 --rounding stochastic ";
