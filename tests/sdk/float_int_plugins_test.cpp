@@ -54,7 +54,9 @@ struct Twin {
     std::vector<Param> params;
 };
 
-void PrintTo(const Twin& t, std::ostream* os) { *os << t.bundled << " = float " << agtest::params_text(t.params); }
+void PrintTo(const Twin& t, std::ostream* os) {
+    *os << t.bundled << " = float " << agtest::params_text(t.params);
+}
 
 const std::vector<Twin>& float_twins() {
     static const std::vector<Twin> twins = {
