@@ -543,7 +543,7 @@ TEST(KitBundled, EveryBundledPluginPasses) {
     std::vector<std::string> names;
     for (const kit::plugin_target& t : targets) names.push_back(t.label);
     for (const char* want : {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32",
-                             "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0"})
+                             "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0", "float", "int"})
         EXPECT_NE(std::find(names.begin(), names.end(), want), names.end())
             << want << " is not in " << kBundled;
     for (const kit::plugin_target& t : targets) {
@@ -573,6 +573,27 @@ TEST(KitSelection, GlobMatch) {
     EXPECT_FALSE(altgrad::host::glob_match("load.?xports", "load.xports"));
     EXPECT_TRUE(altgrad::host::glob_match("q*.?onotone", "quantize.monotone"));
     EXPECT_FALSE(altgrad::host::glob_match("quantize.nearest", "quantize.nearest_even"));
+}
+
+// options::params (--param): every instance the checks create has them. The
+// test plugin param_format is E4M3FN by default (max 448); with E5M2's
+// parameters its declared and decoded max is 57344 (0x1.cp+15), and every
+// check still passes.
+TEST(KitParams, FormatInstancesAreCreatedWithTheParameters) {
+    const kit::plugin_target t = kit::target_by_path(kTestPlugins / "param_format" / "manifest.toml");
+    kit::options o = opts("");
+    o.params = {{"exponent_bits", "5"}, {"mantissa_bits", "2"}, {"bias", "15"}, {"specials", "ieee"}};
+    const kit::plugin_report r = kit::check_plugin(t, o);
+    const kit::result* range = find(r, "codes.declared_range");
+    ASSERT_NE(range, nullptr) << dump(r);
+    EXPECT_EQ(range->status, outcome::passed) << dump(r);
+    EXPECT_NE(range->reason.find("max 0x1.cp+15"), std::string::npos) << range->reason;
+    for (const kit::result& x : r.results)
+        EXPECT_FALSE(kit::is_failure(x.status)) << x.check << "\n" << dump(r);
+    const kit::plugin_report defaults = kit::check_plugin(t, opts("codes.declared_range"));
+    const kit::result* deflt = find(defaults, "codes.declared_range");
+    ASSERT_NE(deflt, nullptr);
+    EXPECT_NE(deflt->reason.find("max 0x1.cp+8"), std::string::npos) << deflt->reason;
 }
 
 TEST(KitSelection, OnlyRestrictsTheChecksRun) {

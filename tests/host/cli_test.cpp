@@ -25,10 +25,10 @@ TEST(Cli, ListShowsEveryBundledPluginOk) {
     const run_result r = run_host(kPlugins + "list");
     ASSERT_EQ(r.exit_code, 0) << r.out;
     for (const char* name : {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16", "fp32",
-                             "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0"})
+                             "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0", "float", "int"})
         EXPECT_NE(r.out.find(std::string(name)), std::string::npos) << name;
     EXPECT_EQ(r.out.find("broken"), std::string::npos) << r.out;
-    EXPECT_EQ(count_lines(r.out), 24u) << r.out;  // header + 13 formats, 8 diagnostics, 2 interventions
+    EXPECT_EQ(count_lines(r.out), 26u) << r.out;  // header + 15 formats, 8 diagnostics, 2 interventions
 }
 
 // A command's stdout parsed as JSON (a parse error fails the test with the text).
@@ -159,8 +159,9 @@ TEST(Cli, ConformanceJsonParsesWithEveryResult) {
     EXPECT_EQ(j["failed"], false);
     ASSERT_EQ(j["plugins"].size(), 1u);
     const ordered_json& p = j["plugins"][0];
-    EXPECT_EQ(keys_of(p), (keys{"plugin", "manifest", "results"}));
+    EXPECT_EQ(keys_of(p), (keys{"plugin", "manifest", "params", "results"}));
     EXPECT_EQ(p["plugin"], "e4m3");
+    EXPECT_TRUE(p["params"].is_object() && p["params"].empty()) << p["params"].dump();
     ASSERT_FALSE(p["results"].empty());
     for (const ordered_json& x : p["results"]) {
         EXPECT_EQ(keys_of(x), (keys{"check", "status", "reason", "input", "hint", "seconds"}));
@@ -436,6 +437,57 @@ TEST(Cli, AnEmbeddedNulByteIsNotPartOfANumber) {
     EXPECT_EQ(r.out,
               "altgrad-host: error: quantize: standard input: token 1 \"1\\u00002\" is not a number "
               "(decimal, hex-float, nan or inf)\n");
+}
+
+// conformance --param: checked against each plugin's manifest before any
+// check runs (else every check of a plugin refusing them would skip), and
+// only for format plugins.
+TEST(Cli, ConformanceParamsAreCheckedFirst) {
+    const run_result unknown = run_host(kPlugins + "conformance --param bits=4 e5m2");
+    EXPECT_EQ(unknown.exit_code, 1) << unknown.out;
+    EXPECT_NE(unknown.out.find("conformance --param: plugin 'e5m2': unknown parameter 'bits'"),
+              std::string::npos)
+        << unknown.out;
+    const run_result diagnostic = run_host(kPlugins + "conformance --param bits=4 kurtosis");
+    EXPECT_EQ(diagnostic.exit_code, 2) << diagnostic.out;
+    EXPECT_NE(
+        diagnostic.out.find("conformance: --param is for format plugins, and 'kurtosis' is a diagnostic"),
+        std::string::npos)
+        << diagnostic.out;
+    const run_result malformed = run_host(kPlugins + "conformance --param bits e5m2");
+    EXPECT_EQ(malformed.exit_code, 2) << malformed.out;
+}
+
+// float and int: a parameter the manifest refuses, or a combination that is
+// no float32 format, is one line naming the plugin and the parameters, exit 1;
+// the defaults are OCP E5M2 and symmetric INT8.
+TEST(Cli, FloatAndIntParameters) {
+    const std::vector<std::pair<std::string, std::string>> refused = {
+        {"quantize float --param mantissa_bits=40",
+         "altgrad-host: error: --param: plugin 'float': parameter 'mantissa_bits' = \"40\": out of range"},
+        {"quantize float --param specials=fnuz --param signed=false",
+         "altgrad-host: error: plugin 'float': create failed (invalid argument): specials=fnuz needs "
+         "signed=true: fnuz's NaN is the code of -0, which has a sign bit\n"},
+        {"quantize float --param exponent_bits=8 --param bias=0",
+         "altgrad-host: error: plugin 'float': create failed (invalid argument): max finite exceeds "
+         "float32's "
+         "range (exponent_bits=8 mantissa_bits=2 bias=0 subnormals=true specials=ieee signed=true)\n"},
+        {"quantize int --param bits=1",
+         "altgrad-host: error: --param: plugin 'int': parameter 'bits' = \"1\""},
+    };
+    for (const auto& [args, want] : refused) {
+        const run_result r = run_host(kPlugins + args, "1");
+        EXPECT_EQ(r.exit_code, 1) << args << "\n" << r.out;
+        EXPECT_EQ(r.out.rfind(want, 0), 0u) << args << "\n" << r.out;
+        EXPECT_EQ(count_lines(r.out), 1u) << args << "\n" << r.out;
+    }
+    const run_result e5m2 = run_host(kPlugins + "describe float");
+    EXPECT_NE(e5m2.out.find("bits            8 (exponent 5, mantissa 2, bias 15, signed)"), std::string::npos)
+        << e5m2.out;
+    EXPECT_NE(e5m2.out.find("max finite      0x1.cp+15 (57344)"), std::string::npos) << e5m2.out;
+    const run_result int8 = run_host(kPlugins + "describe int");
+    EXPECT_NE(int8.out.find("lowest finite   -0x1.fcp+6 (-127)"), std::string::npos) << int8.out;
+    EXPECT_NE(int8.out.find("NaN codes       1 (canonical 0x80)"), std::string::npos) << int8.out;
 }
 
 // Program_Options read "-1" into a uint64_t as 2^64-1; so did it 2^64.

@@ -1,10 +1,11 @@
 // A minimal host for the tests: loads a bundled format plugin through the C
 // ABI exactly as altgrad-host does (dlopen with RTLD_NOW | RTLD_LOCAL, dlsym of
-// the one entry symbol, an ABI version check, create with an empty parameter
-// list) and wraps get_info, quantize, encode and decode in vector-in,
-// vector-out calls. Libraries stay loaded until the process exits, as in the
-// host, and one instance per plugin is shared by all tests (instances are
-// immutable and thread-safe by contract).
+// the one entry symbol, an ABI version check, create with a parameter list:
+// empty, or every declared key as a host passes them after validation) and
+// wraps get_info, quantize, encode and decode in vector-in, vector-out calls.
+// Libraries stay loaded until the process exits, as in the host, and one
+// instance per plugin (and parameter list) is shared by all tests (instances
+// are immutable and thread-safe by contract).
 #pragma once
 
 #include <dlfcn.h>
@@ -70,9 +71,53 @@ using altgrad::sdk::decode_args;
 using altgrad::sdk::encode_args;
 using altgrad::sdk::quantize_args;
 
+// One parameter of create, typed as the host passes it.
+struct Param {
+    std::string key;
+    altgrad_param_type type = ALTGRAD_PARAM_INT;
+    int64_t int_value = 0;
+    bool bool_value = false;
+    std::string string_value;
+
+    static Param integer(const std::string& k, int64_t v) { return {k, ALTGRAD_PARAM_INT, v, false, ""}; }
+    static Param boolean(const std::string& k, bool v) { return {k, ALTGRAD_PARAM_BOOL, 0, v, ""}; }
+    static Param text(const std::string& k, const std::string& v) {
+        return {k, ALTGRAD_PARAM_STRING, 0, false, v};
+    }
+};
+
+// The C list over params (which must outlive it).
+inline std::vector<altgrad_param> param_items(const std::vector<Param>& params) {
+    std::vector<altgrad_param> items;
+    for (const Param& p : params) {
+        altgrad_param a;
+        std::memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.key = p.key.c_str();
+        a.type = p.type;
+        a.int_value = p.int_value;
+        a.bool_value = p.bool_value ? 1 : 0;
+        a.string_value = p.string_value.c_str();
+        items.push_back(a);
+    }
+    return items;
+}
+
+// "key=value key=value", for names and messages.
+inline std::string params_text(const std::vector<Param>& params) {
+    std::string s;
+    for (const Param& p : params) {
+        s += (s.empty() ? "" : " ") + p.key + "=";
+        if (p.type == ALTGRAD_PARAM_INT) s += std::to_string(p.int_value);
+        else if (p.type == ALTGRAD_PARAM_BOOL) s += p.bool_value ? "true" : "false";
+        else s += p.string_value;
+    }
+    return s;
+}
+
 class FormatPlugin {
 public:
-    explicit FormatPlugin(const std::string& name) : name_(name) {
+    explicit FormatPlugin(const std::string& name, const std::vector<Param>& params = {}) : name_(name) {
         const std::string path = plugin_library_path(name);
         handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (handle_ == nullptr) throw std::runtime_error("dlopen " + path + ": " + dlerror());
@@ -90,13 +135,8 @@ public:
             entry_->format == nullptr)
             throw std::runtime_error(name + ": not a format plugin");
         vt_ = entry_->format;
-        altgrad_param_list params;
-        std::memset(&params, 0, sizeof params);
-        params.struct_size = sizeof params;
-        params.items = nullptr;
-        params.count = 0;
         altgrad_error err = blank_error();
-        if (vt_->create(&params, &instance_, &err) != ALTGRAD_STATUS_OK)
+        if (create_raw(params, &instance_, &err) != ALTGRAD_STATUS_OK)
             throw std::runtime_error(name + ": create failed: " + err.message);
         std::memset(&info_, 0, sizeof info_);
         info_.struct_size = sizeof info_;
@@ -114,6 +154,18 @@ public:
     const altgrad_format_vtable* vtable() const { return vt_; }
     const altgrad_format* instance() const { return instance_; }
     const altgrad_format_info& info() const { return info_; }
+
+    // create with these parameters; for tests of what create refuses.
+    altgrad_status create_raw(const std::vector<Param>& params, altgrad_format** out,
+                              altgrad_error* err) const {
+        const std::vector<altgrad_param> items = param_items(params);
+        altgrad_param_list list;
+        std::memset(&list, 0, sizeof list);
+        list.struct_size = sizeof list;
+        list.items = items.empty() ? nullptr : items.data();
+        list.count = items.size();
+        return vt_->create(&list, out, err);
+    }
 
     // Raw calls, for argument-checking tests.
     altgrad_status quantize_raw(altgrad_quantize_args* a, std::string* message = nullptr) const {
@@ -213,13 +265,15 @@ private:
     altgrad_format_info info_{};
 };
 
-// The shared instance of a bundled plugin, created on first use.
-inline const FormatPlugin& plugin(const std::string& name) {
+// The shared instance of a bundled plugin (with these parameters), created on
+// first use.
+inline const FormatPlugin& plugin(const std::string& name, const std::vector<Param>& params = {}) {
     static std::mutex mu;
     static std::map<std::string, std::unique_ptr<FormatPlugin>> loaded;
     std::lock_guard<std::mutex> lock(mu);
-    auto it = loaded.find(name);
-    if (it == loaded.end()) it = loaded.emplace(name, std::make_unique<FormatPlugin>(name)).first;
+    const std::string key = name + " " + params_text(params);
+    auto it = loaded.find(key);
+    if (it == loaded.end()) it = loaded.emplace(key, std::make_unique<FormatPlugin>(name, params)).first;
     return *it->second;
 }
 

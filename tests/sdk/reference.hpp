@@ -7,7 +7,8 @@
 //  - the input is the already-scaled float32 value;
 //  - NaN -> NaN, no counts;
 //  - +-Inf -> overflow: saturate gives +-max (lowest for -Inf); non-finite
-//    gives +-Inf if the format has Inf, else NaN if it has NaN, else saturates;
+//    gives +-Inf if the format has that Inf, else NaN if it has NaN, else
+//    saturates (a saturated 0, below an unsigned format, is an underflow too);
 //  - a finite value is rounded first, then overflow is decided. For a "grid"
 //    format (ExMy, fixed point) the grid continues past the extremes: the next
 //    notional value above max is `above_max` (its code parity is the opposite
@@ -207,6 +208,47 @@ inline FormatModel finite_sign_magnitude_model(const std::string& name, int E, i
     return m;
 }
 
+// Any binary float, written from the definitions ml_dtypes and Graphcore's
+// gfloat (decode_float) give: E exponent and M mantissa bits, a bias, a sign
+// bit or none, subnormals or none (then exponent field 0 is a binade of
+// normal numbers but for the all-zero code, which is zero), and the special
+// values of `specials`: "ieee" (top exponent: Inf at mantissa 0, else NaN),
+// "fn" (NaN at the all-ones magnitude), "fnuz" (NaN at -0, no Inf), "p3109"
+// (signed: NaN at -0, +-Inf at the all-ones magnitudes; unsigned: NaN at all
+// ones, +Inf just below) or "none". The grid goes on past max with the step of
+// max's binade, and below an unsigned format's 0 as the mirror of its first
+// step.
+inline FormatModel float_variant_model(const std::string& name, int E, int M, int bias,
+                                       const std::string& specials, bool subnormals, bool has_sign) {
+    FormatModel m;
+    m.name = name;
+    const unsigned mag_bits = static_cast<unsigned>(E + M);
+    m.total_bits = mag_bits + (has_sign ? 1u : 0u);
+    const uint32_t all_ones = (1u << mag_bits) - 1u;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double inf = std::numeric_limits<double>::infinity();
+    for (uint32_t c = 0; c < (1u << m.total_bits); ++c) {
+        const bool neg = has_sign && ((c >> mag_bits) & 1u);
+        const uint32_t mag = c & all_ones, e = mag >> M, f = mag & ((1u << M) - 1u);
+        const double fraction = std::ldexp(static_cast<double>(f), -M);
+        double v;
+        if (e == 0 && (subnormals || f == 0)) v = fraction * std::ldexp(1.0, 1 - bias);
+        else v = (1.0 + fraction) * std::ldexp(1.0, static_cast<int>(e) - bias);
+        if (specials == "ieee" && e == (1u << E) - 1u) v = f == 0 ? inf : nan;
+        if (specials == "fn" && mag == all_ones) v = nan;
+        if ((specials == "fnuz" || specials == "p3109") && neg && mag == 0) v = nan;
+        if (specials == "p3109" && has_sign && mag == all_ones) v = inf;
+        if (specials == "p3109" && !has_sign && mag == all_ones) v = nan;
+        if (specials == "p3109" && !has_sign && mag == all_ones - 1u) v = inf;
+        m.by_code.push_back(neg ? -v : v);
+    }
+    m.signed_zero = has_sign && specials != "fnuz" && specials != "p3109";
+    m.finalize();
+    m.above_max = m.max + std::ldexp(1.0, std::ilogb(m.max) - M);
+    m.below_lowest = has_sign ? -m.above_max : -m.min_positive();
+    return m;
+}
+
 inline FormatModel make_model(const std::string& name) {
     FormatModel m;
     m.name = name;
@@ -329,7 +371,7 @@ inline RefResult ref_quantize(const FormatModel& m, float x, altgrad_rounding ro
         o.overflow = true;
         const bool nonfinite =
             ovf == ALTGRAD_OVERFLOW_NONFINITE && !(rounding == ALTGRAD_ROUND_TOWARD_ZERO && !input_inf);
-        if (nonfinite && m.has_inf) {
+        if (nonfinite && (positive ? m.pos_inf_code : m.neg_inf_code) >= 0) {
             o.value =
                 positive ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
             o.code = positive ? m.pos_inf_code : m.neg_inf_code;
@@ -339,6 +381,7 @@ inline RefResult ref_quantize(const FormatModel& m, float x, altgrad_rounding ro
         } else {
             o.value = static_cast<float>(positive ? m.max : m.lowest);
             o.code = positive ? m.max_code : m.lowest_code;
+            o.underflow = !input_inf && o.value == 0;  // below an unsigned format's 0
         }
         return o;
     };

@@ -9,14 +9,33 @@
 #include "cli/options.hpp"
 #include "conformance/kit.hpp"
 #include "conformance/report.hpp"
+#include "plugins/params.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host::cli {
 
+namespace {
+
+// --param is for format plugins, each of which must take every key and value
+// (else create would refuse them, and every check of the plugin would skip).
+void check_params(const std::vector<conformance::plugin_target>& targets,
+                  const std::map<std::string, std::string>& params) {
+    for (const conformance::plugin_target& t : targets) {
+        if (!t.info) continue;  // load.manifest says why
+        if (t.info->kind != ALTGRAD_KIND_FORMAT)
+            throw usage_error(
+                "conformance: --param is for format plugins, and '" + t.info->name + "' is " +
+                (t.info->kind == ALTGRAD_KIND_INTERVENTION ? "an intervention" : "a diagnostic"));
+        resolve_params(*t.info, params, "conformance --param");
+    }
+}
+
+}  // namespace
+
 int conformance_command(const context& ctx, const args& a) {
     namespace kit = altgrad::host::conformance;
     po::options_description options("conformance options");
-    std::vector<std::string> targets;
+    std::vector<std::string> targets, params;
     kit::options o;
     std::string only;
     options.add_options()("json", "print JSON instead of a table")(
@@ -26,7 +45,10 @@ int conformance_command(const context& ctx, const args& a) {
         "seed of every randomised check (default: from the clock; printed to replay)")(
         "timeout", po::value<double>(&o.timeout_seconds)->default_value(30), "seconds allowed per check")(
         "list-checks", "print the check names and exit")(
-        "brief", "one line per plugin, plus every result that did not pass");
+        "brief", "one line per plugin, plus every result that did not pass")(
+        "param", po::value<std::vector<std::string>>(&params),
+        "KEY=VALUE parameter of the format plugins checked (repeatable): every instance is created with "
+        "them");
     po::options_description operands;
     operands.add_options()("plugin", po::value<std::vector<std::string>>(&targets));
     po::positional_options_description pos;
@@ -35,7 +57,7 @@ int conformance_command(const context& ctx, const args& a) {
     const command_help help{
         "conformance",
         {"[--plugins DIR] conformance [--json] [--brief] [--only PATTERN] [--seed N]",
-         "             [--timeout S] [--list-checks] [NAME|LIBRARY_PATH ...]"},
+         "             [--timeout S] [--list-checks] [--param KEY=VALUE]... [NAME|LIBRARY_PATH ...]"},
         "altgrad-host --plugins build/plugins conformance --brief e4m3 ./my_plugin/libaltgrad_posit8.so",
         {{0, "every check passed (warnings do not fail)"},
          {1, "a check failed, crashed or timed out, or a plugin could not be loaded"}}};
@@ -70,6 +92,8 @@ int conformance_command(const context& ctx, const args& a) {
             throw usage_error("conformance: '" + t + "' needs --plugins DIR");
         chosen.push_back(is_path ? kit::target_by_path(t) : kit::target_by_name(ctx.plugins, t));
     }
+    o.params = parse_param_assignments(params);
+    if (!o.params.empty()) check_params(chosen, o.params);
     std::vector<kit::plugin_report> reports;
     for (const kit::plugin_target& t : chosen) reports.push_back(kit::check_plugin(t, o));
     if (vm.count("json")) kit::print_json(std::cout, reports, o);

@@ -34,9 +34,15 @@ format_table::format_table(const format_handle& f)
     if (finite_.size() >= 2) {
         const double max = finite_.back().value, prev = finite_[finite_.size() - 2].value;
         const double low = finite_.front().value, low_next = finite_[1].value;
-        if (family_ == ALTGRAD_FAMILY_FLOAT && mantissa_bits_ == 0) {
-            next_above_max_ = 2 * max;  // powers of two: the grid doubles
-            next_below_lowest_ = 2 * low;
+        if (family_ == ALTGRAD_FAMILY_FLOAT) {
+            // The binade of max goes on with its step, 2^(exponent - M) (with
+            // no mantissa bits the grid doubles); likewise below a negative
+            // lowest. Below an unsigned format's 0 lies the mirror of its
+            // first step.
+            const int m = static_cast<int>(mantissa_bits_);
+            next_above_max_ = max + std::ldexp(1.0, std::ilogb(max) - m);
+            next_below_lowest_ =
+                low < 0 ? low - std::ldexp(1.0, std::ilogb(low) - m) : low - (low_next - low);
         } else if (family_ != ALTGRAD_FAMILY_CODEBOOK) {
             next_above_max_ = max + (max - prev);  // the last step repeats
             next_below_lowest_ = low - (low_next - low);

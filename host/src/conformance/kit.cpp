@@ -258,7 +258,7 @@ plugin_report check_plugin(const plugin_target& target, const options& o) {
                 if (c.needs_format) {
                     try {
                         e.plugin = load_plugin(*target.info);
-                        e.format = format_handle::create(e.plugin);
+                        e.format = format_handle::create(e.plugin, o.params);
                     } catch (const std::exception& x) {
                         return skip(std::string("the plugin does not load or create: ") + x.what());
                     }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -41,6 +42,9 @@ struct options {
     std::string only;             // glob over check names ('*' and '?'); empty: all
     uint64_t seed = 0;            // drives every randomised check
     double timeout_seconds = 30;  // per check
+    // A format plugin's parameters (key -> text, as --param gives them): every
+    // instance the checks create of it has them; empty: the manifest's defaults.
+    std::map<std::string, std::string> params;
 };
 
 struct plugin_report {

@@ -138,7 +138,7 @@ result check_repeat_load(env& e) {
             return skip(std::string("the host refuses the plugin (see load.abi_version, load.descriptor): ") +
                         x.what());
         }
-        if (p->info.kind == ALTGRAD_KIND_FORMAT) format_handle::create(p);
+        if (p->info.kind == ALTGRAD_KIND_FORMAT) format_handle::create(p, e.opts.params);
     }
     return pass("loaded and unloaded 20 times; loaded, created and destroyed an instance 5 times");
 }

@@ -96,7 +96,7 @@ result check_leak(env& e) {
                 " on one instance (a " + std::to_string(kInputs) + "-input random history, repeated)");
     }
     try {
-        e.format = format_handle::create(e.plugin);
+        e.format = format_handle::create(e.plugin, e.opts.params);
     } catch (const std::exception& x) {
         return skip(std::string("the plugin does not create (see load.descriptor): ") + x.what());
     }
@@ -107,7 +107,7 @@ result check_leak(env& e) {
         if (e.format->info().rounding_modes & (1u << r)) modes.push_back(r);
     return check_leak_rounds(
         [&](int) {
-            e.format = format_handle::create(e.plugin);
+            e.format = format_handle::create(e.plugin, e.opts.params);
             for (altgrad_rounding r : modes) quantize(e, in, mode(r));
             decode(e, encode(e, in, mode(ALTGRAD_ROUND_NEAREST_EVEN)));
             e.format.reset();

@@ -7,6 +7,17 @@
 
 namespace altgrad::host::conformance {
 
+namespace {
+
+// " with k=v k=v" for the parameters the instances were created with.
+std::string params_text(const options& o) {
+    std::string s;
+    for (const auto& [key, value] : o.params) s += (s.empty() ? " with " : " ") + key + "=" + value;
+    return s;
+}
+
+}  // namespace
+
 bool any_failure(const std::vector<plugin_report>& reports) {
     for (const plugin_report& r : reports)
         for (const result& x : r.results)
@@ -21,7 +32,8 @@ void print_text(std::ostream& out, const std::vector<plugin_report>& reports, co
         const std::string name = r.target.info ? r.target.info->name : r.target.label;
         std::map<outcome, size_t> mine;
         for (const result& x : r.results) ++mine[x.status];
-        out << (brief ? "" : "\n") << name << " (" << r.target.manifest_path.parent_path().string() << ")";
+        out << (brief ? "" : "\n") << name << " (" << r.target.manifest_path.parent_path().string() << ")"
+            << params_text(o);
         if (brief)
             out << ": " << mine[outcome::passed] << " passed, " << mine[outcome::skipped] << " skipped";
         out << "\n";
@@ -58,8 +70,11 @@ void print_json(std::ostream& out, const std::vector<plugin_report>& reports, co
                                            {"input", x.input},
                                            {"hint", x.hint},
                                            {"seconds", x.seconds}});
+        ordered_json params = ordered_json::object();
+        for (const auto& [key, value] : o.params) params[key] = value;
         plugins.push_back(ordered_json{{"plugin", r.target.info ? r.target.info->name : r.target.label},
                                        {"manifest", r.target.manifest_path.string()},
+                                       {"params", params},
                                        {"results", results}});
     }
     out << json_output({{"seed", o.seed}, {"plugins", plugins}, {"failed", any_failure(reports)}});

@@ -10,6 +10,12 @@
 // after, then the range [-2^(B-1), 2^(B-1) - 1] decides overflow. Having no
 // Inf or NaN, the format saturates under both overflow modes.
 //
+// Symmetric (the int8 quantization of most frameworks): k = -2^(B-1) is left
+// out, so the range is [-(2^(B-1) - 1), 2^(B-1) - 1]; its code, 2^(B-1),
+// decodes to NaN (the canonical NaN: encode writes it for NaN), and having a
+// NaN, the format sends overflow to NaN under the non-finite mode (the rule
+// of abi/format.h; toward-zero keeps a finite input finite).
+//
 // The class is trivially copyable and its element functions run on the host
 // and, in a plugin compiled by nvcc, on the GPU: it is its own kernel().
 #pragma once
@@ -25,8 +31,9 @@
 namespace altgrad::sdk {
 
 struct fixed_point_spec {
-    int total_bits;     // 2..24
-    int fraction_bits;  // 0..total_bits + 100; the step is 2^-fraction_bits
+    int total_bits;          // 2..24
+    int fraction_bits;       // 0..120; the step is 2^-fraction_bits
+    bool symmetric = false;  // leave out -2^(B-1), whose code is then NaN
 };
 
 class fixed_point_format {
@@ -41,7 +48,8 @@ public:
                 ALTGRAD_STATUS_INVALID_ARGUMENT,
                 "fixed_point: fraction_bits must be 0..120, got " + std::to_string(spec.fraction_bits));
         kmax_ = (int64_t{1} << (spec.total_bits - 1)) - 1;
-        kmin_ = -(int64_t{1} << (spec.total_bits - 1));
+        kmin_ = spec.symmetric ? -kmax_ : -(int64_t{1} << (spec.total_bits - 1));
+        negative_extra_ = spec.symmetric ? 0u : 1u;
         step_ = std::ldexp(1.0, -spec.fraction_bits);
         inv_step_ = std::ldexp(1.0, spec.fraction_bits);
         // The finite fast path (see quantize_finite_bits): the grid is
@@ -74,6 +82,8 @@ public:
         i.mantissa_bits = static_cast<uint32_t>(spec_.fraction_bits);
         i.is_signed = 1;
         i.zero = ALTGRAD_ZERO_UNSIGNED;
+        i.nan_code_count = spec_.symmetric ? 1u : 0u;
+        i.canonical_nan_code = nan_code();
         i.max_finite = static_cast<double>(kmax_) * step_;
         i.lowest_finite = static_cast<double>(kmin_) * step_;
         i.min_normal = step_;
@@ -85,11 +95,12 @@ public:
 
     template <altgrad_rounding R, altgrad_overflow O>
     ALTGRAD_SDK_INLINE uint32_t quantize_bits(uint32_t bits, uint32_t random, element_counts& counts) const {
-        const int32_t k = round_to_integer<R>(bits, random, counts);
+        bool to_nan = false;
+        const int32_t k = round_to_integer<R, O>(bits, random, counts, to_nan);
         // |k| <= 2^23 and 2^-fraction_bits >= 2^-120, so k * step is exact in
         // float32 (as it was in double before the conversion).
         const float value = static_cast<float>(k) * static_cast<float>(step_);
-        return detail::select_bits(is_nan(bits), kQuietNanBits, float_bits(value));
+        return detail::select_bits(is_nan(bits) | to_nan, kQuietNanBits, float_bits(value));
     }
 
     // The adapter's finite fast path (format_plugin.hpp): a chunk whose
@@ -115,30 +126,43 @@ public:
         const float v = over ? limit : m;
         overflow += over;
         underflow += (a != 0) & (v == 0.0f);
-        return float_bits(v) | (sign & detail::mask_if(v != 0.0f));  // one zero: +0
+        const uint32_t out = float_bits(v) | (sign & detail::mask_if(v != 0.0f));  // one zero: +0
+        // A symmetric format has a NaN for the non-finite mode (toward-zero: a finite input stays finite).
+        if constexpr (O == ALTGRAD_OVERFLOW_NONFINITE && R != ALTGRAD_ROUND_TOWARD_ZERO)
+            return detail::select_bits(over & spec_.symmetric, kQuietNanBits, out);
+        return out;
     }
 
     template <altgrad_rounding R, altgrad_overflow O>
     ALTGRAD_SDK_INLINE uint32_t encode_bits(uint32_t bits, uint32_t random, element_counts& counts,
                                             bool& unrepresentable) const {
-        const int32_t k = round_to_integer<R>(bits, random, counts);
-        if (is_nan(bits)) unrepresentable = true;
+        bool to_nan = false;
+        const int32_t k = round_to_integer<R, O>(bits, random, counts, to_nan);
+        if (is_nan(bits) | to_nan) {
+            if (!spec_.symmetric) unrepresentable = true;
+            return nan_code();
+        }
         return static_cast<uint32_t>(k) & ((1u << spec_.total_bits) - 1u);
     }
 
     ALTGRAD_SDK_HD float decode(uint32_t code) const {
+        if (spec_.symmetric && code == nan_code()) return bits_float(kQuietNanBits);
         int64_t k = code;
         if (k > kmax_) k -= int64_t{1} << spec_.total_bits;  // sign-extend
         return static_cast<float>(static_cast<double>(k) * step_);
     }
 
 private:
+    // The code of -2^(B-1): NaN in a symmetric format (else -2^(B-1) itself, and unused here).
+    ALTGRAD_SDK_HD uint32_t nan_code() const { return 1u << (spec_.total_bits - 1); }
+
     static ALTGRAD_SDK_INLINE bool is_nan(uint32_t bits) {
         return static_cast<int32_t>(bits & ~kSignBit) > static_cast<int32_t>(kInfBits);
     }
 
     // Round |x| * 2^fraction_bits to an integer m, apply the sign, then clamp
-    // to [kmin, kmax]; 0 for NaN. Works on the bits of x, branch-free and in
+    // to [kmin, kmax]; 0 for NaN. to_nan: the overflow goes to NaN (a
+    // symmetric format under the non-finite mode). Works on the bits of x, branch-free and in
     // 32-bit lanes (so the adapter's AVX2 loop vectorizes it, and no libm
     // call remains): |x| = sig * 2^(eff - 150), so |x| * 2^fraction_bits is
     // sig shifted right by sh = 150 - fraction_bits - eff, its integer part
@@ -146,9 +170,9 @@ private:
     // the double computation this replaces truncated in its conversion).
     // Anything at or past 2^total_bits overflows whatever the rounding, so it
     // is capped there (this also catches Inf).
-    template <altgrad_rounding R>
-    ALTGRAD_SDK_INLINE int32_t round_to_integer(uint32_t bits, uint32_t random,
-                                                element_counts& counts) const {
+    template <altgrad_rounding R, altgrad_overflow O>
+    ALTGRAD_SDK_INLINE int32_t round_to_integer(uint32_t bits, uint32_t random, element_counts& counts,
+                                                bool& to_nan) const {
         using detail::mask_if;
         using detail::select_bits;
         const int32_t B = spec_.total_bits, F = spec_.fraction_bits;
@@ -172,9 +196,11 @@ private:
         const bool capped = is_inf | ((sh < 0) & (sig != 0)) | ((sh >= 0) & (whole >= cap));
         uint32_t m = select_bits(capped, cap, whole);
         m += round_away<R>(frac & ~mask_if(capped), m & 1u, random);
-        // kmax = half - 1 for positive k, -kmin = half for negative k.
-        const uint32_t limit = half - 1u + static_cast<uint32_t>(negative);
+        // kmax = half - 1 for positive k, -kmin = half for negative k (symmetric: half - 1).
+        const uint32_t limit = half - 1u + (static_cast<uint32_t>(negative) & negative_extra_);
         const bool overflow = (!nan) & (m > limit);
+        if constexpr (O == ALTGRAD_OVERFLOW_NONFINITE)
+            to_nan = overflow & spec_.symmetric & ((R != ALTGRAD_ROUND_TOWARD_ZERO) | is_inf);
         const uint32_t magnitude = select_bits(overflow, limit, m) & ~mask_if(nan);
         const int32_t k = static_cast<int32_t>(select_bits(negative, 0u - magnitude, magnitude));
         counts.overflow += overflow;
@@ -184,6 +210,7 @@ private:
 
     fixed_point_spec spec_;
     int64_t kmax_ = 0, kmin_ = 0;
+    uint32_t negative_extra_ = 1;  // -kmin - kmax: 1, or 0 when symmetric
     double step_ = 0, inv_step_ = 0;
     // The finite fast path; fast_bound_ 0 turns it off.
     uint32_t fast_bound_ = 0;

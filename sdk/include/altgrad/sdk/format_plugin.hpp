@@ -680,9 +680,26 @@ void quantize_blocks_avx512(const F& f, const float* in, float* out, size_t n, c
 }
 #endif
 
-// The loop for this CPU: one of three instantiations of the same template.
-template <class Fn>
-Fn pick_isa(Fn baseline, Fn avx2, Fn avx512) {
+// Whether F's vector loops serve this instance: F may say they do not with
+// branchless_applies() (exmy_format: formats without a sign bit or without
+// subnormals, whose quantize_bits has steps its branch-free kernel lacks), and
+// the baseline loop (quantize_bits element by element) runs instead.
+template <class F, class = void>
+struct has_branchless_switch : std::false_type {};
+template <class F>
+struct has_branchless_switch<F, std::void_t<decltype(std::declval<const F&>().branchless_applies())>>
+    : std::true_type {};
+template <class F>
+bool vector_loops_apply(const F& f) {
+    if constexpr (has_branchless_switch<F>::value) return f.branchless_applies();
+    else return true;
+}
+
+// The loop for this CPU: one of three instantiations of the same template
+// (the baseline where F's vector loops do not apply).
+template <class F, class Fn>
+Fn pick_isa(const F& f, Fn baseline, Fn avx2, Fn avx512) {
+    if (!vector_loops_apply(f)) return baseline;
     switch (cpu_vector_isa()) {
         case vector_isa::avx512: return avx512;
         case vector_isa::avx2: return avx2;
@@ -694,7 +711,7 @@ Fn pick_isa(Fn baseline, Fn avx2, Fn avx512) {
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
 void quantize_per_tensor(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed,
                          uint64_t offset, element_counts& counts) {
-    pick_isa(quantize_baseline<F, R, O, S>, quantize_avx2<F, R, O, S>, quantize_avx512<F, R, O, S>)(
+    pick_isa(f, quantize_baseline<F, R, O, S>, quantize_avx2<F, R, O, S>, quantize_avx512<F, R, O, S>)(
         f, in, out, n, s, seed, offset, counts);
 }
 
@@ -702,7 +719,7 @@ template <class F, altgrad_rounding R, altgrad_overflow O>
 void quantize_dispatch_scale(const F& f, const float* in, float* out, size_t n, const scale_source& scales,
                              uint64_t seed, uint64_t offset, element_counts& counts) {
     if (scales.per_block())
-        return pick_isa(quantize_blocks_baseline<F, R, O>, quantize_blocks_avx2<F, R, O>,
+        return pick_isa(f, quantize_blocks_baseline<F, R, O>, quantize_blocks_avx2<F, R, O>,
                         quantize_blocks_avx512<F, R, O>)(f, in, out, n, scales, seed, offset, counts);
     const float s = scales.scale;
     switch (classify_scale(s)) {
