@@ -6,17 +6,16 @@
 //
 // Benchmarks:
 //   accumulate/<format>/<rounding>/promote<N>/threads<T>
-//      format: fp16, bf16, fp32, and e8m13 (param_format with exponent_bits 8,
-//      mantissa_bits 13, bias 127, IEEE specials: 14 significant bits) when
-//      the test plugins are found; rounding: toward_zero, nearest; N: 0 (never)
+//      format: fp16, bf16, fp32, and e8m13 (the float plugin with exponent_bits
+//      8, mantissa_bits 13: 14 significant bits, float32's bias and IEEE
+//      specials); rounding: toward_zero, nearest; N: 0 (never)
 //      or 128; T: 1 or 2 threads. mma_depth 32.
 //   float64/threads1   the float64 product (sum of float64 products in k order)
 // items_per_second counts products (M * K * N per iteration, one multiply-add
 // of the model each): 1e9 / items_per_second is the cost per element, in ns.
 // Inputs: N(0,1) floats. Wall-clock time (UseRealTime).
 //
-// Extra flags: --altgrad_plugin_dir=DIR (the bundled plugins; default the
-// build's) and --altgrad_test_plugin_dir=DIR (param_format; default the build's).
+// Extra flag: --altgrad_plugin_dir=DIR (the bundled plugins; default the build's).
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -35,9 +34,6 @@
 #ifndef ALTGRAD_BENCH_PLUGIN_DIR
 #define ALTGRAD_BENCH_PLUGIN_DIR "plugins"
 #endif
-#ifndef ALTGRAD_BENCH_TEST_PLUGIN_DIR
-#define ALTGRAD_BENCH_TEST_PLUGIN_DIR "test-plugins"
-#endif
 
 namespace {
 
@@ -47,7 +43,6 @@ namespace quant = altgrad::host::quant;
 constexpr size_t kM = 256, kK = 4096, kN = 256;
 
 std::string g_plugin_dir = ALTGRAD_BENCH_PLUGIN_DIR;
-std::string g_test_plugin_dir = ALTGRAD_BENCH_TEST_PLUGIN_DIR;
 
 uint64_t splitmix64(uint64_t& state) {
     uint64_t z = (state += 0x9E3779B97F4A7C15ull);
@@ -113,27 +108,23 @@ void bench_float64(benchmark::State& state) {
     set_counters(state);
 }
 
-// The formats to time: name in the benchmark -> (folder, plugin, parameters).
+// The formats to time: name in the benchmark -> (plugin, parameters).
 struct format_case {
-    std::string folder, plugin;
+    std::string plugin;
     std::map<std::string, std::string> params;
 };
 
 void register_all() {
     const std::map<std::string, format_case> cases = {
-        {"fp16", {g_plugin_dir, "fp16", {}}},
-        {"bf16", {g_plugin_dir, "bf16", {}}},
-        {"fp32", {g_plugin_dir, "fp32", {}}},
-        {"e8m13",
-         {g_test_plugin_dir,
-          "param_format",
-          {{"exponent_bits", "8"}, {"mantissa_bits", "13"}, {"bias", "127"}, {"specials", "ieee"}}}}};
-    static std::map<std::string, std::unique_ptr<host::registry>> registries;
+        {"fp16", {"fp16", {}}},
+        {"bf16", {"bf16", {}}},
+        {"fp32", {"fp32", {}}},
+        {"e8m13", {"float", {{"exponent_bits", "8"}, {"mantissa_bits", "13"}}}}};
+    static std::unique_ptr<host::registry> reg;
     for (const auto& [name, c] : cases) {
         std::shared_ptr<const host::format_handle> format;
         try {
-            auto& reg = registries[c.folder];
-            if (!reg) reg = std::make_unique<host::registry>(c.folder);
+            if (!reg) reg = std::make_unique<host::registry>(g_plugin_dir);
             format = host::format_handle::create(reg->load(c.plugin), c.params);
         } catch (const std::exception& e) {
             std::fprintf(stderr, "accumulate/%s skipped: %s\n", name.c_str(), e.what());
@@ -156,13 +147,12 @@ void register_all() {
         ->UseRealTime();
 }
 
-// Takes --altgrad_plugin_dir=DIR and --altgrad_test_plugin_dir=DIR out of argv.
+// Takes --altgrad_plugin_dir=DIR out of argv.
 void take_own_flags(int& argc, char** argv) {
     int kept = 1;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a.rfind("--altgrad_plugin_dir=", 0) == 0) g_plugin_dir = a.substr(21);
-        else if (a.rfind("--altgrad_test_plugin_dir=", 0) == 0) g_test_plugin_dir = a.substr(26);
         else argv[kept++] = argv[i];
     }
     argc = kept;

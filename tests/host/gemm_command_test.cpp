@@ -56,6 +56,20 @@ TEST(Gemm, PrintsTheAccumulatorTheProductAndThreeErrors) {
         r.out);
 }
 
+// A parameterised accumulator is named with its parameters, in key order: "float" alone is no format.
+TEST(Gemm, NamesAParameterisedAccumulatorWithItsParameters) {
+    const run_result r = run_host(kGemm +
+                                  "--k 64 --rows 2 --cols 2 --accumulator float --param mantissa_bits=13 "
+                                  "--param exponent_bits=8 --promote-every 0 --rounding nearest");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(
+        r.out.rfind("accumulator      float (exponent_bits=8, mantissa_bits=13), nearest, mma depth 32, "
+                    "never promoted\n",
+                    0),
+        0u)
+        << r.out;
+}
+
 TEST(Gemm, CsvRowsAreThePlainRunsAtEachK) {
     // The inputs at a smaller K are the leading part of those at a larger one, so each row of the
     // table is what a plain run at that K prints.

@@ -2,7 +2,6 @@
 exact rational model written here with fractions.Fraction, transposed views, threads, torch
 tensors, and the bad arguments."""
 import math
-import os
 from fractions import Fraction
 
 import numpy as np
@@ -11,12 +10,7 @@ import pytest
 import altgrad
 from conftest import assert_same_floats, bits, run_host
 
-E8M13 = {"exponent_bits": 8, "mantissa_bits": 13, "bias": 127, "specials": "ieee"}
-
-
-def _test_plugin_folder():
-    build = os.environ.get("ALTGRAD_BUILD_DIR") or os.path.join(os.path.dirname(__file__), "..", "..", "build")
-    return os.path.join(build, "test-plugins")
+E8M13 = {"exponent_bits": 8, "mantissa_bits": 13}
 
 
 @pytest.mark.parametrize("args, fmt, kwargs", [
@@ -38,14 +32,12 @@ def test_matmul_is_the_gemm_command_bit_for_bit(tmp_path, args, fmt, kwargs):
     assert_same_floats(altgrad.matmul(at.T, bt.T, fmt, **kwargs), c)
 
 
-def test_the_14_bit_stand_in_through_a_format_object(tmp_path):
-    plugins = _test_plugin_folder()
+def test_a_14_bit_float_through_a_format_object(tmp_path, registry):
     params = [x for key, value in E8M13.items() for x in ("--param", f"{key}={value}")]
-    run_host("gemm", "--k", "200", "--rows", "4", "--cols", "6", "--accumulator", "param_format", *params,
-             "--promote-every", "64", "--rounding", "nearest", "--save", str(tmp_path), plugins=plugins)
+    run_host("gemm", "--k", "200", "--rows", "4", "--cols", "6", "--accumulator", "float", *params,
+             "--promote-every", "64", "--rounding", "nearest", "--save", str(tmp_path))
     a, b, c = (np.load(tmp_path / f"{x}.npy") for x in "abc")
-    with altgrad.Registry(plugins) as reg:
-        e8m13 = reg.format("param_format", E8M13)
+    e8m13 = registry.format("float", params=E8M13)
     assert_same_floats(altgrad.matmul(a, b, e8m13, rounding="nearest", promote_every=64), c)
 
 

@@ -30,7 +30,7 @@ using altgrad::test::reference_format;
 using quant::float32_step;
 
 // The formats under test: the bundled fp16, bf16, fp32, e4m3 (no Inf: overflow is NaN) and the
-// 14-bit E8M13 of the test plugin param_format, each with its grid as the reference sees it.
+// 14-bit E8M13 of the bundled float, each with its grid as the reference sees it.
 struct format_case {
     std::string name;
     reference_format grid;
@@ -45,18 +45,16 @@ const std::vector<format_case>& formats() {
 }
 
 std::shared_ptr<const host::format_handle> load(const std::string& name) {
-    static host::registry bundled(ALTGRAD_BUNDLED_PLUGIN_DIR), test_plugins(ALTGRAD_TEST_PLUGIN_DIR);
+    static host::registry bundled(ALTGRAD_BUNDLED_PLUGIN_DIR);
     static std::map<std::string, std::shared_ptr<const host::format_handle>> made;
     auto& f = made[name];
     if (f) return f;
     if (name == "e8m13")
-        f = host::format_handle::create(
-            test_plugins.load("param_format"),
-            {{"exponent_bits", "8"}, {"mantissa_bits", "13"}, {"bias", "127"}, {"specials", "ieee"}});
+        f = host::format_handle::create(bundled.load("float"),
+                                        {{"exponent_bits", "8"}, {"mantissa_bits", "13"}});
     else if (name == "e8m22")
-        f = host::format_handle::create(
-            test_plugins.load("param_format"),
-            {{"exponent_bits", "8"}, {"mantissa_bits", "22"}, {"bias", "127"}, {"specials", "ieee"}});
+        f = host::format_handle::create(bundled.load("float"),
+                                        {{"exponent_bits", "8"}, {"mantissa_bits", "22"}});
     else f = host::format_handle::create(bundled.load(name));
     return f;
 }

@@ -188,8 +188,12 @@ void save_operands(const gemm_request& r, const operands& o, const std::vector<f
 void print_result(const gemm_request& r, const product_errors& e) {
     const std::string promote =
         r.spec.promote_every ? "promoted every " + std::to_string(r.spec.promote_every) : "never promoted";
-    std::cout << "accumulator      " << r.format << ", " << rounding_name(r.spec.rounding) << ", mma depth "
-              << r.spec.mma_depth << ", " << promote << "\n"
+    // The parameters as given (KEY=VALUE, in key order): "float" alone names no format.
+    std::string params;
+    for (const auto& [key, value] : r.params) params += (params.empty() ? " (" : ", ") + key + "=" + value;
+    if (!params.empty()) params += ")";
+    std::cout << "accumulator      " << r.format << params << ", " << rounding_name(r.spec.rounding)
+              << ", mma depth " << r.spec.mma_depth << ", " << promote << "\n"
               << "product          " << r.rows << " x " << r.k << " x " << r.cols << " (M x K x N), "
               << distribution_names().name(r.inputs) << " inputs, seed " << r.seed << "\n"
               << "max error        " << shortest_decimal(e.max) << "\n"
