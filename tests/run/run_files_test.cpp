@@ -194,6 +194,23 @@ TEST(Metrics, ANumberBeyondDoubleIsABadLine) {
     EXPECT_EQ(m.problems[0], "metrics.jsonl: line 1: not JSON, number overflow parsing '1e400' (skipped)");
 }
 
+// NaN and Infinity are not JSON (the host writes a non-finite number as null;
+// Python's json.dumps writes them): such a line is a bad line, as Python's
+// read_run refuses it too (tests/python/test_runs.py).
+TEST(Metrics, NonFiniteLiteralsAreBadLines) {
+    const metrics_contents m = parse_metrics(
+        "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":0,\"val_loss\":NaN}\n"
+        "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":1,\"val_loss\":Infinity}\n"
+        "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":2,\"val_loss\":-Infinity}\n"
+        "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":3,\"val_loss\":null}\n");
+    ASSERT_EQ(m.lines.size(), 1u);
+    EXPECT_EQ(step_of(m.lines[0]), 3);
+    ASSERT_EQ(m.problems.size(), 3u);
+    for (size_t k = 0; k < 3; ++k)
+        EXPECT_EQ(m.problems[k].rfind("metrics.jsonl: line " + std::to_string(k + 1) + ": not JSON, ", 0), 0u)
+            << m.problems[k];
+}
+
 TEST(Metrics, TruncateKeepsTheStepsUpToTheCheckpoint) {
     scratch tmp;
     const fs::path file = tmp.path() / "metrics.jsonl";
