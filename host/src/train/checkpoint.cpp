@@ -141,6 +141,10 @@ resumed load_latest_checkpoint(const fs::path& run_dir, const checkpointed& c, f
     if (!state)
         throw error("--resume " + run_dir.string() + " --fallback: no intact checkpoint in checkpoints/");
     const fs::path& dir = ref->dir;
+    if (!state->self_checked)
+        log << "note: " << run::state_file(dir).string()
+            << " records no CRC-32 of itself (a checkpoint of a host before it): its values are taken as "
+               "written\n";
     torch::load(c.model, (dir / "model.pt").string());
     torch::load(c.optimizer, (dir / "optimizer.pt").string());
     load_generator(torch::Device(torch::kCPU), dir / "rng.pt");
