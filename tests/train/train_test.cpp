@@ -1079,7 +1079,8 @@ TEST(Resume, ADamagedCheckpointIsRefusedNamingTheFileAndFallbackResumesFromTheIn
 
 // state.json records the CRC-32 of every other file of its checkpoint, but
 // nothing covered state.json itself: a site's format edited by hand (e4m3 for
-// e5m2) resumed silently in the edited format. Its own CRC-32 refuses the edit.
+// e5m2) resumed silently in the edited format. Its own CRC-32 refuses the
+// edit; made to match, the format is still one the run cannot have reached.
 TEST(Resume, AFormatEditedByHandInStateJsonIsRefusedAndFallbackSkipsIt) {
     scratch s;
     const fs::path whole = s.path / "whole";
@@ -1121,6 +1122,81 @@ TEST(Resume, AFormatEditedByHandInStateJsonIsRefusedAndFallbackSkipsIt) {
                                "are taken as written"))
         << r.out;
     EXPECT_EQ(comparable_metrics(older), metrics);
+
+    // The same edit with a matching CRC-32: no config or switch gives e4m3.
+    const fs::path forged = copy_of_whole("forged");
+    rewrite_state(forged / state12, [](nlohmann::ordered_json& j) { j["sites"][0]["format"] = "e4m3"; });
+    r = run("run --resume " + forged.string());
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_TRUE(has(r.out, "altgrad-host: error: " + (forged / state12).string() +
+                               ": key 'sites[0].format': \"e4m3\", but the run's config (config.toml and "
+                               "--set) makes blocks.0.attn.qkv.weight \"e5m2\" and key 'history.switches' "
+                               "records no switch of it (edited by hand?)"))
+        << r.out;
+    r = run("run --resume " + forged.string() + " --fallback");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_TRUE(has(r.out, "--fallback: skipping step_0000012: ")) << r.out;
+    EXPECT_EQ(comparable_metrics(forged), metrics);
+    // A format given on resume is refused the same way (the checkpoint's would silently win).
+    r = run("run --resume " + whole.string() + " --set quantization.weight_format=e4m3");
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_TRUE(has(r.out,
+                    ": key 'sites[0].format': \"e5m2\", but the run's config (config.toml and --set) "
+                    "makes blocks.0.attn.qkv.weight \"e4m3\""))
+        << r.out;
+}
+
+// A format an intervention switched resumes: mantissa_shift moves every E1M6
+// activation to E3M4 at step 3, and a run resumed from its step-8 checkpoint
+// ends as the uninterrupted one. Set back to E1M6 by hand, the checkpoint is
+// refused: the switch the history records says E3M4.
+TEST(Resume, AFormatAnInterventionSwitchedResumesAndOneEditedBackIsRefused) {
+    scratch s;
+    const fs::path cfg =
+        s.config("shift", "overflow = \"nonfinite\"\nscaling = \"none\"\nactivation_format = \"e1m6\"\n",
+                 "keep_checkpoints = 5\n[stability]\ninterventions = [\"mantissa_shift\"]\n");
+    const fs::path whole = s.path / "whole", resumed = s.path / "resumed";
+    ASSERT_EQ(run("run " + cfg.string() + " --out " + whole.string()).exit_code, 0);
+    fs::copy(whole, resumed, fs::copy_options::recursive);
+    fs::remove_all(resumed / "checkpoints" / "step_0000012");
+    const fs::path state8 = resumed / "checkpoints" / "step_0000008" / "state.json";
+    const nlohmann::ordered_json state = nlohmann::ordered_json::parse(std::ifstream(state8));
+    ASSERT_EQ(state["sites"][1]["name"], "blocks.0.attn.qkv.input");
+    ASSERT_EQ(state["sites"][1]["format"], "e3m4");
+    size_t switch_of_site1 = 0;
+    while (switch_of_site1 < state["history"]["switches"].size() &&
+           state["history"]["switches"][switch_of_site1]["tensor"] != "blocks.0.attn.qkv.input")
+        ++switch_of_site1;
+    ASSERT_LT(switch_of_site1, state["history"]["switches"].size());
+    const fs::path untouched = s.path / "untouched";
+    fs::copy(resumed, untouched, fs::copy_options::recursive);
+
+    run_result r = run("run --resume " + resumed.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_TRUE(has(r.out, "at step 8")) << r.out;
+    EXPECT_EQ(comparable_metrics(resumed), comparable_metrics(whole));
+
+    rewrite_state(untouched / "checkpoints" / "step_0000008" / "state.json",
+                  [](nlohmann::ordered_json& j) { j["sites"][1]["format"] = "e1m6"; });
+    r = run("run --resume " + untouched.string());
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_TRUE(has(r.out,
+                    "step_0000008/state.json: key 'sites[1].format': \"e1m6\", but mantissa_shift "
+                    "switched blocks.0.attn.qkv.input to \"e3m4\" at step 3 (key 'history.switches[" +
+                        std::to_string(switch_of_site1) + "]'), its last switch (edited by hand?)"))
+        << r.out;
+    // A switch from a format the tensor did not have then is no switch the run made.
+    rewrite_state(untouched / "checkpoints" / "step_0000008" / "state.json", [&](nlohmann::ordered_json& j) {
+        j["sites"][1]["format"] = "e3m4";
+        j["history"]["switches"][switch_of_site1]["from"] = "e5m2";
+    });
+    r = run("run --resume " + untouched.string());
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_TRUE(has(r.out, "step_0000008/state.json: key 'history.switches[" +
+                               std::to_string(switch_of_site1) +
+                               "].from': \"e5m2\", but before that switch the run's config (config.toml and "
+                               "--set) makes blocks.0.attn.qkv.input \"e1m6\" (edited by hand?)"))
+        << r.out;
 }
 
 TEST(Resume, AMissingMetricsFileIsRefused) {
