@@ -76,3 +76,19 @@ def test_a_damaged_metrics_line_names_the_file_and_line(tmp_path):
     (tmp_path / "metrics.jsonl").write_text('{"kind": "train", "run_id": "x", "step": 1, "loss": 2.0}\n{"kind": "tr\n')
     with pytest.raises(ValueError, match=r"metrics.jsonl:2: not a JSON line"):
         altgrad.read_run(tmp_path)
+
+
+# NaN and Infinity are not JSON (the host writes a non-finite number as null), but Python's json
+# reads them: a line or summary holding one is refused, as the host's own reader refuses it.
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+def test_a_non_finite_literal_is_not_json(tmp_path, literal):
+    good = '{"kind": "train", "run_id": "x", "step": 1, "loss": 2.0}\n'
+    (tmp_path / "metrics.jsonl").write_text(good + '{"kind": "train", "run_id": "x", "step": 2, "loss": %s}\n'
+                                            % literal)
+    with pytest.raises(ValueError, match=r"metrics.jsonl:2: not a JSON line \(%s is not JSON: a non-finite "
+                       r"number is written null\)" % literal):
+        altgrad.read_run(tmp_path)
+    (tmp_path / "metrics.jsonl").write_text(good)
+    (tmp_path / "summary.json").write_text('{"run_id": "x", "final_train_loss": %s}\n' % literal)
+    with pytest.raises(ValueError, match=r"summary.json: not valid JSON \(%s is not JSON" % literal):
+        altgrad.read_run(tmp_path)

@@ -2,6 +2,7 @@
 // contract of docs/training.md ("The run directory"): finished, collapsed,
 // interrupted, resumed, truncated mid-line, missing files; the rows, the
 // comparison, the hypothesis verdicts, the figures and the command line.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1150,6 +1151,60 @@ TEST(ReportFigures, AGnuplotThatHangsIsKilled) {
     EXPECT_CONTAINS(read(out.markdown), "'" + fake.string() + "' did not answer within 0.5 s (killed)");
 }
 
+// A "gnuplot" that answers the terminal probe but never finishes a figure: a
+// wrapper whose own child (a background sleep: the real gnuplot, say) goes on
+// after it, both deaf to SIGTERM, SIGINT and SIGHUP. It notes each script it
+// is given in `calls` and its child's pid in `children`.
+fs::path gnuplot_hanging_on_figures(const fs::path& dir) {
+    const fs::path fake = dir / "hanging-on-figures";
+    write(fake, "#!/bin/sh\n[ \"$1\" = -e ] && [ $# -eq 2 ] && exit 0\necho \"$3\" >> " +
+                    (dir / "calls").string() + "\ntrap '' TERM INT HUP\nsleep 1000 &\necho $! >> " +
+                    (dir / "children").string() + "\nwait\n");
+    fs::permissions(fake, fs::perms::owner_all);
+    return fake;
+}
+
+// Whether process `pid` still runs (a zombie waiting for its reaper does not).
+bool running(const std::string& pid) {
+    const std::string stat = read(fs::path("/proc") / pid / "stat");
+    const size_t paren = stat.rfind(')');
+    return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z' &&
+           stat[paren + 2] != 'X';
+}
+
+// Each figure used to wait the whole limit (60 s by default) for such a
+// gnuplot, one after the other: a report of 11 figures took 11 minutes, one
+// of a study hours, and the wrapper's child was never stopped.
+TEST(ReportFigures, AGnuplotThatHangsOnAFigureStopsTheFiguresAndLeavesNothingRunning) {
+    scratch tmp;
+    std::vector<run_record> runs = {read_run(finished_run(tmp.path(), "a", "e5m2_short", "e5m2", 1, 2.5))};
+    report_options o;
+    o.out_dir = tmp.path() / "out";
+    o.gnuplot = gnuplot_hanging_on_figures(tmp.path()).string();
+    o.gnuplot_timeout = 0.5;
+    const report_output out = write_report(runs, o);
+    EXPECT_EQ(out.figures, 0u);
+    EXPECT_TRUE(out.gnuplot_timed_out);
+    EXPECT_EQ(read(tmp.path() / "calls"), "loss-e5m2_short.gp\n");  // the first figure, and no other
+    const std::string why = "gnuplot did not finish loss-e5m2_short.gp within 0.5 s (killed)";
+    EXPECT_EQ(out.figures_missing.rfind(why + "; the ", 0), 0u) << out.figures_missing;
+    const std::string md = read(out.markdown);
+    EXPECT_CONTAINS(md, "- not drawn: loss-e5m2_short: " + why + "\n- not drawn: the ");
+    EXPECT_CONTAINS(md, " figures after it (not tried once gnuplot had run past its time limit)\n");
+    // The wrapper's child was killed with it.
+    std::istringstream children(read(tmp.path() / "children"));
+    std::string pid;
+    size_t seen = 0;
+    while (std::getline(children, pid)) {
+        ++seen;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (running(pid) && std::chrono::steady_clock::now() < deadline) ::usleep(10000);
+        EXPECT_FALSE(running(pid)) << "the gnuplot wrapper's child " << pid << " outlived the report";
+        if (running(pid)) ::kill(std::stoi(pid), SIGKILL);
+    }
+    EXPECT_EQ(seen, 1u);
+}
+
 TEST(ReportFigures, AFailingGnuplotIsALineInTheReport) {
     scratch tmp;
     // A "gnuplot" that has terminals but fails every script.
@@ -1219,6 +1274,29 @@ TEST(ReportCli, MissingGnuplotIsAnErrorUnlessNoFiguresWereAskedFor) {
     EXPECT_TRUE(fs::exists(out / "report.md"));
     r = host("report " + a.string() + " -o " + out.string() + " --gnuplot " + missing + " --no-figures");
     EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+TEST(ReportCli, AGnuplotThatHangsIsAnErrorNamingTheFigureAndTheLimit) {
+    scratch tmp;
+    const fs::path a = finished_run(tmp.path(), "e5m2-s1", "e5m2_short", "e5m2", 1, 2.5);
+    const fs::path out = tmp.path() / "rep";
+    const std::string fake = gnuplot_hanging_on_figures(tmp.path()).string();
+    result r = host("report " + a.string() + " -o " + out.string() + " --gnuplot " + fake +
+                    " --gnuplot-timeout 0.5");
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_CONTAINS(r.out,
+                    "altgrad-host: error: figures: gnuplot did not finish loss-e5m2_short.gp within 0.5 s "
+                    "(killed); the ");
+    EXPECT_CONTAINS(r.out, "the report is written without them (--gnuplot-timeout sets the limit)\n");
+    EXPECT_TRUE(fs::exists(out / "report.md"));
+    for (const char* bad : {"0", "-1", "inf", "nan", "soon"}) {
+        r = host("report " + a.string() + " -o " + out.string() + " --gnuplot-timeout " + bad);
+        EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.out;
+        EXPECT_CONTAINS(r.out, "--gnuplot-timeout");
+    }
+    std::istringstream children(read(tmp.path() / "children"));
+    for (std::string pid; std::getline(children, pid);)
+        if (running(pid)) ::kill(std::stoi(pid), SIGKILL);
 }
 
 TEST(ReportCli, DefaultFolderIsReportInTheCurrentDirectory) {

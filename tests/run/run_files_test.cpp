@@ -10,6 +10,8 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <boost/crc.hpp>
+#include <nlohmann/json.hpp>
 
 #include "run/files.hpp"
 #include "run/supervise.hpp"
@@ -192,6 +194,23 @@ TEST(Metrics, ANumberBeyondDoubleIsABadLine) {
     EXPECT_EQ(step_of(m.lines[0]), 1);
     ASSERT_EQ(m.problems.size(), 1u);
     EXPECT_EQ(m.problems[0], "metrics.jsonl: line 1: not JSON, number overflow parsing '1e400' (skipped)");
+}
+
+// NaN and Infinity are not JSON (the host writes a non-finite number as null;
+// Python's json.dumps writes them): such a line is a bad line, as Python's
+// read_run refuses it too (tests/python/test_runs.py).
+TEST(Metrics, NonFiniteLiteralsAreBadLines) {
+    const metrics_contents m = parse_metrics(
+        "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":0,\"val_loss\":NaN}\n"
+        "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":1,\"val_loss\":Infinity}\n"
+        "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":2,\"val_loss\":-Infinity}\n"
+        "{\"kind\":\"val\",\"run_id\":\"r\",\"step\":3,\"val_loss\":null}\n");
+    ASSERT_EQ(m.lines.size(), 1u);
+    EXPECT_EQ(step_of(m.lines[0]), 3);
+    ASSERT_EQ(m.problems.size(), 3u);
+    for (size_t k = 0; k < 3; ++k)
+        EXPECT_EQ(m.problems[k].rfind("metrics.jsonl: line " + std::to_string(k + 1) + ": not JSON, ", 0), 0u)
+            << m.problems[k];
 }
 
 TEST(Metrics, TruncateKeepsTheStepsUpToTheCheckpoint) {
@@ -443,9 +462,9 @@ TEST(CheckpointState, DamageIsRefusedNamingTheFileAndKey) {
         write(file, t);
         return error_of([&] { read_checkpoint_state(tmp.path()); });
     };
-    EXPECT_EQ(with("\"layout\": 2", "\"layout\": 3"),
+    EXPECT_EQ(with("\"layout\": 3", "\"layout\": 4"),
               file.string() +
-                  ": key 'layout': 3 is not this host's 2 (written by another version of altgrad-host)");
+                  ": key 'layout': 4 is not this host's 3 (written by another version of altgrad-host)");
     EXPECT_EQ(with("\"scale\": 0.0078125", "\"scale\": \"big\""),
               file.string() + ": key 'sites[0].scale': expected a number, \"nan\", \"inf\" or \"-inf\"");
     EXPECT_EQ(with("\"window_loss_n\": 3", "\"window_loss_n\": -3.5"),
@@ -460,13 +479,60 @@ TEST(CheckpointState, DamageIsRefusedNamingTheFileAndKey) {
     EXPECT_EQ(error_of([&] { read_checkpoint_state(tmp.path()); }), file.string() + ": cannot read");
 }
 
+// state.json's own CRC-32 as docs/training.md defines it: of the document
+// without "state_crc32", written compactly by nlohmann-json in the file's key order.
+uint64_t documented_crc(nlohmann::ordered_json j) {
+    j.erase("state_crc32");
+    const std::string text = j.dump();
+    boost::crc_32_type crc;
+    crc.process_bytes(text.data(), text.size());
+    return crc.checksum();
+}
+
+// The file list's CRC-32s cover every other file of a checkpoint; nothing
+// covered state.json itself, so a format edited by hand (e4m3 for e5m2)
+// resumed silently. It records its own CRC-32 now.
+TEST(CheckpointState, ItsOwnCrc32RefusesAnEditedFile) {
+    scratch tmp;
+    write_checkpoint_state(tmp.path(), a_state());
+    const fs::path file = state_file(tmp.path());
+    const std::string good = read(file);
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(good);
+    ASSERT_TRUE(j.contains("state_crc32")) << good;
+    EXPECT_EQ(j["state_crc32"].get<uint64_t>(), documented_crc(j));
+    // Re-indented by another tool: the same document, still read.
+    write(file, j.dump(4));
+    EXPECT_EQ(read_checkpoint_state(tmp.path()).sites[0].format, "e4m3");
+
+    // The site's format edited by hand.
+    std::string edited = good;
+    edited.replace(edited.find("\"format\": \"e4m3\""), 16, "\"format\": \"e5m2\"");
+    write(file, edited);
+    EXPECT_EQ(error_of([&] { read_checkpoint_state(tmp.path()); }),
+              file.string() + ": key 'state_crc32': " + std::to_string(j["state_crc32"].get<uint64_t>()) +
+                  ", but the file's contents give " +
+                  std::to_string(documented_crc(nlohmann::ordered_json::parse(edited))) +
+                  " (state.json was damaged or edited by hand)");
+    // Taken away: refused too (this layout has it).
+    nlohmann::ordered_json without = j;
+    without.erase("state_crc32");
+    write(file, without.dump(1));
+    EXPECT_EQ(error_of([&] { read_checkpoint_state(tmp.path()); }),
+              file.string() + ": key 'state_crc32': missing");
+    // A checkpoint of a host before it (layout 2, no state_crc32) is still read.
+    without["layout"] = 2;
+    without["sites"][0]["format"] = "e5m2";
+    write(file, without.dump(1));
+    EXPECT_EQ(read_checkpoint_state(tmp.path()).sites[0].format, "e5m2");
+}
+
 // Layout 1 (hosts before the metric catalog) kept five values per trend row,
 // the bit stall of all weights as bit_stall_rate: a resume still reads it.
 TEST(CheckpointState, Layout1TrendRowsAreRead) {
     scratch tmp;
     write_checkpoint_state(tmp.path(), a_state());
     std::string text = read(state_file(tmp.path()));
-    text.replace(text.find("\"layout\": 2"), 11, "\"layout\": 1");
+    text.replace(text.find("\"layout\": 3"), 11, "\"layout\": 1");
     text.replace(text.find("\"bit_stall\": 0.25"), 11, "\"bit_stall_rate\"");
     write(state_file(tmp.path()), text);
     const checkpoint_state s = read_checkpoint_state(tmp.path());

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <sstream>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <boost/crc.hpp>
 #include <nlohmann/json.hpp>
 
 #include "run/files.hpp"
@@ -137,6 +139,20 @@ std::vector<std::string> comparable_metrics(const fs::path& run_dir) {
         out.push_back(line);
     }
     return out;
+}
+
+// A checkpoint's state.json changed by `edit`, its own CRC-32 made to match as
+// docs/training.md defines it (of the document without "state_crc32", written
+// compactly in the file's key order): an edit meant, not damage.
+void rewrite_state(const fs::path& file, const std::function<void(nlohmann::ordered_json&)>& edit) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(std::ifstream(file));
+    edit(j);
+    j.erase("state_crc32");
+    const std::string text = j.dump();
+    boost::crc_32_type crc;
+    crc.process_bytes(text.data(), text.size());
+    j["state_crc32"] = crc.checksum();
+    std::ofstream(file) << j.dump(1);
 }
 
 // The report shows, for every run, whatever its diagnostics declared: a run
@@ -414,7 +430,7 @@ TEST(Run, AResumedRunsSummaryCountsTheTimeBeforeTheResume) {
     const fs::path whole = s.path / "whole";
     ASSERT_EQ(run("run " + cfg.string() + " --out " + whole.string()).exit_code, 0);
     const fs::path step4 = fs::path("checkpoints") / "step_0000004" / "state.json";
-    nlohmann::json state = nlohmann::json::parse(std::ifstream(whole / step4));
+    const nlohmann::ordered_json state = nlohmann::ordered_json::parse(std::ifstream(whole / step4));
     const run_files::summary_record w = run_files::read_summary(whole / "summary.json");
     // Step 4's checkpoint was written a third of the way through.
     EXPECT_GT(state["history"]["elapsed_seconds"].get<double>(), 0.0);
@@ -424,15 +440,13 @@ TEST(Run, AResumedRunsSummaryCountsTheTimeBeforeTheResume) {
 
     // The run as if it had stopped after its step-4 checkpoint, written once
     // 1000 s (500 s of CPU) had gone by in earlier processes.
-    const auto stopped_after_step4 = [&](const fs::path& dir, const nlohmann::json& history) {
+    const auto stopped_after_step4 = [&](const fs::path& dir, const nlohmann::ordered_json& history) {
         fs::copy(whole, dir, fs::copy_options::recursive);
         fs::remove_all(dir / "checkpoints" / "step_0000008");
         fs::remove_all(dir / "checkpoints" / "step_0000012");
-        nlohmann::json edited = state;
-        edited["history"] = history;
-        std::ofstream(dir / step4) << edited.dump();
+        rewrite_state(dir / step4, [&](nlohmann::ordered_json& j) { j["history"] = history; });
     };
-    nlohmann::json history = state["history"];
+    nlohmann::ordered_json history = state["history"];
     history["elapsed_seconds"] = 1000.0;
     history["elapsed_cpu_seconds"] = 500.0;
     const fs::path resumed = s.path / "resumed";
@@ -1049,9 +1063,7 @@ TEST(Resume, ADamagedCheckpointIsRefusedNamingTheFileAndFallbackResumesFromTheIn
     }
     // A state.json about another step; then a damaged model with --fallback: step 8 is intact.
     const std::string state = file_text(last / "state.json");
-    std::string moved = state;
-    moved.replace(moved.find("\"step\": 12"), 10, "\"step\": 13");
-    std::ofstream(last / "state.json") << moved;
+    rewrite_state(last / "state.json", [](nlohmann::ordered_json& j) { j["step"] = 13; });
     const run_result wrong_step = run("run --resume " + out.string());
     EXPECT_EQ(wrong_step.exit_code, 1);
     EXPECT_TRUE(has(wrong_step.out, "state.json: key 'step': 13, but the folder is step_0000012"))
@@ -1063,6 +1075,128 @@ TEST(Resume, ADamagedCheckpointIsRefusedNamingTheFileAndFallbackResumesFromTheIn
     EXPECT_TRUE(has(r.out, "--fallback: skipping step_0000012: ")) << r.out;
     EXPECT_TRUE(has(r.out, "at step 8")) << r.out;
     EXPECT_EQ(comparable_metrics(out), whole);  // steps 9..12 again, the same bits
+}
+
+// state.json records the CRC-32 of every other file of its checkpoint, but
+// nothing covered state.json itself: a site's format edited by hand (e4m3 for
+// e5m2) resumed silently in the edited format. Its own CRC-32 refuses the
+// edit; made to match, the format is still one the run cannot have reached.
+TEST(Resume, AFormatEditedByHandInStateJsonIsRefusedAndFallbackSkipsIt) {
+    scratch s;
+    const fs::path whole = s.path / "whole";
+    ASSERT_EQ(run("run " + s.config("tiny").string() + " --out " + whole.string()).exit_code, 0);
+    const std::vector<std::string> metrics = comparable_metrics(whole);
+    const fs::path state12 = fs::path("checkpoints") / "step_0000012" / "state.json";
+    const auto copy_of_whole = [&](const std::string& name) {
+        fs::copy(whole, s.path / name, fs::copy_options::recursive);
+        return s.path / name;
+    };
+    // Edited as text: the first site, blocks.0.attn.qkv.weight.
+    const fs::path edited = copy_of_whole("edited");
+    std::string text = file_text(edited / state12);
+    text.replace(text.find("\"format\": \"e5m2\""), 16, "\"format\": \"e4m3\"");
+    std::ofstream(edited / state12) << text;
+    run_result r = run("run --resume " + edited.string());
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_TRUE(has(r.out, "altgrad-host: error: " + (edited / state12).string() + ": key 'state_crc32': "))
+        << r.out;
+    EXPECT_TRUE(has(r.out, "(state.json was damaged or edited by hand); `run --resume " + edited.string() +
+                               " --fallback` resumes from the newest intact earlier checkpoint instead"))
+        << r.out;
+    r = run("run --resume " + edited.string() + " --fallback");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_TRUE(has(r.out, "--fallback: skipping step_0000012: ")) << r.out;
+    EXPECT_TRUE(has(r.out, "at step 8")) << r.out;
+    EXPECT_EQ(comparable_metrics(edited), metrics);
+
+    // A checkpoint of a host before the check (layout 2, no state_crc32) still resumes, and says so.
+    const fs::path older = copy_of_whole("older");
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(std::ifstream(older / state12));
+    j["layout"] = 2;
+    j.erase("state_crc32");
+    std::ofstream(older / state12) << j.dump(1);
+    r = run("run --resume " + older.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_TRUE(has(r.out, "note: " + (older / state12).string() +
+                               " records no CRC-32 of itself (a checkpoint of a host before it): its values "
+                               "are taken as written"))
+        << r.out;
+    EXPECT_EQ(comparable_metrics(older), metrics);
+
+    // The same edit with a matching CRC-32: no config or switch gives e4m3.
+    const fs::path forged = copy_of_whole("forged");
+    rewrite_state(forged / state12, [](nlohmann::ordered_json& j) { j["sites"][0]["format"] = "e4m3"; });
+    r = run("run --resume " + forged.string());
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_TRUE(has(r.out, "altgrad-host: error: " + (forged / state12).string() +
+                               ": key 'sites[0].format': \"e4m3\", but the run's config (config.toml and "
+                               "--set) makes blocks.0.attn.qkv.weight \"e5m2\" and key 'history.switches' "
+                               "records no switch of it (edited by hand?)"))
+        << r.out;
+    r = run("run --resume " + forged.string() + " --fallback");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_TRUE(has(r.out, "--fallback: skipping step_0000012: ")) << r.out;
+    EXPECT_EQ(comparable_metrics(forged), metrics);
+    // A format given on resume is refused the same way (the checkpoint's would silently win).
+    r = run("run --resume " + whole.string() + " --set quantization.weight_format=e4m3");
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_TRUE(has(r.out,
+                    ": key 'sites[0].format': \"e5m2\", but the run's config (config.toml and --set) "
+                    "makes blocks.0.attn.qkv.weight \"e4m3\""))
+        << r.out;
+}
+
+// A format an intervention switched resumes: mantissa_shift moves every E1M6
+// activation to E3M4 at step 3, and a run resumed from its step-8 checkpoint
+// ends as the uninterrupted one. Set back to E1M6 by hand, the checkpoint is
+// refused: the switch the history records says E3M4.
+TEST(Resume, AFormatAnInterventionSwitchedResumesAndOneEditedBackIsRefused) {
+    scratch s;
+    const fs::path cfg =
+        s.config("shift", "overflow = \"nonfinite\"\nscaling = \"none\"\nactivation_format = \"e1m6\"\n",
+                 "keep_checkpoints = 5\n[stability]\ninterventions = [\"mantissa_shift\"]\n");
+    const fs::path whole = s.path / "whole", resumed = s.path / "resumed";
+    ASSERT_EQ(run("run " + cfg.string() + " --out " + whole.string()).exit_code, 0);
+    fs::copy(whole, resumed, fs::copy_options::recursive);
+    fs::remove_all(resumed / "checkpoints" / "step_0000012");
+    const fs::path state8 = resumed / "checkpoints" / "step_0000008" / "state.json";
+    const nlohmann::ordered_json state = nlohmann::ordered_json::parse(std::ifstream(state8));
+    ASSERT_EQ(state["sites"][1]["name"], "blocks.0.attn.qkv.input");
+    ASSERT_EQ(state["sites"][1]["format"], "e3m4");
+    size_t switch_of_site1 = 0;
+    while (switch_of_site1 < state["history"]["switches"].size() &&
+           state["history"]["switches"][switch_of_site1]["tensor"] != "blocks.0.attn.qkv.input")
+        ++switch_of_site1;
+    ASSERT_LT(switch_of_site1, state["history"]["switches"].size());
+    const fs::path untouched = s.path / "untouched";
+    fs::copy(resumed, untouched, fs::copy_options::recursive);
+
+    run_result r = run("run --resume " + resumed.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_TRUE(has(r.out, "at step 8")) << r.out;
+    EXPECT_EQ(comparable_metrics(resumed), comparable_metrics(whole));
+
+    rewrite_state(untouched / "checkpoints" / "step_0000008" / "state.json",
+                  [](nlohmann::ordered_json& j) { j["sites"][1]["format"] = "e1m6"; });
+    r = run("run --resume " + untouched.string());
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_TRUE(has(r.out,
+                    "step_0000008/state.json: key 'sites[1].format': \"e1m6\", but mantissa_shift "
+                    "switched blocks.0.attn.qkv.input to \"e3m4\" at step 3 (key 'history.switches[" +
+                        std::to_string(switch_of_site1) + "]'), its last switch (edited by hand?)"))
+        << r.out;
+    // A switch from a format the tensor did not have then is no switch the run made.
+    rewrite_state(untouched / "checkpoints" / "step_0000008" / "state.json", [&](nlohmann::ordered_json& j) {
+        j["sites"][1]["format"] = "e3m4";
+        j["history"]["switches"][switch_of_site1]["from"] = "e5m2";
+    });
+    r = run("run --resume " + untouched.string());
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    EXPECT_TRUE(has(r.out, "step_0000008/state.json: key 'history.switches[" +
+                               std::to_string(switch_of_site1) +
+                               "].from': \"e5m2\", but before that switch the run's config (config.toml and "
+                               "--set) makes blocks.0.attn.qkv.input \"e1m6\" (edited by hand?)"))
+        << r.out;
 }
 
 TEST(Resume, AMissingMetricsFileIsRefused) {

@@ -4,6 +4,20 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 
+# JSON has no NaN or Infinity (the host writes a non-finite number as null), but Python's json reads
+# them: refused here, as the host's reader refuses them (docs/training.md).
+def _not_json(literal):
+    raise ValueError(f"{literal} is not JSON: a non-finite number is written null")
+
+
+def _json_of(text):
+    return json.loads(text, parse_constant=_not_json)
+
+
+def _why(e):
+    return e.msg if isinstance(e, json.JSONDecodeError) else str(e)
+
+
 # Lines written before metrics carried "kind", told apart by their keys as `report` does.
 def _kind_of(record):
     if "kind" in record:
@@ -66,10 +80,10 @@ def read_run(run_dir):
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
+                record = _json_of(line)
+            except ValueError as e:
                 # The last line of a run killed while writing may be cut short.
-                raise ValueError(f"{metrics_path}:{number}: not a JSON line ({e.msg})") from None
+                raise ValueError(f"{metrics_path}:{number}: not a JSON line ({_why(e)})") from None
             by_kind.setdefault(_kind_of(record), []).append(record)
     # JSON has no NaN: a non-finite number was written null, read back as NaN.
     metrics = {kind: pd.json_normalize(records) for kind, records in by_kind.items()}
@@ -77,7 +91,10 @@ def read_run(run_dir):
     summary_path = os.path.join(run_dir, "summary.json")
     if os.path.isfile(summary_path):
         with open(summary_path, encoding="utf-8") as f:
-            summary = json.load(f)
+            try:
+                summary = _json_of(f.read())
+            except ValueError as e:
+                raise ValueError(f"{summary_path}: not valid JSON ({_why(e)})") from None
     config = {}
     config_path = os.path.join(run_dir, "config.toml")
     if os.path.isfile(config_path):

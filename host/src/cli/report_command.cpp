@@ -4,6 +4,7 @@
 // hypotheses file, a folder where a run's file belongs, or when the report
 // cannot be written. Damaged runs are lines in the report, not errors.
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -12,6 +13,7 @@
 #include "report/run_record.hpp"
 #include "sweep/run_state.hpp"
 #include "util/error.hpp"
+#include "util/numbers.hpp"
 
 namespace altgrad::host::cli {
 
@@ -67,6 +69,8 @@ int report_command(const context&, const args& a) {
         "configs/hypotheses/seeds.toml)")("gnuplot",
                                           po::value<std::string>(&o.gnuplot)->default_value("gnuplot"),
                                           "the gnuplot program that draws the figures")(
+        "gnuplot-timeout", po::value<double>(&o.gnuplot_timeout)->default_value(60),
+        "seconds gnuplot may take over one figure; then it is killed and the figures left are not drawn")(
         "baseline", po::value<std::string>(&o.baseline)->default_value(rep::kDefaultBaseline),
         "the config (its name) every group is compared with; several groups of it: each group with the one "
         "that shares the most of its settings")("no-figures", "write the report without figures");
@@ -78,15 +82,18 @@ int report_command(const context&, const args& a) {
     const command_help help{
         "report",
         {"report RUN_DIR... [-o OUT_DIR] [--baseline CONFIG] [--hypotheses FILE] [--gnuplot PROGRAM] "
-         "[--no-figures]"},
+         "[--gnuplot-timeout SECONDS] [--no-figures]"},
         "altgrad-host report runs/e5m2_short runs/bf16_baseline -o report",
         {{0, "the report was written (damaged runs are notes in it, not errors)"},
          {1,
           "an error: a bad hypotheses file, a folder in place of a run's file, the report folder cannot be "
-          "written, or figures were asked for and gnuplot cannot draw them (the report is written without "
-          "them)"}}};
+          "written, or figures were asked for and gnuplot cannot draw them or runs past --gnuplot-timeout "
+          "(the report is written without them)"}}};
     if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
     if (dirs.empty()) throw usage_error("report: give one or more run directories");
+    if (!(o.gnuplot_timeout > 0 && std::isfinite(o.gnuplot_timeout)))
+        throw usage_error("report: --gnuplot-timeout " + shortest_decimal(o.gnuplot_timeout) +
+                          ": expected a number of seconds > 0");
     o.out_dir = out_dir;
     o.figures = vm.count("no-figures") == 0;
 
@@ -108,6 +115,11 @@ int report_command(const context&, const args& a) {
         // The figures were asked for: a report silently without them would pass for a complete one.
         std::cerr << "altgrad-host: error: no figures: " << out.figures_missing
                   << "; the report is written without them (--no-figures asks for none)\n";
+        return 1;
+    }
+    if (out.gnuplot_timed_out) {
+        std::cerr << "altgrad-host: error: figures: " << out.figures_missing
+                  << "; the report is written without them (--gnuplot-timeout sets the limit)\n";
         return 1;
     }
     if (!out.figures_missing.empty()) std::cout << "figures: " << out.figures_missing << "\n";

@@ -27,7 +27,9 @@ int run_program(const std::vector<std::string>& argv, const fs::path& log, doubl
     if (log_fd < 0) return 127;
     pid_t pid = -1;
     try {
-        pid = spawn_process(argv, log_fd, false);
+        // A group of its own: a wrapper script's children are killed with it (they would
+        // otherwise go on drawing, or hanging, after the report); it dies with the report.
+        pid = spawn_process(argv, log_fd, /*die_with_parent=*/true, -1, /*own_group=*/true);
     } catch (const error&) {  // not found, not executable: the caller names the program
         ::close(log_fd);
         return 127;
@@ -41,7 +43,7 @@ int run_program(const std::vector<std::string>& argv, const fs::path& log, doubl
         if (done == pid) break;
         if (done < 0 && errno != EINTR) return 127;
         if (std::chrono::steady_clock::now() > deadline) {
-            kill(pid, SIGKILL);
+            kill(-pid, SIGKILL);  // the group: it and every process it started
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
             return kTimedOut;
         }
@@ -164,6 +166,7 @@ std::string plot_clause(const std::string& data, const series& s) {
 }  // namespace
 
 bool plotter::draw(const figure& f, std::string& image, std::string& why) {
+    timed_out_ = false;
     if (!unavailable().empty()) {
         why = unavailable_;
         return false;
@@ -214,6 +217,7 @@ bool plotter::draw(const figure& f, std::string& image, std::string& why) {
     const fs::path abs_dir = fs::absolute(dir_, ec);
     const int rc =
         run_program({program_, "-e", "cd " + gnuplot_quote(abs_dir.string()), script}, log, timeout_);
+    timed_out_ = rc == kTimedOut;
     if (rc == kTimedOut) {
         why = "gnuplot did not finish " + script + " within " + seconds_text(timeout_) + " (killed)";
         return false;

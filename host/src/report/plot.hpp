@@ -59,20 +59,24 @@ public:
     // Draws `f` into figures_dir/<stem>.<ext>; returns the image's file name,
     // or throws nothing and sets `why` on failure.
     bool draw(const figure& f, std::string& image, std::string& why);
+    // Whether the last draw failed because gnuplot ran past the time limit
+    // (and was killed): the next figure would most likely wait as long.
+    bool timed_out() const { return timed_out_; }
 
 private:
     std::filesystem::path dir_;
     std::string program_;
     double timeout_;
-    bool probed_ = false;
+    bool probed_ = false, timed_out_ = false;
     std::string unavailable_;
     std::string terminal_, extension_;
 };
 
 // Runs `argv` (argv[0] looked up in PATH when it has no '/') with stdin from
-// /dev/null and stdout and stderr into `log`; the exit status, 127 when it
-// could not be started, 128+N when killed by signal N, kTimedOut when it ran
-// past `timeout_seconds` and was killed.
+// /dev/null and stdout and stderr into `log`, in a process group of its own;
+// the exit status, 127 when it could not be started, 128+N when killed by
+// signal N, kTimedOut when it ran past `timeout_seconds` and was killed with
+// SIGKILL, it and every process of its group (a wrapper's children too).
 constexpr int kTimedOut = 1000;
 int run_program(const std::vector<std::string>& argv, const std::filesystem::path& log,
                 double timeout_seconds);

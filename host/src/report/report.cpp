@@ -664,13 +664,24 @@ std::vector<std::string> draw_figures(std::ostream& md, const std::vector<figure
         result.gnuplot_unavailable = true;
         return failures;
     }
-    for (const figure& f : figures) {
+    for (size_t i = 0; i < figures.size(); ++i) {
+        const figure& f = figures[i];
         std::string image, why;
         if (plot.draw(f, image, why)) {
             ++result.figures;
             md << "![" << f.title << "](figures/" << image << ")\n\n";
-        } else {
-            failures.push_back(f.stem + ": " + why);
+            continue;
+        }
+        failures.push_back(f.stem + ": " + why);
+        if (plot.timed_out()) {
+            // Each figure after it would wait the whole limit too: a study's report would take hours.
+            const std::string rest = std::to_string(figures.size() - i - 1);
+            result.gnuplot_timed_out = true;
+            result.figures_missing = why + "; the " + rest + " figures after it were not tried";
+            if (i + 1 < figures.size())
+                failures.push_back("the " + rest +
+                                   " figures after it (not tried once gnuplot had run past its time limit)");
+            return failures;
         }
     }
     if (!failures.empty()) result.figures_missing = std::to_string(failures.size()) + " figure(s) failed";

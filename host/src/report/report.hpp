@@ -22,7 +22,8 @@ inline constexpr const char* kDefaultBaseline = "bf16_baseline";
 struct report_options {
     fs::path out_dir = "report";  // gets report.md and figures/
     std::string gnuplot = "gnuplot";
-    double gnuplot_timeout = 60;  // seconds per gnuplot run; then it is killed and the figure not drawn
+    // Seconds per gnuplot run; then it is killed, and past a figure the rest are not tried.
+    double gnuplot_timeout = 60;
     bool figures = true;
     hypotheses judged;  // the hypotheses section; none: the section says so
     // The config whose groups are the baselines (--baseline): "bf16_baseline" by default, and then,
@@ -35,6 +36,9 @@ struct report_output {
     size_t figures = 0;                // images made
     std::string figures_missing;       // why there are none or fewer, empty when all were made
     bool gnuplot_unavailable = false;  // figures were asked for and gnuplot cannot draw any
+    // gnuplot ran past report_options::gnuplot_timeout on a figure: the figures
+    // after it were not tried, and figures_missing names it and the limit.
+    bool gnuplot_timed_out = false;
 };
 
 // An experiment: runs whose resolved configurations are equal but for the

@@ -209,9 +209,13 @@ struct file_record {
 };
 
 struct checkpoint_state {
-    // state.json's layout; a newer one is refused. 2: the trend's rows hold
-    // every value of their train line (1: five of them, the bit stall as bit_stall_rate).
-    static constexpr int kVersion = 2;
+    // state.json's layout; a newer one is refused. 3: the file records its own
+    // CRC-32 (state_crc32); 2: the trend's rows hold every value of their train
+    // line (1: five of them, the bit stall as bit_stall_rate). 1 and 2 are read.
+    static constexpr int kVersion = 3;
+    // As read: whether state.json's own CRC-32 was there and matched (layout 3;
+    // the older layouts have none, and their contents cannot be checked).
+    bool self_checked = false;
     std::string run_id;
     int64_t step = 0;  // steps done; must equal the folder's step_N
     detector_record detector;

@@ -1,4 +1,6 @@
 // checkpoints/step_N/state.json: everything of a checkpoint that is not a tensor, exactly.
+#include <boost/crc.hpp>
+
 #include "run/files.hpp"
 #include "run/json_io.hpp"
 
@@ -67,6 +69,32 @@ run_history history_from(const fields& f, int64_t layout) {
     return h;
 }
 
+// state.json's own check (layout 3): the CRC-32 of the document without its
+// "state_crc32" key, written compactly by nlohmann-json (no whitespace, keys in
+// the file's order, numbers in their shortest round-trip form), so a file
+// re-indented by another tool still checks, and one edited does not.
+constexpr const char* kOwnCrc = "state_crc32";
+
+uint32_t document_crc(json j) {
+    j.erase(kOwnCrc);
+    const std::string text = j.dump();
+    boost::crc_32_type crc;
+    crc.process_bytes(text.data(), text.size());
+    return crc.checksum();
+}
+
+// Layout 3 on: the recorded CRC-32 must be the document's. Checked after every
+// other key, so damage that breaks a key is named by that key.
+bool check_own_crc(const json& j, const fields& f, int64_t layout) {
+    if (layout < 3) return false;
+    const uint64_t recorded = f.count(kOwnCrc);
+    const uint32_t actual = document_crc(j);
+    if (recorded != actual)
+        throw f.fail(kOwnCrc, std::to_string(recorded) + ", but the file's contents give " +
+                                  std::to_string(actual) + " (state.json was damaged or edited by hand)");
+    return true;
+}
+
 }  // namespace
 
 void write_checkpoint_state(const fs::path& checkpoint, const checkpoint_state& s) {
@@ -89,21 +117,22 @@ void write_checkpoint_state(const fs::path& checkpoint, const checkpoint_state& 
                          {"scale", exact(r.scaling.scale)},
                          {"amax_history", history}});
     }
-    const json j = {{"layout", checkpoint_state::kVersion},
-                    {"run_id", s.run_id},
-                    {"step", s.step},
-                    {"loop",
-                     {{"window_loss_sum", exact(s.detector.window_loss_sum)},
-                      {"window_loss_n", s.detector.window_loss_n}}},
-                    {"failure_detector",
-                     {{"nonfinite", streak(s.detector.nonfinite)},
-                      {"bit_stall", streak(s.detector.bit_stall)},
-                      {"overflow", streak(s.detector.overflow)},
-                      {"vanishing", streak(s.detector.vanishing)},
-                      {"previous_window_loss", exact(s.detector.previous_window_loss)}}},
-                    {"sites", sites},
-                    {"history", history_json(s.history)},
-                    {"files", files}};
+    json j = {{"layout", checkpoint_state::kVersion},
+              {"run_id", s.run_id},
+              {"step", s.step},
+              {"loop",
+               {{"window_loss_sum", exact(s.detector.window_loss_sum)},
+                {"window_loss_n", s.detector.window_loss_n}}},
+              {"failure_detector",
+               {{"nonfinite", streak(s.detector.nonfinite)},
+                {"bit_stall", streak(s.detector.bit_stall)},
+                {"overflow", streak(s.detector.overflow)},
+                {"vanishing", streak(s.detector.vanishing)},
+                {"previous_window_loss", exact(s.detector.previous_window_loss)}}},
+              {"sites", sites},
+              {"history", history_json(s.history)},
+              {"files", files}};
+    j[kOwnCrc] = document_crc(j);  // last: of everything above
     write_file_atomically(state_file(checkpoint), j.dump(1) + "\n");
 }
 
@@ -118,8 +147,9 @@ checkpoint_state parse_checkpoint_state(const std::string& text, const std::stri
     const json j = parse_json_text(text, name);
     const fields f(j, name);
     const int64_t layout = f.integer("layout");
-    // Layout 1 differs only in the trend's rows (history_from reads both).
-    if (layout != checkpoint_state::kVersion && layout != 1)
+    // Layout 1 differs only in the trend's rows (history_from reads both), 2 in
+    // having no state_crc32 (a checkpoint of a host before it: resumable).
+    if (layout != checkpoint_state::kVersion && layout != 2 && layout != 1)
         throw f.fail("layout", std::to_string(layout) + " is not this host's " +
                                    std::to_string(checkpoint_state::kVersion) +
                                    " (written by another version of altgrad-host)");
@@ -168,6 +198,7 @@ checkpoint_state parse_checkpoint_state(const std::string& text, const std::stri
         if (crc > UINT32_MAX) throw r.fail("crc32", "out of range");
         s.files.push_back({path, r.count("bytes"), static_cast<uint32_t>(crc)});
     }
+    s.self_checked = check_own_crc(j, f, layout);
     return s;
 }
 

@@ -78,8 +78,10 @@ void write_checkpoint_files(const fs::path& tmp, const std::string& run_id, int6
 }
 
 // The checkpoint `ref` checked whole: state.json readable and about this
-// folder, every other file as state.json recorded it.
-run::checkpoint_state verified_state(const run::checkpoint_ref& ref, const fs::path& run_dir) {
+// folder, every other file as state.json recorded it, and its sites those of
+// the plan (its formats still the config's), in formats the run can have reached.
+run::checkpoint_state verified_state(const run::checkpoint_ref& ref, const fs::path& run_dir,
+                                     const quant_plan& plan, format_library& formats) {
     if (ref.legacy)
         throw error(ref.dir.string() +
                     ": a checkpoint of an older altgrad-host (state.toml, not state.json): finish "
@@ -91,6 +93,7 @@ run::checkpoint_state verified_state(const run::checkpoint_ref& ref, const fs::p
                     ", but the folder is " + ref.dir.filename().string() +
                     " (a checkpoint moved or edited by hand?)");
     run::verify_checkpoint_files(ref.dir, state.files);
+    check_sites(plan, state.sites, state.history.switches, formats, run::state_file(ref.dir).string());
     return state;
 }
 
@@ -125,7 +128,7 @@ resumed load_latest_checkpoint(const fs::path& run_dir, const checkpointed& c, f
     const run::checkpoint_ref* ref = nullptr;
     for (auto it = all.rbegin(); it != all.rend() && !state; ++it) {
         try {
-            state = verified_state(*it, run_dir);
+            state = verified_state(*it, run_dir, c.plan, formats);
             ref = &*it;
         } catch (const error& e) {
             const bool older = std::next(it) != all.rend();
@@ -141,11 +144,15 @@ resumed load_latest_checkpoint(const fs::path& run_dir, const checkpointed& c, f
     if (!state)
         throw error("--resume " + run_dir.string() + " --fallback: no intact checkpoint in checkpoints/");
     const fs::path& dir = ref->dir;
+    if (!state->self_checked)
+        log << "note: " << run::state_file(dir).string()
+            << " records no CRC-32 of itself (a checkpoint of a host before it): its values are taken as "
+               "written\n";
     torch::load(c.model, (dir / "model.pt").string());
     torch::load(c.optimizer, (dir / "optimizer.pt").string());
     load_generator(torch::Device(torch::kCPU), dir / "rng.pt");
     if (c.device.is_cuda() && fs::exists(dir / "rng_cuda.pt")) load_generator(c.device, dir / "rng_cuda.pt");
-    restore_sites(c.plan, state->sites, formats, run::state_file(dir).string());
+    restore_sites(c.plan, state->sites, formats);
     {
         std::vector<torch::Tensor> snaps;
         torch::load(snaps, (dir / "bit_stall.pt").string());

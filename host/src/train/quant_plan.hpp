@@ -130,6 +130,10 @@ public:
     const quant::scale_grid& scale_format(const std::string& name);
     // The fp32 plugin itself: the format diagnostics see for float32 tensors.
     std::shared_ptr<const format_handle> fp32() { return load("fp32"); }
+    // The plugin's own name of format `name` (an alias resolved: "float8_e5m2"
+    // is "e5m2"); `name` itself when no format plugin is called that. Reads
+    // manifests only.
+    std::string own_name(const std::string& name);
 
 private:
     std::shared_ptr<const format_handle> load(const std::string& name);
@@ -160,11 +164,20 @@ void assign_formats(quant_plan& plan, const config::run_config& c, format_librar
 std::vector<run::format_switch> switch_formats(quant_plan& plan, const std::string& pattern,
                                                const std::string& to, format_library& formats);
 
-// Each site's format, scaling and bit-stall rate, for checkpoints, and back:
-// restore_sites refuses (host::error naming `where`) a list that does not
-// name the plan's sites in order.
+// Each site's format, scaling and bit-stall rate, for checkpoints, and back.
 std::vector<run::site_record> site_records(const quant_plan& plan);
-void restore_sites(quant_plan& plan, const std::vector<run::site_record>& records, format_library& formats,
-                   const std::string& where);
+
+// Refuses (host::error naming `where`, a checkpoint's state.json, and the key)
+// records that do not name the plan's sites in order, or give a site a format
+// the run cannot have reached: with the plan's formats freshly assigned from
+// the run's config, each site's format must be its config's, or the `to` of
+// the last of the format switches `switches` records for it, each of which
+// must switch from the format before it. What an intervention did is thus
+// resumed; a format edited by hand (or changed by --set on resume) is not.
+void check_sites(const quant_plan& plan, const std::vector<run::site_record>& records,
+                 const std::vector<run::format_switch>& switches, format_library& formats,
+                 const std::string& where);
+// Restores records check_sites accepted.
+void restore_sites(quant_plan& plan, const std::vector<run::site_record>& records, format_library& formats);
 
 }  // namespace altgrad::host::train

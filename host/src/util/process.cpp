@@ -13,7 +13,8 @@
 
 namespace altgrad::host {
 
-int spawn_process(const std::vector<std::string>& argv, int output_fd, bool die_with_parent, int keep_fd) {
+int spawn_process(const std::vector<std::string>& argv, int output_fd, bool die_with_parent, int keep_fd,
+                  bool own_group) {
     if (argv.empty()) throw error("spawn: no program");
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -31,6 +32,7 @@ int spawn_process(const std::vector<std::string>& argv, int output_fd, bool die_
     }
     if (pid == 0) {
         ::close(report[0]);
+        if (own_group) ::setpgid(0, 0);
         if (die_with_parent) {
             ::prctl(PR_SET_PDEATHSIG, SIGTERM);
             if (::getppid() != parent) ::_exit(127);  // the parent is already gone
@@ -50,6 +52,7 @@ int spawn_process(const std::vector<std::string>& argv, int output_fd, bool die_
         ::_exit(127);
     }
     ::close(report[1]);
+    if (own_group) ::setpgid(pid, pid);  // as the child does: whichever runs first (EACCES after its exec)
     int e = 0;
     ssize_t n;
     while ((n = ::read(report[0], &e, sizeof e)) < 0 && errno == EINTR) {}
