@@ -125,6 +125,7 @@ public:
         });
         read_rules(section_table(doc, "quantization"), c.quantization);
         read_role_tables(section_table(doc, "quantization"), c.quantization);
+        read_products(section_table(doc, "quantization"), c.quantization);
         read_format_params(section_table(doc, "quantization"), c.quantization);
         for (const plugin_list& l : plugin_lists(c)) read_plugin_list(doc, l);
 
@@ -189,6 +190,8 @@ private:
         if (section_name == kQuantizationParamsKey) first = "NAME.KEY";
         for (const role_table& r : role_tables())
             if (section_name == r.key()) first = "granularity";
+        for (size_t p = 0; p < kProducts; ++p)
+            if (section_name == product_key(static_cast<product_kind>(p))) first = kAccumulatorKey;
         for_each_section([&](const auto& s) {
             if (section_name == s.name && !s.fields.empty()) first = s.fields.front().key;
         });
@@ -218,7 +221,7 @@ private:
                 const std::string key2 = key + "." + std::string(k2.str());
                 if (known_keys().count(key2) == 0)
                     fail(key2, "unknown key (a typo?)" + suggestion(key2, candidates));
-                if (!is_role_table(key2)) continue;
+                if (!is_subtable(key2)) continue;
                 if (!v2.is_table()) fail(key2, "expected a table ([" + key2 + "]), got " + describe(v2));
                 for (auto&& [k3, v3] : *v2.as_table()) {
                     const std::string key3 = key2 + "." + std::string(k3.str());
@@ -229,10 +232,80 @@ private:
         }
     }
 
-    static bool is_role_table(const std::string& key) {
+    // The tables inside [quantization]: the role and the product tables.
+    static bool is_subtable(const std::string& key) {
         for (const role_table& r : role_tables())
             if (key == r.key()) return true;
+        for (size_t p = 0; p < kProducts; ++p)
+            if (key == product_key(static_cast<product_kind>(p))) return true;
         return false;
+    }
+
+    // [quantization.forward] etc.: each product's accumulator (--set too).
+    void read_products(const toml::table* q, quantization_config& out) const {
+        for (size_t p = 0; p < kProducts; ++p) {
+            const std::string key = product_key(static_cast<product_kind>(p));
+            const toml::node* t = q == nullptr ? nullptr : q->get(leaf_of(key));
+            const std::string akey = key + "." + kAccumulatorKey;
+            if (const toml::node* n = get(t == nullptr ? nullptr : t->as_table(), akey))
+                out.products[p].accumulator = read_accumulator(*n, akey);
+        }
+    }
+
+    // An accumulator: "none", or { format = ..., params = {...}, rounding, mma_depth, promote_every }.
+    accumulator_config read_accumulator(const toml::node& n, const std::string& key) const {
+        accumulator_config a;
+        if (n.is_string() && n.as_string()->get() == "none") return a;
+        const toml::table* t = n.as_table();
+        if (t == nullptr)
+            fail(key,
+                 "expected an accumulator ({ format = \"fp16\", rounding = \"toward-zero\", mma_depth = 32, "
+                 "promote_every = 128 }) or \"none\", got " +
+                     describe(n));
+        std::vector<std::string> candidates{key + ".params"};
+        for (const auto& f : accumulator_fields()) candidates.push_back(key + "." + f.key);
+        for (auto&& [k, v] : *t) {
+            const std::string sub = key + "." + std::string(k.str());
+            if (std::find(candidates.begin(), candidates.end(), sub) == candidates.end())
+                fail(sub, "unknown key (a typo?)" + suggestion(sub, candidates));
+        }
+        if (t->get("format") == nullptr)
+            fail(key + ".format", "missing (the accumulator's format plugin, e.g. format = \"fp16\")");
+        for (const auto& f : accumulator_fields())
+            if (const toml::node* v = t->get(f.key)) read_field(f, *v, a, key + "." + f.key);
+        if (a.rounding == ALTGRAD_ROUND_STOCHASTIC)
+            fail(
+                key + ".rounding",
+                "expected nearest or toward-zero (a stochastically rounded accumulator is not modelled), got "
+                "\"stochastic\"");
+        if (const toml::node* p = t->get("params")) {
+            if (!p->is_table()) fail(key + ".params", "expected a table of parameters, got " + describe(*p));
+            for (auto&& [k, v] : *p->as_table()) {
+                const std::optional<std::string> text = param_text(v);
+                if (!text)
+                    fail(key + ".params." + std::string(k.str()),
+                         "expected a string, number or boolean, got " + describe(v));
+                a.params[std::string(k.str())] = *text;
+            }
+        }
+        return a;
+    }
+
+    // A rule's forward = { accumulator = ... } (and the other products).
+    void read_rule_products(const toml::table& rule, const std::string& key, product_configs& out) const {
+        for (size_t p = 0; p < kProducts; ++p) {
+            const std::string name = product_names().name(static_cast<product_kind>(p));
+            const toml::node* n = rule.get(name);
+            if (n == nullptr) continue;
+            const std::string pkey = key + "." + name, akey = pkey + "." + kAccumulatorKey;
+            if (!n->is_table()) fail(pkey, "expected a table ({ accumulator = {...} }), got " + describe(*n));
+            for (auto&& [k, v] : *n->as_table())
+                if (std::string(k.str()) != kAccumulatorKey)
+                    fail(pkey + "." + std::string(k.str()),
+                         "unknown key (a typo?); did you mean '" + akey + "'?");
+            if (const toml::node* a = n->as_table()->get(kAccumulatorKey))
+                out[p].accumulator = read_accumulator(*a, akey);
+        }
     }
 
     // [quantization.weight] etc.: the keys each gives, over quantization's own.
@@ -357,7 +430,8 @@ private:
                     f.member);
                 break;
             case kind::format: out.*std::get<std::string S::*>(f.member) = format_name(n, key); break;
-            case kind::names: break;  // plugin lists have a reader of their own
+            case kind::names:               // plugin lists have a reader of their own
+            case kind::accumulator: break;  // so do accumulators
         }
     }
 
@@ -478,10 +552,14 @@ private:
                     set_override(f.key, scratch, rule.scaling);
                 }
             }
-            if (!rule.weight && !rule.activation && !rule.gradient && rule.scaling.empty())
+            read_rule_products(t, key, rule.products);
+            const bool products = std::any_of(rule.products.begin(), rule.products.end(),
+                                              [](const product_config& p) { return !p.empty(); });
+            if (!rule.weight && !rule.activation && !rule.gradient && rule.scaling.empty() && !products)
                 fail(key,
                      "sets nothing: give format (all three directions), weight, activation or gradient, "
-                     "or a scaling key (granularity, block_size, scale_format, scale_rule)");
+                     "a scaling key (granularity, block_size, scale_format, scale_rule) or a product's "
+                     "accumulator (forward, input_gradient, weight_gradient)");
             out.rules.push_back(std::move(rule));
         }
     }

@@ -60,6 +60,13 @@ const name_table<scale_rule_kind>& scale_rule_names() {
     return t;
 }
 
+const name_table<product_kind>& product_names() {
+    static const name_table<product_kind> t{{product_kind::forward, "forward"},
+                                            {product_kind::input_gradient, "input_gradient"},
+                                            {product_kind::weight_gradient, "weight_gradient"}};
+    return t;
+}
+
 void scaling_override::apply_to(block_scaling& b) const {
     if (granularity) b.granularity = *granularity;
     if (block_size) b.block_size = *block_size;
@@ -71,6 +78,13 @@ bool operator==(const scaling_override& a, const scaling_override& b) {
     return a.granularity == b.granularity && a.block_size == b.block_size &&
            a.scale_format == b.scale_format && a.scale_rule == b.scale_rule;
 }
+
+bool operator==(const accumulator_config& a, const accumulator_config& b) {
+    return a.format == b.format && a.params == b.params && a.rounding == b.rounding &&
+           a.mma_depth == b.mma_depth && a.promote_every == b.promote_every;
+}
+
+bool operator==(const product_config& a, const product_config& b) { return a.accumulator == b.accumulator; }
 
 namespace {
 
@@ -102,6 +116,38 @@ std::string scaling_toml(const scaling_override& s) {
     return o;
 }
 
+// A table of plugin parameters as an inline table: { key = value, ... }.
+std::string params_inline(const std::map<std::string, std::string>& values) {
+    std::string o;
+    for (const auto& [param, text] : values)
+        o += (o.empty() ? "{ " : ", ") + key_text(param) + " = " + param_toml(text);
+    return o + " }";
+}
+
+// An accumulator as its inline table, every key written; "none" for none.
+std::string accumulator_toml(const accumulator_config& a) {
+    if (!a.modelled()) return quote("none");
+    std::string o = "{ ";
+    for (const auto& f : accumulator_fields()) {
+        o += std::string(f.key) + " = " + value_text(f, a) + ", ";
+        if (std::string(f.key) == "format" && !a.params.empty())
+            o += "params = " + params_inline(a.params) + ", ";
+    }
+    o.resize(o.size() - 2);
+    return o + " }";
+}
+
+// The products a product_configs gives, as `PREFIX<product> = ...` lines
+// (PREFIX "" in a rule: forward = { accumulator = ... }).
+std::string products_inline(const product_configs& products) {
+    std::string o;
+    for (size_t p = 0; p < kProducts; ++p)
+        if (products[p].accumulator)
+            o += std::string(product_names().name(static_cast<product_kind>(p))) + " = { " + kAccumulatorKey +
+                 " = " + accumulator_toml(*products[p].accumulator) + " }\n";
+    return o;
+}
+
 }  // namespace
 
 std::string to_toml(const run_config& c) {
@@ -117,6 +163,10 @@ std::string to_toml(const run_config& c) {
             if (q.rules.empty()) o << "rules = []\n";
             for (const role_table& r : role_tables())
                 if (!(q.*r.member).empty()) o << "\n[" << r.key() << "]\n" << scaling_toml(q.*r.member);
+            for (size_t p = 0; p < kProducts; ++p)
+                if (const auto& a = q.products[p].accumulator)
+                    o << "\n[" << product_key(static_cast<product_kind>(p)) << "]\n"
+                      << kAccumulatorKey << " = " << accumulator_toml(*a) << "\n";
             for (const auto& [name, values] : q.params) {
                 o << "\n[" << kQuantizationParamsKey << "." << name << "]\n";
                 for (const auto& [param, text] : values)
@@ -127,7 +177,7 @@ std::string to_toml(const run_config& c) {
                 if (r.weight) o << "weight = " << quote(*r.weight) << "\n";
                 if (r.activation) o << "activation = " << quote(*r.activation) << "\n";
                 if (r.gradient) o << "gradient = " << quote(*r.gradient) << "\n";
-                o << scaling_toml(r.scaling);
+                o << scaling_toml(r.scaling) << products_inline(r.products);
             }
             run_config copy = c;
             for (const plugin_list& l : plugin_lists(copy)) {
@@ -156,10 +206,21 @@ void rename_formats(
         *f = rename(at + key, *f);
     for (const role_table& r : role_tables())
         if (auto& f = (q.*r.member).scale_format) f = rename(r.key() + ".scale_format", *f);
-    for (size_t i = 0; i < q.rules.size(); ++i)
+    auto rename_accumulators = [&](product_configs& products, const std::string& where) {
+        for (size_t p = 0; p < kProducts; ++p)
+            if (auto& a = products[p].accumulator; a && a->modelled())
+                a->format = rename(where + product_names().name(static_cast<product_kind>(p)) + "." +
+                                       kAccumulatorKey + ".format",
+                                   a->format);
+    };
+    rename_accumulators(q.products, at);
+    for (size_t i = 0; i < q.rules.size(); ++i) {
+        const std::string rule = at + "rules[" + std::to_string(i) + "]";
         for (auto* f : {&q.rules[i].weight, &q.rules[i].activation, &q.rules[i].gradient,
                         &q.rules[i].scaling.scale_format})
-            if (*f) *f = rename(at + "rules[" + std::to_string(i) + "]", **f);
+            if (*f) *f = rename(rule, **f);
+        rename_accumulators(q.rules[i].products, rule + ".");
+    }
     plugin_params params;
     for (auto& [name, values] : q.params)
         params[rename(kQuantizationParamsKey + ("." + name), name)].insert(values.begin(), values.end());
@@ -168,7 +229,7 @@ void rename_formats(
 
 bool operator==(const quantization_rule& a, const quantization_rule& b) {
     return a.pattern == b.pattern && a.weight == b.weight && a.activation == b.activation &&
-           a.gradient == b.gradient && a.scaling == b.scaling;
+           a.gradient == b.gradient && a.scaling == b.scaling && a.products == b.products;
 }
 
 bool operator==(const run_config& a, const run_config& b) {
@@ -177,6 +238,7 @@ bool operator==(const run_config& a, const run_config& b) {
                  a.quantization.activation_scaling == b.quantization.activation_scaling &&
                  a.quantization.gradient_scaling == b.quantization.gradient_scaling &&
                  a.quantization.params == b.quantization.params &&
+                 a.quantization.products == b.quantization.products &&
                  a.stability.interventions == b.stability.interventions &&
                  a.stability.params == b.stability.params && a.diagnostics.plugins == b.diagnostics.plugins &&
                  a.diagnostics.params == b.diagnostics.params;
@@ -212,6 +274,19 @@ layer_formats formats_for(const quantization_config& q, std::string_view layer) 
 }  // namespace altgrad::host::config
 
 namespace altgrad::host::config {
+
+std::optional<accumulator_config> accumulator_for(const quantization_config& q, std::string_view layer,
+                                                  product_kind product) {
+    const size_t p = static_cast<size_t>(product);
+    std::optional<accumulator_config> a = q.products[p].accumulator;
+    for (const quantization_rule& r : q.rules) {
+        if (!pattern_matches(r.pattern, layer)) continue;
+        if (r.products[p].accumulator) a = r.products[p].accumulator;
+        break;
+    }
+    if (a && !a->modelled()) a.reset();
+    return a;
+}
 
 block_scaling scaling_for(const quantization_config& q, std::string_view layer, std::string_view role) {
     block_scaling b{q.granularity, q.block_size, q.scale_format, q.scale_rule};

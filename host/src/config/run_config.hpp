@@ -19,6 +19,7 @@
 // the data, and that the named format plugins exist.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -45,6 +46,12 @@ enum class scaling_mode { none, delayed, current };
 enum class amax_compute_kind { max, most_recent };
 enum class granularity_kind { tensor, row, block };
 enum class scale_rule_kind { mx_floor, round_up, two_level };
+// The three matrix products of a linear layer (x: input [T, in], W: weight
+// [out, in], dy: output gradient [T, out]): forward y = x·Wᵀ, input gradient
+// dx = dy·W, weight gradient dW = dyᵀ·x. The per-product selection of the
+// config ([quantization.forward], ...) is indexed by it.
+enum class product_kind { forward, input_gradient, weight_gradient };
+constexpr size_t kProducts = 3;
 
 const name_table<activation_function>& activation_names();  // gelu, swiglu
 const name_table<data_format>& data_format_names();         // auto, text, nanogpt
@@ -54,6 +61,7 @@ const name_table<scaling_mode>& scaling_names();            // delayed, current,
 const name_table<amax_compute_kind>& amax_compute_names();  // max, most_recent
 const name_table<granularity_kind>& granularity_names();    // tensor, row, block
 const name_table<scale_rule_kind>& scale_rule_names();      // mx_floor, round_up, two_level
+const name_table<product_kind>& product_names();            // forward, input_gradient, weight_gradient
 
 struct model_config {
     int64_t n_layer = 4;      // 1..64
@@ -121,6 +129,32 @@ struct scaling_override {
 };
 bool operator==(const scaling_override& a, const scaling_override& b);
 
+// A product's accumulator (docs/accumulation.md): the reduction is summed in
+// chunks of mma_depth elements, each chunk exactly, into an accumulator of
+// format `format` rounded with `rounding` after each chunk, and added into a
+// float32 total every promote_every elements (0: never). An empty `format`
+// is "none": the plain float32 product (a rule's way to take a layer out).
+struct accumulator_config {
+    std::string format;  // format plugin name; empty: none
+    std::map<std::string, std::string>
+        params;  // the plugin's parameters; empty: [quantization.params.FORMAT]
+    altgrad_rounding rounding = ALTGRAD_ROUND_TOWARD_ZERO;  // or ALTGRAD_ROUND_NEAREST_EVEN
+    int64_t mma_depth = 32;                                 // 1..16777216
+    int64_t promote_every = 0;                              // 0..1e9
+    bool modelled() const { return !format.empty(); }
+};
+bool operator==(const accumulator_config& a, const accumulator_config& b);
+
+// What the config says of one product ([quantization.forward], a rule's
+// forward = {...}); nullopt: not said here, the level above decides. The
+// recipes' per-operand settings join the accumulator here.
+struct product_config {
+    std::optional<accumulator_config> accumulator;
+    bool empty() const { return !accumulator; }
+};
+bool operator==(const product_config& a, const product_config& b);
+using product_configs = std::array<product_config, kProducts>;  // by product_kind
+
 // One [[quantization.rules]] entry. The file's `format` key is folded in at
 // load time: it fills whichever of weight/activation/gradient the rule does
 // not set itself (gradient: the layer's output gradient, as gradient_format). A direction left empty
@@ -129,6 +163,7 @@ struct quantization_rule {
     std::string pattern;  // glob over layer names: '*' any run (dots too), '?' one character
     std::optional<std::string> weight, activation, gradient;
     scaling_override scaling;  // granularity, block_size, scale_format, scale_rule: every role of its layers
+    product_configs products;  // forward = {...}, input_gradient = {...}, weight_gradient = {...}
 };
 
 struct quantization_config {
@@ -153,7 +188,8 @@ struct quantization_config {
     std::string scale_format = "pow2";  // "fp32", "pow2" or a format plugin name
     scale_rule_kind scale_rule = scale_rule_kind::mx_floor;
     scaling_override weight_scaling, activation_scaling, gradient_scaling;  // [quantization.weight] etc.
-    std::vector<quantization_rule> rules;                                   // ordered; the first match wins
+    product_configs products;  // [quantization.forward], [quantization.input_gradient], [...weight_gradient]
+    std::vector<quantization_rule> rules;  // ordered; the first match wins
     // [quantization.params.NAME]: parameters of format plugin NAME, which
     // some format or scale_format key of this config must name.
     plugin_params params;
@@ -270,5 +306,11 @@ block_scaling scaling_for(const quantization_config& q, std::string_view layer, 
 // The formats of one layer: the first rule whose pattern matches decides; the
 // directions it leaves unset take quantization.{weight,activation,gradient}_format.
 layer_formats formats_for(const quantization_config& q, std::string_view layer);
+
+// The accumulator of one product of one layer: the first rule matching the
+// layer, if it gives that product an accumulator, else [quantization.PRODUCT]'s;
+// nullopt for none (the plain float32 product).
+std::optional<accumulator_config> accumulator_for(const quantization_config& q, std::string_view layer,
+                                                  product_kind product);
 
 }  // namespace altgrad::host::config

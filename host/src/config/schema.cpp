@@ -17,6 +17,7 @@ const name_table<scaling_mode>& names_for(scaling_mode) { return scaling_names()
 const name_table<amax_compute_kind>& names_for(amax_compute_kind) { return amax_compute_names(); }
 const name_table<granularity_kind>& names_for(granularity_kind) { return granularity_names(); }
 const name_table<scale_rule_kind>& names_for(scale_rule_kind) { return scale_rule_names(); }
+const name_table<product_kind>& names_for(product_kind) { return product_names(); }
 
 namespace {
 
@@ -168,9 +169,19 @@ std::vector<plugin_list> plugin_lists(run_config& c) {
     return {{"stability", "interventions", &c.stability.interventions, &c.stability.params},
             {"diagnostics", "plugins", &c.diagnostics.plugins, &c.diagnostics.params}};
 }
-const std::vector<std::string> kRuleKeys = {"pattern",    "format",       "weight",
-                                            "activation", "gradient",     "granularity",
-                                            "block_size", "scale_format", "scale_rule"};
+const std::vector<field<accumulator_config>>& accumulator_fields() {
+    using A = accumulator_config;
+    static const std::vector<field<A>> f{format("format", &A::format), choice("rounding", &A::rounding),
+                                         integer("mma_depth", &A::mma_depth, 1, int64_t{1} << 24),
+                                         integer("promote_every", &A::promote_every, 0, kBillion)};
+    return f;
+}
+
+std::string product_key(product_kind p) { return std::string("quantization.") + product_names().name(p); }
+
+const std::vector<std::string> kRuleKeys = {"pattern",    "format",      "weight",         "activation",
+                                            "gradient",   "granularity", "block_size",     "scale_format",
+                                            "scale_rule", "forward",     "input_gradient", "weight_gradient"};
 
 const std::map<std::string, std::optional<kind>>& known_keys() {
     static const std::map<std::string, std::optional<kind>> keys = [] {
@@ -184,6 +195,11 @@ const std::map<std::string, std::optional<kind>>& known_keys() {
         for (const role_table& r : role_tables()) {
             k[r.key()] = std::nullopt;
             for (const auto& f : block_scaling_fields()) k[r.key() + "." + f.key] = f.type;
+        }
+        for (size_t p = 0; p < kProducts; ++p) {
+            const std::string key = product_key(static_cast<product_kind>(p));
+            k[key] = std::nullopt;
+            k[key + "." + kAccumulatorKey] = kind::accumulator;
         }
         k[kQuantizationParamsKey] = std::nullopt;
         run_config c;

@@ -30,9 +30,11 @@ const name_table<scaling_mode>& names_for(scaling_mode);
 const name_table<amax_compute_kind>& names_for(amax_compute_kind);
 const name_table<granularity_kind>& names_for(granularity_kind);
 const name_table<scale_rule_kind>& names_for(scale_rule_kind);
+const name_table<product_kind>& names_for(product_kind);
 
-// What a key holds: a choice is a name of an enum (names_for); names a list of plugin names.
-enum class kind { integer, number, boolean, text, choice, format, names };
+// What a key holds: a choice is a name of an enum (names_for); names a list of
+// plugin names; accumulator a table of accumulator_fields (or "none").
+enum class kind { integer, number, boolean, text, choice, format, names, accumulator };
 
 // A key of a struct S of the config: its name, kind, range and the member it sets.
 template <class S>
@@ -92,6 +94,14 @@ struct role_table {
     std::string key() const { return std::string("quantization.") + role; }
 };
 const std::vector<role_table>& role_tables();
+// The product tables: [quantization.forward], [quantization.input_gradient],
+// [quantization.weight_gradient] ("quantization." + the product's name), each
+// with an `accumulator` key; a rule gives the same as forward = {...}.
+std::string product_key(product_kind p);
+const char* const kAccumulatorKey = "accumulator";
+// The keys of an accumulator table but `params` (a table of plugin parameters).
+const std::vector<field<accumulator_config>>& accumulator_fields();
+
 // [quantization.params.NAME]: a format's parameters.
 const char* const kQuantizationParamsKey = "quantization.params";
 

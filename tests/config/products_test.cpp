@@ -1,0 +1,192 @@
+// The per-product selection of the run config (host/src/config/run_config.hpp):
+// [quantization.forward], [quantization.input_gradient] and
+// [quantization.weight_gradient], a rule's forward = {...}, and the
+// accumulator each may give (docs/config.md, docs/accumulation.md).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "config/run_config.hpp"
+#include "util/error.hpp"
+
+namespace altgrad::test {
+namespace {
+
+using namespace host::config;
+
+const char* const kFile = "cfgs/acc.toml";
+
+std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+    try {
+        parse_config(text, kFile, overrides);
+        return "";
+    } catch (const host::error& e) {
+        return e.what();
+    }
+}
+
+// One line naming the file and the key and saying `what`.
+void expect_error(const std::string& text, const std::string& key, const std::string& what,
+                  const std::vector<std::string>& overrides = {}) {
+    const std::string e = error_of(text, overrides);
+    EXPECT_EQ(e.rfind(std::string(kFile) + ":", 0), 0u) << "names the file first: " << e;
+    EXPECT_NE(e.find("key '" + key + "'"), std::string::npos) << e;
+    EXPECT_NE(e.find(what), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
+const char* const kModel = "[model]\nn_layer = 2\n";
+
+// Every product of every layer of a config without product tables: no accumulator.
+TEST(ConfigProducts, NoneByDefault) {
+    const run_config c = parse_config(kModel, kFile);
+    for (const std::string& layer : layer_names(c.model))
+        for (product_kind p :
+             {product_kind::forward, product_kind::input_gradient, product_kind::weight_gradient})
+            EXPECT_FALSE(accumulator_for(c.quantization, layer, p)) << layer;
+    EXPECT_EQ(to_toml(c).find("accumulator"), std::string::npos);
+}
+
+const char* const kProducts = R"(
+[quantization.forward]
+accumulator = { format = "float", params = { exponent_bits = 8, mantissa_bits = 13 }, promote_every = 128 }
+
+[quantization.weight_gradient]
+accumulator = { format = "fp16", rounding = "nearest", mma_depth = 8 }
+
+[[quantization.rules]]
+pattern = "lm_head"
+forward = { accumulator = "none" }
+
+[[quantization.rules]]
+pattern = "blocks.0.*"
+weight_gradient = { accumulator = { format = "bf16" } }
+input_gradient = { accumulator = { format = "e8m13_acc", promote_every = 64 } }
+)";
+
+// The section's table for every layer, the first matching rule's where it
+// gives that product, "none" taking a layer out; keys left out are defaults.
+TEST(ConfigProducts, RuleOverSectionPerProduct) {
+    const run_config c = parse_config(std::string(kModel) + kProducts, kFile);
+    const quantization_config& q = c.quantization;
+
+    const auto fwd = accumulator_for(q, "blocks.1.attn.qkv", product_kind::forward);
+    ASSERT_TRUE(fwd);
+    EXPECT_EQ(fwd->format, "float");
+    EXPECT_EQ(fwd->params,
+              (std::map<std::string, std::string>{{"exponent_bits", "8"}, {"mantissa_bits", "13"}}));
+    EXPECT_EQ(fwd->rounding, ALTGRAD_ROUND_TOWARD_ZERO);  // the default
+    EXPECT_EQ(fwd->mma_depth, 32);                        // an FP8 WGMMA's K
+    EXPECT_EQ(fwd->promote_every, 128);
+    EXPECT_FALSE(accumulator_for(q, "lm_head", product_kind::forward));  // "none"
+    // lm_head's rule says nothing of the weight gradient: the section's.
+    const auto head_dw = accumulator_for(q, "lm_head", product_kind::weight_gradient);
+    ASSERT_TRUE(head_dw);
+    EXPECT_EQ(head_dw->format, "fp16");
+    EXPECT_EQ(head_dw->rounding, ALTGRAD_ROUND_NEAREST_EVEN);
+    EXPECT_EQ(head_dw->mma_depth, 8);
+    EXPECT_EQ(head_dw->promote_every, 0);
+
+    EXPECT_EQ(accumulator_for(q, "blocks.0.mlp.fc", product_kind::weight_gradient)->format, "bf16");
+    EXPECT_EQ(accumulator_for(q, "blocks.0.mlp.fc", product_kind::input_gradient)->promote_every, 64);
+    // Block 0's rule gives no forward accumulator: the section's.
+    EXPECT_EQ(accumulator_for(q, "blocks.0.mlp.fc", product_kind::forward)->format, "float");
+    EXPECT_FALSE(accumulator_for(q, "blocks.1.mlp.fc", product_kind::input_gradient));
+}
+
+TEST(ConfigProducts, ResolvedConfigRoundTrips) {
+    const run_config c = parse_config(std::string(kModel) + kProducts, kFile);
+    const std::string text = to_toml(c);
+    EXPECT_NE(
+        text.find(
+            "[quantization.forward]\naccumulator = { format = \"float\", params = { exponent_bits = 8, "
+            "mantissa_bits = 13 }, rounding = \"toward-zero\", mma_depth = 32, promote_every = 128 }\n"),
+        std::string::npos)
+        << text;
+    EXPECT_NE(text.find("pattern = \"lm_head\"\nforward = { accumulator = \"none\" }\n"), std::string::npos)
+        << text;
+    EXPECT_EQ(text.find("[quantization.input_gradient]"), std::string::npos) << text;
+    const run_config again = parse_config(text, kFile);
+    EXPECT_TRUE(again == c) << text;
+    // A different accumulator is a different config.
+    run_config other = c;
+    other.quantization.products[0].accumulator->promote_every = 0;
+    EXPECT_FALSE(other == c);
+    other = c;
+    other.quantization.rules[1].products[2].accumulator->format = "fp16";
+    EXPECT_FALSE(other == c);
+}
+
+TEST(ConfigProducts, SetGivesAnAccumulatorOrNone) {
+    const run_config c = parse_config(std::string(kModel) + kProducts, kFile,
+                                      {"quantization.input_gradient.accumulator={ format = \"fp32\" }",
+                                       "quantization.forward.accumulator=none"});
+    EXPECT_EQ(accumulator_for(c.quantization, "blocks.1.mlp.fc", product_kind::input_gradient)->format,
+              "fp32");
+    EXPECT_FALSE(accumulator_for(c.quantization, "blocks.1.mlp.fc", product_kind::forward));
+    expect_error(kModel, "quantization.forward",
+                 "is a table; set one of its keys, e.g. --set quantization.forward.accumulator=",
+                 {"quantization.forward=1"});
+    expect_error(kModel, "quantization.forward.accumulator", "expected an accumulator",
+                 {"quantization.forward.accumulator=fp16"});
+}
+
+// A format plugin named only by an accumulator may have [quantization.params.NAME].
+TEST(ConfigProducts, AnAccumulatorNamesAFormatForParams) {
+    const run_config c = parse_config(std::string(kModel) +
+                                          "[quantization.forward]\naccumulator = { format = \"float\" }\n"
+                                          "[quantization.params.float]\nmantissa_bits = 13\n",
+                                      kFile);
+    EXPECT_EQ(c.quantization.params.at("float").at("mantissa_bits"), "13");
+}
+
+TEST(ConfigProducts, MistakesNameTheKey) {
+    const std::string fwd = std::string(kModel) + "[quantization.forward]\n";
+    expect_error(fwd + "accumulator = 3\n", "quantization.forward.accumulator",
+                 "expected an accumulator ({ format = \"fp16\"");
+    expect_error(fwd + "accumulator = \"fp16\"\n", "quantization.forward.accumulator",
+                 "or \"none\", got \"fp16\"");
+    expect_error(fwd + "accumulator = { rounding = \"nearest\" }\n",
+                 "quantization.forward.accumulator.format", "missing");
+    expect_error(fwd + "accumulator = { format = \"fp16\", promote = 128 }\n",
+                 "quantization.forward.accumulator.promote", "unknown key (a typo?)");
+    expect_error(fwd + "accumulator = { format = \"fp16\", rounding = \"stochastic\" }\n",
+                 "quantization.forward.accumulator.rounding", "not modelled");
+    expect_error(fwd + "accumulator = { format = \"fp16\", rounding = \"up\" }\n",
+                 "quantization.forward.accumulator.rounding", "expected one of");
+    expect_error(fwd + "accumulator = { format = \"fp16\", mma_depth = 0 }\n",
+                 "quantization.forward.accumulator.mma_depth", "expected an integer 1..16777216, got 0");
+    expect_error(fwd + "accumulator = { format = \"fp16\", promote_every = -1 }\n",
+                 "quantization.forward.accumulator.promote_every", "expected an integer 0..1000000000");
+    expect_error(fwd + "accumulator = { format = \"FP16\" }\n", "quantization.forward.accumulator.format",
+                 "expected a format plugin name");
+    expect_error(fwd + "accumulator = { format = \"float\", params = 8 }\n",
+                 "quantization.forward.accumulator.params", "expected a table of parameters");
+    expect_error(fwd + "accumulator = { format = \"float\", params = { bits = [1] } }\n",
+                 "quantization.forward.accumulator.params.bits", "expected a string, number or boolean");
+    expect_error(fwd + "acumulator = \"none\"\n", "quantization.forward.acumulator", "unknown key (a typo?)");
+    expect_error(std::string(kModel) + "[quantization.backward]\n", "quantization.backward", "unknown key");
+    const std::string rule = std::string(kModel) + "[[quantization.rules]]\npattern = \"lm_head\"\n";
+    expect_error(rule + "forward = \"fp16\"\n", "quantization.rules[0].forward", "expected a table");
+    expect_error(rule + "forward = { format = \"fp16\" }\n", "quantization.rules[0].forward.format",
+                 "did you mean 'quantization.rules[0].forward.accumulator'?");
+    expect_error(rule + "forward = { accumulator = { format = \"fp16\", mma_depth = 0 } }\n",
+                 "quantization.rules[0].forward.accumulator.mma_depth", "expected an integer");
+    expect_error(rule + "backward = { accumulator = \"none\" }\n", "quantization.rules[0].backward",
+                 "unknown key");
+}
+
+// A rule that gives only an accumulator sets something.
+TEST(ConfigProducts, ARuleWithOnlyAnAccumulatorIsARule) {
+    const run_config c = parse_config(std::string(kModel) +
+                                          "[[quantization.rules]]\npattern = \"lm_head\"\n"
+                                          "weight_gradient = { accumulator = { format = \"fp16\" } }\n",
+                                      kFile);
+    EXPECT_EQ(accumulator_for(c.quantization, "lm_head", product_kind::weight_gradient)->format, "fp16");
+    EXPECT_FALSE(accumulator_for(c.quantization, "blocks.0.mlp.fc", product_kind::weight_gradient));
+}
+
+}  // namespace
+}  // namespace altgrad::test
