@@ -1290,3 +1290,55 @@ TEST(Run, APluginThatCrashesLeavesACrashedSummaryNamingItAndTheRunResumes) {
     EXPECT_EQ(::altgrad::host::run::read_summary(out / "summary.json").status, "finished");
     EXPECT_EQ(comparable_metrics(s.path / "whole"), comparable_metrics(out));
 }
+
+namespace altgrad::test {
+namespace {
+
+// Products through accumulators (docs/accumulation.md): a run trains, its
+// resolved config keeps them, they change the result (a 9-bit accumulator
+// summing 4 products at a time is not float32), and a resume from a
+// checkpoint ends bit for bit as the uninterrupted run. A format the model
+// cannot round to nearest exactly is refused naming the key and the layer.
+TEST(Accumulators, TrainChangeTheResultAndResumeBitForBit) {
+    scratch s;
+    const std::string acc =
+        "[quantization.forward]\naccumulator = { format = \"bf16\", mma_depth = 4, promote_every = 8 }\n"
+        "[quantization.weight_gradient]\naccumulator = { format = \"fp16\", rounding = \"nearest\" }\n"
+        "[[quantization.rules]]\npattern = \"lm_head\"\nforward = { accumulator = \"none\" }\n";
+    const fs::path plain = s.config("plain"), with = s.config("with", acc);
+    const fs::path whole = s.path / "whole", resumed = s.path / "resumed";
+    ASSERT_EQ(run("run " + plain.string() + " --out " + (s.path / "plain").string()).exit_code, 0);
+    const run_result r = run("run " + with.string() + " --out " + whole.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(comparable_metrics(whole), comparable_metrics(s.path / "plain"));
+    std::ifstream resolved(whole / "config.toml");
+    const std::string text((std::istreambuf_iterator<char>(resolved)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(has(text,
+                    "[quantization.forward]\naccumulator = { format = \"bf16\", rounding = \"toward-zero\", "
+                    "mma_depth = 4, promote_every = 8 }\n"))
+        << text;
+    EXPECT_TRUE(has(text, "pattern = \"lm_head\"\nforward = { accumulator = \"none\" }\n")) << text;
+
+    fs::copy(whole, resumed, fs::copy_options::recursive);
+    fs::remove_all(resumed / "checkpoints" / "step_0000012");
+    const run_result again = run("run --resume " + resumed.string());
+    ASSERT_EQ(again.exit_code, 0) << again.out;
+    EXPECT_TRUE(has(again.out, "at step 8")) << again.out;
+    EXPECT_EQ(comparable_metrics(resumed), comparable_metrics(whole));
+
+    const fs::path bad =
+        s.config("bad",
+                 "[quantization.input_gradient]\naccumulator = { format = \"fp32\" }\n"
+                 "[[quantization.rules]]\npattern = \"blocks.0.mlp.*\"\n"
+                 "input_gradient = { accumulator = { format = \"float\", params = { mantissa_bits = 22 }, "
+                 "rounding = \"nearest\" } }\n");
+    const run_result refused = run("run " + bad.string() + " --out " + (s.path / "bad").string());
+    EXPECT_EQ(refused.exit_code, 1) << refused.out;
+    EXPECT_TRUE(has(refused.out, bad.string() +
+                                     ": key 'quantization.rules[0].input_gradient.accumulator' "
+                                     "(blocks.0.mlp.fc): accumulator format 'float': nearest rounding"))
+        << refused.out;
+}
+
+}  // namespace
+}  // namespace altgrad::test

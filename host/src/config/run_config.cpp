@@ -276,12 +276,18 @@ layer_formats formats_for(const quantization_config& q, std::string_view layer) 
 namespace altgrad::host::config {
 
 std::optional<accumulator_config> accumulator_for(const quantization_config& q, std::string_view layer,
-                                                  product_kind product) {
+                                                  product_kind product, std::string* key) {
     const size_t p = static_cast<size_t>(product);
+    const std::string at = std::string(product_names().name(product)) + "." + kAccumulatorKey;
     std::optional<accumulator_config> a = q.products[p].accumulator;
-    for (const quantization_rule& r : q.rules) {
+    if (key) *key = "quantization." + at;
+    for (size_t i = 0; i < q.rules.size(); ++i) {
+        const quantization_rule& r = q.rules[i];
         if (!pattern_matches(r.pattern, layer)) continue;
-        if (r.products[p].accumulator) a = r.products[p].accumulator;
+        if (r.products[p].accumulator) {
+            a = r.products[p].accumulator;
+            if (key) *key = "quantization.rules[" + std::to_string(i) + "]." + at;
+        }
         break;
     }
     if (a && !a->modelled()) a.reset();

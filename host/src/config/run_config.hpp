@@ -309,8 +309,9 @@ layer_formats formats_for(const quantization_config& q, std::string_view layer);
 
 // The accumulator of one product of one layer: the first rule matching the
 // layer, if it gives that product an accumulator, else [quantization.PRODUCT]'s;
-// nullopt for none (the plain float32 product).
+// nullopt for none (the plain float32 product). `key`, when given, is set to
+// the key that decided ("quantization.rules[2].forward.accumulator").
 std::optional<accumulator_config> accumulator_for(const quantization_config& q, std::string_view layer,
-                                                  product_kind product);
+                                                  product_kind product, std::string* key = nullptr);
 
 }  // namespace altgrad::host::config

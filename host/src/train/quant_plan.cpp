@@ -32,6 +32,7 @@ size_t quant_plan::add_linear(const std::string& layer) {
         s.role = role;
         sites.push_back(std::move(s));
     }
+    accumulators.emplace_back();
     return first;
 }
 
@@ -332,12 +333,49 @@ void store_in_format(torch::Tensor& w, const quant_site& site, const quant_plan&
 
 namespace {
 
+// How a 2-D float32 tensor is stored for quant::accumulator: as it is
+// (row-major), as the transpose of a row-major tensor (a .t() view), or, if
+// neither, copied into `keep` first.
+struct stored_operand {
+    const float* data;
+    quant::operand_layout layout;
+};
+stored_operand stored(const torch::Tensor& t, torch::Tensor& keep) {
+    if (t.is_contiguous()) return {t.data_ptr<float>(), quant::operand_layout::as_is};
+    if (t.t().is_contiguous()) return {t.data_ptr<float>(), quant::operand_layout::transposed};
+    keep = t.contiguous();
+    return {keep.data_ptr<float>(), quant::operand_layout::as_is};
+}
+
+// a·b (a: [M, K], b: [K, N]) through `acc`, or LibTorch's float32 product when null.
+torch::Tensor product(const torch::Tensor& a, const torch::Tensor& b, const quant::accumulator* acc,
+                      unsigned threads) {
+    if (acc == nullptr) return torch::matmul(a, b);
+    if (!a.device().is_cpu() || !b.device().is_cpu())
+        throw error("an accumulator is modelled on the CPU only (training.device = \"cpu\")");
+    torch::Tensor keep_a, keep_b;
+    const stored_operand sa = stored(a, keep_a), sb = stored(b, keep_b);
+    torch::Tensor c =
+        torch::empty({a.size(0), b.size(1)}, a.options().memory_format(torch::MemoryFormat::Contiguous));
+    acc->gemm({sa.data, sa.layout, sb.data, sb.layout, static_cast<size_t>(a.size(0)),
+               static_cast<size_t>(a.size(1)), static_cast<size_t>(b.size(1))},
+              c.data_ptr<float>(), threads);
+    return c;
+}
+
 // The backward pass's products reduce along other dimensions than the
 // forward's: dx = dy w reduces over w's rows (its output features), and
 // dw = dy^T x over the tokens. A per-tensor scale is the same along any
 // dimension, so those sites reuse their forward copy; a block-scaled site is
 // quantized again along the new reduction dimension (TransformerEngine's
 // rowwise and columnwise copies), from the unquantized tensor.
+// t's shape with its last dimension `last` (a product's [.., T, N] from [.., T, K]).
+std::vector<int64_t> output_shape(const torch::Tensor& t, int64_t last) {
+    std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
+    shape.back() = last;
+    return shape;
+}
+
 struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinearFunction> {
     static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                  const torch::Tensor& w, const torch::Tensor& b, quant_plan* plan,
@@ -353,7 +391,11 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         ctx->saved_data["plan"] = reinterpret_cast<int64_t>(plan);
         ctx->saved_data["site"] = first_site;
         ctx->saved_data["bias"] = b.numel() > 0;
-        torch::Tensor y = torch::matmul(qx, qw.t());
+        const product_accumulators& acc = plan->accumulators[s / 3];
+        const auto fwd = acc[static_cast<size_t>(config::product_kind::forward)].get();
+        torch::Tensor y = fwd ? product(qx.reshape({-1, qw.size(1)}), qw.t(), fwd, plan->gemm_threads)
+                                    .reshape(output_shape(qx, qw.size(0)))
+                              : torch::matmul(qx, qw.t());
         if (b.numel() > 0) y = y + b;
         return y;
     }
@@ -380,8 +422,13 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         const torch::Tensor qx_t = x_site.block_scaled() ? fake_quantize(x.reshape({-1, in}).t().contiguous(),
                                                                          x_site, plan, s + 1 + again, true)
                                                          : qx.reshape({-1, in}).t();
-        torch::Tensor gx = torch::matmul(qg, qw_cols);
-        torch::Tensor gw = torch::matmul(qg_t, qx_t.t());
+        const product_accumulators& acc = plan.accumulators[s / 3];
+        const auto dx_acc = acc[static_cast<size_t>(config::product_kind::input_gradient)].get();
+        const auto dw_acc = acc[static_cast<size_t>(config::product_kind::weight_gradient)].get();
+        torch::Tensor gx = dx_acc ? product(qg.reshape({-1, out}), qw_cols, dx_acc, plan.gemm_threads)
+                                        .reshape(output_shape(qg, in))
+                                  : torch::matmul(qg, qw_cols);
+        torch::Tensor gw = product(qg_t, qx_t.t(), dw_acc, plan.gemm_threads);
         torch::Tensor gb = ctx->saved_data["bias"].toBool() ? qg.reshape({-1, out}).sum(0) : torch::Tensor();
         return {gx, gw, gb, torch::Tensor(), torch::Tensor()};
     }
@@ -413,6 +460,18 @@ std::shared_ptr<const format_handle> format_library::load(const std::string& nam
                    params == params_.end() ? std::map<std::string, std::string>{} : params->second);
     } catch (const error& e) {
         throw error(where_ + ": format '" + name + "': " + e.what());
+    }
+}
+
+std::shared_ptr<const format_handle> format_library::accumulator_format(
+    const std::string& name, const std::map<std::string, std::string>& params) {
+    if (params.empty()) return load(name);
+    std::shared_ptr<const format_handle>& f = with_params_[{name, params}];
+    if (f) return f;
+    try {
+        return f = format_handle::create(plugins_.load(name), params);
+    } catch (const error& e) {
+        throw error("accumulator format '" + name + "': " + e.what());
     }
 }
 
@@ -483,8 +542,36 @@ void set_format(quant_site& s, std::shared_ptr<const format_handle> format) {
 
 }  // namespace
 
+namespace {
+
+// Every linear layer's accumulators, from the product tables and the rules.
+void assign_accumulators(quant_plan& plan, const config::run_config& c, format_library& formats) {
+    for (size_t layer = 0; layer < plan.accumulators.size(); ++layer) {
+        const std::string& name = plan.sites[3 * layer].layer;
+        for (size_t p = 0; p < config::kProducts; ++p) {
+            const auto product = static_cast<config::product_kind>(p);
+            std::string key;
+            const std::optional<config::accumulator_config> a =
+                config::accumulator_for(c.quantization, name, product, &key);
+            plan.accumulators[layer][p].reset();
+            if (!a) continue;
+            const quant::accumulator_spec spec{a->rounding, static_cast<size_t>(a->mma_depth),
+                                               static_cast<size_t>(a->promote_every)};
+            try {
+                plan.accumulators[layer][p] = std::make_shared<quant::accumulator>(
+                    formats.accumulator_format(a->format, a->params), spec);
+            } catch (const error& e) {
+                throw error(c.source.string() + ": key '" + key + "' (" + name + "): " + e.what());
+            }
+        }
+    }
+}
+
+}  // namespace
+
 void assign_formats(quant_plan& plan, const config::run_config& c, format_library& formats) {
     const config::quantization_config& q = c.quantization;
+    if (q.enabled) assign_accumulators(plan, c, formats);
     for (quant_site& s : plan.sites) {
         if (!q.enabled) continue;
         const config::layer_formats f = config::formats_for(q, s.layer);

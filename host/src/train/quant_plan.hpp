@@ -5,6 +5,7 @@
 // when an intervention asks; the model's layers call fake_quantize.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -20,6 +21,7 @@
 #include "config/run_config.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
+#include "quant/accumulate.hpp"
 #include "quant/block_scales.hpp"
 #include "quant/scaling.hpp"
 #include "run/records.hpp"
@@ -59,9 +61,17 @@ struct quant_site {
     torch::Tensor captured;
 };
 
+// A linear layer's three products (config::product_kind order): the
+// accumulator each is summed through (docs/accumulation.md); null for the
+// plain float32 product (LibTorch's matmul).
+using product_accumulators = std::array<std::shared_ptr<const quant::accumulator>, config::kProducts>;
+
 // Every site of a model, and what keys stochastic rounding: (seed, step, site).
 struct quant_plan {
     std::vector<quant_site> sites;
+    // Per linear layer, in add_linear order (layer k's sites start at 3k).
+    std::vector<product_accumulators> accumulators;
+    unsigned gemm_threads = 1;  // threads of an accumulator's product (the result is the same for any)
     uint64_t seed = 0;
     uint64_t step = 0;  // set by the trainer before each step's forward
     // On a diagnostic step: keep each site's input (quant_site::captured) and
@@ -112,6 +122,7 @@ site_block_scales block_scales_for(const torch::Tensor& t, const quant_site& sit
 // y = q(x) q(w)^T + b, with q(dy) in the backward pass. With block scaling
 // every operand is quantized along the reduction dimension of the product
 // that consumes it, so x, w and dy are each quantized twice (docs/training.md).
+// Each product runs through its accumulator where the plan gives one (CPU only).
 torch::Tensor quantized_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                                quant_plan& plan, size_t first_site);
 
@@ -130,6 +141,10 @@ public:
     const quant::scale_grid& scale_format(const std::string& name);
     // The fp32 plugin itself: the format diagnostics see for float32 tensors.
     std::shared_ptr<const format_handle> fp32() { return load("fp32"); }
+    // Format `name` as an accumulator: the plugin ("fp32" included) with
+    // `params`, or [quantization.params.NAME] when `params` is empty.
+    std::shared_ptr<const format_handle> accumulator_format(const std::string& name,
+                                                            const std::map<std::string, std::string>& params);
     // The plugin's own name of format `name` (an alias resolved: "float8_e5m2"
     // is "e5m2"); `name` itself when no format plugin is called that. Reads
     // manifests only.
@@ -141,6 +156,8 @@ private:
     std::string where_;
     config::plugin_params params_;
     std::map<std::string, std::shared_ptr<const format_handle>> handles_;
+    std::map<std::pair<std::string, std::map<std::string, std::string>>, std::shared_ptr<const format_handle>>
+        with_params_;
     std::map<std::string, std::unique_ptr<quant::scale_grid>> grids_;
 };
 
@@ -153,8 +170,9 @@ std::string format_name_of(const quant_site& s);
 // NaN before the second).
 run::tensor_line record_of(const quant_site& s, int64_t step, bool with_bit_stall);
 
-// Give every site its format plugin, rounding, overflow and scaling, from the
-// config's global formats and per-layer rules.
+// Give every site its format plugin, rounding, overflow and scaling, and
+// every linear layer's products their accumulators, from the config's global
+// formats, product tables and per-layer rules.
 void assign_formats(quant_plan& plan, const config::run_config& c, format_library& formats);
 
 // A format switch asked for by an intervention: every site whose name matches

@@ -218,6 +218,10 @@ torch::Device training_device(const config::run_config& c, const quant_plan& pla
             throw error(
                 key + ": format plugin '" + s.format->name() + "' (" + s.name() +
                 ") has no CUDA implementation (build the plugins with ALTGRAD_CUDA=ON, or use \"cpu\")");
+    for (const product_accumulators& layer : plan.accumulators)
+        for (const auto& a : layer)
+            if (a)
+                throw error(key + ": an accumulator (quantization.forward, ...) is modelled on the CPU only");
     return torch::Device(torch::kCUDA, 0);
 }
 
@@ -256,6 +260,7 @@ training_run::training_run(const run_request& req, std::ostream& log)
                                 ? static_cast<int>(c_.training.threads)
                                 : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const int blas_threads = set_cpu_threads(cpu_threads);
+    plan_.gemm_threads = static_cast<unsigned>(cpu_threads);
     build_model_and_optimizer();
     open_run_directory();
     note_run_dir(run_dir_);  // for a crash summary (run/supervise.hpp)
