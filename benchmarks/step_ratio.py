@@ -9,6 +9,8 @@ runs = json.load(sys.stdin)["benchmarks"]
 def pick(q):
     name = f"BM_train_step/quantized:{q}/real_time"
     rows = [r for r in runs if r["run_name"] == name]
+    if not rows:
+        return None, None
     med = [r for r in rows if r.get("aggregate_name") == "median"]
     row = (med or rows)[0]
     return row["real_time"], row.get("time_unit", "ms")
@@ -16,4 +18,10 @@ def pick(q):
 fp32, unit = pick(0)
 e5m2, _ = pick(1)
 print(f"float32 step {fp32:.2f} {unit}, e5m2 step {e5m2:.2f} {unit}, ratio {e5m2 / fp32:.3f} (target <= 1.10, issue #16)")
-sys.exit(0 if e5m2 / fp32 <= 1.10 else 1)
+met = e5m2 / fp32 <= 1.10
+accumulated, _ = pick(2)
+if accumulated is not None:
+    print(f"e5m2 + e8m13 accumulator step {accumulated:.2f} {unit}, ratio {accumulated / fp32:.3f} "
+          "(target <= 4, issue #31)")
+    met = met and accumulated / fp32 <= 4
+sys.exit(0 if met else 1)

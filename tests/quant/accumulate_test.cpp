@@ -131,6 +131,34 @@ TEST(Accumulate, MatchesTheElementByElementModel) {
                 }
 }
 
+// Values of few significant bits (as quantized operands are) take the plain float64 sums where
+// their bit spans prove them exact (accumulate.cpp): narrow exponent spreads always, wider ones
+// near and past the proof's limit, where tiles fall back to the TwoSum path. Every output is the
+// model's, whichever path made it.
+TEST(Accumulate, LowPrecisionOperandsMatchTheModelOnEveryPath) {
+    const size_t m = 5, n = 19;
+    for (const int bits : {2, 4, 8})
+        for (const int spread : {0, 4, 8, 11, 12, 13, 20})
+            for (const size_t g : {size_t{4}, size_t{7}, size_t{32}}) {
+                const size_t k = 96;
+                auto a = draw(m * k, spread, static_cast<uint32_t>(bits * 100 + spread));
+                auto b = draw(k * n, spread, static_cast<uint32_t>(bits * 1000 + spread));
+                for (auto* v : {&a, &b})
+                    for (float& x : *v) {
+                        int e = 0;
+                        const float f = std::frexp(x, &e);
+                        x = std::ldexp(std::nearbyint(std::ldexp(f, bits)), e - bits);  // `bits` significant
+                    }
+                for (const format_case& f : formats())
+                    for (const altgrad_rounding r : kRoundings)
+                        for (const size_t promote : {size_t{0}, size_t{40}})
+                            expect_same(model(f.name, r, g, promote, a, b, m, k, n),
+                                        reference(f.name, r, g, promote, a, b, m, k, n),
+                                        f.name + " " + std::to_string(bits) + " bits spread " +
+                                            std::to_string(spread) + " G " + std::to_string(g));
+            }
+}
+
 TEST(Accumulate, NanAndInfInputsFollowIeee) {
     // Row 0 of A holds a NaN, row 1 an Inf, row 2 -Inf and +Inf; column 1 of B is all zeros
     // (Inf x 0 = NaN), column 2 finite, column 0 mixes signs.

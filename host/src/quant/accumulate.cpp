@@ -4,7 +4,9 @@
 // The work is laid out for speed without changing a bit of the result: the
 // operands are packed once (A as [M, K] rows, B as [K, N] rows, both padded
 // with zeros to whole tiles); a tile of kRows rows x two vectors of columns
-// keeps its chunk sums in registers while the chunk's K runs; the rounding of
+// keeps its chunk sums in registers while the chunk's K runs (plain float64
+// sums where the operands' bit spans prove them exact, as they do for
+// low-precision operands; TwoSum pairs elsewhere); the rounding of
 // a whole row block's accumulators is one plugin call per chunk; threads take
 // whole row blocks. Every output is computed by the same operations in the
 // same order whatever the tile, the vector width or the thread.
@@ -52,9 +54,11 @@ float bits_float(uint32_t b) {
     return x;
 }
 
+#define ALTGRAD_ACCUMULATE_INLINE inline __attribute__((always_inline))
+
 // a > 0 (not NaN) truncated to float32's grid: 24 significant bits, steps of
 // 2^-149 below 2^-126, FLT_MAX above the range.
-double truncate_to_float32(double a) {
+ALTGRAD_ACCUMULATE_INLINE double truncate_to_float32(double a) {
     if (a > FLT_MAX) return FLT_MAX;
     // a in [2^e, 2^(e+1)); a double subnormal (e = -1023) is far below float32's smallest step.
     const int e = static_cast<int>((double_bits(a) >> 52) & 0x7FF) - 1023;
@@ -63,9 +67,8 @@ double truncate_to_float32(double a) {
     return bits_double(double_bits(a) & ~((uint64_t{1} << (52 - kept)) - 1u));
 }
 
-}  // namespace
-
-float round_to_float32(double h, int side, float32_step step) {
+// round_to_float32, inlined into the kernels (once per output and chunk: a call costs as much).
+ALTGRAD_ACCUMULATE_INLINE float rounded_to_float32(double h, int side, float32_step step) {
     if (h == 0.0) return 0.0f;  // then S = 0: the model's exact zero is +0
     const bool negative = h < 0;
     const double a = std::fabs(h);
@@ -88,6 +91,10 @@ float round_to_float32(double h, int side, float32_step step) {
     }
     return bits_float(bits | (negative ? 0x80000000u : 0u));
 }
+
+}  // namespace
+
+float round_to_float32(double h, int side, float32_step step) { return rounded_to_float32(h, side, step); }
 
 namespace {
 
@@ -194,17 +201,49 @@ float exact_chunk(float acc, const float* a, const float* b, size_t ldb, size_t 
     return round_to_float32(h, side, step);
 }
 
-// The operands packed for the kernel: A as [m_pad, k] rows, B as [k, n_pad] rows, zeros in the padding.
+// The operands packed for the kernel: A as [m_pad, k] rows, B as [k, n_pad] rows, zeros in the
+// padding; the chunks of K in the order the model sums them, and for each chunk every row of A's
+// and every column of B's bit span (see bit_span).
 constexpr size_t kRows = 4;        // rows of A per block
 constexpr size_t kColumnPad = 16;  // n_pad: a multiple of the widest tile (two AVX-512 vectors of 8)
+struct k_chunk {
+    size_t k0, count;
+    bool last_of_interval;  // a promotion follows it
+};
 struct packed_operands {
     size_t m = 0, k = 0, n = 0, m_pad = 0, n_pad = 0;
     std::vector<float> a, b;
+    std::vector<k_chunk> chunks;
+    std::vector<int16_t> a_spans, b_spans;  // [row * chunks + c], [c * n_pad + column]
     const float* a_rows(size_t i0, size_t k0) const { return a.data() + i0 * k + k0; }
     const float* b_rows(size_t k0, size_t j0) const { return b.data() + k0 * n_pad + j0; }
+    int16_t a_span(size_t row, size_t c) const { return a_spans[row * chunks.size() + c]; }
+    const int16_t* b_span(size_t c, size_t j0) const { return b_spans.data() + c * n_pad + j0; }
 };
 
-packed_operands pack(const gemm_operands& p) {
+// Over the nonzero values of a run of float32s: (the largest exponent, floor(log2 |x|)) minus
+// (the smallest exponent of a set bit). Every nonzero value v of the run is then a multiple of
+// 2^lo with |v| < 2^(lo + span + 1). 0 when all are zero; kNoSpan with a NaN or an Inf.
+constexpr int16_t kNoSpan = 1000;
+struct span_meter {
+    int hi = -1000, lo = 1000;
+    bool nonfinite = false;
+    void add(float x) {
+        uint32_t bits = 0;
+        std::memcpy(&bits, &x, sizeof bits);
+        const int biased = static_cast<int>((bits >> 23) & 0xFFu);
+        uint32_t significand = bits & 0x7FFFFFu;
+        if (biased == 0xFF) nonfinite = true;
+        if (biased == 0xFF || (biased == 0 && significand == 0)) return;
+        if (biased != 0) significand |= 0x800000u;
+        const int unit = (biased == 0 ? 1 : biased) - 150;  // the exponent of the significand's last bit
+        hi = std::max(hi, unit + 31 - __builtin_clz(significand));
+        lo = std::min(lo, unit + __builtin_ctz(significand));
+    }
+    int16_t span() const { return nonfinite ? kNoSpan : hi < lo ? 0 : static_cast<int16_t>(hi - lo); }
+};
+
+packed_operands pack(const gemm_operands& p, const accumulator_spec& spec) {
     packed_operands q;
     q.m = p.m, q.k = p.k, q.n = p.n;
     q.m_pad = (p.m + kRows - 1) / kRows * kRows;
@@ -216,10 +255,40 @@ packed_operands pack(const gemm_operands& p) {
         for (size_t k = 0; k < p.k; ++k) q.a[i * q.k + k] = a_as_is ? p.a[i * p.k + k] : p.a[k * p.m + i];
     for (size_t k = 0; k < p.k; ++k)
         for (size_t j = 0; j < p.n; ++j) q.b[k * q.n_pad + j] = b_as_is ? p.b[k * p.n + j] : p.b[j * p.k + k];
+    const size_t interval = spec.promote_every ? spec.promote_every : p.k;
+    for (size_t start = 0; start < p.k; start += interval) {
+        const size_t end = std::min(p.k, start + interval);
+        for (size_t k0 = start; k0 < end; k0 += spec.mma_depth)
+            q.chunks.push_back({k0, std::min(spec.mma_depth, end - k0), k0 + spec.mma_depth >= end});
+    }
+    const size_t chunks = q.chunks.size();
+    q.a_spans.assign(q.m_pad * chunks, 0);
+    q.b_spans.assign(chunks * q.n_pad, 0);
+    for (size_t c = 0; c < chunks; ++c) {
+        const k_chunk& ch = q.chunks[c];
+        for (size_t i = 0; i < p.m; ++i) {
+            span_meter m;
+            for (size_t k = ch.k0; k < ch.k0 + ch.count; ++k) m.add(q.a[i * q.k + k]);
+            q.a_spans[i * chunks + c] = m.span();
+        }
+        std::vector<span_meter> columns(p.n);
+        for (size_t k = ch.k0; k < ch.k0 + ch.count; ++k)
+            for (size_t j = 0; j < p.n; ++j) columns[j].add(q.b[k * q.n_pad + j]);
+        for (size_t j = 0; j < p.n; ++j) q.b_spans[c * q.n_pad + j] = columns[j].span();
+    }
     return q;
 }
 
-#define ALTGRAD_ACCUMULATE_INLINE inline __attribute__((always_inline))
+// Whether a plain float64 sum of a chunk's products is exact for every output of a tile: each
+// product a·b of the chunk is a multiple of 2^(lo_a + lo_b) below 2^(lo_a + lo_b + span_a +
+// span_b + 2) in magnitude, so every partial sum of `count` of them is a multiple of that below
+// 2^(lo_a + lo_b + span_a + span_b + 2 + ceil(log2 count)): a float64 when that exponent
+// exceeds the multiple's by at most 53 (one bit kept in hand).
+bool plain_sum_is_exact(int span_a, int span_b, size_t count) {
+    int log2_count = 0;
+    while ((size_t{1} << log2_count) < count) ++log2_count;
+    return span_a + span_b + 2 + log2_count <= 52;
+}
 
 // L doubles (and their int64 masks, and L floats) in one GCC vector.
 template <int L>
@@ -291,13 +360,58 @@ ALTGRAD_ACCUMULATE_INLINE void sum_tile(const packed_operands& p, size_t i0, siz
         }
 }
 
-// One chunk of a row block: every output's chunk sum, rounded to float32 by `step`, into
-// rounded[r * n_pad + j] (the accumulators stay in acc until the plugin rounds `rounded`).
+// The chunk's products of the tile as plain float64 sums, from zero: exact where
+// plain_sum_is_exact says so.
 template <int L>
-ALTGRAD_ACCUMULATE_INLINE void chunk_of_block(const packed_operands& p, size_t i0, size_t k0, size_t count,
-                                              const float* acc, float* rounded, float32_step step) {
+ALTGRAD_ACCUMULATE_INLINE void plain_sum_tile(const packed_operands& p, size_t i0, size_t j0, size_t k0,
+                                              size_t count, double (&out)[kRows][2 * L]) {
+    using D = typename lanes<L>::d;
+    using F = typename lanes<L>::f;
+    D sum[kRows][2] = {};
+    const float* a = p.a_rows(i0, k0);
+    const float* b = p.b_rows(k0, j0);
+    for (size_t k = 0; k < count; ++k) {
+        D column[2];
+        for (int v = 0; v < 2; ++v) {
+            F f;
+            std::memcpy(&f, b + k * p.n_pad + v * L, sizeof f);
+            column[v] = __builtin_convertvector(f, D);
+        }
+        for (size_t r = 0; r < kRows; ++r) {
+            const double x = a[r * p.k + k];
+            for (int v = 0; v < 2; ++v) sum[r][v] += x * column[v];
+        }
+    }
+    for (size_t r = 0; r < kRows; ++r)
+        for (int v = 0; v < 2; ++v) std::memcpy(&out[r][v * L], &sum[r][v], sizeof(D));
+}
+
+// One chunk (number c) of a row block: every output's chunk sum, rounded to float32 by `step`,
+// into rounded[r * n_pad + j] (the accumulators stay in acc until the plugin rounds `rounded`).
+// A tile whose bit spans prove the plain float64 sums exact takes them (then acc + sum by
+// TwoSum); any other the TwoSum tile, and its unproven outputs the long accumulator.
+template <int L>
+ALTGRAD_ACCUMULATE_INLINE void chunk_of_block(const packed_operands& p, size_t i0, size_t c, const float* acc,
+                                              float* rounded, float32_step step) {
+    const size_t k0 = p.chunks[c].k0, count = p.chunks[c].count;
+    int span_a = 0;
+    for (size_t r = 0; r < kRows; ++r) span_a = std::max<int>(span_a, p.a_span(i0 + r, c));
     tile_sums<L> s;
     for (size_t j0 = 0; j0 < p.n_pad; j0 += 2 * L) {
+        const int16_t* spans_b = p.b_span(c, j0);
+        const int span_b = *std::max_element(spans_b, spans_b + 2 * L);
+        if (plain_sum_is_exact(span_a, span_b, count)) {
+            double sums[kRows][2 * L];
+            plain_sum_tile<L>(p, i0, j0, k0, count, sums);
+            for (size_t r = 0; r < kRows; ++r)
+                for (size_t v = 0; v < 2 * L; ++v) {
+                    const size_t at = r * p.n_pad + j0 + v;
+                    double h = acc[at], l = 0;
+                    two_sum(h, sums[r][v], l);  // h + l = acc + the chunk's sum, exactly
+                    rounded[at] = rounded_to_float32(h, (l > 0) - (l < 0), step);
+                }
+            continue;
+        }
         sum_tile<L>(p, i0, j0, k0, count, acc, s);
         for (size_t r = 0; r < kRows; ++r)
             for (size_t v = 0; v < 2 * L; ++v) {
@@ -309,28 +423,26 @@ ALTGRAD_ACCUMULATE_INLINE void chunk_of_block(const packed_operands& p, size_t i
                 }
                 double h = s.hi[r][v], l = s.lo[r][v];
                 two_sum(h, l, l);  // h = the double nearest the sum, l = the rest, exactly
-                rounded[at] = round_to_float32(h, (l > 0) - (l < 0), step);
+                rounded[at] = rounded_to_float32(h, (l > 0) - (l < 0), step);
             }
     }
 }
 
-using chunk_function = void (*)(const packed_operands&, size_t, size_t, size_t, const float*, float*,
-                                float32_step);
+using chunk_function = void (*)(const packed_operands&, size_t, size_t, const float*, float*, float32_step);
 
-void chunk_baseline(const packed_operands& p, size_t i0, size_t k0, size_t count, const float* acc,
-                    float* rounded, float32_step step) {
-    chunk_of_block<2>(p, i0, k0, count, acc, rounded, step);
+void chunk_baseline(const packed_operands& p, size_t i0, size_t c, const float* acc, float* rounded,
+                    float32_step step) {
+    chunk_of_block<2>(p, i0, c, acc, rounded, step);
 }
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-__attribute__((target("avx2"))) void chunk_avx2(const packed_operands& p, size_t i0, size_t k0, size_t count,
+__attribute__((target("avx2"))) void chunk_avx2(const packed_operands& p, size_t i0, size_t c,
                                                 const float* acc, float* rounded, float32_step step) {
-    chunk_of_block<4>(p, i0, k0, count, acc, rounded, step);
+    chunk_of_block<4>(p, i0, c, acc, rounded, step);
 }
 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2"))) void chunk_avx512(
-    const packed_operands& p, size_t i0, size_t k0, size_t count, const float* acc, float* rounded,
-    float32_step step) {
-    chunk_of_block<8>(p, i0, k0, count, acc, rounded, step);
+    const packed_operands& p, size_t i0, size_t c, const float* acc, float* rounded, float32_step step) {
+    chunk_of_block<8>(p, i0, c, acc, rounded, step);
 }
 #endif
 
@@ -355,18 +467,14 @@ void gemm_blocks(const packed_operands& p, const accumulator& acc, size_t first,
     mode.rounding = acc.spec().rounding;
     mode.overflow = ALTGRAD_OVERFLOW_NONFINITE;
     const chunk_function chunk = chunk_for_this_cpu();
-    const size_t g = acc.spec().mma_depth,
-                 interval = acc.spec().promote_every ? acc.spec().promote_every : p.k;
     for (size_t block = first; block < last; ++block) {
         const size_t i0 = block * kRows;
         std::fill(accumulators.begin(), accumulators.end(), 0.0f);
         std::fill(total.begin(), total.end(), 0.0f);
-        for (size_t start = 0; start < p.k; start += interval) {
-            const size_t end = std::min(p.k, start + interval);
-            for (size_t k0 = start; k0 < end; k0 += g) {
-                chunk(p, i0, k0, std::min(g, end - k0), accumulators.data(), rounded.data(), acc.step());
-                acc.format().quantize(rounded.data(), accumulators.data(), width, mode);
-            }
+        for (size_t c = 0; c < p.chunks.size(); ++c) {
+            chunk(p, i0, c, accumulators.data(), rounded.data(), acc.step());
+            acc.format().quantize(rounded.data(), accumulators.data(), width, mode);
+            if (!p.chunks[c].last_of_interval) continue;
             for (size_t x = 0; x < width; ++x) {  // promotion
                 total[x] += accumulators[x];
                 accumulators[x] = 0.0f;
@@ -418,7 +526,7 @@ accumulator::accumulator(std::shared_ptr<const format_handle> format, const accu
 
 void accumulator::gemm(const gemm_operands& p, float* c, unsigned threads) const {
     if (p.m == 0 || p.n == 0) return;
-    const packed_operands packed = pack(p);
+    const packed_operands packed = pack(p, spec_);
     const size_t blocks = packed.m_pad / kRows;
     if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
     const size_t parts = std::min<size_t>(threads, blocks);
