@@ -13,12 +13,14 @@ straight-through estimator). The numerics are the plugins': tensors are handed
 to them without a copy (float32, contiguous, CPU, or CUDA where the plugin has
 a CUDA implementation).
 """
+import numpy as _np
 import torch
 
 from . import Format, Registry, _native
+from . import matmul as _matmul
 
-__all__ = ["Quantizer", "FakeQuantize", "fake_quantize", "QuantLinear", "quantize_model", "quantized_layers",
-           "default_registry"]
+__all__ = ["Quantizer", "FakeQuantize", "fake_quantize", "Accumulator", "AccumulatedLinear", "QuantLinear",
+           "quantize_model", "quantized_layers", "default_registry", "PRODUCTS"]
 
 _default_registry = None
 
@@ -121,15 +123,87 @@ def fake_quantize(x, format=None, rounding="nearest", overflow="saturate", scale
                               _quantizer(grad_format, grad_rounding, overflow, grad_scale, grad_seed, registry))
 
 
+PRODUCTS = ("forward", "input_gradient", "weight_gradient")
+_ACCUMULATOR_KEYS = ("format", "params", "rounding", "mma_depth", "promote_every")
+
+
+class Accumulator:
+    """A product's accumulator, as the config's `accumulator = {...}` (docs/accumulation.md): `format`
+    (a plugin's name or an altgrad.Format), `params` for a named plugin, `rounding` ("toward-zero" or
+    "nearest"), `mma_depth` (G, 32) and `promote_every` (N, 0: never). Called with a and b, it is
+    altgrad.matmul(a, b, ...) on the CPU, every torch thread (the same bits for any number)."""
+
+    def __init__(self, format, params=None, rounding="toward-zero", mma_depth=32, promote_every=0, registry=None):
+        if isinstance(format, str):
+            format = (registry or default_registry()).format(format, params)
+        elif params:
+            raise ValueError("accumulator params: give them with the plugin's name, not with a Format")
+        self.format, self.rounding = format, rounding
+        self.mma_depth, self.promote_every = int(mma_depth), int(promote_every)
+        _matmul(_np.zeros((1, 1), _np.float32), _np.zeros((1, 1), _np.float32), self.format, rounding,
+                        self.mma_depth, self.promote_every)  # refuses what cannot be, here and now
+
+    def __call__(self, a, b):
+        return _matmul(a, b, self.format, self.rounding, self.mma_depth, self.promote_every,
+                               threads=torch.get_num_threads())
+
+    def __repr__(self):
+        return (f"Accumulator({self.format.name!r}, rounding={self.rounding!r}, mma_depth={self.mma_depth}, "
+                f"promote_every={self.promote_every})")
+
+
+def _accumulator(spec, where, registry):
+    # None, "none", an Accumulator, or its keys as a dict (the config's inline table).
+    if spec is None or spec == "none" or isinstance(spec, Accumulator):
+        return None if spec == "none" else spec
+    if not isinstance(spec, dict):
+        raise TypeError(f"{where}: expected a dict of {', '.join(_ACCUMULATOR_KEYS)}, an Accumulator or 'none', "
+                        f"got {type(spec).__name__}")
+    for k in spec:
+        if k not in _ACCUMULATOR_KEYS:
+            raise ValueError(f"{where}.{k}: unknown key; an accumulator has {', '.join(_ACCUMULATOR_KEYS)}")
+    if "format" not in spec:
+        raise ValueError(f"{where}.format: missing (the accumulator's format plugin, e.g. 'fp16')")
+    try:
+        return Accumulator(registry=registry, **spec)
+    except (ValueError, RuntimeError) as e:
+        raise ValueError(f"{where}: {e}") from e
+
+
+class AccumulatedLinear(torch.autograd.Function):
+    """y = x @ w.T + b with each of the three products through its accumulator (None: torch's)."""
+
+    @staticmethod
+    def forward(ctx, x, w, b, accumulators):
+        ctx.accumulators = accumulators
+        x2 = x.reshape(-1, w.shape[1])
+        ctx.save_for_backward(x2, w)
+        ctx.has_bias = b is not None
+        fwd = accumulators[0]
+        y = (fwd(x2, w.t()) if fwd else x2 @ w.t()).reshape(*x.shape[:-1], w.shape[0])
+        return y if b is None else y + b
+
+    @staticmethod
+    def backward(ctx, dy):
+        x2, w = ctx.saved_tensors
+        _, dx_acc, dw_acc = ctx.accumulators
+        dy2 = dy.reshape(-1, w.shape[0])
+        dx = (dx_acc(dy2, w) if dx_acc else dy2 @ w).reshape(*dy.shape[:-1], w.shape[1])
+        dw = dw_acc(dy2.t(), x2) if dw_acc else dy2.t() @ x2
+        return dx, dw, dy2.sum(0) if ctx.has_bias else None, None
+
+
 class QuantLinear(torch.nn.Linear):
     """nn.Linear whose weight and input are fake-quantized on the way forward, and whose
     output gradient on the way back, each with its own format (None: that direction stays
-    float32). Rounding, overflow and scaling as the config's [quantization] keys."""
+    float32). Rounding, overflow and scaling as the config's [quantization] keys.
+    `accumulators`: {"forward" | "input_gradient" | "weight_gradient": an accumulator dict
+    (format, params, rounding, mma_depth, promote_every), an Accumulator or "none"}."""
 
     def __init__(self, in_features, out_features, bias=True, *, weight=None, activation=None, gradient=None,
                  forward_rounding="nearest", backward_rounding="stochastic", overflow="saturate", scaling="none",
-                 margin=0, amax_history_len=16, amax_compute="max", seed=0, stream=0, registry=None,
-                 device=None, dtype=None):
+                 margin=0, amax_history_len=16, amax_compute="max", seed=0, stream=0, accumulators=None,
+                 registry=None, device=None, dtype=None):
         super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
         registry = registry or default_registry()
 
@@ -143,6 +217,12 @@ class QuantLinear(torch.nn.Linear):
         self.weight_quantizer = site(weight, forward_rounding, 0)
         self.activation_quantizer = site(activation, forward_rounding, 1)
         self.gradient_quantizer = site(gradient, backward_rounding, 2)
+        accumulators = dict(accumulators or {})
+        for k in accumulators:
+            if k not in PRODUCTS:
+                raise ValueError(f"accumulators: unknown product {k!r}; the products are {', '.join(PRODUCTS)}")
+        self.accumulators = tuple(_accumulator(accumulators.get(p), f"accumulators.{p}", registry)
+                                  for p in PRODUCTS)
 
     @classmethod
     def from_linear(cls, linear, **kwargs):
@@ -163,19 +243,37 @@ class QuantLinear(torch.nn.Linear):
                                                                                 None)
         if self.activation_quantizer is not None:
             x = FakeQuantize.apply(x, self.activation_quantizer, None)
-        y = torch.nn.functional.linear(x, w, self.bias)
+        if any(self.accumulators):
+            y = AccumulatedLinear.apply(x, w, self.bias, self.accumulators)
+        else:
+            y = torch.nn.functional.linear(x, w, self.bias)
         if self.gradient_quantizer is not None:
             y = FakeQuantize.apply(y, None, self.gradient_quantizer)
         return y
 
     def extra_repr(self):
         w, a, g = self.formats()
-        return super().extra_repr() + f", weight={w}, activation={a}, gradient={g}"
+        extra = "".join(f", {p}={acc!r}" for p, acc in zip(PRODUCTS, self.accumulators) if acc)
+        return super().extra_repr() + f", weight={w}, activation={a}, gradient={g}" + extra
 
 
 _SECTION_KEYS = ("weight_format", "activation_format", "gradient_format", "forward_rounding", "backward_rounding",
-                 "overflow", "scaling", "amax_history_len", "amax_compute", "margin", "seed", "rules")
-_RULE_KEYS = ("pattern", "format", "weight", "activation", "gradient")
+                 "overflow", "scaling", "amax_history_len", "amax_compute", "margin", "seed", "rules") + PRODUCTS
+_RULE_KEYS = ("pattern", "format", "weight", "activation", "gradient") + PRODUCTS
+
+
+def _product_accumulators(table, where):
+    # {"forward": {"accumulator": ...}, ...} of a section or a rule -> {product: accumulator spec}
+    out = {}
+    for p in PRODUCTS:
+        if p not in table:
+            continue
+        entry = table[p]
+        if not isinstance(entry, dict) or set(entry) - {"accumulator"}:
+            raise ValueError(f"{where}{p}: expected {{'accumulator': ...}}, got {entry!r}")
+        if "accumulator" in entry:
+            out[p] = entry["accumulator"]
+    return out
 
 
 def _rule_tuples(rules):
@@ -192,9 +290,9 @@ def _rule_tuples(rules):
             raise ValueError(f"{key}.pattern: missing (every rule needs one, e.g. 'blocks.*.attn.*')")
         every = rule.get("format")
         directions = [rule.get(d, every) for d in ("weight", "activation", "gradient")]
-        if all(d is None for d in directions):
+        if all(d is None for d in directions) and not any(p in rule for p in PRODUCTS):
             raise ValueError(f"{key}: sets no format: give format (all three directions) or weight, activation "
-                             "or gradient")
+                             "or gradient, or a product's accumulator")
         out.append((rule["pattern"], *directions))
     return out
 
@@ -222,12 +320,17 @@ def quantize_model(model, rules, registry=None):
     `overflow`, `scaling`, `amax_history_len`, `amax_compute`, `margin`, `seed`, and
     `rules`: [{"pattern": glob over module names, "format" and/or "weight", "activation",
     "gradient"}], the first match deciding, as in configs. A plain list is the rules alone.
+    Accumulators as in configs: `forward`, `input_gradient`, `weight_gradient` each
+    {"accumulator": {format, params, rounding, mma_depth, promote_every} or "none"}, in the
+    section and in rules (the first matching rule that gives a product's decides).
     """
     section = {"rules": rules} if isinstance(rules, (list, tuple)) else dict(rules)
     for k in section:
         if k not in _SECTION_KEYS:
             raise ValueError(f"{k}: unknown key; the section has {', '.join(_SECTION_KEYS)}")
     rule_list = _rule_tuples(section.get("rules", []))
+    section_accumulators = _product_accumulators(section, "")
+    rule_accumulators = [_product_accumulators(r, f"rules[{i}].") for i, r in enumerate(section.get("rules", []))]
     linears = [(name, m) for name, m in model.named_modules()
                if isinstance(m, torch.nn.Linear) and not isinstance(m, QuantLinear)]
     layer_names = [name for name, _ in linears]
@@ -238,10 +341,12 @@ def quantize_model(model, rules, registry=None):
     registry = registry or default_registry()
     for index, (name, linear) in enumerate(linears):
         weight, activation, gradient, rule = _native.formats_for(*defaults, rule_list, name)
-        if not (weight or activation or gradient):
+        accumulators = {**section_accumulators, **(rule_accumulators[rule] if rule >= 0 else {})}
+        if not (weight or activation or gradient or any(a not in (None, "none") for a in accumulators.values())):
             continue
         q = QuantLinear.from_linear(linear, weight=weight or None, activation=activation or None,
-                                    gradient=gradient or None, stream=index, registry=registry, **options)
+                                    gradient=gradient or None, stream=index, accumulators=accumulators,
+                                    registry=registry, **options)
         parent_name, _, child = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
         setattr(parent, child, q)
