@@ -307,6 +307,59 @@ TEST(Accumulate, RoundToFloat32) {
     EXPECT_EQ(bits(round_to_float32(0.0, 0, ne)), 0u);
 }
 
+// The kernels round in vector lanes: the same float32 as round_to_float32, lane by lane, on zeros,
+// float32 subnormals and below, ties of float32 and of the odd step, values at and past FLT_MAX, and
+// random sums of both signs with a rest below, at or above zero.
+TEST(Accumulate, RoundToFloat32InLanesIsTheScalarRounding) {
+    std::vector<double> h, l;
+    const double specials[] = {0.0,
+                               -0.0,
+                               0x1p-149,
+                               0x1p-150,
+                               0x1.8p-150,
+                               0x1p-160,
+                               0x1p-126,
+                               0x1.fffffep-127,
+                               1.0,
+                               1.0 + 0x1p-24,
+                               1.0 + 0x1p-23 + 0x1p-24,
+                               0x1.fffffep127,
+                               0x1.fffffefp127,
+                               0x1.ffffffp127,
+                               0x1p128,
+                               0x1p200,
+                               3.0,
+                               0x1.000001p0};
+    for (const double x : specials)
+        for (const double sign : {1.0, -1.0})
+            for (const double rest : {0.0, 0x1p-80, -0x1p-80}) {
+                h.push_back(sign * x);
+                l.push_back(x == 0.0 ? 0.0 : rest * std::fabs(x));  // |rest| far below half an ulp of h
+            }
+    std::mt19937_64 rng(7);
+    std::uniform_int_distribution<int> exponent(-160, 130);
+    std::uniform_real_distribution<double> unit(1.0, 2.0);
+    for (int x = 0; x < 20000; ++x) {
+        const double v = std::ldexp(unit(rng), exponent(rng)) * (rng() & 1 ? 1.0 : -1.0);
+        // Some on float32's grid or its midpoints, so that the rest decides.
+        const double on_grid = static_cast<double>(static_cast<float>(v));
+        const double value = x % 3 == 0   ? on_grid
+                             : x % 3 == 1 ? (on_grid + std::nextafter(on_grid, 0.0)) / 2
+                                          : v;
+        h.push_back(value);
+        const int64_t r = static_cast<int64_t>(rng() % 3) - 1;
+        l.push_back(static_cast<double>(r) * std::fabs(value) * 0x1p-60);
+    }
+    for (const float32_step step :
+         {float32_step::toward_zero, float32_step::odd, float32_step::nearest_even}) {
+        std::vector<float> lanes(h.size());
+        quant::round_to_float32(h.data(), l.data(), h.size(), step, lanes.data());
+        for (size_t x = 0; x < h.size(); ++x)
+            ASSERT_EQ(bits(lanes[x]), bits(quant::round_to_float32(h[x], (l[x] > 0) - (l[x] < 0), step)))
+                << "h " << h[x] << " l " << l[x] << " step " << static_cast<int>(step) << " index " << x;
+    }
+}
+
 TEST(Accumulate, Float32AccumulatorErrorIsWithinTheRecursiveSummationBound) {
     // With fp32, each chunk's step is one rounding of acc + (an exact chunk sum): recursive
     // summation of the n = ceil(K / G) chunk sums D_1..D_n, each addition rounded (the first

@@ -306,6 +306,67 @@ ALTGRAD_ACCUMULATE_INLINE void two_sum(D& s, D x, D& err) {
     s = t;
 }
 
+// rounded_to_float32 on L lanes at once, for S = h + l exactly with |l| at most half an ulp of h
+// (what TwoSum leaves): the same steps with masks for branches, lane by lane the same float32.
+template <int L>
+ALTGRAD_ACCUMULATE_INLINE void rounded_lanes(typename lanes<L>::d h, typename lanes<L>::d l,
+                                             float32_step step, float* out) {
+    using D = typename lanes<L>::d;
+    using I = typename lanes<L>::i;
+    typedef uint32_t U __attribute__((vector_size(4 * L)));
+    typedef float F __attribute__((vector_size(4 * L)));
+    I hb;
+    std::memcpy(&hb, &h, sizeof hb);
+    const I negative = hb < 0, zero = h == 0;
+    const I ab = hb & INT64_MAX;
+    D a;
+    std::memcpy(&a, &ab, sizeof a);
+    const I side = (l < 0) - (l > 0);  // a true comparison is -1: +1 where l > 0
+    const I above = (negative & -side) | (~negative & side);
+    // truncate_to_float32(a): the fraction bits float32 keeps in a's binade, the rest cut.
+    const I e = ((ab >> 52) & 0x7FF) - 1023, normal = e >= -126;
+    const I kept = (normal & 23) | (~normal & (e + 149));
+    const I cut = 52 - kept, cut_in_range = cut > 63;
+    const I shift = (cut_in_range & 63) | (~cut_in_range & cut);
+    I tb = {};
+    tb = ab & ~(((tb + 1) << shift) - 1) & ~(kept < 0);
+    const I overflow = a > static_cast<double>(FLT_MAX);
+    tb = (overflow & static_cast<int64_t>(double_bits(FLT_MAX))) | (~overflow & tb);
+    D t;
+    std::memcpy(&t, &tb, sizeof t);
+    const F tf = __builtin_convertvector(t, F);  // exact: t is a float32
+    U bits;
+    std::memcpy(&bits, &tf, sizeof bits);
+    const I same = t == a;
+    const I sticky = ~(same & (above == 0));
+    bits += __builtin_convertvector(same & (above < 0), U);  // -1: the float32 below |h|
+    if (step == float32_step::odd) bits |= __builtin_convertvector(sticky, U) & 1u;
+    if (step == float32_step::nearest_even) {
+        F low_f, below_f, up_f;
+        const U below_bits = bits - 1u, up_bits = bits + 1u;
+        std::memcpy(&low_f, &bits, sizeof low_f);
+        std::memcpy(&below_f, &below_bits, sizeof below_f);
+        std::memcpy(&up_f, &up_bits, sizeof up_f);
+        const D low = __builtin_convertvector(low_f, D);
+        const I top = __builtin_convertvector(bits == 0x7F7FFFFFu, I);
+        const D up_finite = __builtin_convertvector(up_f, D),
+                up_top = low + (low - __builtin_convertvector(below_f, D));
+        D up;
+        I upf, upt;
+        std::memcpy(&upf, &up_finite, sizeof upf);
+        std::memcpy(&upt, &up_top, sizeof upt);
+        const I up_bits64 = (top & upt) | (~top & upf);
+        std::memcpy(&up, &up_bits64, sizeof up);
+        const D mid = low + (up - low) / 2;
+        const I odd_tie = (above == 0) & (__builtin_convertvector(bits & 1u, I) != 0);
+        const I increment = sticky & ((a > mid) | ((a == mid) & ((above > 0) | odd_tie)));
+        bits -= __builtin_convertvector(increment, U);  // -1 where it rounds up
+    }
+    bits |= __builtin_convertvector(negative, U) & 0x80000000u;
+    bits &= ~__builtin_convertvector(zero, U);  // S = 0: +0
+    std::memcpy(out, &bits, sizeof bits);
+}
+
 // A tile's chunk sums: hi + lo is the exact sum of each output's terms unless its `unproven` is set.
 template <int L>
 struct tile_sums {
@@ -360,11 +421,12 @@ ALTGRAD_ACCUMULATE_INLINE void sum_tile(const packed_operands& p, size_t i0, siz
         }
 }
 
-// The chunk's products of the tile as plain float64 sums, from zero: exact where
-// plain_sum_is_exact says so.
+// The chunk's products of the tile as plain float64 sums, from zero (exact where
+// plain_sum_is_exact says so), each added to its accumulator by TwoSum and rounded to float32.
 template <int L>
 ALTGRAD_ACCUMULATE_INLINE void plain_sum_tile(const packed_operands& p, size_t i0, size_t j0, size_t k0,
-                                              size_t count, double (&out)[kRows][2 * L]) {
+                                              size_t count, const float* acc, float* rounded,
+                                              float32_step step) {
     using D = typename lanes<L>::d;
     using F = typename lanes<L>::f;
     D sum[kRows][2] = {};
@@ -383,7 +445,14 @@ ALTGRAD_ACCUMULATE_INLINE void plain_sum_tile(const packed_operands& p, size_t i
         }
     }
     for (size_t r = 0; r < kRows; ++r)
-        for (int v = 0; v < 2; ++v) std::memcpy(&out[r][v * L], &sum[r][v], sizeof(D));
+        for (int v = 0; v < 2; ++v) {
+            const size_t at = r * p.n_pad + j0 + v * L;
+            F f;
+            std::memcpy(&f, acc + at, sizeof f);
+            D h = __builtin_convertvector(f, D), l;
+            two_sum(h, sum[r][v], l);  // h + l = acc + the chunk's sum, exactly
+            rounded_lanes<L>(h, l, step, rounded + at);
+        }
 }
 
 // One chunk (number c) of a row block: every output's chunk sum, rounded to float32 by `step`,
@@ -401,15 +470,7 @@ ALTGRAD_ACCUMULATE_INLINE void chunk_of_block(const packed_operands& p, size_t i
         const int16_t* spans_b = p.b_span(c, j0);
         const int span_b = *std::max_element(spans_b, spans_b + 2 * L);
         if (plain_sum_is_exact(span_a, span_b, count)) {
-            double sums[kRows][2 * L];
-            plain_sum_tile<L>(p, i0, j0, k0, count, sums);
-            for (size_t r = 0; r < kRows; ++r)
-                for (size_t v = 0; v < 2 * L; ++v) {
-                    const size_t at = r * p.n_pad + j0 + v;
-                    double h = acc[at], l = 0;
-                    two_sum(h, sums[r][v], l);  // h + l = acc + the chunk's sum, exactly
-                    rounded[at] = rounded_to_float32(h, (l > 0) - (l < 0), step);
-                }
+            plain_sum_tile<L>(p, i0, j0, k0, count, acc, rounded, step);
             continue;
         }
         sum_tile<L>(p, i0, j0, k0, count, acc, s);
@@ -440,7 +501,7 @@ __attribute__((target("avx2"))) void chunk_avx2(const packed_operands& p, size_t
                                                 const float* acc, float* rounded, float32_step step) {
     chunk_of_block<4>(p, i0, c, acc, rounded, step);
 }
-__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2"))) void chunk_avx512(
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma"))) void chunk_avx512(
     const packed_operands& p, size_t i0, size_t c, const float* acc, float* rounded, float32_step step) {
     chunk_of_block<8>(p, i0, c, acc, rounded, step);
 }
@@ -450,7 +511,9 @@ __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2"))) void chunk_av
 chunk_function chunk_for_this_cpu() {
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
     switch (sdk::detail::cpu_vector_isa()) {
-        case sdk::detail::vector_isa::avx512: return chunk_avx512;
+        case sdk::detail::vector_isa::avx512:  // fused multiply-adds: a product is exact, so the same sums
+            if (__builtin_cpu_supports("fma")) return chunk_avx512;
+            return chunk_avx2;
         case sdk::detail::vector_isa::avx2: return chunk_avx2;
         case sdk::detail::vector_isa::baseline: break;
     }
@@ -522,6 +585,18 @@ accumulator::accumulator(std::shared_ptr<const format_handle> format, const accu
         throw error("accumulator: mma_depth " + std::to_string(spec.mma_depth) + ": expected 1 .. " +
                     std::to_string(kMaxMmaDepth));
     step_ = step_for(*format_, spec.rounding);
+}
+
+void round_to_float32(const double* h, const double* l, size_t n, float32_step step, float* out) {
+    using D = lanes<8>::d;
+    size_t x = 0;
+    for (; x + 8 <= n; x += 8) {
+        D hv, lv;
+        std::memcpy(&hv, h + x, sizeof hv);
+        std::memcpy(&lv, l + x, sizeof lv);
+        rounded_lanes<8>(hv, lv, step, out + x);
+    }
+    for (; x < n; ++x) out[x] = rounded_to_float32(h[x], (l[x] > 0) - (l[x] < 0), step);
 }
 
 void accumulator::gemm(const gemm_operands& p, float* c, unsigned threads) const {

@@ -95,4 +95,9 @@ private:
 // Inf). S = 0 gives +0.
 float round_to_float32(double h, int side, float32_step step);
 
+// The same over arrays in vector lanes, as the kernels round: out[x] is
+// round_to_float32(h[x], the sign of l[x], step) for S = h[x] + l[x] exactly,
+// |l[x]| at most half an ulp of h[x] (what TwoSum leaves).
+void round_to_float32(const double* h, const double* l, size_t n, float32_step step, float* out);
+
 }  // namespace altgrad::host::quant
