@@ -16,6 +16,7 @@
 #include "cli/commands.hpp"
 #include "plugins/loader.hpp"
 #include "plugins/registry.hpp"
+#include "util/cpu_kernels.hpp"
 #include "util/edit_distance.hpp"
 #include "util/error.hpp"
 
@@ -39,9 +40,10 @@ constexpr command_function kRunCommand = &cli::run_command;
 // Whether a command needs the plugin folder: conformance can take library
 // paths; report reads run directories only; new-plugin writes files.
 enum class plugin_folder { required, optional };
-// Whether a command needs the trainer: run trains, sweep runs `run` workers.
-// A host without it has no such command (not in the usage, unknown by name).
-enum class trainer { no, yes };
+// Whether a command needs the trainer: run trains (on pinned CPU kernels,
+// util/cpu_kernels.hpp), sweep runs `run` workers. A host without it has no
+// such command (not in the usage, unknown by name).
+enum class trainer { no, trains, runs_workers };
 
 struct command {
     command_function run;
@@ -67,10 +69,10 @@ const std::map<std::string, command> kCommands = {
      {&cli::conformance_command, plugin_folder::optional, trainer::no,
       "check plugins against the ABI's rules, precisely"}},
     {"run",
-     {kRunCommand, plugin_folder::required, trainer::yes,
+     {kRunCommand, plugin_folder::required, trainer::trains,
       "train a GPT on a config, quantized through the format plugins"}},
     {"sweep",
-     {&cli::sweep_command, plugin_folder::required, trainer::yes,
+     {&cli::sweep_command, plugin_folder::required, trainer::runs_workers,
       "many runs from a sweep file: a local worker pool, or a Slurm job array"}},
     {"report",
      {&cli::report_command, plugin_folder::optional, trainer::no,
@@ -179,14 +181,15 @@ int run_command_line(int argc, char** argv) {
         // Everything after the command name belongs to the command.
         std::vector<std::string> rest(argv + global_end, argv + argc);
         if (vm.count("help")) rest.push_back("--help");
+        const bool wants_help = std::find(rest.begin(), rest.end(), "--help") != rest.end() ||
+                                std::find(rest.begin(), rest.end(), "-h") != rest.end();
+        if (it->second.needs_trainer == trainer::trains && !wants_help) altgrad::host::pin_cpu_kernels(argv);
         cli::context ctx;
         if (vm.count("plugins")) {
             ctx.plugins = vm["plugins"].as<std::string>();
         } else if (const auto d = altgrad::host::default_plugin_folder()) {
             ctx.plugins = d->dir;
         } else {
-            const bool wants_help = std::find(rest.begin(), rest.end(), "--help") != rest.end() ||
-                                    std::find(rest.begin(), rest.end(), "-h") != rest.end();
             if (!wants_help && it->second.plugins == plugin_folder::required)
                 throw altgrad::host::usage_error(
                     "--plugins DIR is required (or set ALTGRAD_PLUGINS): this host has no plugins/ beside it "

@@ -1342,3 +1342,51 @@ TEST(Accumulators, TrainChangeTheResultAndResumeBitForBit) {
 
 }  // namespace
 }  // namespace altgrad::test
+
+namespace altgrad::test {
+namespace {
+
+bool cpu_has_avx512() {
+    std::ifstream in("/proc/cpuinfo");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return has(text, " avx512f");
+}
+
+// The demo's config (configs/e5m2_short.toml: the default model) on the test corpus for 20 steps,
+// under environment `env`, into `out`; its metrics without the timing fields.
+std::vector<std::string> demo_metrics(const scratch& s, const std::string& env, const std::string& out) {
+    const std::string config = std::string(ALTGRAD_CONFIG_DIR) + "/e5m2_short.toml";
+    const run_result r = run("run " + config + " --out " + (s.path / out).string() +
+                                 " --set data.path=" + (s.path / "corpus.txt").string() +
+                                 " --set training.max_steps=20 --set training.eval_interval=10 "
+                                 "--set training.warmup_steps=2 --set training.threads=1",
+                             kPlugins, env + " ");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_TRUE(has(r.out, env.find("native") == std::string::npos
+                               ? "cpu kernels OpenBLAS Haswell, ATen avx2 (pinned"
+                               : "cpu kernels as this CPU chooses them (ALTGRAD_CPU_KERNELS=native"))
+        << r.out;
+    return comparable_metrics(s.path / out);
+}
+
+// The host pins OpenBLAS's and ATen's kernels (util/cpu_kernels.hpp): a run forced onto other
+// kernels from outside computes the same bits. Unpinned, on a CPU where the forced kernels exist,
+// the same two environments give different bits (the control: the pin is what makes them equal).
+TEST(Reproducibility, ForcedCpuKernelsGiveTheSameBits) {
+    scratch s;
+    const std::string skylake = "OPENBLAS_CORETYPE=SkylakeX ATEN_CPU_CAPABILITY=avx512";
+    const std::string zen = "OPENBLAS_CORETYPE=Zen ATEN_CPU_CAPABILITY=default";
+    const auto a = demo_metrics(s, skylake, "a"), b = demo_metrics(s, zen, "b");
+    ASSERT_FALSE(a.empty());
+    EXPECT_EQ(a, b);
+    if (!cpu_has_avx512()) {
+        std::cout << "no AVX-512 here: the unpinned control (SkylakeX kernels) cannot run\n";
+        return;
+    }
+    const auto c = demo_metrics(s, "ALTGRAD_CPU_KERNELS=native " + skylake, "c");
+    const auto d = demo_metrics(s, "ALTGRAD_CPU_KERNELS=native " + zen, "d");
+    EXPECT_NE(c, d) << "unpinned, SkylakeX/avx512 and Zen/default kernels computed the same bits";
+}
+
+}  // namespace
+}  // namespace altgrad::test

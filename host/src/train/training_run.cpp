@@ -15,6 +15,7 @@
 #include "plugins/call_record.hpp"
 #include "run/supervise.hpp"
 #include "stability/failure_report.hpp"
+#include "util/cpu_kernels.hpp"
 #include "util/error.hpp"
 #include "util/numbers.hpp"
 
@@ -270,6 +271,7 @@ training_run::training_run(const run_request& req, std::ostream& log)
     log_ << "run " << c_.name << ": " << parameter_count << " parameters, " << data_.description() << "\n"
          << "cpu threads " << cpu_threads << " (BLAS "
          << (blas_threads >= 0 ? std::to_string(blas_threads) : std::string("not OpenBLAS: its own")) << ")\n"
+         << "cpu kernels " << cpu_kernels_note() << "\n"
          << "run directory " << run_dir_.string() << std::endl;
 }
 

@@ -1,0 +1,25 @@
+// The CPU kernels a training run computes with, the same on every x86-64
+// machine. OpenBLAS (LibTorch's BLAS here) and ATen choose their matrix and
+// vector kernels by CPU model, and those round differently: the demo's
+// final loss was 2.55004 on a Zen 4 and 2.54717 on a Zen 5. A training
+// command pins both to the kernels of x86-64 with AVX2 and FMA (docs/study.md,
+// "Reproducing a run"), so the same config gives the same bits anywhere.
+#pragma once
+
+#include <string>
+
+namespace altgrad::host {
+
+// OpenBLAS reads OPENBLAS_CORETYPE when it is loaded, before main: the pin
+// re-executes this program (/proc/self/exe, the same arguments) with
+// OPENBLAS_CORETYPE=Haswell and ATEN_CPU_CAPABILITY=avx2 set, unless they are
+// set so already, the CPU lacks AVX2 or FMA (those kernels' instructions: the
+// CPU's own choice stays), or ALTGRAD_CPU_KERNELS=native asks for the CPU's
+// own choice. Returns when no re-execution is needed, or when the exec fails
+// (cpu_kernels_note says so).
+void pin_cpu_kernels(char** argv);
+
+// One line for a run's log: which kernels, and whether they are pinned.
+std::string cpu_kernels_note();
+
+}  // namespace altgrad::host
