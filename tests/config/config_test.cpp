@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "config/run_config.hpp"
+#include "config_errors.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::test {
@@ -20,26 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace host::config;
-
-const char* const kFile = "cfgs/my_run.toml";
-
-// The error parse_config throws, or "" when it accepts the text.
-std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
-    try {
-        parse_config(text, kFile, overrides);
-        return "";
-    } catch (const host::error& e) {
-        return e.what();
-    }
-}
-
-// One line, naming the file and the key, saying `what`.
-void expect_error(const std::string& error, const std::string& key, const std::string& what) {
-    EXPECT_EQ(error.rfind(std::string(kFile) + ":", 0), 0u) << "names the file first: " << error;
-    EXPECT_NE(error.find("key '" + key + "'"), std::string::npos) << error;
-    EXPECT_NE(error.find(what), std::string::npos) << error;
-    EXPECT_EQ(error.find('\n'), std::string::npos) << "one line: " << error;
-}
 
 // ---- Defaults ----------------------------------------------------------------
 

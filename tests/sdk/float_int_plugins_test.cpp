@@ -122,22 +122,6 @@ std::vector<float> twin_inputs(const FormatPlugin& p) {
     return xs;
 }
 
-std::vector<Mode> every_mode(float scale) {
-    std::vector<Mode> modes;
-    for (altgrad_rounding r :
-         {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_TOWARD_ZERO, ALTGRAD_ROUND_STOCHASTIC})
-        for (altgrad_overflow o : {ALTGRAD_OVERFLOW_SATURATE, ALTGRAD_OVERFLOW_NONFINITE}) {
-            Mode m;
-            m.rounding = r;
-            m.overflow = o;
-            m.scale = scale;
-            m.seed = 0x5EED0F10A7ull;
-            m.offset = (uint64_t{1} << 32) + 5;
-            modes.push_back(m);
-        }
-    return modes;
-}
-
 // The first index where a and b differ bit for bit, or a.size().
 size_t first_difference(const std::vector<float>& a, const std::vector<float>& b) {
     for (size_t k = 0; k < a.size(); ++k)
@@ -156,7 +140,7 @@ void expect_same_format(const FormatPlugin& bundled, const FormatPlugin& twin) {
     const std::vector<float> xs = twin_inputs(bundled);
     ASSERT_GE(xs.size(), size_t{1000000});
     for (float scale : {1.0f, 0.25f, 3.0f})
-        for (const Mode& m : every_mode(scale)) {
+        for (const Mode& m : agtest::all_modes(scale, 0x5EED0F10A7ull, (uint64_t{1} << 32) + 5)) {
             SCOPED_TRACE(agtest::describe(m));
             const agtest::QuantizeResult a = bundled.quantize(xs, m), b = twin.quantize(xs, m);
             ASSERT_EQ(a.status, ALTGRAD_STATUS_OK) << a.message;

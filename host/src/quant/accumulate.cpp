@@ -367,6 +367,16 @@ ALTGRAD_ACCUMULATE_INLINE void rounded_lanes(typename lanes<L>::d h, typename la
     std::memcpy(out, &bits, sizeof bits);
 }
 
+// The two vectors of a tile's columns at row k of B (2L floats at `row`), as float64.
+template <int L>
+ALTGRAD_ACCUMULATE_INLINE void load_columns(const float* row, typename lanes<L>::d (&column)[2]) {
+    for (int v = 0; v < 2; ++v) {
+        typename lanes<L>::f f;
+        std::memcpy(&f, row + v * L, sizeof f);
+        column[v] = __builtin_convertvector(f, typename lanes<L>::d);
+    }
+}
+
 // A tile's chunk sums: hi + lo is the exact sum of each output's terms unless its `unproven` is set.
 template <int L>
 struct tile_sums {
@@ -398,11 +408,7 @@ ALTGRAD_ACCUMULATE_INLINE void sum_tile(const packed_operands& p, size_t i0, siz
     const float* b = p.b_rows(k0, j0);
     for (size_t k = 0; k < count; ++k) {
         D column[2];
-        for (int v = 0; v < 2; ++v) {
-            F f;
-            std::memcpy(&f, b + k * p.n_pad + v * L, sizeof f);
-            column[v] = __builtin_convertvector(f, D);
-        }
+        load_columns<L>(b + k * p.n_pad, column);
         for (size_t r = 0; r < kRows; ++r) {
             const double x = a[r * p.k + k];
             for (int v = 0; v < 2; ++v) {
@@ -434,11 +440,7 @@ ALTGRAD_ACCUMULATE_INLINE void plain_sum_tile(const packed_operands& p, size_t i
     const float* b = p.b_rows(k0, j0);
     for (size_t k = 0; k < count; ++k) {
         D column[2];
-        for (int v = 0; v < 2; ++v) {
-            F f;
-            std::memcpy(&f, b + k * p.n_pad + v * L, sizeof f);
-            column[v] = __builtin_convertvector(f, D);
-        }
+        load_columns<L>(b + k * p.n_pad, column);
         for (size_t r = 0; r < kRows; ++r) {
             const double x = a[r * p.k + k];
             for (int v = 0; v < 2; ++v) sum[r][v] += x * column[v];

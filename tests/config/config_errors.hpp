@@ -1,0 +1,35 @@
+// What the config tests share: a config text's error, and the check that an
+// error is one line naming the file first, then the key.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "config/run_config.hpp"
+#include "util/error.hpp"
+
+namespace altgrad::test {
+
+inline const char* const kFile = "cfgs/my_run.toml";
+
+// The error parse_config throws, or "" when it accepts the text.
+inline std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {
+    try {
+        host::config::parse_config(text, kFile, overrides);
+        return "";
+    } catch (const host::error& e) {
+        return e.what();
+    }
+}
+
+// One line, naming the file and the key, saying `what`.
+inline void expect_error(const std::string& error, const std::string& key, const std::string& what) {
+    EXPECT_EQ(error.rfind(std::string(kFile) + ":", 0), 0u) << "names the file first: " << error;
+    EXPECT_NE(error.find("key '" + key + "'"), std::string::npos) << error;
+    EXPECT_NE(error.find(what), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << "one line: " << error;
+}
+
+}  // namespace altgrad::test
