@@ -717,6 +717,11 @@ TEST(ReportStats, WelchTestByHand) {
     EXPECT_NEAR(w.t, -3 / std::sqrt(2.0), 1e-14);
     EXPECT_NEAR(w.df, 2, 1e-12);
     EXPECT_NEAR(w.p, 1 - 3 / std::sqrt(13.0), 1e-13);
+    // The 95% interval: -3 ± t(0.975, 2) sqrt(2), with t(0.975, 2) = 0.95 sqrt(2 / (1 - 0.95^2)) = 4.3027
+    // (the closed-form quantile for df 2; the published table's 4.303).
+    const double t2 = 0.95 * std::sqrt(2 / (1 - 0.95 * 0.95));
+    EXPECT_NEAR(w.ci_low, -3 - t2 * std::sqrt(2.0), 1e-9);
+    EXPECT_NEAR(w.ci_high, -3 + t2 * std::sqrt(2.0), 1e-9);
     // {1,2,3} vs {4,5,6}: t = -3/sqrt(2/3), df 4; for df 4, with sin^2 = t^2/(4 + t^2):
     // P(|T| > t) = 1 - sin (1 + cos^2 / 2).
     w = welch_test({1, 2, 3}, {4, 5, 6});
@@ -729,6 +734,7 @@ TEST(ReportStats, WelchTestByHand) {
     EXPECT_NEAR(w.t, -1.9262462746037203, 1e-12);
     EXPECT_NEAR(w.p, 0.14215549213464923, 1e-12);
     EXPECT_TRUE(std::isnan(welch_test({1}, {2, 3}).p));
+    EXPECT_TRUE(std::isnan(welch_test({1}, {2, 3}).ci_low));
 }
 
 TEST(ReportStats, PairedTestByHand) {
