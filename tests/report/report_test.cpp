@@ -953,13 +953,14 @@ TEST(ReportFigures, DrawnWithGnuplotAndLinkedRelatively) {
     const report_output out = write_report(runs, o);
     EXPECT_EQ(out.figures_missing, "");
     const std::string md = read(out.markdown);
-    // Loss per config (3), validation loss of all, the five diagnostic series,
+    // The two forest plots, loss per config (3), validation loss of all, the five diagnostic series,
     // and per layer amax and scale of the two runs with tensor lines (weights only).
-    EXPECT_EQ(out.figures, 13u) << md;
+    EXPECT_EQ(out.figures, 15u) << md;
     for (const char* stem :
-         {"loss-e5m2_short", "loss-bf16_baseline", "loss-e7m0_uniform", "val_loss-all", "diag-bit_stall",
-          "diag-overflow", "diag-underflow", "diag-grad_sparsity", "diag-stiffness", "amax-e5m2_short-weight",
-          "scale-e5m2_short-weight", "amax-bf16_baseline-weight", "scale-bf16_baseline-weight"}) {
+         {"diff-forest", "relative-forest", "loss-e5m2_short", "loss-bf16_baseline", "loss-e7m0_uniform",
+          "val_loss-all", "diag-bit_stall", "diag-overflow", "diag-underflow", "diag-grad_sparsity",
+          "diag-stiffness", "amax-e5m2_short-weight", "scale-e5m2_short-weight", "amax-bf16_baseline-weight",
+          "scale-bf16_baseline-weight"}) {
         const std::string image = std::string(stem) + ".png";
         EXPECT_CONTAINS(md, "](figures/" + image + ")");
         EXPECT_GT(fs::file_size(o.out_dir / "figures" / image), 1000u) << image;
@@ -1064,27 +1065,42 @@ TEST(ReportFigures, EachGroupOneColourWithABandForItsSeeds) {
     const report_output out = write_report(runs, o);
     EXPECT_EQ(out.figures_missing, "") << read(out.markdown);
     const std::string gp = read(o.out_dir / "figures" / "val_loss-all.gp");
-    // The e5m2 group (colour 1): both seeds, titled once, and their band; the baseline group colour 2, no
-    // band.
+    // The e5m2 group (colour 1): the mean of its seeds, titled, and their band; the baseline group colour 2,
+    // one run: its curve, no band.
     EXPECT_CONTAINS(
         gp, "'data/val_loss-all-0.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 1 title 'e5m2_short'");
-    EXPECT_CONTAINS(gp, "'data/val_loss-all-1.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 1 notitle");
     EXPECT_CONTAINS(
         gp,
-        "'data/val_loss-all-2.dat' using 1:2:3 with filledcurves fs transparent solid 0.2 noborder "
+        "'data/val_loss-all-1.dat' using 1:2:3 with filledcurves fs transparent solid 0.2 noborder "
         "lc 1 notitle");
     EXPECT_CONTAINS(
         gp,
-        "'data/val_loss-all-3.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 2 title 'bf16_baseline'");
-    EXPECT_EQ(gp.find("val_loss-all-4"), std::string::npos) << gp;
+        "'data/val_loss-all-2.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 2 title 'bf16_baseline'");
+    EXPECT_EQ(gp.find("val_loss-all-3"), std::string::npos) << gp;
     EXPECT_CONTAINS(gp, " size 960,540 noenhanced\n");  // two key entries: the usual height
-    // The band is the seeds' lowest and highest value at each step (the fixture: final_val + 0.5 at 250).
-    EXPECT_CONTAINS(read(o.out_dir / "figures" / "data" / "val_loss-all-2.dat"),
-                    "0\t4.7\t4.7\n250\t3\t3.2\n500\t2.5\t2.7\n");
-    // The group's own figure: every seed's curves in the group's colour, the baseline dashed in its own.
+    // The fixture's validation loss is 4.7 at step 0, final_val + 0.5 at 250 and final_val at 500: the seeds
+    // 2.5 and 2.7 give the means 4.7, 3.1, 2.6 and the band of their lowest and highest value.
+    const fs::path data = o.out_dir / "figures" / "data";
+    EXPECT_CONTAINS(read(data / "val_loss-all-0.dat"), "0\t4.7\n250\t3.1\n500\t2.6\n");
+    EXPECT_CONTAINS(read(data / "val_loss-all-1.dat"), "0\t4.7\t4.7\n250\t3\t3.2\n500\t2.5\t2.7\n");
+    // The group's own figure: its seeds' mean training loss (untitled), their mean validation loss with
+    // its band, and the baseline's dashed in its colour: one key entry per group.
     const std::string loss = read(o.out_dir / "figures" / "loss-e5m2_short.gp");
-    EXPECT_EQ(loss.find("lc 2 title 'e5m2"), std::string::npos) << loss;
-    EXPECT_CONTAINS(loss, "lc 2 dt 2 title 'bf16 val (baseline)'");
+    EXPECT_CONTAINS(loss, "'data/loss-e5m2_short-0.dat' using 1:2 with lines lw 1.2 lc 1 notitle");
+    EXPECT_CONTAINS(loss, "lw 2 lc 1 title 'e5m2_short (2 seeds)'");
+    EXPECT_CONTAINS(loss, "lc 2 dt 2 title 'bf16_baseline (baseline, 1 seed)'");
+    // Training loss 4 - s/250 at s = 1, 51, ..., 451 and 2.5 at 500, the same for both seeds.
+    EXPECT_CONTAINS(read(data / "loss-e5m2_short-0.dat"), "1\t3.996\n51\t3.796\n");
+    EXPECT_FALSE(fs::exists(o.out_dir / "figures" / "loss_seeds-e5m2_short.png"));
+
+    // Each seed's curves on request: every seed in the group's colour, the baseline's dashed.
+    o.seed_curves = true;
+    write_report(runs, o);
+    const std::string seeds = read(o.out_dir / "figures" / "loss_seeds-e5m2_short.gp");
+    EXPECT_CONTAINS(seeds, "lc 1 title 'e5m2-s1 train'");
+    EXPECT_CONTAINS(seeds, "lc 1 title 'e5m2-s2 val'");
+    EXPECT_CONTAINS(seeds, "lc 2 dt 2 title 'bf16 val (baseline)'");
+    EXPECT_CONTAINS(read(o.out_dir / "report.md"), "](figures/loss_seeds-e5m2_short.png)");
 }
 
 TEST(ReportFigures, AHostileRunNameRunsNothing) {

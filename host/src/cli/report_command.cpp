@@ -73,7 +73,8 @@ int report_command(const context&, const args& a) {
         "seconds gnuplot may take over one figure; then it is killed and the figures left are not drawn")(
         "baseline", po::value<std::string>(&o.baseline)->default_value(rep::kDefaultBaseline),
         "the config (its name) every group is compared with; several groups of it: each group with the one "
-        "that shares the most of its settings")("no-figures", "write the report without figures");
+        "that shares the most of its settings")("no-figures", "write the report without figures")(
+        "seed-curves", "beside each group's loss figure (the mean of its seeds), one of each seed's curves");
     po::options_description operands;
     operands.add_options()("run", po::value<std::vector<std::string>>(&dirs));
     po::positional_options_description pos;
@@ -82,7 +83,7 @@ int report_command(const context&, const args& a) {
     const command_help help{
         "report",
         {"report RUN_DIR... [-o OUT_DIR] [--baseline CONFIG] [--hypotheses FILE] [--gnuplot PROGRAM] "
-         "[--gnuplot-timeout SECONDS] [--no-figures]"},
+         "[--gnuplot-timeout SECONDS] [--no-figures] [--seed-curves]"},
         "altgrad-host report runs/e5m2_short runs/bf16_baseline -o report",
         {{0, "the report was written (damaged runs are notes in it, not errors)"},
          {1,
@@ -96,6 +97,7 @@ int report_command(const context&, const args& a) {
                           ": expected a number of seconds > 0");
     o.out_dir = out_dir;
     o.figures = vm.count("no-figures") == 0;
+    o.seed_curves = vm.count("seed-curves") > 0;
 
     // Read before the runs: a bad hypotheses file stops the report before any work.
     o.judged = rep::load_hypotheses(hypotheses_file.empty() ? rep::default_hypotheses_file()

@@ -25,6 +25,8 @@ struct report_options {
     // Seconds per gnuplot run; then it is killed, and past a figure the rest are not tried.
     double gnuplot_timeout = 60;
     bool figures = true;
+    // Beside each group's loss figure (the mean of its seeds), one of each seed's curves (--seed-curves).
+    bool seed_curves = false;
     hypotheses judged;  // the hypotheses section; none: the section says so
     // The config whose groups are the baselines (--baseline): "bf16_baseline" by default, and then,
     // when no run has that name, the groups that are BF16 throughout.
