@@ -294,6 +294,23 @@ TEST(ReportSummary, TheForestPlotsARowPerGroupAndTheFailedMarked) {
     }
 }
 
+// A second report over runs another one draws already: the forest plots alone.
+TEST(ReportSummary, OnlyTheSummarysFiguresOnRequest) {
+    ASSERT_EQ(std::system("gnuplot --version > /dev/null 2>&1"), 0) << "no gnuplot (scripts/setup.sh)";
+    scratch tmp;
+    std::vector<run_record> runs = study(tmp.path());
+    report_options o;
+    o.out_dir = tmp.path() / "report";
+    o.summary_figures_only = true;
+    const report_output out = write_report(runs, o);
+    EXPECT_EQ(out.figures, 2u);
+    EXPECT_EQ(out.figures_missing, "");
+    EXPECT_CONTAINS(read(out.markdown),
+                    "## Figures\n\nNone but the summary's forest plots (--summary-figures-only).\n");
+    EXPECT_TRUE(fs::exists(o.out_dir / "figures" / "relative-forest.png"));
+    EXPECT_FALSE(fs::exists(o.out_dir / "figures" / "val_loss-all.gp"));
+}
+
 TEST(ReportSummary, NoBaselineNoForest) {
     scratch tmp;
     std::vector<run_record> runs = {read_run(study_run(tmp.path(), "e5m2_short", "e5m2", 1, 2.5)),

@@ -74,7 +74,8 @@ int report_command(const context&, const args& a) {
         "baseline", po::value<std::string>(&o.baseline)->default_value(rep::kDefaultBaseline),
         "the config (its name) every group is compared with; several groups of it: each group with the one "
         "that shares the most of its settings")("no-figures", "write the report without figures")(
-        "seed-curves", "beside each group's loss figure (the mean of its seeds), one of each seed's curves");
+        "seed-curves", "beside each group's loss figure (the mean of its seeds), one of each seed's curves")(
+        "summary-figures-only", "of the figures, draw only the summary's forest plots");
     po::options_description operands;
     operands.add_options()("run", po::value<std::vector<std::string>>(&dirs));
     po::positional_options_description pos;
@@ -83,7 +84,7 @@ int report_command(const context&, const args& a) {
     const command_help help{
         "report",
         {"report RUN_DIR... [-o OUT_DIR] [--baseline CONFIG] [--hypotheses FILE] [--gnuplot PROGRAM] "
-         "[--gnuplot-timeout SECONDS] [--no-figures] [--seed-curves]"},
+         "[--gnuplot-timeout SECONDS] [--no-figures] [--seed-curves] [--summary-figures-only]"},
         "altgrad-host report runs/e5m2_short runs/bf16_baseline -o report",
         {{0, "the report was written (damaged runs are notes in it, not errors)"},
          {1,
@@ -98,6 +99,7 @@ int report_command(const context&, const args& a) {
     o.out_dir = out_dir;
     o.figures = vm.count("no-figures") == 0;
     o.seed_curves = vm.count("seed-curves") > 0;
+    o.summary_figures_only = vm.count("summary-figures-only") > 0;
 
     // Read before the runs: a bad hypotheses file stops the report before any work.
     o.judged = rep::load_hypotheses(hypotheses_file.empty() ? rep::default_hypotheses_file()

@@ -632,6 +632,11 @@ void write_figures(std::ostream& md, const std::vector<run_record>& runs,
                    const std::vector<group_summary>& groups, const report_options& options,
                    figure_drawing& drawing, const report_output& result) {
     md << "\n## Figures\n\n";
+    if (options.figures && options.summary_figures_only) {
+        if (result.gnuplot_unavailable) md << "No figures: " << result.figures_missing << ".\n";
+        else md << "None but the summary's forest plots (--summary-figures-only).\n";
+        return;
+    }
     const auto names = short_labels(runs);
     figure_stems stems;
     std::vector<figure> figures = loss_figures(groups, names, options.seed_curves);

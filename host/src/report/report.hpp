@@ -27,6 +27,9 @@ struct report_options {
     bool figures = true;
     // Beside each group's loss figure (the mean of its seeds), one of each seed's curves (--seed-curves).
     bool seed_curves = false;
+    // Of the figures, only the summary's forest plots (--summary-figures-only): a second report over
+    // runs another report draws already.
+    bool summary_figures_only = false;
     hypotheses judged;  // the hypotheses section; none: the section says so
     // The config whose groups are the baselines (--baseline): "bf16_baseline" by default, and then,
     // when no run has that name, the groups that are BF16 throughout.
