@@ -19,7 +19,7 @@
 # interrupted ones), so rerunning this script after a stop finishes the study and redraws the reports.
 #
 # What is published stays small (docs/results/.gitignore keeps the rest out of git): each run's
-# config.toml, summary.json and failure report; each report's markdown, runs.csv, steps.csv
+# config.toml, summary.json and failure report; each report's markdown, summary.csv, runs.csv, steps.csv
 # compressed to steps.csv.xz (pandas reads it as it is), and its figures as 8-bit palette PNGs
 # (pngquant; gnuplot's are 24-bit and 4x larger). metrics.jsonl, checkpoints, logs and the figures'
 # data and gnuplot scripts stay on the machine that ran the study.
