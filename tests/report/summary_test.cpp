@@ -267,16 +267,23 @@ TEST(ReportSummary, TheForestPlotsARowPerGroupAndTheFailedMarked) {
                     "set ytics ('e5m2_short' 1, 'e3m4_uniform' 2, 'e4m3_uniform' 3, 'e7m0_uniform (1/3 "
                     "failed)' 4, 'e0m7_uniform (2/2 failed)' 5)");
     EXPECT_CONTAINS(forests[0].body, "set arrow from first 0, graph 0 to first 0, graph 1 nohead");
-    // A file per kind of row: paired (rows 1 and 4), Welch (row 3), means alone (row 2), failed (row 5).
-    ASSERT_EQ(forests[0].data.size(), 4u);
+    // A file per kind of row: behind every row its baseline's seeds' spread, ± their sd (0.05: the deviations
+    // are -0.05, +0.05, 0); paired (rows 1 and 4), Welch (row 3), means alone (row 2), failed (row 5).
+    ASSERT_EQ(forests[0].data.size(), 5u);
     EXPECT_EQ(forests[0].data[0].first, "diff-forest-0.dat");
-    EXPECT_CONTAINS(forests[0].data[0].second, "\n1\t0.0333333333\t");
-    EXPECT_CONTAINS(forests[0].data[0].second, "\n4\t0.25\t-0.385310237\t0.885310237\n");
-    EXPECT_CONTAINS(forests[0].data[1].second, "\n3\t0.2\t0.0866521032\t0.313347897\n");
-    EXPECT_CONTAINS(forests[0].data[2].second, "\n2\t0.1\n");
-    EXPECT_EQ(forests[0].data[3].second, "# row\tvalue\tlow\thigh\n5\t0\n");
+    EXPECT_EQ(forests[0].data[0].second,
+              "# row\tlow\thigh\n1\t-0.05\t0.05\n2\t-0.05\t0.05\n3\t-0.05\t0.05\n4\t-0.05\t0.05\n"
+              "5\t-0.05\t0.05\n");
+    EXPECT_CONTAINS(forests[0].body, "title 'the baseline''s seeds: ± 1 sd'");
+    EXPECT_CONTAINS(forests[0].data[1].second, "\n1\t0.0333333333\t");
+    EXPECT_CONTAINS(forests[0].data[1].second, "\n4\t0.25\t-0.385310237\t0.885310237\n");
+    EXPECT_CONTAINS(forests[0].data[2].second, "\n3\t0.2\t0.0866521032\t0.313347897\n");
+    EXPECT_CONTAINS(forests[0].data[3].second, "\n2\t0.1\n");
+    EXPECT_EQ(forests[0].data[4].second, "# row\tvalue\tlow\thigh\n5\t0\n");
     EXPECT_CONTAINS(forests[0].body, "title 'every run failed (no loss to compare)'");
-    EXPECT_CONTAINS(forests[1].data[1].second, "\n3\t9.75609756\t4.22693186\t15.2852633\n");
+    // Relative: 100 x 0.2 / 2.05 = 9.756%, the spread 100 x 0.05 / 2.05 = 2.439%.
+    EXPECT_CONTAINS(forests[1].data[2].second, "\n3\t9.75609756\t4.22693186\t15.2852633\n");
+    EXPECT_CONTAINS(forests[1].data[0].second, "\n1\t-2.43902439\t2.43902439\n");
 
     // Drawn into the report, right under the table.
     ASSERT_EQ(std::system("gnuplot --version > /dev/null 2>&1"), 0) << "no gnuplot (scripts/setup.sh)";

@@ -1,7 +1,8 @@
 // The forest plots of the summary (summary.hpp's forest_figures): a row per
 // compared group, top to bottom in the summary's order, its difference from
 // its baseline as a point with its 95% interval as a bar, the zero line, and
-// a cross at zero for a group whose every run failed.
+// a cross at zero for a group whose every run failed; behind each row a grey
+// box of its baseline's seed-to-seed spread (± the sd of its final losses).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -36,7 +37,8 @@ constexpr forest_axis kRelative = {"relative-forest",
                                    &summary_row::relative_low,
                                    &summary_row::relative_high};
 
-// The points of one kind of row, "row value low high" a line (a cross at zero: "row 0").
+// The points of one kind of row, "row value low high" a line (a cross at zero: "row 0"; the
+// baseline's spread: "row low high").
 struct forest_series {
     const char* title;
     const char* style;  // the plot clause after the data file
@@ -66,67 +68,88 @@ std::vector<const summary_row*> compared_rows(const std::vector<summary_row>& ro
     return out;
 }
 
-figure_script forest(const std::vector<const summary_row*>& rows, const forest_axis& axis) {
+// The baseline's seed-to-seed spread on `axis`: ± its seeds' sample sd (NaN with fewer than 2 seeds).
+double baseline_spread(const summary_row& r, const forest_axis& axis) {
+    const sample_summary& v = r.baseline->val;
+    return axis.value == &summary_row::relative ? 100 * v.sd / v.mean : v.sd;
+}
+
+// The rows sorted into their series, the labels on the y axis and the range of x to show.
+struct forest_layout {
     std::vector<forest_series> series = {
+        {"the baseline's seeds: ± 1 sd",
+         "using (0):1:2:3:($1-0.3):($1+0.3) with boxxyerror fs solid 0.25 noborder lc rgb '#999999'", ""},
         {"paired over the seeds shared with the baseline",
-         "using 2:1:3:4 with xerrorbars pt 7 ps 1.3 lw 2 lc "
-         "rgb '#1f4e9c'",
-         ""},
+         "using 2:1:3:4 with xerrorbars pt 7 ps 1.3 lw 2 lc rgb '#1f4e9c'", ""},
         {"Welch (no shared seeds)", "using 2:1:3:4 with xerrorbars pt 6 ps 1.3 lw 2 lc rgb '#1f4e9c'", ""},
         {"difference of the means (too few runs for an interval)",
-         "using 2:1 with points pt 4 ps 1.3 lc "
-         "rgb '#1f4e9c'",
-         ""},
+         "using 2:1 with points pt 4 ps 1.3 lc rgb '#1f4e9c'", ""},
         {"every run failed (no loss to compare)", "using 2:1 with points pt 2 ps 2 lw 2 lc rgb '#c00000'",
          ""},
     };
-    double lo = 0, hi = 0;
-    size_t longest = 0;
     std::string ytics;
+    size_t longest = 0;  // the longest label, in bytes
+    double lo = 0, hi = 0;
+};
+
+forest_layout lay_out(const std::vector<const summary_row*>& rows, const forest_axis& axis) {
+    forest_layout f;
     for (size_t i = 0; i < rows.size(); ++i) {
         const summary_row& r = *rows[i];
         const std::string row = std::to_string(i + 1);
         const std::string label = row_label(r);
-        longest = std::max(longest, label.size());
-        ytics += (i ? ", " : "") + gnuplot_quote(label) + " " + row;
+        f.longest = std::max(f.longest, label.size());
+        f.ytics += (i ? ", " : "") + gnuplot_quote(label) + " " + row;
+        const double spread = baseline_spread(r, axis);
+        if (std::isfinite(spread)) {
+            f.series[0].data += row + "\t" + number(-spread) + "\t" + number(spread) + "\n";
+            f.lo = std::min(f.lo, -spread), f.hi = std::max(f.hi, spread);
+        }
         const double v = r.*axis.value, l = r.*axis.low, h = r.*axis.high;
         if (std::isnan(v)) {
-            if (r.group->failed > 0) series[3].data += row + "\t0\n";
+            if (r.group->failed > 0) f.series[4].data += row + "\t0\n";
             continue;
         }
-        lo = std::min({lo, v, std::isnan(l) ? v : l}), hi = std::max({hi, v, std::isnan(h) ? v : h});
-        if (r.method == comparison::means || std::isnan(l)) series[2].data += row + "\t" + number(v) + "\n";
+        f.lo = std::min({f.lo, v, std::isnan(l) ? v : l}), f.hi = std::max({f.hi, v, std::isnan(h) ? v : h});
+        if (r.method == comparison::means || std::isnan(l)) f.series[3].data += row + "\t" + number(v) + "\n";
         else
-            series[r.method == comparison::paired ? 0 : 1].data +=
+            f.series[r.method == comparison::paired ? 1 : 2].data +=
                 row + "\t" + number(v) + "\t" + number(l) + "\t" + number(h) + "\n";
     }
-    const double pad = hi > lo ? 0.05 * (hi - lo) : 1;
+    return f;
+}
+
+figure_script forest(const std::vector<const summary_row*>& rows, const forest_axis& axis) {
+    const forest_layout layout = lay_out(rows, axis);
+    const double pad = layout.hi > layout.lo ? 0.05 * (layout.hi - layout.lo) : 1;
     figure_script f;
     f.stem = axis.stem;
     f.title = axis.title;
     // Room for the labels (about 9 pixels a character) beside a plot of 560 pixels; a row of about 26
     // pixels, the title, the x axis and the key below it, at the foot of the figure.
-    f.width = std::clamp(static_cast<int>(9 * longest + 600), 960, 1600);
-    f.height = std::clamp(static_cast<int>(190 + 26 * rows.size()), 320, 2400);
+    f.width = std::clamp(static_cast<int>(9 * layout.longest + 600), 960, 1600);
+    f.height = std::clamp(static_cast<int>(210 + 26 * rows.size()), 340, 2400);
     std::ostringstream body;
     // The title centred on the figure, not over the plot (the labels push the plot to the right).
     body << "unset title\nset label " << gnuplot_quote(f.title) << " at screen 0.5, screen 0.97 center\n"
          << "set tmargin 3\n"
          << "set xlabel " << gnuplot_quote(axis.xlabel) << "\n"
-         << "set xrange [" << number(lo - pad) << ":" << number(hi + pad) << "]\n"
+         << "set xrange [" << number(layout.lo - pad) << ":" << number(layout.hi + pad) << "]\n"
          << "set yrange [" << rows.size() << ".6:0.4]\n"
-         << "set ytics (" << ytics << ") nomirror\n"
+         << "set ytics (" << layout.ytics << ") nomirror\n"
          << "set grid xtics\n"
          << "set key at screen 0.99, screen 0.01 right bottom Right\n"
-         << "set bmargin 7\n"
+         << "set bmargin 8\n"
          << "set arrow from first 0, graph 0 to first 0, graph 1 nohead lw 1.5 lc rgb '#444444'\n";
     size_t drawn = 0;
-    for (size_t k = 0; k < series.size(); ++k) {
-        if (series[k].data.empty()) continue;
+    for (size_t k = 0; k < layout.series.size(); ++k) {
+        const forest_series& s = layout.series[k];
+        if (s.data.empty()) continue;
         const std::string name = f.stem + "-" + std::to_string(k) + ".dat";
-        f.data.emplace_back(name, "# row\tvalue\tlow\thigh\n" + series[k].data);
-        body << (drawn++ ? ", \\\n     " : "plot ") << gnuplot_quote("data/" + name) << " " << series[k].style
-             << " title " << gnuplot_quote(series[k].title);
+        f.data.emplace_back(
+            name, std::string(k == 0 ? "# row\tlow\thigh\n" : "# row\tvalue\tlow\thigh\n") + s.data);
+        body << (drawn++ ? ", \\\n     " : "plot ") << gnuplot_quote("data/" + name) << " " << s.style
+             << " title " << gnuplot_quote(s.title);
     }
     body << "\n";
     f.body = body.str();
