@@ -475,6 +475,10 @@ std::string study_summary_csv(const std::vector<std::string>& dirs, const std::s
             throw error(dir + ": not a run directory (no config.toml, metrics.jsonl or summary.json)");
         runs.push_back(report::read_run(dir));
     }
+    if (baseline != report::kDefaultBaseline) {
+        const std::string missing = report::baseline_missing(runs, baseline);
+        if (!missing.empty()) throw error("baseline '" + baseline + "': " + missing);
+    }
     const std::vector<report::group_summary> groups = report::group_runs(runs, baseline);
     return report::summary_csv(report::summary_rows(groups));
 }

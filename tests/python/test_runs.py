@@ -156,3 +156,10 @@ def test_study_summary_by_hand(tmp_path):
 def test_study_summary_of_a_folder_that_is_no_run(tmp_path):
     with pytest.raises(altgrad.Error, match="not a run directory"):
         altgrad.study_summary([tmp_path])
+
+
+def test_study_summary_of_a_baseline_no_run_has(tmp_path):
+    run = study_run(tmp_path, "e5m2_short", "e5m2", 1, 2.5)
+    with pytest.raises(altgrad.Error, match=r"baseline 'mxfp8_e4m3': no run of that config among the runs given "
+                                            r"\(their configs: 'e5m2_short'\)"):
+        altgrad.study_summary([run], baseline="mxfp8_e4m3")

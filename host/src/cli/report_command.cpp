@@ -42,18 +42,6 @@ std::vector<std::string> run_dirs_of(std::vector<std::string> dirs) {
     return dirs;
 }
 
-// A --baseline given must name the config of some run given.
-void check_baseline(const std::vector<rep::run_record>& runs, const std::string& baseline) {
-    if (std::any_of(runs.begin(), runs.end(), [&](const rep::run_record& r) { return r.name == baseline; }))
-        return;
-    std::string names;
-    for (const rep::run_record& r : runs)
-        if (names.find("'" + r.name + "'") == std::string::npos)
-            names += (names.empty() ? "'" : ", '") + r.name + "'";
-    throw usage_error("report: --baseline " + baseline +
-                      ": no run of that config among the runs given (their configs: " + names + ")");
-}
-
 }  // namespace
 
 int report_command(const context&, const args& a) {
@@ -107,7 +95,10 @@ int report_command(const context&, const args& a) {
 
     std::vector<rep::run_record> runs;
     for (const std::string& d : run_dirs_of(dirs)) runs.push_back(rep::read_run(d));
-    if (!vm["baseline"].defaulted()) check_baseline(runs, o.baseline);
+    if (!vm["baseline"].defaulted()) {  // a --baseline given must name the config of some run given
+        const std::string missing = rep::baseline_missing(runs, o.baseline);
+        if (!missing.empty()) throw usage_error("report: --baseline " + o.baseline + ": " + missing);
+    }
 
     const rep::report_output out = rep::write_report(runs, o);
     size_t problems = 0;

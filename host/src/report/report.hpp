@@ -80,6 +80,10 @@ struct group_summary {
 std::vector<group_summary> group_runs(const std::vector<run_record>& runs,
                                       const std::string& baseline = kDefaultBaseline);
 
+// Empty when some run of `runs` is of config `baseline`; else why it names none: "no run of that config
+// among the runs given (their configs: 'e5m2_short', 'bf16_baseline')".
+std::string baseline_missing(const std::vector<run_record>& runs, const std::string& baseline);
+
 // The settings whose values differ between groups (a key some group lacks counts), in key order.
 std::vector<std::string> varying_settings(const std::vector<group_summary>& groups);
 
