@@ -301,6 +301,32 @@ TEST(ReportSummary, TheForestPlotsARowPerGroupAndTheFailedMarked) {
     }
 }
 
+// Labels with settings take two lines: the name (and failures) above the settings, so the plot keeps its
+// width.
+TEST(ReportSummary, AForestLabelWithSettingsTakesTwoLines) {
+    scratch tmp;
+    std::vector<run_record> runs;
+    for (const char* rate : {"0.001", "0.003"})
+        for (int seed : {1, 2}) {
+            const fs::path run =
+                study_run(tmp.path() / rate, "e5m2_short", "e5m2", seed, seed == 1 ? 2.1 : 2.2);
+            std::string config = read(run / "config.toml");
+            config.replace(config.find("max_steps"), 0, "learning_rate = " + std::string(rate) + "\n");
+            write(run / "config.toml", config);
+            runs.push_back(read_run(run));
+        }
+    for (int seed : {1, 2})
+        runs.push_back(read_run(study_run(tmp.path(), "bf16_baseline", "bf16", seed, 2.0)));
+    const std::vector<group_summary> groups = group_runs(runs);
+    ASSERT_EQ(groups[0].label, "e5m2_short [learning_rate=0.001]");
+    const std::vector<figure_script> forests = forest_figures(summary_rows(groups));
+    ASSERT_EQ(forests.size(), 2u);
+    EXPECT_CONTAINS(forests[0].body,
+                    "set ytics ('e5m2_short' . \"\\n\" . '[learning_rate=0.001]' 1, 'e5m2_short' . \"\\n\" . "
+                    "'[learning_rate=0.003]' 2) nomirror\n");
+    EXPECT_EQ(forests[0].width, 960);
+}
+
 // A second report over runs another one draws already: the forest plots alone.
 TEST(ReportSummary, OnlyTheSummarysFiguresOnRequest) {
     ASSERT_EQ(std::system("gnuplot --version > /dev/null 2>&1"), 0) << "no gnuplot (scripts/setup.sh)";

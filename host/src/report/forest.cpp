@@ -51,13 +51,16 @@ std::string number(double x) {
     return buf;
 }
 
-// The row's label on the y axis: the group, and its failures when it has any.
-std::string row_label(const summary_row& r) {
+// The row's label on the y axis: the group, and its failures when it has any; a label with settings
+// ("e3m4_uniform [scaling=none, shadow_weights=true]") in two lines, the settings below.
+std::vector<std::string> row_label(const summary_row& r) {
     const group_summary& g = *r.group;
-    if (g.failed > 0)
-        return g.label + " (" + std::to_string(g.failed) + "/" + std::to_string(g.decided) + " failed)";
-    if (r.method == comparison::none) return g.label + " (no finished run)";
-    return g.label;
+    const size_t settings = g.label.find(" [");
+    std::string name = g.label.substr(0, settings);
+    if (g.failed > 0) name += " (" + std::to_string(g.failed) + "/" + std::to_string(g.decided) + " failed)";
+    else if (r.method == comparison::none) name += " (no finished run)";
+    if (settings == std::string::npos) return {name};
+    return {name, g.label.substr(settings + 1)};
 }
 
 // Rows of the compared groups, in order.
@@ -88,7 +91,8 @@ struct forest_layout {
          ""},
     };
     std::string ytics;
-    size_t longest = 0;  // the longest label, in bytes
+    size_t longest = 0;      // the longest line of a label, in bytes
+    bool two_lines = false;  // some label has two
     double lo = 0, hi = 0;
 };
 
@@ -97,9 +101,14 @@ forest_layout lay_out(const std::vector<const summary_row*>& rows, const forest_
     for (size_t i = 0; i < rows.size(); ++i) {
         const summary_row& r = *rows[i];
         const std::string row = std::to_string(i + 1);
-        const std::string label = row_label(r);
-        f.longest = std::max(f.longest, label.size());
-        f.ytics += (i ? ", " : "") + gnuplot_quote(label) + " " + row;
+        const std::vector<std::string> lines = row_label(r);
+        std::string label;  // a gnuplot string expression: the lines joined by newlines
+        for (const std::string& line : lines) {
+            label += (label.empty() ? "" : " . \"\\n\" . ") + gnuplot_quote(line);
+            f.longest = std::max(f.longest, line.size());
+        }
+        f.two_lines = f.two_lines || lines.size() > 1;
+        f.ytics += (i ? ", " : "") + label + " " + row;
         const double spread = baseline_spread(r, axis);
         if (std::isfinite(spread)) {
             f.series[0].data += row + "\t" + number(-spread) + "\t" + number(spread) + "\n";
@@ -126,9 +135,9 @@ figure_script forest(const std::vector<const summary_row*>& rows, const forest_a
     f.stem = axis.stem;
     f.title = axis.title;
     // Room for the labels (about 9 pixels a character) beside a plot of 560 pixels; a row of about 26
-    // pixels, the title, the x axis and the key below it, at the foot of the figure.
+    // pixels (40 for labels of two lines), the title, the x axis and the key below it, at the foot.
     f.width = std::clamp(static_cast<int>(9 * layout.longest + 600), 960, 1600);
-    f.height = std::clamp(static_cast<int>(210 + 26 * rows.size()), 340, 2400);
+    f.height = std::clamp(static_cast<int>(210 + (layout.two_lines ? 40 : 26) * rows.size()), 340, 2400);
     std::ostringstream body;
     // The title centred on the figure, not over the plot (the labels push the plot to the right).
     body << "unset title\nset label " << gnuplot_quote(f.title) << " at screen 0.5, screen 0.97 center\n"
