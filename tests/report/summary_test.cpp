@@ -344,6 +344,36 @@ TEST(ReportSummary, OnlyTheSummarysFiguresOnRequest) {
     EXPECT_FALSE(fs::exists(o.out_dir / "figures" / "val_loss-all.gp"));
 }
 
+// The forest plots are the first figures: a gnuplot that hangs on the first is killed, and none after it
+// is tried, in the summary or in the Figures section.
+TEST(ReportSummary, AGnuplotThatHangsOnTheForestStopsEveryFigureAfterIt) {
+    scratch tmp;
+    const fs::path fake = tmp.path() / "hanging-gnuplot";
+    write(fake, "#!/bin/sh\n[ \"$1\" = -e ] && [ $# -eq 2 ] && exit 0\necho \"$3\" >> " +
+                    (tmp.path() / "calls").string() + "\nexec sleep 1000\n");
+    fs::permissions(fake, fs::perms::owner_all);
+    std::vector<run_record> runs = study(tmp.path());
+    report_options o;
+    o.out_dir = tmp.path() / "report";
+    o.gnuplot = fake.string();
+    o.gnuplot_timeout = 0.5;
+    const report_output out = write_report(runs, o);
+    EXPECT_EQ(out.figures, 0u);
+    EXPECT_TRUE(out.gnuplot_timed_out);
+    EXPECT_EQ(read(tmp.path() / "calls"), "diff-forest.gp\n");
+    const std::string why = "gnuplot did not finish diff-forest.gp within 0.5 s (killed)";
+    // Not tried: relative-forest, then the Figures section's 6 loss figures (a group each) and val_loss-all.
+    EXPECT_EQ(out.figures_missing, why + "; the 8 figures after it were not tried");
+    const std::string md = read(out.markdown);
+    EXPECT_CONTAINS(md, "- not drawn: diff-forest: " + why +
+                            "\n- not drawn: the 1 figures after it (not tried once gnuplot had run past its "
+                            "time limit)\n");
+    EXPECT_CONTAINS(
+        md,
+        "## Figures\n\n- not drawn: the 7 figures of this section (not tried once gnuplot had run "
+        "past its time limit on diff-forest)\n");
+}
+
 TEST(ReportSummary, NoBaselineNoForest) {
     scratch tmp;
     std::vector<run_record> runs = {read_run(study_run(tmp.path(), "e5m2_short", "e5m2", 1, 2.5)),

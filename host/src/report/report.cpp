@@ -595,8 +595,13 @@ public:
         for (size_t i = 0; i < figures.size(); ++i) {
             if (result_.gnuplot_timed_out) {
                 const std::string rest = std::to_string(figures.size() - i);
-                failures.push_back("the " + rest +
-                                   " figures after it (not tried once gnuplot had run past its time limit)");
+                failures.push_back(
+                    i > 0 ? "the " + rest +
+                                " figures after it (not tried once gnuplot had run past its time limit)"
+                          : "the " + rest +
+                                " figures of this section (not tried once gnuplot had run past its "
+                                "time limit on " +
+                                timed_out_stem_ + ")");
                 not_tried_ += figures.size() - i;
                 break;
             }
@@ -608,7 +613,8 @@ public:
             }
             failures.push_back(figures[i].stem + ": " + why);
             ++failed_;
-            if (plot_->timed_out()) result_.gnuplot_timed_out = true, timed_out_why_ = why;
+            if (plot_->timed_out())
+                result_.gnuplot_timed_out = true, timed_out_why_ = why, timed_out_stem_ = figures[i].stem;
         }
         return failures;
     }
@@ -624,7 +630,7 @@ public:
 private:
     report_output& result_;
     std::optional<plotter> plot_;  // none: no figures asked for, or gnuplot cannot draw
-    std::string timed_out_why_;
+    std::string timed_out_why_, timed_out_stem_;
     size_t failed_ = 0, not_tried_ = 0;
 };
 
