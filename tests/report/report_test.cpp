@@ -22,48 +22,16 @@
 #include "report/run_record.hpp"
 #include "report/stats.hpp"
 #include "report/tables.hpp"
+#include "report_test_support.hpp"
 #include "run/files.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host::report {
 namespace {
 
-// gtest only (gmock is a separate Debian package): "haystack contains needle".
-#define EXPECT_CONTAINS(haystack, needle)                                                  \
-    do {                                                                                   \
-        const std::string h_ = (haystack), n_ = (needle);                                  \
-        EXPECT_NE(h_.find(n_), std::string::npos) << "missing: " << n_ << "\nin:\n" << h_; \
-    } while (0)
+using namespace test_support;
 
 const std::string kHost = ALTGRAD_HOST_BINARY;
-
-class scratch {
-public:
-    scratch() {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        path_ = fs::temp_directory_path() / ("altgrad-report-" + std::string(info->test_suite_name()) + "-" +
-                                             info->name() + "-" + std::to_string(::getpid()));
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~scratch() { fs::remove_all(path_); }
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
-
-void write(const fs::path& p, const std::string& text) {
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << text;
-}
-
-std::string read(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 std::string config_toml(const std::string& name, const std::string& format, int64_t seed, int64_t max_steps) {
     return "name = \"" + name + "\"\n\n[training]\nmax_steps = " + std::to_string(max_steps) +
@@ -900,7 +868,6 @@ TEST(ReportHypotheses, JudgedPerGroupFromTheRuns) {
 // ---- Figures ------------------------------------------------------------------
 
 // scripts/setup.sh installs gnuplot-nox: without it these fail, never skip.
-bool have_gnuplot() { return std::system("gnuplot --version > /dev/null 2>&1") == 0; }
 
 // The k-th line's style: 8 colours, then the same colours dashed, dotted, ... (gnuplot dash types 1-5).
 TEST(ReportFigures, LinesBeyondEightTakeTheColoursAgainWithAnotherDash) {

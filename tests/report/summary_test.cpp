@@ -3,12 +3,10 @@
 // published study keeps them (config.toml and summary.json, no metrics). The
 // expected numbers are worked out by hand below, from the closed forms of
 // Student's t for 1, 2 and 4 degrees of freedom, not from the code under test.
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -18,43 +16,12 @@
 #include "report/report.hpp"
 #include "report/run_record.hpp"
 #include "report/summary.hpp"
+#include "report_test_support.hpp"
 
 namespace altgrad::host::report {
 namespace {
 
-#define EXPECT_CONTAINS(haystack, needle)                                                  \
-    do {                                                                                   \
-        const std::string h_ = (haystack), n_ = (needle);                                  \
-        EXPECT_NE(h_.find(n_), std::string::npos) << "missing: " << n_ << "\nin:\n" << h_; \
-    } while (0)
-
-class scratch {
-public:
-    scratch() {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        path_ = fs::temp_directory_path() /
-                ("altgrad-summary-" + std::string(info->name()) + "-" + std::to_string(::getpid()));
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~scratch() { fs::remove_all(path_); }
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
-
-void write(const fs::path& p, const std::string& text) {
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << text;
-}
-
-std::string read(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+using namespace test_support;
 
 // A run as the published study keeps it: config.toml and summary.json. `final_val` NaN: collapsed.
 fs::path study_run(const fs::path& root, const std::string& name, const std::string& format, int seed,
