@@ -19,7 +19,7 @@
 # interrupted ones), so rerunning this script after a stop finishes the study and redraws the reports.
 #
 # What is published stays small (docs/results/.gitignore keeps the rest out of git): each run's
-# config.toml, summary.json and failure report; each report's markdown, runs.csv, steps.csv
+# config.toml, summary.json and failure report; each report's markdown, summary.csv, runs.csv, steps.csv
 # compressed to steps.csv.xz (pandas reads it as it is), and its figures as 8-bit palette PNGs
 # (pngquant; gnuplot's are 24-bit and 4x larger). metrics.jsonl, checkpoints, logs and the figures'
 # data and gnuplot scripts stay on the machine that ran the study.
@@ -69,7 +69,8 @@ report separating "separating separating_more_seeds"
 sweep study_blocks blocks
 sweep study_blocks_round_up blocks_round_up
 report blocks "separating separating_more_seeds blocks blocks_round_up"
-# The block-scaled seed formats against MXFP8 E4M3 (the same 32-element E8M0 blocks): the table only.
-report blocks_vs_mxfp8_e4m3 "blocks blocks_round_up" --baseline mxfp8_e4m3 --no-figures
+# The block-scaled seed formats against MXFP8 E4M3 (the same 32-element E8M0 blocks): the tables and
+# the summary's forest plots (the blocks report draws the runs' other figures).
+report blocks_vs_mxfp8_e4m3 "blocks blocks_round_up" --baseline mxfp8_e4m3 --summary-figures-only
 echo "experiments and reports: $(( $(date +%s) - start )) s;" \
      "reports: $out/{seeds,separating,blocks,blocks_vs_mxfp8_e4m3}/report.md"

@@ -26,6 +26,7 @@
 #include "quant/accumulate.hpp"
 #include "quant/scaling.hpp"
 #include "report/run_record.hpp"
+#include "report/summary.hpp"
 #include "run/files.hpp"
 #include "util/abi_names.hpp"
 #include "util/error.hpp"
@@ -464,6 +465,24 @@ py::dict read_run_series(const std::string& dir) {
     return d;
 }
 
+// The summary of the study of run directories `dirs` against the groups of config `baseline`: the
+// text of the report's summary.csv (docs/report.md, "Summary").
+std::string study_summary_csv(const std::vector<std::string>& dirs, const std::string& baseline) {
+    py::gil_scoped_release unlocked;
+    std::vector<report::run_record> runs;
+    for (const std::string& dir : dirs) {
+        if (!report::is_run_dir(dir))
+            throw error(dir + ": not a run directory (no config.toml, metrics.jsonl or summary.json)");
+        runs.push_back(report::read_run(dir));
+    }
+    if (baseline != report::kDefaultBaseline) {
+        const std::string missing = report::baseline_missing(runs, baseline);
+        if (!missing.empty()) throw error("baseline '" + baseline + "': " + missing);
+    }
+    const std::vector<report::group_summary> groups = report::group_runs(runs, baseline);
+    return report::summary_csv(report::summary_rows(groups));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -516,4 +535,5 @@ PYBIND11_MODULE(_native, m) {
         return out;
     });
     m.def("read_run_series", &read_run_series, py::arg("run_dir"));
+    m.def("study_summary_csv", &study_summary_csv, py::arg("run_dirs"), py::arg("baseline"));
 }

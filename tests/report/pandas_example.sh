@@ -29,5 +29,8 @@ PY
 # The two seeds are one group of 2, the baseline one of 1; evaluations at steps 0, 10 and 20.
 grep -qE '^e5m2_short +2 ' example.out
 grep -qE '^bf16_baseline +1 ' example.out
-[ "$(grep -cE '^(0|10|20) ' example.out)" -eq 3 ]
+[ "$(grep -cE '^(0|10|20) +[0-9.]+ +[0-9.]+$' example.out)" -eq 3 ]
+# The summary: the baseline first, then E5M2 against it by the difference of the means (one seed shared).
+grep -qE '^0 +bf16_baseline +1 +baseline ' example.out
+grep -qE '^1 +e5m2_short +2 +means ' example.out
 echo "pandas example: ok"

@@ -22,48 +22,16 @@
 #include "report/run_record.hpp"
 #include "report/stats.hpp"
 #include "report/tables.hpp"
+#include "report_test_support.hpp"
 #include "run/files.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host::report {
 namespace {
 
-// gtest only (gmock is a separate Debian package): "haystack contains needle".
-#define EXPECT_CONTAINS(haystack, needle)                                                  \
-    do {                                                                                   \
-        const std::string h_ = (haystack), n_ = (needle);                                  \
-        EXPECT_NE(h_.find(n_), std::string::npos) << "missing: " << n_ << "\nin:\n" << h_; \
-    } while (0)
+using namespace test_support;
 
 const std::string kHost = ALTGRAD_HOST_BINARY;
-
-class scratch {
-public:
-    scratch() {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        path_ = fs::temp_directory_path() / ("altgrad-report-" + std::string(info->test_suite_name()) + "-" +
-                                             info->name() + "-" + std::to_string(::getpid()));
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~scratch() { fs::remove_all(path_); }
-    const fs::path& path() const { return path_; }
-
-private:
-    fs::path path_;
-};
-
-void write(const fs::path& p, const std::string& text) {
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary) << text;
-}
-
-std::string read(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
 
 std::string config_toml(const std::string& name, const std::string& format, int64_t seed, int64_t max_steps) {
     return "name = \"" + name + "\"\n\n[training]\nmax_steps = " + std::to_string(max_steps) +
@@ -717,6 +685,11 @@ TEST(ReportStats, WelchTestByHand) {
     EXPECT_NEAR(w.t, -3 / std::sqrt(2.0), 1e-14);
     EXPECT_NEAR(w.df, 2, 1e-12);
     EXPECT_NEAR(w.p, 1 - 3 / std::sqrt(13.0), 1e-13);
+    // The 95% interval: -3 ± t(0.975, 2) sqrt(2), with t(0.975, 2) = 0.95 sqrt(2 / (1 - 0.95^2)) = 4.3027
+    // (the closed-form quantile for df 2; the published table's 4.303).
+    const double t2 = 0.95 * std::sqrt(2 / (1 - 0.95 * 0.95));
+    EXPECT_NEAR(w.ci_low, -3 - t2 * std::sqrt(2.0), 1e-9);
+    EXPECT_NEAR(w.ci_high, -3 + t2 * std::sqrt(2.0), 1e-9);
     // {1,2,3} vs {4,5,6}: t = -3/sqrt(2/3), df 4; for df 4, with sin^2 = t^2/(4 + t^2):
     // P(|T| > t) = 1 - sin (1 + cos^2 / 2).
     w = welch_test({1, 2, 3}, {4, 5, 6});
@@ -729,6 +702,7 @@ TEST(ReportStats, WelchTestByHand) {
     EXPECT_NEAR(w.t, -1.9262462746037203, 1e-12);
     EXPECT_NEAR(w.p, 0.14215549213464923, 1e-12);
     EXPECT_TRUE(std::isnan(welch_test({1}, {2, 3}).p));
+    EXPECT_TRUE(std::isnan(welch_test({1}, {2, 3}).ci_low));
 }
 
 TEST(ReportStats, PairedTestByHand) {
@@ -894,7 +868,6 @@ TEST(ReportHypotheses, JudgedPerGroupFromTheRuns) {
 // ---- Figures ------------------------------------------------------------------
 
 // scripts/setup.sh installs gnuplot-nox: without it these fail, never skip.
-bool have_gnuplot() { return std::system("gnuplot --version > /dev/null 2>&1") == 0; }
 
 // The k-th line's style: 8 colours, then the same colours dashed, dotted, ... (gnuplot dash types 1-5).
 TEST(ReportFigures, LinesBeyondEightTakeTheColoursAgainWithAnotherDash) {
@@ -947,13 +920,14 @@ TEST(ReportFigures, DrawnWithGnuplotAndLinkedRelatively) {
     const report_output out = write_report(runs, o);
     EXPECT_EQ(out.figures_missing, "");
     const std::string md = read(out.markdown);
-    // Loss per config (3), validation loss of all, the five diagnostic series,
+    // The two forest plots, loss per config (3), validation loss of all, the five diagnostic series,
     // and per layer amax and scale of the two runs with tensor lines (weights only).
-    EXPECT_EQ(out.figures, 13u) << md;
+    EXPECT_EQ(out.figures, 15u) << md;
     for (const char* stem :
-         {"loss-e5m2_short", "loss-bf16_baseline", "loss-e7m0_uniform", "val_loss-all", "diag-bit_stall",
-          "diag-overflow", "diag-underflow", "diag-grad_sparsity", "diag-stiffness", "amax-e5m2_short-weight",
-          "scale-e5m2_short-weight", "amax-bf16_baseline-weight", "scale-bf16_baseline-weight"}) {
+         {"diff-forest", "relative-forest", "loss-e5m2_short", "loss-bf16_baseline", "loss-e7m0_uniform",
+          "val_loss-all", "diag-bit_stall", "diag-overflow", "diag-underflow", "diag-grad_sparsity",
+          "diag-stiffness", "amax-e5m2_short-weight", "scale-e5m2_short-weight", "amax-bf16_baseline-weight",
+          "scale-bf16_baseline-weight"}) {
         const std::string image = std::string(stem) + ".png";
         EXPECT_CONTAINS(md, "](figures/" + image + ")");
         EXPECT_GT(fs::file_size(o.out_dir / "figures" / image), 1000u) << image;
@@ -1058,27 +1032,42 @@ TEST(ReportFigures, EachGroupOneColourWithABandForItsSeeds) {
     const report_output out = write_report(runs, o);
     EXPECT_EQ(out.figures_missing, "") << read(out.markdown);
     const std::string gp = read(o.out_dir / "figures" / "val_loss-all.gp");
-    // The e5m2 group (colour 1): both seeds, titled once, and their band; the baseline group colour 2, no
-    // band.
+    // The e5m2 group (colour 1): the mean of its seeds, titled, and their band; the baseline group colour 2,
+    // one run: its curve, no band.
     EXPECT_CONTAINS(
         gp, "'data/val_loss-all-0.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 1 title 'e5m2_short'");
-    EXPECT_CONTAINS(gp, "'data/val_loss-all-1.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 1 notitle");
     EXPECT_CONTAINS(
         gp,
-        "'data/val_loss-all-2.dat' using 1:2:3 with filledcurves fs transparent solid 0.2 noborder "
+        "'data/val_loss-all-1.dat' using 1:2:3 with filledcurves fs transparent solid 0.2 noborder "
         "lc 1 notitle");
     EXPECT_CONTAINS(
         gp,
-        "'data/val_loss-all-3.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 2 title 'bf16_baseline'");
-    EXPECT_EQ(gp.find("val_loss-all-4"), std::string::npos) << gp;
+        "'data/val_loss-all-2.dat' using 1:2 with linespoints pt 7 ps 0.6 lw 2 lc 2 title 'bf16_baseline'");
+    EXPECT_EQ(gp.find("val_loss-all-3"), std::string::npos) << gp;
     EXPECT_CONTAINS(gp, " size 960,540 noenhanced\n");  // two key entries: the usual height
-    // The band is the seeds' lowest and highest value at each step (the fixture: final_val + 0.5 at 250).
-    EXPECT_CONTAINS(read(o.out_dir / "figures" / "data" / "val_loss-all-2.dat"),
-                    "0\t4.7\t4.7\n250\t3\t3.2\n500\t2.5\t2.7\n");
-    // The group's own figure: every seed's curves in the group's colour, the baseline dashed in its own.
+    // The fixture's validation loss is 4.7 at step 0, final_val + 0.5 at 250 and final_val at 500: the seeds
+    // 2.5 and 2.7 give the means 4.7, 3.1, 2.6 and the band of their lowest and highest value.
+    const fs::path data = o.out_dir / "figures" / "data";
+    EXPECT_CONTAINS(read(data / "val_loss-all-0.dat"), "0\t4.7\n250\t3.1\n500\t2.6\n");
+    EXPECT_CONTAINS(read(data / "val_loss-all-1.dat"), "0\t4.7\t4.7\n250\t3\t3.2\n500\t2.5\t2.7\n");
+    // The group's own figure: its seeds' mean training loss (untitled), their mean validation loss with
+    // its band, and the baseline's dashed in its colour: one key entry per group.
     const std::string loss = read(o.out_dir / "figures" / "loss-e5m2_short.gp");
-    EXPECT_EQ(loss.find("lc 2 title 'e5m2"), std::string::npos) << loss;
-    EXPECT_CONTAINS(loss, "lc 2 dt 2 title 'bf16 val (baseline)'");
+    EXPECT_CONTAINS(loss, "'data/loss-e5m2_short-0.dat' using 1:2 with lines lw 1.2 lc 1 notitle");
+    EXPECT_CONTAINS(loss, "lw 2 lc 1 title 'e5m2_short (2 seeds)'");
+    EXPECT_CONTAINS(loss, "lc 2 dt 2 title 'bf16_baseline (baseline, 1 seed)'");
+    // Training loss 4 - s/250 at s = 1, 51, ..., 451 and 2.5 at 500, the same for both seeds.
+    EXPECT_CONTAINS(read(data / "loss-e5m2_short-0.dat"), "1\t3.996\n51\t3.796\n");
+    EXPECT_FALSE(fs::exists(o.out_dir / "figures" / "loss_seeds-e5m2_short.png"));
+
+    // Each seed's curves on request: every seed in the group's colour, the baseline's dashed.
+    o.seed_curves = true;
+    write_report(runs, o);
+    const std::string seeds = read(o.out_dir / "figures" / "loss_seeds-e5m2_short.gp");
+    EXPECT_CONTAINS(seeds, "lc 1 title 'e5m2-s1 train'");
+    EXPECT_CONTAINS(seeds, "lc 1 title 'e5m2-s2 val'");
+    EXPECT_CONTAINS(seeds, "lc 2 dt 2 title 'bf16 val (baseline)'");
+    EXPECT_CONTAINS(read(o.out_dir / "report.md"), "](figures/loss_seeds-e5m2_short.png)");
 }
 
 TEST(ReportFigures, AHostileRunNameRunsNothing) {

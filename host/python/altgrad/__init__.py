@@ -8,7 +8,8 @@
 The numerics are the plugins' own, called through the host's code (the
 extension `altgrad._native`); nothing is copied and the GIL is released while
 a plugin runs. `altgrad.torch` has the fake-quantization autograd function,
-`QuantLinear` and `quantize_model`; `altgrad.read_run` reads a run directory;
+`QuantLinear` and `quantize_model`; `altgrad.read_run` reads a run directory and
+`altgrad.study_summary` sums up a study's runs as the report does;
 `altgrad.matmul` multiplies through a low-precision accumulator (docs/accumulation.md).
 See docs/python.md.
 """
@@ -18,9 +19,9 @@ from collections import namedtuple
 
 from . import _native
 from ._paths import bundled_plugin_dir
-from .runs import Run, Runs, read_run, read_runs
+from .runs import Run, Runs, read_run, read_runs, study_summary
 
-__all__ = ["Error", "Registry", "Format", "QuantizeResult", "EncodeResult", "Run", "Runs", "read_run", "read_runs",
+__all__ = ["Error", "Registry", "Format", "QuantizeResult", "EncodeResult", "Run", "Runs", "read_run", "read_runs", "study_summary",
            "default_plugin_dir", "matmul"]
 
 # A plugin or host error (a failed plugin call carries the plugin's own message).

@@ -58,11 +58,12 @@ class Run:
 class Runs:
     """Many runs: `metrics[kind]` their tables concatenated (told apart by `run_id`),
     `summaries` one row per run, `steps` their series concatenated (with `run_id`),
-    `runs` the Run objects."""
+    `groups` one row per group against its baseline (study_summary), `runs` the Run objects."""
     runs: list
     metrics: dict = field(default_factory=dict)
     summaries: object = None
     steps: object = None
+    groups: object = None
 
     def __getitem__(self, kind):
         return self.metrics[kind]
@@ -121,12 +122,38 @@ def _catalog_and_steps(run_dir):
     return catalog, steps
 
 
-def read_runs(run_dirs):
-    """Several run directories at once (see Runs)."""
+# summary.csv's columns that are text; the others are numbers (NaN where the row has none).
+_SUMMARY_TEXT = ("group", "baseline_group", "comparison")
+_SUMMARY_COUNTS = ("n", "pairs", "failed", "decided", "not_counted")
+
+
+def study_summary(run_dirs, baseline="bf16_baseline"):
+    """The study of `run_dirs` summed up as `altgrad-host report` opens with it (its summary.csv,
+    docs/report.md "Summary"), computed by the host's own code: one row per group (runs equal but
+    for the seed) against its baseline (the groups of config `baseline`; by default bf16_baseline,
+    else the groups that are BF16 throughout), the baselines first, then by the difference. Needs
+    each run's config.toml and summary.json only, so a published study without metrics has one."""
+    import io
+    import pandas as pd
+    from . import _native
+    text = _native.study_summary_csv([str(d) for d in run_dirs], baseline)
+    table = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
+    for column in table.columns:
+        if column in _SUMMARY_TEXT:
+            continue
+        table[column] = pd.to_numeric(table[column].replace("", float("nan")))
+        if column in _SUMMARY_COUNTS:
+            table[column] = table[column].astype("int64")
+    return table
+
+
+def read_runs(run_dirs, baseline="bf16_baseline"):
+    """Several run directories at once (see Runs); `baseline` as in study_summary."""
     import pandas as pd
     runs = [read_run(d) for d in run_dirs]
     kinds = sorted({k for r in runs for k in r.metrics})
     metrics = {k: pd.concat([r.metrics[k] for r in runs if k in r.metrics], ignore_index=True) for k in kinds}
     summaries = pd.DataFrame([dict(r.summary or {}, run_id=r.run_id, path=r.path) for r in runs])
     steps = pd.concat([r.steps.assign(run_id=r.run_id) for r in runs], ignore_index=True) if runs else None
-    return Runs(runs=runs, metrics=metrics, summaries=summaries, steps=steps)
+    return Runs(runs=runs, metrics=metrics, summaries=summaries, steps=steps,
+                groups=study_summary(run_dirs, baseline))

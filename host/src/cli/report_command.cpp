@@ -42,18 +42,6 @@ std::vector<std::string> run_dirs_of(std::vector<std::string> dirs) {
     return dirs;
 }
 
-// A --baseline given must name the config of some run given.
-void check_baseline(const std::vector<rep::run_record>& runs, const std::string& baseline) {
-    if (std::any_of(runs.begin(), runs.end(), [&](const rep::run_record& r) { return r.name == baseline; }))
-        return;
-    std::string names;
-    for (const rep::run_record& r : runs)
-        if (names.find("'" + r.name + "'") == std::string::npos)
-            names += (names.empty() ? "'" : ", '") + r.name + "'";
-    throw usage_error("report: --baseline " + baseline +
-                      ": no run of that config among the runs given (their configs: " + names + ")");
-}
-
 }  // namespace
 
 int report_command(const context&, const args& a) {
@@ -73,7 +61,9 @@ int report_command(const context&, const args& a) {
         "seconds gnuplot may take over one figure; then it is killed and the figures left are not drawn")(
         "baseline", po::value<std::string>(&o.baseline)->default_value(rep::kDefaultBaseline),
         "the config (its name) every group is compared with; several groups of it: each group with the one "
-        "that shares the most of its settings")("no-figures", "write the report without figures");
+        "that shares the most of its settings")("no-figures", "write the report without figures")(
+        "seed-curves", "beside each group's loss figure (the mean of its seeds), one of each seed's curves")(
+        "summary-figures-only", "of the figures, draw only the summary's forest plots");
     po::options_description operands;
     operands.add_options()("run", po::value<std::vector<std::string>>(&dirs));
     po::positional_options_description pos;
@@ -82,7 +72,7 @@ int report_command(const context&, const args& a) {
     const command_help help{
         "report",
         {"report RUN_DIR... [-o OUT_DIR] [--baseline CONFIG] [--hypotheses FILE] [--gnuplot PROGRAM] "
-         "[--gnuplot-timeout SECONDS] [--no-figures]"},
+         "[--gnuplot-timeout SECONDS] [--no-figures] [--seed-curves] [--summary-figures-only]"},
         "altgrad-host report runs/e5m2_short runs/bf16_baseline -o report",
         {{0, "the report was written (damaged runs are notes in it, not errors)"},
          {1,
@@ -96,6 +86,8 @@ int report_command(const context&, const args& a) {
                           ": expected a number of seconds > 0");
     o.out_dir = out_dir;
     o.figures = vm.count("no-figures") == 0;
+    o.seed_curves = vm.count("seed-curves") > 0;
+    o.summary_figures_only = vm.count("summary-figures-only") > 0;
 
     // Read before the runs: a bad hypotheses file stops the report before any work.
     o.judged = rep::load_hypotheses(hypotheses_file.empty() ? rep::default_hypotheses_file()
@@ -103,7 +95,10 @@ int report_command(const context&, const args& a) {
 
     std::vector<rep::run_record> runs;
     for (const std::string& d : run_dirs_of(dirs)) runs.push_back(rep::read_run(d));
-    if (!vm["baseline"].defaulted()) check_baseline(runs, o.baseline);
+    if (!vm["baseline"].defaulted()) {  // a --baseline given must name the config of some run given
+        const std::string missing = rep::baseline_missing(runs, o.baseline);
+        if (!missing.empty()) throw usage_error("report: --baseline " + o.baseline + ": " + missing);
+    }
 
     const rep::report_output out = rep::write_report(runs, o);
     size_t problems = 0;

@@ -152,6 +152,16 @@ std::vector<group_summary> group_runs(const std::vector<run_record>& runs, const
     return groups;
 }
 
+std::string baseline_missing(const std::vector<run_record>& runs, const std::string& baseline) {
+    if (std::any_of(runs.begin(), runs.end(), [&](const run_record& r) { return r.name == baseline; }))
+        return "";
+    std::string names;
+    for (const run_record& r : runs)
+        if (names.find("'" + r.name + "'") == std::string::npos)
+            names += (names.empty() ? "'" : ", '") + r.name + "'";
+    return "no run of that config among the runs given (their configs: " + names + ")";
+}
+
 std::vector<std::string> varying_settings(const std::vector<group_summary>& groups) {
     std::set<std::string> keys;
     for (const group_summary& g : groups)

@@ -166,6 +166,31 @@ std::string plot_clause(const std::string& data, const series& s) {
 }  // namespace
 
 bool plotter::draw(const figure& f, std::string& image, std::string& why) {
+    figure_script script{f.stem, f.title, 960, 540, {}, {}};
+    std::ostringstream plot;
+    size_t drawn = 0, keyed = 0;
+    for (size_t i = 0; i < f.lines.size(); ++i) {
+        const series& s = f.lines[i];
+        const std::string data = f.stem + "-" + std::to_string(i) + ".dat";
+        std::ostringstream out;
+        const size_t n = write_series_data(out, s, f.log_y);
+        script.data.emplace_back(data, out.str());
+        if (n == 0) continue;  // gnuplot refuses a file with no points
+        plot << (drawn++ ? ", \\\n     " : "plot ") << plot_clause("data/" + data, s);
+        if (!s.title.empty()) ++keyed;
+    }
+    if (drawn == 0) {
+        timed_out_ = false;
+        why = "no data to plot";
+        return false;
+    }
+    script.height = figure_height(keyed);
+    script.body = "set xlabel 'step'\nset ylabel " + gnuplot_quote(f.ylabel) + "\nset grid\nset key below\n" +
+                  (f.log_y ? "set logscale y 2\n" : "") + plot.str() + "\n";
+    return draw(script, image, why);
+}
+
+bool plotter::draw(const figure_script& f, std::string& image, std::string& why) {
     timed_out_ = false;
     if (!unavailable().empty()) {
         why = unavailable_;
@@ -173,24 +198,13 @@ bool plotter::draw(const figure& f, std::string& image, std::string& why) {
     }
     std::error_code ec;
     fs::create_directories(dir_ / "data", ec);
-    std::ostringstream plot;
-    size_t drawn = 0, keyed = 0;
-    for (size_t i = 0; i < f.lines.size(); ++i) {
-        const series& s = f.lines[i];
-        const std::string data = "data/" + f.stem + "-" + std::to_string(i) + ".dat";
-        std::ofstream out(dir_ / data);
-        const size_t n = write_series_data(out, s, f.log_y);
+    for (const auto& [name, text] : f.data) {
+        std::ofstream out(dir_ / "data" / name);
+        out << text;
         if (!out) {
-            why = (dir_ / data).string() + ": cannot write";
+            why = (dir_ / "data" / name).string() + ": cannot write";
             return false;
         }
-        if (n == 0) continue;  // gnuplot refuses a file with no points
-        plot << (drawn++ ? ", \\\n     " : "plot ") << plot_clause(data, s);
-        if (!s.title.empty()) ++keyed;
-    }
-    if (drawn == 0) {
-        why = "no data to plot";
-        return false;
     }
     image = f.stem + "." + extension_;
     const std::string script = f.stem + ".gp";
@@ -199,14 +213,10 @@ bool plotter::draw(const figure& f, std::string& image, std::string& why) {
         // noenhanced: run names hold '_', which enhanced text would subscript.
         gp << "# " << gnuplot_text(f.title) << " (altgrad-host report). Redraw: cd into this folder, gnuplot "
            << script << "\n"
-           << "set terminal " << terminal_ << " size 960," << figure_height(keyed) << " noenhanced\n"
+           << "set terminal " << terminal_ << " size " << f.width << "," << f.height << " noenhanced\n"
            << "set output " << gnuplot_quote(image) << "\n"
            << "set title " << gnuplot_quote(f.title) << "\n"
-           << "set xlabel 'step'\n"
-           << "set ylabel " << gnuplot_quote(f.ylabel) << "\n"
-           << "set grid\n"
-           << "set key below\n"
-           << (f.log_y ? "set logscale y 2\n" : "") << plot.str() << "\n";
+           << f.body;
         if (!gp) {
             why = (dir_ / script).string() + ": cannot write";
             return false;

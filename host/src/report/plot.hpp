@@ -44,6 +44,17 @@ struct figure {
     std::vector<series> lines;
 };
 
+// A figure that is not lines against step (the forest plots of summary.hpp): its data files and the
+// gnuplot commands after the terminal and output lines, which the plotter writes itself. Every text in
+// `body` from a run directory must have gone through gnuplot_quote.
+struct figure_script {
+    std::string stem;  // file name without extension, [A-Za-z0-9._-]
+    std::string title;
+    int width = 960, height = 540;                          // pixels
+    std::vector<std::pair<std::string, std::string>> data;  // a file name under data/ and its text
+    std::string body;
+};
+
 class plotter {
 public:
     // `program`: the gnuplot to run (a name looked up in PATH, or a path);
@@ -59,6 +70,7 @@ public:
     // Draws `f` into figures_dir/<stem>.<ext>; returns the image's file name,
     // or throws nothing and sets `why` on failure.
     bool draw(const figure& f, std::string& image, std::string& why);
+    bool draw(const figure_script& f, std::string& image, std::string& why);
     // Whether the last draw failed because gnuplot ran past the time limit
     // (and was killed): the next figure would most likely wait as long.
     bool timed_out() const { return timed_out_; }

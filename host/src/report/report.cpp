@@ -5,12 +5,16 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "report/layer_figures.hpp"
+#include "report/loss_figures.hpp"
+#include "report/markdown.hpp"
 #include "report/plot.hpp"
 #include "report/stats.hpp"
+#include "report/summary.hpp"
 #include "report/tables.hpp"
 #include "run/files.hpp"
 #include "util/abi_names.hpp"
@@ -19,12 +23,6 @@
 namespace altgrad::host::report {
 
 namespace {
-
-std::string fixed(double x, int digits = 4) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-    return buf;
-}
 
 std::string loss_text(const std::optional<double>& x) {
     if (!x) return "—";
@@ -43,17 +41,6 @@ std::string percent(double x) {
 std::string ratio(size_t a, size_t b) {
     return std::to_string(a) + "/" + std::to_string(b) + " (" +
            percent(b ? static_cast<double>(a) / static_cast<double>(b) : 0) + ")";
-}
-
-// Markdown table cells: a '|' would end the cell, a newline the row.
-std::string cell(const std::string& s) {
-    std::string out;
-    for (const char c : s) {
-        if (c == '|') out += "\\|";
-        else if (c == '\n' || c == '\r') out += ' ';
-        else out += c;
-    }
-    return out;
 }
 
 std::string label(const run_record& r) {
@@ -381,15 +368,6 @@ std::vector<const group_summary*> baselines(const std::vector<group_summary>& gr
     return out;
 }
 
-std::string signed_fixed(double x, int digits = 4) { return (x >= 0 ? "+" : "") + fixed(x, digits); }
-
-std::string p_value_text(double p) {
-    if (std::isnan(p)) return "—";
-    char buf[32];
-    std::snprintf(buf, sizeof buf, p < 0.001 ? "%.1e" : "%.3f", p);
-    return buf;
-}
-
 // A group's row of the comparison table; `varying` are its setting columns.
 // `with_baseline`: a column naming the baseline it is compared with (when there are several).
 std::string group_row(const group_summary& g, const group_summary* baseline,
@@ -550,77 +528,23 @@ private:
     std::set<std::string> taken_;
 };
 
-// The spread of `runs`' series (selected by `of`) at each step two or more of them have a finite value.
-template <class Of>
-std::vector<band_point> spread_of(const std::vector<const run_record*>& runs, Of of) {
-    std::map<int64_t, std::vector<double>> at;
-    for (const run_record* r : runs)
-        for (const point& p : of(*r))
-            if (std::isfinite(p.value)) at[p.step].push_back(p.value);
-    std::vector<band_point> band;
-    for (const auto& [step, values] : at)
-        if (values.size() >= 2)
-            band.push_back({step, *std::min_element(values.begin(), values.end()),
-                            *std::max_element(values.begin(), values.end())});
-    return band;
-}
-
 // One series per run of each group in the group's colour, titled once per
 // group, and the band of the group's spread where it has several runs.
-template <class Of>
-void add_group_series(figure& f, const std::vector<group_summary>& groups, Of of, bool with_points) {
+void add_group_series(figure& f, const std::vector<group_summary>& groups, const std::string& name) {
     for (size_t k = 0; k < groups.size(); ++k) {
         const group_summary& g = groups[k];
         const int color = line_color(k);
         bool titled = false;
         for (const run_record* r : g.runs) {
-            const std::vector<point>& pts = of(*r);
+            const std::vector<point>& pts = r->series_points(name);
             if (pts.empty()) continue;
-            const bool sparse = with_points || pts.size() < 60;  // a few points: show each one
+            const bool sparse = pts.size() < 60;  // a few points: show each one
             f.lines.push_back({titled ? "" : g.label, pts, sparse, line_dash(k), color, {}});
             titled = true;
         }
-        std::vector<band_point> band = spread_of(g.runs, of);
+        std::vector<band_point> band = seed_range(g.runs, name);
         // The band is in the group's colour, which the key names once already.
         if (!band.empty()) f.lines.push_back({"", {}, false, 0, color, std::move(band)});
-    }
-}
-
-// One loss figure per group (its seeds in its colour, against the baseline's
-// validation loss), and the validation loss of every group when there are several.
-void add_loss_figures(std::vector<figure>& figures, figure_stems& stems,
-                      const std::vector<group_summary>& groups,
-                      const std::map<const run_record*, std::string>& names) {
-    const auto val = [](const run_record& r) -> const std::vector<point>& { return r.val_loss(); };
-    for (size_t k = 0; k < groups.size(); ++k) {
-        const group_summary& g = groups[k];
-        const group_summary* baseline = baseline_of(groups, g);
-        figure f;
-        f.stem = stems.unique("loss-" + g.label);
-        f.title =
-            "Loss: " + g.label + (baseline != nullptr && !g.baseline ? " against " + baseline->label : "");
-        f.ylabel = "loss (nats/token)";
-        const int color = line_color(k);
-        for (const run_record* r : g.runs) {
-            f.lines.push_back({names.at(r) + " train", r->train_loss(), false, 0, color, {}});
-            f.lines.push_back({names.at(r) + " val", r->val_loss(), true, 0, color, {}});
-        }
-        std::vector<band_point> band = spread_of(g.runs, val);
-        if (!band.empty()) f.lines.push_back({"val, seeds' range", {}, false, 0, color, std::move(band)});
-        if (baseline != nullptr && !g.baseline) {
-            const int base_color = line_color(static_cast<size_t>(baseline - groups.data()));
-            for (const run_record* r : baseline->runs)
-                f.lines.push_back({names.at(r) + " val (baseline)", r->val_loss(), true, 2, base_color, {}});
-        }
-        figures.push_back(f);
-    }
-    if (groups.size() > 1) {
-        figure f;
-        f.stem = stems.unique("val_loss-all");
-        f.title = "Validation loss: every group (a colour each; the band: its seeds' range)";
-        f.ylabel = "validation loss (nats/token)";
-        add_group_series(f, groups, val, true);
-        figures.push_back(f);
     }
 }
 
@@ -638,64 +562,91 @@ std::vector<std::string> add_series_figures(std::vector<figure>& figures, figure
         f.title = m.title;
         f.ylabel = m.label;
         f.log_y = m.log_scale;
-        const std::string name = m.series;
-        const auto of = [&name](const run_record& r) -> const std::vector<point>& {
-            return r.series_points(name);
-        };
-        add_group_series(f, groups, of, false);
+        add_group_series(f, groups, m.series);
         if (!f.lines.empty()) figures.push_back(f);
         else no_data.push_back(m.series);
     }
     return no_data;
 }
 
-// Draws the figures (unless not asked for) and links each one drawn; returns
-// a line per figure that failed.
-std::vector<std::string> draw_figures(std::ostream& md, const std::vector<figure>& figures,
-                                      const report_options& options, report_output& result) {
-    std::vector<std::string> failures;
-    if (!options.figures) {
-        result.figures_missing = "not asked for (--no-figures)";
-        return failures;
-    }
-    plotter plot(options.out_dir / "figures", options.gnuplot, options.gnuplot_timeout);
-    if (!plot.unavailable().empty()) {
-        result.figures_missing = plot.unavailable();
-        result.gnuplot_unavailable = true;
-        return failures;
-    }
-    for (size_t i = 0; i < figures.size(); ++i) {
-        const figure& f = figures[i];
-        std::string image, why;
-        if (plot.draw(f, image, why)) {
-            ++result.figures;
-            md << "![" << f.title << "](figures/" << image << ")\n\n";
-            continue;
+// The report's figures, drawn in the order they appear by one gnuplot (unless not asked for); once
+// gnuplot runs past its time limit on one, the figures after it are not tried: each would most likely
+// wait as long, and a study's report would take hours.
+class figure_drawing {
+public:
+    figure_drawing(const report_options& options, report_output& result) : result_(result) {
+        if (!options.figures) {
+            result_.figures_missing = "not asked for (--no-figures)";
+            return;
         }
-        failures.push_back(f.stem + ": " + why);
-        if (plot.timed_out()) {
-            // Each figure after it would wait the whole limit too: a study's report would take hours.
-            const std::string rest = std::to_string(figures.size() - i - 1);
-            result.gnuplot_timed_out = true;
-            result.figures_missing = why + "; the " + rest + " figures after it were not tried";
-            if (i + 1 < figures.size())
-                failures.push_back("the " + rest +
-                                   " figures after it (not tried once gnuplot had run past its time limit)");
-            return failures;
+        plot_.emplace(options.out_dir / "figures", options.gnuplot, options.gnuplot_timeout);
+        if (!plot_->unavailable().empty()) {
+            result_.figures_missing = plot_->unavailable();
+            result_.gnuplot_unavailable = true;
+            plot_.reset();
         }
     }
-    if (!failures.empty()) result.figures_missing = std::to_string(failures.size()) + " figure(s) failed";
-    return failures;
-}
+
+    // Draws `figures`, each drawn linked in `md`; returns a line per figure not drawn.
+    template <class Figure>
+    std::vector<std::string> draw(std::ostream& md, const std::vector<Figure>& figures) {
+        std::vector<std::string> failures;
+        if (!plot_) return failures;
+        for (size_t i = 0; i < figures.size(); ++i) {
+            if (result_.gnuplot_timed_out) {
+                const std::string rest = std::to_string(figures.size() - i);
+                failures.push_back(
+                    i > 0 ? "the " + rest +
+                                " figures after it (not tried once gnuplot had run past its time limit)"
+                          : "the " + rest +
+                                " figures of this section (not tried once gnuplot had run past its "
+                                "time limit on " +
+                                timed_out_stem_ + ")");
+                not_tried_ += figures.size() - i;
+                break;
+            }
+            std::string image, why;
+            if (plot_->draw(figures[i], image, why)) {
+                ++result_.figures;
+                md << "![" << figures[i].title << "](figures/" << image << ")\n\n";
+                continue;
+            }
+            failures.push_back(figures[i].stem + ": " + why);
+            ++failed_;
+            if (plot_->timed_out())
+                result_.gnuplot_timed_out = true, timed_out_why_ = why, timed_out_stem_ = figures[i].stem;
+        }
+        return failures;
+    }
+
+    // Says in the result why figures are missing, once every figure had its turn.
+    void finish() {
+        if (result_.gnuplot_timed_out)
+            result_.figures_missing =
+                timed_out_why_ + "; the " + std::to_string(not_tried_) + " figures after it were not tried";
+        else if (failed_ > 0) result_.figures_missing = std::to_string(failed_) + " figure(s) failed";
+    }
+
+private:
+    report_output& result_;
+    std::optional<plotter> plot_;  // none: no figures asked for, or gnuplot cannot draw
+    std::string timed_out_why_, timed_out_stem_;
+    size_t failed_ = 0, not_tried_ = 0;
+};
 
 void write_figures(std::ostream& md, const std::vector<run_record>& runs,
                    const std::vector<group_summary>& groups, const report_options& options,
-                   report_output& result) {
+                   figure_drawing& drawing, const report_output& result) {
     md << "\n## Figures\n\n";
+    if (options.figures && options.summary_figures_only) {
+        if (result.gnuplot_unavailable) md << "No figures: " << result.figures_missing << ".\n";
+        else md << "None but the summary's forest plots (--summary-figures-only).\n";
+        return;
+    }
     const auto names = short_labels(runs);
     figure_stems stems;
-    std::vector<figure> figures;
-    add_loss_figures(figures, stems, groups, names);
+    std::vector<figure> figures = loss_figures(groups, names, options.seed_curves);
+    for (figure& f : figures) f.stem = stems.unique(f.stem);
     const std::vector<std::string> no_data = add_series_figures(figures, stems, groups, runs);
     for (const group_summary& g : groups)  // per layer: the first run of each group (layer_figures.hpp)
         for (figure f : g.runs.empty() ? std::vector<figure>{} : layer_figures(*g.runs.front(), g.label)) {
@@ -703,7 +654,7 @@ void write_figures(std::ostream& md, const std::vector<run_record>& runs,
             figures.push_back(std::move(f));
         }
 
-    const std::vector<std::string> failures = draw_figures(md, figures, options, result);
+    const std::vector<std::string> failures = drawing.draw(md, figures);
     if (!options.figures) md << "No figures: not asked for (--no-figures).\n";
     else if (result.figures == 0 && failures.empty()) md << "No figures: " << result.figures_missing << ".\n";
     for (const std::string& f : failures) md << "- not drawn: " << f << "\n";
@@ -715,6 +666,33 @@ void write_figures(std::ostream& md, const std::vector<run_record>& runs,
     if (result.figures > 0)
         md << "\nEach figure's data (`figures/data/*.dat`) and gnuplot script (`figures/*.gp`) are kept "
               "beside it.\n";
+}
+
+// The answer first: a row per group against its baseline (summary.hpp) and the forest plots of the
+// differences.
+void write_summary(std::ostream& md, const std::vector<group_summary>& groups, figure_drawing& drawing,
+                   const report_options& options) {
+    const std::vector<summary_row> rows = summary_rows(groups);
+    md << "## Summary\n\n"
+       << "Final validation loss of each group (runs equal but for the seed) over its finished runs: n, the "
+          "mean and its 95% interval; its difference from its baseline";
+    if (std::none_of(rows.begin(), rows.end(),
+                     [](const summary_row& r) { return r.method == comparison::baseline; }))
+        md << " (none here: "
+           << (options.baseline == kDefaultBaseline
+                   ? "no BF16 baseline among these runs"
+                   : "no run of the baseline config `" + options.baseline + "`")
+           << ")";
+    md << ", paired by seed over the seeds the two share where they share two or more, else Welch's, with "
+          "its 95% interval and two-sided p; the relative error, 100 x the difference / the baseline's mean; "
+          "the runs that failed of those that finished or collapsed. Baselines first, then by the "
+          "difference. As data: [`summary.csv`](summary.csv); each group in detail under \"Formats compared "
+          "across seeds\", each run under \"Runs\" at the end.\n\n"
+       << summary_table(rows);
+    const std::vector<figure_script> forests = forest_figures(rows);
+    if (forests.empty() || !options.figures) return;
+    md << "\n";
+    for (const std::string& f : drawing.draw(md, forests)) md << "- not drawn: " << f << "\n";
 }
 
 }  // namespace
@@ -729,15 +707,20 @@ report_output write_report(const std::vector<run_record>& runs, const report_opt
 
     const std::vector<group_summary> groups = group_runs(runs, options.baseline);
     std::ostringstream md;
+    figure_drawing drawing(options, result);
     write_overview(md, runs, groups.size());
-    write_runs(md, runs, options.out_dir);
+    write_summary(md, groups, drawing, options);
     write_comparison(md, groups, options.baseline);
     write_corpus_reference(md, runs);
     write_hypotheses(md, runs, options.judged);
-    write_figures(md, runs, groups, options, result);
-    md << "\n## Tables\n\n[`runs.csv`](runs.csv): one row per run; [`steps.csv`](steps.csv): one row per run "
-          "per "
-          "logged step (docs/report.md, \"Tables\", has a pandas example).\n";
+    write_figures(md, runs, groups, options, drawing, result);
+    drawing.finish();
+    md << "\n## Tables\n\n[`summary.csv`](summary.csv): one row per group, as in the summary; "
+          "[`runs.csv`](runs.csv): one row per run; [`steps.csv`](steps.csv): one row per run per logged "
+          "step "
+          "(docs/report.md, \"Tables\", has a pandas example).\n\n";
+    write_runs(md, runs, options.out_dir);
+    run::write_file_atomically(options.out_dir / "summary.csv", summary_csv(summary_rows(groups)));
     run::write_file_atomically(options.out_dir / "runs.csv", runs_csv(runs, groups));
     run::write_file_atomically(options.out_dir / "steps.csv", steps_csv(runs, groups));
 

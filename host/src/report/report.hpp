@@ -25,6 +25,11 @@ struct report_options {
     // Seconds per gnuplot run; then it is killed, and past a figure the rest are not tried.
     double gnuplot_timeout = 60;
     bool figures = true;
+    // Beside each group's loss figure (the mean of its seeds), one of each seed's curves (--seed-curves).
+    bool seed_curves = false;
+    // Of the figures, only the summary's forest plots (--summary-figures-only): a second report over
+    // runs another report draws already.
+    bool summary_figures_only = false;
     hypotheses judged;  // the hypotheses section; none: the section says so
     // The config whose groups are the baselines (--baseline): "bf16_baseline" by default, and then,
     // when no run has that name, the groups that are BF16 throughout.
@@ -74,6 +79,10 @@ struct group_summary {
 // `baseline`: the config name of the baselines (report_options::baseline).
 std::vector<group_summary> group_runs(const std::vector<run_record>& runs,
                                       const std::string& baseline = kDefaultBaseline);
+
+// Empty when some run of `runs` is of config `baseline`; else why it names none: "no run of that config
+// among the runs given (their configs: 'e5m2_short', 'bf16_baseline')".
+std::string baseline_missing(const std::vector<run_record>& runs, const std::string& baseline);
 
 // The settings whose values differ between groups (a key some group lacks counts), in key order.
 std::vector<std::string> varying_settings(const std::vector<group_summary>& groups);

@@ -131,7 +131,7 @@ welch_result welch_test(const std::vector<double>& a, const std::vector<double>&
     const sample_summary sa = summarize(a), sb = summarize(b);
     welch_result w;
     w.difference = sa.mean - sb.mean;
-    w.t = w.df = w.p = kNaN;
+    w.t = w.df = w.p = w.ci_low = w.ci_high = kNaN;
     if (sa.n < 2 || sb.n < 2) return w;
     const double va = sa.sd * sa.sd / static_cast<double>(sa.n),
                  vb = sb.sd * sb.sd / static_cast<double>(sb.n);
@@ -140,6 +140,9 @@ welch_result welch_test(const std::vector<double>& a, const std::vector<double>&
     w.df = (va + vb) * (va + vb) /
            (va * va / static_cast<double>(sa.n - 1) + vb * vb / static_cast<double>(sb.n - 1));
     w.p = 2 * student_t_cdf(-std::fabs(w.t), w.df);
+    const double half = student_t_quantile(0.975, w.df) * std::sqrt(va + vb);
+    w.ci_low = w.difference - half;
+    w.ci_high = w.difference + half;
     return w;
 }
 

@@ -28,10 +28,11 @@ struct sample_summary {
 sample_summary summarize(const std::vector<double>& x);
 
 // Welch's t-test of mean(a) - mean(b) (unequal variances): t, the
-// Welch-Satterthwaite degrees of freedom and the two-sided p-value. NaN
-// when either sample has fewer than 2 values or both have no spread.
+// Welch-Satterthwaite degrees of freedom, the two-sided p-value and the 95%
+// interval of the difference (difference ± t(0.975, df) se). t, df, p and the
+// interval are NaN when either sample has fewer than 2 values or both have no spread.
 struct welch_result {
-    double difference = 0, t = 0, df = 0, p = 0;
+    double difference = 0, t = 0, df = 0, p = 0, ci_low = 0, ci_high = 0;
 };
 welch_result welch_test(const std::vector<double>& a, const std::vector<double>& b);
 
