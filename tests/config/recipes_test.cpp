@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -36,9 +37,10 @@ std::vector<fs::path> recipe_files() {
 struct recipe_table {
     // Formats: W and x in the forward product, and the output gradient dy (both backward products).
     std::string weight, activation, gradient;
-    altgrad_rounding forward_rounding, backward_rounding;
-    altgrad_overflow overflow;
-    granularity_kind granularity;
+    altgrad_rounding forward_rounding = ALTGRAD_ROUND_NEAREST_EVEN;
+    altgrad_rounding backward_rounding = ALTGRAD_ROUND_STOCHASTIC;
+    altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
+    granularity_kind granularity = granularity_kind::tensor;
     // Per-tensor scaling (granularity tensor only).
     scaling_mode scaling = scaling_mode::none;
     int64_t amax_history_len = 0;
@@ -50,29 +52,40 @@ struct recipe_table {
     scale_rule_kind scale_rule = scale_rule_kind::mx_floor;
 };
 
+// The TE recipes here cast with round-to-nearest-even and clip to the format's range, the gradients
+// too (TE docs, "FP8 Current Scaling" and "FP8 Delayed Scaling": the cast).
+recipe_table te_casts(std::string weight, std::string activation, std::string gradient, granularity_kind g) {
+    recipe_table t;
+    t.weight = std::move(weight);
+    t.activation = std::move(activation);
+    t.gradient = std::move(gradient);
+    t.forward_rounding = ALTGRAD_ROUND_NEAREST_EVEN;
+    t.backward_rounding = ALTGRAD_ROUND_NEAREST_EVEN;
+    t.overflow = ALTGRAD_OVERFLOW_SATURATE;
+    t.granularity = g;
+    return t;
+}
+
 const std::map<std::string, recipe_table>& sources() {
     static const std::map<std::string, recipe_table> table = [] {
         std::map<std::string, recipe_table> t;
-        // TE DelayedScaling defaults: margin 0, fp8_format HYBRID (E4M3 forward, E5M2 backward),
-        // amax_history_len 1024, amax_compute_algo "max"; casts round to nearest even and clip.
-        recipe_table delayed{"e4m3", "e4m3", "e5m2", ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_NEAREST_EVEN,
-                             ALTGRAD_OVERFLOW_SATURATE, granularity_kind::tensor};
+        // TE DelayedScaling defaults: margin 0, fp8_format HYBRID (E4M3 for x and W, E5M2 for dy),
+        // amax_history_len 1024, amax_compute_algo "max".
+        recipe_table delayed = te_casts("e4m3", "e4m3", "e5m2", granularity_kind::tensor);
         delayed.scaling = scaling_mode::delayed;
         delayed.amax_history_len = 1024;
         delayed.amax_compute = amax_compute_kind::max;
         delayed.margin = 0;
         t["te_delayed"] = delayed;
         // TE Float8CurrentScaling: fp8_format HYBRID, the scale from the tensor's own amax
-        // (amax_epsilon 0), no margin; round to nearest even.
-        recipe_table current{"e4m3", "e4m3", "e5m2", ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_NEAREST_EVEN,
-                             ALTGRAD_OVERFLOW_SATURATE, granularity_kind::tensor};
+        // (amax_epsilon 0), no margin.
+        recipe_table current = te_casts("e4m3", "e4m3", "e5m2", granularity_kind::tensor);
         current.scaling = scaling_mode::current;
         current.margin = 0;
         t["te_current"] = current;
         // TE MXFP8BlockScaling: fp8_format E4M3 for every tensor, 1x32 blocks, E8M0 scales,
-        // amax / 448 rounded up to a power of two; round to nearest even.
-        recipe_table mxfp8{"e4m3", "e4m3", "e4m3", ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_NEAREST_EVEN,
-                           ALTGRAD_OVERFLOW_SATURATE, granularity_kind::block};
+        // amax / 448 rounded up to a power of two.
+        recipe_table mxfp8 = te_casts("e4m3", "e4m3", "e4m3", granularity_kind::block);
         mxfp8.block_size = 32;
         mxfp8.scale_format = "ue8m0";
         mxfp8.scale_rule = scale_rule_kind::round_up;
@@ -164,8 +177,8 @@ TEST(RecipeConfigs, EachRecipeResolvesToItsSourcesParameters) {
                     EXPECT_EQ(s.scale_rule, want.scale_rule);
                 }
             }
-            for (product_kind p : {product_kind::forward, product_kind::input_gradient,
-                                   product_kind::weight_gradient})
+            for (product_kind p :
+                 {product_kind::forward, product_kind::input_gradient, product_kind::weight_gradient})
                 EXPECT_FALSE(accumulator_for(q, layer, p).has_value())
                     << "float32 products: the recipes say nothing of the accumulator";
         }
