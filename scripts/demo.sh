@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-scripts/build.sh
+scripts/build.sh altgrad_product  # the host and the plugins; the tests are scripts/test.sh's
 
 host=build/altgrad-host
 plugins=build/plugins

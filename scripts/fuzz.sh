@@ -16,11 +16,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-30}"
 shift || true
-launcher=()
-if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 # Debug: assertions stay on (the fuzz flags set -O1).
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DALTGRAD_FUZZ=ON -DCMAKE_C_COMPILER=clang \
-  -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" >/dev/null
+  -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 cmake --build build-fuzz -j "$(nproc)"
 
 harnesses=("$@")

@@ -116,9 +116,14 @@ for entry in json.load(open(commands)):
         if a == "-o":
             skip = True
             continue
-        if a == "-c":
+        if a == "-c" or a == "-Winvalid-pch":
             continue
         out.append(a)
+    # The precompiled LibTorch header (host/CMakeLists.txt) holds the other LibTorch's
+    # declarations: the sources include what they need themselves.
+    out = [a for i, a in enumerate(out)
+           if not (a == "-include" and out[i + 1].endswith("cmake_pch.hxx"))
+           and not (a.endswith("cmake_pch.hxx") and i > 0 and out[i - 1] == "-include")]
     cmd = [args[0], "-isystem", inc, "-isystem", inc + "/torch/csrc/api/include", "-fsyntax-only"] + out
     r = subprocess.run(cmd, cwd=entry["directory"], capture_output=True, text=True)
     checked += 1

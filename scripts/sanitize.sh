@@ -7,9 +7,7 @@
 # scripts/test.sh runs this after the normal suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-launcher=()
-if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DALTGRAD_SANITIZE=ON "${launcher[@]}"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DALTGRAD_SANITIZE=ON
 cmake --build build-asan -j "$(nproc)"
 # halt_on_error / abort: a finding ends the process with a non-zero status.
 export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"

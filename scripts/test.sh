@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Set up, build, and run the whole test suite through CTest; then a few
+# Set up, build, compile the CUDA build of a plugin and the CUDA tests
+# (scripts/cuda_compile_check.sh: nvcc must be there, or ALTGRAD_SKIP_CUDA=1),
+# and run the whole test suite through CTest; then a few
 # trials of the kill -9 soak (scripts/soak.sh), the sanitizer build (ASan +
 # UBSan, no trainer) and its tests (scripts/sanitize.sh), and the fuzzing
 # harnesses, 30 s each after their corpus (scripts/fuzz.sh).
@@ -7,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh
+scripts/cuda_compile_check.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
 scripts/soak.sh 4
 scripts/sanitize.sh

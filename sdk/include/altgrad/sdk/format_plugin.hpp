@@ -859,6 +859,11 @@ void decode(const K& kernel, altgrad_decode_args& args, uint32_t code_bytes, uin
 #include <altgrad/sdk/cuda_kernels.cuh>
 #endif
 
+// The bundled format classes' loops compiled elsewhere, declared (format_loops.hpp).
+#ifdef ALTGRAD_SDK_EXTERN_FORMAT_LOOPS
+#include <altgrad/sdk/format_loops.hpp>
+#endif
+
 namespace altgrad::sdk {
 
 // The vtable for format class F made by Factory(const param_view&).

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# CUDA stays compiled: configures AltGrad with ALTGRAD_CUDA=ON into build-cuda/
+# and compiles and links, with nvcc, the CUDA build of one format plugin (e5m2:
+# exmy_format's kernel, cuda_kernels.cuh, the adapter's device path) and the
+# CUDA test binary (tests/cuda/), so that GPU code cannot rot unseen on
+# machines without a GPU. Nothing is run: that needs a GPU
+# (scripts/gpu_check.sh). scripts/test.sh runs this; docs/cuda.md.
+#
+# nvcc is $CUDACXX, else nvcc on PATH, else /usr/local/cuda/bin/nvcc. Without
+# one the check FAILS, naming what it looked for: the machines this project is
+# built and tested on, CI's included, have CUDA 13's nvcc. On a machine that
+# has none, ALTGRAD_SKIP_CUDA=1 skips the check, saying so.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [[ "${ALTGRAD_SKIP_CUDA:-0}" == 1 ]]; then
+  echo "cuda_compile_check: SKIPPED (ALTGRAD_SKIP_CUDA=1): the CUDA build was not compiled"
+  exit 0
+fi
+nvcc="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
+if [[ ! -x "$nvcc" ]]; then
+  echo "cuda_compile_check: FAILED: no nvcc (looked at \$CUDACXX, PATH and /usr/local/cuda/bin/nvcc)." >&2
+  echo "cuda_compile_check: install the CUDA toolkit, or set ALTGRAD_SKIP_CUDA=1 to skip this check knowingly." >&2
+  exit 1
+fi
+echo "cuda_compile_check: $("$nvcc" --version | tail -1)"
+cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DALTGRAD_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
+  -DALTGRAD_BUILD_BENCHMARKS=OFF >/dev/null
+# altgrad_cuda_tests/fast: the test binary alone (compiled and linked), without
+# the other eleven plugins it is declared to need at run time.
+cmake --build build-cuda -j "$(nproc)" --target altgrad_plugin_e5m2
+cmake --build build-cuda -j "$(nproc)" --target altgrad_cuda_tests/fast
+lib=build-cuda/plugins/e5m2/libaltgrad_e5m2.so
+# The plugin must carry device code (a fatbinary) and the test binary must exist.
+fatbin="$(objdump -h "$lib" | awk '$2 == ".nv_fatbin" { print $3 }')"
+if [[ -z "$fatbin" ]]; then
+  echo "cuda_compile_check: FAILED: $lib has no .nv_fatbin section (no device code compiled)" >&2
+  exit 1
+fi
+[[ -x build-cuda/altgrad_cuda_tests ]] || { echo "cuda_compile_check: FAILED: no build-cuda/altgrad_cuda_tests" >&2; exit 1; }
+echo "cuda_compile_check: ok: $lib ($((16#$fatbin)) bytes of device code) and build-cuda/altgrad_cuda_tests" \
+  "compiled and linked (not run: no GPU here; scripts/gpu_check.sh runs them on one)"
