@@ -328,8 +328,12 @@ ALTGRAD_ACCUMULATE_INLINE void rounded_lanes(typename lanes<L>::d h, typename la
     const I kept = (normal & 23) | (~normal & (e + 149));
     const I cut = 52 - kept, cut_in_range = cut > 63;
     const I shift = (cut_in_range & 63) | (~cut_in_range & cut);
-    I tb = {};
-    tb = ab & ~(((tb + 1) << shift) - 1) & ~(kept < 0);
+    // The cut bits' mask in unsigned lanes: 1 << 63, and 0 - 1, overflow a signed lane.
+    typedef uint64_t UL __attribute__((vector_size(8 * L)));
+    UL one = {};
+    one += 1;
+    const UL cut_mask = (one << reinterpret_cast<const UL&>(shift)) - 1;
+    I tb = ab & ~reinterpret_cast<const I&>(cut_mask) & ~(kept < 0);
     const I overflow = a > static_cast<double>(FLT_MAX);
     tb = (overflow & static_cast<int64_t>(double_bits(FLT_MAX))) | (~overflow & tb);
     D t;
