@@ -22,7 +22,7 @@ import tempfile
 import time
 
 # (source, under the repository root; budget in CPU seconds; what the TU stands for).
-# Measured on the 2-core development machine (AMD Zen 4) after issue #32: e5m2.cpp 2.0 s,
+# Measured on the 2-core development machine (AMD EPYC, Zen 5) after issue #32: e5m2.cpp 2.0 s,
 # ue8m0.cpp 8.5 s, exmy_avx512.cpp 9.9 s (the slowest of plugins/format_loops/). The CI
 # machine of issue #32 took about 1.6 times as long; the budgets leave 2.5 times that.
 BUDGETS = [
