@@ -2,6 +2,8 @@
 // error is one line naming the file first, then the key.
 #pragma once
 
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +32,22 @@ inline void expect_error(const std::string& error, const std::string& key, const
     EXPECT_NE(error.find("key '" + key + "'"), std::string::npos) << error;
     EXPECT_NE(error.find(what), std::string::npos) << error;
     EXPECT_EQ(error.find('\n'), std::string::npos) << "one line: " << error;
+}
+
+// A config file in the repository loads, validates and round-trips through
+// to_toml, its name its file's stem; the loaded config, or nullopt (and a
+// failure) when it does not load.
+inline std::optional<host::config::run_config> expect_config_file_loads(const std::filesystem::path& file) {
+    host::config::run_config c;
+    try {
+        c = host::config::load_config(file);
+    } catch (const host::error& e) {
+        ADD_FAILURE() << e.what();
+        return std::nullopt;
+    }
+    EXPECT_EQ(c.name, file.stem().string()) << "a config's name is its file's stem";
+    EXPECT_TRUE(host::config::parse_config(host::config::to_toml(c), "config.toml") == c);
+    return c;
 }
 
 }  // namespace altgrad::test

@@ -24,7 +24,8 @@
 #include <utility>
 #include <vector>
 
-#include <altgrad/sdk/philox.hpp>  // sdk::detail::cpu_vector_isa
+#include <altgrad/sdk/philox.hpp>    // sdk::detail::cpu_vector_isa
+#include <altgrad/sdk/rounding.hpp>  // sdk::float_bits, sdk::bits_float
 
 #include "util/abi_names.hpp"
 #include "util/error.hpp"
@@ -43,16 +44,8 @@ double bits_double(uint64_t b) {
     std::memcpy(&x, &b, sizeof x);
     return x;
 }
-uint32_t float_bits(float x) {
-    uint32_t b = 0;
-    std::memcpy(&b, &x, sizeof b);
-    return b;
-}
-float bits_float(uint32_t b) {
-    float x = 0;
-    std::memcpy(&x, &b, sizeof x);
-    return x;
-}
+using sdk::bits_float;  // float32's bits, as the format plugins take them
+using sdk::float_bits;
 
 #define ALTGRAD_ACCUMULATE_INLINE inline __attribute__((always_inline))
 
