@@ -158,7 +158,9 @@ TEST(ConfigProducts, MistakesNameTheKey) {
     const std::string rule = std::string(kModel) + "[[quantization.rules]]\npattern = \"lm_head\"\n";
     expect_refused(rule + "forward = \"fp16\"\n", "quantization.rules[0].forward", "expected a table");
     expect_refused(rule + "forward = { format = \"fp16\" }\n", "quantization.rules[0].forward.format",
-                   "did you mean 'quantization.rules[0].forward.accumulator'?");
+                   "unknown key (a typo?)");
+    expect_refused(rule + "forward = { format = \"fp16\" }\n", "quantization.rules[0].forward.format",
+                   "the forward product's operands are x and w");
     expect_refused(rule + "forward = { accumulator = { format = \"fp16\", mma_depth = 0 } }\n",
                    "quantization.rules[0].forward.accumulator.mma_depth", "expected an integer");
     expect_refused(rule + "backward = { accumulator = \"none\" }\n", "quantization.rules[0].backward",
@@ -173,6 +175,133 @@ TEST(ConfigProducts, ARuleWithOnlyAnAccumulatorIsARule) {
                                       kFile);
     EXPECT_EQ(accumulator_for(c.quantization, "lm_head", product_kind::weight_gradient)->format, "fp16");
     EXPECT_FALSE(accumulator_for(c.quantization, "blocks.0.mlp.fc", product_kind::weight_gradient));
+}
+
+
+// ---- Per-product operands (issue #30).
+
+const char* const kOperands = R"(
+[quantization]
+weight_format = "e4m3"
+activation_format = "e4m3"
+gradient_format = "e5m2"
+granularity = "block"
+block_size = 32
+
+[quantization.weight]
+block_rows = 32
+
+[quantization.forward]
+x = { format = "bf16", granularity = "tensor" }
+
+[quantization.weight_gradient]
+x = { rounding = "stochastic", pre_scale = 0.75, source = "rowwise" }
+dy = { block_size = 16 }
+
+[[quantization.rules]]
+pattern = "lm_head"
+format = "bf16"
+weight_gradient = { dy = { format = "e4m3" } }
+)";
+
+// Written by hand from the levels: quantization's keys and the role tables,
+// then the product tables, then the first matching rule.
+TEST(ConfigOperands, EachLevelOverTheOneBefore) {
+    const run_config c = parse_config(std::string(kModel) + kOperands, kFile);
+    const quantization_config& q = c.quantization;
+    const std::string layer = "blocks.1.attn.qkv";
+    // forward.x: the product table's format and granularity over the role's.
+    operand_settings s = operand_for(q, layer, product_kind::forward, operand_kind::x);
+    EXPECT_EQ(s.format, "bf16");
+    EXPECT_EQ(s.scaling.granularity, granularity_kind::tensor);
+    EXPECT_EQ(s.rounding, ALTGRAD_ROUND_NEAREST_EVEN);
+    EXPECT_EQ(s.key, "quantization.forward.x");
+    // weight_gradient.x: the role's format and blocks, its own rounding, pre-scale and source.
+    s = operand_for(q, layer, product_kind::weight_gradient, operand_kind::x);
+    EXPECT_EQ(s.format, "e4m3");
+    EXPECT_EQ(s.scaling.granularity, granularity_kind::block);
+    EXPECT_EQ(s.scaling.block_size, 32);
+    EXPECT_EQ(s.scaling.block_rows, 1);
+    EXPECT_EQ(s.rounding, ALTGRAD_ROUND_STOCHASTIC);
+    EXPECT_EQ(s.pre_scale, 0.75);
+    EXPECT_EQ(s.source, copy_source::rowwise);
+    // W: 32x32 tiles from the role table, in both its products; the rounding of the forward direction.
+    for (product_kind p : {product_kind::forward, product_kind::input_gradient}) {
+        s = operand_for(q, layer, p, operand_kind::w);
+        EXPECT_EQ(s.scaling.block_rows, 32);
+        EXPECT_EQ(s.scaling.block_size, 32);
+        EXPECT_EQ(s.format, "e4m3");
+        EXPECT_EQ(s.key, "quantization");
+    }
+    // dy: the backward rounding (stochastic by default); blocks of 16 in the weight gradient only.
+    EXPECT_EQ(operand_for(q, layer, product_kind::input_gradient, operand_kind::dy).scaling.block_size, 32);
+    s = operand_for(q, layer, product_kind::weight_gradient, operand_kind::dy);
+    EXPECT_EQ(s.scaling.block_size, 16);
+    EXPECT_EQ(s.rounding, ALTGRAD_ROUND_STOCHASTIC);
+    EXPECT_EQ(s.format, "e5m2");
+    // The rule's format beats the product tables; its own operand table beats its format.
+    EXPECT_EQ(operand_for(q, "lm_head", product_kind::forward, operand_kind::x).format, "bf16");
+    EXPECT_EQ(operand_for(q, "lm_head", product_kind::input_gradient, operand_kind::dy).format, "bf16");
+    s = operand_for(q, "lm_head", product_kind::weight_gradient, operand_kind::dy);
+    EXPECT_EQ(s.format, "e4m3");
+    EXPECT_EQ(s.scaling.block_size, 16);  // the product table's, which the rule leaves
+    EXPECT_EQ(s.key, "quantization.rules[0].weight_gradient.dy");
+}
+
+// Without product tables each operand is its role's, in both its products.
+TEST(ConfigOperands, WithoutTablesBothUsesAreTheRoles) {
+    const run_config c = parse_config(std::string(kModel) + "[quantization]\ngranularity = \"block\"\n", kFile);
+    for (const std::string& layer : layer_names(c.model))
+        for (operand_kind o : {operand_kind::x, operand_kind::w, operand_kind::dy}) {
+            const operand_settings first = operand_for(c.quantization, layer, first_use_of(o), o);
+            for (product_kind p : {product_kind::forward, product_kind::input_gradient,
+                                   product_kind::weight_gradient}) {
+                const auto ops = operands_of(p);
+                if (ops[0] != o && ops[1] != o) continue;
+                EXPECT_TRUE(same_quantization(first, operand_for(c.quantization, layer, p, o))) << layer;
+            }
+        }
+}
+
+TEST(ConfigOperands, ResolvedConfigRoundTripsAndSetGivesAnOperand) {
+    const run_config c = parse_config(std::string(kModel) + kOperands, kFile);
+    const std::string text = to_toml(c);
+    EXPECT_NE(text.find("x = { rounding = \"stochastic\", pre_scale = 0.75, source = \"rowwise\" }\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("weight_gradient = { dy = { format = \"e4m3\" } }\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("block_rows = 32\n"), std::string::npos) << text;
+    EXPECT_TRUE(parse_config(text, kFile) == c) << text;
+    run_config other = c;
+    other.quantization.products[2].operands[static_cast<size_t>(operand_kind::x)].pre_scale = 0.5;
+    EXPECT_FALSE(other == c);
+    const run_config set = parse_config(std::string(kModel), kFile,
+                                        {"quantization.input_gradient.w={ format = \"fp4_e2m1\", block_rows = 1 }"});
+    EXPECT_EQ(operand_for(set.quantization, "lm_head", product_kind::input_gradient, operand_kind::w).format,
+              "fp4_e2m1");
+}
+
+TEST(ConfigOperands, MistakesNameTheKey) {
+    const std::string m = kModel;
+    expect_refused(m + "[quantization.forward]\ndy = { format = \"bf16\" }\n", "quantization.forward.dy",
+                   "the forward product's operands are x and w");
+    expect_refused(m + "[quantization.forward]\nx = \"bf16\"\n", "quantization.forward.x", "expected a table");
+    expect_refused(m + "[quantization.forward]\nx = {}\n", "quantization.forward.x", "sets nothing");
+    expect_refused(m + "[quantization.forward]\nx = { fromat = \"bf16\" }\n", "quantization.forward.x.fromat",
+                   "unknown key (a typo?)");
+    expect_refused(m + "[quantization.forward]\nx = { source = \"rowwise\" }\n", "quantization.forward.x.source",
+                   "only an operand's second use has a source");
+    expect_refused(m + "[quantization.weight_gradient]\nx = { source = \"columns\" }\n",
+                   "quantization.weight_gradient.x.source", "expected one of unquantized, rowwise");
+    expect_refused(m + "[quantization.weight_gradient]\nx = { pre_scale = 0 }\n",
+                   "quantization.weight_gradient.x.pre_scale", "expected a number in (0, 1000000]");
+    expect_refused(m + "[quantization.weight_gradient]\nx = { block_size = 0 }\n",
+                   "quantization.weight_gradient.x.block_size", "expected an integer 1..");
+    expect_refused(m + "[quantization.forward]\nw = { block_rows = 16 }\n", "quantization.forward.w.block_rows",
+                   "needs granularity = \"block\"");
+    expect_refused(m + "[quantization]\nblock_rows = 16\n", "quantization.block_rows", "needs granularity");
+    expect_refused(m + "[[quantization.rules]]\npattern = \"lm_head\"\ninput_gradient = { x = { format = \"bf16\" } }\n",
+                   "quantization.rules[0].input_gradient.x", "the input_gradient product's operands are dy and w");
 }
 
 }  // namespace

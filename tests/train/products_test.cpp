@@ -4,6 +4,7 @@
 // tests/quant/accumulate_reference.hpp, on float32 operands laid out as the
 // trainer lays them out (per tensor, and block-scaled with its columnwise
 // copies). The one test TU here that includes LibTorch.
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include <torch/torch.h>
 
 #include "../quant/accumulate_reference.hpp"
+#include "config/run_config.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
 #include "quant/accumulate.hpp"
@@ -110,6 +112,145 @@ TEST(TrainProducts, WithoutAnAccumulatorTheProductIsLibTorchs) {
     expect_same_bits(values(x.grad()), values(torch::matmul(dy, w)), "dx");
     expect_same_bits(values(w.grad()), values(torch::matmul(dy.reshape({-1, 16}).t(), x.reshape({-1, 32}))),
                      "dW");
+}
+
+
+// ---- Per-product operands (issue #30): tiles, a second use's own settings, pre-scaling.
+
+// E2M1 (OCP MX FP4: 0, 0.5, 1, 1.5, 2, 3, 4, 6) nearest, ties to the even
+// code (codes in that order: 0, 1.0, 2, 4 are even), saturating at 6.
+float e2m1_nearest(float v) {
+    static const float grid[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+    const float a = std::fabs(v);
+    int best = 7;
+    for (int c = 0; c < 7; ++c) {
+        const float mid = (grid[c] + grid[c + 1]) / 2;
+        if (a < mid || (a == mid && c % 2 == 0)) {
+            best = c;
+            break;
+        }
+    }
+    return std::copysign(grid[best], v);
+}
+
+// The decode scale round_up gives in powers of two: the smallest 2^e >= amax / 6.
+double pow2_up(double quotient) {
+    int e = 0;
+    const double m = std::frexp(quotient, &e);  // quotient = m 2^e, m in [0.5, 1)
+    return m == 0.5 ? std::ldexp(1.0, e - 1) : std::ldexp(1.0, e);
+}
+
+// t [rows, cols] quantized to E2M1 in tiles of tr x tc (tr = 1: blocks along
+// rows), decode scale pow2_up(amax / 6), elements q(v * s * c) / (s * c).
+torch::Tensor e2m1_tiles(const torch::Tensor& t, int64_t tr, int64_t tc, float c = 1.0f) {
+    const torch::Tensor in = t.contiguous();
+    torch::Tensor out = torch::empty_like(in);
+    const int64_t rows = in.size(0), cols = in.size(1);
+    const float* x = in.data_ptr<float>();
+    float* y = out.data_ptr<float>();
+    for (int64_t r0 = 0; r0 < rows; r0 += tr)
+        for (int64_t c0 = 0; c0 < cols; c0 += tc) {
+            double amax = 0;
+            for (int64_t r = r0; r < r0 + tr; ++r)
+                for (int64_t k = c0; k < c0 + tc; ++k) amax = std::max(amax, std::fabs(double(x[r * cols + k])));
+            const float s = static_cast<float>(1.0 / pow2_up(amax / 6.0)) * c;
+            for (int64_t r = r0; r < r0 + tr; ++r)
+                for (int64_t k = c0; k < c0 + tc; ++k) y[r * cols + k] = e2m1_nearest(x[r * cols + k] * s) / s;
+        }
+    return out;
+}
+
+host::registry& bundled() {
+    static host::registry reg(ALTGRAD_BUNDLED_PLUGIN_DIR);
+    return reg;
+}
+
+// One linear layer's plan with its sites assigned from a config's [quantization] text.
+struct configured_layer {
+    train::quant_plan plan;
+    host::config::run_config config;
+    train::format_library formats{bundled(), "test.toml: quantization"};
+    size_t first = 0;
+    explicit configured_layer(const std::string& quantization) {
+        first = plan.add_linear("blocks.0.mlp.fc");
+        config = host::config::parse_config("[quantization]\n" + quantization, "test.toml");
+        train::assign_formats(plan, config, formats);
+    }
+};
+
+// W in 16x16 tiles: one quantized weight serves the forward and the
+// input-gradient products (no second copy), each tile scaled by its own amax.
+TEST(TrainOperands, TiledWeightIsOneCopyForBothProducts) {
+    configured_layer l(
+        "weight_format = \"fp4_e2m1\"\nactivation_format = \"fp32\"\ngradient_format = \"fp32\"\n"
+        "[quantization.weight]\ngranularity = \"block\"\nblock_size = 16\nblock_rows = 16\n"
+        "scale_format = \"pow2\"\nscale_rule = \"round_up\"\n");
+    ASSERT_EQ(l.plan.sites.size(), 3u);  // no site of its own for W's second use
+    torch::manual_seed(8);
+    const torch::Tensor x = torch::randn({2, 8, 48}).requires_grad_(true);
+    // Rows of very different magnitudes: a 1x16 or 16x1 block would get another scale.
+    const torch::Tensor w = (torch::randn({32, 48}) * torch::linspace(0.01, 4.0, 32).unsqueeze(1)).requires_grad_(true);
+    const torch::Tensor dy = torch::randn({2, 8, 32});
+    const torch::Tensor y = train::quantized_linear(x, w, torch::Tensor(), l.plan, l.first);
+    y.backward(dy);
+    const torch::Tensor qw = e2m1_tiles(w.detach(), 16, 16);
+    expect_same_bits(values(y), values(torch::matmul(x.detach(), qw.t())), "y");
+    expect_same_bits(values(x.grad()), values(torch::matmul(dy, qw)), "dx");
+    expect_same_bits(values(w.grad()), values(torch::matmul(dy.reshape({-1, 32}).t(), x.detach().reshape({-1, 48}))),
+                     "dW");
+    EXPECT_EQ(l.plan.sites[l.first].block_stats.blocks, 2u * 3u);  // 32 x 48 in 16 x 16 tiles
+    // 1x16 blocks instead (TE's 1D recipe) quantize W twice, along in and along out: dx differs.
+    configured_layer rows(
+        "weight_format = \"fp4_e2m1\"\nactivation_format = \"fp32\"\ngradient_format = \"fp32\"\n"
+        "[quantization.weight]\ngranularity = \"block\"\nblock_size = 16\n"
+        "scale_format = \"pow2\"\nscale_rule = \"round_up\"\n");
+    const torch::Tensor x2 = x.detach().clone().requires_grad_(true);
+    train::quantized_linear(x2, w.detach(), torch::Tensor(), rows.plan, rows.first).backward(dy);
+    expect_same_bits(values(x2.grad()), values(torch::matmul(dy, e2m1_tiles(w.detach().t(), 1, 16).t())),
+                     "dx with 1x16 blocks");
+}
+
+// Tseng et al.'s shape: the forward product unquantized, W's input-gradient
+// copy in MXFP4-like blocks along out with a 3/4 pre-scale: a site of its own.
+TEST(TrainOperands, SecondUseWithItsOwnSettingsAndPreScale) {
+    configured_layer l(
+        "weight_format = \"fp32\"\nactivation_format = \"fp32\"\ngradient_format = \"fp32\"\n"
+        "[quantization.input_gradient]\nw = { format = \"fp4_e2m1\", granularity = \"block\", block_size = 8, "
+        "scale_format = \"pow2\", scale_rule = \"round_up\", pre_scale = 0.75 }\n");
+    ASSERT_EQ(l.plan.sites.size(), 4u);
+    const train::quant_site& own = l.plan.sites[3];
+    EXPECT_EQ(own.name(), "blocks.0.mlp.fc.weight@input_gradient");
+    EXPECT_FALSE(l.plan.sites[l.first].format);  // the forward copy stays float32
+    ASSERT_TRUE(l.plan.second_uses[0][0].own.has_value());
+    torch::manual_seed(9);
+    const torch::Tensor x = torch::randn({2, 4, 24}).requires_grad_(true);
+    const torch::Tensor w = torch::randn({16, 24}).requires_grad_(true);
+    const torch::Tensor dy = torch::randn({2, 4, 16});
+    const torch::Tensor y = train::quantized_linear(x, w, torch::Tensor(), l.plan, l.first);
+    y.backward(dy);
+    expect_same_bits(values(y), values(torch::matmul(x.detach(), w.detach().t())), "y");
+    // W along out (its columns), blocks of 8, pre-scaled by 3/4.
+    const torch::Tensor qw_cols = e2m1_tiles(w.detach().t(), 1, 8, 0.75f).t();
+    expect_same_bits(values(x.grad()), values(torch::matmul(dy, qw_cols)), "dx");
+    EXPECT_EQ(own.count, 16u * 24u);
+    EXPECT_EQ(own.block_stats.blocks, 24u * 2u);
+}
+
+// A tile that does not divide its tensor is an error naming the key.
+TEST(TrainOperands, TilesThatDoNotDivideAreRefused) {
+    configured_layer l(
+        "weight_format = \"fp4_e2m1\"\nactivation_format = \"fp32\"\ngradient_format = \"fp32\"\n"
+        "[quantization.forward]\nw = { granularity = \"block\", block_size = 16, block_rows = 16 }\n");
+    const torch::Tensor x = torch::randn({1, 4, 40});
+    const torch::Tensor w = torch::randn({32, 40});
+    try {
+        train::quantized_linear(x, w, torch::Tensor(), l.plan, l.first);
+        FAIL() << "no error";
+    } catch (const std::exception& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("quantization.forward.w"), std::string::npos) << what;
+        EXPECT_NE(what.find("do not divide"), std::string::npos) << what;
+    }
 }
 
 }  // namespace

@@ -151,6 +151,7 @@ public:
             c.training.warmup_steps = shortened;
         }
         check_rules_reach_layers(c);
+        check_operands(c);
         return c;
     }
 
@@ -225,8 +226,13 @@ private:
                 if (!v2.is_table()) fail(key2, "expected a table ([" + key2 + "]), got " + describe(v2));
                 for (auto&& [k3, v3] : *v2.as_table()) {
                     const std::string key3 = key2 + "." + std::string(k3.str());
-                    if (known_keys().count(key3) == 0)
-                        fail(key3, "unknown key (a typo?)" + suggestion(key3, candidates));
+                    if (known_keys().count(key3) == 0) {
+                        std::string hint;
+                        for (size_t p = 0; p < kProducts; ++p)
+                            if (key2 == product_key(static_cast<product_kind>(p)))
+                                hint = operands_hint(static_cast<product_kind>(p));
+                        fail(key3, "unknown key (a typo?)" + suggestion(key3, candidates) + hint);
+                    }
                 }
             }
         }
@@ -241,15 +247,62 @@ private:
         return false;
     }
 
-    // [quantization.forward] etc.: each product's accumulator (--set too).
+    // [quantization.forward] etc.: each product's accumulator and operands (--set too).
     void read_products(const toml::table* q, quantization_config& out) const {
         for (size_t p = 0; p < kProducts; ++p) {
-            const std::string key = product_key(static_cast<product_kind>(p));
+            const auto product = static_cast<product_kind>(p);
+            const std::string key = product_key(product);
             const toml::node* t = q == nullptr ? nullptr : q->get(leaf_of(key));
+            const toml::table* table = t == nullptr ? nullptr : t->as_table();
             const std::string akey = key + "." + kAccumulatorKey;
-            if (const toml::node* n = get(t == nullptr ? nullptr : t->as_table(), akey))
-                out.products[p].accumulator = read_accumulator(*n, akey);
+            if (const toml::node* n = get(table, akey)) out.products[p].accumulator = read_accumulator(*n, akey);
+            for (operand_kind o : operands_of(product)) {
+                const std::string okey = operand_key(product, o);
+                if (const toml::node* n = get(table, okey))
+                    out.products[p].operands[static_cast<size_t>(o)] = read_operand(*n, okey, product, o);
+            }
         }
+    }
+
+    // An operand of a product: { format, rounding, granularity, block_size,
+    // block_rows, scale_format, scale_rule, pre_scale, source }, each optional.
+    operand_config read_operand(const toml::node& n, const std::string& key, product_kind product,
+                                operand_kind operand) const {
+        const toml::table* t = n.as_table();
+        if (t == nullptr)
+            fail(key, "expected a table of the operand's keys, e.g. { format = \"bf16\" }, got " + describe(n));
+        std::vector<std::string> candidates;
+        for (const auto& f : operand_fields()) candidates.push_back(key + "." + f.key);
+        for (const auto& f : block_scaling_fields()) candidates.push_back(key + "." + f.key);
+        for (auto&& [k, v] : *t) {
+            const std::string sub = key + "." + std::string(k.str());
+            if (std::find(candidates.begin(), candidates.end(), sub) == candidates.end())
+                fail(sub, "unknown key (a typo?)" + suggestion(sub, candidates));
+        }
+        operand_config o;
+        for (const auto& f : block_scaling_fields())
+            if (const toml::node* v = t->get(f.key)) {
+                block_scaling scratch;
+                read_field(f, *v, scratch, key + "." + f.key);
+                set_override(f.key, scratch, o.scaling);
+            }
+        operand_values v;
+        auto given = [&](const char* name) { return t->get(name) != nullptr; };
+        for (const auto& f : operand_fields())
+            if (const toml::node* value = t->get(f.key)) read_field(f, *value, v, key + "." + f.key);
+        if (given("format")) o.format = v.format;
+        if (given("rounding")) o.rounding = v.rounding;
+        if (given("pre_scale")) o.pre_scale = v.pre_scale;
+        if (given("source")) {
+            if (first_use_of(operand) == product)
+                fail(key + ".source",
+                     std::string("only an operand's second use has a source: ") + operand_names().name(operand) +
+                         " is first quantized for " + product_names().name(product) +
+                         " (the second uses are input_gradient.w, weight_gradient.x and weight_gradient.dy)");
+            o.source = v.source;
+        }
+        if (o.empty()) fail(key, "sets nothing: give format, rounding, a scaling key, pre_scale or source");
+        return o;
     }
 
     // An accumulator: "none", or { format = ..., params = {...}, rounding, mma_depth, promote_every }.
@@ -291,21 +344,37 @@ private:
         return a;
     }
 
-    // A rule's forward = { accumulator = ... } (and the other products).
+    // A rule's forward = { accumulator = ..., x = {...}, w = {...} } (and the other products).
     void read_rule_products(const toml::table& rule, const std::string& key, product_configs& out) const {
         for (size_t p = 0; p < kProducts; ++p) {
-            const std::string name = product_names().name(static_cast<product_kind>(p));
+            const auto product = static_cast<product_kind>(p);
+            const std::string name = product_names().name(product);
             const toml::node* n = rule.get(name);
             if (n == nullptr) continue;
             const std::string pkey = key + "." + name, akey = pkey + "." + kAccumulatorKey;
-            if (!n->is_table()) fail(pkey, "expected a table ({ accumulator = {...} }), got " + describe(*n));
-            for (auto&& [k, v] : *n->as_table())
-                if (std::string(k.str()) != kAccumulatorKey)
-                    fail(pkey + "." + std::string(k.str()),
-                         "unknown key (a typo?); did you mean '" + akey + "'?");
+            if (!n->is_table())
+                fail(pkey, "expected a table ({ accumulator = {...}, OPERAND = {...} }), got " + describe(*n));
+            std::vector<std::string> candidates{akey};
+            for (operand_kind o : operands_of(product)) candidates.push_back(pkey + "." + operand_names().name(o));
+            for (auto&& [k, v] : *n->as_table()) {
+                const std::string sub = pkey + "." + std::string(k.str());
+                if (std::find(candidates.begin(), candidates.end(), sub) == candidates.end())
+                    fail(sub, "unknown key (a typo?)" + suggestion(sub, candidates) + operands_hint(product));
+            }
             if (const toml::node* a = n->as_table()->get(kAccumulatorKey))
                 out[p].accumulator = read_accumulator(*a, akey);
+            for (operand_kind o : operands_of(product))
+                if (const toml::node* v = n->as_table()->get(operand_names().name(o)))
+                    out[p].operands[static_cast<size_t>(o)] =
+                        read_operand(*v, pkey + "." + operand_names().name(o), product, o);
         }
+    }
+
+    // "; the forward product's operands are x and w".
+    static std::string operands_hint(product_kind p) {
+        const auto o = operands_of(p);
+        return std::string("; the ") + product_names().name(p) + " product's operands are " +
+               operand_names().name(o[0]) + " and " + operand_names().name(o[1]);
     }
 
     // [quantization.weight] etc.: the keys each gives, over quantization's own.
@@ -430,8 +499,9 @@ private:
                     f.member);
                 break;
             case kind::format: out.*std::get<std::string S::*>(f.member) = format_name(n, key); break;
-            case kind::names:               // plugin lists have a reader of their own
-            case kind::accumulator: break;  // so do accumulators
+            case kind::names:        // plugin lists have a reader of their own
+            case kind::accumulator:  // so do accumulators
+            case kind::operand: break;  // and operands
         }
     }
 
@@ -558,10 +628,25 @@ private:
             if (!rule.weight && !rule.activation && !rule.gradient && rule.scaling.empty() && !products)
                 fail(key,
                      "sets nothing: give format (all three directions), weight, activation or gradient, "
-                     "a scaling key (granularity, block_size, scale_format, scale_rule) or a product's "
-                     "accumulator (forward, input_gradient, weight_gradient)");
+                     "a scaling key (granularity, block_size, block_rows, scale_format, scale_rule) or a "
+                     "product's accumulator or operands (forward, input_gradient, weight_gradient)");
             out.rules.push_back(std::move(rule));
         }
+    }
+
+    // Every layer's operands, resolved: tiles (block_rows > 1) are blocks.
+    void check_operands(const run_config& c) const {
+        for (const std::string& layer : layer_names(c.model))
+            for (size_t p = 0; p < kProducts; ++p)
+                for (operand_kind o : operands_of(static_cast<product_kind>(p))) {
+                    const operand_settings s = operand_for(c.quantization, layer, static_cast<product_kind>(p), o);
+                    if (s.scaling.block_rows > 1 && s.scaling.granularity != granularity_kind::block)
+                        fail(s.key == "quantization" ? "quantization.block_rows" : s.key + ".block_rows",
+                             "block_rows " + std::to_string(s.scaling.block_rows) + " needs granularity = " +
+                                 "\"block\" (" + layer + ", " + product_names().name(static_cast<product_kind>(p)) +
+                                 "." + operand_names().name(o) + " has \"" +
+                                 granularity_names().name(s.scaling.granularity) + "\")");
+                }
     }
 
     // A rule that matches no layer of the model, or only layers an earlier rule

@@ -3,6 +3,7 @@
 // reader.cpp, the schema both walk schema.cpp.
 #include "config/run_config.hpp"
 
+#include <algorithm>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -67,16 +68,50 @@ const name_table<product_kind>& product_names() {
     return t;
 }
 
+const name_table<operand_kind>& operand_names() {
+    static const name_table<operand_kind> t{
+        {operand_kind::x, "x"}, {operand_kind::w, "w"}, {operand_kind::dy, "dy"}};
+    return t;
+}
+
+const name_table<copy_source>& copy_source_names() {
+    static const name_table<copy_source> t{{copy_source::unquantized, "unquantized"},
+                                           {copy_source::rowwise, "rowwise"}};
+    return t;
+}
+
+std::array<operand_kind, 2> operands_of(product_kind p) {
+    switch (p) {
+        case product_kind::forward: return {operand_kind::x, operand_kind::w};
+        case product_kind::input_gradient: return {operand_kind::dy, operand_kind::w};
+        default: return {operand_kind::dy, operand_kind::x};
+    }
+}
+
+product_kind first_use_of(operand_kind o) {
+    return o == operand_kind::dy ? product_kind::input_gradient : product_kind::forward;
+}
+
+const char* role_of(operand_kind o) {
+    return o == operand_kind::w ? "weight" : o == operand_kind::x ? "activation" : "gradient";
+}
+
 void scaling_override::apply_to(block_scaling& b) const {
     if (granularity) b.granularity = *granularity;
     if (block_size) b.block_size = *block_size;
+    if (block_rows) b.block_rows = *block_rows;
     if (scale_format) b.scale_format = *scale_format;
     if (scale_rule) b.scale_rule = *scale_rule;
 }
 
 bool operator==(const scaling_override& a, const scaling_override& b) {
-    return a.granularity == b.granularity && a.block_size == b.block_size &&
+    return a.granularity == b.granularity && a.block_size == b.block_size && a.block_rows == b.block_rows &&
            a.scale_format == b.scale_format && a.scale_rule == b.scale_rule;
+}
+
+bool operator==(const operand_config& a, const operand_config& b) {
+    return a.format == b.format && a.rounding == b.rounding && a.scaling == b.scaling &&
+           a.pre_scale == b.pre_scale && a.source == b.source;
 }
 
 bool operator==(const accumulator_config& a, const accumulator_config& b) {
@@ -84,7 +119,9 @@ bool operator==(const accumulator_config& a, const accumulator_config& b) {
            a.mma_depth == b.mma_depth && a.promote_every == b.promote_every;
 }
 
-bool operator==(const product_config& a, const product_config& b) { return a.accumulator == b.accumulator; }
+bool operator==(const product_config& a, const product_config& b) {
+    return a.accumulator == b.accumulator && a.operands == b.operands;
+}
 
 namespace {
 
@@ -111,6 +148,7 @@ std::string scaling_toml(const scaling_override& s) {
     std::string o;
     if (s.granularity) o += "granularity = " + quote(granularity_names().name(*s.granularity)) + "\n";
     if (s.block_size) o += "block_size = " + std::to_string(*s.block_size) + "\n";
+    if (s.block_rows) o += "block_rows = " + std::to_string(*s.block_rows) + "\n";
     if (s.scale_format) o += "scale_format = " + quote(*s.scale_format) + "\n";
     if (s.scale_rule) o += "scale_rule = " + quote(scale_rule_names().name(*s.scale_rule)) + "\n";
     return o;
@@ -137,14 +175,90 @@ std::string accumulator_toml(const accumulator_config& a) {
     return o + " }";
 }
 
-// The products a product_configs gives, as `PREFIX<product> = ...` lines
-// (PREFIX "" in a rule: forward = { accumulator = ... }).
+// An operand's keys as an inline table: { format = "bf16", block_size = 32 }.
+std::string operand_toml(const operand_config& c) {
+    std::string o;
+    auto add = [&](const std::string& key, const std::string& value) {
+        o += (o.empty() ? "{ " : ", ") + key + " = " + value;
+    };
+    if (c.format) add("format", quote(*c.format));
+    if (c.rounding) add("rounding", quote(names_for(altgrad_rounding{}).name(*c.rounding)));
+    std::istringstream scaling(scaling_toml(c.scaling));
+    for (std::string line; std::getline(scaling, line);) {
+        const size_t eq = line.find(" = ");
+        add(line.substr(0, eq), line.substr(eq + 3));
+    }
+    if (c.pre_scale) add("pre_scale", float_text(*c.pre_scale));
+    if (c.source) add("source", quote(copy_source_names().name(*c.source)));
+    return o + " }";
+}
+
+// What a product_config gives, as `key = value` pairs: its accumulator and operands.
+std::vector<std::pair<std::string, std::string>> product_entries(const product_config& p) {
+    std::vector<std::pair<std::string, std::string>> out;
+    if (p.accumulator) out.emplace_back(kAccumulatorKey, accumulator_toml(*p.accumulator));
+    for (size_t k = 0; k < kOperands; ++k)
+        if (!p.operands[k].empty())
+            out.emplace_back(operand_names().name(static_cast<operand_kind>(k)), operand_toml(p.operands[k]));
+    return out;
+}
+
+// The products a rule gives, one line each: forward = { accumulator = ..., x = {...} }.
 std::string products_inline(const product_configs& products) {
     std::string o;
-    for (size_t p = 0; p < kProducts; ++p)
-        if (products[p].accumulator)
-            o += std::string(product_names().name(static_cast<product_kind>(p))) + " = { " + kAccumulatorKey +
-                 " = " + accumulator_toml(*products[p].accumulator) + " }\n";
+    for (size_t p = 0; p < kProducts; ++p) {
+        std::string line;
+        for (const auto& [key, value] : product_entries(products[p]))
+            line += (line.empty() ? "{ " : ", ") + key + " = " + value;
+        if (!line.empty())
+            o += std::string(product_names().name(static_cast<product_kind>(p))) + " = " + line + " }\n";
+    }
+    return o;
+}
+
+// How an operand is quantized, in one phrase: "e4m3 nearest, blocks 1x32 pow2 round_up, pre_scale 0.75".
+std::string operand_phrase(const operand_settings& s) {
+    std::string o = s.format;
+    if (s.format == "fp32") return o;
+    o += std::string(" ") + names_for(altgrad_rounding{}).name(s.rounding);
+    const block_scaling& b = s.scaling;
+    if (b.granularity == granularity_kind::tensor) o += ", per tensor";
+    else {
+        o += b.granularity == granularity_kind::row
+                 ? std::string(", per row")
+                 : ", blocks " + std::to_string(b.block_rows) + "x" + std::to_string(b.block_size);
+        o += " " + b.scale_format + " " + scale_rule_names().name(b.scale_rule);
+    }
+    if (s.pre_scale != 1.0) o += ", pre_scale " + float_text(s.pre_scale);
+    if (s.source == copy_source::rowwise) o += ", from the rowwise copy";
+    return o;
+}
+
+// Every layer's products' operands as operand_for resolves them, as TOML
+// comments (for the reader of a run's config.toml; not read back): layers
+// that resolve alike share one entry.
+std::string resolved_operands(const run_config& c) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> groups;  // text -> its layers
+    for (const std::string& layer : layer_names(c.model)) {
+        std::string text;
+        for (size_t p = 0; p < kProducts; ++p) {
+            const auto product = static_cast<product_kind>(p);
+            text += std::string("#   ") + product_names().name(product) + ":";
+            for (operand_kind o : operands_of(product))
+                text += std::string(" ") + operand_names().name(o) + " = " +
+                        operand_phrase(operand_for(c.quantization, layer, product, o)) + ";";
+            text.back() = '\n';
+        }
+        auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == text; });
+        if (it == groups.end()) groups.push_back({text, {layer}});
+        else it->second.push_back(layer);
+    }
+    std::string o = "\n# Every product's operands, resolved from the keys above (read for reference, not read back):\n";
+    for (const auto& [text, layers] : groups) {
+        std::string names;
+        for (const std::string& l : layers) names += (names.empty() ? "" : ", ") + l;
+        o += "# " + names + "\n" + text;
+    }
     return o;
 }
 
@@ -163,10 +277,11 @@ std::string to_toml(const run_config& c) {
             if (q.rules.empty()) o << "rules = []\n";
             for (const role_table& r : role_tables())
                 if (!(q.*r.member).empty()) o << "\n[" << r.key() << "]\n" << scaling_toml(q.*r.member);
-            for (size_t p = 0; p < kProducts; ++p)
-                if (const auto& a = q.products[p].accumulator)
-                    o << "\n[" << product_key(static_cast<product_kind>(p)) << "]\n"
-                      << kAccumulatorKey << " = " << accumulator_toml(*a) << "\n";
+            for (size_t p = 0; p < kProducts; ++p) {
+                if (q.products[p].empty()) continue;
+                o << "\n[" << product_key(static_cast<product_kind>(p)) << "]\n";
+                for (const auto& [key, value] : product_entries(q.products[p])) o << key << " = " << value << "\n";
+            }
             for (const auto& [name, values] : q.params) {
                 o << "\n[" << kQuantizationParamsKey << "." << name << "]\n";
                 for (const auto& [param, text] : values)
@@ -179,6 +294,7 @@ std::string to_toml(const run_config& c) {
                 if (r.gradient) o << "gradient = " << quote(*r.gradient) << "\n";
                 o << scaling_toml(r.scaling) << products_inline(r.products);
             }
+            if (q.enabled) o << resolved_operands(c);
             run_config copy = c;
             for (const plugin_list& l : plugin_lists(copy)) {
                 o << "\n[" << l.section << "]\n" << l.list << " = [";
@@ -207,11 +323,18 @@ void rename_formats(
     for (const role_table& r : role_tables())
         if (auto& f = (q.*r.member).scale_format) f = rename(r.key() + ".scale_format", *f);
     auto rename_accumulators = [&](product_configs& products, const std::string& where) {
-        for (size_t p = 0; p < kProducts; ++p)
+        for (size_t p = 0; p < kProducts; ++p) {
+            const std::string product = where + product_names().name(static_cast<product_kind>(p)) + ".";
             if (auto& a = products[p].accumulator; a && a->modelled())
-                a->format = rename(where + product_names().name(static_cast<product_kind>(p)) + "." +
-                                       kAccumulatorKey + ".format",
-                                   a->format);
+                a->format = rename(product + kAccumulatorKey + ".format", a->format);
+            for (size_t k = 0; k < kOperands; ++k) {
+                operand_config& o = products[p].operands[k];
+                const std::string operand = product + operand_names().name(static_cast<operand_kind>(k));
+                if (o.format) o.format = rename(operand + ".format", *o.format);
+                if (o.scaling.scale_format)
+                    o.scaling.scale_format = rename(operand + ".scale_format", *o.scaling.scale_format);
+            }
+        }
     };
     rename_accumulators(q.products, at);
     for (size_t i = 0; i < q.rules.size(); ++i) {
@@ -295,7 +418,7 @@ std::optional<accumulator_config> accumulator_for(const quantization_config& q, 
 }
 
 block_scaling scaling_for(const quantization_config& q, std::string_view layer, std::string_view role) {
-    block_scaling b{q.granularity, q.block_size, q.scale_format, q.scale_rule};
+    block_scaling b{q.granularity, q.block_size, q.block_rows, q.scale_format, q.scale_rule};
     for (const role_table& r : role_tables())
         if (role == r.role) (q.*r.member).apply_to(b);
     for (const quantization_rule& r : q.rules) {
@@ -311,6 +434,54 @@ block_scaling scaling_for(const quantization_config& q, std::string_view layer, 
                        role == ALTGRAD_TENSOR_WEIGHT       ? "weight"
                        : role == ALTGRAD_TENSOR_ACTIVATION ? "activation"
                                                            : "gradient");
+}
+
+operand_settings operand_for(const quantization_config& q, std::string_view layer, product_kind product,
+                             operand_kind operand) {
+    const size_t p = static_cast<size_t>(product), k = static_cast<size_t>(operand);
+    const std::string at = std::string(product_names().name(product)) + "." + operand_names().name(operand);
+    operand_settings s;
+    auto apply = [&](const operand_config& o, const std::string& key) {
+        if (o.empty()) return;
+        if (o.format) s.format = *o.format;
+        if (o.rounding) s.rounding = *o.rounding;
+        o.scaling.apply_to(s.scaling);
+        if (o.pre_scale) s.pre_scale = *o.pre_scale;
+        if (o.source) s.source = *o.source;
+        s.key = key;
+    };
+    s.format = operand == operand_kind::w   ? q.weight_format
+               : operand == operand_kind::x ? q.activation_format
+                                            : q.gradient_format;
+    s.rounding = operand == operand_kind::dy ? q.backward_rounding : q.forward_rounding;
+    s.scaling = block_scaling{q.granularity, q.block_size, q.block_rows, q.scale_format, q.scale_rule};
+    for (const role_table& r : role_tables())
+        if (std::string_view(role_of(operand)) == r.role) (q.*r.member).apply_to(s.scaling);
+    s.key = "quantization";
+    apply(q.products[p].operands[k], "quantization." + at);
+    for (size_t i = 0; i < q.rules.size(); ++i) {
+        const quantization_rule& r = q.rules[i];
+        if (!pattern_matches(r.pattern, layer)) continue;
+        const std::string rule = "quantization.rules[" + std::to_string(i) + "]";
+        const std::optional<std::string>& format = operand == operand_kind::w   ? r.weight
+                                                   : operand == operand_kind::x ? r.activation
+                                                                                : r.gradient;
+        if (format) s.format = *format, s.key = rule;
+        if (!r.scaling.empty()) r.scaling.apply_to(s.scaling), s.key = rule;
+        apply(r.products[p].operands[k], rule + "." + at);
+        break;
+    }
+    return s;
+}
+
+bool same_quantization(const operand_settings& a, const operand_settings& b) {
+    const block_scaling &x = a.scaling, &y = b.scaling;
+    const bool same_scaling = x.granularity == y.granularity &&
+                              (x.granularity == granularity_kind::tensor ||
+                               (x.scale_format == y.scale_format && x.scale_rule == y.scale_rule &&
+                                (x.granularity == granularity_kind::row ||
+                                 (x.block_size == y.block_size && x.block_rows == y.block_rows))));
+    return a.format == b.format && a.rounding == b.rounding && same_scaling && a.pre_scale == b.pre_scale;
 }
 
 }  // namespace altgrad::host::config

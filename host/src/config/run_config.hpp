@@ -19,6 +19,7 @@
 // the data, and that the named format plugins exist.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -52,6 +53,25 @@ enum class scale_rule_kind { mx_floor, round_up, two_level };
 // config ([quantization.forward], ...) is indexed by it.
 enum class product_kind { forward, input_gradient, weight_gradient };
 constexpr size_t kProducts = 3;
+// The tensors of a linear layer as operands of its products: the input x
+// [T, in], the weight W [out, in], the output gradient dy [T, out]. Each
+// enters two products, so each is quantized for two uses: its first use
+// (W and x in forward, dy in input_gradient: the role's settings, the
+// copy the metrics call the tensor) and its second (W in input_gradient,
+// x and dy in weight_gradient: TransformerEngine's columnwise copy).
+enum class operand_kind { x, w, dy };
+constexpr size_t kOperands = 3;
+// A product's operands (A, B) of A·B: forward {x, w}, input_gradient {dy, w},
+// weight_gradient {dy, x}.
+std::array<operand_kind, 2> operands_of(product_kind p);
+// The product of an operand's first use.
+product_kind first_use_of(operand_kind o);
+// The role whose keys an operand's settings derive from: "weight", "activation", "gradient".
+const char* role_of(operand_kind o);
+// What an operand's second copy is quantized from: the unquantized tensor
+// (the default), or its first copy as quantized and dequantized (TE's
+// columnwise_source, "rowwise").
+enum class copy_source { unquantized, rowwise };
 
 const name_table<activation_function>& activation_names();  // gelu, swiglu
 const name_table<data_format>& data_format_names();         // auto, text, nanogpt
@@ -62,6 +82,8 @@ const name_table<amax_compute_kind>& amax_compute_names();  // max, most_recent
 const name_table<granularity_kind>& granularity_names();    // tensor, row, block
 const name_table<scale_rule_kind>& scale_rule_names();      // mx_floor, round_up, two_level
 const name_table<product_kind>& product_names();            // forward, input_gradient, weight_gradient
+const name_table<operand_kind>& operand_names();            // x, w, dy
+const name_table<copy_source>& copy_source_names();         // unquantized, rowwise
 
 struct model_config {
     int64_t n_layer = 4;      // 1..64
@@ -113,6 +135,10 @@ using plugin_params = std::map<std::string, std::map<std::string, std::string>>;
 struct block_scaling {
     granularity_kind granularity = granularity_kind::tensor;
     int64_t block_size = 32;            // 1..1048576 (granularity block)
+    // Granularity block: rows per block. 1: blocks of block_size along a
+    // row (1xN); R > 1: tiles of R rows by block_size columns (RxC, e.g.
+    // 16x16), so a weight's two uses see one quantized tensor.
+    int64_t block_rows = 1;             // 1..1048576
     std::string scale_format = "pow2";  // "fp32", "pow2" or a format plugin name
     scale_rule_kind scale_rule = scale_rule_kind::mx_floor;
 };
@@ -122,9 +148,10 @@ struct block_scaling {
 struct scaling_override {
     std::optional<granularity_kind> granularity;
     std::optional<int64_t> block_size;
+    std::optional<int64_t> block_rows;
     std::optional<std::string> scale_format;
     std::optional<scale_rule_kind> scale_rule;
-    bool empty() const { return !granularity && !block_size && !scale_format && !scale_rule; }
+    bool empty() const { return !granularity && !block_size && !block_rows && !scale_format && !scale_rule; }
     void apply_to(block_scaling& b) const;
 };
 bool operator==(const scaling_override& a, const scaling_override& b);
@@ -145,12 +172,31 @@ struct accumulator_config {
 };
 bool operator==(const accumulator_config& a, const accumulator_config& b);
 
+// What the config says of one operand of one product
+// ([quantization.forward] x = {...}, a rule's forward = { x = {...} }); each
+// key unset (nullopt) is decided by the level above (operand_for).
+struct operand_config {
+    std::optional<std::string> format;  // a format plugin name, "fp32": not quantized
+    std::optional<altgrad_rounding> rounding;
+    scaling_override scaling;  // granularity, block_size, block_rows, scale_format, scale_rule
+    // A constant c the operand is multiplied by before rounding and divided
+    // by after: element x becomes q(x*s*c)/(s*c), s its scale (Tseng et
+    // al.'s 3/4, so OCP's floor-rule blocks do not clip in E2M1).
+    std::optional<double> pre_scale;  // (0, 1e6]
+    std::optional<copy_source> source;  // second uses only
+    bool empty() const { return !format && !rounding && scaling.empty() && !pre_scale && !source; }
+};
+bool operator==(const operand_config& a, const operand_config& b);
+
 // What the config says of one product ([quantization.forward], a rule's
-// forward = {...}); nullopt: not said here, the level above decides. The
-// recipes' per-operand settings join the accumulator here.
+// forward = {...}); nullopt or empty: not said here, the level above decides.
 struct product_config {
     std::optional<accumulator_config> accumulator;
-    bool empty() const { return !accumulator; }
+    std::array<operand_config, kOperands> operands;  // by operand_kind; only the product's two
+    bool empty() const {
+        return !accumulator && std::all_of(operands.begin(), operands.end(),
+                                           [](const operand_config& o) { return o.empty(); });
+    }
 };
 bool operator==(const product_config& a, const product_config& b);
 using product_configs = std::array<product_config, kProducts>;  // by product_kind
@@ -185,6 +231,7 @@ struct quantization_config {
     // role table or a rule says otherwise.
     granularity_kind granularity = granularity_kind::tensor;
     int64_t block_size = 32;            // 1..1048576
+    int64_t block_rows = 1;             // 1..1048576
     std::string scale_format = "pow2";  // "fp32", "pow2" or a format plugin name
     scale_rule_kind scale_rule = scale_rule_kind::mx_floor;
     scaling_override weight_scaling, activation_scaling, gradient_scaling;  // [quantization.weight] etc.
@@ -313,5 +360,24 @@ layer_formats formats_for(const quantization_config& q, std::string_view layer);
 // the key that decided ("quantization.rules[2].forward.accumulator").
 std::optional<accumulator_config> accumulator_for(const quantization_config& q, std::string_view layer,
                                                   product_kind product, std::string* key = nullptr);
+
+// How one operand of one product of one layer is quantized, every key
+// resolved, from the least specific level to the most: quantization's keys
+// and the role's table (format, rounding by direction, scaling), then
+// [quantization.PRODUCT] OPERAND = {...}, then the first rule matching the
+// layer: its formats and scaling keys, then its PRODUCT = { OPERAND = {...} }.
+// With no product tables this is the role's settings, as before they existed.
+struct operand_settings {
+    std::string format;
+    altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
+    block_scaling scaling;
+    double pre_scale = 1.0;
+    copy_source source = copy_source::unquantized;
+    std::string key;  // the most specific table that set something, for errors ("quantization.rules[1]")
+};
+operand_settings operand_for(const quantization_config& q, std::string_view layer, product_kind product,
+                             operand_kind operand);
+// The same quantization (everything but `key`, and `source`, which only a second use has).
+bool same_quantization(const operand_settings& a, const operand_settings& b);
 
 }  // namespace altgrad::host::config

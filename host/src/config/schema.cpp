@@ -18,6 +18,7 @@ const name_table<amax_compute_kind>& names_for(amax_compute_kind) { return amax_
 const name_table<granularity_kind>& names_for(granularity_kind) { return granularity_names(); }
 const name_table<scale_rule_kind>& names_for(scale_rule_kind) { return scale_rule_names(); }
 const name_table<product_kind>& names_for(product_kind) { return product_names(); }
+const name_table<copy_source>& names_for(copy_source) { return copy_source_names(); }
 
 namespace {
 
@@ -114,7 +115,8 @@ const section<quantization_config>& quantization_section() {
          integer("margin", &Q::margin, 0, 64), boolean("shadow_weights", &Q::shadow_weights),
          integer("diagnostic_interval", &Q::diagnostic_interval, 1, kBillion),
          choice("granularity", &Q::granularity), integer("block_size", &Q::block_size, 1, kMaxBlockSize),
-         format("scale_format", &Q::scale_format), choice("scale_rule", &Q::scale_rule)}};
+         integer("block_rows", &Q::block_rows, 1, kMaxBlockSize), format("scale_format", &Q::scale_format),
+         choice("scale_rule", &Q::scale_rule)}};
     return s;
 }
 
@@ -122,13 +124,15 @@ const std::vector<field<block_scaling>>& block_scaling_fields() {
     using B = block_scaling;
     static const std::vector<field<B>> f{
         choice("granularity", &B::granularity), integer("block_size", &B::block_size, 1, kMaxBlockSize),
-        format("scale_format", &B::scale_format), choice("scale_rule", &B::scale_rule)};
+        integer("block_rows", &B::block_rows, 1, kMaxBlockSize), format("scale_format", &B::scale_format),
+        choice("scale_rule", &B::scale_rule)};
     return f;
 }
 
 void set_override(const std::string& key, const block_scaling& from, scaling_override& to) {
     if (key == "granularity") to.granularity = from.granularity;
     if (key == "block_size") to.block_size = from.block_size;
+    if (key == "block_rows") to.block_rows = from.block_rows;
     if (key == "scale_format") to.scale_format = from.scale_format;
     if (key == "scale_rule") to.scale_rule = from.scale_rule;
 }
@@ -177,11 +181,23 @@ const std::vector<field<accumulator_config>>& accumulator_fields() {
     return f;
 }
 
+const std::vector<field<operand_values>>& operand_fields() {
+    using O = operand_values;
+    static const std::vector<field<O>> f{format("format", &O::format), choice("rounding", &O::rounding),
+                                         number("pre_scale", &O::pre_scale, 0.0, true, 1e6, false),
+                                         choice("source", &O::source)};
+    return f;
+}
+
 std::string product_key(product_kind p) { return std::string("quantization.") + product_names().name(p); }
 
-const std::vector<std::string> kRuleKeys = {"pattern",    "format",      "weight",         "activation",
-                                            "gradient",   "granularity", "block_size",     "scale_format",
-                                            "scale_rule", "forward",     "input_gradient", "weight_gradient"};
+std::string operand_key(product_kind p, operand_kind o) {
+    return product_key(p) + "." + operand_names().name(o);
+}
+
+const std::vector<std::string> kRuleKeys = {
+    "pattern",     "format",     "weight",  "activation",     "gradient",       "granularity", "block_size",
+    "block_rows", "scale_format", "scale_rule", "forward", "input_gradient", "weight_gradient"};
 
 const std::map<std::string, std::optional<kind>>& known_keys() {
     static const std::map<std::string, std::optional<kind>> keys = [] {
@@ -200,6 +216,8 @@ const std::map<std::string, std::optional<kind>>& known_keys() {
             const std::string key = product_key(static_cast<product_kind>(p));
             k[key] = std::nullopt;
             k[key + "." + kAccumulatorKey] = kind::accumulator;
+            for (operand_kind o : operands_of(static_cast<product_kind>(p)))
+                k[operand_key(static_cast<product_kind>(p), o)] = kind::operand;
         }
         k[kQuantizationParamsKey] = std::nullopt;
         run_config c;

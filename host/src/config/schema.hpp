@@ -31,10 +31,12 @@ const name_table<amax_compute_kind>& names_for(amax_compute_kind);
 const name_table<granularity_kind>& names_for(granularity_kind);
 const name_table<scale_rule_kind>& names_for(scale_rule_kind);
 const name_table<product_kind>& names_for(product_kind);
+const name_table<copy_source>& names_for(copy_source);
 
 // What a key holds: a choice is a name of an enum (names_for); names a list of
-// plugin names; accumulator a table of accumulator_fields (or "none").
-enum class kind { integer, number, boolean, text, choice, format, names, accumulator };
+// plugin names; accumulator a table of accumulator_fields (or "none");
+// operand a table of an operand's keys (operand_fields, block_scaling_fields).
+enum class kind { integer, number, boolean, text, choice, format, names, accumulator, operand };
 
 // A key of a struct S of the config: its name, kind, range and the member it sets.
 template <class S>
@@ -44,7 +46,7 @@ struct field {
         std::variant<int64_t S::*, double S::*, bool S::*, std::string S::*, altgrad_rounding S::*,
                      altgrad_overflow S::*, activation_function S::*, data_format S::*, lr_schedule_kind S::*,
                      compute_device S::*, scaling_mode S::*, amax_compute_kind S::*, granularity_kind S::*,
-                     scale_rule_kind S::*>;
+                     scale_rule_kind S::*, copy_source S::*>;
     field(const char* k, kind t, member_ptr m) : key(k), type(t), member(m) {}
 
     const char* key;
@@ -101,6 +103,18 @@ std::string product_key(product_kind p);
 const char* const kAccumulatorKey = "accumulator";
 // The keys of an accumulator table but `params` (a table of plugin parameters).
 const std::vector<field<accumulator_config>>& accumulator_fields();
+// An operand's keys besides block_scaling_fields, read into this scratch
+// struct (operand_config holds them as optionals).
+struct operand_values {
+    std::string format;
+    altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
+    double pre_scale = 1.0;
+    copy_source source = copy_source::unquantized;
+};
+const std::vector<field<operand_values>>& operand_fields();
+// "quantization.forward.x": the operand tables a product table may hold
+// (only the product's own two operands).
+std::string operand_key(product_kind p, operand_kind o);
 
 // [quantization.params.NAME]: a format's parameters.
 const char* const kQuantizationParamsKey = "quantization.params";

@@ -37,7 +37,7 @@ double bit_stall_meter::measure(quant_plan& plan, const weight_lookup& weight_of
     int64_t stalled = 0, total = 0;
     for (size_t k = 0; k < plan.sites.size(); ++k) {
         quant_site& s = plan.sites[k];
-        if (s.role != ALTGRAD_TENSOR_WEIGHT) continue;
+        if (s.role != ALTGRAD_TENSOR_WEIGHT || s.second_use()) continue;  // the weight as it is stored
         const torch::Tensor then = previous(k);
         if (!then.defined()) {
             s.bit_stall_rate = NAN;
@@ -57,7 +57,7 @@ void bit_stall_meter::advance(const quant_plan& plan, const weight_lookup& weigh
     snapshots_.assign(plan.sites.size(), torch::Tensor());
     torch::NoGradGuard no_grad;
     for (size_t k = 0; k < plan.sites.size(); ++k)
-        if (plan.sites[k].role == ALTGRAD_TENSOR_WEIGHT)
+        if (plan.sites[k].role == ALTGRAD_TENSOR_WEIGHT && !plan.sites[k].second_use())
             snapshots_[k] = weight_of(plan.sites[k]).detach().clone();
 }
 

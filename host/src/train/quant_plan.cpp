@@ -14,10 +14,11 @@
 namespace altgrad::host::train {
 
 std::string quant_site::name() const {
+    const std::string suffix = use.empty() ? "" : "@" + use;
     switch (role) {
-        case ALTGRAD_TENSOR_WEIGHT: return layer + ".weight";
-        case ALTGRAD_TENSOR_ACTIVATION: return layer + ".input";
-        default: return layer + ".output_grad";
+        case ALTGRAD_TENSOR_WEIGHT: return layer + ".weight" + suffix;
+        case ALTGRAD_TENSOR_ACTIVATION: return layer + ".input" + suffix;
+        default: return layer + ".output_grad" + suffix;
     }
 }
 
@@ -33,6 +34,7 @@ size_t quant_plan::add_linear(const std::string& layer) {
         sites.push_back(std::move(s));
     }
     accumulators.emplace_back();
+    second_uses.emplace_back();
     return first;
 }
 
@@ -107,11 +109,13 @@ quantize_counts quantize_tensor(const format_handle& format, const torch::Tensor
     return {overflow, underflow};
 }
 
+// The call's options at scale s: s times the site's pre-scale (block
+// scales are multiplied where they are derived).
 quantize_options options_of(const quant_site& site, float scale) {
     quantize_options o;
     o.rounding = site.rounding;
     o.overflow = site.overflow;
-    o.scale = scale;
+    o.scale = scale * site.pre_scale;
     return o;
 }
 
@@ -173,11 +177,17 @@ quant::block_scale_stats scale_and_quantize_blocks_cpu(const float* src, float* 
         for (int64_t j = 0; j < segments; ++j) {
             const int64_t first = i0 * item_len + j * segment_len;
             float* segment_scales = scales + (flat ? i0 : (i0 + j) * l.per_row);
+            std::vector<float> pre_scaled;
             auto quantize = [&](size_t piece_first, size_t count, const float* piece_scales) {
                 if (!format) return;
                 quantize_options piece = o;
                 piece.offset = static_cast<uint64_t>(first) + piece_first;
                 piece.block_scales = piece_scales;
+                if (site.pre_scale != 1.0f) {
+                    pre_scaled.assign(piece_scales, piece_scales + (count + l.block - 1) / l.block);
+                    for (float& scale : pre_scaled) scale *= site.pre_scale;
+                    piece.block_scales = pre_scaled.data();
+                }
                 const quantize_counts c =
                     format->quantize(src + first + piece_first, dst + first + piece_first, count, piece);
                 overflow += c.overflow, underflow += c.underflow;
@@ -214,13 +224,70 @@ block_scales_of derive_block_scales_cuda(const torch::Tensor& x, const quant_sit
     return out;
 }
 
-// q(x*s)/s with one scale per block along x's rows, into out (may be x).
+// q(x*s)/s of whole blocks of `block` elements with one scale each (flat:
+// n a multiple of block), chunked over LibTorch's threads on the CPU.
+quantize_counts quantize_flat_blocks(const format_handle& format, const torch::Tensor& x, torch::Tensor& out,
+                                     quantize_options o, const float* scales, int64_t block) {
+    const float* src = x.data_ptr<float>();
+    float* dst = out.data_ptr<float>();
+    const int64_t n = x.numel();
+    o.block_size = static_cast<size_t>(block);
+    if (x.device().is_cuda()) {
+        o.memory = ALTGRAD_MEMORY_CUDA;
+        o.device_index = x.device().index();
+        o.block_scales = scales;
+        return format.quantize(src, dst, static_cast<size_t>(n), o);
+    }
+    std::atomic<uint64_t> overflow{0}, underflow{0};
+    at::parallel_for(0, n / block, std::max<int64_t>(1, (1 << 15) / block), [&](int64_t b0, int64_t b1) {
+        quantize_options piece = o;
+        piece.offset = static_cast<uint64_t>(b0 * block);
+        piece.block_scales = scales + b0;
+        const quantize_counts c = format.quantize(src + b0 * block, dst + b0 * block,
+                                                  static_cast<size_t>((b1 - b0) * block), piece);
+        overflow += c.overflow, underflow += c.underflow;
+    });
+    return {overflow, underflow};
+}
+
+// The scales of R x C tiles of x as [rows, K] (the site's block_rows by
+// its block length), one per tile, repeated for each of its rows: the
+// block scales of a call with blocks of C along the rows. The tiles must
+// divide x. On x's device.
+block_scales_of tile_scales(const torch::Tensor& x, const quant_site& site, const block_layout& l) {
+    const int64_t tile_rows = static_cast<int64_t>(site.block_rows);
+    if (l.k % l.block != 0 || l.rows % tile_rows != 0)
+        throw error(site.key + ": tiles of " + std::to_string(tile_rows) + "x" + std::to_string(l.block) +
+                    " do not divide " + site.name() + " as [" + std::to_string(l.rows) + ", " +
+                    std::to_string(l.k) + "] (rows by its product's reduction dimension)");
+    // |x| per tile; amax propagates a NaN, as block_amaxes does.
+    torch::Tensor amax = x.reshape({l.rows / tile_rows, tile_rows, l.per_row, l.block})
+                             .abs()
+                             .amax({1, 3})
+                             .to(torch::kCPU)
+                             .contiguous();
+    const double tensor_amax = amax.numel() ? amax.max().item<double>() : 0.0;
+    block_scales_of out;
+    out.stats = quant::scales_from_amaxes(amax.data_ptr<float>(), static_cast<size_t>(amax.numel()),
+                                          site.blocks, tensor_amax);
+    out.stats.amax = tensor_amax;
+    out.scales = amax.repeat_interleave(tile_rows, 0).contiguous().to(x.device());
+    return out;
+}
+
+// q(x*s)/s with one scale per block along x's rows (or per tile), into out (may be x).
 quantize_counts quantize_blocks(const format_handle& format, const torch::Tensor& x, torch::Tensor& out,
                                 quantize_options o, const quant_site& site, quant::block_scale_stats* stats) {
     const block_layout l(x, site);
     if (l.n == 0 || l.k == 0) return {};
     o.block_size = static_cast<size_t>(l.block);
     o.scale = 1.0f;  // the block scales replace it (format.h); a block site keeps no per-tensor scale
+    if (site.block_rows > 1) {
+        block_scales_of t = tile_scales(x, site, l);
+        if (stats) stats->add(t.stats);
+        if (site.pre_scale != 1.0f) t.scales.mul_(site.pre_scale);
+        return quantize_flat_blocks(format, x, out, o, t.scales.data_ptr<float>(), l.block);
+    }
     const float* src = x.data_ptr<float>();
     float* dst = out.data_ptr<float>();
     if (!x.device().is_cuda()) {
@@ -231,8 +298,9 @@ quantize_counts quantize_blocks(const format_handle& format, const torch::Tensor
         if (stats) stats->add(st);
         return counts;
     }
-    const block_scales_of b = derive_block_scales_cuda(x, site, l);
+    block_scales_of b = derive_block_scales_cuda(x, site, l);
     if (stats) stats->add(b.stats);
+    if (site.pre_scale != 1.0f) b.scales.mul_(site.pre_scale);
     const float* scales = b.scales.data_ptr<float>();
     // One call per segment: the whole tensor when rows are whole blocks, else each row.
     const int64_t segment = l.k % l.block == 0 ? l.n : l.k, per_segment = (segment + l.block - 1) / l.block;
@@ -252,7 +320,8 @@ quantize_counts quantize_blocks(const format_handle& format, const torch::Tensor
 
 torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t stream,
                             bool again) {
-    if (plan.capture && site.role != ALTGRAD_TENSOR_WEIGHT && !again) site.captured = t.detach();
+    if (plan.capture && site.role != ALTGRAD_TENSOR_WEIGHT && !again && !site.second_use())
+        site.captured = t.detach();
     if (!site.format) return t;
     const torch::Tensor x = t.contiguous();
     check_quantizable(x, site);
@@ -311,6 +380,7 @@ site_block_scales block_scales_for(const torch::Tensor& t, const quant_site& sit
     const torch::Tensor x = t.contiguous();
     check_quantizable(x, site);
     const block_layout l(x, site);
+    if (site.block_rows > 1) return {tile_scales(x, site, l).scales.to(torch::kCPU), static_cast<size_t>(l.block)};
     if (x.device().is_cuda())
         return {derive_block_scales_cuda(x, site, l).scales.to(torch::kCPU).contiguous(),
                 static_cast<size_t>(l.block)};
@@ -365,15 +435,32 @@ torch::Tensor product(const torch::Tensor& a, const torch::Tensor& b, const quan
 
 // The backward pass's products reduce along other dimensions than the
 // forward's: dx = dy w reduces over w's rows (its output features), and
-// dw = dy^T x over the tokens. A per-tensor scale is the same along any
-// dimension, so those sites reuse their forward copy; a block-scaled site is
-// quantized again along the new reduction dimension (TransformerEngine's
-// rowwise and columnwise copies), from the unquantized tensor.
+// dw = dy^T x over the tokens. Each tensor's second use (struct second_use)
+// is quantized as its product holds it, the reduction dimension last.
 // t's shape with its last dimension `last` (a product's [.., T, N] from [.., T, K]).
 std::vector<int64_t> output_shape(const torch::Tensor& t, int64_t last) {
     std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end());
     shape.back() = last;
     return shape;
+}
+
+// Whether a second use needs its tensor's unquantized values (saved for the backward pass).
+bool needs_unquantized(const quant_site& first, const second_use& use) {
+    return use.source == config::copy_source::unquantized &&
+           (use.own || (first.block_scaled() && first.block_rows == 1));
+}
+
+// A tensor's copy for its second use, in the second product's layout:
+// `t` the unquantized tensor and `q` its first copy, both as views in that
+// layout. As its first use (one scale per tensor or tiles: the first copy
+// itself; blocks along rows: quantized again, along the new rows, with the
+// first use's settings, adding to its statistics), or through its own site.
+torch::Tensor second_copy(const torch::Tensor& t, const torch::Tensor& q, quant_site& first, const second_use& use,
+                          quant_plan& plan, uint64_t stream) {
+    const torch::Tensor& from = use.source == config::copy_source::rowwise ? q : t;
+    if (use.own) return fake_quantize(from.contiguous(), plan.sites[*use.own], plan, stream);
+    if (!first.block_scaled() || first.block_rows > 1) return q;
+    return fake_quantize(from.contiguous(), first, plan, stream, /*again=*/true);
 }
 
 struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinearFunction> {
@@ -383,11 +470,13 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         const size_t s = static_cast<size_t>(first_site);
         quant_site& w_site = plan->sites[s];
         quant_site& x_site = plan->sites[s + 1];
+        const std::array<second_use, 3>& second = plan->second_uses[s / 3];
         const torch::Tensor qx = fake_quantize(x, x_site, *plan, s + 1);
         const torch::Tensor qw = fake_quantize(w, w_site, *plan, s);
-        // The unquantized operands, for their columnwise copies (empty when not needed).
+        // The unquantized operands, for their second copies (empty when not needed).
         const torch::Tensor none;
-        ctx->save_for_backward({qx, qw, x_site.block_scaled() ? x : none, w_site.block_scaled() ? w : none});
+        ctx->save_for_backward({qx, qw, needs_unquantized(x_site, second[1]) ? x : none,
+                                needs_unquantized(w_site, second[0]) ? w : none});
         ctx->saved_data["plan"] = reinterpret_cast<int64_t>(plan);
         ctx->saved_data["site"] = first_site;
         ctx->saved_data["bias"] = b.numel() > 0;
@@ -406,22 +495,21 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         const torch::Tensor &qx = saved[0], &qw = saved[1], &x = saved[2], &w = saved[3];
         quant_plan& plan = *reinterpret_cast<quant_plan*>(ctx->saved_data["plan"].toInt());
         const size_t s = static_cast<size_t>(ctx->saved_data["site"].toInt());
-        const uint64_t again = plan.sites.size();  // the columnwise copies' stochastic-rounding streams
+        const uint64_t again = plan.first_use_sites();  // the second copies' stochastic-rounding streams
         quant_site &w_site = plan.sites[s], &x_site = plan.sites[s + 1], &g_site = plan.sites[s + 2];
+        const std::array<second_use, 3>& second = plan.second_uses[s / 3];
         const int64_t out = qw.size(0), in = qw.size(1);
 
         const torch::Tensor qg = fake_quantize(grads[0], g_site, plan, s + 2);  // along out: dx's reduction
         const torch::Tensor g2 = grads[0].reshape({-1, out});
-        // Along out for dx = dy w: w's columns.
+        // W along out for dx = dy w, as [in, out]; used transposed.
         const torch::Tensor qw_cols =
-            w_site.block_scaled() ? fake_quantize(w.t().contiguous(), w_site, plan, s + again, true).t() : qw;
-        // Along the tokens for dw = dy^T x: dy's and x's columns, as [features, tokens].
-        const torch::Tensor qg_t = g_site.block_scaled()
-                                       ? fake_quantize(g2.t().contiguous(), g_site, plan, s + 2 + again, true)
-                                       : qg.reshape({-1, out}).t();
-        const torch::Tensor qx_t = x_site.block_scaled() ? fake_quantize(x.reshape({-1, in}).t().contiguous(),
-                                                                         x_site, plan, s + 1 + again, true)
-                                                         : qx.reshape({-1, in}).t();
+            second_copy(w.defined() ? w.t() : w, qw.t(), w_site, second[0], plan, s + again).t();
+        // dy and x along the tokens for dw = dy^T x, as [features, tokens].
+        const torch::Tensor qg_t = second_copy(g2.t(), qg.reshape({-1, out}).t(), g_site, second[2], plan,
+                                               s + 2 + again);
+        const torch::Tensor qx_t = second_copy(x.defined() ? x.reshape({-1, in}).t() : x,
+                                               qx.reshape({-1, in}).t(), x_site, second[1], plan, s + 1 + again);
         const product_accumulators& acc = plan.accumulators[s / 3];
         const auto dx_acc = acc[static_cast<size_t>(config::product_kind::input_gradient)].get();
         const auto dw_acc = acc[static_cast<size_t>(config::product_kind::weight_gradient)].get();
@@ -569,24 +657,60 @@ void assign_accumulators(quant_plan& plan, const config::run_config& c, format_l
 
 }  // namespace
 
+namespace {
+
+// A site's settings from its operand's, resolved by config::operand_for.
+void set_operand(quant_site& s, const config::quantization_config& q, const config::operand_settings& o,
+                 format_library& formats, const std::string& where) {
+    const config::block_scaling& b = o.scaling;
+    s.rounding = o.rounding;
+    s.overflow = q.overflow;
+    s.scaling = quant::scaling_state(scaling_of(q), 1.0);
+    s.block_size = b.granularity == config::granularity_kind::tensor ? 0
+                   : b.granularity == config::granularity_kind::row  ? SIZE_MAX
+                                                                     : static_cast<size_t>(b.block_size);
+    s.block_rows = b.granularity == config::granularity_kind::block ? static_cast<size_t>(b.block_rows) : 1;
+    s.blocks.rule = b.scale_rule;
+    s.pre_scale = static_cast<float>(o.pre_scale);
+    s.key = where + ": key '" + o.key + "'";
+    set_format(s, formats.get(o.format));
+    if (s.block_scaled()) s.blocks.grid = &formats.scale_format(b.scale_format);
+}
+
+}  // namespace
+
 void assign_formats(quant_plan& plan, const config::run_config& c, format_library& formats) {
     const config::quantization_config& q = c.quantization;
-    if (q.enabled) assign_accumulators(plan, c, formats);
-    for (quant_site& s : plan.sites) {
-        if (!q.enabled) continue;
-        const config::layer_formats f = config::formats_for(q, s.layer);
-        const bool backward = s.role == ALTGRAD_TENSOR_OUTPUT_GRADIENT;
-        const bool weight = s.role == ALTGRAD_TENSOR_WEIGHT, activation = s.role == ALTGRAD_TENSOR_ACTIVATION;
-        s.rounding = backward ? q.backward_rounding : q.forward_rounding;
-        s.overflow = q.overflow;
-        s.scaling = quant::scaling_state(scaling_of(q), 1.0);
-        const config::block_scaling b = config::scaling_for(q, s.layer, s.role);
-        s.block_size = b.granularity == config::granularity_kind::tensor ? 0
-                       : b.granularity == config::granularity_kind::row  ? SIZE_MAX
-                                                                         : static_cast<size_t>(b.block_size);
-        s.blocks.rule = b.scale_rule;
-        set_format(s, formats.get(weight ? f.weight : activation ? f.activation : f.gradient));
-        if (s.block_scaled()) s.blocks.grid = &formats.scale_format(b.scale_format);
+    plan.sites.resize(plan.first_use_sites());  // second uses' own sites are made below
+    for (auto& layer : plan.second_uses) layer.fill(second_use{});
+    if (!q.enabled) return;
+    assign_accumulators(plan, c, formats);
+    using config::operand_kind;
+    // A layer's sites are W, x, dy: the operands in that order.
+    const operand_kind operands[3] = {operand_kind::w, operand_kind::x, operand_kind::dy};
+    const config::product_kind second_products[3] = {config::product_kind::input_gradient,
+                                                     config::product_kind::weight_gradient,
+                                                     config::product_kind::weight_gradient};
+    const std::string where = c.source.string();
+    for (size_t layer = 0; layer < plan.second_uses.size(); ++layer) {
+        for (size_t k = 0; k < 3; ++k) {
+            const size_t first = 3 * layer + k;
+            const std::string name = plan.sites[first].layer;
+            const config::operand_settings o1 =
+                config::operand_for(q, name, config::first_use_of(operands[k]), operands[k]);
+            const config::operand_settings o2 = config::operand_for(q, name, second_products[k], operands[k]);
+            set_operand(plan.sites[first], q, o1, formats, where);
+            second_use& use = plan.second_uses[layer][k];
+            use.source = o2.source;
+            if (config::same_quantization(o1, o2)) continue;
+            quant_site own;
+            own.layer = name;
+            own.role = plan.sites[first].role;
+            own.use = config::product_names().name(second_products[k]);
+            set_operand(own, q, o2, formats, where);
+            use.own = plan.sites.size();
+            plan.sites.push_back(std::move(own));
+        }
     }
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,12 @@ namespace altgrad::host::train {
 struct quant_site {
     std::string layer;  // "blocks.0.attn.qkv"
     altgrad_tensor_role role = ALTGRAD_TENSOR_WEIGHT;
-    std::string name() const;       // layer + ".weight" | ".input" | ".output_grad"
+    // A second use with settings of its own (config::operand_for): the
+    // product it is quantized for ("input_gradient" for W, "weight_gradient"
+    // for x and dy); empty for a tensor's first use, the site every config has.
+    std::string use;
+    bool second_use() const { return !use.empty(); }
+    std::string name() const;       // layer + ".weight" | ".input" | ".output_grad", then "@" + use if any
     const char* role_name() const;  // "weight" | "activation" | "output_gradient" (metrics and reports)
     std::shared_ptr<const format_handle> format;  // null: stays float32
     altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
@@ -44,7 +50,14 @@ struct quant_site {
     // dimension of the product that consumes it; a row's last block may be
     // short), derived by `blocks` from each block's own amax. 0: per tensor.
     size_t block_size = 0;  // SIZE_MAX: one block per row
+    // Rows per block: 1 for blocks along a row; R > 1 for tiles of R rows by
+    // block_size columns, which must divide the tensor as [rows, K].
+    size_t block_rows = 1;
     quant::block_recipe blocks;
+    // Multiplies the scale before rounding and divides after (config
+    // operand pre_scale): q(x*s*c)/(s*c). `scale` records s.
+    float pre_scale = 1.0f;
+    std::string key;  // the config key that decided the settings, for errors
     bool block_scaled() const { return block_size != 0; }
     // The last use, for metrics (a tensor quantized twice, along two
     // dimensions, sums both copies' counts and block statistics).
@@ -66,9 +79,25 @@ struct quant_site {
 // plain float32 product (LibTorch's matmul).
 using product_accumulators = std::array<std::shared_ptr<const quant::accumulator>, config::kProducts>;
 
+// How a linear layer's tensor is quantized for its second use (W for the
+// input gradient, x and dy for the weight gradient; config::operand_kind):
+// as its first use (`own` unset: the first use's site, settings and
+// statistics; one copy serves both products when it has one scale per
+// tensor or tiles, else it is quantized again along the new reduction
+// dimension), or by a site of its own (`own`: its index in sites).
+struct second_use {
+    std::optional<size_t> own;
+    config::copy_source source = config::copy_source::unquantized;  // what the second copy is quantized from
+};
+
 // Every site of a model, and what keys stochastic rounding: (seed, step, site).
 struct quant_plan {
+    // The first uses' sites, three per linear layer (layer k's start at 3k),
+    // then the second uses that have settings of their own.
     std::vector<quant_site> sites;
+    // Per linear layer, in its sites' order (W, x, dy).
+    std::vector<std::array<second_use, 3>> second_uses;
+    size_t first_use_sites() const { return 3 * second_uses.size(); }
     // Per linear layer, in add_linear order (layer k's sites start at 3k).
     std::vector<product_accumulators> accumulators;
     unsigned gemm_threads = 1;  // threads of an accumulator's product (the result is the same for any)

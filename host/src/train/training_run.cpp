@@ -192,7 +192,7 @@ stability::failure_context failure_context_of(const config::run_config& c, const
     for (const quant_site& s : plan.sites) {
         if (s.format && s.format->info().family != ALTGRAD_FAMILY_CODEBOOK)
             x.mantissa_bits[s.format->name()] = static_cast<int>(s.format->info().mantissa_bits);
-        if (s.role == ALTGRAD_TENSOR_WEIGHT && s.format)
+        if (s.role == ALTGRAD_TENSOR_WEIGHT && s.format && !s.second_use())
             weights.push_back(params.at(parameter_of(s)).detach().abs().flatten());
     }
     if (!weights.empty()) x.median_abs_weight = torch::cat(weights).median().item<double>();
@@ -465,8 +465,8 @@ void training_run::update(const step_result& r, const step_actions& todo) {
         // too small to move a weight to another code is lost (bit stall).
         torch::NoGradGuard no_grad;
         for (const quant_site& s : plan_.sites)
-            if (s.role == ALTGRAD_TENSOR_WEIGHT)
-                store_in_format(params_.at(parameter_of(s)), s, plan_, plan_.sites.size());
+            if (s.role == ALTGRAD_TENSOR_WEIGHT && !s.second_use())  // a weight lives in its first use's format
+                store_in_format(params_.at(parameter_of(s)), s, plan_, plan_.first_use_sites());
     }
 }
 
