@@ -297,8 +297,10 @@ TEST(ConfigOperands, MistakesNameTheKey) {
                    "quantization.weight_gradient.x.pre_scale", "expected a number in (0, 1000000]");
     expect_refused(m + "[quantization.weight_gradient]\nx = { block_size = 0 }\n",
                    "quantization.weight_gradient.x.block_size", "expected an integer 1..");
-    expect_refused(m + "[quantization.forward]\nw = { block_rows = 16 }\n", "quantization.forward.w.block_rows",
-                   "needs granularity = \"block\"");
+    expect_refused(m + "[quantization.forward]\nw = { granularity = \"row\", block_rows = 16 }\n",
+                   "quantization.forward.w.block_rows", "needs granularity = \"block\"");
+    expect_refused(m + "[quantization.weight]\ngranularity = \"tensor\"\nblock_rows = 2\n",
+                   "quantization.weight.block_rows", "needs granularity");
     expect_refused(m + "[quantization]\nblock_rows = 16\n", "quantization.block_rows", "needs granularity");
     expect_refused(m + "[[quantization.rules]]\npattern = \"lm_head\"\ninput_gradient = { x = { format = \"bf16\" } }\n",
                    "quantization.rules[0].input_gradient.x", "the input_gradient product's operands are dy and w");

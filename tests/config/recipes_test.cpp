@@ -34,37 +34,60 @@ std::vector<fs::path> recipe_files() {
     return files;
 }
 
-// What a recipe's source says, in AltGrad's terms (docs/recipes.md has the citations).
-struct recipe_table {
-    // Formats: W and x in the forward product, and the output gradient dy (both backward products).
-    std::string weight, activation, gradient;
-    altgrad_rounding forward_rounding = ALTGRAD_ROUND_NEAREST_EVEN;
-    altgrad_rounding backward_rounding = ALTGRAD_ROUND_STOCHASTIC;
-    altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
+// How one operand of one product is quantized, in AltGrad's terms.
+struct operand_want {
+    std::string format;
+    altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
     granularity_kind granularity = granularity_kind::tensor;
-    // Per-tensor scaling (granularity tensor only).
+    // Block scaling (granularity block only).
+    int64_t block_size = 0, block_rows = 1;
+    std::string scale_format;
+    scale_rule_kind scale_rule = scale_rule_kind::mx_floor;
+    double pre_scale = 1.0;
+};
+
+// What a recipe's source says (docs/recipes.md has the citations).
+struct recipe_table {
+    altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
+    // Per-tensor scaling (operands of granularity tensor).
     scaling_mode scaling = scaling_mode::none;
     int64_t amax_history_len = 0;
     amax_compute_kind amax_compute = amax_compute_kind::max;
     int64_t margin = 0;
-    // Block scaling (granularity block only).
-    int64_t block_size = 0;
-    std::string scale_format;
-    scale_rule_kind scale_rule = scale_rule_kind::mx_floor;
+    // Every product's two operands, for every layer but the high-precision ones.
+    std::map<std::pair<product_kind, operand_kind>, operand_want> operands;
+    std::optional<accumulator_config> accumulator;  // every product of those layers; nullopt: float32
+    // Layers the recipe keeps in BF16: every operand BF16, one scale per tensor, float32 products.
+    std::set<std::string> high_precision;
 };
+
+// The same settings for a tensor in both its products, by role: W and x
+// round as the forward direction, dy as the backward one.
+void set_roles(recipe_table& t, const operand_want& w, const operand_want& x, const operand_want& dy) {
+    t.operands[{product_kind::forward, operand_kind::x}] = x;
+    t.operands[{product_kind::forward, operand_kind::w}] = w;
+    t.operands[{product_kind::input_gradient, operand_kind::dy}] = dy;
+    t.operands[{product_kind::input_gradient, operand_kind::w}] = w;
+    t.operands[{product_kind::weight_gradient, operand_kind::dy}] = dy;
+    t.operands[{product_kind::weight_gradient, operand_kind::x}] = x;
+}
 
 // The TE recipes here cast with round-to-nearest-even and clip to the format's range, the gradients
 // too (TE docs, "FP8 Current Scaling" and "FP8 Delayed Scaling": the cast).
-recipe_table te_casts(std::string weight, std::string activation, std::string gradient, granularity_kind g) {
-    recipe_table t;
-    t.weight = std::move(weight);
-    t.activation = std::move(activation);
-    t.gradient = std::move(gradient);
-    t.forward_rounding = ALTGRAD_ROUND_NEAREST_EVEN;
-    t.backward_rounding = ALTGRAD_ROUND_NEAREST_EVEN;
-    t.overflow = ALTGRAD_OVERFLOW_SATURATE;
-    t.granularity = g;
-    return t;
+operand_want te_cast(std::string format) {
+    operand_want o;
+    o.format = std::move(format);
+    o.rounding = ALTGRAD_ROUND_NEAREST_EVEN;
+    return o;
+}
+
+operand_want blocks(operand_want o, int64_t rows, int64_t cols, std::string scale_format, scale_rule_kind rule) {
+    o.granularity = granularity_kind::block;
+    o.block_rows = rows;
+    o.block_size = cols;
+    o.scale_format = std::move(scale_format);
+    o.scale_rule = rule;
+    return o;
 }
 
 const std::map<std::string, recipe_table>& sources() {
@@ -72,25 +95,40 @@ const std::map<std::string, recipe_table>& sources() {
         std::map<std::string, recipe_table> t;
         // TE DelayedScaling defaults: margin 0, fp8_format HYBRID (E4M3 for x and W, E5M2 for dy),
         // amax_history_len 1024, amax_compute_algo "max".
-        recipe_table delayed = te_casts("e4m3", "e4m3", "e5m2", granularity_kind::tensor);
+        recipe_table delayed;
+        set_roles(delayed, te_cast("e4m3"), te_cast("e4m3"), te_cast("e5m2"));
         delayed.scaling = scaling_mode::delayed;
         delayed.amax_history_len = 1024;
         delayed.amax_compute = amax_compute_kind::max;
-        delayed.margin = 0;
         t["te_delayed"] = delayed;
         // TE Float8CurrentScaling: fp8_format HYBRID, the scale from the tensor's own amax
         // (amax_epsilon 0), no margin.
-        recipe_table current = te_casts("e4m3", "e4m3", "e5m2", granularity_kind::tensor);
+        recipe_table current;
+        set_roles(current, te_cast("e4m3"), te_cast("e4m3"), te_cast("e5m2"));
         current.scaling = scaling_mode::current;
-        current.margin = 0;
         t["te_current"] = current;
         // TE MXFP8BlockScaling: fp8_format E4M3 for every tensor, 1x32 blocks, E8M0 scales,
         // amax / 448 rounded up to a power of two.
-        recipe_table mxfp8 = te_casts("e4m3", "e4m3", "e4m3", granularity_kind::block);
-        mxfp8.block_size = 32;
-        mxfp8.scale_format = "ue8m0";
-        mxfp8.scale_rule = scale_rule_kind::round_up;
+        recipe_table mxfp8;
+        const operand_want mx = blocks(te_cast("e4m3"), 1, 32, "ue8m0", scale_rule_kind::round_up);
+        set_roles(mxfp8, mx, mx, mx);
         t["te_mxfp8"] = mxfp8;
+        // DeepSeek-V3 (arXiv 2412.19437, 3.3) as TE's Float8BlockScaling: E4M3 everywhere; x and dy
+        // in 1x128 blocks, W in 128x128 tiles; power-of-two scales rounded up (TE's default);
+        // nearest-even casts; ~14-bit accumulation promoted every N_C = 128; the output head in BF16.
+        recipe_table deepseek;
+        const operand_want row128 = blocks(te_cast("e4m3"), 1, 128, "pow2", scale_rule_kind::round_up);
+        set_roles(deepseek, blocks(te_cast("e4m3"), 128, 128, "pow2", scale_rule_kind::round_up), row128,
+                  row128);
+        accumulator_config e8m13;
+        e8m13.format = "float";
+        e8m13.params = {{"exponent_bits", "8"}, {"mantissa_bits", "13"}};
+        e8m13.rounding = ALTGRAD_ROUND_TOWARD_ZERO;
+        e8m13.mma_depth = 32;
+        e8m13.promote_every = 128;
+        deepseek.accumulator = e8m13;
+        deepseek.high_precision = {"lm_head"};
+        t["deepseek_v3"] = deepseek;
         return t;
     }();
     return table;
@@ -134,7 +172,7 @@ TEST(RecipeConfigs, EveryRecipeTrainsTheSeedWorkload) {
     }
 }
 
-// Every quantized layer, every role and every product, resolved as the trainer resolves them.
+// Every quantized layer, every product and operand, resolved as the trainer resolves them.
 TEST(RecipeConfigs, EachRecipeResolvesToItsSourcesParameters) {
     for (const auto& [name, want] : sources()) {
         SCOPED_TRACE(name);
@@ -142,38 +180,48 @@ TEST(RecipeConfigs, EachRecipeResolvesToItsSourcesParameters) {
         ASSERT_TRUE(fs::exists(file));
         const run_config c = load_config(file);
         const quantization_config& q = c.quantization;
-        EXPECT_EQ(q.forward_rounding, want.forward_rounding);
-        EXPECT_EQ(q.backward_rounding, want.backward_rounding);
         EXPECT_EQ(q.overflow, want.overflow);
-        EXPECT_TRUE(q.rules.empty()) << "these recipes treat every linear layer alike";
-        if (want.granularity == granularity_kind::tensor) {
+        // Per-tensor scaling keys matter where an operand has one scale per tensor.
+        const bool per_tensor = std::any_of(want.operands.begin(), want.operands.end(), [](const auto& o) {
+            return o.second.granularity == granularity_kind::tensor;
+        });
+        if (per_tensor) {
             EXPECT_EQ(q.scaling, want.scaling);
             EXPECT_EQ(q.margin, want.margin);
-            if (want.scaling == scaling_mode::delayed) {
-                EXPECT_EQ(q.amax_history_len, want.amax_history_len);
-                EXPECT_EQ(q.amax_compute, want.amax_compute);
-            }
+        }
+        if (per_tensor && want.scaling == scaling_mode::delayed) {
+            EXPECT_EQ(q.amax_history_len, want.amax_history_len);
+            EXPECT_EQ(q.amax_compute, want.amax_compute);
         }
         for (const std::string& layer : layer_names(c.model)) {
             SCOPED_TRACE(layer);
-            const layer_formats f = formats_for(q, layer);
-            EXPECT_EQ(f.weight, want.weight);
-            EXPECT_EQ(f.activation, want.activation);
-            EXPECT_EQ(f.gradient, want.gradient);
-            for (const char* role : {"weight", "activation", "gradient"}) {
-                SCOPED_TRACE(role);
-                const block_scaling s = scaling_for(q, layer, role);
-                EXPECT_EQ(s.granularity, want.granularity);
-                if (want.granularity == granularity_kind::block) {
-                    EXPECT_EQ(s.block_size, want.block_size);
-                    EXPECT_EQ(s.scale_format, want.scale_format);
-                    EXPECT_EQ(s.scale_rule, want.scale_rule);
+            const bool high = want.high_precision.count(layer) > 0;
+            for (const auto& [use, o] : want.operands) {
+                const auto [product, operand] = use;
+                SCOPED_TRACE(std::string(product_names().name(product)) + "." + operand_names().name(operand));
+                const operand_settings s = operand_for(q, layer, product, operand);
+                if (high) {
+                    EXPECT_EQ(s.format, "bf16");
+                    EXPECT_EQ(s.scaling.granularity, granularity_kind::tensor);
+                    continue;
+                }
+                EXPECT_EQ(s.format, o.format);
+                EXPECT_EQ(s.rounding, o.rounding);
+                EXPECT_EQ(s.scaling.granularity, o.granularity);
+                EXPECT_EQ(s.pre_scale, o.pre_scale);
+                if (o.granularity == granularity_kind::block) {
+                    EXPECT_EQ(s.scaling.block_size, o.block_size);
+                    EXPECT_EQ(s.scaling.block_rows, o.block_rows);
+                    EXPECT_EQ(s.scaling.scale_format, o.scale_format);
+                    EXPECT_EQ(s.scaling.scale_rule, o.scale_rule);
                 }
             }
             for (product_kind p :
-                 {product_kind::forward, product_kind::input_gradient, product_kind::weight_gradient})
-                EXPECT_FALSE(accumulator_for(q, layer, p).has_value())
-                    << "float32 products: the recipes say nothing of the accumulator";
+                 {product_kind::forward, product_kind::input_gradient, product_kind::weight_gradient}) {
+                const std::optional<accumulator_config> a = accumulator_for(q, layer, p);
+                if (high || !want.accumulator) EXPECT_FALSE(a.has_value()) << "float32 products";
+                else EXPECT_TRUE(a && *a == *want.accumulator);
+            }
         }
     }
 }

@@ -634,19 +634,33 @@ private:
         }
     }
 
-    // Every layer's operands, resolved: tiles (block_rows > 1) are blocks.
+    // Tiles (block_rows > 1) are blocks: a table that gives both keys must agree
+    // (block_rows, like block_size, is otherwise read only where granularity is "block").
+    void check_tiles(const scaling_override& o, const std::string& key) const {
+        if (o.block_rows && *o.block_rows > 1 && o.granularity && *o.granularity != granularity_kind::block)
+            fail(key + ".block_rows", "block_rows " + std::to_string(*o.block_rows) +
+                                          " needs granularity = \"block\" (this table gives \"" +
+                                          granularity_names().name(*o.granularity) + "\")");
+    }
     void check_operands(const run_config& c) const {
-        for (const std::string& layer : layer_names(c.model))
+        const quantization_config& q = c.quantization;
+        scaling_override global;
+        global.block_rows = q.block_rows, global.granularity = q.granularity;
+        check_tiles(global, "quantization");
+        for (const role_table& r : role_tables()) check_tiles(q.*r.member, r.key());
+        auto check_products = [&](const product_configs& products, const std::string& at) {
             for (size_t p = 0; p < kProducts; ++p)
-                for (operand_kind o : operands_of(static_cast<product_kind>(p))) {
-                    const operand_settings s = operand_for(c.quantization, layer, static_cast<product_kind>(p), o);
-                    if (s.scaling.block_rows > 1 && s.scaling.granularity != granularity_kind::block)
-                        fail(s.key == "quantization" ? "quantization.block_rows" : s.key + ".block_rows",
-                             "block_rows " + std::to_string(s.scaling.block_rows) + " needs granularity = " +
-                                 "\"block\" (" + layer + ", " + product_names().name(static_cast<product_kind>(p)) +
-                                 "." + operand_names().name(o) + " has \"" +
-                                 granularity_names().name(s.scaling.granularity) + "\")");
-                }
+                for (size_t k = 0; k < kOperands; ++k)
+                    check_tiles(products[p].operands[k].scaling,
+                                at + product_names().name(static_cast<product_kind>(p)) + "." +
+                                    operand_names().name(static_cast<operand_kind>(k)));
+        };
+        check_products(q.products, "quantization.");
+        for (size_t i = 0; i < q.rules.size(); ++i) {
+            const std::string rule = std::string(kRulesKey) + "[" + std::to_string(i) + "]";
+            check_tiles(q.rules[i].scaling, rule);
+            check_products(q.rules[i].products, rule + ".");
+        }
     }
 
     // A rule that matches no layer of the model, or only layers an earlier rule
