@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -341,6 +342,72 @@ TEST(Interventions, AdapterChecksTheCallersStructs) {
     EXPECT_STREQ(one.format, "e5m2");
     v->destroy(inst);
     v->destroy(nullptr);
+}
+
+
+// ---- precision_schedule -----------------------------------------------------
+
+observation run_step(uint64_t n, uint64_t max_steps) {
+    observation o = step(n, {tensor("blocks.0.mlp.fc.weight", ALTGRAD_TENSOR_WEIGHT, "fp4_e2m1", 6.0)});
+    o.max_steps = max_steps;
+    return o;
+}
+
+// The steps at which the plugin asks for anything, over a whole run.
+std::vector<uint64_t> asking_steps(intervention_handle& h, uint64_t max_steps) {
+    std::vector<uint64_t> out;
+    for (uint64_t n = 0; n < max_steps; ++n)
+        if (!h.observe(run_step(n, max_steps)).empty()) out.push_back(n);
+    return out;
+}
+
+// at_fraction 0.8 of 500 steps: steps 400..499 in BF16, so the switch is
+// asked for once, when step 399 is observed (actions act from the next step).
+TEST(PrecisionSchedule, SwitchesEverythingOnceForTheLastFifth) {
+    auto h = make("precision_schedule");
+    EXPECT_EQ(asking_steps(*h, 500), (std::vector<uint64_t>{399}));
+    const auto a = h->observe(run_step(399, 500));
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_EQ(a[0].kind, ALTGRAD_ACTION_SWITCH_FORMAT);
+    EXPECT_EQ(a[0].tensor, "*");
+    EXPECT_EQ(a[0].format, "bf16");
+    EXPECT_NE(a[0].reason.find("from step 400"), std::string::npos) << a[0].reason;
+}
+
+// ceil: 0.82 of 10 steps is 8.2, so steps 9.. switch (asked at step 8).
+TEST(PrecisionSchedule, FractionRoundsUpAndAtStepWins) {
+    EXPECT_EQ(asking_steps(*make("precision_schedule", {{"at_fraction", "0.82"}}), 10),
+              (std::vector<uint64_t>{8}));
+    auto h = make("precision_schedule",
+                  {{"at_step", "3"}, {"at_fraction", "0.5"}, {"to", "fp32"}, {"tensors", "*.input"}});
+    EXPECT_EQ(asking_steps(*h, 10), (std::vector<uint64_t>{2}));
+    const auto a = h->observe(run_step(2, 10));
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_EQ(a[0].tensor, "*.input");
+    EXPECT_EQ(a[0].format, "fp32");
+}
+
+// No run length (a host before ABI 1.4, or the kit) or a fraction of 0: never.
+TEST(PrecisionSchedule, WithoutARunLengthNothing) {
+    EXPECT_TRUE(asking_steps(*make("precision_schedule"), 0).empty());
+    auto h = make("precision_schedule");
+    for (uint64_t n = 0; n < 600; ++n) EXPECT_TRUE(h->observe(run_step(n, 0)).empty());
+    EXPECT_TRUE(asking_steps(*make("precision_schedule", {{"at_fraction", "0"}}), 100).empty());
+}
+
+TEST(PrecisionSchedule, BadParametersAreRefused) {
+    for (const auto& [key, value, what] : std::vector<std::tuple<std::string, std::string, std::string>>{
+             {"to", "BF16", "parameter 'to'"},
+             {"tensors", "", "parameter 'tensors'"},
+             {"at_step", "-1", "at_step"},
+             {"at_fraction", "1.5", "at_fraction"}}) {
+        try {
+            make("precision_schedule", {{key, value}});
+            ADD_FAILURE() << key << " = " << value << " accepted";
+        } catch (const std::exception& e) {
+            EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+        }
+    }
 }
 
 }  // namespace

@@ -129,7 +129,8 @@ altgrad_observation intervention_handle::abi_observation(const observation& o,
                                o.learning_rate,
                                o.consecutive_nonfinite_steps,
                                o.tensors.empty() ? nullptr : tensors,
-                               o.tensors.size()};
+                               o.tensors.size(),
+                               o.max_steps};
 }
 
 std::vector<action> intervention_handle::observe(const observation& o) {

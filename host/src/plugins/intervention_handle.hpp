@@ -50,6 +50,7 @@ struct observation {
     double learning_rate = 0.0;
     uint32_t consecutive_nonfinite_steps = 0;
     std::vector<tensor_observation> tensors;
+    uint64_t max_steps = 0;  // the run's length; 0: no run
 };
 
 class intervention_handle : public plugin_instance<intervention_handle, altgrad_intervention_vtable> {

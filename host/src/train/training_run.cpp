@@ -430,6 +430,7 @@ training_run::step_actions training_run::ask_interventions(const step_result& r)
         seen.grad_norm = r.grad_norm;
         seen.learning_rate = lr_;
         seen.consecutive_nonfinite_steps = nonfinite_run;
+        seen.max_steps = static_cast<uint64_t>(c_.training.max_steps);
         const std::vector<run::tensor_line> tensors = tensor_records(plan_, step_, stall_fresh_);
         for (stability::plugin_action& a : interventions_.observe(seen, tensors, format_maxima(plan_))) {
             ++history_.interventions[a.plugin][action_kind_name(a.what.kind)];

@@ -55,6 +55,11 @@ typedef struct altgrad_observation {
                                            * whose loss or gradient was not finite. */
     const altgrad_tensor_observation* tensors;
     size_t tensor_count;
+    /* ABI 1.4: the run's length, steps 0 .. max_steps - 1 (training.max_steps;
+     * 0 when the caller has no run, as the conformance kit). A host before 1.4
+     * passes a struct_size that ends before it: read it through the SDK's
+     * observed_max_steps, which gives 0 then. */
+    uint64_t max_steps;
 } altgrad_observation;
 
 /* What an intervention may ask for. */

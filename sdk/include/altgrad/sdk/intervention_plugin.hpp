@@ -46,6 +46,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -66,6 +67,12 @@ namespace altgrad::sdk {
 // than o.tensors[i].
 inline const altgrad_tensor_observation& observed_tensor(const altgrad_observation& o, size_t i) {
     return *ALTGRAD_ARRAY_AT(const altgrad_tensor_observation, o.tensors, i);
+}
+
+// The run's max_steps (ABI 1.4); 0 when the host does not say (no run, or a
+// host older than the field: its struct_size ends before it).
+inline uint64_t observed_max_steps(const altgrad_observation& o) {
+    return o.struct_size >= offsetof(altgrad_observation, max_steps) + sizeof(o.max_steps) ? o.max_steps : 0;
 }
 
 // Where an intervention writes its actions: the host's buffer, with checks.
