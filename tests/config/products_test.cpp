@@ -306,5 +306,51 @@ TEST(ConfigOperands, MistakesNameTheKey) {
                    "quantization.rules[0].input_gradient.x", "the input_gradient product's operands are dy and w");
 }
 
+
+// ---- Per-product transforms (issue #30).
+
+TEST(ConfigTransforms, ProductTablesAndRules) {
+    const run_config c = parse_config(std::string(kModel) +
+                                          "[quantization.weight_gradient]\ntransform = { name = \"random_hadamard\", "
+                                          "params = { d = 16, sign_seed = 7 } }\n"
+                                          "[quantization.input_gradient]\ntransform = \"hadamard\"\n"
+                                          "[[quantization.rules]]\npattern = \"lm_head\"\n"
+                                          "weight_gradient = { transform = \"none\" }\n",
+                                      kFile);
+    const quantization_config& q = c.quantization;
+    std::string key;
+    const auto t = transform_for(q, "blocks.0.mlp.fc", product_kind::weight_gradient, &key);
+    ASSERT_TRUE(t);
+    EXPECT_EQ(t->name, "random_hadamard");
+    EXPECT_EQ(t->params.at("d"), "16");
+    EXPECT_EQ(t->params.at("sign_seed"), "7");
+    EXPECT_EQ(key, "quantization.weight_gradient.transform");
+    EXPECT_EQ(transform_for(q, "lm_head", product_kind::input_gradient)->name, "hadamard");
+    EXPECT_FALSE(transform_for(q, "lm_head", product_kind::weight_gradient, &key));
+    EXPECT_EQ(key, "quantization.rules[0].weight_gradient.transform");
+    EXPECT_FALSE(transform_for(q, "blocks.0.mlp.fc", product_kind::forward));
+    const std::string text = to_toml(c);
+    EXPECT_NE(text.find("transform = { name = \"random_hadamard\", params = { d = 16, sign_seed = 7 } }\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("weight_gradient = { transform = \"none\" }"), std::string::npos) << text;
+    EXPECT_TRUE(parse_config(text, kFile) == c) << text;
+    const run_config set = parse_config(kModel, kFile, {"quantization.forward.transform=hadamard"});
+    EXPECT_EQ(transform_for(set.quantization, "lm_head", product_kind::forward)->name, "hadamard");
+}
+
+TEST(ConfigTransforms, MistakesNameTheKey) {
+    const std::string m = std::string(kModel) + "[quantization.forward]\n";
+    expect_refused(m + "transform = 16\n", "quantization.forward.transform", "expected a transform plugin's name");
+    expect_refused(m + "transform = \"Hadamard\"\n", "quantization.forward.transform", "got \"Hadamard\"");
+    expect_refused(m + "transform = { d = 16 }\n", "quantization.forward.transform.d", "unknown key");
+    expect_refused(m + "transform = { params = { d = 16 } }\n", "quantization.forward.transform.name", "missing");
+    expect_refused(m + "transform = { name = \"hadamard\", params = { d = [16] } }\n",
+                   "quantization.forward.transform.params.d", "expected a string, number or boolean");
+    expect_refused(std::string(kModel) + "[quantization.weight_gradient]\ntransform = \"hadamard\"\n"
+                                         "x = { source = \"rowwise\" }\n",
+                   "quantization.weight_gradient.x.source", "\"rowwise\" with a transform on the weight_gradient");
+}
+
 }  // namespace
 }  // namespace altgrad::test

@@ -256,12 +256,52 @@ private:
             const toml::table* table = t == nullptr ? nullptr : t->as_table();
             const std::string akey = key + "." + kAccumulatorKey;
             if (const toml::node* n = get(table, akey)) out.products[p].accumulator = read_accumulator(*n, akey);
+            const std::string tkey = key + "." + kTransformKey;
+            if (const toml::node* n = get(table, tkey)) out.products[p].transform = read_transform(*n, tkey);
             for (operand_kind o : operands_of(product)) {
                 const std::string okey = operand_key(product, o);
                 if (const toml::node* n = get(table, okey))
                     out.products[p].operands[static_cast<size_t>(o)] = read_operand(*n, okey, product, o);
             }
         }
+    }
+
+    // A transform: "none", "NAME", or { name = "NAME", params = {...} }.
+    transform_config read_transform(const toml::node& n, const std::string& key) const {
+        transform_config t;
+        const std::string expected =
+            "expected a transform plugin's name (\"random_hadamard\"), { name = \"random_hadamard\", params "
+            "= { d = 16 } } or \"none\", got ";
+        if (const auto* s = n.as_string()) {
+            if (s->get() == "none") return t;
+            if (!sdk::is_plugin_name(s->get())) fail(key, expected + describe(n));
+            t.name = s->get();
+            return t;
+        }
+        const toml::table* table = n.as_table();
+        if (table == nullptr) fail(key, expected + describe(n));
+        for (auto&& [k, v] : *table) {
+            const std::string sub = key + "." + std::string(k.str());
+            if (k.str() != "name" && k.str() != "params")
+                fail(sub, "unknown key (a typo?)" + suggestion(sub, {key + ".name", key + ".params"}));
+        }
+        const toml::node* name = table->get("name");
+        if (name == nullptr) fail(key + ".name", "missing (the transform plugin, e.g. name = \"random_hadamard\")");
+        if (!name->is_string() || !sdk::is_plugin_name(name->as_string()->get()))
+            fail(key + ".name", std::string("expected a plugin name (") + sdk::kPluginNamePattern + "), got " +
+                                    describe(*name));
+        t.name = name->as_string()->get();
+        if (const toml::node* p = table->get("params")) {
+            if (!p->is_table()) fail(key + ".params", "expected a table of parameters, got " + describe(*p));
+            for (auto&& [k, v] : *p->as_table()) {
+                const std::optional<std::string> text = param_text(v);
+                if (!text)
+                    fail(key + ".params." + std::string(k.str()),
+                         "expected a string, number or boolean, got " + describe(v));
+                t.params[std::string(k.str())] = *text;
+            }
+        }
+        return t;
     }
 
     // An operand of a product: { format, rounding, granularity, block_size,
@@ -354,7 +394,8 @@ private:
             const std::string pkey = key + "." + name, akey = pkey + "." + kAccumulatorKey;
             if (!n->is_table())
                 fail(pkey, "expected a table ({ accumulator = {...}, OPERAND = {...} }), got " + describe(*n));
-            std::vector<std::string> candidates{akey};
+            const std::string tkey = pkey + "." + kTransformKey;
+            std::vector<std::string> candidates{akey, tkey};
             for (operand_kind o : operands_of(product)) candidates.push_back(pkey + "." + operand_names().name(o));
             for (auto&& [k, v] : *n->as_table()) {
                 const std::string sub = pkey + "." + std::string(k.str());
@@ -363,6 +404,7 @@ private:
             }
             if (const toml::node* a = n->as_table()->get(kAccumulatorKey))
                 out[p].accumulator = read_accumulator(*a, akey);
+            if (const toml::node* t = n->as_table()->get(kTransformKey)) out[p].transform = read_transform(*t, tkey);
             for (operand_kind o : operands_of(product))
                 if (const toml::node* v = n->as_table()->get(operand_names().name(o)))
                     out[p].operands[static_cast<size_t>(o)] =
@@ -501,7 +543,8 @@ private:
             case kind::format: out.*std::get<std::string S::*>(f.member) = format_name(n, key); break;
             case kind::names:        // plugin lists have a reader of their own
             case kind::accumulator:  // so do accumulators
-            case kind::operand: break;  // and operands
+            case kind::operand:      // and operands
+            case kind::transform: break;  // and transforms
         }
     }
 
@@ -661,6 +704,19 @@ private:
             check_tiles(q.rules[i].scaling, rule);
             check_products(q.rules[i].products, rule + ".");
         }
+        // A second copy from the rowwise one would carry the first product's transform.
+        for (const std::string& layer : layer_names(c.model))
+            for (const auto [o, second] : {std::pair{operand_kind::w, product_kind::input_gradient},
+                                           {operand_kind::x, product_kind::weight_gradient},
+                                           {operand_kind::dy, product_kind::weight_gradient}}) {
+                const operand_settings s = operand_for(q, layer, second, o);
+                if (s.source != copy_source::rowwise) continue;
+                for (product_kind p : {first_use_of(o), second})
+                    if (transform_for(q, layer, p))
+                        fail(s.key + ".source", std::string("\"rowwise\" with a transform on the ") +
+                                                    product_names().name(p) + " product (" + layer +
+                                                    "): a transformed copy is quantized from the unquantized tensor");
+            }
     }
 
     // A rule that matches no layer of the model, or only layers an earlier rule

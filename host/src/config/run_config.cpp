@@ -119,8 +119,12 @@ bool operator==(const accumulator_config& a, const accumulator_config& b) {
            a.mma_depth == b.mma_depth && a.promote_every == b.promote_every;
 }
 
+bool operator==(const transform_config& a, const transform_config& b) {
+    return a.name == b.name && a.params == b.params;
+}
+
 bool operator==(const product_config& a, const product_config& b) {
-    return a.accumulator == b.accumulator && a.operands == b.operands;
+    return a.accumulator == b.accumulator && a.transform == b.transform && a.operands == b.operands;
 }
 
 namespace {
@@ -197,6 +201,13 @@ std::string operand_toml(const operand_config& c) {
 std::vector<std::pair<std::string, std::string>> product_entries(const product_config& p) {
     std::vector<std::pair<std::string, std::string>> out;
     if (p.accumulator) out.emplace_back(kAccumulatorKey, accumulator_toml(*p.accumulator));
+    if (p.transform)
+        out.emplace_back(kTransformKey,
+                         !p.transform->applied() ? quote("none")
+                         : p.transform->params.empty()
+                             ? quote(p.transform->name)
+                             : "{ name = " + quote(p.transform->name) +
+                                   ", params = " + params_inline(p.transform->params) + " }");
     for (size_t k = 0; k < kOperands; ++k)
         if (!p.operands[k].empty())
             out.emplace_back(operand_names().name(static_cast<operand_kind>(k)), operand_toml(p.operands[k]));
@@ -415,6 +426,25 @@ std::optional<accumulator_config> accumulator_for(const quantization_config& q, 
     }
     if (a && !a->modelled()) a.reset();
     return a;
+}
+
+std::optional<transform_config> transform_for(const quantization_config& q, std::string_view layer,
+                                              product_kind product, std::string* key) {
+    const size_t p = static_cast<size_t>(product);
+    const std::string at = std::string(product_names().name(product)) + "." + kTransformKey;
+    std::optional<transform_config> t = q.products[p].transform;
+    if (key) *key = "quantization." + at;
+    for (size_t i = 0; i < q.rules.size(); ++i) {
+        const quantization_rule& r = q.rules[i];
+        if (!pattern_matches(r.pattern, layer)) continue;
+        if (r.products[p].transform) {
+            t = r.products[p].transform;
+            if (key) *key = "quantization.rules[" + std::to_string(i) + "]." + at;
+        }
+        break;
+    }
+    if (t && !t->applied()) t.reset();
+    return t;
 }
 
 block_scaling scaling_for(const quantization_config& q, std::string_view layer, std::string_view role) {

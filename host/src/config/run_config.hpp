@@ -188,13 +188,25 @@ struct operand_config {
 };
 bool operator==(const operand_config& a, const operand_config& b);
 
+// A product's transform (docs/transforms.md): a transform plugin applied
+// along the reduction dimension to both operands before they are quantized,
+// so the exact product is unchanged and only the rounding sees it. An empty
+// `name` is "none" (a rule's way to take a layer out).
+struct transform_config {
+    std::string name;                           // transform plugin name; empty: none
+    std::map<std::string, std::string> params;  // the plugin's parameters
+    bool applied() const { return !name.empty(); }
+};
+bool operator==(const transform_config& a, const transform_config& b);
+
 // What the config says of one product ([quantization.forward], a rule's
 // forward = {...}); nullopt or empty: not said here, the level above decides.
 struct product_config {
     std::optional<accumulator_config> accumulator;
+    std::optional<transform_config> transform;
     std::array<operand_config, kOperands> operands;  // by operand_kind; only the product's two
     bool empty() const {
-        return !accumulator && std::all_of(operands.begin(), operands.end(),
+        return !accumulator && !transform && std::all_of(operands.begin(), operands.end(),
                                            [](const operand_config& o) { return o.empty(); });
     }
 };
@@ -360,6 +372,11 @@ layer_formats formats_for(const quantization_config& q, std::string_view layer);
 // the key that decided ("quantization.rules[2].forward.accumulator").
 std::optional<accumulator_config> accumulator_for(const quantization_config& q, std::string_view layer,
                                                   product_kind product, std::string* key = nullptr);
+
+// The transform of one product of one layer, decided as its accumulator
+// (accumulator_for); nullopt for none.
+std::optional<transform_config> transform_for(const quantization_config& q, std::string_view layer,
+                                              product_kind product, std::string* key = nullptr);
 
 // How one operand of one product of one layer is quantized, every key
 // resolved, from the least specific level to the most: quantization's keys

@@ -216,6 +216,7 @@ const std::map<std::string, std::optional<kind>>& known_keys() {
             const std::string key = product_key(static_cast<product_kind>(p));
             k[key] = std::nullopt;
             k[key + "." + kAccumulatorKey] = kind::accumulator;
+            k[key + "." + kTransformKey] = kind::transform;
             for (operand_kind o : operands_of(static_cast<product_kind>(p)))
                 k[operand_key(static_cast<product_kind>(p), o)] = kind::operand;
         }

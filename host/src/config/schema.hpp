@@ -36,7 +36,7 @@ const name_table<copy_source>& names_for(copy_source);
 // What a key holds: a choice is a name of an enum (names_for); names a list of
 // plugin names; accumulator a table of accumulator_fields (or "none");
 // operand a table of an operand's keys (operand_fields, block_scaling_fields).
-enum class kind { integer, number, boolean, text, choice, format, names, accumulator, operand };
+enum class kind { integer, number, boolean, text, choice, format, names, accumulator, operand, transform };
 
 // A key of a struct S of the config: its name, kind, range and the member it sets.
 template <class S>
@@ -101,6 +101,7 @@ const std::vector<role_table>& role_tables();
 // with an `accumulator` key; a rule gives the same as forward = {...}.
 std::string product_key(product_kind p);
 const char* const kAccumulatorKey = "accumulator";
+const char* const kTransformKey = "transform";
 // The keys of an accumulator table but `params` (a table of plugin parameters).
 const std::vector<field<accumulator_config>>& accumulator_fields();
 // An operand's keys besides block_scaling_fields, read into this scratch
