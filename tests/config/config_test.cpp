@@ -349,13 +349,25 @@ TEST(ConfigOverrides, BadValuesNameTheSetArgument) {
     expect_error(error_of("", {"training.learning_rate=.001"}), "training.learning_rate", "got \".001\"");
 }
 
-TEST(ConfigOverrides, RulesCannotBeOverridden) {
-    for (const char* o :
-         {"quantization.rules=[]", "quantization.rules.0.pattern=x", "quantization.rules[0].format=bf16"}) {
+// The rules are replaced as a whole list (an ablation's one --set), never key by key.
+TEST(ConfigOverrides, RulesAreReplacedAsAList) {
+    const std::string file = "[[quantization.rules]]\npattern = \"lm_head\"\nformat = \"bf16\"\n";
+    EXPECT_TRUE(parse_config(file, kFile, {"quantization.rules=[]"}).quantization.rules.empty());
+    const run_config c =
+        parse_config(file, kFile, {"quantization.rules=[{ pattern = \"blocks.*\", format = \"fp16\" }]"});
+    ASSERT_EQ(c.quantization.rules.size(), 1u);
+    EXPECT_EQ(c.quantization.rules[0].pattern, "blocks.*");
+    EXPECT_EQ(*c.quantization.rules[0].weight, "fp16");
+    for (const char* o : {"quantization.rules.0.pattern=x", "quantization.rules[0].format=bf16"}) {
         const std::string e = error_of("", {o});
-        expect_error(e, "quantization.rules", "not supported");
+        const std::string key = std::string(o).substr(0, std::string(o).find('='));
+        expect_error(e, key, "cannot be set one by one");
         EXPECT_NE(e.find(std::string("--set ") + o), std::string::npos) << e;
     }
+    expect_error(error_of("", {"quantization.rules=bf16"}), "quantization.rules", "expected an array of rule tables");
+    // A replaced list is checked as the file's: here a rule that matches no layer.
+    expect_error(error_of("", {"quantization.rules=[{ pattern = \"nope\", format = \"bf16\" }]"}),
+                 "quantization.rules[0].pattern", "matches no layer");
 }
 
 TEST(ConfigOverrides, WithoutAnEqualsSignIsAUsageError) {

@@ -45,11 +45,22 @@ public:
                               ": expected KEY=VALUE, e.g. --set training.max_steps=50");
         const std::string value = trim(arg.substr(eq + 1));
         const std::string where = file_ + ": --set " + arg + ": ";
-        if (key == kRulesKey || key.rfind(std::string(kRulesKey) + ".", 0) == 0 ||
-            key.rfind(std::string(kRulesKey) + "[", 0) == 0)
-            throw error(
-                where + "key '" + kRulesKey +
-                "': overriding the rules from the command line is not supported (edit the config file)");
+        if (key.rfind(std::string(kRulesKey) + ".", 0) == 0 || key.rfind(std::string(kRulesKey) + "[", 0) == 0)
+            throw error(where + "key '" + key + "': a rule's keys cannot be set one by one; replace the list " +
+                        "instead, e.g. --set 'quantization.rules=[{ pattern = \"lm_head\", format = \"bf16\" }]'");
+        if (key == kRulesKey) {  // the whole list, as a TOML array of inline tables
+            override_value ov;
+            ov.text = arg;
+            try {
+                ov.holder = toml::parse(std::string_view("v = " + value), std::string_view("--set"));
+            } catch (const toml::parse_error&) {}
+            const toml::node* v = ov.holder.get("v");
+            if (v == nullptr || !v->is_array())
+                throw error(where + "key '" + key + "': expected an array of rule tables, e.g. [] or " +
+                            "[{ pattern = \"lm_head\", format = \"bf16\" }]");
+            overrides_[key] = std::move(ov);
+            return;
+        }
         if (const auto p = split_param_key(key)) {
             std::optional<std::string> text;
             try {
@@ -620,7 +631,7 @@ private:
     }
 
     void read_rules(const toml::table* q, quantization_config& out) const {
-        const toml::node* n = q == nullptr ? nullptr : q->get("rules");
+        const toml::node* n = get(q, kRulesKey);
         if (n == nullptr) return;
         const toml::array* rules = n->as_array();
         if (rules == nullptr)

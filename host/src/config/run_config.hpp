@@ -306,8 +306,9 @@ struct run_config {
 // Reads `file`, applies `overrides` in order ("training.max_steps=50"; the value
 // is parsed as a TOML value (50, 6e-4, true, "e4m3"); a value that is not valid
 // TOML, like e4m3 or /data/x, is taken as a string, and so is any value given
-// to a string key), validates, fills in defaults. quantization.rules cannot be
-// overridden. Throws host::error (usage_error for an override without '=').
+// to a string key), validates, fills in defaults. quantization.rules is
+// replaced as a whole list (a TOML array), never key by key. Throws
+// host::error (usage_error for an override without '=').
 run_config load_config(const std::filesystem::path& file, const std::vector<std::string>& overrides = {});
 
 // The same from text; `source_name` stands for the file in errors, gives the
