@@ -57,6 +57,7 @@ struct recipe_table {
     // Every product's two operands, for every layer but the high-precision ones.
     std::map<std::pair<product_kind, operand_kind>, operand_want> operands;
     std::optional<accumulator_config> accumulator;  // every product of those layers; nullopt: float32
+    std::map<product_kind, transform_config> transforms;  // of those layers; a product not here has none
     // Layers the recipe keeps in BF16: every operand BF16, one scale per tensor, float32 products.
     std::set<std::string> high_precision;
 };
@@ -129,6 +130,37 @@ const std::map<std::string, recipe_table>& sources() {
         deepseek.accumulator = e8m13;
         deepseek.high_precision = {"lm_head"};
         t["deepseek_v3"] = deepseek;
+        // NVFP4 (arXiv 2509.25149; TE NVFP4BlockScaling): E2M1 with E4M3 scales per 16 under a float32
+        // tensor scale (two levels); W in 16x16 tiles, x and dy 1x16; stochastic rounding for dy only;
+        // a 16-point random Hadamard transform on the weight gradient's operands, one sign vector for
+        // the run; about 15% of the linear layers in BF16, the last ones, and the head.
+        recipe_table nvfp4;
+        const operand_want fp4 = [] {
+            operand_want o = blocks(te_cast("fp4_e2m1"), 1, 16, "e4m3", scale_rule_kind::two_level);
+            return o;
+        }();
+        operand_want fp4_sr = fp4;
+        fp4_sr.rounding = ALTGRAD_ROUND_STOCHASTIC;
+        set_roles(nvfp4, blocks(te_cast("fp4_e2m1"), 16, 16, "e4m3", scale_rule_kind::two_level), fp4, fp4_sr);
+        nvfp4.transforms[product_kind::weight_gradient] = {"random_hadamard", {{"d", "16"}, {"sign_seed", "1"}}};
+        nvfp4.high_precision = {"blocks.3.mlp.fc", "blocks.3.mlp.proj", "lm_head"};
+        t["nvfp4"] = nvfp4;
+        // Tseng et al. (arXiv 2502.20586): the forward product in BF16; the backward products in MXFP4
+        // (E2M1, E8M0 per 32, OCP's floor rule), stochastic rounding and a 3/4 pre-scale on each of
+        // their operands, a random Hadamard transform of 32 on both; the head in BF16.
+        recipe_table tseng;
+        operand_want bf16 = te_cast("bf16");
+        operand_want mxfp4 = blocks(te_cast("fp4_e2m1"), 1, 32, "ue8m0", scale_rule_kind::mx_floor);
+        mxfp4.rounding = ALTGRAD_ROUND_STOCHASTIC;
+        mxfp4.pre_scale = 0.75;
+        tseng.operands[{product_kind::forward, operand_kind::x}] = bf16;
+        tseng.operands[{product_kind::forward, operand_kind::w}] = bf16;
+        for (product_kind p : {product_kind::input_gradient, product_kind::weight_gradient}) {
+            for (operand_kind o : operands_of(p)) tseng.operands[{p, o}] = mxfp4;
+            tseng.transforms[p] = {"random_hadamard", {{"d", "32"}}};
+        }
+        tseng.high_precision = {"lm_head"};
+        t["tseng_mxfp4"] = tseng;
         return t;
     }();
     return table;
@@ -221,6 +253,10 @@ TEST(RecipeConfigs, EachRecipeResolvesToItsSourcesParameters) {
                 const std::optional<accumulator_config> a = accumulator_for(q, layer, p);
                 if (high || !want.accumulator) EXPECT_FALSE(a.has_value()) << "float32 products";
                 else EXPECT_TRUE(a && *a == *want.accumulator);
+                const std::optional<transform_config> t = transform_for(q, layer, p);
+                const auto wt = want.transforms.find(p);
+                if (high || wt == want.transforms.end()) EXPECT_FALSE(t.has_value()) << "no transform";
+                else EXPECT_TRUE(t && *t == wt->second) << (t ? t->name : "none");
             }
         }
     }
