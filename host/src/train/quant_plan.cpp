@@ -339,6 +339,16 @@ torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quan
         site.scale = NAN;  // no one scale: block_stats has their range
         return out;
     }
+    if (again) {  // a second copy (transformed) at the first copy's scale: the history is the first's
+        torch::Tensor out = torch::empty_like(x);
+        quantize_options o = options_of(site, site.scale);
+        o.seed = seed_of(plan, stream);
+        const quantize_counts c = quantize_tensor(*site.format, x, out, o);
+        site.overflow_count += c.overflow;
+        site.underflow_count += c.underflow;
+        site.count += static_cast<uint64_t>(n);
+        return out;
+    }
     // Delayed scaling with a history (and none) knows the scale before the
     // tensor: the amax it records is then taken in the quantize pass itself.
     const bool amax_in_pass = x.device().is_cpu() && !site.scaling.needs_current_amax();

@@ -116,7 +116,8 @@ struct quant_plan {
 // q(t*s)/s through the site's format plugin (identity when it has none),
 // updating the site's scaling state and statistics. Block scales run along
 // t's last dimension. `again`: a second copy of the same tensor along another
-// dimension (adds to the statistics; the amax history is not touched).
+// dimension (adds to the statistics; the amax history is not touched; one
+// scale per tensor: the first copy's).
 // Float32 tensors on the CPU, or on a GPU when the site's format plugin has a
 // CUDA implementation.
 torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t stream,
