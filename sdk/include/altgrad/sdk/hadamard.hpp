@@ -26,14 +26,6 @@
 
 namespace altgrad::sdk {
 
-// The largest order fwht accepts (H_d blocks of up to 2^15 elements).
-constexpr uint32_t kMaxHadamardOrder = 1u << 15;
-
-// Whether d is an order fwht accepts: a power of two in [1, kMaxHadamardOrder].
-constexpr bool valid_hadamard_order(uint64_t d) {
-    return d >= 1 && d <= kMaxHadamardOrder && (d & (d - 1)) == 0;
-}
-
 // fl(1/sqrt(d)), the normalisation of H_d: sqrt and division in double, both
 // correctly rounded, then one rounding to float (the same on every machine).
 inline float hadamard_scale(uint32_t d) {
@@ -55,7 +47,8 @@ inline void fwht_unnormalised(float* x, uint32_t d) {
 }
 
 // y = H_d x / sqrt(d) on `blocks` consecutive blocks of d elements at x, in
-// place. d must satisfy valid_hadamard_order (the caller checks it).
+// place. d must be a power of two (the caller checks it: power_of_two_param
+// in transform_plugin.hpp does for a plugin's parameter).
 inline void fwht(float* x, size_t blocks, uint32_t d) {
     const float scale = hadamard_scale(d);
     for (size_t b = 0; b < blocks; ++b) {
