@@ -23,6 +23,7 @@
 #include "plugins/format_handle.hpp"
 #include "plugins/plugin_json.hpp"
 #include "plugins/registry.hpp"
+#include "plugins/transform_handle.hpp"
 #include "quant/accumulate.hpp"
 #include "quant/scaling.hpp"
 #include "report/run_record.hpp"
@@ -80,7 +81,25 @@ public:
             throw py::value_error("describe(table=True): '" + name + "' has " +
                                   std::to_string(f->info().total_bits) +
                                   " bits; tables are limited to formats of at most 16 bits");
-        return json_output(altgrad::host::describe_json(*plugin, f.get(), table));
+        std::shared_ptr<transform_handle> t;
+        if (plugin->info.kind == ALTGRAD_KIND_TRANSFORM)
+            t = transform_handle::create(plugin, params, "params");
+        return json_output(altgrad::host::describe_json(*plugin, f.get(), table, t.get()));
+    }
+
+    // A transform plugin's instance (ABI 1.4).
+    std::shared_ptr<transform_handle> transform(const std::string& name,
+                                                const std::map<std::string, std::string>& params) {
+        registry& r = get();
+        std::shared_ptr<const loaded_plugin> plugin;
+        {
+            py::gil_scoped_release unlocked;
+            plugin = r.load(name);
+        }
+        if (plugin->info.kind != ALTGRAD_KIND_TRANSFORM)
+            throw error("plugin '" + name + "' is a " + kind_name(plugin->info.kind) +
+                        " plugin, not a transform");
+        return transform_handle::create(plugin, params, "params");
     }
 
     std::shared_ptr<format_handle> format(const std::string& name,
@@ -483,6 +502,31 @@ std::string study_summary_csv(const std::vector<std::string>& dirs, const std::s
     return report::summary_csv(report::summary_rows(groups));
 }
 
+py::dict transform_info_dict(const transform_handle& t) {
+    const altgrad_transform_info& i = t.info();
+    py::dict d;
+    d["block_size"] = i.block_size;
+    d["self_inverse"] = i.self_inverse != 0;
+    d["uses_seed"] = i.uses_seed != 0;
+    d["memory_kinds"] = names_in(i.memory_kinds, memory_kind_names());
+    return d;
+}
+
+// The transform along the last dimension: `input` as rows of `cols`
+// elements, into `out` (the same array for in place). Runs without the GIL.
+void apply_transform(const transform_handle& t, const py::array& input, py::array out, size_t cols,
+                     uint64_t seed, bool inverse) {
+    const size_t n = checked_pair("apply", input, float32(), "input", out, float32(), "out");
+    check_no_partial_overlap(input.data(), n * sizeof(float), out.data(), n * sizeof(float));
+    if (cols == 0 || n % cols != 0)
+        throw py::value_error("apply: the last dimension (" + std::to_string(cols) +
+                              ") does not divide the " + std::to_string(n) + " elements");
+    const float* in = static_cast<const float*>(input.data());
+    float* dst = static_cast<float*>(out.mutable_data());
+    py::gil_scoped_release unlocked;
+    t.apply(in, dst, n / cols, cols, seed, inverse);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -497,7 +541,14 @@ PYBIND11_MODULE(_native, m) {
         .def("records_json", &python_registry::records_json)
         .def("describe_json", &python_registry::describe_json, py::arg("name"), py::arg("params"),
              py::arg("table"))
-        .def("format", &python_registry::format, py::arg("name"), py::arg("params"));
+        .def("format", &python_registry::format, py::arg("name"), py::arg("params"))
+        .def("transform", &python_registry::transform, py::arg("name"), py::arg("params"));
+
+    py::class_<transform_handle, std::shared_ptr<transform_handle>>(m, "Transform")
+        .def_property_readonly("name", [](const transform_handle& t) { return t.name(); })
+        .def_property_readonly("info", &transform_info_dict)
+        .def("apply", &apply_transform, py::arg("input"), py::arg("out"), py::arg("cols"), py::arg("seed"),
+             py::arg("inverse"));
 
     py::class_<format_handle, std::shared_ptr<format_handle>>(m, "Format")
         .def_property_readonly("name", [](const format_handle& f) { return f.name(); })

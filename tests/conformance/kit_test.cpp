@@ -478,7 +478,58 @@ TEST(KitPlanted, LeakPerCallFailsMemoryLeak) {
     expect_no_other_failure(r, "memory.leak");
 }
 
+// A Hadamard transform (ABI 1.4) with one planted bug at a time: the check
+// named fails, with its input; the bugs that keep T orthogonal and row-local
+// fail nothing else. Unset, the plugin passes every transform check.
+TEST(KitPlanted, TransformBugsFailTheirCheck) {
+    const std::vector<std::pair<std::string, std::string>> bugs = {{"unnormalised", "transform.products"},
+                                                                   {"row_index", "transform.chunking"},
+                                                                   {"hidden_seed", "transform.reproducible"},
+                                                                   {"in_place", "transform.buffers"},
+                                                                   {"lenient", "transform.bad_arguments"}};
+    for (const auto& [bug, planted] : bugs) {
+        SCOPED_TRACE(bug);
+        ::setenv("ALTGRAD_TEST_BROKEN_TRANSFORM", bug.c_str(), 1);
+        const kit::plugin_report r = check("broken_transform", "transform.*");
+        expect_outcome(r, planted, outcome::failed);
+        if (bug == "unnormalised") expect_outcome(r, "transform.inverse", outcome::failed);
+        if (bug == "row_index") expect_outcome(r, "transform.products", outcome::failed);
+        if (bug != "unnormalised" && bug != "row_index") expect_no_other_failure(r, planted);
+    }
+    ::unsetenv("ALTGRAD_TEST_BROKEN_TRANSFORM");
+    const kit::plugin_report r = check("broken_transform");  // no parameters: params.refused skips
+    for (const kit::result& x : r.results)
+        EXPECT_FALSE(kit::is_failure(x.status)) << x.check << "\n" << dump(r);
+}
+
 // ---------------------------------------------------------------- bundled plugins
+
+// The bundled transforms run the transform checks and pass each, with their
+// defaults and at d = 128.
+TEST(KitBundled, TransformsPassTheirChecks) {
+    const std::vector<std::string> want = {"load.manifest",      "load.library",
+                                           "load.exports",       "load.abi_version",
+                                           "load.descriptor",    "load.repeat",
+                                           "params.defaults",    "params.refused",
+                                           "transform.products", "transform.inverse",
+                                           "transform.chunking", "transform.reproducible",
+                                           "transform.buffers",  "transform.bad_arguments",
+                                           "memory.leak"};
+    EXPECT_EQ(check_names(ALTGRAD_KIND_TRANSFORM), want);
+    for (const char* name : {"hadamard", "random_hadamard"})
+        for (const std::string& d : {"16", "128"}) {
+            SCOPED_TRACE(std::string(name) + " d = " + d);
+            kit::options o = opts("");
+            o.params = {{"d", d}};
+            const kit::plugin_report r =
+                kit::check_plugin(kit::target_by_path(kBundled / name / "manifest.toml"), o);
+            std::vector<std::string> ran;
+            for (const kit::result& x : r.results) ran.push_back(x.check);
+            EXPECT_EQ(ran, want) << dump(r);
+            for (const kit::result& x : r.results)
+                EXPECT_EQ(x.status, outcome::passed) << x.check << "\n" << dump(r);
+        }
+}
 
 // The bundled interventions and diagnostics run their kind's checks (never
 // "not written yet") and pass every one of them.
@@ -528,13 +579,16 @@ TEST(KitSelection, CheckListCoversEveryKind) {
     const std::vector<std::string> format = check_names(ALTGRAD_KIND_FORMAT);
     ASSERT_GE(all.size(), format.size());
     EXPECT_TRUE(std::equal(format.begin(), format.end(), all.begin()));
-    for (altgrad_plugin_kind kind : {ALTGRAD_KIND_INTERVENTION, ALTGRAD_KIND_DIAGNOSTIC})
+    for (altgrad_plugin_kind kind :
+         {ALTGRAD_KIND_INTERVENTION, ALTGRAD_KIND_DIAGNOSTIC, ALTGRAD_KIND_TRANSFORM})
         for (const std::string& n : check_names(kind))
             EXPECT_EQ(std::count(all.begin(), all.end(), n), 1) << n;
     for (const char* n :
          {"memory.leak", "params.defaults", "params.refused", "instances.separate", "answers.deterministic",
           "observe.nonfinite", "observe.empty", "state.resume", "measure.nonfinite", "measure.empty",
-          "measure.names", "measure.block_scales", "measure.headlines"})
+          "measure.names", "measure.block_scales", "measure.headlines", "transform.products",
+          "transform.inverse", "transform.chunking", "transform.reproducible", "transform.buffers",
+          "transform.bad_arguments"})
         EXPECT_NE(std::find(all.begin(), all.end(), n), all.end()) << n;
 }
 

@@ -1,6 +1,7 @@
 // Discovery and loading: broken plugins are reported with their reason and
 // never take the others down; the ABI and descriptor checks catch liars.
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -15,6 +16,7 @@
 #include "plugins/format_handle.hpp"
 #include "plugins/intervention_handle.hpp"
 #include "plugins/registry.hpp"
+#include "plugins/transform_handle.hpp"
 #include "test_support.hpp"
 #include "util/error.hpp"
 
@@ -50,8 +52,9 @@ TEST(Registry, BundledPluginsAllLoad) {
     std::set<std::string> want = {"bf16",     "e0m7",     "e1m6",  "e3m4",  "e4m3",
                                   "e5m2",     "e7m0",     "fp16",  "fp32",  "fp4_e2m1",
                                   "fp6_e2m3", "fp6_e3m2", "ue8m0", "float", "int"};
-    for (const char* other : {"range", "stiffness", "grid_alignment", "bit_stall", "ulp", "grad_stiffness",
-                              "kurtosis", "attention_entropy", "partition_clip", "mantissa_shift"})
+    for (const char* other :
+         {"range", "stiffness", "grid_alignment", "bit_stall", "ulp", "grad_stiffness", "kurtosis",
+          "attention_entropy", "partition_clip", "mantissa_shift", "hadamard", "random_hadamard"})
         want.insert(other);
     EXPECT_EQ(names, want);
 }
@@ -87,7 +90,8 @@ TEST(Registry, AbiMinorFromTheFutureIsRefusedNamingBothVersions) {
     registry reg(dir.path());
     const std::string e = load_error(reg, "abi_future");
     EXPECT_NE(e.find("ABI 1.99"), std::string::npos) << e;
-    EXPECT_NE(e.find("ABI 1.3"), std::string::npos) << e;  // the host's
+    EXPECT_NE(e.find("ABI 1." + std::to_string(ALTGRAD_ABI_VERSION_MINOR)), std::string::npos)
+        << e;  // the host's
     EXPECT_NE(e.find("newer host"), std::string::npos) << e;
 }
 
@@ -98,7 +102,8 @@ TEST(Registry, AbiMajorMismatchInTheManifestIsRefused) {
     registry reg(dir.path());
     const std::string e = load_error(reg, "e5m2");
     EXPECT_NE(e.find("ABI 2.0"), std::string::npos) << e;
-    EXPECT_NE(e.find("ABI 1.3"), std::string::npos) << e;  // the host's
+    EXPECT_NE(e.find("ABI 1." + std::to_string(ALTGRAD_ABI_VERSION_MINOR)), std::string::npos)
+        << e;  // the host's
     EXPECT_NE(e.find("major versions differ"), std::string::npos) << e;
 }
 
@@ -425,4 +430,77 @@ TEST(Registry, ProbingLoadsNothingIntoTheHost) {
 TEST(Registry, NotAFolder) { EXPECT_THROW(registry("/nonexistent/altgrad/plugins"), host::error); }
 
 }  // namespace
+// ---------------------------------------------------------------- transforms (ABI 1.4)
+
+TEST(Registry, TransformPluginsLoadAndApply) {
+    registry reg(kBundled);
+    const auto plugin = reg.load("random_hadamard");
+    EXPECT_EQ(plugin->info.kind, ALTGRAD_KIND_TRANSFORM);
+    const auto t = host::transform_handle::create(plugin, {{"d", "32"}, {"signs", "fixed"}});
+    EXPECT_EQ(t->info().block_size, 32u);
+    EXPECT_EQ(t->info().self_inverse, 0u);
+    EXPECT_EQ(t->info().uses_seed, 0u);
+    // e_0 becomes s_0 times the first column of H_32 / sqrt(32): every element +-fl(1/sqrt(32)).
+    std::vector<float> x(64, 0.0f), y(64);
+    x[0] = 1.0f;
+    x[32] = 1.0f;
+    t->apply(x.data(), y.data(), 2, 32, 0, false);
+    for (size_t i = 0; i < 64; ++i)
+        EXPECT_EQ(std::fabs(y[i]), 0x1.6a09e6p-3f) << i;  // 1/sqrt(32) = 0.1767...
+    t->apply(y.data(), y.data(), 2, 32, 0, true);         // in place, back
+    for (size_t i = 0; i < 64; ++i) EXPECT_NEAR(y[i], x[i], 1e-6) << i;
+}
+
+TEST(Registry, TransformApplyFailureNamesThePluginAndStatus) {
+    registry reg(kBundled);
+    const auto t = host::transform_handle::create(reg.load("hadamard"));
+    std::vector<float> x(24, 1.0f);
+    try {
+        t->apply(x.data(), x.data(), 1, 24, 0, false);
+        FAIL() << "cols 24 with d 16 was accepted";
+    } catch (const host::error& e) {
+        EXPECT_EQ(
+            std::string(e.what()),
+            "plugin 'hadamard': apply failed (invalid argument): apply: cols 24 is not a multiple of the "
+            "block size 16");
+    }
+}
+
+TEST(Registry, TransformOfAnotherKindIsRefused) {
+    registry reg(kBundled);
+    try {
+        host::transform_handle::create(reg.load("e4m3"));
+        FAIL() << "a format was created as a transform";
+    } catch (const host::error& e) {
+        EXPECT_EQ(std::string(e.what()), "plugin 'e4m3' is a format plugin, not a transform");
+    }
+    try {
+        host::format_handle::create(reg.load("hadamard"));
+        FAIL() << "a transform was created as a format";
+    } catch (const host::error& e) {
+        EXPECT_EQ(std::string(e.what()), "plugin 'hadamard' is a transform plugin, not a format");
+    }
+}
+
+TEST(Registry, TransformManifestBeforeAbi14IsRefused) {
+    scratch_dir dir;
+    std::string text = format_manifest("hadamard", "libaltgrad_hadamard.so", "1.0.0", "1.3");
+    text.replace(text.find("\"format\""), 8, "\"transform\"");
+    dir.add_plugin("hadamard", text, bundled_library("hadamard"));
+    registry reg(dir.path());
+    const std::string e = load_error(reg, "hadamard");
+    EXPECT_NE(e.find("plugin.abi_version"), std::string::npos) << e;
+    EXPECT_NE(e.find("a transform plugin needs ABI 1.4 or newer"), std::string::npos) << e;
+}
+
+TEST(Registry, TransformWhoseEntryClaimsAbi13IsRefused) {
+    scratch_dir dir;
+    fs::copy(kTestPlugins / "abi13_transform", dir.path() / "abi13_transform");
+    registry reg(dir.path());
+    const std::string e = load_error(reg, "abi13_transform");
+    EXPECT_NE(e.find("entry: a transform plugin needs ABI 1.4 or newer (the entry reports ABI 1.3"),
+              std::string::npos)
+        << e;
+}
+
 }  // namespace altgrad::test

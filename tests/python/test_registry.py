@@ -14,12 +14,14 @@ BUNDLED_FORMATS = {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16
 BUNDLED_DIAGNOSTICS = {"range", "stiffness", "grid_alignment", "bit_stall", "ulp", "grad_stiffness", "kurtosis",
                        "attention_entropy"}
 BUNDLED_INTERVENTIONS = {"partition_clip", "mantissa_shift"}
+BUNDLED_TRANSFORMS = {"hadamard", "random_hadamard"}
 
 
 def test_lists_the_bundled_plugins_by_kind(registry):
     assert set(registry.formats()) == BUNDLED_FORMATS
     assert set(registry.diagnostics()) == BUNDLED_DIAGNOSTICS
     assert set(registry.interventions()) == BUNDLED_INTERVENTIONS
+    assert set(registry.transforms()) == BUNDLED_TRANSFORMS
     assert registry.broken() == {}
 
 
@@ -28,7 +30,7 @@ def test_plugins_are_what_list_json_says(registry):
 
 
 @pytest.mark.parametrize("name,table", [("e4m3", True), ("fp4_e2m1", True), ("bf16", False), ("range", False),
-                                        ("mantissa_shift", False)])
+                                        ("mantissa_shift", False), ("random_hadamard", False)])
 def test_describe_is_describe_json(registry, name, table):
     args = ["describe", name] + (["--table"] if table else [])
     assert registry.describe(name, table=table) == host_json(*args)

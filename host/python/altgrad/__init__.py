@@ -10,7 +10,8 @@ extension `altgrad._native`); nothing is copied and the GIL is released while
 a plugin runs. `altgrad.torch` has the fake-quantization autograd function,
 `QuantLinear` and `quantize_model`; `altgrad.read_run` reads a run directory and
 `altgrad.study_summary` sums up a study's runs as the report does;
-`altgrad.matmul` multiplies through a low-precision accumulator (docs/accumulation.md).
+`altgrad.matmul` multiplies through a low-precision accumulator (docs/accumulation.md);
+`altgrad.transform` applies a transform plugin such as random_hadamard (docs/transforms.md).
 See docs/python.md.
 """
 import json
@@ -20,9 +21,10 @@ from collections import namedtuple
 from . import _native
 from ._paths import bundled_plugin_dir
 from .runs import Run, Runs, read_run, read_runs, study_summary
+from .transforms import Transform, transform
 
 __all__ = ["Error", "Registry", "Format", "QuantizeResult", "EncodeResult", "Run", "Runs", "read_run", "read_runs", "study_summary",
-           "default_plugin_dir", "matmul"]
+           "default_plugin_dir", "matmul", "Transform", "transform"]
 
 # A plugin or host error (a failed plugin call carries the plugin's own message).
 Error = _native.Error
@@ -96,6 +98,10 @@ class Registry:
         """The names of the working intervention plugins."""
         return self._names("intervention")
 
+    def transforms(self):
+        """The names of the working transform plugins (ABI 1.4)."""
+        return self._names("transform")
+
     def broken(self):
         """{name: reason} of the broken plugins."""
         return {p["name"]: p["error"] for p in self.plugins() if p["status"] != "ok"}
@@ -107,6 +113,10 @@ class Registry:
     def format(self, name, params=None):
         """A format plugin's instance, with plugin parameters {key: value}."""
         return Format(self._native.format(name, _params(params)))
+
+    def transform(self, name, params=None):
+        """A transform plugin's instance (ABI 1.4), with plugin parameters {key: value}."""
+        return Transform(self._native.transform(name, _params(params)))
 
 
 def _torch_module(x):
@@ -234,6 +244,14 @@ def _empty_like(x):
 
 
 _default_registry = None
+
+
+def _default_transform_registry():
+    # The default registry that altgrad.transform uses (made once, shared with matmul's).
+    global _default_registry
+    if _default_registry is None:
+        _default_registry = Registry()
+    return _default_registry
 
 
 def _accumulator_format(accumulator):

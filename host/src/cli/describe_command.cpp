@@ -1,6 +1,6 @@
 // altgrad-host describe: what a plugin is; for a format, its exact encoding
 // and, with --table, the value of every code; for a diagnostic, the headline
-// values a report draws (ABI 1.3).
+// values a report draws (ABI 1.3); for a transform, its block size and kind (ABI 1.4).
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -12,6 +12,7 @@
 #include "plugins/headlines.hpp"
 #include "plugins/plugin_json.hpp"
 #include "plugins/registry.hpp"
+#include "plugins/transform_handle.hpp"
 #include "util/abi_names.hpp"
 #include "util/error.hpp"
 #include "util/json_output.hpp"
@@ -102,7 +103,16 @@ void print_headlines(const loaded_plugin& plugin) {
                   << (h.log_scale ? ", log scale" : "") << "\n";
 }
 
-void print_text(const loaded_plugin& plugin, const format_handle* f, bool table) {
+// A transform's info (ABI 1.4), as created with the given parameters.
+void print_transform_text(const altgrad_transform_info& i) {
+    std::cout << "block size      " << i.block_size << " (a row's length must be a multiple)\n"
+              << "self-inverse    " << (i.self_inverse ? "yes" : "no: the inverse is T^T") << "\n"
+              << "uses seed       "
+              << (i.uses_seed ? "yes: T depends on each call's seed" : "no: the same T in every call") << "\n"
+              << "memory          " << memory_text(i.memory_kinds) << "\n";
+}
+
+void print_text(const loaded_plugin& plugin, const format_handle* f, bool table, const transform_handle* t) {
     const manifest& m = plugin.info;
     std::cout << "name            " << m.name << " " << version_string(m.version) << " (" << kind_name(m.kind)
               << ", ABI " << version_string(m.abi_version, false) << ")\n"
@@ -111,6 +121,7 @@ void print_text(const loaded_plugin& plugin, const format_handle* f, bool table)
               << "library         " << m.library.string() << "\n";
     for (const param_decl& p : m.params) std::cout << "parameter       " << param_summary(p) << "\n";
     if (m.kind == ALTGRAD_KIND_DIAGNOSTIC) print_headlines(plugin);
+    if (t != nullptr) print_transform_text(t->info());
     if (f == nullptr) return;
     print_format_text(f->info());
     if (table) print_code_table(f->info(), f->decode_all_codes());
@@ -149,12 +160,15 @@ int describe_command(const context& ctx, const args& a) {
         throw usage_error("describe --table: '" + name + "' is not a format plugin");
     std::shared_ptr<format_handle> f;
     if (m.kind == ALTGRAD_KIND_FORMAT) f = format_handle::create(plugin, parse_param_assignments(params));
+    std::shared_ptr<transform_handle> t;
+    if (m.kind == ALTGRAD_KIND_TRANSFORM)
+        t = transform_handle::create(plugin, parse_param_assignments(params));
     if (table && f->info().total_bits > 16)
         throw usage_error("describe --table: '" + name + "' has " + std::to_string(f->info().total_bits) +
                           " bits; tables are limited to formats of at most 16 bits");
 
-    if (as_json) std::cout << json_output(describe_json(*plugin, f.get(), table));
-    else print_text(*plugin, f.get(), table);
+    if (as_json) std::cout << json_output(describe_json(*plugin, f.get(), table, t.get()));
+    else print_text(*plugin, f.get(), table, t.get());
     return 0;
 }
 

@@ -25,6 +25,7 @@
 #include "plugins/format_handle.hpp"
 #include "plugins/intervention_handle.hpp"
 #include "plugins/loader.hpp"
+#include "plugins/transform_handle.hpp"
 #include "sandbox/guarded_memory.hpp"
 #include "sandbox/isolate.hpp"
 #include "util/abi_names.hpp"
@@ -231,6 +232,14 @@ result check_measure_nonfinite(env& e);
 result check_measure_empty(env& e);
 result check_measure_block_scales(env& e);
 result check_measure_names(env& e);
+
+// transform only: transform.* (transform_checks.cpp, ABI 1.4)
+result check_transform_products(env& e);
+result check_transform_inverse(env& e);
+result check_transform_chunking(env& e);
+result check_transform_reproducible(env& e);
+result check_transform_buffers(env& e);
+result check_transform_bad_arguments(env& e);
 
 // memory.* (memory_checks.cpp), which every kind runs last
 result check_leak(env& e);

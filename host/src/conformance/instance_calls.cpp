@@ -90,6 +90,8 @@ void create_instance(const env& e, const std::map<std::string, std::string>& par
         intervention_handle::create(e.plugin, params, "conformance");
     else if (e.plugin->info.kind == ALTGRAD_KIND_DIAGNOSTIC)
         diagnostic_handle::create(e.plugin, params, "conformance");
+    else if (e.plugin->info.kind == ALTGRAD_KIND_TRANSFORM)
+        transform_handle::create(e.plugin, params, "conformance");
     else format_handle::create(e.plugin, params, "conformance");
 }
 

@@ -123,10 +123,12 @@ std::vector<check_def> load_checks() {
 // (a diagnostic also loads a bundled format for its tensors' format_ref).
 const std::vector<check_def>& shared_instance_checks() {
     static const std::vector<check_def> checks = {
-        {"params.defaults", "intervention, diagnostic: create with the manifest's defaults succeeds", false,
+        {"params.defaults",
+         "intervention, diagnostic, transform: create with the manifest's defaults succeeds", false,
          check_params_defaults},
         {"params.refused",
-         "intervention, diagnostic: values just outside a declared min, max or choices are refused; create "
+         "intervention, diagnostic, transform: values just outside a declared min, max or choices are "
+         "refused; create "
          "refuses "
          "only with a message",
          false, check_params_refused},
@@ -173,13 +175,47 @@ const std::vector<check_def>& diagnostic_only_checks() {
     return checks;
 }
 
+// Checks for transform plugins (ABI 1.4), after the load checks and the
+// params.* checks (each loads the plugin and creates it with --param's values).
+const std::vector<check_def>& transform_only_checks() {
+    static const std::vector<check_def> checks = {
+        {"transform.products",
+         "transform: dot(Ta, Tb) = a . b within 2 (ceil(log2 d) + 2) u ||a|| ||b||, operands in separate "
+         "calls",
+         false, check_transform_products},
+        {"transform.inverse",
+         "transform: T^-1(T a) = a (T(T a) = a when self_inverse) within 2 (ceil(log2 d) + 2) u ||a||", false,
+         check_transform_inverse},
+        {"transform.chunking",
+         "transform: rows split across calls, moved, or run from many threads give the same bits", false,
+         check_transform_chunking},
+        {"transform.reproducible",
+         "transform: a fresh instance gives the same bits; so does another seed when uses_seed is 0", false,
+         check_transform_reproducible},
+        {"transform.buffers",
+         "transform: nothing outside the buffers is touched; in place gives the same bits", false,
+         check_transform_buffers},
+        {"transform.bad_arguments",
+         "transform: cols not a multiple of d, NULL buffers, a short struct, overlap, bad enums refused",
+         false, check_transform_bad_arguments},
+    };
+    return checks;
+}
+
+// The params.* checks among the shared ones, which transforms run too.
+std::vector<check_def> param_checks() {
+    std::vector<check_def> out;
+    for (const check_def& c : shared_instance_checks())
+        if (std::string(c.name).rfind("params.", 0) == 0) out.push_back(c);
+    return out;
+}
+
 // Checks every kind runs last (each loads the plugin itself).
 const std::vector<check_def>& every_kind_last_checks() {
     static const std::vector<check_def> checks = {
         {"memory.leak",
-         "repeated calls (formats: create, quantize, encode, decode, destroy; others: observe or measure) "
-         "leave the "
-         "heap and resident size as they were",
+         "repeated calls (formats: create, quantize, encode, decode, destroy; transforms: create, apply, "
+         "destroy; others: observe or measure) leave the heap and resident size as they were",
          false, check_leak},
     };
     return checks;
@@ -190,6 +226,10 @@ std::vector<check_def> checks_for(altgrad_plugin_kind kind) {
     std::vector<check_def> out;
     if (kind == ALTGRAD_KIND_FORMAT) {
         out = format_checks();
+    } else if (kind == ALTGRAD_KIND_TRANSFORM) {
+        out = load_checks();
+        for (const std::vector<check_def>& more : {param_checks(), transform_only_checks()})
+            out.insert(out.end(), more.begin(), more.end());
     } else {
         out = load_checks();
         const std::vector<check_def>& shared = shared_instance_checks();
@@ -205,9 +245,12 @@ std::vector<check_def> checks_for(altgrad_plugin_kind kind) {
 
 const char* kinds_of(const check_def& c) {
     const std::string n = c.name;
-    if (n.rfind("load.", 0) == 0) return "format, intervention, diagnostic";
+    if (n.rfind("load.", 0) == 0) return "format, intervention, diagnostic, transform";
     for (const check_def& x : every_kind_last_checks())
-        if (n == x.name) return "format, intervention, diagnostic";
+        if (n == x.name) return "format, intervention, diagnostic, transform";
+    if (n.rfind("params.", 0) == 0) return "intervention, diagnostic, transform";
+    for (const check_def& x : transform_only_checks())
+        if (n == x.name) return "transform";
     for (const check_def& x : shared_instance_checks())
         if (n == x.name) return "intervention, diagnostic";
     for (const check_def& x : intervention_only_checks())
@@ -228,8 +271,9 @@ uint64_t check_seed(uint64_t seed, const std::string& name) {
 std::vector<check_info> all_checks() {
     std::vector<check_info> out;
     for (const check_def& c : format_checks()) out.push_back({c.name, c.description, kinds_of(c)});
-    for (const auto* list : {&every_kind_last_checks(), &shared_instance_checks(),
-                             &intervention_only_checks(), &diagnostic_only_checks()})
+    for (const auto* list :
+         {&every_kind_last_checks(), &shared_instance_checks(), &intervention_only_checks(),
+          &diagnostic_only_checks(), &transform_only_checks()})
         for (const check_def& c : *list) out.push_back({c.name, c.description, kinds_of(c)});
     return out;
 }

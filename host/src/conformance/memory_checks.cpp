@@ -12,6 +12,7 @@ extern "C" size_t __sanitizer_get_current_allocated_bytes(void);
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -80,11 +81,36 @@ result check_leak_rounds(const std::function<void(int)>& round, const std::strin
                 " bytes of growth over " + rounds);
 }
 
+// Create, apply forward and back to 64 rows of 2 blocks, destroy.
+result check_transform_leak(env& e) {
+    std::shared_ptr<transform_handle> t;
+    try {
+        t = transform_handle::create(e.plugin, e.opts.params);
+    } catch (const std::exception& x) {
+        return skip(std::string("the plugin does not create (see params.defaults): ") + x.what());
+    }
+    const size_t rows = 64, cols = 2 * size_t{t->info().block_size};
+    e.drew_random = true;
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> in(rows * cols), out(rows * cols);
+    for (float& x : in) x = normal(e.rng);
+    return check_leak_rounds(
+        [&](int k) {
+            t = transform_handle::create(e.plugin, e.opts.params);
+            t->apply(in.data(), out.data(), rows, cols, static_cast<uint64_t>(k), false);
+            t->apply(out.data(), out.data(), rows, cols, static_cast<uint64_t>(k), true);
+            t.reset();
+        },
+        "create, apply forward to " + std::to_string(rows) + " rows of " + std::to_string(cols) +
+            " elements, back in place, destroy");
+}
+
 }  // namespace
 
 result check_leak(env& e) {
     result why;
     if (!load_for_check(e, why)) return why;
+    if (e.plugin->info.kind == ALTGRAD_KIND_TRANSFORM) return check_transform_leak(e);
     if (e.plugin->info.kind != ALTGRAD_KIND_FORMAT) {
         if (!prepare(e, why)) return why;
         constexpr size_t kInputs = 40;

@@ -74,10 +74,33 @@ void check_descriptor(const checker& c, const altgrad_descriptor* d) {
             c.fail("descriptor", "manifest declares parameter '" + p.key + "', the library does not");
 }
 
+// Whether the entry holds the transform table: built for ABI 1.4 or newer,
+// and struct_size covers the field (an older entry ends before it).
+bool has_transform_field(const altgrad_entry* e) {
+    return (e->abi_version.major > 1 || e->abi_version.minor >= 4) &&
+           ALTGRAD_STRUCT_HAS(e, altgrad_entry, transform);
+}
+
+void check_transform_table(const checker& c, const altgrad_entry* e) {
+    if (!has_transform_field(e))
+        c.fail("entry", "a transform plugin needs ABI 1.4 or newer (the entry reports ABI " +
+                            version_string(e->abi_version, false) + " and struct_size " +
+                            std::to_string(e->struct_size) + ", without the transform table)");
+    const altgrad_transform_vtable* v = e->transform;
+    if (v == nullptr) c.fail("entry", "a transform plugin must set the transform table");
+    if (!has_bytes(v->struct_size, offsetof(altgrad_transform_vtable, apply) + sizeof v->apply))
+        c.fail("transform table", "struct_size is smaller than ABI 1.4's");
+    if (!v->create || !v->destroy || !v->get_info || !v->apply)
+        c.fail("transform table", "a function pointer is NULL");
+}
+
 void check_tables(const checker& c, const altgrad_entry* e) {
-    const int tables = (e->format != nullptr) + (e->intervention != nullptr) + (e->diagnostic != nullptr);
-    if (tables != 1)
-        c.fail("entry", "exactly one of the format, intervention and diagnostic tables must be set");
+    const bool transform = has_transform_field(e) && e->transform != nullptr;
+    const int tables =
+        (e->format != nullptr) + (e->intervention != nullptr) + (e->diagnostic != nullptr) + transform;
+    if (tables != 1 && !(c.m.kind == ALTGRAD_KIND_TRANSFORM && tables == 0))
+        c.fail("entry",
+               "exactly one of the format, intervention, diagnostic and transform tables must be set");
     switch (c.m.kind) {
         case ALTGRAD_KIND_FORMAT: {
             const altgrad_format_vtable* v = e->format;
@@ -110,6 +133,7 @@ void check_tables(const checker& c, const altgrad_entry* e) {
                 c.fail("diagnostic table", "a function pointer is NULL");
             break;
         }
+        case ALTGRAD_KIND_TRANSFORM: check_transform_table(c, e); break;
     }
 }
 

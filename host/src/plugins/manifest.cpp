@@ -195,6 +195,10 @@ manifest parse_manifest(const std::string& text, const fs::path& path) {
     }
     m.version = r.version_of(r.require(p, "plugin.", "version"), "plugin.version", 3);
     m.abi_version = r.version_of(r.require(p, "plugin.", "abi_version"), "plugin.abi_version", 2);
+    if (m.kind == ALTGRAD_KIND_TRANSFORM && m.abi_version.major == 1 && m.abi_version.minor < 4)
+        r.fail("plugin.abi_version",
+               "a transform plugin needs ABI 1.4 or newer (transforms came in 1.4), got \"" +
+                   version_string(m.abi_version, false) + "\"");
     m.description = r.string_of(r.require(p, "plugin.", "description"), "plugin.description");
 
     const std::string lib = r.string_of(r.require(p, "plugin.", "library"), "plugin.library");

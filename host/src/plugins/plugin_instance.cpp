@@ -6,6 +6,7 @@
 #include "plugins/format_handle.hpp"  // and status_name
 #include "plugins/intervention_handle.hpp"
 #include "plugins/params.hpp"
+#include "plugins/transform_handle.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host {
@@ -15,9 +16,12 @@ namespace {
 altgrad_plugin_kind kind_of(const altgrad_format_vtable*) { return ALTGRAD_KIND_FORMAT; }
 altgrad_plugin_kind kind_of(const altgrad_diagnostic_vtable*) { return ALTGRAD_KIND_DIAGNOSTIC; }
 altgrad_plugin_kind kind_of(const altgrad_intervention_vtable*) { return ALTGRAD_KIND_INTERVENTION; }
+altgrad_plugin_kind kind_of(const altgrad_transform_vtable*) { return ALTGRAD_KIND_TRANSFORM; }
 void table_of(const altgrad_entry& e, const altgrad_format_vtable*& t) { t = e.format; }
 void table_of(const altgrad_entry& e, const altgrad_diagnostic_vtable*& t) { t = e.diagnostic; }
 void table_of(const altgrad_entry& e, const altgrad_intervention_vtable*& t) { t = e.intervention; }
+// The loader admits a transform plugin only when its entry holds the field (ABI 1.4).
+void table_of(const altgrad_entry& e, const altgrad_transform_vtable*& t) { t = e.transform; }
 
 // "a format", "an intervention".
 std::string with_article(const char* noun) {
@@ -68,5 +72,6 @@ void plugin_instance<Handle, Vtable>::bad(const char* call, const std::string& w
 template class plugin_instance<format_handle, altgrad_format_vtable>;
 template class plugin_instance<diagnostic_handle, altgrad_diagnostic_vtable>;
 template class plugin_instance<intervention_handle, altgrad_intervention_vtable>;
+template class plugin_instance<transform_handle, altgrad_transform_vtable>;
 
 }  // namespace altgrad::host

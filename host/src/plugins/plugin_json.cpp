@@ -60,7 +60,18 @@ ordered_json headline_json(const diagnostic_headline& h) {
                         {"log_scale", h.log_scale}};
 }
 
-ordered_json describe_json(const loaded_plugin& plugin, const format_handle* f, bool table) {
+ordered_json transform_json(const altgrad_transform_info& i) {
+    ordered_json memory = ordered_json::array();
+    for (const auto& [kind, name] : memory_kind_names().entries())
+        if (i.memory_kinds & (1u << kind)) memory.push_back(name);
+    return {{"block_size", i.block_size},
+            {"self_inverse", i.self_inverse != 0},
+            {"uses_seed", i.uses_seed != 0},
+            {"memory", memory}};
+}
+
+ordered_json describe_json(const loaded_plugin& plugin, const format_handle* f, bool table,
+                           const transform_handle* t) {
     const manifest& m = plugin.info;
     ordered_json parameters = ordered_json::array();
     for (const param_decl& p : m.params)
@@ -83,6 +94,7 @@ ordered_json describe_json(const loaded_plugin& plugin, const format_handle* f, 
         out["format"] = format_json(f->info());
         if (table) out["codes"] = codes_json(f->decode_all_codes());
     }
+    if (t != nullptr) out["transform"] = transform_json(t->info());
     return out;
 }
 

@@ -6,6 +6,7 @@
 #include "plugins/format_handle.hpp"
 #include "plugins/manifest.hpp"
 #include "plugins/registry.hpp"
+#include "plugins/transform_handle.hpp"
 #include "util/json_output.hpp"
 
 namespace altgrad::host {
@@ -15,8 +16,12 @@ ordered_json plugin_record_json(const plugin_record& r);
 
 // `describe --json`: the manifest; for a format (f set) its encoding (with
 // `table`, every code); for a diagnostic its headlines (ABI 1.3, [] when it
-// declares none).
-ordered_json describe_json(const loaded_plugin& plugin, const format_handle* f, bool table);
+// declares none); for a transform (t set, ABI 1.4) its info.
+ordered_json describe_json(const loaded_plugin& plugin, const format_handle* f, bool table,
+                           const transform_handle* t = nullptr);
+
+// A transform's info: block_size, self_inverse, uses_seed, memory.
+ordered_json transform_json(const altgrad_transform_info& i);
 
 // A diagnostic's headline: value, series, title, label, unit, summary, log_scale.
 ordered_json headline_json(const diagnostic_headline& h);

@@ -33,7 +33,8 @@ const name_table<altgrad_memory_kind>& memory_kind_names() {
 const name_table<altgrad_plugin_kind>& plugin_kind_names() {
     static const name_table<altgrad_plugin_kind> t{{ALTGRAD_KIND_FORMAT, "format"},
                                                    {ALTGRAD_KIND_INTERVENTION, "intervention"},
-                                                   {ALTGRAD_KIND_DIAGNOSTIC, "diagnostic"}};
+                                                   {ALTGRAD_KIND_DIAGNOSTIC, "diagnostic"},
+                                                   {ALTGRAD_KIND_TRANSFORM, "transform"}};
     return t;
 }
 

@@ -9,6 +9,7 @@
  *   abi/state.h         saved plugin state (1.1)
  *   abi/intervention.h  stability-intervention plugins
  *   abi/diagnostic.h    diagnostic plugins
+ *   abi/transform.h     transform plugins (1.4)
  *   abi/entry.h         the one exported symbol and the descriptor
  *
  * C++ plugin authors usually include <altgrad/sdk/format_plugin.hpp> instead,
@@ -25,6 +26,7 @@
 #include "abi/state.h"
 #include "abi/status.h"
 #include "abi/tensor.h"
+#include "abi/transform.h"
 #include "abi/version.h"
 
 #endif /* ALTGRAD_ALTGRAD_H */

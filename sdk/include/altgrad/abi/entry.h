@@ -21,18 +21,20 @@
 #include "format.h"
 #include "intervention.h"
 #include "params.h"
+#include "transform.h"
 #include "version.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The three kinds of plugin. Manifests spell them "format", "intervention",
- * "diagnostic". */
+/* The kinds of plugin. Manifests spell them "format", "intervention",
+ * "diagnostic", "transform". */
 typedef enum altgrad_plugin_kind {
     ALTGRAD_KIND_FORMAT = 1,
     ALTGRAD_KIND_INTERVENTION = 2,
-    ALTGRAD_KIND_DIAGNOSTIC = 3
+    ALTGRAD_KIND_DIAGNOSTIC = 3,
+    ALTGRAD_KIND_TRANSFORM = 4 /* ABI 1.4 (transform.h) */
 } altgrad_plugin_kind;
 
 /* Who the plugin is. Must equal what its manifest says. */
@@ -46,8 +48,11 @@ typedef struct altgrad_descriptor {
     size_t param_count;
 } altgrad_descriptor;
 
-/* What the entry function returns. Exactly one of the three tables is
- * non-NULL: the one matching descriptor->kind. */
+/* What the entry function returns. Exactly one of the tables is non-NULL:
+ * the one matching descriptor->kind. The transform table exists from ABI 1.4
+ * on: a host reads it only when abi_version is 1.4 or newer and struct_size
+ * covers it (an older entry has no such field), and refuses a transform
+ * plugin whose entry claims an older ABI. */
 typedef struct altgrad_entry {
     size_t struct_size;          /* Frozen position. */
     altgrad_version abi_version; /* Frozen position: ALTGRAD_ABI_VERSION_INIT
@@ -56,6 +61,7 @@ typedef struct altgrad_entry {
     const altgrad_format_vtable* format;
     const altgrad_intervention_vtable* intervention;
     const altgrad_diagnostic_vtable* diagnostic;
+    const altgrad_transform_vtable* transform; /* ABI 1.4 */
 } altgrad_entry;
 
 #define ALTGRAD_ENTRY_SYMBOL "altgrad_plugin_entry"

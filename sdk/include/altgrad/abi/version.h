@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define ALTGRAD_ABI_VERSION_MAJOR 1u
-#define ALTGRAD_ABI_VERSION_MINOR 3u
+#define ALTGRAD_ABI_VERSION_MINOR 4u
 
 /* History of minors (each adds only; a 1.0 plugin loads in a 1.1 host):
  *   1.0  formats, interventions, diagnostics, parameters, tensor views
@@ -23,6 +23,9 @@
  *   1.3  diagnostics declare their headline values, the few a report draws
  *        (diagnostic.h, altgrad_headline; headlines and headline_count at the
  *        end of altgrad_diagnostic_vtable)
+ *   1.4  transform plugins, a fourth kind: orthogonal transforms along a
+ *        product's reduction dimension (transform.h; ALTGRAD_KIND_TRANSFORM,
+ *        and the transform table at the end of altgrad_entry)
  */
 
 #ifdef __cplusplus

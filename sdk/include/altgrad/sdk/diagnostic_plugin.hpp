@@ -586,9 +586,10 @@ struct diagnostic_adapter {
 //   ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(FACTORY, PARAM_SPECS, PARAM_COUNT)
 //   ALTGRAD_DIAGNOSTIC_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY,
 //       PARAM_SPECS, PARAM_COUNT)
-// The three tables of a diagnostic plugin's entry.
+// The four tables of a diagnostic plugin's entry.
 #define ALTGRAD_SDK_DIAGNOSTIC_TABLES(FACTORY) \
-    nullptr, nullptr, (::altgrad::sdk::diagnostic_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable())
+    nullptr, nullptr,                          \
+        (::altgrad::sdk::diagnostic_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()), nullptr
 
 #define ALTGRAD_SDK_DIAGNOSTIC_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, SPECS, \
                                                  COUNT)                                                  \

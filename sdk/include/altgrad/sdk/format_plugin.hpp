@@ -1030,9 +1030,10 @@ struct format_adapter {
 //   ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS(FACTORY, PARAM_SPECS, PARAM_COUNT)
 //   ALTGRAD_FORMAT_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY,
 //       PARAM_SPECS, PARAM_COUNT)
-// The three tables of a format plugin's entry.
-#define ALTGRAD_SDK_FORMAT_TABLES(FACTORY) \
-    (::altgrad::sdk::format_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()), nullptr, nullptr
+// The four tables of a format plugin's entry.
+#define ALTGRAD_SDK_FORMAT_TABLES(FACTORY)                                                                 \
+    (::altgrad::sdk::format_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()), nullptr, nullptr, \
+        nullptr
 
 #define ALTGRAD_SDK_FORMAT_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, SPECS, COUNT) \
     ALTGRAD_SDK_ENTRY_EXPANDED(ALTGRAD_KIND_FORMAT, NAME, MAJOR, MINOR, PATCH, DESCRIPTION, SPECS, COUNT,   \

@@ -281,10 +281,10 @@ struct intervention_adapter {
 //   ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(FACTORY, PARAM_SPECS, PARAM_COUNT)
 //   ALTGRAD_INTERVENTION_PLUGIN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY,
 //       PARAM_SPECS, PARAM_COUNT)
-// The three tables of an intervention plugin's entry.
+// The four tables of an intervention plugin's entry.
 #define ALTGRAD_SDK_INTERVENTION_TABLES(FACTORY)                                                        \
     nullptr, (::altgrad::sdk::intervention_adapter<ALTGRAD_SDK_CLASS_OF(FACTORY), &FACTORY>::vtable()), \
-        nullptr
+        nullptr, nullptr
 
 #define ALTGRAD_SDK_INTERVENTION_GIVEN_WITH_PARAMS(NAME, MAJOR, MINOR, PATCH, DESCRIPTION, FACTORY, SPECS, \
                                                    COUNT)                                                  \

@@ -1,0 +1,78 @@
+// AltGrad SDK: the fast Walsh-Hadamard transform, orthonormal, in place.
+//
+// H_d is Sylvester's Hadamard matrix of order d (a power of two): H_1 = [1],
+// H_2k = [[H_k, H_k], [H_k, -H_k]], so H_d[i][j] = (-1)^popcount(i & j). The
+// transform here computes y = H_d x / sqrt(d), which is orthonormal and its
+// own inverse (H_d H_d = d I, H_d symmetric), in log2(d) butterfly stages of
+// d/2 additions and d/2 subtractions each, then one multiplication of every
+// element by fl(1/sqrt(d)) (exact when log2(d) is even: 1/4 for d = 16, 1/8
+// for d = 64).
+//
+// Determinism: the order of operations is fixed (stage by stage, span 1, 2,
+// 4, ...; within a stage, element j pairs with j + span), float32 throughout,
+// and no multiplication feeds an addition (so no contraction into a fused
+// multiply-add can change a result; a compiler may vectorise the independent
+// butterflies but not reassociate them): the same bits on every call and
+// every machine with IEEE float32.
+// Every element of a block takes part in every stage: a NaN or Inf spreads
+// over its whole block.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include <altgrad/sdk/philox.hpp>
+
+namespace altgrad::sdk {
+
+// fl(1/sqrt(d)), the normalisation of H_d: sqrt and division in double, both
+// correctly rounded, then one rounding to float (the same on every machine).
+inline float hadamard_scale(uint32_t d) {
+    return static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+}
+
+// The unnormalised butterflies on one block of d elements: x <- H_d x.
+inline void fwht_unnormalised(float* x, uint32_t d) {
+    for (uint32_t span = 1; span < d; span *= 2)
+        for (uint32_t start = 0; start < d; start += 2 * span) {
+            float* lo = x + start;
+            float* hi = lo + span;
+            for (uint32_t j = 0; j < span; ++j) {  // independent pairs: vectorisable
+                const float a = lo[j], b = hi[j];
+                lo[j] = a + b;
+                hi[j] = a - b;
+            }
+        }
+}
+
+// y = H_d x / sqrt(d) on `blocks` consecutive blocks of d elements at x, in
+// place. d must be a power of two (the caller checks it: power_of_two_param
+// in transform_plugin.hpp does for a plugin's parameter).
+inline void fwht(float* x, size_t blocks, uint32_t d) {
+    const float scale = hadamard_scale(d);
+    for (size_t b = 0; b < blocks; ++b) {
+        float* block = x + b * d;
+        fwht_unnormalised(block, d);
+        for (uint32_t j = 0; j < d; ++j) block[j] *= scale;
+    }
+}
+
+// The random sign vector of a randomised Hadamard transform H_d diag(s):
+// s_j = -1 when bit 31 of random_bits(seed, j) (philox.hpp: Philox4x32-10
+// keyed by the seed, element j) is set, else +1, for j in 0..d-1. One vector
+// for every block of every row (Transformer Engine's choice), so a product's
+// two operands, transformed in separate calls, meet the same signs.
+inline void hadamard_signs(uint64_t seed, uint32_t d, float* signs) {
+    for (uint32_t j = 0; j < d; ++j) signs[j] = (random_bits(seed, j) >> 31) != 0 ? -1.0f : 1.0f;
+}
+
+// x <- x * s on `blocks` consecutive blocks of d elements (exact: s is +-1).
+inline void apply_signs(float* x, size_t blocks, uint32_t d, const float* signs) {
+    for (size_t b = 0; b < blocks; ++b) {
+        float* block = x + b * d;
+        for (uint32_t j = 0; j < d; ++j) block[j] *= signs[j];
+    }
+}
+
+}  // namespace altgrad::sdk
