@@ -142,7 +142,8 @@ const std::map<std::string, recipe_table>& sources() {
         operand_want fp4_sr = fp4;
         fp4_sr.rounding = ALTGRAD_ROUND_STOCHASTIC;
         set_roles(nvfp4, blocks(te_cast("fp4_e2m1"), 16, 16, "e4m3", scale_rule_kind::two_level), fp4, fp4_sr);
-        nvfp4.transforms[product_kind::weight_gradient] = {"random_hadamard", {{"d", "16"}, {"sign_seed", "1"}}};
+        nvfp4.transforms[product_kind::weight_gradient] = {
+            "random_hadamard", {{"d", "16"}, {"signs", "fixed"}, {"sign_seed", "1"}}};
         nvfp4.high_precision = {"blocks.3.mlp.fc", "blocks.3.mlp.proj", "lm_head"};
         t["nvfp4"] = nvfp4;
         // Tseng et al. (arXiv 2502.20586): the forward product in BF16; the backward products in MXFP4

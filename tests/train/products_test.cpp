@@ -253,5 +253,75 @@ TEST(TrainOperands, TilesThatDoNotDivideAreRefused) {
     }
 }
 
+
+// A transform on the weight-gradient product: both operands (dy's and x's
+// copies along the tokens) through the same transform before the product,
+// which is then the product of the transformed operands, and close to the
+// untransformed one; the other products untouched.
+TEST(TrainOperands, WeightGradientTransformActsOnBothOperandsAlongTheTokens) {
+    configured_layer l(
+        "weight_format = \"fp32\"\nactivation_format = \"fp32\"\ngradient_format = \"fp32\"\n"
+        "[quantization.weight_gradient]\ntransform = { name = \"random_hadamard\", params = { d = 16, "
+        "signs = \"fixed\", sign_seed = 3 } }\n");
+    torch::manual_seed(10);
+    const torch::Tensor x = torch::randn({2, 8, 24}).requires_grad_(true);
+    const torch::Tensor w = torch::randn({32, 24}).requires_grad_(true);
+    const torch::Tensor dy = torch::randn({2, 8, 32});
+    const torch::Tensor y = train::quantized_linear(x, w, torch::Tensor(), l.plan, l.first);
+    y.backward(dy);
+    expect_same_bits(values(y), values(torch::matmul(x.detach(), w.detach().t())), "y");
+    expect_same_bits(values(x.grad()), values(torch::matmul(dy, w.detach())), "dx");
+    // The same plugin, fixed signs (so no seed matters), applied here along the tokens.
+    const auto t = host::transform_handle::create(bundled().load("random_hadamard"),
+                                                  {{"d", "16"}, {"signs", "fixed"}, {"sign_seed", "3"}});
+    auto along_rows = [&](const torch::Tensor& a) {
+        const torch::Tensor in = a.contiguous();
+        torch::Tensor out = torch::empty_like(in);
+        t->apply(in.data_ptr<float>(), out.data_ptr<float>(), static_cast<size_t>(in.size(0)),
+                 static_cast<size_t>(in.size(1)), 12345, false);
+        return out;
+    };
+    const torch::Tensor dy_t = along_rows(dy.reshape({16, 32}).t()), x_t = along_rows(x.detach().reshape({16, 24}).t());
+    expect_same_bits(values(w.grad()), values(torch::matmul(dy_t, x_t.t())), "dW");
+    const torch::Tensor exact = torch::matmul(dy.reshape({16, 32}).t().to(torch::kFloat64),
+                                              x.detach().reshape({16, 24}).to(torch::kFloat64));
+    EXPECT_LT((w.grad().to(torch::kFloat64) - exact).abs().max().item<double>(), 1e-4);
+}
+
+// Signs from (seed, layer, step): both operands of the product get the same
+// ones, so the product is preserved; another step draws other signs.
+TEST(TrainOperands, PerCallSignsAreSharedByBothOperands) {
+    configured_layer l(
+        "weight_format = \"fp32\"\nactivation_format = \"fp32\"\ngradient_format = \"fp32\"\n"
+        "[quantization.forward]\ntransform = { name = \"random_hadamard\", params = { d = 16 } }\n");
+    torch::manual_seed(11);
+    const torch::Tensor x = torch::randn({4, 32});
+    const torch::Tensor w = torch::randn({8, 32});
+    const torch::Tensor exact = torch::matmul(x.to(torch::kFloat64), w.t().to(torch::kFloat64));
+    l.plan.step = 1;
+    const torch::Tensor y1 = train::quantized_linear(x, w, torch::Tensor(), l.plan, l.first);
+    l.plan.step = 2;
+    const torch::Tensor y2 = train::quantized_linear(x, w, torch::Tensor(), l.plan, l.first);
+    EXPECT_LT((y1.to(torch::kFloat64) - exact).abs().max().item<double>(), 1e-4);
+    EXPECT_LT((y2.to(torch::kFloat64) - exact).abs().max().item<double>(), 1e-4);
+    EXPECT_FALSE(torch::equal(y1, y2)) << "the signs (so the rounding) change with the step";
+    l.plan.step = 1;
+    expect_same_bits(values(train::quantized_linear(x, w, torch::Tensor(), l.plan, l.first)), values(y1),
+                     "the same step again");
+}
+
+// A transform whose d does not divide the reduction dimension is an error naming the key.
+TEST(TrainOperands, ATransformThatDoesNotDivideIsRefused) {
+    configured_layer l("[quantization.forward]\ntransform = { name = \"hadamard\", params = { d = 32 } }\n");
+    try {
+        train::quantized_linear(torch::randn({4, 48}), torch::randn({8, 48}), torch::Tensor(), l.plan, l.first);
+        FAIL() << "no error";
+    } catch (const std::exception& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("quantization.forward.transform"), std::string::npos) << what;
+        EXPECT_NE(what.find("does not divide"), std::string::npos) << what;
+    }
+}
+
 }  // namespace
 }  // namespace altgrad::test

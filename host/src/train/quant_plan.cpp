@@ -34,6 +34,7 @@ size_t quant_plan::add_linear(const std::string& layer) {
         sites.push_back(std::move(s));
     }
     accumulators.emplace_back();
+    transforms.emplace_back();
     second_uses.emplace_back();
     return first;
 }
@@ -454,10 +455,40 @@ std::vector<int64_t> output_shape(const torch::Tensor& t, int64_t last) {
     return shape;
 }
 
-// Whether a second use needs its tensor's unquantized values (saved for the backward pass).
-bool needs_unquantized(const quant_site& first, const second_use& use) {
+// The transform of product p of the layer whose sites start at s, or null.
+const product_transform& transform_of(const quant_plan& plan, size_t s, config::product_kind p) {
+    return plan.transforms[s / 3][static_cast<size_t>(p)];
+}
+
+// The seed both operands of one product's transform take in this step:
+// (run seed, step, layer, product), apart from the rounding streams.
+uint64_t transform_seed(const quant_plan& plan, size_t s, config::product_kind p) {
+    return seed_of(plan, (uint64_t{1} << 62) + 3 * (s / 3) + static_cast<size_t>(p));
+}
+
+// t as [rows, K] (its last dimension K the product's reduction dimension)
+// through the transform, into a new tensor; t itself when there is none.
+torch::Tensor transformed(const torch::Tensor& t, const product_transform& tr, uint64_t seed) {
+    if (!tr.handle) return t;
+    if (!t.device().is_cpu())
+        throw error(tr.key + ": transforms run on the CPU only (training.device = \"cpu\")");
+    const torch::Tensor x = t.contiguous();
+    const int64_t k = x.dim() ? x.size(-1) : 1, d = tr.handle->info().block_size;
+    if (k % d != 0)
+        throw error(tr.key + ": transform '" + tr.handle->name() + "' (d = " + std::to_string(d) +
+                    ") along a reduction dimension of " + std::to_string(k) + ", which d does not divide");
+    torch::Tensor out = torch::empty_like(x);
+    tr.handle->apply(x.data_ptr<float>(), out.data_ptr<float>(), static_cast<size_t>(x.numel() / std::max<int64_t>(k, 1)),
+                     static_cast<size_t>(k), seed, false);
+    return out;
+}
+
+// Whether a second use needs its tensor's unquantized values (saved for the
+// backward pass): when it is quantized again from them (its own settings,
+// blocks along rows, or a transform on either of the tensor's products).
+bool needs_unquantized(const quant_site& first, const second_use& use, bool transforms) {
     return use.source == config::copy_source::unquantized &&
-           (use.own || (first.block_scaled() && first.block_rows == 1));
+           (use.own || transforms || (first.block_scaled() && first.block_rows == 1));
 }
 
 // A tensor's copy for its second use, in the second product's layout:
@@ -465,11 +496,17 @@ bool needs_unquantized(const quant_site& first, const second_use& use) {
 // layout. As its first use (one scale per tensor or tiles: the first copy
 // itself; blocks along rows: quantized again, along the new rows, with the
 // first use's settings, adding to its statistics), or through its own site.
+// With a transform on either product (`transformed_first`: the first copy's,
+// `t2`/`seed`: this product's), the copy is quantized again from the
+// unquantized tensor, through this product's transform if it has one.
 torch::Tensor second_copy(const torch::Tensor& t, const torch::Tensor& q, quant_site& first, const second_use& use,
-                          quant_plan& plan, uint64_t stream) {
-    const torch::Tensor& from = use.source == config::copy_source::rowwise ? q : t;
+                          quant_plan& plan, uint64_t stream, bool transformed_first, const product_transform& t2,
+                          uint64_t seed) {
+    const bool any_transform = transformed_first || t2.handle;
+    const torch::Tensor from =
+        any_transform ? transformed(t, t2, seed) : use.source == config::copy_source::rowwise ? q : t;
     if (use.own) return fake_quantize(from.contiguous(), plan.sites[*use.own], plan, stream);
-    if (!first.block_scaled() || first.block_rows > 1) return q;
+    if (!any_transform && (!first.block_scaled() || first.block_rows > 1)) return q;
     return fake_quantize(from.contiguous(), first, plan, stream, /*again=*/true);
 }
 
@@ -481,12 +518,17 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         quant_site& w_site = plan->sites[s];
         quant_site& x_site = plan->sites[s + 1];
         const std::array<second_use, 3>& second = plan->second_uses[s / 3];
-        const torch::Tensor qx = fake_quantize(x, x_site, *plan, s + 1);
-        const torch::Tensor qw = fake_quantize(w, w_site, *plan, s);
+        using config::product_kind;
+        const product_transform& tf = transform_of(*plan, s, product_kind::forward);
+        const uint64_t seed = transform_seed(*plan, s, product_kind::forward);
+        const torch::Tensor qx = fake_quantize(transformed(x, tf, seed), x_site, *plan, s + 1);
+        const torch::Tensor qw = fake_quantize(transformed(w, tf, seed), w_site, *plan, s);
         // The unquantized operands, for their second copies (empty when not needed).
         const torch::Tensor none;
-        ctx->save_for_backward({qx, qw, needs_unquantized(x_site, second[1]) ? x : none,
-                                needs_unquantized(w_site, second[0]) ? w : none});
+        const bool x_transforms = tf.handle || transform_of(*plan, s, product_kind::weight_gradient).handle;
+        const bool w_transforms = tf.handle || transform_of(*plan, s, product_kind::input_gradient).handle;
+        ctx->save_for_backward({qx, qw, needs_unquantized(x_site, second[1], x_transforms) ? x : none,
+                                needs_unquantized(w_site, second[0], w_transforms) ? w : none});
         ctx->saved_data["plan"] = reinterpret_cast<int64_t>(plan);
         ctx->saved_data["site"] = first_site;
         ctx->saved_data["bias"] = b.numel() > 0;
@@ -510,16 +552,25 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         const std::array<second_use, 3>& second = plan.second_uses[s / 3];
         const int64_t out = qw.size(0), in = qw.size(1);
 
-        const torch::Tensor qg = fake_quantize(grads[0], g_site, plan, s + 2);  // along out: dx's reduction
+        using config::product_kind;
+        const product_transform &tf = transform_of(plan, s, product_kind::forward),
+                                &tdx = transform_of(plan, s, product_kind::input_gradient),
+                                &tdw = transform_of(plan, s, product_kind::weight_gradient);
+        const uint64_t dx_seed = transform_seed(plan, s, product_kind::input_gradient),
+                       dw_seed = transform_seed(plan, s, product_kind::weight_gradient);
+        const torch::Tensor qg =
+            fake_quantize(transformed(grads[0], tdx, dx_seed), g_site, plan, s + 2);  // along out: dx's reduction
         const torch::Tensor g2 = grads[0].reshape({-1, out});
         // W along out for dx = dy w, as [in, out]; used transposed.
-        const torch::Tensor qw_cols =
-            second_copy(w.defined() ? w.t() : w, qw.t(), w_site, second[0], plan, s + again).t();
+        const torch::Tensor qw_cols = second_copy(w.defined() ? w.t() : w, qw.t(), w_site, second[0], plan,
+                                                  s + again, tf.handle != nullptr, tdx, dx_seed)
+                                          .t();
         // dy and x along the tokens for dw = dy^T x, as [features, tokens].
         const torch::Tensor qg_t = second_copy(g2.t(), qg.reshape({-1, out}).t(), g_site, second[2], plan,
-                                               s + 2 + again);
-        const torch::Tensor qx_t = second_copy(x.defined() ? x.reshape({-1, in}).t() : x,
-                                               qx.reshape({-1, in}).t(), x_site, second[1], plan, s + 1 + again);
+                                               s + 2 + again, tdx.handle != nullptr, tdw, dw_seed);
+        const torch::Tensor qx_t =
+            second_copy(x.defined() ? x.reshape({-1, in}).t() : x, qx.reshape({-1, in}).t(), x_site, second[1], plan,
+                        s + 1 + again, tf.handle != nullptr, tdw, dw_seed);
         const product_accumulators& acc = plan.accumulators[s / 3];
         const auto dx_acc = acc[static_cast<size_t>(config::product_kind::input_gradient)].get();
         const auto dw_acc = acc[static_cast<size_t>(config::product_kind::weight_gradient)].get();
@@ -571,6 +622,12 @@ std::shared_ptr<const format_handle> format_library::accumulator_format(
     } catch (const error& e) {
         throw error("accumulator format '" + name + "': " + e.what());
     }
+}
+
+std::shared_ptr<const transform_handle> format_library::transform(const config::transform_config& t) {
+    std::shared_ptr<const transform_handle>& h = transforms_[{t.name, t.params}];
+    if (!h) h = transform_handle::create(plugins_.load(t.name, ALTGRAD_KIND_TRANSFORM), t.params);
+    return h;
 }
 
 const quant::scale_grid& format_library::scale_format(const std::string& name) {
@@ -687,6 +744,27 @@ void set_operand(quant_site& s, const config::quantization_config& q, const conf
     if (s.block_scaled()) s.blocks.grid = &formats.scale_format(b.scale_format);
 }
 
+// Every linear layer's transforms, from the product tables and the rules.
+void assign_transforms(quant_plan& plan, const config::run_config& c, format_library& formats) {
+    for (size_t layer = 0; layer < plan.transforms.size(); ++layer) {
+        const std::string& name = plan.sites[3 * layer].layer;
+        for (size_t p = 0; p < config::kProducts; ++p) {
+            std::string key;
+            const std::optional<config::transform_config> t =
+                config::transform_for(c.quantization, name, static_cast<config::product_kind>(p), &key);
+            product_transform& slot = plan.transforms[layer][p];
+            slot = {};
+            if (!t) continue;
+            slot.key = c.source.string() + ": key '" + key + "' (" + name + ")";
+            try {
+                slot.handle = formats.transform(*t);
+            } catch (const error& e) {
+                throw error(slot.key + ": " + e.what());
+            }
+        }
+    }
+}
+
 }  // namespace
 
 void assign_formats(quant_plan& plan, const config::run_config& c, format_library& formats) {
@@ -695,6 +773,7 @@ void assign_formats(quant_plan& plan, const config::run_config& c, format_librar
     for (auto& layer : plan.second_uses) layer.fill(second_use{});
     if (!q.enabled) return;
     assign_accumulators(plan, c, formats);
+    assign_transforms(plan, c, formats);
     using config::operand_kind;
     // A layer's sites are W, x, dy: the operands in that order.
     const operand_kind operands[3] = {operand_kind::w, operand_kind::x, operand_kind::dy};

@@ -22,6 +22,7 @@
 #include "config/run_config.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
+#include "plugins/transform_handle.hpp"
 #include "quant/accumulate.hpp"
 #include "quant/block_scales.hpp"
 #include "quant/scaling.hpp"
@@ -79,6 +80,15 @@ struct quant_site {
 // plain float32 product (LibTorch's matmul).
 using product_accumulators = std::array<std::shared_ptr<const quant::accumulator>, config::kProducts>;
 
+// A product's transform (docs/transforms.md): applied along the reduction
+// dimension to both operands before they are quantized, keyed by the same
+// seed, so the exact product is unchanged. `key` names its config key in errors.
+struct product_transform {
+    std::shared_ptr<const transform_handle> handle;  // null: none
+    std::string key;
+};
+using product_transforms = std::array<product_transform, config::kProducts>;
+
 // How a linear layer's tensor is quantized for its second use (W for the
 // input gradient, x and dy for the weight gradient; config::operand_kind):
 // as its first use (`own` unset: the first use's site, settings and
@@ -100,6 +110,7 @@ struct quant_plan {
     size_t first_use_sites() const { return 3 * second_uses.size(); }
     // Per linear layer, in add_linear order (layer k's sites start at 3k).
     std::vector<product_accumulators> accumulators;
+    std::vector<product_transforms> transforms;
     unsigned gemm_threads = 1;  // threads of an accumulator's product (the result is the same for any)
     uint64_t seed = 0;
     uint64_t step = 0;  // set by the trainer before each step's forward
@@ -175,6 +186,8 @@ public:
     // `params`, or [quantization.params.NAME] when `params` is empty.
     std::shared_ptr<const format_handle> accumulator_format(const std::string& name,
                                                             const std::map<std::string, std::string>& params);
+    // The transform plugin a product table names, created once per (name, params).
+    std::shared_ptr<const transform_handle> transform(const config::transform_config& t);
     // The plugin's own name of format `name` (an alias resolved: "float8_e5m2"
     // is "e5m2"); `name` itself when no format plugin is called that. Reads
     // manifests only.
@@ -189,6 +202,8 @@ private:
     std::map<std::pair<std::string, std::map<std::string, std::string>>, std::shared_ptr<const format_handle>>
         with_params_;
     std::map<std::string, std::unique_ptr<quant::scale_grid>> grids_;
+    std::map<std::pair<std::string, std::map<std::string, std::string>>, std::shared_ptr<const transform_handle>>
+        transforms_;
 };
 
 // "fp32" for a site that stays float32, else its format plugin's name.

@@ -223,6 +223,9 @@ torch::Device training_device(const config::run_config& c, const quant_plan& pla
         for (const auto& a : layer)
             if (a)
                 throw error(key + ": an accumulator (quantization.forward, ...) is modelled on the CPU only");
+    for (const product_transforms& layer : plan.transforms)
+        for (const product_transform& t : layer)
+            if (t.handle) throw error(key + ": transforms (" + t.key + ") run on the CPU only");
     return torch::Device(torch::kCUDA, 0);
 }
 
