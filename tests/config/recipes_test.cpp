@@ -54,6 +54,7 @@ struct recipe_table {
     int64_t amax_history_len = 0;
     amax_compute_kind amax_compute = amax_compute_kind::max;
     int64_t margin = 0;
+    tensor_scale_kind tensor_scale = tensor_scale_kind::pow2;
     // Every product's two operands, for every layer but the high-precision ones.
     std::map<std::pair<product_kind, operand_kind>, operand_want> operands;
     std::optional<accumulator_config> accumulator;  // every product of those layers; nullopt: float32
@@ -101,12 +102,14 @@ const std::map<std::string, recipe_table>& sources() {
         delayed.scaling = scaling_mode::delayed;
         delayed.amax_history_len = 1024;
         delayed.amax_compute = amax_compute_kind::max;
+        delayed.tensor_scale = tensor_scale_kind::fp32;  // (fp8_max / amax) / 2^margin in float32
         t["te_delayed"] = delayed;
         // TE Float8CurrentScaling: fp8_format HYBRID, the scale from the tensor's own amax
         // (amax_epsilon 0), no margin.
         recipe_table current;
         set_roles(current, te_cast("e4m3"), te_cast("e4m3"), te_cast("e5m2"));
         current.scaling = scaling_mode::current;
+        current.tensor_scale = tensor_scale_kind::fp32;
         t["te_current"] = current;
         // TE MXFP8BlockScaling: fp8_format E4M3 for every tensor, 1x32 blocks, E8M0 scales,
         // amax / 448 rounded up to a power of two.
@@ -221,6 +224,7 @@ TEST(RecipeConfigs, EachRecipeResolvesToItsSourcesParameters) {
         if (per_tensor) {
             EXPECT_EQ(q.scaling, want.scaling);
             EXPECT_EQ(q.margin, want.margin);
+            EXPECT_EQ(q.tensor_scale, want.tensor_scale);
         }
         if (per_tensor && want.scaling == scaling_mode::delayed) {
             EXPECT_EQ(q.amax_history_len, want.amax_history_len);

@@ -2,6 +2,7 @@
 // hand: the largest power of two 2^k <= format_max / (amax * 2^margin), with
 // E4M3's max 448 (OCP FP8) as the format's range.
 #include <cmath>
+#include <limits>
 
 #include <gtest/gtest.h>
 
@@ -116,6 +117,28 @@ TEST(Scaling, ResetAndRestore) {
     EXPECT_TRUE(s.amax_history().empty());
     EXPECT_EQ(s.scale(), 1.0f);
     EXPECT_EQ(s.scale_for(3.0), 16384.0f);  // 57344/3 = 19114.7: 2^14
+}
+
+
+// tensor_scale fp32 (TransformerEngine's default): the float32 quotient
+// fl(448 / amax), times 2^-margin; beyond float32's range, its largest value.
+TEST(Scaling, Float32ScalesAreTheQuotient) {
+    scaling_config c = delayed();
+    c.values = config::tensor_scale_kind::fp32;
+    scaling_state s(c, kE4m3Max);
+    EXPECT_EQ(s.scale_for(3.0), 448.0f / 3.0f);  // 149.333..., rounded once in float32
+    EXPECT_NE(448.0f / 3.0f, 128.0f);
+    scaling_state exact(c, kE4m3Max);
+    EXPECT_EQ(exact.scale_for(3.5), 128.0f);
+    c.margin = 2;
+    scaling_state margin(c, kE4m3Max);
+    EXPECT_EQ(margin.scale_for(3.0), (448.0f / 3.0f) / 4.0f);
+    c.margin = 0;
+    scaling_state tiny(c, kE4m3Max);
+    EXPECT_EQ(tiny.scale_for(1e-40), std::numeric_limits<float>::max());  // 448 / 1e-40 overflows float32
+    c.mode = scaling_mode::current;
+    scaling_state current(c, 57344.0);
+    EXPECT_EQ(current.scale_for(0.1), 57344.0f / 0.1f);  // amax as float32: fl(0.1)
 }
 
 }  // namespace

@@ -68,6 +68,11 @@ const name_table<product_kind>& product_names() {
     return t;
 }
 
+const name_table<tensor_scale_kind>& tensor_scale_names() {
+    static const name_table<tensor_scale_kind> t{{tensor_scale_kind::pow2, "pow2"}, {tensor_scale_kind::fp32, "fp32"}};
+    return t;
+}
+
 const name_table<operand_kind>& operand_names() {
     static const name_table<operand_kind> t{
         {operand_kind::x, "x"}, {operand_kind::w, "w"}, {operand_kind::dy, "dy"}};

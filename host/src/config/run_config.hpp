@@ -45,6 +45,9 @@ enum class lr_schedule_kind { cosine, constant };
 enum class compute_device { cpu, cuda };
 enum class scaling_mode { none, delayed, current };
 enum class amax_compute_kind { max, most_recent };
+// The values a per-tensor scale may take: powers of two (exact scaling) or
+// any float32 (TransformerEngine's default fp8_max / amax).
+enum class tensor_scale_kind { pow2, fp32 };
 enum class granularity_kind { tensor, row, block };
 enum class scale_rule_kind { mx_floor, round_up, two_level };
 // The three matrix products of a linear layer (x: input [T, in], W: weight
@@ -79,6 +82,7 @@ const name_table<lr_schedule_kind>& lr_schedule_names();    // cosine, constant
 const name_table<compute_device>& device_names();           // cpu, cuda
 const name_table<scaling_mode>& scaling_names();            // delayed, current, none
 const name_table<amax_compute_kind>& amax_compute_names();  // max, most_recent
+const name_table<tensor_scale_kind>& tensor_scale_names();  // pow2, fp32
 const name_table<granularity_kind>& granularity_names();    // tensor, row, block
 const name_table<scale_rule_kind>& scale_rule_names();      // mx_floor, round_up, two_level
 const name_table<product_kind>& product_names();            // forward, input_gradient, weight_gradient
@@ -237,6 +241,7 @@ struct quantization_config {
     int64_t amax_history_len = 16;  // 1..1024
     amax_compute_kind amax_compute = amax_compute_kind::max;
     int64_t margin = 0;                // 0..64; scale = 2^-margin * format_max / amax
+    tensor_scale_kind tensor_scale = tensor_scale_kind::pow2;  // that scale's values
     bool shadow_weights = true;        // FP32 master weights
     int64_t diagnostic_interval = 50;  // 1..1e9
     // The scaling of every quantized tensor (block_scaling, above), unless a

@@ -19,6 +19,7 @@ const name_table<granularity_kind>& names_for(granularity_kind) { return granula
 const name_table<scale_rule_kind>& names_for(scale_rule_kind) { return scale_rule_names(); }
 const name_table<product_kind>& names_for(product_kind) { return product_names(); }
 const name_table<copy_source>& names_for(copy_source) { return copy_source_names(); }
+const name_table<tensor_scale_kind>& names_for(tensor_scale_kind) { return tensor_scale_names(); }
 
 namespace {
 
@@ -112,7 +113,8 @@ const section<quantization_config>& quantization_section() {
          choice("forward_rounding", &Q::forward_rounding), choice("backward_rounding", &Q::backward_rounding),
          choice("overflow", &Q::overflow), choice("scaling", &Q::scaling),
          integer("amax_history_len", &Q::amax_history_len, 1, 1024), choice("amax_compute", &Q::amax_compute),
-         integer("margin", &Q::margin, 0, 64), boolean("shadow_weights", &Q::shadow_weights),
+         integer("margin", &Q::margin, 0, 64), choice("tensor_scale", &Q::tensor_scale),
+         boolean("shadow_weights", &Q::shadow_weights),
          integer("diagnostic_interval", &Q::diagnostic_interval, 1, kBillion),
          choice("granularity", &Q::granularity), integer("block_size", &Q::block_size, 1, kMaxBlockSize),
          integer("block_rows", &Q::block_rows, 1, kMaxBlockSize), format("scale_format", &Q::scale_format),

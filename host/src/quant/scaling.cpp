@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 
 #include "util/error.hpp"
@@ -10,7 +11,13 @@
 
 namespace altgrad::host::quant {
 
-float scaling_state::power_of_two_scale(double amax) const {
+float scaling_state::scale_of(double amax) const {
+    if (config_.values == config::tensor_scale_kind::fp32) {
+        float s = static_cast<float>(format_max_) / static_cast<float>(amax);
+        s = std::ldexp(s, -config_.margin);
+        if (!std::isfinite(s)) s = std::numeric_limits<float>::max();
+        return std::max(s, std::numeric_limits<float>::min());
+    }
     const double target = format_max_ / (amax * std::ldexp(1.0, config_.margin));
     int e = static_cast<int>(std::floor(std::log2(target)));
     // Keep the scale a normal float32 power of two.
@@ -25,7 +32,7 @@ float scaling_state::scale_for(double current_amax) {
         amax = config_.compute == amax_compute::most_recent
                    ? history_.back()
                    : *std::max_element(history_.begin(), history_.end());
-    if (std::isfinite(amax) && amax > 0) scale_ = power_of_two_scale(amax);
+    if (std::isfinite(amax) && amax > 0) scale_ = scale_of(amax);
     return scale_;
 }
 

@@ -1,8 +1,12 @@
 // Per-tensor scaling: the scale s in q(x*s)/s that puts a tensor's range on
 // its format's range.
 //
-// Scales are powers of two: the largest 2^k <= format_max / (amax * 2^margin),
-// so x*s and q/s are exact and scaling adds no rounding of its own.
+// Scales are powers of two by default: the largest 2^k <= format_max / (amax
+// * 2^margin), so x*s and q/s are exact and scaling adds no rounding of its
+// own. With tensor_scale fp32 (TransformerEngine's default) the scale is the
+// float32 quotient fl(format_max / amax) * 2^-margin (amax as float32; a
+// quotient beyond float32's range is its largest finite value, one below the
+// smallest normal that), and q(x*s)/s rounds twice more.
 //  - delayed (TransformerEngine's recipe): amax comes from a history of the
 //    last `history_len` steps' amaxes (their max, or the most recent), so the
 //    scale is known before the tensor is; the very first use, with an empty
@@ -31,6 +35,7 @@ struct scaling_config {
     int history_len = 16;
     amax_compute compute = amax_compute::max;
     int margin = 0;
+    config::tensor_scale_kind values = config::tensor_scale_kind::pow2;
 };
 
 class scaling_state {
@@ -60,7 +65,7 @@ public:
     void restore(const run::scaling_record& r);
 
 private:
-    float power_of_two_scale(double amax) const;
+    float scale_of(double amax) const;
 
     scaling_config config_;
     double format_max_ = 1.0;

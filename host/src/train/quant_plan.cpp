@@ -683,6 +683,7 @@ quant::scaling_config scaling_of(const config::quantization_config& q) {
     s.history_len = static_cast<int>(q.amax_history_len);
     s.compute = q.amax_compute;
     s.margin = static_cast<int>(q.margin);
+    s.values = q.tensor_scale;
     return s;
 }
 
