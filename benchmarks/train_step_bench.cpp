@@ -5,7 +5,9 @@
 // E5M2 step with every product of every linear layer summed through a 14-bit
 // accumulator (float as E8M13, toward zero, G = 32, promoted every 128: the
 // DeepSeek-V3 setting of docs/accumulation.md; issue #31's target: within 4x
-// the float32 step).
+// the float32 step); and two published recipes as the trainer assigns them
+// from configs/recipes/ (issue #30's targets: TE's MXFP8 within 1.3x, NVFP4
+// with its 16x16 weight tiles and random Hadamard transform within 2.0x).
 //
 //   altgrad_train_step_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //   benchmarks/step_ratio.py < the JSON output   (prints quantized / float32, accumulated / float32)
@@ -22,6 +24,7 @@
 
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
+#include "config/run_config.hpp"
 #include "quant/accumulate.hpp"
 #include "train/model.hpp"
 
@@ -35,7 +38,8 @@ struct step_setup {
     std::unique_ptr<torch::optim::AdamW> optimizer;
     torch::Tensor x, y;
 
-    // mode 0: float32; 1: E5M2; 2: E5M2 with every product through an E8M13 accumulator.
+    // mode 0: float32; 1: E5M2; 2: E5M2 with every product through an E8M13
+    // accumulator; 3: te_mxfp8.toml; 4: nvfp4.toml.
     explicit step_setup(int mode) {
         const bool quantized = mode != 0;
         train::set_cpu_threads(1);
@@ -43,9 +47,14 @@ struct step_setup {
         train::gpt_config c;
         c.vocab_size = 113;
         model = train::GPT(c, plan);
-        if (quantized) {
-            const char* dir = std::getenv("ALTGRAD_PLUGIN_DIR");
-            static registry reg(dir ? dir : ALTGRAD_BENCH_PLUGIN_DIR);
+        const char* dir = std::getenv("ALTGRAD_PLUGIN_DIR");
+        static registry reg(dir ? dir : ALTGRAD_BENCH_PLUGIN_DIR);
+        if (mode >= 3) {
+            const config::run_config recipe = config::load_config(
+                std::string(ALTGRAD_BENCH_CONFIG_DIR) + (mode == 3 ? "/recipes/te_mxfp8.toml" : "/recipes/nvfp4.toml"));
+            static train::format_library formats(reg, "recipe");
+            train::assign_formats(plan, recipe, formats);
+        } else if (quantized) {
             static const std::shared_ptr<const format_handle> e5m2 = format_handle::create(reg.load("e5m2"));
             for (train::quant_site& s : plan.sites) {
                 s.format = e5m2;
@@ -83,7 +92,8 @@ void BM_train_step(benchmark::State& state) {
     step_setup s(mode);
     for (int i = 0; i < 3; ++i) s.step();  // warm up: allocator, scaling history
     for (auto _ : state) benchmark::DoNotOptimize(s.step());
-    state.SetLabel(mode == 0 ? "fp32" : mode == 1 ? "e5m2" : "e5m2+e8m13 accumulator");
+    const char* const labels[] = {"fp32", "e5m2", "e5m2+e8m13 accumulator", "te_mxfp8 recipe", "nvfp4 recipe"};
+    state.SetLabel(labels[mode]);
     state.SetItemsProcessed(state.iterations() * 12 * 64);  // tokens
 }
 
@@ -91,6 +101,8 @@ BENCHMARK(BM_train_step)
     ->Arg(0)
     ->Arg(1)
     ->Arg(2)
+    ->Arg(3)
+    ->Arg(4)
     ->ArgName("quantized")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
