@@ -187,6 +187,32 @@ TEST(Accumulate, NanAndInfInputsFollowIeee) {
             }
 }
 
+// An accumulator made Inf or NaN by one chunk stays so through later chunks whose operands are
+// few-bit values (the plain float64 path's, where the accumulator meets a finite sum): rows with
+// a NaN, +Inf, -Inf in the first chunk, and fp16 nearest overflowing to Inf from finite operands.
+TEST(Accumulate, NonFiniteAccumulatorsStaySoThroughLaterChunks) {
+    const size_t m = 5, k = 12, n = 3;
+    std::vector<float> a(m * k, 1.0f), b(k * n, 0.5f);
+    a[0 * k + 1] = NAN;
+    a[1 * k + 2] = INFINITY;
+    a[2 * k + 3] = -INFINITY;
+    for (size_t kk = 0; kk < 4; ++kk) a[3 * k + kk] = 60000.0f;  // 4 x 60000 x 0.5 > 65504
+    for (const format_case& f : formats())
+        for (const altgrad_rounding r : kRoundings) {
+            const auto c = model(f.name, r, 4, 0, a, b, m, k, n);
+            const std::string what = f.name + (r == ALTGRAD_ROUND_NEAREST_EVEN ? " nearest" : " toward-zero");
+            expect_same(c, reference(f.name, r, 4, 0, a, b, m, k, n), what);
+            for (size_t j = 0; j < n; ++j) {
+                EXPECT_TRUE(std::isnan(c[0 * n + j])) << what;
+                if (!f.grid.has_inf) continue;
+                EXPECT_EQ(c[1 * n + j], INFINITY) << what;
+                EXPECT_EQ(c[2 * n + j], -INFINITY) << what;
+                if (f.name == "fp16" && r == ALTGRAD_ROUND_NEAREST_EVEN) EXPECT_EQ(c[3 * n + j], INFINITY);
+                EXPECT_EQ(c[4 * n + j], 6.0f) << what;  // 12 x 0.5
+            }
+        }
+}
+
 TEST(Accumulate, OverflowOfTheAccumulatorFormat) {
     // fp16 (max 65504): four products of 60000 (exact in fp16: 1875 steps of 32).
     const std::vector<float> a(4, 60000.0f), b(4, 1.0f);
