@@ -19,6 +19,7 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -175,10 +176,11 @@ private:
     uint64_t limb_[kLimbs] = {};
 };
 
-// One chunk's rounded sum, exactly: acc + sum of a[k] * b[k * ldb] over k < count, with IEEE's
+// One chunk's rounded sum, exactly: acc + sum of a[k * lda] * b[k * ldb] over k < count, with IEEE's
 // non-finite rules (a NaN, 0 x Inf, or Infs of both signs: NaN; else an Inf wins), then
 // round_to_float32. The path of the outputs the float64 sums cannot prove exact.
-float exact_chunk(float acc, const double* a, const double* b, size_t ldb, size_t count, float32_step step) {
+float exact_chunk(float acc, const double* a, size_t lda, const double* b, size_t ldb, size_t count,
+                  float32_step step) {
     bool nan = false, plus_inf = false, minus_inf = false;
     long_sum sum;
     const auto term = [&](double x) {
@@ -187,91 +189,61 @@ float exact_chunk(float acc, const double* a, const double* b, size_t ldb, size_
         else sum.add(x);
     };
     term(acc);
-    for (size_t k = 0; k < count; ++k) term(a[k] * b[k * ldb]);  // float32 values: the product is exact
+    for (size_t k = 0; k < count; ++k) term(a[k * lda] * b[k * ldb]);  // float32 values: exact products
     if (nan || (plus_inf && minus_inf)) return std::numeric_limits<float>::quiet_NaN();
     if (plus_inf || minus_inf) return plus_inf ? INFINITY : -INFINITY;
     const auto [h, side] = sum.truncated();
     return round_to_float32(h, side, step);
 }
 
-// The operands packed for the kernel: A as [m_pad, k] rows, B as [k, n_pad] rows, as float64
-// (each float32 exactly, converted once here rather than in the kernel's loop), zeros in the
-// padding; the chunks of K in the order the model sums them, and for each chunk every row of A's
-// and every column of B's bit span (see span_meter).
+// The operands packed for the kernel: A as [k, m_pad] (A's columns) and B as [k, n_pad] (B's
+// rows), as float64 (each float32 exactly, converted once here rather than in the kernel's
+// loop), zeros in the padding; the chunks of K in the order the model sums them, and for each
+// chunk every row of A's and every column of B's bit span (column_spans, accumulate_kernel.inc).
 constexpr size_t kRows = 4;         // rows of A per block (a tile's rows)
-constexpr size_t kColumnPad = 16;   // n_pad: a multiple of the widest tile (two AVX-512 vectors of 8)
+constexpr size_t kPad = 16;         // m_pad, n_pad: multiples of the widest tile (two AVX-512 vectors of 8)
 constexpr size_t kPanelBlocks = 8;  // row blocks that take each chunk's tile of B in turn, while in L1
+constexpr int16_t kNoSpan = 1000;   // the bit span of values with a NaN or an Inf: no plain sum
 struct k_chunk {
     size_t k0, count;
     bool last_of_interval;  // a promotion follows it
 };
 struct packed_operands {
     size_t m = 0, k = 0, n = 0, m_pad = 0, n_pad = 0;
-    std::vector<double> a, b;
+    std::unique_ptr<double[]> a, b;
     std::vector<k_chunk> chunks;
-    std::vector<int16_t> a_spans, b_spans;  // [row * chunks + c], [c * n_pad + column]
-    const double* a_rows(size_t i0, size_t k0) const { return a.data() + i0 * k + k0; }
-    const double* b_rows(size_t k0, size_t j0) const { return b.data() + k0 * n_pad + j0; }
-    int16_t a_span(size_t row, size_t c) const { return a_spans[row * chunks.size() + c]; }
+    std::vector<int16_t> a_spans, b_spans;  // [c * m_pad + row], [c * n_pad + column]
+    const double* a_columns(size_t k0, size_t i0) const { return a.get() + k0 * m_pad + i0; }
+    const double* b_rows(size_t k0, size_t j0) const { return b.get() + k0 * n_pad + j0; }
+    const int16_t* a_span(size_t c, size_t i0) const { return a_spans.data() + c * m_pad + i0; }
     const int16_t* b_span(size_t c, size_t j0) const { return b_spans.data() + c * n_pad + j0; }
 };
 
-// Over the nonzero values of a run of float32s: (the largest exponent, floor(log2 |x|)) minus
-// (the smallest exponent of a set bit). Every nonzero value v of the run is then a multiple of
-// 2^lo with |v| < 2^(lo + span + 1). 0 when all are zero; kNoSpan with a NaN or an Inf.
-constexpr int16_t kNoSpan = 1000;
-struct span_meter {
-    int hi = -1000, lo = 1000;
-    bool nonfinite = false;
-    void add(float x) {
-        uint32_t bits = 0;
-        std::memcpy(&bits, &x, sizeof bits);
-        const int biased = static_cast<int>((bits >> 23) & 0xFFu);
-        uint32_t significand = bits & 0x7FFFFFu;
-        if (biased == 0xFF) nonfinite = true;
-        if (biased == 0xFF || (biased == 0 && significand == 0)) return;
-        if (biased != 0) significand |= 0x800000u;
-        const int unit = (biased == 0 ? 1 : biased) - 150;  // the exponent of the significand's last bit
-        hi = std::max(hi, unit + 31 - __builtin_clz(significand));
-        lo = std::min(lo, unit + __builtin_ctz(significand));
-    }
-    int16_t span() const { return nonfinite ? kNoSpan : hi < lo ? 0 : static_cast<int16_t>(hi - lo); }
-};
+// to[r * stride + c] = from[r * cols + c] (rows x cols), as float64.
+void widen_rows(const float* from, size_t rows, size_t cols, double* to, size_t stride) {
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t c = 0; c < cols; ++c) to[r * stride + c] = from[r * cols + c];
+}
+// to[c * stride + r] = from[r * cols + c] (rows x cols), as float64, in blocks that stay in L1.
+void widen_transposed(const float* from, size_t rows, size_t cols, double* to, size_t stride) {
+    constexpr size_t kBlock = 32;
+    for (size_t r0 = 0; r0 < rows; r0 += kBlock)
+        for (size_t c0 = 0; c0 < cols; c0 += kBlock)
+            for (size_t c = c0; c < std::min(cols, c0 + kBlock); ++c)
+                for (size_t r = r0; r < std::min(rows, r0 + kBlock); ++r)
+                    to[c * stride + r] = from[r * cols + c];
+}
 
-packed_operands pack(const gemm_operands& p, const accumulator_spec& spec) {
-    packed_operands q;
-    q.m = p.m, q.k = p.k, q.n = p.n;
-    q.m_pad = (p.m + kRows - 1) / kRows * kRows;
-    q.n_pad = (p.n + kColumnPad - 1) / kColumnPad * kColumnPad;
-    q.a.assign(q.m_pad * q.k, 0.0);
-    q.b.assign(q.k * q.n_pad, 0.0);
-    const bool a_as_is = p.a_layout == operand_layout::as_is, b_as_is = p.b_layout == operand_layout::as_is;
-    for (size_t i = 0; i < p.m; ++i)
-        for (size_t k = 0; k < p.k; ++k) q.a[i * q.k + k] = a_as_is ? p.a[i * p.k + k] : p.a[k * p.m + i];
-    for (size_t k = 0; k < p.k; ++k)
-        for (size_t j = 0; j < p.n; ++j) q.b[k * q.n_pad + j] = b_as_is ? p.b[k * p.n + j] : p.b[j * p.k + k];
-    const size_t interval = spec.promote_every ? spec.promote_every : p.k;
-    for (size_t start = 0; start < p.k; start += interval) {
-        const size_t end = std::min(p.k, start + interval);
+// The chunks of K in the model's order (accumulate.hpp): intervals of promote_every, chunks of G.
+std::vector<k_chunk> chunks_of(size_t k, const accumulator_spec& spec) {
+    std::vector<k_chunk> chunks;
+    const size_t interval = spec.promote_every ? spec.promote_every : k;
+    for (size_t start = 0; start < k; start += interval) {
+        const size_t end = std::min(k, start + interval);
         for (size_t k0 = start; k0 < end; k0 += spec.mma_depth)
-            q.chunks.push_back({k0, std::min(spec.mma_depth, end - k0), k0 + spec.mma_depth >= end});
+            chunks.push_back({k0, std::min(spec.mma_depth, end - k0), k0 + spec.mma_depth >= end});
     }
-    const size_t chunks = q.chunks.size();
-    q.a_spans.assign(q.m_pad * chunks, 0);
-    q.b_spans.assign(chunks * q.n_pad, 0);
-    for (size_t c = 0; c < chunks; ++c) {
-        const k_chunk& ch = q.chunks[c];
-        for (size_t i = 0; i < p.m; ++i) {
-            span_meter m;
-            for (size_t k = ch.k0; k < ch.k0 + ch.count; ++k) m.add(static_cast<float>(q.a[i * q.k + k]));
-            q.a_spans[i * chunks + c] = m.span();
-        }
-        std::vector<span_meter> columns(p.n);
-        for (size_t k = ch.k0; k < ch.k0 + ch.count; ++k)
-            for (size_t j = 0; j < p.n; ++j) columns[j].add(static_cast<float>(q.b[k * q.n_pad + j]));
-        for (size_t j = 0; j < p.n; ++j) q.b_spans[c * q.n_pad + j] = columns[j].span();
-    }
-    return q;
+    return chunks;
 }
 
 // Whether a plain float64 sum of a chunk's products is exact for every output of a tile: each
@@ -286,11 +258,12 @@ bool plain_sum_is_exact(int span_a, int span_b, size_t count) {
 }
 
 // The kernel, once per vector instruction set (accumulate_kernel.inc says why so): the chunk
-// of a panel, and the rounding of arrays to float32, in lanes of L doubles.
+// of a panel, the rounding of arrays to float32 and the operands' bit spans, in lanes of L doubles.
 struct kernel {
     void (*chunk_of_panel)(const packed_operands& p, size_t i0, size_t blocks, size_t c, const float* acc,
                            float* rounded, float32_step step);
     void (*round_lanes)(const double* h, const double* l, size_t n, float32_step step, float* out);
+    void (*column_spans)(const double* x, size_t stride, size_t width, size_t k0, size_t k1, int16_t* spans);
 };
 
 namespace baseline {
@@ -322,13 +295,42 @@ kernel kernel_for_this_cpu() {
 #ifdef ALTGRAD_ACCUMULATE_X86_KERNELS
     switch (sdk::detail::cpu_vector_isa()) {
         case sdk::detail::vector_isa::avx512:
-            if (__builtin_cpu_supports("fma")) return {avx512::chunk_of_panel, avx512::round_lanes};
-            return {avx2::chunk_of_panel, avx2::round_lanes};
-        case sdk::detail::vector_isa::avx2: return {avx2::chunk_of_panel, avx2::round_lanes};
+            if (__builtin_cpu_supports("fma"))
+                return {avx512::chunk_of_panel, avx512::round_lanes, avx512::column_spans};
+            return {avx2::chunk_of_panel, avx2::round_lanes, avx2::column_spans};
+        case sdk::detail::vector_isa::avx2:
+            return {avx2::chunk_of_panel, avx2::round_lanes, avx2::column_spans};
         case sdk::detail::vector_isa::baseline: break;
     }
 #endif
-    return {baseline::chunk_of_panel, baseline::round_lanes};
+    return {baseline::chunk_of_panel, baseline::round_lanes, baseline::column_spans};
+}
+
+packed_operands pack(const gemm_operands& p, const accumulator_spec& spec) {
+    packed_operands q;
+    q.m = p.m, q.k = p.k, q.n = p.n;
+    q.m_pad = (p.m + kPad - 1) / kPad * kPad;
+    q.n_pad = (p.n + kPad - 1) / kPad * kPad;
+    q.a.reset(new double[q.k * q.m_pad]);  // every element written below
+    q.b.reset(new double[q.k * q.n_pad]);
+    if (p.a_layout == operand_layout::as_is) widen_transposed(p.a, p.m, p.k, q.a.get(), q.m_pad);
+    else widen_rows(p.a, p.k, p.m, q.a.get(), q.m_pad);
+    if (p.b_layout == operand_layout::as_is) widen_rows(p.b, p.k, p.n, q.b.get(), q.n_pad);
+    else widen_transposed(p.b, p.n, p.k, q.b.get(), q.n_pad);
+    for (size_t k = 0; k < p.k; ++k) {
+        std::fill(q.a.get() + k * q.m_pad + p.m, q.a.get() + (k + 1) * q.m_pad, 0.0);
+        std::fill(q.b.get() + k * q.n_pad + p.n, q.b.get() + (k + 1) * q.n_pad, 0.0);
+    }
+    q.chunks = chunks_of(p.k, spec);
+    q.a_spans.resize(q.chunks.size() * q.m_pad);
+    q.b_spans.resize(q.chunks.size() * q.n_pad);
+    const kernel kernel = kernel_for_this_cpu();
+    for (size_t c = 0; c < q.chunks.size(); ++c) {
+        const size_t k0 = q.chunks[c].k0, k1 = k0 + q.chunks[c].count;
+        kernel.column_spans(q.a.get(), q.m_pad, q.m_pad, k0, k1, q.a_spans.data() + c * q.m_pad);
+        kernel.column_spans(q.b.get(), q.n_pad, q.n_pad, k0, k1, q.b_spans.data() + c * q.n_pad);
+    }
+    return q;
 }
 
 // Row blocks [first, last) of C, in panels of up to kPanelBlocks: for each panel, every
@@ -406,7 +408,7 @@ void round_to_float32(const double* h, const double* l, size_t n, float32_step s
 void accumulator::gemm(const gemm_operands& p, float* c, unsigned threads) const {
     if (p.m == 0 || p.n == 0) return;
     const packed_operands packed = pack(p, spec_);
-    const size_t blocks = packed.m_pad / kRows;
+    const size_t blocks = (p.m + kRows - 1) / kRows;
     if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
     const size_t parts = std::min<size_t>(threads, blocks);
     if (parts <= 1) return gemm_blocks(packed, *this, 0, blocks, c);
