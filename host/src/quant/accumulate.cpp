@@ -2,14 +2,16 @@
 // sums, their rounding through float32 and the format plugin, promotion.
 //
 // The work is laid out for speed without changing a bit of the result: the
-// operands are packed once (A as [M, K] rows, B as [K, N] rows, both padded
+// operands are packed once as float64 (A by columns, B by rows, both padded
 // with zeros to whole tiles); a tile of kRows rows x two vectors of columns
 // keeps its chunk sums in registers while the chunk's K runs (plain float64
 // sums where the operands' bit spans prove them exact, as they do for
-// low-precision operands; TwoSum pairs elsewhere); the rounding of
-// a whole row block's accumulators is one plugin call per chunk; threads take
-// whole row blocks. Every output is computed by the same operations in the
-// same order whatever the tile, the vector width or the thread.
+// low-precision operands; TwoSum pairs elsewhere); row blocks go in panels
+// that share each tile of B while it is in L1, and the rounding of a panel's
+// accumulators is one plugin call per chunk; threads take whole row blocks.
+// The kernel (accumulate_kernel.inc) is compiled once per vector instruction
+// set. Every output is computed by the same operations in the same order
+// whatever the tile, the vector width or the thread.
 #include "quant/accumulate.hpp"
 
 #include <algorithm>
