@@ -187,6 +187,32 @@ TEST(Accumulate, NanAndInfInputsFollowIeee) {
             }
 }
 
+// An accumulator made Inf or NaN by one chunk stays so through later chunks whose operands are
+// few-bit values (the plain float64 path's, where the accumulator meets a finite sum): rows with
+// a NaN, +Inf, -Inf in the first chunk, and fp16 nearest overflowing to Inf from finite operands.
+TEST(Accumulate, NonFiniteAccumulatorsStaySoThroughLaterChunks) {
+    const size_t m = 5, k = 12, n = 3;
+    std::vector<float> a(m * k, 1.0f), b(k * n, 0.5f);
+    a[0 * k + 1] = NAN;
+    a[1 * k + 2] = INFINITY;
+    a[2 * k + 3] = -INFINITY;
+    for (size_t kk = 0; kk < 4; ++kk) a[3 * k + kk] = 60000.0f;  // 4 x 60000 x 0.5 > 65504
+    for (const format_case& f : formats())
+        for (const altgrad_rounding r : kRoundings) {
+            const auto c = model(f.name, r, 4, 0, a, b, m, k, n);
+            const std::string what = f.name + (r == ALTGRAD_ROUND_NEAREST_EVEN ? " nearest" : " toward-zero");
+            expect_same(c, reference(f.name, r, 4, 0, a, b, m, k, n), what);
+            for (size_t j = 0; j < n; ++j) {
+                EXPECT_TRUE(std::isnan(c[0 * n + j])) << what;
+                if (!f.grid.has_inf) continue;
+                EXPECT_EQ(c[1 * n + j], INFINITY) << what;
+                EXPECT_EQ(c[2 * n + j], -INFINITY) << what;
+                if (f.name == "fp16" && r == ALTGRAD_ROUND_NEAREST_EVEN) EXPECT_EQ(c[3 * n + j], INFINITY);
+                EXPECT_EQ(c[4 * n + j], 6.0f) << what;  // 12 x 0.5
+            }
+        }
+}
+
 TEST(Accumulate, OverflowOfTheAccumulatorFormat) {
     // fp16 (max 65504): four products of 60000 (exact in fp16: 1875 steps of 32).
     const std::vector<float> a(4, 60000.0f), b(4, 1.0f);
@@ -260,6 +286,69 @@ TEST(Accumulate, LayoutsAndThreadsGiveTheSameBits) {
             std::vector<float> c(m * n);
             acc.gemm(p, c.data(), threads);
             expect_same(c, want, "threads " + std::to_string(threads));
+        }
+}
+
+std::vector<float> transposed(const std::vector<float>& x, size_t rows, size_t cols) {
+    std::vector<float> t(x.size());
+    for (size_t r = 0; r < rows; ++r)
+        for (size_t c = 0; c < cols; ++c) t[c * rows + r] = x[r * cols + c];
+    return t;
+}
+
+// The kernel's paths and edges in one product, in every layout and on 1 and 3 threads, against
+// the element-by-element model: 70 rows (two panels of 8 blocks of 4 rows, then a part of one,
+// the last block short), 35 columns (two tiles of 16 and a short one), K = 100 in intervals of
+// 40 (chunks of 32 and 8). Operands of 3 significant bits take the plain float64 sums; a row of
+// wide exponent spread the TwoSum pairs and the long accumulator (row 7); a row scaled to float32's
+// subnormals and a column scaled down make sums below float32's normal range (the full
+// rounding); a zero row and column, an Inf (its outputs Inf or NaN from then on).
+TEST(Accumulate, EveryPathInEveryLayout) {
+    const size_t m = 70, k = 100, n = 35;
+    auto a = draw(m * k, 2, 11), b = draw(k * n, 2, 12);
+    for (auto* v : {&a, &b})
+        for (float& x : *v) {
+            int e = 0;
+            const float f = std::frexp(x, &e);
+            x = std::ldexp(std::nearbyint(std::ldexp(f, 3)), e - 3);
+        }
+    const auto wide = draw(k, 60, 13);
+    for (size_t kk = 0; kk < k; ++kk) {
+        a[7 * k + kk] = wide[kk];                           // spread 2^-60 .. 2^60
+        a[40 * k + kk] = std::ldexp(a[40 * k + kk], -143);  // float32 subnormals
+        a[66 * k + kk] = 0.0f;
+        b[kk * n + 20] = std::ldexp(b[kk * n + 20], -120);  // with row 40: below 2^-126
+        b[kk * n + 33] = 0.0f;
+    }
+    // Row 7's first chunk sums to b[0][j] - 2^-70 b[1][j] (beyond float64's 53 bits: the bit spans
+    // must refuse the plain sums), and its second interval's first chunk to b[40][j] + 2^-120
+    // b[42][j] (2^-60 b[41][j] cancels, after a pair has lost the 2^-120: the long accumulator's).
+    std::fill(a.begin() + 7 * k, a.begin() + 7 * k + 80, 0.0f);  // the wide values from k = 80
+    a[7 * k + 0] = 1.0f, a[7 * k + 1] = -0x1p-70f;
+    a[7 * k + 40] = 1.0f, a[7 * k + 41] = 0x1p-60f, a[7 * k + 42] = 0x1p-120f, a[7 * k + 43] = -0x1p-60f;
+    std::copy(b.begin() + 41 * n, b.begin() + 42 * n, b.begin() + 43 * n);
+    a[50 * k + 45] = INFINITY;  // the second interval of row 50
+    const std::vector<float> at = transposed(a, m, k), bt = transposed(b, k, n);
+    using L = quant::operand_layout;
+    for (const std::string format : {"e8m13", "fp16", "fp32"})
+        for (const altgrad_rounding r : kRoundings) {
+            const auto want = reference(format, r, 32, 40, a, b, m, k, n);
+            EXPECT_TRUE(std::isinf(want[50 * n + 0]) || std::isnan(want[50 * n + 0]));
+            const quant::accumulator acc(load(format), {r, 32, 40});
+            for (const quant::gemm_operands& p : std::vector<quant::gemm_operands>{
+                     {a.data(), L::as_is, b.data(), L::as_is, m, k, n},
+                     {at.data(), L::transposed, b.data(), L::as_is, m, k, n},
+                     {a.data(), L::as_is, bt.data(), L::transposed, m, k, n},
+                     {at.data(), L::transposed, bt.data(), L::transposed, m, k, n}})
+                for (const unsigned threads : {1u, 3u}) {
+                    std::vector<float> c(m * n, -1.0f);
+                    acc.gemm(p, c.data(), threads);
+                    expect_same(c, want,
+                                format + " " + std::to_string(r) + " layouts " +
+                                    std::to_string(static_cast<int>(p.a_layout)) +
+                                    std::to_string(static_cast<int>(p.b_layout)) + " threads " +
+                                    std::to_string(threads));
+                }
         }
 }
 
