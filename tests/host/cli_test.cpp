@@ -28,7 +28,9 @@ TEST(Cli, ListShowsEveryBundledPluginOk) {
                              "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0", "float", "int"})
         EXPECT_NE(r.out.find(std::string(name)), std::string::npos) << name;
     EXPECT_EQ(r.out.find("broken"), std::string::npos) << r.out;
-    EXPECT_EQ(count_lines(r.out), 26u) << r.out;  // header + 15 formats, 8 diagnostics, 2 interventions
+    // header + 15 formats, 8 diagnostics, 2 interventions, 2 transforms
+    EXPECT_EQ(count_lines(r.out), 28u) << r.out;
+    EXPECT_NE(r.out.find("transform     hadamard"), std::string::npos) << r.out;
 }
 
 // A command's stdout parsed as JSON (a parse error fails the test with the text).
@@ -450,9 +452,9 @@ TEST(Cli, ConformanceParamsAreCheckedFirst) {
         << unknown.out;
     const run_result diagnostic = run_host(kPlugins + "conformance --param bits=4 kurtosis");
     EXPECT_EQ(diagnostic.exit_code, 2) << diagnostic.out;
-    EXPECT_NE(
-        diagnostic.out.find("conformance: --param is for format plugins, and 'kurtosis' is a diagnostic"),
-        std::string::npos)
+    EXPECT_NE(diagnostic.out.find(
+                  "conformance: --param is for format and transform plugins, and 'kurtosis' is a diagnostic"),
+              std::string::npos)
         << diagnostic.out;
     const run_result malformed = run_host(kPlugins + "conformance --param bits e5m2");
     EXPECT_EQ(malformed.exit_code, 2) << malformed.out;
