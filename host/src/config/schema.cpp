@@ -109,9 +109,10 @@ const section<quantization_config>& quantization_section() {
         {boolean("enabled", &Q::enabled), format("weight_format", &Q::weight_format),
          format("activation_format", &Q::activation_format), format("gradient_format", &Q::gradient_format),
          choice("forward_rounding", &Q::forward_rounding), choice("backward_rounding", &Q::backward_rounding),
-         choice("overflow", &Q::overflow), choice("scaling", &Q::scaling),
-         integer("amax_history_len", &Q::amax_history_len, 1, 1024), choice("amax_compute", &Q::amax_compute),
-         integer("margin", &Q::margin, 0, 64), boolean("shadow_weights", &Q::shadow_weights),
+         integer("sr_bits", &Q::sr_bits, 1, 32), choice("overflow", &Q::overflow),
+         choice("scaling", &Q::scaling), integer("amax_history_len", &Q::amax_history_len, 1, 1024),
+         choice("amax_compute", &Q::amax_compute), integer("margin", &Q::margin, 0, 64),
+         boolean("shadow_weights", &Q::shadow_weights),
          integer("diagnostic_interval", &Q::diagnostic_interval, 1, kBillion),
          choice("granularity", &Q::granularity), integer("block_size", &Q::block_size, 1, kMaxBlockSize),
          format("scale_format", &Q::scale_format), choice("scale_rule", &Q::scale_rule)}};

@@ -112,6 +112,7 @@ quantize_options options_of(const quant_site& site, float scale) {
     o.rounding = site.rounding;
     o.overflow = site.overflow;
     o.scale = scale;
+    o.random_bits = site.random_bits;
     return o;
 }
 
@@ -579,6 +580,7 @@ void assign_formats(quant_plan& plan, const config::run_config& c, format_librar
         const bool weight = s.role == ALTGRAD_TENSOR_WEIGHT, activation = s.role == ALTGRAD_TENSOR_ACTIVATION;
         s.rounding = backward ? q.backward_rounding : q.forward_rounding;
         s.overflow = q.overflow;
+        s.random_bits = static_cast<uint32_t>(q.sr_bits);
         s.scaling = quant::scaling_state(scaling_of(q), 1.0);
         const config::block_scaling b = config::scaling_for(q, s.layer, s.role);
         s.block_size = b.granularity == config::granularity_kind::tensor ? 0
