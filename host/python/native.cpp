@@ -172,8 +172,11 @@ struct conversion {
 
 conversion conversion_of(const std::string& rounding, const std::string& overflow, float scale, uint64_t seed,
                          uint64_t offset, const std::optional<py::array>& block_scales, size_t block_size,
-                         size_t count, int threads) {
+                         size_t count, int threads, int64_t sr_bits = 32) {
     conversion c;
+    if (sr_bits < 1 || sr_bits > 32)
+        throw py::value_error("sr_bits " + std::to_string(sr_bits) + ": expected 1 .. 32 random bits");
+    c.mode.random_bits = static_cast<uint32_t>(sr_bits);
     c.mode.rounding = parse_choice(rounding_names(), "rounding", rounding);
     c.mode.overflow = parse_choice(overflow_names(), "overflow", overflow);
     c.mode.scale = scale;
@@ -242,11 +245,11 @@ std::pair<uint64_t, uint64_t> quantize_arrays(const format_handle& f, const py::
                                               const std::string& rounding, const std::string& overflow,
                                               float scale, uint64_t seed, uint64_t offset,
                                               const std::optional<py::array>& block_scales, size_t block_size,
-                                              int threads) {
+                                              int threads, int64_t sr_bits) {
     const size_t n = checked_pair("quantize", in, float32(), "input", out, float32(), "out");
     check_no_partial_overlap(in.data(), n * 4, out.data(), n * 4);
     const conversion c =
-        conversion_of(rounding, overflow, scale, seed, offset, block_scales, block_size, n, threads);
+        conversion_of(rounding, overflow, scale, seed, offset, block_scales, block_size, n, threads, sr_bits);
     const auto* src = static_cast<const float*>(in.data());
     auto* dst = static_cast<float*>(out.mutable_data());
     return counts_pair(chunked(n, c, [&](size_t begin, size_t count, const quantize_options& m) {
@@ -258,13 +261,13 @@ std::pair<uint64_t, uint64_t> quantize_arrays(const format_handle& f, const py::
 std::pair<uint64_t, uint64_t> quantize_device(const format_handle& f, uintptr_t in, uintptr_t out, size_t n,
                                               int device_index, const std::string& rounding,
                                               const std::string& overflow, float scale, uint64_t seed,
-                                              uint64_t offset) {
+                                              uint64_t offset, int64_t sr_bits) {
     if (!f.accepts(ALTGRAD_MEMORY_CUDA))
         throw error("format plugin '" + f.name() +
                     "' has no CUDA implementation (build with -DALTGRAD_CUDA=ON)");
     check_no_partial_overlap(reinterpret_cast<const void*>(in), n * 4, reinterpret_cast<const void*>(out),
                              n * 4);
-    conversion c = conversion_of(rounding, overflow, scale, seed, offset, std::nullopt, 0, n, 1);
+    conversion c = conversion_of(rounding, overflow, scale, seed, offset, std::nullopt, 0, n, 1, sr_bits);
     c.mode.memory = ALTGRAD_MEMORY_CUDA;
     c.mode.device_index = device_index;
     py::gil_scoped_release unlocked;
@@ -284,11 +287,11 @@ std::pair<uint64_t, uint64_t> encode_arrays(const format_handle& f, const py::ar
                                             const std::string& rounding, const std::string& overflow,
                                             float scale, uint64_t seed, uint64_t offset,
                                             const std::optional<py::array>& block_scales, size_t block_size,
-                                            int threads) {
+                                            int threads, int64_t sr_bits) {
     const size_t n = checked_pair("encode", in, float32(), "input", codes, code_dtype(f), "codes");
     const size_t width = f.info().code_bytes;
     const conversion c =
-        conversion_of(rounding, overflow, scale, seed, offset, block_scales, block_size, n, threads);
+        conversion_of(rounding, overflow, scale, seed, offset, block_scales, block_size, n, threads, sr_bits);
     const auto* src = static_cast<const float*>(in.data());
     auto* dst = static_cast<unsigned char*>(codes.mutable_data());
     return counts_pair(chunked(n, c, [&](size_t begin, size_t count, const quantize_options& m) {
@@ -339,6 +342,7 @@ py::dict info_dict(const format_handle& f) {
     d["rounding_modes"] = names_in(i.rounding_modes, rounding_names());
     d["memory_kinds"] = names_in(i.memory_kinds, memory_kind_names());
     d["block_scales"] = f.takes_block_scales();
+    d["random_bits"] = f.takes_random_bits();
     return d;
 }
 
@@ -556,13 +560,13 @@ PYBIND11_MODULE(_native, m) {
         .def_property_readonly("code_dtype", &code_dtype)
         .def("quantize", &quantize_arrays, py::arg("input"), py::arg("out"), py::arg("rounding"),
              py::arg("overflow"), py::arg("scale"), py::arg("seed"), py::arg("offset"),
-             py::arg("block_scales"), py::arg("block_size"), py::arg("threads"))
+             py::arg("block_scales"), py::arg("block_size"), py::arg("threads"), py::arg("sr_bits") = 32)
         .def("quantize_device", &quantize_device, py::arg("input_ptr"), py::arg("out_ptr"), py::arg("count"),
              py::arg("device_index"), py::arg("rounding"), py::arg("overflow"), py::arg("scale"),
-             py::arg("seed"), py::arg("offset"))
+             py::arg("seed"), py::arg("offset"), py::arg("sr_bits") = 32)
         .def("encode", &encode_arrays, py::arg("input"), py::arg("codes"), py::arg("rounding"),
              py::arg("overflow"), py::arg("scale"), py::arg("seed"), py::arg("offset"),
-             py::arg("block_scales"), py::arg("block_size"), py::arg("threads"))
+             py::arg("block_scales"), py::arg("block_size"), py::arg("threads"), py::arg("sr_bits") = 32)
         .def("decode", &decode_arrays, py::arg("codes"), py::arg("out"), py::arg("scale"),
              py::arg("block_scales"), py::arg("block_size"), py::arg("threads"));
 

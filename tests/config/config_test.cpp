@@ -66,6 +66,7 @@ TEST(ConfigDefaults, EmptyFileGivesTheSchemaDefaults) {
     EXPECT_EQ(c.quantization.gradient_format, "e5m2");
     EXPECT_EQ(c.quantization.forward_rounding, ALTGRAD_ROUND_NEAREST_EVEN);
     EXPECT_EQ(c.quantization.backward_rounding, ALTGRAD_ROUND_STOCHASTIC);
+    EXPECT_EQ(c.quantization.sr_bits, 32);  // full stochastic rounding, as before the key
     EXPECT_EQ(c.quantization.overflow, ALTGRAD_OVERFLOW_SATURATE);
     EXPECT_EQ(c.quantization.scaling, scaling_mode::delayed);
     EXPECT_EQ(c.quantization.amax_history_len, 16);
@@ -129,7 +130,7 @@ TEST(ConfigDefaults, RangeEndsAreAccepted) {
                  "[training]\nmax_steps = 1000000000\nwarmup_steps = 0\nbatch_size = 65536\n"
                  "learning_rate = 10\nmin_lr = 10\nweight_decay = 0\nbeta1 = 0\nbeta2 = 0.999999\n"
                  "grad_clip = 1e6\nthreads = 1024\neval_batches = 1000000\nseed = 0\n"
-                 "[quantization]\namax_history_len = 1024\nmargin = 64\n"
+                 "[quantization]\namax_history_len = 1024\nmargin = 64\nsr_bits = 1\n"
                  "[output]\nkeep_checkpoints = 1000\ncheckpoint_interval = 1\n"),
         "");
 }
@@ -150,6 +151,19 @@ TEST(ConfigErrors, IntegerKeysRejectFloatsAndStrings) {
                  "expected an integer 0..9223372036854775807");
     expect_error(error_of("[model]\nn_layer = 65\n"), "model.n_layer", "expected an integer 1..64, got 65");
     expect_error(error_of("[training]\nthreads = true\n"), "training.threads", "got true");
+}
+
+// sr_bits: 1..32 random bits; 0 (which the ABI reads as 32) is not a config value.
+TEST(ConfigErrors, SrBitsIsOneToThirtyTwo) {
+    EXPECT_EQ(error_of("[quantization]\nsr_bits = 0\n"),
+              std::string(kFile) + ": key 'quantization.sr_bits': expected an integer 1..32, got 0");
+    expect_error(error_of("[quantization]\nsr_bits = 33\n"), "quantization.sr_bits",
+                 "expected an integer 1..32, got 33");
+    expect_error(error_of("[quantization]\nsr_bits = 8.0\n"), "quantization.sr_bits", "got 8.0");
+    EXPECT_EQ(parse_config("[quantization]\nsr_bits = 8\n", kFile).quantization.sr_bits, 8);
+    EXPECT_EQ(parse_config("", kFile, {"quantization.sr_bits=4"}).quantization.sr_bits, 4);
+    expect_error(error_of("", {"quantization.sr_bits=64"}), "quantization.sr_bits",
+                 "expected an integer 1..32");
 }
 
 TEST(ConfigErrors, FloatRangesSayWhichEndIsOpen) {
@@ -415,6 +429,7 @@ TEST(ConfigToToml, DefaultsRoundTripAndEveryKeyIsWritten) {
           "beta2 = 0.95", "backward_rounding = \"stochastic\"", "margin = 0", "rules = []", "[output]",
           "keep_checkpoints = 2"})
         EXPECT_NE(text.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << text;
+    EXPECT_NE(text.find("\nsr_bits = 32\n"), std::string::npos) << text;
 }
 
 TEST(ConfigToToml, EverythingChangedRoundTrips) {
@@ -458,6 +473,7 @@ activation_format = "e3m4"
 gradient_format = "e5m2"
 forward_rounding = "stochastic"
 backward_rounding = "nearest"
+sr_bits = 8
 overflow = "nonfinite"
 scaling = "current"
 amax_history_len = 1024
@@ -487,7 +503,9 @@ keep_checkpoints = 5
     EXPECT_EQ(to_toml(back), text);
     EXPECT_EQ(back.training.min_lr, 3.0000000000000004e-05);
     EXPECT_EQ(back.data.val_fraction, 1.0 / 3.0);
+    EXPECT_EQ(back.quantization.sr_bits, 8);
     EXPECT_NE(text.find("weight_decay = 0.0\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("sr_bits = 8\n"), std::string::npos) << text;
     EXPECT_EQ(back.data.path, "data/we\\ird \"dir\"\ttab");
     EXPECT_EQ(back.name, "odd \"name\" with ünïcode");
 }

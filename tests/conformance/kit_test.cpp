@@ -365,6 +365,33 @@ TEST(KitPlanted, AnAbi11FormatSkipsTheBlockScaleCheck) {
         EXPECT_FALSE(kit::is_failure(y.status)) << y.check << "\n" << dump(r);
 }
 
+// The ABI 1.1 format's source rebuilt against today's headers reports the
+// current ABI but declares no capabilities: the host still splits its
+// block-scaled calls and refuses few random bits, so both checks are
+// skipped, naming the missing capability, and nothing fails.
+TEST(KitPlanted, ARebuiltAbi11FormatDeclaresNothingAndPasses) {
+    const kit::plugin_report r = check("rebuilt_abi11_format");
+    for (const char* name : {"quantize.block_scales", "stochastic.random_bits"}) {
+        expect_outcome(r, name, outcome::skipped);
+        const kit::result* x = find(r, name);
+        ASSERT_NE(x, nullptr);
+        EXPECT_NE(x->reason.find("ALTGRAD_FORMAT_CAPABILITY_"), std::string::npos) << x->reason;
+    }
+    for (const kit::result& y : r.results)
+        EXPECT_FALSE(kit::is_failure(y.status)) << y.check << "\n" << dump(r);
+}
+
+// Quantize that declares random bits but rounds with all 32: only
+// stochastic.random_bits fails, naming the number of bits.
+TEST(KitPlanted, QuantizeIgnoringRandomBitsFailsRandomBits) {
+    const kit::plugin_report r = check("broken_random_bits");
+    expect_outcome(r, "stochastic.random_bits", outcome::failed);
+    const kit::result* x = find(r, "stochastic.random_bits");
+    ASSERT_NE(x, nullptr);
+    EXPECT_NE(x->input.find("random_bits "), std::string::npos) << x->input;
+    expect_no_other_failure(r, "stochastic.random_bits");
+}
+
 // A 1.2 diagnostic that reads the view's `scale` (1 with block scales) where
 // each element's block scale is meant: measure.block_scales fails, showing
 // both answers (max |x*3| against max |x|); nothing else does. A diagnostic

@@ -493,6 +493,32 @@ TEST(Cli, FloatAndIntParameters) {
 }
 
 // Program_Options read "-1" into a uint64_t as 2^64-1; so did it 2^64.
+// --sr-bits 1: 0.3 lies at f = 0.2 of the step from 19/64 to 20/64 in E1M6,
+// and floor(0.2 * 2^1) = 0, so with one random bit it never rounds up.
+TEST(Cli, QuantizeWithOneRandomBitNeverRoundsUpBelowHalfAStep) {
+    const std::string input = "0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3 0.3";
+    const run_result r =
+        run_host(kPlugins + "quantize e1m6 --rounding stochastic --seed 7 --sr-bits 1", input);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    std::string want;
+    for (int i = 0; i < 16; ++i) want += "0x1.3p-2\n";
+    EXPECT_EQ(r.out, want);
+    // 0.4 lies at f = 0.6 of the step from 25/64 to 26/64: 0.5 of the time up, never always.
+    const run_result half = run_host(kPlugins + "quantize e1m6 --rounding stochastic --sr-bits 1 --seed 7",
+                                     "0.4 0.4 0.4 0.4 0.4 0.4 0.4 0.4 0.4 0.4 0.4 0.4 0.4 0.4 0.4 0.4");
+    ASSERT_EQ(half.exit_code, 0) << half.out;
+    EXPECT_NE(half.out.find("0x1.9p-2"), std::string::npos) << half.out;
+    EXPECT_NE(half.out.find("0x1.ap-2"), std::string::npos) << half.out;
+    for (const char* bad : {"0", "33", "-1", "8.5", ""}) {
+        SCOPED_TRACE(bad);
+        const run_result e =
+            run_host(kPlugins + "quantize e1m6 --rounding stochastic --sr-bits '" + bad + "'", "0.3");
+        EXPECT_EQ(e.exit_code, 2) << e.out;
+        EXPECT_EQ(e.out, "altgrad-host: quantize: --sr-bits \"" + std::string(bad) +
+                             "\": expected an integer 1 .. 32 (see altgrad-host --help)\n");
+    }
+}
+
 TEST(Cli, SeedsAndOffsetsAreUnsignedIntegers) {
     const std::string q = kPlugins + "quantize e1m6 --rounding stochastic ";
     for (const char* option : {"--seed", "--offset"})

@@ -2,6 +2,7 @@
 // never take the others down; the ABI and descriptor checks catch liars.
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <set>
@@ -25,6 +26,12 @@ namespace {
 
 using host::plugin_status;
 using host::registry;
+
+uint32_t bits_of(float x) {
+    uint32_t b;
+    std::memcpy(&b, &x, sizeof b);
+    return b;
+}
 
 const host::plugin_record& record(const registry& reg, const std::string& name) {
     for (const auto& r : reg.records())
@@ -180,6 +187,74 @@ TEST(Registry, AnAbi11FormatGetsBlockScaledCallsOneBlockAtATime) {
     } catch (const host::error& e) {
         EXPECT_NE(std::string(e.what()).find("ABI 1.1"), std::string::npos) << e.what();
     }
+}
+
+// The ABI 1.1 format's source rebuilt against today's headers reports the
+// current ABI but declares no capabilities (issue #30): the version must not
+// buy it block scales or random bits. Its block-scaled calls are split per
+// block, bit for bit what the bundled E4M3 (which declares them) gives, and
+// stochastic rounding with fewer than 32 random bits is an error naming it.
+TEST(Registry, ARebuiltAbi11FormatIsSplitPerBlockNotTrustedForItsVersion) {
+    scratch_dir dir;
+    fs::copy(kTestPlugins / "rebuilt_abi11_format", dir.path() / "rebuilt_abi11_format");
+    registry reg(dir.path());
+    const auto rebuilt = host::format_handle::create(reg.load("rebuilt_abi11_format"));
+    EXPECT_EQ(rebuilt->plugin().entry->abi_version.minor, ALTGRAD_ABI_VERSION_MINOR);
+    EXPECT_EQ(rebuilt->info().capabilities, 0u);
+    EXPECT_FALSE(rebuilt->takes_block_scales());
+    EXPECT_FALSE(rebuilt->takes_random_bits());
+    registry bundled(kBundled);
+    const auto e4m3 = host::format_handle::create(bundled.load("e4m3"));
+    EXPECT_EQ(e4m3->info().capabilities,
+              ALTGRAD_FORMAT_CAPABILITY_BLOCK_SCALES | ALTGRAD_FORMAT_CAPABILITY_RANDOM_BITS);
+    // Inputs over E4M3's range and beyond, blocks of 7 (a short last one),
+    // power-of-two and other scales.
+    std::vector<float> xs;
+    for (int i = 0; i < 1000; ++i)
+        xs.push_back(std::ldexp(static_cast<float>((i * 7919) % 2001) - 1000.0f, i % 19 - 12));
+    std::vector<float> scales;
+    for (size_t b = 0; b < (xs.size() + 6) / 7; ++b)
+        scales.push_back(b % 3 == 0 ? 0.75f : std::ldexp(1.0f, static_cast<int>(b % 9) - 4));
+    for (altgrad_rounding r :
+         {ALTGRAD_ROUND_NEAREST_EVEN, ALTGRAD_ROUND_STOCHASTIC, ALTGRAD_ROUND_TOWARD_ZERO}) {
+        SCOPED_TRACE(r);
+        host::quantize_options o;
+        o.rounding = r;
+        o.seed = 99;
+        o.offset = 5;
+        o.block_scales = scales.data();
+        o.block_size = 7;
+        std::vector<float> split(xs.size()), whole(xs.size());
+        const host::quantize_counts a = rebuilt->quantize(xs.data(), split.data(), xs.size(), o);
+        const host::quantize_counts b = e4m3->quantize(xs.data(), whole.data(), xs.size(), o);
+        for (size_t i = 0; i < xs.size(); ++i)
+            ASSERT_EQ(bits_of(split[i]), bits_of(whole[i])) << "element " << i << " x " << xs[i];
+        EXPECT_EQ(a.overflow, b.overflow);
+        EXPECT_EQ(a.underflow, b.underflow);
+        EXPECT_GT(b.overflow, 0u);  // the inputs reach past max
+        std::vector<uint8_t> split_codes(xs.size()), whole_codes(xs.size());
+        rebuilt->encode(xs.data(), split_codes.data(), xs.size(), o);
+        e4m3->encode(xs.data(), whole_codes.data(), xs.size(), o);
+        EXPECT_EQ(split_codes, whole_codes);
+    }
+    // Few random bits: refused, naming the plugin; 32 (all) is what it does anyway.
+    host::quantize_options o;
+    o.rounding = ALTGRAD_ROUND_STOCHASTIC;
+    o.random_bits = 8;
+    std::vector<float> out(xs.size());
+    try {
+        rebuilt->quantize(xs.data(), out.data(), xs.size(), o);
+        ADD_FAILURE() << "random_bits 8 was accepted by a plugin that does not declare them";
+    } catch (const host::error& e) {
+        EXPECT_NE(std::string(e.what()).find("rebuilt_abi11_format"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("ALTGRAD_FORMAT_CAPABILITY_RANDOM_BITS"), std::string::npos)
+            << e.what();
+    }
+    o.random_bits = 32;
+    std::vector<float> with32(xs.size());
+    rebuilt->quantize(xs.data(), out.data(), xs.size(), o);
+    e4m3->quantize(xs.data(), with32.data(), xs.size(), o);
+    EXPECT_EQ(out, with32);
 }
 
 // Enum fields a plugin fills in are read as integers and range-checked before

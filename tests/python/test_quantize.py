@@ -69,6 +69,32 @@ def test_scaled_quantize_is_the_host(formats, name, rounding, scale):
     assert (y.overflow, y.underflow) == (o, u)
 
 
+def test_few_random_bits_are_the_hosts_and_biased_as_documented(formats):
+    # sr_bits is the host's --sr-bits, bit for bit, in one call and in threaded chunks.
+    expected, o, u = host_quantize("e3m4", X, "--rounding", "stochastic", "--seed", "4", "--sr-bits", "3")
+    y = formats["e3m4"].quantize(X, rounding="stochastic", seed=4, sr_bits=3)
+    assert_same_floats(y.output, expected)
+    assert (y.overflow, y.underflow) == (o, u)
+    assert_same_floats(formats["e3m4"].quantize(X, rounding="stochastic", seed=4, sr_bits=3, threads=3).output,
+                       expected)
+    # 32 is the default; fewer bits change some results.
+    full = formats["e3m4"].quantize(X, rounding="stochastic", seed=4).output
+    assert_same_floats(formats["e3m4"].quantize(X, rounding="stochastic", seed=4, sr_bits=32).output, full)
+    assert (bits(y.output) != bits(full)).any()
+    # E4M3 between 1 and 1.125: x at f = 0.3 rounds up with 2 random bits at floor(0.3 * 4) / 4 = 0.25.
+    n = 40000
+    up = np.count_nonzero(formats["e4m3"].quantize(np.full(n, 1.0375, np.float32), rounding="stochastic",
+                                                   seed=8, sr_bits=2).output == 1.125)
+    assert abs(up / n - 0.25) < 5 * np.sqrt(0.25 * 0.75 / n)
+    codes, _, _ = formats["e3m4"].encode(FINITE, rounding="stochastic", seed=4, sr_bits=3)
+    assert_same_floats(formats["e3m4"].decode(codes),
+                       formats["e3m4"].quantize(FINITE, rounding="stochastic", seed=4, sr_bits=3).output)
+    assert formats["e3m4"].info["random_bits"] and formats["e3m4"].info["block_scales"]
+    for bad in (0, 33, -1):
+        with pytest.raises(ValueError, match=f"sr_bits {bad}: expected 1 .. 32"):
+            formats["e3m4"].quantize(X, rounding="stochastic", sr_bits=bad)
+
+
 def test_stochastic_rounding_in_chunks_equals_one_call(formats):
     e3m4 = formats["e3m4"]
     whole = e3m4.quantize(X, rounding="stochastic", seed=5, offset=1000).output

@@ -65,6 +65,7 @@ void check_groups(const std::string& name, const F& format) {
             for (const auto& [offset, count] : kCalls) {
                 Mode m = base;
                 m.offset = offset;
+                m.random_bits = offset % 2 == 1 ? 3u : 0u;  // odd offsets: the top 3 random bits only
                 const std::vector<float> xs = inputs(count, p.info());
                 const std::string where = name + " " + describe(m) + " offset " + std::to_string(offset) +
                                           " count " + std::to_string(count);
@@ -77,7 +78,8 @@ void check_groups(const std::string& name, const F& format) {
                     constexpr altgrad_overflow O = decltype(o)::value;
                     for (uint64_t g = sdk::group_count(offset, count); g-- > 0;)
                         sdk::quantize_group<std::decay_t<decltype(k)>, R, O>(
-                            k, xs.data(), got.data(), count, sdk::scale_source{scale}, m.seed, offset, g, c);
+                            k, xs.data(), got.data(), count, sdk::scale_source{scale}, m.seed, offset,
+                            sdk::random_bits_mask(m.random_bits), g, c);
                 });
                 for (size_t i = 0; i < count; ++i)
                     ASSERT_TRUE(same_float(want.out[i], got[i]))
@@ -100,10 +102,10 @@ void check_groups(const std::string& name, const F& format) {
                     constexpr altgrad_rounding R = decltype(r)::value;
                     constexpr altgrad_overflow O = decltype(o)::value;
                     for (uint64_t g = sdk::group_count(offset, count); g-- > 0;)
-                        first_bad =
-                            std::min(first_bad, sdk::encode_group<std::decay_t<decltype(k)>, R, O, uint32_t>(
-                                                    k, ys.data(), got_codes.data(), count,
-                                                    sdk::scale_source{scale}, m.seed, offset, g, ce));
+                        first_bad = std::min(
+                            first_bad, sdk::encode_group<std::decay_t<decltype(k)>, R, O, uint32_t>(
+                                           k, ys.data(), got_codes.data(), count, sdk::scale_source{scale},
+                                           m.seed, offset, sdk::random_bits_mask(m.random_bits), g, ce));
                 });
                 EXPECT_EQ(got_codes, codes.codes) << where;
                 EXPECT_EQ(first_bad, sdk::kNoElement) << where;
@@ -145,10 +147,10 @@ TEST(ElementGroups, EncodeReportsTheFirstNanTheFormatCannotHold) {
     sdk::element_counts c;
     uint64_t first = sdk::kNoElement;
     for (uint64_t g = 0; g < sdk::group_count(offset, xs.size()); ++g)
-        first =
-            std::min(first, sdk::encode_group<sdk::fixed_point_format, ALTGRAD_ROUND_NEAREST_EVEN,
-                                              ALTGRAD_OVERFLOW_SATURATE, uint8_t>(
-                                f, xs.data(), codes.data(), xs.size(), sdk::scale_source{}, 0, offset, g, c));
+        first = std::min(
+            first, sdk::encode_group<sdk::fixed_point_format, ALTGRAD_ROUND_NEAREST_EVEN,
+                                     ALTGRAD_OVERFLOW_SATURATE, uint8_t>(
+                       f, xs.data(), codes.data(), xs.size(), sdk::scale_source{}, 0, offset, ~0u, g, c));
     EXPECT_EQ(first, 13u);
     EXPECT_EQ(codes[0], 32u);  // 0.25 * 128
 }

@@ -39,12 +39,12 @@ std::vector<float> inputs(float lo, float hi, bool positive, uint64_t seed) {
 
 template <class F, altgrad_rounding R, altgrad_overflow O>
 void expect_isa_loops_agree(const char* name, const F& f, const std::vector<float>& xs) {
-    using Loop =
-        void (*)(const F&, const float*, float*, size_t, float, uint64_t, uint64_t, sdk::element_counts&);
+    using Loop = void (*)(const F&, const float*, float*, size_t, float, uint64_t, uint64_t, uint32_t,
+                          sdk::element_counts&);
     const size_t n = xs.size();
     std::vector<float> want(n);
     sdk::element_counts want_counts;
-    detail::quantize_baseline<F, R, O, detail::scaling::unit>(f, xs.data(), want.data(), n, 1.0f, 7, 99,
+    detail::quantize_baseline<F, R, O, detail::scaling::unit>(f, xs.data(), want.data(), n, 1.0f, 7, 99, ~0u,
                                                               want_counts);
     std::vector<Loop> loops;
     const detail::vector_isa isa = detail::cpu_vector_isa();
@@ -55,7 +55,7 @@ void expect_isa_loops_agree(const char* name, const F& f, const std::vector<floa
     for (Loop loop : loops) {
         std::vector<float> got(n);
         sdk::element_counts counts;
-        loop(f, xs.data(), got.data(), n, 1.0f, 7, 99, counts);
+        loop(f, xs.data(), got.data(), n, 1.0f, 7, 99, ~0u, counts);
         size_t bad = 0;
         for (size_t i = 0; i < n; ++i)
             if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 && bad++ < 3)

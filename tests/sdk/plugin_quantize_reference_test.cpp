@@ -38,6 +38,25 @@ TEST_P(PluginVsReference, RandomFloatsMatchInEveryMode) {
         EXPECT_TRUE(quantize_matches_reference(p, m, xs, mode));
 }
 
+// ABI 1.4 random_bits: stochastic rounding with only the top b of the 32
+// random bits matches the reference fed those bits (the rest cleared), at the
+// edge points and random floats, per tensor and with a scale.
+TEST_P(PluginVsReference, FewRandomBitsMatch) {
+    const FormatModel& m = model(GetParam());
+    const FormatPlugin& p = plugin(GetParam());
+    std::vector<float> xs = edge_points(m);
+    const std::vector<float> r = random_points(m, 20000, 0xB175ull);
+    xs.insert(xs.end(), r.begin(), r.end());
+    for (uint32_t b : {1u, 2u, 8u, 31u})
+        for (float s : {1.0f, 0.375f})
+            for (const Mode& base : all_modes(s, 0xABCull + b, 3))
+                if (base.rounding == ALTGRAD_ROUND_STOCHASTIC) {
+                    Mode mode = base;
+                    mode.random_bits = b;
+                    EXPECT_TRUE(quantize_matches_reference(p, m, xs, mode));
+                }
+}
+
 // Scaled inputs: result = q(fl32(x * s)) / s. The inputs are the edge points
 // divided by s (so the scaled values land on and around the ties) and random
 // floats.

@@ -16,6 +16,7 @@ inline std::string describe(const Mode& m) {
     std::ostringstream s;
     s << rounding_name(m.rounding) << "/" << overflow_name(m.overflow) << " scale=" << m.scale;
     if (m.rounding == ALTGRAD_ROUND_STOCHASTIC) s << " seed=" << m.seed << " offset=" << m.offset;
+    if (m.rounding == ALTGRAD_ROUND_STOCHASTIC && m.random_bits != 0) s << " random_bits=" << m.random_bits;
     return s.str();
 }
 
@@ -35,8 +36,10 @@ inline Expected reference_quantize(const FormatModel& model, const std::vector<f
         // ABI 1.2's rule: element i takes its block's scale where block scales are given.
         const float s = m.block_scales != nullptr ? m.block_scales[i / m.block_size] : m.scale;
         const float scaled = s == 1.0f ? xs[i] : xs[i] * s;
-        const uint32_t random =
-            m.rounding == ALTGRAD_ROUND_STOCHASTIC ? ref_random_bits(m.seed, m.offset + i) : 0u;
+        uint32_t random = m.rounding == ALTGRAD_ROUND_STOCHASTIC ? ref_random_bits(m.seed, m.offset + i) : 0u;
+        // ABI 1.4's random_bits b in 1..31: only the top b bits count (the low 32 - b cleared).
+        if (m.random_bits >= 1 && m.random_bits <= 31)
+            random = random >> (32 - m.random_bits) << (32 - m.random_bits);
         const RefResult r = ref_quantize(model, scaled, m.rounding, m.overflow, random);
         e.ref[i] = r;
         e.out[i] = s == 1.0f ? r.value : r.value / s;

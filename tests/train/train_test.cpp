@@ -613,6 +613,27 @@ TEST(Run, ShadowWeightsOffChangesTraining) {
     EXPECT_NE(comparable_metrics(s.path / "on"), comparable_metrics(s.path / "off"));
 }
 
+// quantization.sr_bits reaches every stochastic rounding of the run (the
+// output gradients here): 8 random bits train differently from 32, while an
+// explicit 32 is the default bit for bit; the resolved config says which.
+TEST(Run, SrBitsChangesStochasticRoundingAnd32IsTheDefault) {
+    scratch s;
+    const fs::path cfg = s.config("sr_bits");
+    const std::string shorter = " --set training.max_steps=4";
+    ASSERT_EQ(run("run " + cfg.string() + shorter + " --out " + (s.path / "default").string()).exit_code, 0);
+    const run_result all = run("run " + cfg.string() + shorter + " --set quantization.sr_bits=32 --out " +
+                               (s.path / "32").string());
+    ASSERT_EQ(all.exit_code, 0) << all.out;
+    const run_result eight = run("run " + cfg.string() + shorter + " --set quantization.sr_bits=8 --out " +
+                                 (s.path / "8").string());
+    ASSERT_EQ(eight.exit_code, 0) << eight.out;
+    EXPECT_EQ(comparable_metrics(s.path / "default"), comparable_metrics(s.path / "32"));
+    EXPECT_NE(comparable_metrics(s.path / "default"), comparable_metrics(s.path / "8"));
+    std::ifstream in(s.path / "8" / "config.toml");
+    const std::string resolved((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(resolved.find("\nsr_bits = 8\n"), std::string::npos) << resolved;
+}
+
 // ---- Block scaling ------------------------------------------------------------
 
 // The losses of a finished run's train lines, in order.

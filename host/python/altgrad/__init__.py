@@ -174,26 +174,29 @@ class Format:
         return f"altgrad.Format({self.name!r})"
 
     def quantize(self, x, rounding="nearest", overflow="saturate", scale=1.0, seed=0, offset=0, out=None,
-                 block_scales=None, block_size=0, threads=1):
+                 block_scales=None, block_size=0, threads=1, sr_bits=32):
         """q(x*s)/s, element by element, through the plugin: (output, overflow, underflow).
 
         rounding: nearest | stochastic | toward-zero; overflow: saturate | nonfinite.
         Stochastic rounding draws element i from the stream (seed, offset + i), as the
         C++ host does, so a tensor quantized in chunks with their offsets equals one call.
+        sr_bits (1..32): stochastic rounding uses only the top sr_bits of each element's 32
+        random bits (ABI 1.4 random_bits), which biases it toward zero by less than 2^-sr_bits
+        of a step; 32 is full stochastic rounding.
         block_scales (float32, one per `block_size` elements): per-block scales instead of `scale`.
         threads > 1 splits the work in chunks over threads (the same result).
         """
         if _torch_module(x) and x.device.type == "cuda":
-            return self._quantize_cuda(x, rounding, overflow, scale, seed, offset, out, block_scales)
+            return self._quantize_cuda(x, rounding, overflow, scale, seed, offset, out, block_scales, sr_bits)
         if out is None:
             out = _empty_like(x)
         src, dst = _host_view(x, "quantize input"), _host_view(out, "quantize out")
         scales = None if block_scales is None else _host_view(block_scales, "block_scales")
         counts = self._native.quantize(src, dst, rounding, overflow, float(scale), int(seed), int(offset), scales,
-                                       int(block_size), int(threads))
+                                       int(block_size), int(threads), int(sr_bits))
         return QuantizeResult(out, *counts)
 
-    def _quantize_cuda(self, x, rounding, overflow, scale, seed, offset, out, block_scales):
+    def _quantize_cuda(self, x, rounding, overflow, scale, seed, offset, out, block_scales, sr_bits):
         import torch
         _check_tensor(x, "quantize input")
         if block_scales is not None:
@@ -204,20 +207,22 @@ class Format:
         if out.device != x.device or out.numel() != x.numel():
             raise ValueError("quantize: out must be on the input's device, with as many elements")
         counts = self._native.quantize_device(x.data_ptr(), out.data_ptr(), x.numel(), x.device.index or 0, rounding,
-                                              overflow, float(scale), int(seed), int(offset))
+                                              overflow, float(scale), int(seed), int(offset), int(sr_bits))
         return QuantizeResult(out, *counts)
 
     def encode(self, x, rounding="nearest", overflow="saturate", scale=1.0, seed=0, offset=0, codes=None,
-               block_scales=None, block_size=0, threads=1):
+               block_scales=None, block_size=0, threads=1, sr_bits=32):
         """The codes of quantize's results: (codes, overflow, underflow). Codes are unsigned
-        integers of the format's code width (`code_dtype`: uint8, uint16 or uint32)."""
+        integers of the format's code width (`code_dtype`: uint8, uint16 or uint32); sr_bits as
+        in quantize."""
         import numpy as np
         src = _host_view(x, "encode input")
         if codes is None:
             codes = np.empty(src.shape, dtype=self.code_dtype)
         scales = None if block_scales is None else _host_view(block_scales, "block_scales")
         counts = self._native.encode(src, _host_view(codes, "encode codes", dtype=True), rounding, overflow,
-                                     float(scale), int(seed), int(offset), scales, int(block_size), int(threads))
+                                     float(scale), int(seed), int(offset), scales, int(block_size), int(threads),
+                                     int(sr_bits))
         return EncodeResult(codes, *counts)
 
     def decode(self, codes, scale=1.0, out=None, block_scales=None, block_size=0, threads=1):

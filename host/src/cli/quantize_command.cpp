@@ -94,13 +94,21 @@ void write_output(const std::string& file, const float_tensor& t, bool decimal) 
     if (!out) throw error(file + ": cannot write");
 }
 
+// --sr-bits B: stochastic rounding with the top B of each element's 32 random bits.
+uint32_t sr_bits_option(const std::string& text) {
+    const std::optional<uint64_t> b = parse_uint64(text);
+    if (!b || *b < 1 || *b > 32)
+        throw usage_error("quantize: --sr-bits \"" + text + "\": expected an integer 1 .. 32");
+    return static_cast<uint32_t>(*b);
+}
+
 }  // namespace
 
 int quantize_command(const context& ctx, const args& a) {
     po::options_description options("quantize options (numbers are read from standard input)");
     std::vector<std::string> params;
     std::string rounding = "nearest", overflow = "saturate", scale_text = "1", seed_text = "0",
-                offset_text = "0";
+                offset_text = "0", sr_bits_text = "32";
     std::string output_format = "hex", input_file, output_file;
     quantize_options o;
     po::options_description operands;
@@ -114,6 +122,8 @@ int quantize_command(const context& ctx, const args& a) {
         "seed", po::value<std::string>(&seed_text)->default_value("0"), "stochastic rounding seed")(
         "offset", po::value<std::string>(&offset_text)->default_value("0"),
         "index of the first value in the random stream")(
+        "sr-bits", po::value<std::string>(&sr_bits_text)->default_value("32"),
+        "stochastic rounding uses the top B (1..32) of each value's 32 random bits")(
         "counts", "print the overflow and underflow counts to standard error")(
         "output-format", po::value<std::string>(&output_format)->default_value("hex"),
         "hex | decimal: text output as C99 hex-floats, or as the shortest decimal that reads back exactly")(
@@ -128,8 +138,8 @@ int quantize_command(const context& ctx, const args& a) {
     const command_help help{
         "quantize",
         {"[--plugins DIR] quantize NAME [--rounding nearest|stochastic|toward-zero]",
-         "             [--overflow saturate|nonfinite] [--scale S] [--seed N] [--offset N] [--counts]",
-         "             [--output-format hex|decimal] [--input FILE] [--output FILE]",
+         "             [--overflow saturate|nonfinite] [--scale S] [--seed N] [--offset N] [--sr-bits B]",
+         "             [--counts] [--output-format hex|decimal] [--input FILE] [--output FILE]",
          "             [--param KEY=VALUE]...   < numbers"},
         "echo \"0.1 464 1e5 nan\" | altgrad-host --plugins build/plugins quantize e4m3 --rounding nearest",
         {{0, "every number was quantized and printed"},
@@ -148,6 +158,7 @@ int quantize_command(const context& ctx, const args& a) {
     o.scale = *scale;
     o.seed = unsigned_option("quantize", "seed", seed_text);
     o.offset = unsigned_option("quantize", "offset", offset_text);
+    o.random_bits = sr_bits_option(sr_bits_text);
     if (output_format != "hex" && output_format != "decimal")
         throw usage_error("quantize: --output-format \"" + output_format +
                           "\": expected one of hex, decimal");

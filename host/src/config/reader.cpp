@@ -277,6 +277,18 @@ private:
         }
     }
 
+    // An inline table of plugin parameters (an accumulator's or a transform's `params`).
+    std::map<std::string, std::string> read_params(const toml::node& p, const std::string& key) const {
+        if (!p.is_table()) fail(key, "expected a table of parameters, got " + describe(p));
+        std::map<std::string, std::string> out;
+        for (auto&& [k, v] : *p.as_table()) {
+            const std::optional<std::string> text = param_text(v);
+            if (!text) fail(key + "." + std::string(k.str()), "expected a string, number or boolean, got " + describe(v));
+            out[std::string(k.str())] = *text;
+        }
+        return out;
+    }
+
     // A transform: "none", "NAME", or { name = "NAME", params = {...} }.
     transform_config read_transform(const toml::node& n, const std::string& key) const {
         transform_config t;
@@ -302,16 +314,7 @@ private:
             fail(key + ".name", std::string("expected a plugin name (") + sdk::kPluginNamePattern + "), got " +
                                     describe(*name));
         t.name = name->as_string()->get();
-        if (const toml::node* p = table->get("params")) {
-            if (!p->is_table()) fail(key + ".params", "expected a table of parameters, got " + describe(*p));
-            for (auto&& [k, v] : *p->as_table()) {
-                const std::optional<std::string> text = param_text(v);
-                if (!text)
-                    fail(key + ".params." + std::string(k.str()),
-                         "expected a string, number or boolean, got " + describe(v));
-                t.params[std::string(k.str())] = *text;
-            }
-        }
+        if (const toml::node* p = table->get("params")) t.params = read_params(*p, key + ".params");
         return t;
     }
 
@@ -382,16 +385,7 @@ private:
                 key + ".rounding",
                 "expected nearest or toward-zero (a stochastically rounded accumulator is not modelled), got "
                 "\"stochastic\"");
-        if (const toml::node* p = t->get("params")) {
-            if (!p->is_table()) fail(key + ".params", "expected a table of parameters, got " + describe(*p));
-            for (auto&& [k, v] : *p->as_table()) {
-                const std::optional<std::string> text = param_text(v);
-                if (!text)
-                    fail(key + ".params." + std::string(k.str()),
-                         "expected a string, number or boolean, got " + describe(v));
-                a.params[std::string(k.str())] = *text;
-            }
-        }
+        if (const toml::node* p = t->get("params")) a.params = read_params(*p, key + ".params");
         return a;
     }
 

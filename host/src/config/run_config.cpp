@@ -414,40 +414,43 @@ layer_formats formats_for(const quantization_config& q, std::string_view layer) 
 
 namespace altgrad::host::config {
 
-std::optional<accumulator_config> accumulator_for(const quantization_config& q, std::string_view layer,
-                                                  product_kind product, std::string* key) {
+namespace {
+
+// A product's setting `member` ([quantization.PRODUCT] KEY, or the first rule
+// matching the layer if it gives one), and the key that decided it.
+template <class T>
+std::optional<T> product_setting(const quantization_config& q, std::string_view layer, product_kind product,
+                                 std::optional<T> product_config::*member, const char* name, std::string* key) {
     const size_t p = static_cast<size_t>(product);
-    const std::string at = std::string(product_names().name(product)) + "." + kAccumulatorKey;
-    std::optional<accumulator_config> a = q.products[p].accumulator;
+    const std::string at = std::string(product_names().name(product)) + "." + name;
+    std::optional<T> v = q.products[p].*member;
     if (key) *key = "quantization." + at;
     for (size_t i = 0; i < q.rules.size(); ++i) {
         const quantization_rule& r = q.rules[i];
         if (!pattern_matches(r.pattern, layer)) continue;
-        if (r.products[p].accumulator) {
-            a = r.products[p].accumulator;
+        if (r.products[p].*member) {
+            v = r.products[p].*member;
             if (key) *key = "quantization.rules[" + std::to_string(i) + "]." + at;
         }
         break;
     }
+    return v;
+}
+
+}  // namespace
+
+std::optional<accumulator_config> accumulator_for(const quantization_config& q, std::string_view layer,
+                                                  product_kind product, std::string* key) {
+    std::optional<accumulator_config> a =
+        product_setting(q, layer, product, &product_config::accumulator, kAccumulatorKey, key);
     if (a && !a->modelled()) a.reset();
     return a;
 }
 
 std::optional<transform_config> transform_for(const quantization_config& q, std::string_view layer,
                                               product_kind product, std::string* key) {
-    const size_t p = static_cast<size_t>(product);
-    const std::string at = std::string(product_names().name(product)) + "." + kTransformKey;
-    std::optional<transform_config> t = q.products[p].transform;
-    if (key) *key = "quantization." + at;
-    for (size_t i = 0; i < q.rules.size(); ++i) {
-        const quantization_rule& r = q.rules[i];
-        if (!pattern_matches(r.pattern, layer)) continue;
-        if (r.products[p].transform) {
-            t = r.products[p].transform;
-            if (key) *key = "quantization.rules[" + std::to_string(i) + "]." + at;
-        }
-        break;
-    }
+    std::optional<transform_config> t =
+        product_setting(q, layer, product, &product_config::transform, kTransformKey, key);
     if (t && !t->applied()) t.reset();
     return t;
 }

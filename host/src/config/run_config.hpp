@@ -237,6 +237,9 @@ struct quantization_config {
     altgrad_rounding forward_rounding = ALTGRAD_ROUND_NEAREST_EVEN;  // weights and activations
     altgrad_rounding backward_rounding = ALTGRAD_ROUND_STOCHASTIC;   // output gradients
     altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
+    // 1..32: stochastic rounding uses the top sr_bits of each element's 32
+    // random bits (ABI 1.4 random_bits); 32 is full StochasticA.
+    int64_t sr_bits = 32;
     scaling_mode scaling = scaling_mode::delayed;
     int64_t amax_history_len = 16;  // 1..1024
     amax_compute_kind amax_compute = amax_compute_kind::max;

@@ -117,8 +117,8 @@ std::optional<result> bad_block_scale_accepted(env& e) {
 result check_block_scales(env& e) {
     e.drew_random = true;
     if (!e.format->takes_block_scales())
-        return skip("built for ABI " + version_string(e.format->plugin().entry->abi_version, false) +
-                    ", before block scales: the host calls it once per block");
+        return skip("ABI " + version_string(e.format->plugin().entry->abi_version, false) +
+                    ", no ALTGRAD_FORMAT_CAPABILITY_BLOCK_SCALES: the host calls it once per block");
     // Grid and random probes, thinned to about 5000 (one call per block of 7
     // over a 16-bit format's full grid would take minutes).
     const std::vector<float> probes = all_probes(e, 3000);

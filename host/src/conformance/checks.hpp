@@ -212,6 +212,7 @@ result check_sr_neighbours(env& e);
 result check_sr_unbiased(env& e);
 result check_sr_reproducible(env& e);
 result check_sr_chunking(env& e);
+result check_sr_random_bits(env& e);
 
 // concurrency.* (concurrency_checks.cpp)
 result check_threads(env& e);

@@ -105,6 +105,8 @@ const std::vector<check_def>& format_checks() {
         {"stochastic.unbiased", "the mean stochastic error is zero within 5 sigma", true, check_sr_unbiased},
         {"stochastic.reproducible", "same seed and offset, same bits", true, check_sr_reproducible},
         {"stochastic.chunking", "results do not depend on chunking", true, check_sr_chunking},
+        {"stochastic.random_bits", "ABI 1.4: with b random bits x rounds away at floor(f * 2^b) / 2^b", true,
+         check_sr_random_bits},
         {"concurrency.threads", "many threads at once give the serial result", true, check_threads},
     };
     return checks;

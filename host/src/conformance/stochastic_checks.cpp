@@ -1,8 +1,10 @@
 // The stochastic.* checks: stochastic rounding picks one of the two
 // neighbours, without bias, reproducibly from (seed, offset + i), whatever
-// the chunking of the call.
+// the chunking of the call; with b random bits (ABI 1.4), at the biased rate
+// floor(f * 2^b) / 2^b.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -146,6 +148,73 @@ result check_sr_chunking(env& e) {
                             "element i must draw from (seed, offset + i), whatever the call's length");
     }
     return pass("one call equals pieces of 1, 3, 511 and 513 elements with matching offsets");
+}
+
+namespace {
+
+// The rate of rounding away from zero of x, between lo and hi (0 <= lo < hi),
+// over `draws` elements with b random bits, against floor(f * 2^b) / 2^b.
+std::optional<result> away_rate_differs(env& e, double lo, double hi, double f, uint32_t b, size_t draws) {
+    const float x = static_cast<float>(lo + f * (hi - lo));
+    const double p = (static_cast<double>(x) - lo) / (hi - lo);  // exact: the actual position of x
+    const double want = std::floor(std::ldexp(p, static_cast<int>(b))) / std::ldexp(1.0, static_cast<int>(b));
+    quantize_options o = mode(ALTGRAD_ROUND_STOCHASTIC);
+    o.seed = e.opts.seed + b;
+    o.random_bits = b;
+    const std::vector<float> out = quantize(e, std::vector<float>(draws, x), o);
+    const size_t away = static_cast<size_t>(std::count(out.begin(), out.end(), static_cast<float>(hi)));
+    const double rate = static_cast<double>(away) / draws;
+    // 5 binomial sigmas; a rate of 0 or 1 leaves no randomness, so it must be exact.
+    const double bound = 5 * std::sqrt(want * (1 - want) / draws);
+    if (std::fabs(rate - want) <= bound) return std::nullopt;
+    return fail("rounded away " + std::to_string(away) + " times in " + std::to_string(draws) + " (rate " +
+                    std::to_string(rate) + "), expected floor(f * 2^" + std::to_string(b) + ") / 2^" +
+                    std::to_string(b) + " = " + std::to_string(want) + " within 5 sigma (" +
+                    std::to_string(bound) + ")",
+                "x = " + hex_float(x) + " between " + hex_float(lo) + " and " + hex_float(hi) +
+                    ", f = " + std::to_string(p) + " (stochastic, random_bits " + std::to_string(b) +
+                    ", seed " + std::to_string(o.seed) + ")",
+                "with random_bits b use R & ~(2^(32-b) - 1), the top b of the 32 random bits, in "
+                "floor(f * 2^32) + R >= 2^32 (abi/format.h)");
+}
+
+}  // namespace
+
+result check_sr_random_bits(env& e) {
+    e.drew_random = true;
+    if (!has_stochastic(e)) return skip("the format does not implement stochastic rounding");
+    if (!e.format->takes_random_bits())
+        return skip(
+            "the plugin does not declare ALTGRAD_FORMAT_CAPABILITY_RANDOM_BITS: the host refuses "
+            "random_bits 1..31 for it");
+    if (!e.table) return needs_table(e);
+    // 0 and 32 are the full 32 bits: the same bits.
+    const std::vector<float> in = random_probes(e, 5000);
+    quantize_options o = mode(ALTGRAD_ROUND_STOCHASTIC);
+    o.seed = e.opts.seed;
+    o.random_bits = 0;
+    const std::vector<float> all = quantize(e, in, o);
+    o.random_bits = 32;
+    const std::vector<float> thirty_two = quantize(e, in, o);
+    for (size_t k = 0; k < in.size(); ++k)
+        if (!same(all[k], thirty_two[k]))
+            return fail("random_bits 32 gave " + hex_float(thirty_two[k]) + ", 0 gave " + hex_float(all[k]),
+                        "x = " + hex_float(in[k]) + " (seed " + std::to_string(o.seed) + ", offset " +
+                            std::to_string(k) + ")",
+                        "random_bits 0 and 32 both mean all 32 random bits");
+    // The interval just below (or at) 1, on the non-negative side.
+    const auto& f = e.table->finite();
+    size_t k = f.size();
+    for (size_t i = 0; i + 1 < f.size(); ++i)
+        if (f[i].value >= 0 && (k == f.size() || f[i].value <= 1.0f)) k = i;
+    if (k == f.size()) return skip("no interval between two non-negative values");
+    const size_t draws = 20000;
+    for (uint32_t b : {1u, 2u, 4u, 8u})
+        for (double frac : {0.3, 0.7})
+            if (auto bad = away_rate_differs(e, f[k].value, f[k + 1].value, frac, b, draws)) return *bad;
+    return pass(
+        "random_bits 0 and 32 give the same bits; with 1, 2, 4 and 8 random bits x at f = 0.3 and "
+        "0.7 of a step rounds away at floor(f * 2^b) / 2^b within 5 sigma (20000 draws each)");
 }
 
 }  // namespace altgrad::host::conformance

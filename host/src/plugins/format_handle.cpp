@@ -42,8 +42,23 @@ altgrad_format_ref format_handle::ref() const {
 }
 
 bool format_handle::takes_block_scales() const {
+    // 1.2 and 1.3 predate capabilities: for them the version implies block scales (format.h).
     const altgrad_version v = plugin().entry->abi_version;
-    return v.major > 1 || v.minor >= 2;
+    if (v.major == 1 && (v.minor == 2 || v.minor == 3)) return true;
+    return (info_.capabilities & ALTGRAD_FORMAT_CAPABILITY_BLOCK_SCALES) != 0;
+}
+
+bool format_handle::takes_random_bits() const {
+    return (info_.capabilities & ALTGRAD_FORMAT_CAPABILITY_RANDOM_BITS) != 0;
+}
+
+void format_handle::check_random_bits(const char* what, const quantize_options& o) const {
+    if (o.rounding != ALTGRAD_ROUND_STOCHASTIC || o.random_bits == 0 || o.random_bits == 32) return;
+    if (o.random_bits > 32) bad(what, "random_bits " + std::to_string(o.random_bits) + " is not 0..32");
+    if (!takes_random_bits())
+        bad(what, "stochastic rounding with " + std::to_string(o.random_bits) +
+                      " random bits, but the plugin does not declare ALTGRAD_FORMAT_CAPABILITY_RANDOM_BITS "
+                      "(it would use all 32)");
 }
 
 template <class Call>
@@ -52,10 +67,11 @@ quantize_counts format_handle::for_each_block(const char* what, size_t n, const 
     if (o.block_size == 0) bad(what, "block_size is 0 with block scales set");
     if (o.memory != ALTGRAD_MEMORY_HOST)
         bad(what,
-            "this plugin was built for ABI " + std::to_string(plugin().entry->abi_version.major) + "." +
+            "this plugin does not declare ALTGRAD_FORMAT_CAPABILITY_BLOCK_SCALES (ABI " +
+                std::to_string(plugin().entry->abi_version.major) + "." +
                 std::to_string(plugin().entry->abi_version.minor) +
-                ", before block scales; the host splits its calls per block, which needs the scales in host "
-                "memory (rebuild it against ABI 1.2 to use them on the GPU)");
+                "); the host splits its calls per block, which needs the scales in host memory (declare "
+                "the capability to use them on the GPU)");
     quantize_counts total;
     for (size_t first = 0, block = 0; first < n; ++block) {
         quantize_options one = o;
@@ -74,6 +90,7 @@ quantize_counts format_handle::for_each_block(const char* what, size_t n, const 
 
 quantize_counts format_handle::quantize(const float* in, float* out, size_t n,
                                         const quantize_options& o) const {
+    check_random_bits("quantize", o);
     if (o.block_scales != nullptr && !takes_block_scales())
         return for_each_block("quantize", n, o, [&](size_t first, size_t count, const quantize_options& one) {
             return quantize(in + first, out + first, count, one);
@@ -85,6 +102,7 @@ quantize_counts format_handle::quantize(const float* in, float* out, size_t n,
 
 quantize_counts format_handle::encode(const float* in, void* codes, size_t n,
                                       const quantize_options& o) const {
+    check_random_bits("encode", o);
     if (o.block_scales != nullptr && !takes_block_scales())
         return for_each_block("encode", n, o, [&](size_t first, size_t count, const quantize_options& one) {
             return encode(in + first, static_cast<char*>(codes) + first * info_.code_bytes, count, one);

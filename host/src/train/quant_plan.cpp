@@ -117,6 +117,7 @@ quantize_options options_of(const quant_site& site, float scale) {
     o.rounding = site.rounding;
     o.overflow = site.overflow;
     o.scale = scale * site.pre_scale;
+    o.random_bits = site.random_bits;
     return o;
 }
 
@@ -733,6 +734,7 @@ void set_operand(quant_site& s, const config::quantization_config& q, const conf
     const config::block_scaling& b = o.scaling;
     s.rounding = o.rounding;
     s.overflow = q.overflow;
+    s.random_bits = static_cast<uint32_t>(q.sr_bits);
     s.scaling = quant::scaling_state(scaling_of(q), 1.0);
     s.block_size = b.granularity == config::granularity_kind::tensor ? 0
                    : b.granularity == config::granularity_kind::row  ? SIZE_MAX

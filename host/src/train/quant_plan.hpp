@@ -45,6 +45,7 @@ struct quant_site {
     std::shared_ptr<const format_handle> format;  // null: stays float32
     altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
     altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
+    uint32_t random_bits = 32;     // stochastic rounding's random bits (quantization.sr_bits)
     quant::scaling_state scaling;  // granularity tensor
     // Granularity row or block: one scale per block of block_size elements
     // along the last dimension of the tensor quantized (the reduction

@@ -43,6 +43,31 @@
  *    index), so stochastic rounding stays keyed by (seed, offset + i) and the
  *    counts are the sums over the blocks. Every block scale must be finite
  *    and > 0, like `scale`.
+ *  - Random bits (ABI 1.4): with random_bits = b in 1..31, stochastic
+ *    rounding uses only the top b of the element's 32 random bits,
+ *    R' = R & ~(2^(32-b) - 1), and rounds away from zero when
+ *    floor(f * 2^32) + R' >= 2^32. Then P(away) = floor(f * 2^b) / 2^b: the
+ *    result is biased toward zero by less than 2^-b of a step (f = 0.3,
+ *    b = 2: 0.25, not 0.3). 0 and 32 mean all 32 bits (the bits of ABI
+ *    1.3); any other value is ALTGRAD_STATUS_INVALID_ARGUMENT. The other
+ *    roundings ignore it.
+ *
+ * Capabilities (ABI 1.4): what a plugin implements beyond ABI 1.0's calls is
+ * declared in altgrad_format_info.capabilities, never implied by the ABI
+ * version it reports (a plugin rebuilt against newer headers reports the
+ * newer version with unchanged code). A bit the plugin does not set, or a
+ * field its get_info does not write (the host zeroes the struct first), means
+ * the capability is absent:
+ *  - ALTGRAD_FORMAT_CAPABILITY_BLOCK_SCALES: quantize, encode and decode
+ *    honour block_scales and block_size. The host passes block scales only to
+ *    a plugin that declares it; to any other it makes one call per block
+ *    with that block's scale and offset (the same results, more calls, and
+ *    the block scales must then be in host memory). Plugins that report ABI
+ *    1.2 or 1.3 predate the declaration: for them, and only them, the
+ *    version still implies block scales.
+ *  - ALTGRAD_FORMAT_CAPABILITY_RANDOM_BITS: quantize and encode honour
+ *    random_bits. The host refuses a random_bits of 1..31 for a plugin that
+ *    does not declare it, naming the plugin, rather than let it use 32.
  */
 #ifndef ALTGRAD_ABI_FORMAT_H
 #define ALTGRAD_ABI_FORMAT_H
@@ -81,7 +106,8 @@ typedef enum altgrad_rounding {
     ALTGRAD_ROUND_NEAREST_EVEN = 0, /* Ties go to the even code (in a codebook
                                      * whose neighbours' codes share parity:
                                      * toward zero unless that code is odd). */
-    ALTGRAD_ROUND_STOCHASTIC = 1,   /* P3109 StochasticA with 32 random bits. */
+    ALTGRAD_ROUND_STOCHASTIC = 1,   /* P3109 StochasticA with 32 random bits
+                                     * (or the top random_bits of them). */
     ALTGRAD_ROUND_TOWARD_ZERO = 2   /* Truncation. */
 } altgrad_rounding;
 
@@ -130,7 +156,15 @@ typedef struct altgrad_format_info {
                                   * has none. */
     uint32_t rounding_modes;     /* Bit set of (1u << altgrad_rounding) implemented. */
     uint32_t memory_kinds;       /* Bit set of (1u << altgrad_memory_kind) accepted. */
+    /* ABI 1.4: bit set of ALTGRAD_FORMAT_CAPABILITY_* implemented (see
+     * Capabilities above). 0, what a plugin that knows nothing of it leaves,
+     * means none. */
+    uint32_t capabilities;
 } altgrad_format_info;
+
+/* Bits of altgrad_format_info.capabilities (ABI 1.4). */
+#define ALTGRAD_FORMAT_CAPABILITY_BLOCK_SCALES (1u << 0) /* block_scales, block_size */
+#define ALTGRAD_FORMAT_CAPABILITY_RANDOM_BITS (1u << 1)  /* random_bits */
 
 /* Arguments and results of quantize. The caller fills the inputs and sets
  * struct_size; the plugin fills the results. */
@@ -163,14 +197,19 @@ typedef struct altgrad_quantize_args {
     uint64_t underflow_count; /* Elements whose scaled input is finite and
                                * non-zero and whose result is zero. */
     /* ABI 1.2: per-block scales (see the block scaling rule above). A host
-     * sets them only for a plugin built against ABI 1.2 or newer: an older
-     * plugin does not see these fields and would use `scale` everywhere. */
+     * sets them only for a plugin that takes them (see Capabilities above):
+     * another would use `scale` everywhere. */
     const float* block_scales; /* NULL: every element uses `scale` (which is
                                 * then ignored otherwise). Else
                                 * ceil(count / block_size) scales, in the same
                                 * memory as the data, borrowed for the call. */
     size_t block_size;         /* Elements per block, >= 1 when block_scales
                                 * is set; ignored when it is NULL. */
+    /* ABI 1.4: how many of each element's 32 random bits stochastic rounding
+     * uses, 1..32, 0 meaning 32 (see Random bits above). Read only where
+     * struct_size covers it (else 32) and the plugin declares
+     * ALTGRAD_FORMAT_CAPABILITY_RANDOM_BITS. */
+    uint32_t random_bits;
 } altgrad_quantize_args;
 
 /* Arguments and results of encode: float32 -> codes. Same rounding, overflow,
@@ -193,6 +232,7 @@ typedef struct altgrad_encode_args {
     uint64_t underflow_count;
     const float* block_scales; /* ABI 1.2: as in altgrad_quantize_args. */
     size_t block_size;
+    uint32_t random_bits; /* ABI 1.4: as in altgrad_quantize_args. */
 } altgrad_encode_args;
 
 /* Arguments of decode: codes -> float32, value(code) / scale (with block

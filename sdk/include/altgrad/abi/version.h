@@ -5,6 +5,14 @@
  * A minor release only appends fields at the end of structs and appends enum
  * values; it never moves, removes or re-types anything (see struct_size in
  * status.h). A major release may change anything and is refused across.
+ *
+ * The version a plugin reports says which structs it knows, never what it
+ * implements: rebuilding old source against newer headers
+ * (ALTGRAD_ABI_VERSION_INIT) raises the version without changing the code.
+ * So from 1.4 on, a behaviour the host must be able to rely on is a
+ * capability the plugin declares (format.h, altgrad_format_info.capabilities),
+ * and one it does not declare is absent. Only block scales were ever implied
+ * by a version (1.2 and 1.3, see format.h), and remain so for those two.
  */
 #ifndef ALTGRAD_ABI_VERSION_H
 #define ALTGRAD_ABI_VERSION_H
@@ -23,9 +31,17 @@
  *   1.3  diagnostics declare their headline values, the few a report draws
  *        (diagnostic.h, altgrad_headline; headlines and headline_count at the
  *        end of altgrad_diagnostic_vtable)
- *   1.4  transform plugins, a fourth kind: orthogonal transforms along a
+ *   1.4  format plugins declare what they implement beyond 1.0 in
+ *        altgrad_format_info.capabilities (format.h) instead of having it
+ *        implied by the version they were built against: a 1.1 plugin
+ *        rebuilt against these headers claims 1.4 but declares nothing, so
+ *        the host still splits its block-scaled calls (1.2 and 1.3 plugins
+ *        keep block scales implied); stochastic rounding may use fewer
+ *        random bits (random_bits in the quantize and encode args);
+ *        transform plugins, a fourth kind: orthogonal transforms along a
  *        product's reduction dimension (transform.h; ALTGRAD_KIND_TRANSFORM,
- *        and the transform table at the end of altgrad_entry)
+ *        and the transform table at the end of altgrad_entry); interventions
+ *        see the run's length (max_steps at the end of altgrad_observation)
  */
 
 #ifdef __cplusplus

@@ -3,8 +3,8 @@
 // format (diagnostic_plugin.hpp), the tests' own loader.
 //
 //  - conversion_mode: everything a quantize or encode call takes besides the
-//    buffers (rounding, overflow, scale or block scales, seed, offset, where
-//    the buffers live).
+//    buffers (rounding, overflow, scale or block scales, seed, offset, random
+//    bits, where the buffers live).
 //  - quantize_args / encode_args / decode_args: the ABI's args structs from a
 //    mode and the caller's buffers, zeroed first (results, cuda_stream NULL:
 //    the device's default stream, device_counts NULL: synchronous counts).
@@ -34,6 +34,10 @@ struct conversion_mode {
     // used instead of `scale` when set; only for plugins of ABI >= 1.2.
     const float* block_scales = nullptr;
     size_t block_size = 0;
+    // ABI 1.4: stochastic rounding uses the top random_bits of each element's
+    // 32 (format.h); 0 and 32: all of them. Only for plugins that declare
+    // ALTGRAD_FORMAT_CAPABILITY_RANDOM_BITS.
+    uint32_t random_bits = 0;
 };
 
 namespace detail {
@@ -55,6 +59,7 @@ Args conversion_args(const float* in, size_t n, const conversion_mode& m) {
     a.device_index = m.device_index;
     a.block_scales = m.block_scales;
     a.block_size = m.block_size;
+    a.random_bits = m.random_bits;
     return a;
 }
 }  // namespace detail

@@ -70,22 +70,23 @@ __device__ __forceinline__ void add_counts(element_counts c, unsigned long long*
 
 template <class K, altgrad_rounding R, altgrad_overflow O>
 __global__ void quantize_kernel(K k, const float* in, float* out, size_t n, scale_source s, uint64_t seed,
-                                uint64_t offset, uint64_t groups, unsigned long long* counts) {
+                                uint64_t offset, uint32_t random_mask, uint64_t groups,
+                                unsigned long long* counts) {
     element_counts c;
     for (uint64_t g = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; g < groups;
          g += uint64_t{gridDim.x} * blockDim.x)
-        quantize_group<K, R, O>(k, in, out, n, s, seed, offset, g, c);
+        quantize_group<K, R, O>(k, in, out, n, s, seed, offset, random_mask, g, c);
     add_counts(c, counts);  // every thread of the block reaches this, as the shuffle needs
 }
 
 template <class K, altgrad_rounding R, altgrad_overflow O, class Code>
 __global__ void encode_kernel(K k, const float* in, Code* codes, size_t n, scale_source s, uint64_t seed,
-                              uint64_t offset, uint64_t groups, unsigned long long* counts,
-                              unsigned long long* first_bad) {
+                              uint64_t offset, uint32_t random_mask, uint64_t groups,
+                              unsigned long long* counts, unsigned long long* first_bad) {
     element_counts c;
     for (uint64_t g = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; g < groups;
          g += uint64_t{gridDim.x} * blockDim.x) {
-        const uint64_t bad = encode_group<K, R, O, Code>(k, in, codes, n, s, seed, offset, g, c);
+        const uint64_t bad = encode_group<K, R, O, Code>(k, in, codes, n, s, seed, offset, random_mask, g, c);
         if (bad != kNoElement) atomicMin(first_bad, static_cast<unsigned long long>(bad));
     }
     add_counts(c, counts);
@@ -178,6 +179,7 @@ void quantize(const K& k, altgrad_quantize_args& a) {
     check_device_pointer(a.input, a.count, "quantize: input");
     check_device_pointer(a.output, a.count, "quantize: output");
     const scale_source scales = device_scales(a, "quantize");
+    const uint32_t random_mask = detail::random_mask_of(a);
     const cudaStream_t stream = static_cast<cudaStream_t>(a.cuda_stream);
     const uint64_t groups = group_count(a.offset, a.count);
     auto launch = [&](unsigned long long* counts) {
@@ -185,7 +187,7 @@ void quantize(const K& k, altgrad_quantize_args& a) {
             constexpr altgrad_rounding R = decltype(r)::value;
             constexpr altgrad_overflow O = decltype(o)::value;
             quantize_kernel<K, R, O><<<grid_for(groups), kThreads, 0, stream>>>(
-                k, a.input, a.output, a.count, scales, a.seed, a.offset, groups, counts);
+                k, a.input, a.output, a.count, scales, a.seed, a.offset, random_mask, groups, counts);
         });
         check(cudaGetLastError(), "quantize kernel launch");
     };
@@ -210,6 +212,7 @@ void encode(const K& k, altgrad_encode_args& a, uint32_t code_bytes) {
     check_device_pointer(a.input, a.count, "encode: input");
     check_device_pointer(a.codes, a.count, "encode: codes");
     const scale_source scales = device_scales(a, "encode");
+    const uint32_t random_mask = detail::random_mask_of(a);
     const cudaStream_t stream = static_cast<cudaStream_t>(a.cuda_stream);
     const uint64_t groups = group_count(a.offset, a.count);
     if (a.device_counts != nullptr) check_device_pointer(a.device_counts, 2, "encode: device_counts");
@@ -222,7 +225,8 @@ void encode(const K& k, altgrad_encode_args& a, uint32_t code_bytes) {
         auto run = [&](auto* codes) {
             using Code = std::remove_pointer_t<decltype(codes)>;
             encode_kernel<K, R, O, Code><<<grid_for(groups), kThreads, 0, stream>>>(
-                k, a.input, codes, a.count, scales, a.seed, a.offset, groups, counts, tally.first_bad());
+                k, a.input, codes, a.count, scales, a.seed, a.offset, random_mask, groups, counts,
+                tally.first_bad());
         };
         if (code_bytes == 1) run(static_cast<uint8_t*>(a.codes));
         else if (code_bytes == 2) run(static_cast<uint16_t*>(a.codes));

@@ -32,13 +32,18 @@ struct element_group {
     philox_block random;  // the lanes' random bits (stochastic rounding only)
 };
 
+// random_mask: the top bits the call's random_bits keeps (random_bits_mask).
 template <altgrad_rounding R>
-ALTGRAD_SDK_HD inline element_group group_of(uint64_t g, uint64_t offset, uint64_t seed) {
+ALTGRAD_SDK_HD inline element_group group_of(uint64_t g, uint64_t offset, uint64_t seed,
+                                             uint32_t random_mask = ~0u) {
     element_group e{(offset & ~uint64_t{3}) + 4u * g, {{0u, 0u, 0u, 0u}}};
     if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) {
         const uint64_t block = e.base >> 2;
         e.random = philox4x32_10(static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32), 0u, 0u,
                                  static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+        for (unsigned lane = 0; lane < 4; ++lane) e.random.word[lane] &= random_mask;
+    } else {
+        (void)random_mask;
     }
     return e;
 }
@@ -79,12 +84,13 @@ ALTGRAD_SDK_HD inline uint32_t quantize_element(const K& k, uint32_t bits, uint3
 }
 
 // Quantize the elements of group g of a call: in and out are the call's
-// buffers (element i at global index offset + i, scale scales.at(i)).
+// buffers (element i at global index offset + i, scale scales.at(i), random
+// bits masked by random_mask).
 template <class K, altgrad_rounding R, altgrad_overflow O>
 ALTGRAD_SDK_HD inline void quantize_group(const K& k, const float* in, float* out, size_t count,
                                           const scale_source& scales, uint64_t seed, uint64_t offset,
-                                          uint64_t g, element_counts& c) {
-    const element_group e = group_of<R>(g, offset, seed);
+                                          uint32_t random_mask, uint64_t g, element_counts& c) {
+    const element_group e = group_of<R>(g, offset, seed, random_mask);
     for (unsigned lane = 0; lane < 4; ++lane) {
         const uint64_t index = e.base + lane;
         if (index < offset || index - offset >= count) continue;
@@ -101,8 +107,8 @@ ALTGRAD_SDK_HD inline void quantize_group(const K& k, const float* in, float* ou
 template <class K, altgrad_rounding R, altgrad_overflow O, class Code>
 ALTGRAD_SDK_HD inline uint64_t encode_group(const K& k, const float* in, Code* codes, size_t count,
                                             const scale_source& scales, uint64_t seed, uint64_t offset,
-                                            uint64_t g, element_counts& c) {
-    const element_group e = group_of<R>(g, offset, seed);
+                                            uint32_t random_mask, uint64_t g, element_counts& c) {
+    const element_group e = group_of<R>(g, offset, seed, random_mask);
     uint64_t first_bad = kNoElement;
     for (unsigned lane = 0; lane < 4; ++lane) {
         const uint64_t index = e.base + lane;

@@ -28,14 +28,15 @@
 // rounding and overflow mode.
 #define ALTGRAD_SDK_FORMAT_LOOP_(KEYWORDS, F, ISA, R, O, S)                                            \
     KEYWORDS void ::altgrad::sdk::detail::quantize_##ISA<F, R, O, ::altgrad::sdk::detail::scaling::S>( \
-        const F&, const float*, float*, size_t, float, uint64_t, uint64_t, ::altgrad::sdk::element_counts&);
+        const F&, const float*, float*, size_t, float, uint64_t, uint64_t, uint32_t,                   \
+        ::altgrad::sdk::element_counts&);
 #define ALTGRAD_SDK_FORMAT_LOOPS_OF_MODES_(KEYWORDS, F, ISA, R, O)                                       \
     ALTGRAD_SDK_FORMAT_LOOP_(KEYWORDS, F, ISA, R, O, unit)                                               \
     ALTGRAD_SDK_FORMAT_LOOP_(KEYWORDS, F, ISA, R, O, power_of_two)                                       \
     ALTGRAD_SDK_FORMAT_LOOP_(KEYWORDS, F, ISA, R, O, general)                                            \
     KEYWORDS void ::altgrad::sdk::detail::quantize_blocks_##ISA<F, R, O>(                                \
         const F&, const float*, float*, size_t, const ::altgrad::sdk::scale_source&, uint64_t, uint64_t, \
-        ::altgrad::sdk::element_counts&);
+        uint32_t, ::altgrad::sdk::element_counts&);
 #define ALTGRAD_SDK_FORMAT_LOOPS_OF_ROUNDING_(KEYWORDS, F, ISA, R)                     \
     ALTGRAD_SDK_FORMAT_LOOPS_OF_MODES_(KEYWORDS, F, ISA, R, ALTGRAD_OVERFLOW_SATURATE) \
     ALTGRAD_SDK_FORMAT_LOOPS_OF_MODES_(KEYWORDS, F, ISA, R, ALTGRAD_OVERFLOW_NONFINITE)

@@ -20,7 +20,8 @@
 // The adapter below does what every plugin would otherwise repeat: checks the
 // caller's structs (sizes, NULLs, scale, enum values, overlap), loops over the
 // array with scaling, draws the stochastic-rounding bits per element from
-// (seed, offset + i), tallies overflow and underflow, writes codes of the right
+// (seed, offset + i) (the top random_bits of them), tallies overflow and underflow,
+// writes codes of the right
 // width, and turns exceptions into status codes and messages. The loop is
 // compiled twice, for AVX2 and for baseline x86-64, and picked at run time.
 //
@@ -99,11 +100,12 @@ constexpr size_t kBlock = 512;  // elements per random-bits refill
 // blocks with its own tallying.
 template <altgrad_rounding R, altgrad_overflow O, scaling S, class Kernel>
 __attribute__((always_inline)) inline void run_loop(const float* in, size_t n, float s, uint64_t seed,
-                                                    uint64_t offset, Kernel&& kernel) {
+                                                    uint64_t offset, uint32_t random_mask, Kernel&& kernel) {
     uint32_t random[kBlock];
     for (size_t i0 = 0; i0 < n; i0 += kBlock) {
         const size_t m = n - i0 < kBlock ? n - i0 : kBlock;
-        if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) fill_random_bits(seed, offset + i0, m, random);
+        if constexpr (R == ALTGRAD_ROUND_STOCHASTIC)
+            fill_random_bits(seed, offset + i0, m, random_mask, random);
         for (size_t j = 0; j < m; ++j) {
             float x = in[i0 + j];
             if constexpr (S != scaling::unit) x *= s;
@@ -419,7 +421,7 @@ inline void stream_fence() {}
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S, bool Vector>
 __attribute__((always_inline)) inline void quantize_body(const F& f, const float* in, float* out, size_t n,
                                                          float s, uint64_t seed, uint64_t offset,
-                                                         element_counts& counts) {
+                                                         uint32_t random_mask, element_counts& counts) {
     constexpr element_scaling ES = element_scaling_of(S);
     const float inv = 1.0f / s;
     uint64_t overflow = 0, underflow = 0;
@@ -431,7 +433,8 @@ __attribute__((always_inline)) inline void quantize_body(const F& f, const float
     for (size_t i0 = 0; i0 < n;) {
         const size_t left = n - i0;
         const size_t m = i0 == 0 ? first : (left < kBlock ? left : kBlock);
-        if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) fill_random_bits(seed, offset + i0, m, random);
+        if constexpr (R == ALTGRAD_ROUND_STOCHASTIC)
+            fill_random_bits(seed, offset + i0, m, random_mask, random);
         if (start < n && i0 >= start) {
             alignas(64) float staging[kBlock];
             quantize_chunk<F, R, O, ES, Vector>(f, in + i0, staging, m, s, inv, nullptr, random, fpu_nearest,
@@ -572,6 +575,7 @@ template <class F, altgrad_rounding R, altgrad_overflow O, bool Vector, bool Lan
 __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, const float* in, float* out,
                                                                 size_t n, const scale_source& scales,
                                                                 uint64_t seed, uint64_t offset,
+                                                                uint32_t random_mask,
                                                                 element_counts& counts) {
     uint64_t overflow = 0, underflow = 0;
     alignas(64) uint32_t random[kBlock];
@@ -583,7 +587,8 @@ __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, cons
     for (size_t i0 = 0; i0 < n;) {
         const size_t left = n - i0;
         const size_t m = i0 == 0 ? first : (left < kBlock ? left : kBlock);
-        if constexpr (R == ALTGRAD_ROUND_STOCHASTIC) fill_random_bits(seed, offset + i0, m, random);
+        if constexpr (R == ALTGRAD_ROUND_STOCHASTIC)
+            fill_random_bits(seed, offset + i0, m, random_mask, random);
         const bool streamed = start < n && i0 >= start;
         float* dst = streamed ? staging : out + i0;
 #ifdef ALTGRAD_SDK_VECTOR_LANES
@@ -624,59 +629,63 @@ __attribute__((always_inline)) inline void quantize_blocks_body(const F& f, cons
     __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,prefer-vector-width=512")))
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
 __attribute__((target("avx2"))) void quantize_avx2(const F& f, const float* in, float* out, size_t n, float s,
-                                                   uint64_t seed, uint64_t offset, element_counts& counts) {
-    quantize_body<F, R, O, S, true>(f, in, out, n, s, seed, offset, counts);
+                                                   uint64_t seed, uint64_t offset, uint32_t random_mask,
+                                                   element_counts& counts) {
+    quantize_body<F, R, O, S, true>(f, in, out, n, s, seed, offset, random_mask, counts);
 }
 template <class F, altgrad_rounding R, altgrad_overflow O>
 __attribute__((target("avx2"))) void quantize_blocks_avx2(const F& f, const float* in, float* out, size_t n,
                                                           const scale_source& scales, uint64_t seed,
-                                                          uint64_t offset, element_counts& counts) {
-    quantize_blocks_body<F, R, O, true>(f, in, out, n, scales, seed, offset, counts);
+                                                          uint64_t offset, uint32_t random_mask,
+                                                          element_counts& counts) {
+    quantize_blocks_body<F, R, O, true>(f, in, out, n, scales, seed, offset, random_mask, counts);
 }
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
 ALTGRAD_SDK_TARGET_AVX512 void quantize_avx512(const F& f, const float* in, float* out, size_t n, float s,
-                                               uint64_t seed, uint64_t offset, element_counts& counts) {
-    quantize_body<F, R, O, S, true>(f, in, out, n, s, seed, offset, counts);
+                                               uint64_t seed, uint64_t offset, uint32_t random_mask,
+                                               element_counts& counts) {
+    quantize_body<F, R, O, S, true>(f, in, out, n, s, seed, offset, random_mask, counts);
 }
 template <class F, altgrad_rounding R, altgrad_overflow O>
 ALTGRAD_SDK_TARGET_AVX512 void quantize_blocks_avx512(const F& f, const float* in, float* out, size_t n,
                                                       const scale_source& scales, uint64_t seed,
-                                                      uint64_t offset, element_counts& counts) {
-    quantize_blocks_body<F, R, O, true, true>(f, in, out, n, scales, seed, offset, counts);
+                                                      uint64_t offset, uint32_t random_mask,
+                                                      element_counts& counts) {
+    quantize_blocks_body<F, R, O, true, true>(f, in, out, n, scales, seed, offset, random_mask, counts);
 }
 #endif
 
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
 void quantize_baseline(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed,
-                       uint64_t offset, element_counts& counts) {
-    quantize_body<F, R, O, S, false>(f, in, out, n, s, seed, offset, counts);
+                       uint64_t offset, uint32_t random_mask, element_counts& counts) {
+    quantize_body<F, R, O, S, false>(f, in, out, n, s, seed, offset, random_mask, counts);
 }
 template <class F, altgrad_rounding R, altgrad_overflow O>
 void quantize_blocks_baseline(const F& f, const float* in, float* out, size_t n, const scale_source& scales,
-                              uint64_t seed, uint64_t offset, element_counts& counts) {
-    quantize_blocks_body<F, R, O, false>(f, in, out, n, scales, seed, offset, counts);
+                              uint64_t seed, uint64_t offset, uint32_t random_mask, element_counts& counts) {
+    quantize_blocks_body<F, R, O, false>(f, in, out, n, scales, seed, offset, random_mask, counts);
 }
 
 #ifndef ALTGRAD_SDK_X86_DISPATCH
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
 void quantize_avx2(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed, uint64_t offset,
-                   element_counts& counts) {
-    quantize_body<F, R, O, S, false>(f, in, out, n, s, seed, offset, counts);
+                   uint32_t random_mask, element_counts& counts) {
+    quantize_body<F, R, O, S, false>(f, in, out, n, s, seed, offset, random_mask, counts);
 }
 template <class F, altgrad_rounding R, altgrad_overflow O>
 void quantize_blocks_avx2(const F& f, const float* in, float* out, size_t n, const scale_source& scales,
-                          uint64_t seed, uint64_t offset, element_counts& counts) {
-    quantize_blocks_body<F, R, O, false>(f, in, out, n, scales, seed, offset, counts);
+                          uint64_t seed, uint64_t offset, uint32_t random_mask, element_counts& counts) {
+    quantize_blocks_body<F, R, O, false>(f, in, out, n, scales, seed, offset, random_mask, counts);
 }
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
 void quantize_avx512(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed,
-                     uint64_t offset, element_counts& counts) {
-    quantize_body<F, R, O, S, false>(f, in, out, n, s, seed, offset, counts);
+                     uint64_t offset, uint32_t random_mask, element_counts& counts) {
+    quantize_body<F, R, O, S, false>(f, in, out, n, s, seed, offset, random_mask, counts);
 }
 template <class F, altgrad_rounding R, altgrad_overflow O>
 void quantize_blocks_avx512(const F& f, const float* in, float* out, size_t n, const scale_source& scales,
-                            uint64_t seed, uint64_t offset, element_counts& counts) {
-    quantize_blocks_body<F, R, O, false>(f, in, out, n, scales, seed, offset, counts);
+                            uint64_t seed, uint64_t offset, uint32_t random_mask, element_counts& counts) {
+    quantize_blocks_body<F, R, O, false>(f, in, out, n, scales, seed, offset, random_mask, counts);
 }
 #endif
 
@@ -710,26 +719,29 @@ Fn pick_isa(const F& f, Fn baseline, Fn avx2, Fn avx512) {
 
 template <class F, altgrad_rounding R, altgrad_overflow O, scaling S>
 void quantize_per_tensor(const F& f, const float* in, float* out, size_t n, float s, uint64_t seed,
-                         uint64_t offset, element_counts& counts) {
+                         uint64_t offset, uint32_t random_mask, element_counts& counts) {
     pick_isa(f, quantize_baseline<F, R, O, S>, quantize_avx2<F, R, O, S>, quantize_avx512<F, R, O, S>)(
-        f, in, out, n, s, seed, offset, counts);
+        f, in, out, n, s, seed, offset, random_mask, counts);
 }
 
 template <class F, altgrad_rounding R, altgrad_overflow O>
 void quantize_dispatch_scale(const F& f, const float* in, float* out, size_t n, const scale_source& scales,
-                             uint64_t seed, uint64_t offset, element_counts& counts) {
+                             uint64_t seed, uint64_t offset, uint32_t random_mask, element_counts& counts) {
     if (scales.per_block())
         return pick_isa(f, quantize_blocks_baseline<F, R, O>, quantize_blocks_avx2<F, R, O>,
-                        quantize_blocks_avx512<F, R, O>)(f, in, out, n, scales, seed, offset, counts);
+                        quantize_blocks_avx512<F, R, O>)(f, in, out, n, scales, seed, offset, random_mask,
+                                                         counts);
     const float s = scales.scale;
     switch (classify_scale(s)) {
         case scaling::unit:
-            return quantize_per_tensor<F, R, O, scaling::unit>(f, in, out, n, s, seed, offset, counts);
+            return quantize_per_tensor<F, R, O, scaling::unit>(f, in, out, n, s, seed, offset, random_mask,
+                                                               counts);
         case scaling::power_of_two:
             return quantize_per_tensor<F, R, O, scaling::power_of_two>(f, in, out, n, s, seed, offset,
-                                                                       counts);
+                                                                       random_mask, counts);
         case scaling::general:
-            return quantize_per_tensor<F, R, O, scaling::general>(f, in, out, n, s, seed, offset, counts);
+            return quantize_per_tensor<F, R, O, scaling::general>(f, in, out, n, s, seed, offset, random_mask,
+                                                                  counts);
     }
 }
 
@@ -798,7 +810,17 @@ struct conversion_modes {
     altgrad_overflow overflow;
     altgrad_memory_kind memory;
     scale_source scales;
+    uint32_t random_mask;  // random_bits_mask of the call's random_bits
 };
+
+// The mask of a call's random bits (ABI 1.4 random_bits), read only where the
+// caller's struct has the field (an older host's ends before it: all 32).
+template <class Args>
+uint32_t random_mask_of(const Args& a) {
+    if (!ALTGRAD_STRUCT_HAS(&a, Args, random_bits)) return ~0u;
+    if (a.random_bits > 32) invalid("random_bits " + std::to_string(a.random_bits) + " is not 0..32");
+    return random_bits_mask(a.random_bits);
+}
 
 // Checks common to quantize and encode (Args: their args structs, which share
 // these fields; out: the output or codes buffer).
@@ -817,7 +839,8 @@ conversion_modes check_conversion(const altgrad_format_info& info, const Args& a
     const altgrad_memory_kind memory = check_memory(info, a.memory);
     const scale_source scales = scales_of(a);
     check_scales(scales, a.count, memory == ALTGRAD_MEMORY_HOST, "");
-    return {static_cast<altgrad_rounding>(rounding), static_cast<altgrad_overflow>(overflow), memory, scales};
+    return {static_cast<altgrad_rounding>(rounding), static_cast<altgrad_overflow>(overflow), memory, scales,
+            random_mask_of(a)};
 }
 
 // Run body, turning exceptions into a status and a message.
@@ -888,6 +911,9 @@ struct format_adapter {
             // The adapter owns the device path: CUDA is listed exactly when it can run F there.
             constexpr uint32_t cuda_bit = 1u << ALTGRAD_MEMORY_CUDA;
             info.memory_kinds = (info.memory_kinds & ~cuda_bit) | (detail::runs_on_cuda<F>() ? cuda_bit : 0u);
+            // So are the block scales and random bits of a call: the adapter's loops honour both.
+            info.capabilities =
+                ALTGRAD_FORMAT_CAPABILITY_BLOCK_SCALES | ALTGRAD_FORMAT_CAPABILITY_RANDOM_BITS;
             *out = reinterpret_cast<altgrad_format*>(new instance{std::move(format), info});
         });
     }
@@ -923,7 +949,7 @@ struct format_adapter {
                 constexpr altgrad_rounding R = decltype(r)::value;
                 constexpr altgrad_overflow O = decltype(o)::value;
                 detail::quantize_dispatch_scale<F, R, O>(s.format, a->input, a->output, a->count, m.scales,
-                                                         a->seed, a->offset, counts);
+                                                         a->seed, a->offset, m.random_mask, counts);
             });
             a->overflow_count = counts.overflow;
             a->underflow_count = counts.underflow;
@@ -962,15 +988,16 @@ struct format_adapter {
                             a->count - b0 < m.scales.block_size ? a->count - b0 : m.scales.block_size;
                         detail::run_loop<R, O, detail::scaling::general>(
                             a->input + b0, n, m.scales.block_scales[b], a->seed, a->offset + b0,
+                            m.random_mask,
                             [&](size_t i, uint32_t bits, uint32_t random) { store(b0 + i, bits, random); });
                         b0 += n;
                     }
                 } else if (detail::classify_scale(a->scale) == detail::scaling::unit) {
                     detail::run_loop<R, O, detail::scaling::unit>(a->input, a->count, a->scale, a->seed,
-                                                                  a->offset, store);
+                                                                  a->offset, m.random_mask, store);
                 } else {
                     detail::run_loop<R, O, detail::scaling::general>(a->input, a->count, a->scale, a->seed,
-                                                                     a->offset, store);
+                                                                     a->offset, m.random_mask, store);
                 }
             });
             a->overflow_count = counts.overflow;

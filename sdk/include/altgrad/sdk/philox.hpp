@@ -270,4 +270,13 @@ inline void fill_random_bits(uint64_t seed, uint64_t first, size_t n, uint32_t* 
     }
 }
 
+// fill_random_bits, then each word ANDed with mask (random_bits_mask,
+// rounding.hpp: the top bits a call's random_bits keeps). A mask of all ones,
+// the 32-bit default, costs one compare per fill.
+inline void fill_random_bits(uint64_t seed, uint64_t first, size_t n, uint32_t mask, uint32_t* out) {
+    fill_random_bits(seed, first, n, out);
+    if (mask != ~0u)
+        for (size_t i = 0; i < n; ++i) out[i] &= mask;
+}
+
 }  // namespace altgrad::sdk

@@ -6,6 +6,7 @@
 // then one rule for all modes: q += carry(frac32 + threshold), with
 //   nearest-even: threshold = 2^31 - 1 + odd  (odd: the code of q is odd),
 //   stochastic:   threshold = R, 32 random bits (IEEE P3109 StochasticA),
+//                 or their top b (random_bits_mask below: the caller masks R),
 //   toward-zero:  threshold = 0.
 // The fraction is exact whenever at most 32 bits are discarded; beyond that it
 // is truncated, which biases stochastic rounding by less than 2^-32 of a step.
@@ -94,6 +95,13 @@ ALTGRAD_SDK_INLINE uint32_t round_away(uint32_t frac32, uint32_t odd, uint32_t r
         (void)frac32, (void)odd, (void)random;
         return 0u;
     }
+}
+
+// The mask that keeps the top b of an element's 32 random bits for
+// stochastic rounding with b random bits (format.h, random_bits):
+// R' = R & ~(2^(32-b) - 1). b = 0 and b = 32 keep all 32; b must be <= 32.
+ALTGRAD_SDK_HD inline uint32_t random_bits_mask(uint32_t b) {
+    return b == 0 || b >= 32 ? ~0u : ~0u << (32u - b);
 }
 
 // Round x (>= 0, finite) onto a uniform grid of step 2^k, for x below
