@@ -223,6 +223,22 @@ TEST(QuantizeBlocked, E4M3TilesAreThePerTensorQuantizeAtEachTilesScale) {
         }
 }
 
+// NVFP4's two levels on tiles: A, the largest tile amax, is 1536, so g = 448 * 6 / A = 1.75. The tile
+// {1536 6 / 0 0} has X = 1536 / 6 * g = 448 (E4M3's largest), s = g / X = 2^-8: 6 / 256 is below
+// E2M1's 0.25, so 0; the tile {6 3 / 0 -1} has X = 6 / 6 * g = 1.75 (an E4M3 value), s = 1.
+TEST(QuantizeBlocked, TwoLevelTilesScaleUnderTheLargestTileAmax) {
+    const scale_grid grid = scale_grid_named("e4m3", [] { return load("e4m3"); });
+    const block_recipe recipe{scale_rule::two_level, &grid, 6.0};
+    const std::vector<float> x{1536, 6, 6, 3, 0, 0, 0, -1};
+    std::vector<float> y(x.size());
+    const blocked_quantize_result r =
+        quantize_blocked(*load("fp4_e2m1"), x.data(), y.data(), 2, 4, {2, 2}, recipe, {});
+    expect_same(y, {1536, 0, 6, 3, 0, 0, 0, -1});
+    EXPECT_EQ(r.stats.amax, 1536.0);
+    EXPECT_EQ(r.stats.largest_scale, 448.0 / 1.75);  // decode scales 1/s: 256 and 1
+    EXPECT_EQ(r.stats.smallest_scale, 1.0);
+}
+
 TEST(QuantizeBlocked, TilesThatDoNotDivideTheTensorAreAnError) {
     const mx_setup mx;
     std::vector<float> x(24, 1.0f), y(24);

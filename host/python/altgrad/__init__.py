@@ -188,8 +188,8 @@ class Format:
         for name, value in (("block_shape", block_shape), ("scale_rule", scale_rule), ("scale_format", scale_format),
                             ("pre_scale", pre_scale)):
             if value is not None:
-                raise ValueError(f"quantize: {name} is for derived block scales: give block_size or block_shape, "
-                                 "not block_scales")
+                raise ValueError(f"quantize: {name} is for derived block scales (block_size or block_shape "
+                                 "without block_scales)")
         if _torch_module(x) and x.device.type == "cuda":
             return self._quantize_cuda(x, rounding, overflow, scale, seed, offset, out, block_scales)
         if out is None:
