@@ -9,8 +9,8 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
-#include <cmath>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -241,14 +241,11 @@ std::pair<uint64_t, uint64_t> quantize_arrays(const format_handle& f, const py::
 // trainer's block scaling (quant::quantize_blocked) on `in` as [rows, k],
 // blocks of block_rows x block_cols; `scale_plugin` the format plugin
 // named `scale_format` (None for "fp32" and "pow2").
-std::pair<uint64_t, uint64_t> quantize_blocked_arrays(const format_handle& f, const py::array& in,
-                                                      py::array& out, size_t rows, size_t k, size_t block_rows,
-                                                      size_t block_cols, const std::string& scale_rule,
-                                                      const std::string& scale_format,
-                                                      std::shared_ptr<format_handle> scale_plugin,
-                                                      float pre_scale, const std::string& rounding,
-                                                      const std::string& overflow, uint64_t seed, uint64_t offset,
-                                                      int threads) {
+std::pair<uint64_t, uint64_t> quantize_blocked_arrays(
+    const format_handle& f, const py::array& in, py::array& out, size_t rows, size_t k, size_t block_rows,
+    size_t block_cols, const std::string& scale_rule, const std::string& scale_format,
+    std::shared_ptr<format_handle> scale_plugin, float pre_scale, const std::string& rounding,
+    const std::string& overflow, uint64_t seed, uint64_t offset, int threads) {
     const size_t n = checked_pair("quantize", in, float32(), "input", out, float32(), "out");
     check_no_partial_overlap(in.data(), n * 4, out.data(), n * 4);
     if (rows * k != n)
@@ -258,11 +255,12 @@ std::pair<uint64_t, uint64_t> quantize_blocked_arrays(const format_handle& f, co
         throw py::value_error("pre_scale " + std::to_string(pre_scale) + ": expected a finite number > 0");
     const conversion c = conversion_of(rounding, overflow, 1.0f, seed, offset, std::nullopt, 0, n, threads);
     const quant::scale_grid grid = quant::scale_grid_named(scale_format, [&] {
-        if (!scale_plugin) throw py::value_error("scale_format '" + scale_format + "': no format plugin given");
+        if (!scale_plugin)
+            throw py::value_error("scale_format '" + scale_format + "': no format plugin given");
         return std::shared_ptr<const format_handle>(scale_plugin);
     });
-    const quant::block_recipe recipe{parse_choice(config::scale_rule_names(), "scale_rule", scale_rule), &grid,
-                                     f.info().max_finite};
+    const quant::block_recipe recipe{parse_choice(config::scale_rule_names(), "scale_rule", scale_rule),
+                                     &grid, f.info().max_finite};
     const auto* src = static_cast<const float*>(in.data());
     auto* dst = static_cast<float*>(out.mutable_data());
     py::gil_scoped_release unlocked;

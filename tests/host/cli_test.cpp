@@ -249,7 +249,8 @@ TEST(Cli, QuantizeInBlocksOfOneRowAndInTiles) {
     // Rows of 4 (--cols), tiles of 2 x 2: the tile {7 1 / 0.3 0} has amax 7, so 0.3 -> 0.5 (in a
     // 1 x 2 block {0.3 0} it would be X = 2^-4: 4.8 -> 4, 0.25); {0.1 0.2 / -0.05 0}: X = 2^-5.
     const std::string tiles_out = "0x1.8p+2\n0x1p+0\n0x1.8p-4\n0x1.8p-3\n0x1p-1\n0x0p+0\n-0x1.8p-5\n0x0p+0\n";
-    const run_result tiles = run_host(mx + "--block-size 2 --block-rows 2 --cols 4", "7 1 0.1 0.2 0.3 0 -0.05 0");
+    const run_result tiles =
+        run_host(mx + "--block-size 2 --block-rows 2 --cols 4", "7 1 0.1 0.2 0.3 0 -0.05 0");
     ASSERT_EQ(tiles.exit_code, 0) << tiles.out;
     EXPECT_EQ(tiles.out, tiles_out);
     EXPECT_EQ(run_host(mx + "--block-size 2 --cols 4", "7 1 0.1 0.2 0.3 0 -0.05 0").out,
@@ -268,14 +269,16 @@ TEST(Cli, QuantizeInBlocksOfOneRowAndInTiles) {
     }
     EXPECT_EQ(run_host(mx + "--block-size 2 --block-rows 2 --input " + npy.string()).out, tiles_out);
     // pre-scale 3/4 multiplies the scale: 7 * 0.75 = 5.25 -> 6, / 0.75 = 8; 2 * 0.75 = 1.5 exactly.
-    EXPECT_EQ(run_host(mx + "--block-size 4 --pre-scale 0.75", "7 2 0 0").out, "0x1p+3\n0x1p+1\n0x0p+0\n0x0p+0\n");
+    EXPECT_EQ(run_host(mx + "--block-size 4 --pre-scale 0.75", "7 2 0 0").out,
+              "0x1p+3\n0x1p+1\n0x0p+0\n0x0p+0\n");
     // NVFP4's two levels, E4M3 block scales: A = 1536 gives g = 448 * 6 / A = 1.75; the block {1536 6}
     // has X = 1536 / 6 * g = 448, s = g / X = 2^-8, where 6 / 256 is below E2M1's 0.25: 0; {6 3} has
     // X = 6 / 6 * g = 1.75 (an E4M3 value), s = 1.
-    EXPECT_EQ(run_host(kPlugins + "quantize fp4_e2m1 --scale-rule two_level --scale-format e4m3 --block-size 2",
-                       "1536 6 6 3")
-                  .out,
-              "0x1.8p+10\n0x0p+0\n0x1.8p+2\n0x1.8p+1\n");
+    EXPECT_EQ(
+        run_host(kPlugins + "quantize fp4_e2m1 --scale-rule two_level --scale-format e4m3 --block-size 2",
+                 "1536 6 6 3")
+            .out,
+        "0x1.8p+10\n0x0p+0\n0x1.8p+2\n0x1.8p+1\n");
 }
 
 TEST(Cli, QuantizeInBlocksRefusesBadOptions) {
@@ -293,13 +296,16 @@ TEST(Cli, QuantizeInBlocksRefusesBadOptions) {
     expect_error("--block-size 4 --scale 2", 2, "quantize: --scale and --block-size");
     expect_error("--block-size 4 --scale-rule floor", 2,
                  "quantize: --scale-rule \"floor\": expected one of mx_floor, round_up, two_level");
-    expect_error("--block-size 4 --pre-scale 0", 2, "quantize: --pre-scale \"0\": expected a finite number > 0");
-    expect_error("--block-size 4 --cols 3", 1, "quantize: --cols 3 does not divide the input's 8 values into rows");
+    expect_error("--block-size 4 --pre-scale 0", 2,
+                 "quantize: --pre-scale \"0\": expected a finite number > 0");
+    expect_error("--block-size 4 --cols 3", 1,
+                 "quantize: --cols 3 does not divide the input's 8 values into rows");
     expect_error("--block-size 4 --block-rows 2", 1,
                  "quantize: tiles of 2x4 do not divide a tensor of [1, 8] (rows by row length)");
     expect_error("--block-size 4 --block-rows 3 --cols 4", 1,
                  "quantize: tiles of 3x4 do not divide a tensor of [2, 4] (rows by row length)");
-    expect_error("--block-size 4 --scale-format e9m9", 1, "quantize: --scale-format \"e9m9\": no format plugin named 'e9m9'");
+    expect_error("--block-size 4 --scale-format e9m9", 1,
+                 "quantize: --scale-format \"e9m9\": no format plugin named 'e9m9'");
     expect_error("--block-size 4 --scale-format fp32x", 1, "quantize: --scale-format \"fp32x\"");
 }
 

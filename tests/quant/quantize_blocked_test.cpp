@@ -78,8 +78,8 @@ std::vector<float> mx_e2m1_reference(const std::vector<float>& x, size_t rows, s
 std::vector<float> sample(size_t rows, size_t k) {
     std::vector<float> x(rows * k);
     for (size_t i = 0; i < x.size(); ++i)
-        x[i] = std::ldexp(std::sin(0.7f * static_cast<float>(i) + 0.3f), static_cast<int>(i / k % 3) -
-                                                                            static_cast<int>(i % k / 4));
+        x[i] = std::ldexp(std::sin(0.7f * static_cast<float>(i) + 0.3f),
+                          static_cast<int>(i / k % 3) - static_cast<int>(i % k / 4));
     return x;
 }
 
@@ -145,8 +145,9 @@ TEST(QuantizeBlocked, RowBlocksAreTheExistingPerBlockQuantize) {
                                        quantize_options o;
                                        o.block_scales = s;
                                        o.block_size = 4;
-                                       load("fp4_e2m1")->quantize(x.data() + row * k + first,
-                                                                  want.data() + row * k + first, count, o);
+                                       load("fp4_e2m1")
+                                           ->quantize(x.data() + row * k + first,
+                                                      want.data() + row * k + first, count, o);
                                    });
     expect_same(y, want);
     // A whole row per block: blocks of k.

@@ -3,9 +3,9 @@
 // line, or into a file of the same kinds. The quick way to see what a format
 // does to a value, and to a real tensor.
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -121,8 +121,9 @@ void add_block_options(po::options_description& options, block_options& b) {
 // q(x*s)/s of `in` into `out` with block scales by `b`'s options; nullopt without --block-size.
 std::optional<quant::blocked_quantize_result> quantize_in_blocks(const po::variables_map& vm,
                                                                  const block_options& b, registry& reg,
-                                                                 const format_handle& f, const float_tensor& in,
-                                                                 float_tensor& out, const quantize_options& o) {
+                                                                 const format_handle& f,
+                                                                 const float_tensor& in, float_tensor& out,
+                                                                 const quantize_options& o) {
     if (!vm.count("block-size")) {
         for (const char* option : {"block-rows", "scale-rule", "scale-format", "cols", "pre-scale"})
             if (!vm[option].defaulted() && vm.count(option))
@@ -156,21 +157,14 @@ std::optional<quant::blocked_quantize_result> quantize_in_blocks(const po::varia
                         "(numpy.ascontiguousarray) or give --cols");
         k = in.shape.back();
     }
-    bool loaded = false;  // load's errors are wrapped in the lambda
     const quant::scale_grid grid = [&] {
         try {
-            return quant::scale_grid_named(b.scale_format, [&]() -> std::shared_ptr<const format_handle> {
-                try {
-                    auto plugin = format_handle::create(reg.load(b.scale_format, ALTGRAD_KIND_FORMAT));
-                    loaded = true;
-                    return plugin;
-                } catch (const error& e) {
-                    throw error("quantize: --scale-format \"" + b.scale_format + "\": " + e.what());
-                }
+            return quant::scale_grid_named(b.scale_format, [&] {
+                return std::shared_ptr<const format_handle>(
+                    format_handle::create(reg.load(b.scale_format, ALTGRAD_KIND_FORMAT)));
             });
         } catch (const error& e) {
-            if (!loaded) throw;
-            throw error("quantize: " + std::string(e.what()));
+            throw error("quantize: --scale-format \"" + b.scale_format + "\": " + e.what());
         }
     }();
     const quant::block_recipe recipe{*rule, &grid, f.info().max_finite};
@@ -180,6 +174,21 @@ std::optional<quant::blocked_quantize_result> quantize_in_blocks(const po::varia
     } catch (const error& e) {
         throw error("quantize: " + std::string(e.what()));
     }
+}
+
+// --counts on standard error, after the values: the plugin's counts of n, and the blocks' (with
+// --block-size).
+void print_counts(const quantize_counts& counts, size_t n, const quant::block_scale_stats* blocks) {
+    std::cout.flush();  // the counts follow the values on a terminal
+    std::fprintf(stderr, "overflow %llu underflow %llu of %zu\n",
+                 static_cast<unsigned long long>(counts.overflow),
+                 static_cast<unsigned long long>(counts.underflow), n);
+    if (blocks)
+        std::fprintf(stderr, "blocks %llu saturated %llu underflowed %llu neutral %llu\n",
+                     static_cast<unsigned long long>(blocks->blocks),
+                     static_cast<unsigned long long>(blocks->saturated),
+                     static_cast<unsigned long long>(blocks->underflowed),
+                     static_cast<unsigned long long>(blocks->neutral));
 }
 
 }  // namespace
@@ -257,18 +266,7 @@ int quantize_command(const context& ctx, const args& a) {
     const quantize_counts counts =
         blocked ? blocked->counts : f->quantize(in.values.data(), out.values.data(), in.values.size(), o);
     write_output(output_file, out, output_format == "decimal");
-    if (vm.count("counts")) {
-        std::cout.flush();  // the counts follow the values on a terminal
-        std::fprintf(stderr, "overflow %llu underflow %llu of %zu\n",
-                     static_cast<unsigned long long>(counts.overflow),
-                     static_cast<unsigned long long>(counts.underflow), in.values.size());
-        if (blocked)
-            std::fprintf(stderr, "blocks %llu saturated %llu underflowed %llu neutral %llu\n",
-                         static_cast<unsigned long long>(blocked->stats.blocks),
-                         static_cast<unsigned long long>(blocked->stats.saturated),
-                         static_cast<unsigned long long>(blocked->stats.underflowed),
-                         static_cast<unsigned long long>(blocked->stats.neutral));
-    }
+    if (vm.count("counts")) print_counts(counts, in.values.size(), blocked ? &blocked->stats : nullptr);
     return 0;
 }
 

@@ -378,6 +378,20 @@ std::string shape_text(size_t a, size_t b, const char* between) {
     return side(a) + between + side(b);
 }
 
+// The amax of each tile of tile_rows x block of x as [rows, k] (tiles dividing it), tiles in row order:
+// its rows' block amaxes, the larger of each (a NaN wins, as in block_amaxes).
+std::vector<float> tile_amaxes(const float* x, size_t rows, size_t k, size_t tile_rows, size_t block) {
+    const size_t per_row = k / block;
+    std::vector<float> amax(rows / tile_rows * per_row), row_amax(per_row);
+    for (size_t r = 0; r < rows; ++r) {
+        float* tile = amax.data() + r / tile_rows * per_row;
+        block_amaxes(x + r * k, k, block, r % tile_rows == 0 ? tile : row_amax.data());
+        if (r % tile_rows != 0)
+            for (size_t b = 0; b < per_row; ++b) tile[b] = larger_amax(tile[b], row_amax[b]);
+    }
+    return amax;
+}
+
 }  // namespace
 
 blocked_quantize_result quantize_blocked(const format_handle& format, const float* x, float* out, size_t rows,
@@ -426,7 +440,8 @@ blocked_quantize_result quantize_blocked(const format_handle& format, const floa
             for (size_t j = 0; j < segments; ++j) {
                 const size_t first = i0 * item_len + j * segment_len;
                 local.add(quantize_with_block_scales(
-                    x + first, segment_len, block, recipe, scales.data() + first / k * per_row + first % k / block,
+                    x + first, segment_len, block, recipe,
+                    scales.data() + first / k * per_row + first % k / block,
                     [&](size_t piece_first, size_t count, const float* piece_scales) {
                         quantize(first + piece_first, count, piece_scales);
                     },
@@ -443,16 +458,7 @@ blocked_quantize_result quantize_blocked(const format_handle& format, const floa
     if (k % block != 0 || rows % shape.rows != 0)
         throw error("tiles of " + shape_text(shape.rows, shape.cols, "x") + " do not divide a tensor of [" +
                     shape_text(rows, k, ", ") + "] (rows by row length)");
-    const size_t groups = rows / shape.rows;
-    std::vector<float> tile_amax(groups * per_row), row_amax(per_row);
-    for (size_t g = 0; g < groups; ++g) {
-        float* tile = tile_amax.data() + g * per_row;
-        for (size_t r = 0; r < shape.rows; ++r) {
-            block_amaxes(x + (g * shape.rows + r) * k, k, block, r == 0 ? tile : row_amax.data());
-            if (r > 0)
-                for (size_t b = 0; b < per_row; ++b) tile[b] = larger_amax(tile[b], row_amax[b]);
-        }
-    }
+    std::vector<float> tile_amax = tile_amaxes(x, rows, k, shape.rows, block);
     float tensor_amax = 0.0f;  // amaxes are >= 0 or NaN: their own magnitudes
     block_amaxes(tile_amax.data(), tile_amax.size(), tile_amax.size(), &tensor_amax);
     result.stats = scales_from_amaxes(tile_amax.data(), tile_amax.size(), recipe, tensor_amax);
