@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -25,6 +26,7 @@
 #include "plugins/registry.hpp"
 #include "plugins/transform_handle.hpp"
 #include "quant/accumulate.hpp"
+#include "quant/block_scales.hpp"
 #include "quant/scaling.hpp"
 #include "report/run_record.hpp"
 #include "report/summary.hpp"
@@ -255,6 +257,38 @@ std::pair<uint64_t, uint64_t> quantize_arrays(const format_handle& f, const py::
     return counts_pair(chunked(n, c, [&](size_t begin, size_t count, const quantize_options& m) {
         return f.quantize(src + begin, dst + begin, count, m);
     }));
+}
+
+// Format.quantize(block_size= or block_shape=, no block_scales): the
+// trainer's block scaling (quant::quantize_blocked) on `in` as [rows, k],
+// blocks of block_rows x block_cols; `scale_plugin` the format plugin
+// named `scale_format` (None for "fp32" and "pow2").
+std::pair<uint64_t, uint64_t> quantize_blocked_arrays(
+    const format_handle& f, const py::array& in, py::array& out, size_t rows, size_t k, size_t block_rows,
+    size_t block_cols, const std::string& scale_rule, const std::string& scale_format,
+    std::shared_ptr<format_handle> scale_plugin, float pre_scale, const std::string& rounding,
+    const std::string& overflow, uint64_t seed, uint64_t offset, int threads, int64_t sr_bits) {
+    const size_t n = checked_pair("quantize", in, float32(), "input", out, float32(), "out");
+    check_no_partial_overlap(in.data(), n * 4, out.data(), n * 4);
+    if (rows * k != n)
+        throw py::value_error("quantize: " + std::to_string(rows) + " rows of " + std::to_string(k) +
+                              " are not the input's " + std::to_string(n) + " elements");
+    if (!std::isfinite(pre_scale) || pre_scale <= 0.0f)
+        throw py::value_error("pre_scale " + std::to_string(pre_scale) + ": expected a finite number > 0");
+    const conversion c = conversion_of(rounding, overflow, 1.0f, seed, offset, std::nullopt, 0, n, threads, sr_bits);
+    const quant::scale_grid grid = quant::scale_grid_named(scale_format, [&] {
+        if (!scale_plugin)
+            throw py::value_error("scale_format '" + scale_format + "': no format plugin given");
+        return std::shared_ptr<const format_handle>(scale_plugin);
+    });
+    const quant::block_recipe recipe{parse_choice(config::scale_rule_names(), "scale_rule", scale_rule),
+                                     &grid, f.info().max_finite};
+    const auto* src = static_cast<const float*>(in.data());
+    auto* dst = static_cast<float*>(out.mutable_data());
+    py::gil_scoped_release unlocked;
+    return counts_pair(quant::quantize_blocked(f, src, dst, rows, k, {block_rows, block_cols}, recipe, c.mode,
+                                               pre_scale, static_cast<unsigned>(c.threads))
+                           .counts);
 }
 
 // A CUDA tensor's buffers, by address (altgrad.torch checks dtype, layout and device).
@@ -561,6 +595,10 @@ PYBIND11_MODULE(_native, m) {
         .def("quantize", &quantize_arrays, py::arg("input"), py::arg("out"), py::arg("rounding"),
              py::arg("overflow"), py::arg("scale"), py::arg("seed"), py::arg("offset"),
              py::arg("block_scales"), py::arg("block_size"), py::arg("threads"), py::arg("sr_bits") = 32)
+        .def("quantize_blocked", &quantize_blocked_arrays, py::arg("input"), py::arg("out"), py::arg("rows"),
+             py::arg("k"), py::arg("block_rows"), py::arg("block_cols"), py::arg("scale_rule"),
+             py::arg("scale_format"), py::arg("scale_plugin"), py::arg("pre_scale"), py::arg("rounding"),
+             py::arg("overflow"), py::arg("seed"), py::arg("offset"), py::arg("threads"), py::arg("sr_bits") = 32)
         .def("quantize_device", &quantize_device, py::arg("input_ptr"), py::arg("out_ptr"), py::arg("count"),
              py::arg("device_index"), py::arg("rounding"), py::arg("overflow"), py::arg("scale"),
              py::arg("seed"), py::arg("offset"), py::arg("sr_bits") = 32)

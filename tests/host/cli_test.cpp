@@ -1,6 +1,7 @@
 // The altgrad-host binary as a user runs it: outputs, exit codes, errors.
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -234,6 +235,80 @@ TEST(Cli, QuantizeStochasticIsReproducibleFromTheSeed) {
         EXPECT_TRUE(line == "0x1.3p-2" || line == "0x1.4p-2") << line;
         pos = end + 1;
     }
+}
+
+// Block scaling as the trainer does it (quant::quantize_blocked), worked by hand: E2M1 (max 6,
+// emax 2; values 0 0.5 1 1.5 2 3 4 6), MX's floor rule X = 2^(floor(log2 amax) - 2) on E8M0 scales.
+TEST(Cli, QuantizeInBlocksOfOneRowAndInTiles) {
+    const std::string mx = kPlugins + "quantize fp4_e2m1 --scale-format ue8m0 --scale-rule mx_floor ";
+    // One row, blocks of 4. {7 1 0.3 0}: amax 7, X = 1: 7 saturates to 6, 0.3 -> 0.5 (above 0.25).
+    // {0.1 0.2 -0.05 0}: amax 0.2 = 1.6 * 2^-3, X = 2^-5: 3.2 -> 3, 6.4 -> 6, -1.6 -> -1.5, over 32.
+    const run_result blocks = run_host(mx + "--block-size 4 --counts", "7 1 0.3 0 0.1 0.2 -0.05 0");
+    ASSERT_EQ(blocks.exit_code, 0) << blocks.out;
+    EXPECT_EQ(blocks.out,
+              "0x1.8p+2\n0x1p+0\n0x1p-1\n0x0p+0\n0x1.8p-4\n0x1.8p-3\n-0x1.8p-5\n0x0p+0\n"
+              "overflow 1 underflow 0 of 8\nblocks 2 saturated 0 underflowed 0 neutral 0\n");
+    // Rows of 4 (--cols), tiles of 2 x 2: the tile {7 1 / 0.3 0} has amax 7, so 0.3 -> 0.5 (in a
+    // 1 x 2 block {0.3 0} it would be X = 2^-4: 4.8 -> 4, 0.25); {0.1 0.2 / -0.05 0}: X = 2^-5.
+    const std::string tiles_out = "0x1.8p+2\n0x1p+0\n0x1.8p-4\n0x1.8p-3\n0x1p-1\n0x0p+0\n-0x1.8p-5\n0x0p+0\n";
+    const run_result tiles =
+        run_host(mx + "--block-size 2 --block-rows 2 --cols 4", "7 1 0.1 0.2 0.3 0 -0.05 0");
+    ASSERT_EQ(tiles.exit_code, 0) << tiles.out;
+    EXPECT_EQ(tiles.out, tiles_out);
+    EXPECT_EQ(run_host(mx + "--block-size 2 --cols 4", "7 1 0.1 0.2 0.3 0 -0.05 0").out,
+              "0x1.8p+2\n0x1p+0\n0x1.8p-4\n0x1.8p-3\n0x1p-2\n0x0p+0\n-0x1.8p-5\n0x0p+0\n");
+    // A 2-D .npy: its rows are the tensor's rows.
+    scratch_dir dir;
+    const fs::path npy = dir.path() / "x.npy";
+    {
+        std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 4), }";
+        header.append(128 - 10 - header.size() - 1, ' ');  // magic, version, length: 10 bytes; 128 in all
+        header += '\n';
+        std::ofstream out(npy, std::ios::binary);
+        out << "\x93NUMPY" << '\x01' << '\x00' << static_cast<char>(header.size()) << '\x00' << header;
+        for (const float v : {7.0f, 1.0f, 0.1f, 0.2f, 0.3f, 0.0f, -0.05f, 0.0f})
+            out.write(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+    EXPECT_EQ(run_host(mx + "--block-size 2 --block-rows 2 --input " + npy.string()).out, tiles_out);
+    // pre-scale 3/4 multiplies the scale: 7 * 0.75 = 5.25 -> 6, / 0.75 = 8; 2 * 0.75 = 1.5 exactly.
+    EXPECT_EQ(run_host(mx + "--block-size 4 --pre-scale 0.75", "7 2 0 0").out,
+              "0x1p+3\n0x1p+1\n0x0p+0\n0x0p+0\n");
+    // NVFP4's two levels, E4M3 block scales: A = 1536 gives g = 448 * 6 / A = 1.75; the block {1536 6}
+    // has X = 1536 / 6 * g = 448, s = g / X = 2^-8, where 6 / 256 is below E2M1's 0.25: 0; {6 3} has
+    // X = 6 / 6 * g = 1.75 (an E4M3 value), s = 1.
+    EXPECT_EQ(
+        run_host(kPlugins + "quantize fp4_e2m1 --scale-rule two_level --scale-format e4m3 --block-size 2",
+                 "1536 6 6 3")
+            .out,
+        "0x1.8p+10\n0x0p+0\n0x1.8p+2\n0x1.8p+1\n");
+}
+
+TEST(Cli, QuantizeInBlocksRefusesBadOptions) {
+    const std::string q = kPlugins + "quantize fp4_e2m1 ";
+    const auto expect_error = [&](const std::string& options, int code, const std::string& message) {
+        const run_result r = run_host(q + options, "1 2 3 4 5 6 7 8");
+        EXPECT_EQ(r.exit_code, code) << options << "\n" << r.out;
+        EXPECT_NE(r.out.find(message), std::string::npos) << options << "\n" << r.out;
+        EXPECT_EQ(count_lines(r.out), code == 1 ? 1u : count_lines(r.out)) << r.out;
+    };
+    expect_error("--block-size 0", 2, "quantize: --block-size 0: expected at least 1");
+    expect_error("--block-size 4 --block-rows 0", 2, "quantize: --block-rows 0: expected at least 1");
+    expect_error("--block-rows 2", 2, "quantize: --block-rows needs --block-size");
+    expect_error("--cols 4", 2, "quantize: --cols needs --block-size");
+    expect_error("--block-size 4 --scale 2", 2, "quantize: --scale and --block-size");
+    expect_error("--block-size 4 --scale-rule floor", 2,
+                 "quantize: --scale-rule \"floor\": expected one of mx_floor, round_up, two_level");
+    expect_error("--block-size 4 --pre-scale 0", 2,
+                 "quantize: --pre-scale \"0\": expected a finite number > 0");
+    expect_error("--block-size 4 --cols 3", 1,
+                 "quantize: --cols 3 does not divide the input's 8 values into rows");
+    expect_error("--block-size 4 --block-rows 2", 1,
+                 "quantize: tiles of 2x4 do not divide a tensor of [1, 8] (rows by row length)");
+    expect_error("--block-size 4 --block-rows 3 --cols 4", 1,
+                 "quantize: tiles of 3x4 do not divide a tensor of [2, 4] (rows by row length)");
+    expect_error("--block-size 4 --scale-format e9m9", 1,
+                 "quantize: --scale-format \"e9m9\": no format plugin named 'e9m9'");
+    expect_error("--block-size 4 --scale-format fp32x", 1, "quantize: --scale-format \"fp32x\"");
 }
 
 TEST(Cli, UnparsableInputIsAnErrorNamingTheToken) {

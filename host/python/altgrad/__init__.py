@@ -112,7 +112,7 @@ class Registry:
 
     def format(self, name, params=None):
         """A format plugin's instance, with plugin parameters {key: value}."""
-        return Format(self._native.format(name, _params(params)))
+        return Format(self._native.format(name, _params(params)), self)
 
     def transform(self, name, params=None):
         """A transform plugin's instance (ABI 1.4), with plugin parameters {key: value}."""
@@ -158,8 +158,9 @@ class Format:
     nothing is ever converted or copied.
     """
 
-    def __init__(self, native):
+    def __init__(self, native, registry=None):
         self._native = native
+        self._registry = registry  # the Registry that made it: where block quantize finds a scale format
 
     @property
     def name(self):
@@ -174,7 +175,8 @@ class Format:
         return f"altgrad.Format({self.name!r})"
 
     def quantize(self, x, rounding="nearest", overflow="saturate", scale=1.0, seed=0, offset=0, out=None,
-                 block_scales=None, block_size=0, threads=1, sr_bits=32):
+                 block_scales=None, block_size=0, threads=1, sr_bits=32, block_shape=None, scale_rule=None,
+                 scale_format=None, pre_scale=None):
         """q(x*s)/s, element by element, through the plugin: (output, overflow, underflow).
 
         rounding: nearest | stochastic | toward-zero; overflow: saturate | nonfinite.
@@ -183,9 +185,24 @@ class Format:
         sr_bits (1..32): stochastic rounding uses only the top sr_bits of each element's 32
         random bits (ABI 1.4 random_bits), which biases it toward zero by less than 2^-sr_bits
         of a step; 32 is full stochastic rounding.
-        block_scales (float32, one per `block_size` elements): per-block scales instead of `scale`.
+        block_size: elements per block scale. With block_scales (float32, one per block_size
+        elements of the flat array), those scales instead of `scale`. Without, the trainer's
+        block scaling: each block of block_size along the last dimension (the row; its last block
+        may be short) gets its scale from its amax by scale_rule (mx_floor | round_up | two_level,
+        default mx_floor) on scale_format's values ("fp32", "pow2" (default), a format plugin's
+        name or an altgrad.Format, e.g. "ue8m0"), times pre_scale (default 1): q(x*s*c)/(s*c).
+        block_shape=(R, C) instead of block_size: tiles of R rows by C columns of a 2-D x, one
+        scale each (they must divide x's shape).
         threads > 1 splits the work in chunks over threads (the same result).
         """
+        if block_scales is None and (block_size or block_shape is not None):
+            return self._quantize_blocked(x, out, block_size, block_shape, scale_rule, scale_format, pre_scale,
+                                          rounding, overflow, seed, offset, threads, sr_bits)
+        for name, value in (("block_shape", block_shape), ("scale_rule", scale_rule), ("scale_format", scale_format),
+                            ("pre_scale", pre_scale)):
+            if value is not None:
+                raise ValueError(f"quantize: {name} is for derived block scales (block_size or block_shape "
+                                 "without block_scales)")
         if _torch_module(x) and x.device.type == "cuda":
             return self._quantize_cuda(x, rounding, overflow, scale, seed, offset, out, block_scales, sr_bits)
         if out is None:
@@ -194,6 +211,51 @@ class Format:
         scales = None if block_scales is None else _host_view(block_scales, "block_scales")
         counts = self._native.quantize(src, dst, rounding, overflow, float(scale), int(seed), int(offset), scales,
                                        int(block_size), int(threads), int(sr_bits))
+        return QuantizeResult(out, *counts)
+
+    def _quantize_blocked(self, x, out, block_size, block_shape, scale_rule, scale_format, pre_scale, rounding,
+                          overflow, seed, offset, threads, sr_bits):
+        # quantize's block scales derived from x, by the C++ host's quantize_blocked (the trainer's).
+        if block_shape is not None and block_size:
+            raise ValueError("quantize: give block_size (1 x N blocks) or block_shape=(R, C) (tiles), not both")
+        if _torch_module(x) and x.device.type == "cuda":
+            raise ValueError("quantize: derived block scales on CUDA tensors are not supported from Python "
+                             "(pass a CPU tensor)")
+        src = _host_view(x, "quantize input")
+        if src.ndim == 0:
+            raise ValueError("quantize: block scaling needs an array with a last dimension (its rows)")
+        if block_shape is None:
+            block_rows, block_cols = 1, int(block_size)
+        else:
+            block_rows, block_cols = (int(v) for v in block_shape)
+            if src.ndim != 2:
+                raise ValueError(f"quantize: block_shape={tuple(block_shape)} needs a 2-D array, got "
+                                 f"{src.ndim} dimensions")
+        if block_rows < 1 or block_cols < 1:
+            raise ValueError(f"quantize: blocks of {block_rows} x {block_cols}: expected at least 1 x 1")
+        scale_format = "pow2" if scale_format is None else scale_format
+        plugin = None
+        if isinstance(scale_format, Format):
+            scale_format, plugin = scale_format.name, scale_format._native
+        elif scale_format not in ("fp32", "pow2"):
+            global _default_registry
+            registry = self._registry
+            if registry is None:
+                if _default_registry is None:
+                    _default_registry = Registry()
+                registry = _default_registry
+            try:
+                plugin = registry.format(str(scale_format))._native
+            except Error as e:
+                raise Error(f"quantize: scale_format {scale_format!r}: {e}") from None
+        if out is None:
+            out = _empty_like(x)
+        k = src.shape[-1]
+        counts = self._native.quantize_blocked(src, _host_view(out, "quantize out"), src.size // k if k else 0, k,
+                                               block_rows, block_cols, "mx_floor" if scale_rule is None else
+                                               str(scale_rule), str(scale_format), plugin,
+                                               1.0 if pre_scale is None else float(pre_scale), rounding, overflow,
+                                               int(seed), int(offset), int(threads), int(sr_bits))
         return QuantizeResult(out, *counts)
 
     def _quantize_cuda(self, x, rounding, overflow, scale, seed, offset, out, block_scales, sr_bits):

@@ -3,6 +3,7 @@
 // line, or into a file of the same kinds. The quick way to see what a format
 // does to a value, and to a real tensor.
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "cli/tensor_files.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
+#include "quant/block_scales.hpp"
 #include "util/abi_names.hpp"
 #include "util/error.hpp"
 #include "util/numbers.hpp"
@@ -102,6 +104,101 @@ uint32_t sr_bits_option(const std::string& text) {
     return static_cast<uint32_t>(*b);
 }
 
+// --block-size and the options that go with it: the trainer's block
+// scaling (quant::quantize_blocked) on the input as [rows, row length].
+struct block_options {
+    std::string size, rows = "1", rule = "mx_floor", scale_format = "pow2", cols, pre_scale = "1";
+};
+
+void add_block_options(po::options_description& options, block_options& b) {
+    options.add_options()("block-size", po::value<std::string>(&b.size),
+                          "N: one scale per block of N elements along each row, derived from the block's "
+                          "amax (the last block of a row may be short; N >= the row length: one per row)")(
+        "block-rows", po::value<std::string>(&b.rows)->default_value("1"),
+        "R: blocks of R rows by N, one scale per tile (R > 1: the tiles must divide the input)")(
+        "scale-rule", po::value<std::string>(&b.rule)->default_value("mx_floor"),
+        "mx_floor | round_up | two_level: how a block's scale follows from its amax (docs/config.md)")(
+        "scale-format", po::value<std::string>(&b.scale_format)->default_value("pow2"),
+        "the values a block's decode scale may take: fp32, pow2, or a format plugin (ue8m0, e4m3, ...)")(
+        "cols", po::value<std::string>(&b.cols),
+        "K: the row length (the count must be a multiple); default: a .npy's last dimension, else the "
+        "whole input is one row")("pre-scale", po::value<std::string>(&b.pre_scale)->default_value("1"),
+                                  "C: every block's scale s is multiplied by C: q(x*s*C)/(s*C)");
+}
+
+// q(x*s)/s of `in` into `out` with block scales by `b`'s options; nullopt without --block-size.
+std::optional<quant::blocked_quantize_result> quantize_in_blocks(const po::variables_map& vm,
+                                                                 const block_options& b, registry& reg,
+                                                                 const format_handle& f,
+                                                                 const float_tensor& in, float_tensor& out,
+                                                                 const quantize_options& o) {
+    if (!vm.count("block-size")) {
+        for (const char* option : {"block-rows", "scale-rule", "scale-format", "cols", "pre-scale"})
+            if (!vm[option].defaulted() && vm.count(option))
+                throw usage_error("quantize: --" + std::string(option) + " needs --block-size");
+        return std::nullopt;
+    }
+    if (!vm["scale"].defaulted())
+        throw usage_error("quantize: --scale and --block-size: block scales replace the per-tensor scale");
+    const uint64_t size = unsigned_option("quantize", "block-size", b.size);
+    const uint64_t tile_rows = unsigned_option("quantize", "block-rows", b.rows);
+    if (size == 0) throw usage_error("quantize: --block-size 0: expected at least 1");
+    if (tile_rows == 0) throw usage_error("quantize: --block-rows 0: expected at least 1");
+    const std::optional<config::scale_rule_kind> rule = config::scale_rule_names().value(b.rule);
+    if (!rule)
+        throw usage_error("quantize: --scale-rule \"" + b.rule + "\": expected one of " +
+                          config::scale_rule_names().list());
+    const std::optional<float> pre_scale = parse_float(b.pre_scale);
+    if (!pre_scale || !std::isfinite(*pre_scale) || *pre_scale <= 0.0f)
+        throw usage_error("quantize: --pre-scale \"" + b.pre_scale + "\": expected a finite number > 0");
+    const size_t n = in.values.size();
+    size_t k = n;  // the row length
+    if (vm.count("cols")) {
+        k = unsigned_option("quantize", "cols", b.cols);
+        if (k == 0 || n % k != 0)
+            throw error("quantize: --cols " + b.cols + " does not divide the input's " + std::to_string(n) +
+                        " values into rows");
+    } else if (in.shape.size() >= 2) {
+        if (in.fortran_order)
+            throw error("quantize: --input " + vm["input"].as<std::string>() +
+                        ": a Fortran-order .npy has no contiguous rows; save it in C order "
+                        "(numpy.ascontiguousarray) or give --cols");
+        k = in.shape.back();
+    }
+    const quant::scale_grid grid = [&] {
+        try {
+            return quant::scale_grid_named(b.scale_format, [&] {
+                return std::shared_ptr<const format_handle>(
+                    format_handle::create(reg.load(b.scale_format, ALTGRAD_KIND_FORMAT)));
+            });
+        } catch (const error& e) {
+            throw error("quantize: --scale-format \"" + b.scale_format + "\": " + e.what());
+        }
+    }();
+    const quant::block_recipe recipe{*rule, &grid, f.info().max_finite};
+    try {
+        return quant::quantize_blocked(f, in.values.data(), out.values.data(), k ? n / k : 0, k,
+                                       {tile_rows, size}, recipe, o, *pre_scale);
+    } catch (const error& e) {
+        throw error("quantize: " + std::string(e.what()));
+    }
+}
+
+// --counts on standard error, after the values: the plugin's counts of n, and the blocks' (with
+// --block-size).
+void print_counts(const quantize_counts& counts, size_t n, const quant::block_scale_stats* blocks) {
+    std::cout.flush();  // the counts follow the values on a terminal
+    std::fprintf(stderr, "overflow %llu underflow %llu of %zu\n",
+                 static_cast<unsigned long long>(counts.overflow),
+                 static_cast<unsigned long long>(counts.underflow), n);
+    if (blocks)
+        std::fprintf(stderr, "blocks %llu saturated %llu underflowed %llu neutral %llu\n",
+                     static_cast<unsigned long long>(blocks->blocks),
+                     static_cast<unsigned long long>(blocks->saturated),
+                     static_cast<unsigned long long>(blocks->underflowed),
+                     static_cast<unsigned long long>(blocks->neutral));
+}
+
 }  // namespace
 
 int quantize_command(const context& ctx, const args& a) {
@@ -111,6 +208,7 @@ int quantize_command(const context& ctx, const args& a) {
                 offset_text = "0", sr_bits_text = "32";
     std::string output_format = "hex", input_file, output_file;
     quantize_options o;
+    block_options blocks;
     po::options_description operands;
     operands.add_options()("name", po::value<std::string>());
     options.add_options()("rounding", po::value<std::string>(&rounding)->default_value("nearest"),
@@ -132,6 +230,7 @@ int quantize_command(const context& ctx, const args& a) {
         "else text")("output", po::value<std::string>(&output_file),
                      "write FILE instead of standard output: .npy (the input's shape), .f32, else text")(
         "param", po::value<std::vector<std::string>>(&params), "KEY=VALUE plugin parameter (repeatable)");
+    add_block_options(options, blocks);
     po::positional_options_description pos;
     pos.add("name", 1);
     po::variables_map vm;
@@ -140,7 +239,9 @@ int quantize_command(const context& ctx, const args& a) {
         {"[--plugins DIR] quantize NAME [--rounding nearest|stochastic|toward-zero]",
          "             [--overflow saturate|nonfinite] [--scale S] [--seed N] [--offset N] [--sr-bits B]",
          "             [--counts] [--output-format hex|decimal] [--input FILE] [--output FILE]",
-         "             [--param KEY=VALUE]...   < numbers"},
+         "             [--param KEY=VALUE]...",
+         "             [--block-size N [--block-rows R] [--scale-rule mx_floor|round_up|two_level]",
+         "              [--scale-format FORMAT] [--cols K] [--pre-scale C]]   < numbers"},
         "echo \"0.1 464 1e5 nan\" | altgrad-host --plugins build/plugins quantize e4m3 --rounding nearest",
         {{0, "every number was quantized and printed"},
          {1,
@@ -171,14 +272,12 @@ int quantize_command(const context& ctx, const args& a) {
                                          parse_param_assignments(params));
     const float_tensor in = read_input(input_file);
     float_tensor out = in;
-    const quantize_counts counts = f->quantize(in.values.data(), out.values.data(), in.values.size(), o);
+    const std::optional<quant::blocked_quantize_result> blocked =
+        quantize_in_blocks(vm, blocks, reg, *f, in, out, o);
+    const quantize_counts counts =
+        blocked ? blocked->counts : f->quantize(in.values.data(), out.values.data(), in.values.size(), o);
     write_output(output_file, out, output_format == "decimal");
-    if (vm.count("counts")) {
-        std::cout.flush();  // the counts follow the values on a terminal
-        std::fprintf(stderr, "overflow %llu underflow %llu of %zu\n",
-                     static_cast<unsigned long long>(counts.overflow),
-                     static_cast<unsigned long long>(counts.underflow), in.values.size());
-    }
+    if (vm.count("counts")) print_counts(counts, in.values.size(), blocked ? &blocked->stats : nullptr);
     return 0;
 }
 

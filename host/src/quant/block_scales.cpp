@@ -4,6 +4,9 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -107,6 +110,17 @@ float scale_grid::nearest(double x) const {
     if (kind_ == kind::fp32) return std::clamp(static_cast<float>(x), smallest_, largest_);
     const float lo = down(x), hi = up(x);
     return x - lo < hi - x ? lo : hi;  // a tie goes up
+}
+
+scale_grid scale_grid_named(const std::string& name,
+                            const std::function<std::shared_ptr<const format_handle>()>& plugin) {
+    if (name == "fp32") return scale_grid::fp32();
+    if (name == "pow2") return scale_grid::power_of_two();
+    const std::shared_ptr<const format_handle> f = plugin();
+    if (f->info().total_bits > 16)
+        throw error("scale_format '" + name + "': a scale format plugin must have at most 16 bits (it has " +
+                    std::to_string(f->info().total_bits) + "); use \"fp32\" for float32 scales");
+    return scale_grid::of_values(name, f->decode_all_codes());
 }
 
 void block_scale_stats::add(const block_scale_stats& o) {
@@ -332,6 +346,128 @@ block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, cons
         st.largest_scale = std::fmax(st.largest_scale, decode);
     }
     return st;
+}
+
+namespace {
+
+// work(begin, end) over [0, units) in at most `threads` contiguous parts, each on a thread of its
+// own (the caller's alone when one part); the first exception thrown is rethrown after all end.
+template <class Work>
+void in_parts(size_t units, unsigned threads, Work&& work) {
+    const size_t parts = std::min<size_t>(threads, units);
+    if (parts <= 1) return work(size_t{0}, units);
+    std::vector<std::thread> workers;
+    std::vector<std::exception_ptr> errors(parts);
+    for (size_t p = 0; p < parts; ++p)
+        workers.emplace_back([&, p] {
+            try {
+                work(units * p / parts, units * (p + 1) / parts);
+            } catch (...) {
+                errors[p] = std::current_exception();
+            }
+        });
+    for (std::thread& w : workers) w.join();
+    for (const std::exception_ptr& e : errors)
+        if (e) std::rethrow_exception(e);
+}
+
+std::string shape_text(size_t a, size_t b, const char* between) {
+    const auto side = [](size_t v) {
+        return v == block_shape::kWholeRow ? std::string("row") : std::to_string(v);
+    };
+    return side(a) + between + side(b);
+}
+
+// The amax of each tile of tile_rows x block of x as [rows, k] (tiles dividing it), tiles in row order:
+// its rows' block amaxes, the larger of each (a NaN wins, as in block_amaxes).
+std::vector<float> tile_amaxes(const float* x, size_t rows, size_t k, size_t tile_rows, size_t block) {
+    const size_t per_row = k / block;
+    std::vector<float> amax(rows / tile_rows * per_row), row_amax(per_row);
+    for (size_t r = 0; r < rows; ++r) {
+        float* tile = amax.data() + r / tile_rows * per_row;
+        block_amaxes(x + r * k, k, block, r % tile_rows == 0 ? tile : row_amax.data());
+        if (r % tile_rows != 0)
+            for (size_t b = 0; b < per_row; ++b) tile[b] = larger_amax(tile[b], row_amax[b]);
+    }
+    return amax;
+}
+
+}  // namespace
+
+blocked_quantize_result quantize_blocked(const format_handle& format, const float* x, float* out, size_t rows,
+                                         size_t k, block_shape shape, const block_recipe& recipe,
+                                         const quantize_options& o, float pre_scale, unsigned threads) {
+    if (shape.rows == 0 || shape.cols == 0)
+        throw error("blocks of " + shape_text(shape.rows, shape.cols, "x") +
+                    ": a block needs at least one row and one column");
+    blocked_quantize_result result;
+    const size_t n = rows * k;
+    if (n == 0) return result;
+    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+    const size_t block = std::min(shape.cols, k), per_row = (k + block - 1) / block;
+    std::vector<float> scales(rows * per_row);  // encode scales, one per block in row order
+    std::mutex m;
+    // q(x*s*c)/(s*c) of x[first, first + count) (whole blocks but a row's short last one), `piece_scales`
+    // its blocks' scales s.
+    const auto quantize = [&](size_t first, size_t count, const float* piece_scales) {
+        quantize_options piece = o;
+        piece.scale = 1.0f;  // the block scales replace it (format.h)
+        piece.block_size = block;
+        piece.offset = o.offset + first;
+        piece.block_scales = piece_scales;
+        std::vector<float> pre_scaled;
+        if (pre_scale != 1.0f) {
+            pre_scaled.assign(piece_scales, piece_scales + (count + block - 1) / block);
+            for (float& s : pre_scaled) s *= pre_scale;
+            piece.block_scales = pre_scaled.data();
+        }
+        const quantize_counts c = format.quantize(x + first, out + first, count, piece);
+        const std::lock_guard<std::mutex> lock(m);
+        result.counts.overflow += c.overflow;
+        result.counts.underflow += c.underflow;
+    };
+
+    if (shape.rows == 1) {
+        // Blocks along rows, each piece's scales derived just before its call (quantize_with_block_scales).
+        // Work items: blocks when rows are whole blocks (the tensor is one flat run of them), else rows.
+        float tensor_amax = 0.0f;
+        if (recipe.rule == scale_rule::two_level) block_amaxes(x, n, n, &tensor_amax);
+        const bool flat = k % block == 0;
+        const size_t items = flat ? n / block : rows, item_len = flat ? block : k;
+        in_parts(items, threads, [&](size_t i0, size_t i1) {
+            const size_t segments = flat ? 1 : i1 - i0, segment_len = flat ? (i1 - i0) * block : k;
+            block_scale_stats local;
+            for (size_t j = 0; j < segments; ++j) {
+                const size_t first = i0 * item_len + j * segment_len;
+                local.add(quantize_with_block_scales(
+                    x + first, segment_len, block, recipe,
+                    scales.data() + first / k * per_row + first % k / block,
+                    [&](size_t piece_first, size_t count, const float* piece_scales) {
+                        quantize(first + piece_first, count, piece_scales);
+                    },
+                    tensor_amax));
+            }
+            const std::lock_guard<std::mutex> lock(m);
+            result.stats.add(local);
+        });
+        return result;
+    }
+
+    // R x C tiles: each tile's amax (its rows' block amaxes, the larger of each), one scale per tile
+    // by the rule, that scale for each row of the tile, then the rows quantized in whole blocks.
+    if (k % block != 0 || rows % shape.rows != 0)
+        throw error("tiles of " + shape_text(shape.rows, shape.cols, "x") + " do not divide a tensor of [" +
+                    shape_text(rows, k, ", ") + "] (rows by row length)");
+    std::vector<float> tile_amax = tile_amaxes(x, rows, k, shape.rows, block);
+    float tensor_amax = 0.0f;  // amaxes are >= 0 or NaN: their own magnitudes
+    block_amaxes(tile_amax.data(), tile_amax.size(), tile_amax.size(), &tensor_amax);
+    result.stats = scales_from_amaxes(tile_amax.data(), tile_amax.size(), recipe, tensor_amax);
+    result.stats.amax = tensor_amax;
+    for (size_t r = 0; r < rows; ++r)
+        std::copy_n(tile_amax.data() + r / shape.rows * per_row, per_row, scales.data() + r * per_row);
+    in_parts(rows, threads,
+             [&](size_t r0, size_t r1) { quantize(r0 * k, (r1 - r0) * k, scales.data() + r0 * per_row); });
+    return result;
 }
 
 }  // namespace altgrad::host::quant

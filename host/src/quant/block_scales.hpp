@@ -33,11 +33,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "config/run_config.hpp"
+#include "plugins/format_handle.hpp"
 
 namespace altgrad::host::quant {
 
@@ -77,6 +80,14 @@ private:
     float smallest_, largest_;
     std::vector<float> values_;  // kind::values: sorted, distinct, positive, finite
 };
+
+// The grid a scale format's name stands for (quantization.scale_format, the
+// CLI's --scale-format, Python's scale_format=): "fp32", "pow2", or else the
+// positive finite values of the format plugin `plugin()` gives (called only
+// then; the plugin of that name, at most 16 bits so that every code can be
+// decoded). Throws host::error naming the scale format.
+scale_grid scale_grid_named(const std::string& name,
+                            const std::function<std::shared_ptr<const format_handle>()>& plugin);
 
 // The config's enum (quantization.scale_rule).
 using scale_rule = config::scale_rule_kind;
@@ -174,5 +185,35 @@ block_scale_stats quantize_with_block_scales(const float* x, size_t n, size_t bl
     }
     return stats;
 }
+
+// The shape of a block of a tensor seen as [rows, k] (k its last dimension,
+// the row length): `rows` x `cols`. rows 1: blocks of cols consecutive
+// elements along each row, at most one row (kWholeRow: a scale per row), a
+// row's last block possibly short. rows > 1: R x C tiles, which must divide
+// the tensor exactly.
+struct block_shape {
+    static constexpr size_t kWholeRow = std::numeric_limits<size_t>::max();
+    size_t rows = 1;
+    size_t cols = kWholeRow;
+};
+
+struct blocked_quantize_result {
+    quantize_counts counts;   // the plugin's overflow and underflow counts
+    block_scale_stats stats;  // the derived scales (amax: the largest block amax)
+};
+
+// What the trainer, `altgrad-host quantize --block-size` and Python's
+// Format.quantize(block_size=...) apply to a block-scaled CPU tensor: each
+// block's (or tile's) scale by `recipe` from its amax (two_level: under the
+// tensor's amax, taken first), then q(x*s*c)/(s*c) with c = pre_scale (1
+// keeps the bits of s alone) into out[0, rows*k) (may be x). `o`'s rounding,
+// overflow, seed and offset hold (its scale and block fields are replaced);
+// element i draws stochastic rounding from (seed, o.offset + i) however the
+// work is split over `threads` (0: every core). Tiles that do not divide
+// [rows, k] and a block of 0 columns throw host::error naming both shapes.
+blocked_quantize_result quantize_blocked(const format_handle& format, const float* x, float* out, size_t rows,
+                                         size_t k, block_shape shape, const block_recipe& recipe,
+                                         const quantize_options& o, float pre_scale = 1.0f,
+                                         unsigned threads = 1);
 
 }  // namespace altgrad::host::quant

@@ -634,21 +634,17 @@ std::shared_ptr<const transform_handle> format_library::transform(const config::
 const quant::scale_grid& format_library::scale_format(const std::string& name) {
     std::unique_ptr<quant::scale_grid>& grid = grids_[name];
     if (grid) return *grid;
-    if (name == "fp32") grid = std::make_unique<quant::scale_grid>(quant::scale_grid::fp32());
-    else if (name == "pow2") grid = std::make_unique<quant::scale_grid>(quant::scale_grid::power_of_two());
-    else {
-        const std::shared_ptr<const format_handle> f = load(name);
-        if (f->info().total_bits > 16)
-            throw error(where_ + ": scale_format '" + name +
-                        "': a scale format plugin must have at most 16 bits (it has " +
-                        std::to_string(f->info().total_bits) + "); use \"fp32\" for float32 scales");
-        try {
-            grid = std::make_unique<quant::scale_grid>(
-                quant::scale_grid::of_values(name, f->decode_all_codes()));
-        } catch (const error& e) {
-            grids_.erase(name);
-            throw error(where_ + ": " + e.what());
-        }
+    bool loaded = false;  // load()'s errors name the config already
+    try {
+        grid = std::make_unique<quant::scale_grid>(quant::scale_grid_named(name, [&] {
+            std::shared_ptr<const format_handle> f = load(name);
+            loaded = true;
+            return f;
+        }));
+    } catch (const error& e) {
+        grids_.erase(name);
+        if (!loaded) throw;
+        throw error(where_ + ": " + e.what());
     }
     return *grid;
 }
