@@ -22,9 +22,9 @@
 #include <cstdlib>
 #include <memory>
 
+#include "config/run_config.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
-#include "config/run_config.hpp"
 #include "quant/accumulate.hpp"
 #include "train/model.hpp"
 
@@ -50,8 +50,9 @@ struct step_setup {
         const char* dir = std::getenv("ALTGRAD_PLUGIN_DIR");
         static registry reg(dir ? dir : ALTGRAD_BENCH_PLUGIN_DIR);
         if (mode >= 3) {
-            const config::run_config recipe = config::load_config(
-                std::string(ALTGRAD_BENCH_CONFIG_DIR) + (mode == 3 ? "/recipes/te_mxfp8.toml" : "/recipes/nvfp4.toml"));
+            const config::run_config recipe =
+                config::load_config(std::string(ALTGRAD_BENCH_CONFIG_DIR) +
+                                    (mode == 3 ? "/recipes/te_mxfp8.toml" : "/recipes/nvfp4.toml"));
             static train::format_library formats(reg, "recipe");
             train::assign_formats(plan, recipe, formats);
         } else if (quantized) {
@@ -92,7 +93,8 @@ void BM_train_step(benchmark::State& state) {
     step_setup s(mode);
     for (int i = 0; i < 3; ++i) s.step();  // warm up: allocator, scaling history
     for (auto _ : state) benchmark::DoNotOptimize(s.step());
-    const char* const labels[] = {"fp32", "e5m2", "e5m2+e8m13 accumulator", "te_mxfp8 recipe", "nvfp4 recipe"};
+    const char* const labels[] = {"fp32", "e5m2", "e5m2+e8m13 accumulator", "te_mxfp8 recipe",
+                                  "nvfp4 recipe"};
     state.SetLabel(labels[mode]);
     state.SetItemsProcessed(state.iterations() * 12 * 64);  // tokens
 }

@@ -275,7 +275,8 @@ std::pair<uint64_t, uint64_t> quantize_blocked_arrays(
                               " are not the input's " + std::to_string(n) + " elements");
     if (!std::isfinite(pre_scale) || pre_scale <= 0.0f)
         throw py::value_error("pre_scale " + std::to_string(pre_scale) + ": expected a finite number > 0");
-    const conversion c = conversion_of(rounding, overflow, 1.0f, seed, offset, std::nullopt, 0, n, threads, sr_bits);
+    const conversion c =
+        conversion_of(rounding, overflow, 1.0f, seed, offset, std::nullopt, 0, n, threads, sr_bits);
     const quant::scale_grid grid = quant::scale_grid_named(scale_format, [&] {
         if (!scale_plugin)
             throw py::value_error("scale_format '" + scale_format + "': no format plugin given");
@@ -598,7 +599,8 @@ PYBIND11_MODULE(_native, m) {
         .def("quantize_blocked", &quantize_blocked_arrays, py::arg("input"), py::arg("out"), py::arg("rows"),
              py::arg("k"), py::arg("block_rows"), py::arg("block_cols"), py::arg("scale_rule"),
              py::arg("scale_format"), py::arg("scale_plugin"), py::arg("pre_scale"), py::arg("rounding"),
-             py::arg("overflow"), py::arg("seed"), py::arg("offset"), py::arg("threads"), py::arg("sr_bits") = 32)
+             py::arg("overflow"), py::arg("seed"), py::arg("offset"), py::arg("threads"),
+             py::arg("sr_bits") = 32)
         .def("quantize_device", &quantize_device, py::arg("input_ptr"), py::arg("out_ptr"), py::arg("count"),
              py::arg("device_index"), py::arg("rounding"), py::arg("overflow"), py::arg("scale"),
              py::arg("seed"), py::arg("offset"), py::arg("sr_bits") = 32)

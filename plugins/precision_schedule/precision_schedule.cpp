@@ -34,10 +34,10 @@ public:
     void observe(const altgrad_observation& o, action_sink& out) const {
         const uint64_t first = first_step(altgrad::sdk::observed_max_steps(o));
         if (first == 0 || o.step + 1 != first) return;
-        const std::string when = at_step_ > 0 ? "at_step " + std::to_string(at_step_)
-                                              : "at_fraction " + action_sink::number_text("%.6g", at_fraction_) +
-                                                    " of " + std::to_string(altgrad::sdk::observed_max_steps(o)) +
-                                                    " steps";
+        const std::string when =
+            at_step_ > 0 ? "at_step " + std::to_string(at_step_)
+                         : "at_fraction " + action_sink::number_text("%.6g", at_fraction_) + " of " +
+                               std::to_string(altgrad::sdk::observed_max_steps(o)) + " steps";
         out.switch_format(tensors_, to_,
                           action_sink::fit("schedule: '" + action_sink::fit(tensors_, 80) + "' in " + to_ +
                                            " from step " + std::to_string(first) + " (" + when + ")"));
@@ -57,9 +57,9 @@ private:
 precision_schedule make(const param_view& p) {
     const std::string to = p.get_string("to"), tensors = p.get_string("tensors");
     if (!altgrad::sdk::is_plugin_name(to))
-        throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
-                           "parameter 'to' (\"" + action_sink::fit(to, 80) + "\"): expected a format plugin name (" +
-                               altgrad::sdk::kPluginNamePattern + ")");
+        throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, "parameter 'to' (\"" + action_sink::fit(to, 80) +
+                                                                "\"): expected a format plugin name (" +
+                                                                altgrad::sdk::kPluginNamePattern + ")");
     if (tensors.empty() || tensors.size() >= ALTGRAD_ACTION_TEXT_CAPACITY)
         throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
                            "parameter 'tensors': expected a tensor name or pattern of 1.." +
@@ -75,7 +75,8 @@ precision_schedule make(const param_view& p) {
 const altgrad_param_spec kParams[] = {
     {sizeof(altgrad_param_spec), "to", ALTGRAD_PARAM_STRING, "the format to switch to"},
     {sizeof(altgrad_param_spec), "tensors", ALTGRAD_PARAM_STRING, "which tensors: a name or pattern"},
-    {sizeof(altgrad_param_spec), "at_step", ALTGRAD_PARAM_INT, "the first step in the new format; 0: at_fraction"},
+    {sizeof(altgrad_param_spec), "at_step", ALTGRAD_PARAM_INT,
+     "the first step in the new format; 0: at_fraction"},
     {sizeof(altgrad_param_spec), "at_fraction", ALTGRAD_PARAM_FLOAT,
      "the first step as a fraction of the run (with at_step 0)"},
 };

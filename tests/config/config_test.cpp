@@ -378,7 +378,8 @@ TEST(ConfigOverrides, RulesAreReplacedAsAList) {
         expect_error(e, key, "cannot be set one by one");
         EXPECT_NE(e.find(std::string("--set ") + o), std::string::npos) << e;
     }
-    expect_error(error_of("", {"quantization.rules=bf16"}), "quantization.rules", "expected an array of rule tables");
+    expect_error(error_of("", {"quantization.rules=bf16"}), "quantization.rules",
+                 "expected an array of rule tables");
     // A replaced list is checked as the file's: here a rule that matches no layer.
     expect_error(error_of("", {"quantization.rules=[{ pattern = \"nope\", format = \"bf16\" }]"}),
                  "quantization.rules[0].pattern", "matches no layer");

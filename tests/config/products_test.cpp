@@ -177,7 +177,6 @@ TEST(ConfigProducts, ARuleWithOnlyAnAccumulatorIsARule) {
     EXPECT_FALSE(accumulator_for(c.quantization, "blocks.0.mlp.fc", product_kind::weight_gradient));
 }
 
-
 // ---- Per-product operands (issue #30).
 
 const char* const kOperands = R"(
@@ -250,12 +249,13 @@ TEST(ConfigOperands, EachLevelOverTheOneBefore) {
 
 // Without product tables each operand is its role's, in both its products.
 TEST(ConfigOperands, WithoutTablesBothUsesAreTheRoles) {
-    const run_config c = parse_config(std::string(kModel) + "[quantization]\ngranularity = \"block\"\n", kFile);
+    const run_config c =
+        parse_config(std::string(kModel) + "[quantization]\ngranularity = \"block\"\n", kFile);
     for (const std::string& layer : layer_names(c.model))
         for (operand_kind o : {operand_kind::x, operand_kind::w, operand_kind::dy}) {
             const operand_settings first = operand_for(c.quantization, layer, first_use_of(o), o);
-            for (product_kind p : {product_kind::forward, product_kind::input_gradient,
-                                   product_kind::weight_gradient}) {
+            for (product_kind p :
+                 {product_kind::forward, product_kind::input_gradient, product_kind::weight_gradient}) {
                 const auto ops = operands_of(p);
                 if (ops[0] != o && ops[1] != o) continue;
                 EXPECT_TRUE(same_quantization(first, operand_for(c.quantization, layer, p, o))) << layer;
@@ -275,8 +275,9 @@ TEST(ConfigOperands, ResolvedConfigRoundTripsAndSetGivesAnOperand) {
     run_config other = c;
     other.quantization.products[2].operands[static_cast<size_t>(operand_kind::x)].pre_scale = 0.5;
     EXPECT_FALSE(other == c);
-    const run_config set = parse_config(std::string(kModel), kFile,
-                                        {"quantization.input_gradient.w={ format = \"fp4_e2m1\", block_rows = 1 }"});
+    const run_config set =
+        parse_config(std::string(kModel), kFile,
+                     {"quantization.input_gradient.w={ format = \"fp4_e2m1\", block_rows = 1 }"});
     EXPECT_EQ(operand_for(set.quantization, "lm_head", product_kind::input_gradient, operand_kind::w).format,
               "fp4_e2m1");
 }
@@ -285,12 +286,13 @@ TEST(ConfigOperands, MistakesNameTheKey) {
     const std::string m = kModel;
     expect_refused(m + "[quantization.forward]\ndy = { format = \"bf16\" }\n", "quantization.forward.dy",
                    "the forward product's operands are x and w");
-    expect_refused(m + "[quantization.forward]\nx = \"bf16\"\n", "quantization.forward.x", "expected a table");
+    expect_refused(m + "[quantization.forward]\nx = \"bf16\"\n", "quantization.forward.x",
+                   "expected a table");
     expect_refused(m + "[quantization.forward]\nx = {}\n", "quantization.forward.x", "sets nothing");
     expect_refused(m + "[quantization.forward]\nx = { fromat = \"bf16\" }\n", "quantization.forward.x.fromat",
                    "unknown key (a typo?)");
-    expect_refused(m + "[quantization.forward]\nx = { source = \"rowwise\" }\n", "quantization.forward.x.source",
-                   "only an operand's second use has a source");
+    expect_refused(m + "[quantization.forward]\nx = { source = \"rowwise\" }\n",
+                   "quantization.forward.x.source", "only an operand's second use has a source");
     expect_refused(m + "[quantization.weight_gradient]\nx = { source = \"columns\" }\n",
                    "quantization.weight_gradient.x.source", "expected one of unquantized, rowwise");
     expect_refused(m + "[quantization.weight_gradient]\nx = { pre_scale = 0 }\n",
@@ -302,21 +304,22 @@ TEST(ConfigOperands, MistakesNameTheKey) {
     expect_refused(m + "[quantization.weight]\ngranularity = \"tensor\"\nblock_rows = 2\n",
                    "quantization.weight.block_rows", "needs granularity");
     expect_refused(m + "[quantization]\nblock_rows = 16\n", "quantization.block_rows", "needs granularity");
-    expect_refused(m + "[[quantization.rules]]\npattern = \"lm_head\"\ninput_gradient = { x = { format = \"bf16\" } }\n",
-                   "quantization.rules[0].input_gradient.x", "the input_gradient product's operands are dy and w");
+    expect_refused(
+        m + "[[quantization.rules]]\npattern = \"lm_head\"\ninput_gradient = { x = { format = \"bf16\" } }\n",
+        "quantization.rules[0].input_gradient.x", "the input_gradient product's operands are dy and w");
 }
-
 
 // ---- Per-product transforms (issue #30).
 
 TEST(ConfigTransforms, ProductTablesAndRules) {
-    const run_config c = parse_config(std::string(kModel) +
-                                          "[quantization.weight_gradient]\ntransform = { name = \"random_hadamard\", "
-                                          "params = { d = 16, sign_seed = 7 } }\n"
-                                          "[quantization.input_gradient]\ntransform = \"hadamard\"\n"
-                                          "[[quantization.rules]]\npattern = \"lm_head\"\n"
-                                          "weight_gradient = { transform = \"none\" }\n",
-                                      kFile);
+    const run_config c =
+        parse_config(std::string(kModel) +
+                         "[quantization.weight_gradient]\ntransform = { name = \"random_hadamard\", "
+                         "params = { d = 16, sign_seed = 7 } }\n"
+                         "[quantization.input_gradient]\ntransform = \"hadamard\"\n"
+                         "[[quantization.rules]]\npattern = \"lm_head\"\n"
+                         "weight_gradient = { transform = \"none\" }\n",
+                     kFile);
     const quantization_config& q = c.quantization;
     std::string key;
     const auto t = transform_for(q, "blocks.0.mlp.fc", product_kind::weight_gradient, &key);
@@ -341,15 +344,19 @@ TEST(ConfigTransforms, ProductTablesAndRules) {
 
 TEST(ConfigTransforms, MistakesNameTheKey) {
     const std::string m = std::string(kModel) + "[quantization.forward]\n";
-    expect_refused(m + "transform = 16\n", "quantization.forward.transform", "expected a transform plugin's name");
+    expect_refused(m + "transform = 16\n", "quantization.forward.transform",
+                   "expected a transform plugin's name");
     expect_refused(m + "transform = \"Hadamard\"\n", "quantization.forward.transform", "got \"Hadamard\"");
     expect_refused(m + "transform = { d = 16 }\n", "quantization.forward.transform.d", "unknown key");
-    expect_refused(m + "transform = { params = { d = 16 } }\n", "quantization.forward.transform.name", "missing");
+    expect_refused(m + "transform = { params = { d = 16 } }\n", "quantization.forward.transform.name",
+                   "missing");
     expect_refused(m + "transform = { name = \"hadamard\", params = { d = [16] } }\n",
                    "quantization.forward.transform.params.d", "expected a string, number or boolean");
-    expect_refused(std::string(kModel) + "[quantization.weight_gradient]\ntransform = \"hadamard\"\n"
-                                         "x = { source = \"rowwise\" }\n",
-                   "quantization.weight_gradient.x.source", "\"rowwise\" with a transform on the weight_gradient");
+    expect_refused(std::string(kModel) +
+                       "[quantization.weight_gradient]\ntransform = \"hadamard\"\n"
+                       "x = { source = \"rowwise\" }\n",
+                   "quantization.weight_gradient.x.source",
+                   "\"rowwise\" with a transform on the weight_gradient");
 }
 
 }  // namespace

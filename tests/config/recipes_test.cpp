@@ -57,7 +57,7 @@ struct recipe_table {
     tensor_scale_kind tensor_scale = tensor_scale_kind::pow2;
     // Every product's two operands, for every layer but the high-precision ones.
     std::map<std::pair<product_kind, operand_kind>, operand_want> operands;
-    std::optional<accumulator_config> accumulator;  // every product of those layers; nullopt: float32
+    std::optional<accumulator_config> accumulator;        // every product of those layers; nullopt: float32
     std::map<product_kind, transform_config> transforms;  // of those layers; a product not here has none
     // Layers the recipe keeps in BF16: every operand BF16, one scale per tensor, float32 products.
     std::set<std::string> high_precision;
@@ -83,7 +83,8 @@ operand_want te_cast(std::string format) {
     return o;
 }
 
-operand_want blocks(operand_want o, int64_t rows, int64_t cols, std::string scale_format, scale_rule_kind rule) {
+operand_want blocks(operand_want o, int64_t rows, int64_t cols, std::string scale_format,
+                    scale_rule_kind rule) {
     o.granularity = granularity_kind::block;
     o.block_rows = rows;
     o.block_size = cols;
@@ -144,7 +145,8 @@ const std::map<std::string, recipe_table>& sources() {
         }();
         operand_want fp4_sr = fp4;
         fp4_sr.rounding = ALTGRAD_ROUND_STOCHASTIC;
-        set_roles(nvfp4, blocks(te_cast("fp4_e2m1"), 16, 16, "e4m3", scale_rule_kind::two_level), fp4, fp4_sr);
+        set_roles(nvfp4, blocks(te_cast("fp4_e2m1"), 16, 16, "e4m3", scale_rule_kind::two_level), fp4,
+                  fp4_sr);
         nvfp4.transforms[product_kind::weight_gradient] = {
             "random_hadamard", {{"d", "16"}, {"signs", "fixed"}, {"sign_seed", "1"}}};
         nvfp4.high_precision = {"blocks.3.mlp.fc", "blocks.3.mlp.proj", "lm_head"};
@@ -235,7 +237,8 @@ TEST(RecipeConfigs, EachRecipeResolvesToItsSourcesParameters) {
             const bool high = want.high_precision.count(layer) > 0;
             for (const auto& [use, o] : want.operands) {
                 const auto [product, operand] = use;
-                SCOPED_TRACE(std::string(product_names().name(product)) + "." + operand_names().name(operand));
+                SCOPED_TRACE(std::string(product_names().name(product)) + "." +
+                             operand_names().name(operand));
                 const operand_settings s = operand_for(q, layer, product, operand);
                 if (high) {
                     EXPECT_EQ(s.format, "bf16");

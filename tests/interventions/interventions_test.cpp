@@ -344,7 +344,6 @@ TEST(Interventions, AdapterChecksTheCallersStructs) {
     v->destroy(nullptr);
 }
 
-
 // ---- precision_schedule -----------------------------------------------------
 
 observation run_step(uint64_t n, uint64_t max_steps) {

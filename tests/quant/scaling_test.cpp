@@ -119,7 +119,6 @@ TEST(Scaling, ResetAndRestore) {
     EXPECT_EQ(s.scale_for(3.0), 16384.0f);  // 57344/3 = 19114.7: 2^14
 }
 
-
 // tensor_scale fp32 (TransformerEngine's default): the float32 quotient
 // fl(448 / amax), times 2^-margin; beyond float32's range, its largest value.
 TEST(Scaling, Float32ScalesAreTheQuotient) {

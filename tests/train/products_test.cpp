@@ -114,7 +114,6 @@ TEST(TrainProducts, WithoutAnAccumulatorTheProductIsLibTorchs) {
                      "dW");
 }
 
-
 // ---- Per-product operands (issue #30): tiles, a second use's own settings, pre-scaling.
 
 // E2M1 (OCP MX FP4: 0, 0.5, 1, 1.5, 2, 3, 4, 6) nearest, ties to the even
@@ -152,10 +151,12 @@ torch::Tensor e2m1_tiles(const torch::Tensor& t, int64_t tr, int64_t tc, float c
         for (int64_t c0 = 0; c0 < cols; c0 += tc) {
             double amax = 0;
             for (int64_t r = r0; r < r0 + tr; ++r)
-                for (int64_t k = c0; k < c0 + tc; ++k) amax = std::max(amax, std::fabs(double(x[r * cols + k])));
+                for (int64_t k = c0; k < c0 + tc; ++k)
+                    amax = std::max(amax, std::fabs(double(x[r * cols + k])));
             const float s = static_cast<float>(1.0 / pow2_up(amax / 6.0)) * c;
             for (int64_t r = r0; r < r0 + tr; ++r)
-                for (int64_t k = c0; k < c0 + tc; ++k) y[r * cols + k] = e2m1_nearest(x[r * cols + k] * s) / s;
+                for (int64_t k = c0; k < c0 + tc; ++k)
+                    y[r * cols + k] = e2m1_nearest(x[r * cols + k] * s) / s;
         }
     return out;
 }
@@ -189,15 +190,16 @@ TEST(TrainOperands, TiledWeightIsOneCopyForBothProducts) {
     torch::manual_seed(8);
     const torch::Tensor x = torch::randn({2, 8, 48}).requires_grad_(true);
     // Rows of very different magnitudes: a 1x16 or 16x1 block would get another scale.
-    const torch::Tensor w = (torch::randn({32, 48}) * torch::linspace(0.01, 4.0, 32).unsqueeze(1)).requires_grad_(true);
+    const torch::Tensor w =
+        (torch::randn({32, 48}) * torch::linspace(0.01, 4.0, 32).unsqueeze(1)).requires_grad_(true);
     const torch::Tensor dy = torch::randn({2, 8, 32});
     const torch::Tensor y = train::quantized_linear(x, w, torch::Tensor(), l.plan, l.first);
     y.backward(dy);
     const torch::Tensor qw = e2m1_tiles(w.detach(), 16, 16);
     expect_same_bits(values(y), values(torch::matmul(x.detach(), qw.t())), "y");
     expect_same_bits(values(x.grad()), values(torch::matmul(dy, qw)), "dx");
-    expect_same_bits(values(w.grad()), values(torch::matmul(dy.reshape({-1, 32}).t(), x.detach().reshape({-1, 48}))),
-                     "dW");
+    expect_same_bits(values(w.grad()),
+                     values(torch::matmul(dy.reshape({-1, 32}).t(), x.detach().reshape({-1, 48}))), "dW");
     EXPECT_EQ(l.plan.sites[l.first].block_stats.blocks, 2u * 3u);  // 32 x 48 in 16 x 16 tiles
     // 1x16 blocks instead (TE's 1D recipe) quantize W twice, along in and along out: dx differs.
     configured_layer rows(
@@ -215,7 +217,8 @@ TEST(TrainOperands, TiledWeightIsOneCopyForBothProducts) {
 TEST(TrainOperands, SecondUseWithItsOwnSettingsAndPreScale) {
     configured_layer l(
         "weight_format = \"fp32\"\nactivation_format = \"fp32\"\ngradient_format = \"fp32\"\n"
-        "[quantization.input_gradient]\nw = { format = \"fp4_e2m1\", granularity = \"block\", block_size = 8, "
+        "[quantization.input_gradient]\nw = { format = \"fp4_e2m1\", granularity = \"block\", block_size = "
+        "8, "
         "scale_format = \"pow2\", scale_rule = \"round_up\", pre_scale = 0.75 }\n");
     ASSERT_EQ(l.plan.sites.size(), 4u);
     const train::quant_site& own = l.plan.sites[3];
@@ -253,7 +256,6 @@ TEST(TrainOperands, TilesThatDoNotDivideAreRefused) {
     }
 }
 
-
 // A transform on the weight-gradient product: both operands (dy's and x's
 // copies along the tokens) through the same transform before the product,
 // which is then the product of the transformed operands, and close to the
@@ -281,7 +283,8 @@ TEST(TrainOperands, WeightGradientTransformActsOnBothOperandsAlongTheTokens) {
                  static_cast<size_t>(in.size(1)), 12345, false);
         return out;
     };
-    const torch::Tensor dy_t = along_rows(dy.reshape({16, 32}).t()), x_t = along_rows(x.detach().reshape({16, 24}).t());
+    const torch::Tensor dy_t = along_rows(dy.reshape({16, 32}).t()),
+                        x_t = along_rows(x.detach().reshape({16, 24}).t());
     expect_same_bits(values(w.grad()), values(torch::matmul(dy_t, x_t.t())), "dW");
     const torch::Tensor exact = torch::matmul(dy.reshape({16, 32}).t().to(torch::kFloat64),
                                               x.detach().reshape({16, 24}).to(torch::kFloat64));
@@ -314,7 +317,8 @@ TEST(TrainOperands, PerCallSignsAreSharedByBothOperands) {
 TEST(TrainOperands, ATransformThatDoesNotDivideIsRefused) {
     configured_layer l("[quantization.forward]\ntransform = { name = \"hadamard\", params = { d = 32 } }\n");
     try {
-        train::quantized_linear(torch::randn({4, 48}), torch::randn({8, 48}), torch::Tensor(), l.plan, l.first);
+        train::quantized_linear(torch::randn({4, 48}), torch::randn({8, 48}), torch::Tensor(), l.plan,
+                                l.first);
         FAIL() << "no error";
     } catch (const std::exception& e) {
         const std::string what = e.what();

@@ -45,9 +45,11 @@ public:
                               ": expected KEY=VALUE, e.g. --set training.max_steps=50");
         const std::string value = trim(arg.substr(eq + 1));
         const std::string where = file_ + ": --set " + arg + ": ";
-        if (key.rfind(std::string(kRulesKey) + ".", 0) == 0 || key.rfind(std::string(kRulesKey) + "[", 0) == 0)
-            throw error(where + "key '" + key + "': a rule's keys cannot be set one by one; replace the list " +
-                        "instead, e.g. --set 'quantization.rules=[{ pattern = \"lm_head\", format = \"bf16\" }]'");
+        if (key.rfind(std::string(kRulesKey) + ".", 0) == 0 ||
+            key.rfind(std::string(kRulesKey) + "[", 0) == 0)
+            throw error(
+                where + "key '" + key + "': a rule's keys cannot be set one by one; replace the list " +
+                "instead, e.g. --set 'quantization.rules=[{ pattern = \"lm_head\", format = \"bf16\" }]'");
         if (key == kRulesKey) {  // the whole list, as a TOML array of inline tables
             override_value ov;
             ov.text = arg;
@@ -266,7 +268,8 @@ private:
             const toml::node* t = q == nullptr ? nullptr : q->get(leaf_of(key));
             const toml::table* table = t == nullptr ? nullptr : t->as_table();
             const std::string akey = key + "." + kAccumulatorKey;
-            if (const toml::node* n = get(table, akey)) out.products[p].accumulator = read_accumulator(*n, akey);
+            if (const toml::node* n = get(table, akey))
+                out.products[p].accumulator = read_accumulator(*n, akey);
             const std::string tkey = key + "." + kTransformKey;
             if (const toml::node* n = get(table, tkey)) out.products[p].transform = read_transform(*n, tkey);
             for (operand_kind o : operands_of(product)) {
@@ -283,7 +286,9 @@ private:
         std::map<std::string, std::string> out;
         for (auto&& [k, v] : *p.as_table()) {
             const std::optional<std::string> text = param_text(v);
-            if (!text) fail(key + "." + std::string(k.str()), "expected a string, number or boolean, got " + describe(v));
+            if (!text)
+                fail(key + "." + std::string(k.str()),
+                     "expected a string, number or boolean, got " + describe(v));
             out[std::string(k.str())] = *text;
         }
         return out;
@@ -309,10 +314,11 @@ private:
                 fail(sub, "unknown key (a typo?)" + suggestion(sub, {key + ".name", key + ".params"}));
         }
         const toml::node* name = table->get("name");
-        if (name == nullptr) fail(key + ".name", "missing (the transform plugin, e.g. name = \"random_hadamard\")");
+        if (name == nullptr)
+            fail(key + ".name", "missing (the transform plugin, e.g. name = \"random_hadamard\")");
         if (!name->is_string() || !sdk::is_plugin_name(name->as_string()->get()))
-            fail(key + ".name", std::string("expected a plugin name (") + sdk::kPluginNamePattern + "), got " +
-                                    describe(*name));
+            fail(key + ".name", std::string("expected a plugin name (") + sdk::kPluginNamePattern +
+                                    "), got " + describe(*name));
         t.name = name->as_string()->get();
         if (const toml::node* p = table->get("params")) t.params = read_params(*p, key + ".params");
         return t;
@@ -324,7 +330,8 @@ private:
                                 operand_kind operand) const {
         const toml::table* t = n.as_table();
         if (t == nullptr)
-            fail(key, "expected a table of the operand's keys, e.g. { format = \"bf16\" }, got " + describe(n));
+            fail(key,
+                 "expected a table of the operand's keys, e.g. { format = \"bf16\" }, got " + describe(n));
         std::vector<std::string> candidates;
         for (const auto& f : operand_fields()) candidates.push_back(key + "." + f.key);
         for (const auto& f : block_scaling_fields()) candidates.push_back(key + "." + f.key);
@@ -350,8 +357,9 @@ private:
         if (given("source")) {
             if (first_use_of(operand) == product)
                 fail(key + ".source",
-                     std::string("only an operand's second use has a source: ") + operand_names().name(operand) +
-                         " is first quantized for " + product_names().name(product) +
+                     std::string("only an operand's second use has a source: ") +
+                         operand_names().name(operand) + " is first quantized for " +
+                         product_names().name(product) +
                          " (the second uses are input_gradient.w, weight_gradient.x and weight_gradient.dy)");
             o.source = v.source;
         }
@@ -398,10 +406,12 @@ private:
             if (n == nullptr) continue;
             const std::string pkey = key + "." + name, akey = pkey + "." + kAccumulatorKey;
             if (!n->is_table())
-                fail(pkey, "expected a table ({ accumulator = {...}, OPERAND = {...} }), got " + describe(*n));
+                fail(pkey,
+                     "expected a table ({ accumulator = {...}, OPERAND = {...} }), got " + describe(*n));
             const std::string tkey = pkey + "." + kTransformKey;
             std::vector<std::string> candidates{akey, tkey};
-            for (operand_kind o : operands_of(product)) candidates.push_back(pkey + "." + operand_names().name(o));
+            for (operand_kind o : operands_of(product))
+                candidates.push_back(pkey + "." + operand_names().name(o));
             for (auto&& [k, v] : *n->as_table()) {
                 const std::string sub = pkey + "." + std::string(k.str());
                 if (std::find(candidates.begin(), candidates.end(), sub) == candidates.end())
@@ -409,7 +419,8 @@ private:
             }
             if (const toml::node* a = n->as_table()->get(kAccumulatorKey))
                 out[p].accumulator = read_accumulator(*a, akey);
-            if (const toml::node* t = n->as_table()->get(kTransformKey)) out[p].transform = read_transform(*t, tkey);
+            if (const toml::node* t = n->as_table()->get(kTransformKey))
+                out[p].transform = read_transform(*t, tkey);
             for (operand_kind o : operands_of(product))
                 if (const toml::node* v = n->as_table()->get(operand_names().name(o)))
                     out[p].operands[static_cast<size_t>(o)] =
@@ -546,9 +557,9 @@ private:
                     f.member);
                 break;
             case kind::format: out.*std::get<std::string S::*>(f.member) = format_name(n, key); break;
-            case kind::names:        // plugin lists have a reader of their own
-            case kind::accumulator:  // so do accumulators
-            case kind::operand:      // and operands
+            case kind::names:             // plugin lists have a reader of their own
+            case kind::accumulator:       // so do accumulators
+            case kind::operand:           // and operands
             case kind::transform: break;  // and transforms
         }
     }
@@ -718,9 +729,10 @@ private:
                 if (s.source != copy_source::rowwise) continue;
                 for (product_kind p : {first_use_of(o), second})
                     if (transform_for(q, layer, p))
-                        fail(s.key + ".source", std::string("\"rowwise\" with a transform on the ") +
-                                                    product_names().name(p) + " product (" + layer +
-                                                    "): a transformed copy is quantized from the unquantized tensor");
+                        fail(s.key + ".source",
+                             std::string("\"rowwise\" with a transform on the ") + product_names().name(p) +
+                                 " product (" + layer +
+                                 "): a transformed copy is quantized from the unquantized tensor");
             }
     }
 

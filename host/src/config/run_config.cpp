@@ -69,7 +69,8 @@ const name_table<product_kind>& product_names() {
 }
 
 const name_table<tensor_scale_kind>& tensor_scale_names() {
-    static const name_table<tensor_scale_kind> t{{tensor_scale_kind::pow2, "pow2"}, {tensor_scale_kind::fp32, "fp32"}};
+    static const name_table<tensor_scale_kind> t{{tensor_scale_kind::pow2, "pow2"},
+                                                 {tensor_scale_kind::fp32, "fp32"}};
     return t;
 }
 
@@ -207,12 +208,11 @@ std::vector<std::pair<std::string, std::string>> product_entries(const product_c
     std::vector<std::pair<std::string, std::string>> out;
     if (p.accumulator) out.emplace_back(kAccumulatorKey, accumulator_toml(*p.accumulator));
     if (p.transform)
-        out.emplace_back(kTransformKey,
-                         !p.transform->applied() ? quote("none")
-                         : p.transform->params.empty()
-                             ? quote(p.transform->name)
-                             : "{ name = " + quote(p.transform->name) +
-                                   ", params = " + params_inline(p.transform->params) + " }");
+        out.emplace_back(kTransformKey, !p.transform->applied() ? quote("none")
+                                        : p.transform->params.empty()
+                                            ? quote(p.transform->name)
+                                            : "{ name = " + quote(p.transform->name) +
+                                                  ", params = " + params_inline(p.transform->params) + " }");
     for (size_t k = 0; k < kOperands; ++k)
         if (!p.operands[k].empty())
             out.emplace_back(operand_names().name(static_cast<operand_kind>(k)), operand_toml(p.operands[k]));
@@ -269,7 +269,8 @@ std::string resolved_operands(const run_config& c) {
         if (it == groups.end()) groups.push_back({text, {layer}});
         else it->second.push_back(layer);
     }
-    std::string o = "\n# Every product's operands, resolved from the keys above (read for reference, not read back):\n";
+    std::string o =
+        "\n# Every product's operands, resolved from the keys above (read for reference, not read back):\n";
     for (const auto& [text, layers] : groups) {
         std::string names;
         for (const std::string& l : layers) names += (names.empty() ? "" : ", ") + l;
@@ -296,7 +297,8 @@ std::string to_toml(const run_config& c) {
             for (size_t p = 0; p < kProducts; ++p) {
                 if (q.products[p].empty()) continue;
                 o << "\n[" << product_key(static_cast<product_kind>(p)) << "]\n";
-                for (const auto& [key, value] : product_entries(q.products[p])) o << key << " = " << value << "\n";
+                for (const auto& [key, value] : product_entries(q.products[p]))
+                    o << key << " = " << value << "\n";
             }
             for (const auto& [name, values] : q.params) {
                 o << "\n[" << kQuantizationParamsKey << "." << name << "]\n";
@@ -420,7 +422,8 @@ namespace {
 // matching the layer if it gives one), and the key that decided it.
 template <class T>
 std::optional<T> product_setting(const quantization_config& q, std::string_view layer, product_kind product,
-                                 std::optional<T> product_config::*member, const char* name, std::string* key) {
+                                 std::optional<T> product_config::*member, const char* name,
+                                 std::string* key) {
     const size_t p = static_cast<size_t>(product);
     const std::string at = std::string(product_names().name(product)) + "." + name;
     std::optional<T> v = q.products[p].*member;

@@ -138,7 +138,7 @@ using plugin_params = std::map<std::string, std::map<std::string, std::string>>;
 // the rule that derives them from each block's amax (quant/block_scales.hpp).
 struct block_scaling {
     granularity_kind granularity = granularity_kind::tensor;
-    int64_t block_size = 32;            // 1..1048576 (granularity block)
+    int64_t block_size = 32;  // 1..1048576 (granularity block)
     // Granularity block: rows per block. 1: blocks of block_size along a
     // row (1xN); R > 1: tiles of R rows by block_size columns (RxC, e.g.
     // 16x16), so a weight's two uses see one quantized tensor.
@@ -186,7 +186,7 @@ struct operand_config {
     // A constant c the operand is multiplied by before rounding and divided
     // by after: element x becomes q(x*s*c)/(s*c), s its scale (Tseng et
     // al.'s 3/4, so OCP's floor-rule blocks do not clip in E2M1).
-    std::optional<double> pre_scale;  // (0, 1e6]
+    std::optional<double> pre_scale;    // (0, 1e6]
     std::optional<copy_source> source;  // second uses only
     bool empty() const { return !format && !rounding && scaling.empty() && !pre_scale && !source; }
 };
@@ -210,8 +210,9 @@ struct product_config {
     std::optional<transform_config> transform;
     std::array<operand_config, kOperands> operands;  // by operand_kind; only the product's two
     bool empty() const {
-        return !accumulator && !transform && std::all_of(operands.begin(), operands.end(),
-                                           [](const operand_config& o) { return o.empty(); });
+        return !accumulator && !transform &&
+               std::all_of(operands.begin(), operands.end(),
+                           [](const operand_config& o) { return o.empty(); });
     }
 };
 bool operator==(const product_config& a, const product_config& b);
@@ -243,10 +244,10 @@ struct quantization_config {
     scaling_mode scaling = scaling_mode::delayed;
     int64_t amax_history_len = 16;  // 1..1024
     amax_compute_kind amax_compute = amax_compute_kind::max;
-    int64_t margin = 0;                // 0..64; scale = 2^-margin * format_max / amax
+    int64_t margin = 0;                                        // 0..64; scale = 2^-margin * format_max / amax
     tensor_scale_kind tensor_scale = tensor_scale_kind::pow2;  // that scale's values
-    bool shadow_weights = true;        // FP32 master weights
-    int64_t diagnostic_interval = 50;  // 1..1e9
+    bool shadow_weights = true;                                // FP32 master weights
+    int64_t diagnostic_interval = 50;                          // 1..1e9
     // The scaling of every quantized tensor (block_scaling, above), unless a
     // role table or a rule says otherwise.
     granularity_kind granularity = granularity_kind::tensor;

@@ -105,21 +105,28 @@ const section<training_config>& training_section() {
 
 const section<quantization_config>& quantization_section() {
     using Q = quantization_config;
-    static const section<Q> s{
-        "quantization",
-        &run_config::quantization,
-        {boolean("enabled", &Q::enabled), format("weight_format", &Q::weight_format),
-         format("activation_format", &Q::activation_format), format("gradient_format", &Q::gradient_format),
-         choice("forward_rounding", &Q::forward_rounding), choice("backward_rounding", &Q::backward_rounding),
-         integer("sr_bits", &Q::sr_bits, 1, 32), choice("overflow", &Q::overflow),
-         choice("scaling", &Q::scaling), integer("amax_history_len", &Q::amax_history_len, 1, 1024),
-         choice("amax_compute", &Q::amax_compute), integer("margin", &Q::margin, 0, 64),
-         choice("tensor_scale", &Q::tensor_scale),
-         boolean("shadow_weights", &Q::shadow_weights),
-         integer("diagnostic_interval", &Q::diagnostic_interval, 1, kBillion),
-         choice("granularity", &Q::granularity), integer("block_size", &Q::block_size, 1, kMaxBlockSize),
-         integer("block_rows", &Q::block_rows, 1, kMaxBlockSize), format("scale_format", &Q::scale_format),
-         choice("scale_rule", &Q::scale_rule)}};
+    static const section<Q> s{"quantization",
+                              &run_config::quantization,
+                              {boolean("enabled", &Q::enabled),
+                               format("weight_format", &Q::weight_format),
+                               format("activation_format", &Q::activation_format),
+                               format("gradient_format", &Q::gradient_format),
+                               choice("forward_rounding", &Q::forward_rounding),
+                               choice("backward_rounding", &Q::backward_rounding),
+                               integer("sr_bits", &Q::sr_bits, 1, 32),
+                               choice("overflow", &Q::overflow),
+                               choice("scaling", &Q::scaling),
+                               integer("amax_history_len", &Q::amax_history_len, 1, 1024),
+                               choice("amax_compute", &Q::amax_compute),
+                               integer("margin", &Q::margin, 0, 64),
+                               choice("tensor_scale", &Q::tensor_scale),
+                               boolean("shadow_weights", &Q::shadow_weights),
+                               integer("diagnostic_interval", &Q::diagnostic_interval, 1, kBillion),
+                               choice("granularity", &Q::granularity),
+                               integer("block_size", &Q::block_size, 1, kMaxBlockSize),
+                               integer("block_rows", &Q::block_rows, 1, kMaxBlockSize),
+                               format("scale_format", &Q::scale_format),
+                               choice("scale_rule", &Q::scale_rule)}};
     return s;
 }
 
@@ -198,9 +205,10 @@ std::string operand_key(product_kind p, operand_kind o) {
     return product_key(p) + "." + operand_names().name(o);
 }
 
-const std::vector<std::string> kRuleKeys = {
-    "pattern",     "format",     "weight",  "activation",     "gradient",       "granularity", "block_size",
-    "block_rows", "scale_format", "scale_rule", "forward", "input_gradient", "weight_gradient"};
+const std::vector<std::string> kRuleKeys = {"pattern",        "format",      "weight",     "activation",
+                                            "gradient",       "granularity", "block_size", "block_rows",
+                                            "scale_format",   "scale_rule",  "forward",    "input_gradient",
+                                            "weight_gradient"};
 
 const std::map<std::string, std::optional<kind>>& known_keys() {
     static const std::map<std::string, std::optional<kind>> keys = [] {

@@ -166,4 +166,76 @@ resumed load_latest_checkpoint(const fs::path& run_dir, const checkpointed& c, f
     return {state->step, state->run_id};
 }
 
+// ---------------------------------------------------------------- the plan's sites
+
+std::vector<run::site_record> site_records(const quant_plan& plan) {
+    std::vector<run::site_record> out;
+    for (const quant_site& s : plan.sites)
+        out.push_back({s.name(), format_name_of(s), s.bit_stall_rate, s.scaling.record_state()});
+    return out;
+}
+
+namespace {
+
+// Site `r`'s format checked against its config's (`format`, the plan's) and
+// every switch of it that `switches` records, in order.
+void check_site_format(const run::site_record& r, const std::string& key, std::string format,
+                       const std::vector<run::format_switch>& switches, format_library& formats,
+                       const std::string& where) {
+    const auto same = [&](const std::string& a, const std::string& b) {
+        return a == b || formats.own_name(a) == formats.own_name(b);
+    };
+    std::string origin = "the run's config (config.toml and --set) makes " + r.name + " \"" + format + "\"";
+    bool switched = false;
+    for (size_t i = 0; i < switches.size(); ++i) {
+        const run::format_switch& sw = switches[i];
+        if (sw.tensor != r.name) continue;
+        const std::string switch_key = "history.switches[" + std::to_string(i) + "]";
+        if (!same(sw.from, format))
+            throw error(where + ": key '" + switch_key + ".from': \"" + sw.from +
+                        "\", but before that switch " + origin + " (edited by hand?)");
+        format = sw.to;
+        origin = sw.plugin + " switched " + r.name + " to \"" + sw.to + "\" at step " +
+                 std::to_string(sw.step) + " (key '" + switch_key + "')";
+        switched = true;
+    }
+    if (!same(r.format, format))
+        throw error(where + ": key '" + key + "': \"" + r.format + "\", but " + origin +
+                    (switched ? ", its last switch" : " and key 'history.switches' records no switch of it") +
+                    " (edited by hand?)");
+}
+
+}  // namespace
+
+void check_sites(const quant_plan& plan, const std::vector<run::site_record>& records,
+                 const std::vector<run::format_switch>& switches, format_library& formats,
+                 const std::string& where) {
+    if (records.size() != plan.sites.size())
+        throw error(where + ": key 'sites': " + std::to_string(records.size()) +
+                    " sites, but this model has " + std::to_string(plan.sites.size()) +
+                    " (a checkpoint of another model?)");
+    for (size_t k = 0; k < records.size(); ++k) {
+        const quant_site& s = plan.sites[k];
+        const run::site_record& r = records[k];
+        const std::string key = "sites[" + std::to_string(k) + "]";
+        if (r.name != s.name())
+            throw error(where + ": key '" + key + ".name': \"" + r.name + "\", but this model's site " +
+                        std::to_string(k) + " is \"" + s.name() + "\"");
+        check_site_format(r, key + ".format", format_name_of(s), switches, formats, where);
+    }
+}
+
+void restore_sites(quant_plan& plan, const std::vector<run::site_record>& records, format_library& formats) {
+    for (size_t k = 0; k < records.size() && k < plan.sites.size(); ++k) {
+        quant_site& s = plan.sites[k];
+        const run::site_record& r = records[k];
+        // Formats first (an intervention may have switched some), then their scaling.
+        if (r.format != format_name_of(s)) {
+            set_format(s, formats.get(r.format));
+        }
+        s.scaling.restore(r.scaling);
+        s.bit_stall_rate = r.bit_stall_rate;
+    }
+}
+
 }  // namespace altgrad::host::train

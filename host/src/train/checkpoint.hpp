@@ -57,4 +57,20 @@ struct resumed {
 resumed load_latest_checkpoint(const std::filesystem::path& run_dir, const checkpointed& c,
                                format_library& formats, std::ostream& log, bool fallback);
 
+// Each site's format, scaling and bit-stall rate, for checkpoints, and back.
+std::vector<run::site_record> site_records(const quant_plan& plan);
+
+// Refuses (host::error naming `where`, a checkpoint's state.json, and the key)
+// records that do not name the plan's sites in order, or give a site a format
+// the run cannot have reached: with the plan's formats freshly assigned from
+// the run's config, each site's format must be its config's, or the `to` of
+// the last of the format switches `switches` records for it, each of which
+// must switch from the format before it. What an intervention did is thus
+// resumed; a format edited by hand (or changed by --set on resume) is not.
+void check_sites(const quant_plan& plan, const std::vector<run::site_record>& records,
+                 const std::vector<run::format_switch>& switches, format_library& formats,
+                 const std::string& where);
+// Restores records check_sites accepted.
+void restore_sites(quant_plan& plan, const std::vector<run::site_record>& records, format_library& formats);
+
 }  // namespace altgrad::host::train

@@ -392,7 +392,8 @@ site_block_scales block_scales_for(const torch::Tensor& t, const quant_site& sit
     const torch::Tensor x = t.contiguous();
     check_quantizable(x, site);
     const block_layout l(x, site);
-    if (site.block_rows > 1) return {tile_scales(x, site, l).scales.to(torch::kCPU), static_cast<size_t>(l.block)};
+    if (site.block_rows > 1)
+        return {tile_scales(x, site, l).scales.to(torch::kCPU), static_cast<size_t>(l.block)};
     if (x.device().is_cuda())
         return {derive_block_scales_cuda(x, site, l).scales.to(torch::kCPU).contiguous(),
                 static_cast<size_t>(l.block)};
@@ -479,8 +480,9 @@ torch::Tensor transformed(const torch::Tensor& t, const product_transform& tr, u
         throw error(tr.key + ": transform '" + tr.handle->name() + "' (d = " + std::to_string(d) +
                     ") along a reduction dimension of " + std::to_string(k) + ", which d does not divide");
     torch::Tensor out = torch::empty_like(x);
-    tr.handle->apply(x.data_ptr<float>(), out.data_ptr<float>(), static_cast<size_t>(x.numel() / std::max<int64_t>(k, 1)),
-                     static_cast<size_t>(k), seed, false);
+    tr.handle->apply(x.data_ptr<float>(), out.data_ptr<float>(),
+                     static_cast<size_t>(x.numel() / std::max<int64_t>(k, 1)), static_cast<size_t>(k), seed,
+                     false);
     return out;
 }
 
@@ -500,12 +502,13 @@ bool needs_unquantized(const quant_site& first, const second_use& use, bool tran
 // With a transform on either product (`transformed_first`: the first copy's,
 // `t2`/`seed`: this product's), the copy is quantized again from the
 // unquantized tensor, through this product's transform if it has one.
-torch::Tensor second_copy(const torch::Tensor& t, const torch::Tensor& q, quant_site& first, const second_use& use,
-                          quant_plan& plan, uint64_t stream, bool transformed_first, const product_transform& t2,
-                          uint64_t seed) {
+torch::Tensor second_copy(const torch::Tensor& t, const torch::Tensor& q, quant_site& first,
+                          const second_use& use, quant_plan& plan, uint64_t stream, bool transformed_first,
+                          const product_transform& t2, uint64_t seed) {
     const bool any_transform = transformed_first || t2.handle;
-    const torch::Tensor from =
-        any_transform ? transformed(t, t2, seed) : use.source == config::copy_source::rowwise ? q : t;
+    const torch::Tensor from = any_transform                                ? transformed(t, t2, seed)
+                               : use.source == config::copy_source::rowwise ? q
+                                                                            : t;
     if (use.own) return fake_quantize(from.contiguous(), plan.sites[*use.own], plan, stream);
     if (!any_transform && (!first.block_scaled() || first.block_rows > 1)) return q;
     return fake_quantize(from.contiguous(), first, plan, stream, /*again=*/true);
@@ -559,8 +562,8 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
                                 &tdw = transform_of(plan, s, product_kind::weight_gradient);
         const uint64_t dx_seed = transform_seed(plan, s, product_kind::input_gradient),
                        dw_seed = transform_seed(plan, s, product_kind::weight_gradient);
-        const torch::Tensor qg =
-            fake_quantize(transformed(grads[0], tdx, dx_seed), g_site, plan, s + 2);  // along out: dx's reduction
+        const torch::Tensor qg = fake_quantize(transformed(grads[0], tdx, dx_seed), g_site, plan,
+                                               s + 2);  // along out: dx's reduction
         const torch::Tensor g2 = grads[0].reshape({-1, out});
         // W along out for dx = dy w, as [in, out]; used transposed.
         const torch::Tensor qw_cols = second_copy(w.defined() ? w.t() : w, qw.t(), w_site, second[0], plan,
@@ -570,8 +573,8 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         const torch::Tensor qg_t = second_copy(g2.t(), qg.reshape({-1, out}).t(), g_site, second[2], plan,
                                                s + 2 + again, tdx.handle != nullptr, tdw, dw_seed);
         const torch::Tensor qx_t =
-            second_copy(x.defined() ? x.reshape({-1, in}).t() : x, qx.reshape({-1, in}).t(), x_site, second[1], plan,
-                        s + 1 + again, tf.handle != nullptr, tdw, dw_seed);
+            second_copy(x.defined() ? x.reshape({-1, in}).t() : x, qx.reshape({-1, in}).t(), x_site,
+                        second[1], plan, s + 1 + again, tf.handle != nullptr, tdw, dw_seed);
         const product_accumulators& acc = plan.accumulators[s / 3];
         const auto dx_acc = acc[static_cast<size_t>(config::product_kind::input_gradient)].get();
         const auto dw_acc = acc[static_cast<size_t>(config::product_kind::weight_gradient)].get();
@@ -594,60 +597,6 @@ torch::Tensor quantized_linear(const torch::Tensor& x, const torch::Tensor& w, c
 }
 
 // ---------------------------------------------------------------- formats
-
-std::shared_ptr<const format_handle> format_library::get(const std::string& name) {
-    if (name == "fp32") return nullptr;
-    return load(name);
-}
-
-std::shared_ptr<const format_handle> format_library::load(const std::string& name) {
-    auto it = handles_.find(name);
-    if (it != handles_.end()) return it->second;
-    const auto params = params_.find(name);
-    try {
-        return handles_[name] = format_handle::create(
-                   plugins_.load(name),
-                   params == params_.end() ? std::map<std::string, std::string>{} : params->second);
-    } catch (const error& e) {
-        throw error(where_ + ": format '" + name + "': " + e.what());
-    }
-}
-
-std::shared_ptr<const format_handle> format_library::accumulator_format(
-    const std::string& name, const std::map<std::string, std::string>& params) {
-    if (params.empty()) return load(name);
-    std::shared_ptr<const format_handle>& f = with_params_[{name, params}];
-    if (f) return f;
-    try {
-        return f = format_handle::create(plugins_.load(name), params);
-    } catch (const error& e) {
-        throw error("accumulator format '" + name + "': " + e.what());
-    }
-}
-
-std::shared_ptr<const transform_handle> format_library::transform(const config::transform_config& t) {
-    std::shared_ptr<const transform_handle>& h = transforms_[{t.name, t.params}];
-    if (!h) h = transform_handle::create(plugins_.load(t.name, ALTGRAD_KIND_TRANSFORM), t.params);
-    return h;
-}
-
-const quant::scale_grid& format_library::scale_format(const std::string& name) {
-    std::unique_ptr<quant::scale_grid>& grid = grids_[name];
-    if (grid) return *grid;
-    bool loaded = false;  // load()'s errors name the config already
-    try {
-        grid = std::make_unique<quant::scale_grid>(quant::scale_grid_named(name, [&] {
-            std::shared_ptr<const format_handle> f = load(name);
-            loaded = true;
-            return f;
-        }));
-    } catch (const error& e) {
-        grids_.erase(name);
-        if (!loaded) throw;
-        throw error(where_ + ": " + e.what());
-    }
-    return *grid;
-}
 
 std::string format_name_of(const quant_site& s) { return s.format ? s.format->name() : "fp32"; }
 
@@ -684,16 +633,14 @@ quant::scaling_config scaling_of(const config::quantization_config& q) {
     return s;
 }
 
-// A site's format, and what depends on it: fresh per-tensor scaling (an old
-// amax history says nothing about a new range) and the block recipe's M.
+}  // namespace
+
 void set_format(quant_site& s, std::shared_ptr<const format_handle> format) {
     s.format = std::move(format);
     const double max = s.format ? s.format->info().max_finite : 1.0;
     s.scaling.reset(max);
     s.blocks.element_max = max;
 }
-
-}  // namespace
 
 namespace {
 
@@ -816,85 +763,6 @@ std::vector<run::format_switch> switch_formats(quant_plan& plan, const std::stri
         done.push_back(std::move(sw));
     }
     return done;
-}
-
-std::vector<run::site_record> site_records(const quant_plan& plan) {
-    std::vector<run::site_record> out;
-    for (const quant_site& s : plan.sites)
-        out.push_back({s.name(), format_name_of(s), s.bit_stall_rate, s.scaling.record_state()});
-    return out;
-}
-
-namespace {
-
-// Site `r`'s format checked against its config's (`format`, the plan's) and
-// every switch of it that `switches` records, in order.
-void check_site_format(const run::site_record& r, const std::string& key, std::string format,
-                       const std::vector<run::format_switch>& switches, format_library& formats,
-                       const std::string& where) {
-    const auto same = [&](const std::string& a, const std::string& b) {
-        return a == b || formats.own_name(a) == formats.own_name(b);
-    };
-    std::string origin = "the run's config (config.toml and --set) makes " + r.name + " \"" + format + "\"";
-    bool switched = false;
-    for (size_t i = 0; i < switches.size(); ++i) {
-        const run::format_switch& sw = switches[i];
-        if (sw.tensor != r.name) continue;
-        const std::string switch_key = "history.switches[" + std::to_string(i) + "]";
-        if (!same(sw.from, format))
-            throw error(where + ": key '" + switch_key + ".from': \"" + sw.from +
-                        "\", but before that switch " + origin + " (edited by hand?)");
-        format = sw.to;
-        origin = sw.plugin + " switched " + r.name + " to \"" + sw.to + "\" at step " +
-                 std::to_string(sw.step) + " (key '" + switch_key + "')";
-        switched = true;
-    }
-    if (!same(r.format, format))
-        throw error(where + ": key '" + key + "': \"" + r.format + "\", but " + origin +
-                    (switched ? ", its last switch" : " and key 'history.switches' records no switch of it") +
-                    " (edited by hand?)");
-}
-
-}  // namespace
-
-std::string format_library::own_name(const std::string& name) {
-    if (name == "fp32") return name;
-    try {
-        return plugins_.name_of(name, ALTGRAD_KIND_FORMAT);
-    } catch (const error&) {
-        return name;  // no format plugin: equal to no other name
-    }
-}
-
-void check_sites(const quant_plan& plan, const std::vector<run::site_record>& records,
-                 const std::vector<run::format_switch>& switches, format_library& formats,
-                 const std::string& where) {
-    if (records.size() != plan.sites.size())
-        throw error(where + ": key 'sites': " + std::to_string(records.size()) +
-                    " sites, but this model has " + std::to_string(plan.sites.size()) +
-                    " (a checkpoint of another model?)");
-    for (size_t k = 0; k < records.size(); ++k) {
-        const quant_site& s = plan.sites[k];
-        const run::site_record& r = records[k];
-        const std::string key = "sites[" + std::to_string(k) + "]";
-        if (r.name != s.name())
-            throw error(where + ": key '" + key + ".name': \"" + r.name + "\", but this model's site " +
-                        std::to_string(k) + " is \"" + s.name() + "\"");
-        check_site_format(r, key + ".format", format_name_of(s), switches, formats, where);
-    }
-}
-
-void restore_sites(quant_plan& plan, const std::vector<run::site_record>& records, format_library& formats) {
-    for (size_t k = 0; k < records.size() && k < plan.sites.size(); ++k) {
-        quant_site& s = plan.sites[k];
-        const run::site_record& r = records[k];
-        // Formats first (an intervention may have switched some), then their scaling.
-        if (r.format != format_name_of(s)) {
-            set_format(s, formats.get(r.format));
-        }
-        s.scaling.restore(r.scaling);
-        s.bit_stall_rate = r.bit_stall_rate;
-    }
 }
 
 }  // namespace altgrad::host::train

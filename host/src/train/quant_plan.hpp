@@ -27,6 +27,7 @@
 #include "quant/block_scales.hpp"
 #include "quant/scaling.hpp"
 #include "run/records.hpp"
+#include "train/format_library.hpp"
 
 namespace altgrad::host::train {
 
@@ -168,45 +169,6 @@ site_block_scales block_scales_for(const torch::Tensor& t, const quant_site& sit
 torch::Tensor quantized_linear(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b,
                                quant_plan& plan, size_t first_site);
 
-// The format plugins of a run, created once each by name. "fp32" is no
-// plugin here: float32 is what the model computes in, so nothing to do.
-class format_library {
-public:
-    // `where` names the config in errors ("configs/x.toml: quantization");
-    // `params` are [quantization.params.NAME], given to plugin NAME.
-    format_library(registry& plugins, std::string where, config::plugin_params params = {})
-        : plugins_(plugins), where_(std::move(where)), params_(std::move(params)) {}
-    // The plugin of format `name`; null for "fp32".
-    std::shared_ptr<const format_handle> get(const std::string& name);
-    // The values a block scale of scale_format `name` may take: "fp32",
-    // "pow2", or a format plugin's positive finite values.
-    const quant::scale_grid& scale_format(const std::string& name);
-    // The fp32 plugin itself: the format diagnostics see for float32 tensors.
-    std::shared_ptr<const format_handle> fp32() { return load("fp32"); }
-    // Format `name` as an accumulator: the plugin ("fp32" included) with
-    // `params`, or [quantization.params.NAME] when `params` is empty.
-    std::shared_ptr<const format_handle> accumulator_format(const std::string& name,
-                                                            const std::map<std::string, std::string>& params);
-    // The transform plugin a product table names, created once per (name, params).
-    std::shared_ptr<const transform_handle> transform(const config::transform_config& t);
-    // The plugin's own name of format `name` (an alias resolved: "float8_e5m2"
-    // is "e5m2"); `name` itself when no format plugin is called that. Reads
-    // manifests only.
-    std::string own_name(const std::string& name);
-
-private:
-    std::shared_ptr<const format_handle> load(const std::string& name);
-    registry& plugins_;
-    std::string where_;
-    config::plugin_params params_;
-    std::map<std::string, std::shared_ptr<const format_handle>> handles_;
-    std::map<std::pair<std::string, std::map<std::string, std::string>>, std::shared_ptr<const format_handle>>
-        with_params_;
-    std::map<std::string, std::unique_ptr<quant::scale_grid>> grids_;
-    std::map<std::pair<std::string, std::map<std::string, std::string>>, std::shared_ptr<const transform_handle>>
-        transforms_;
-};
-
 // "fp32" for a site that stays float32, else its format plugin's name.
 std::string format_name_of(const quant_site& s);
 
@@ -228,20 +190,8 @@ void assign_formats(quant_plan& plan, const config::run_config& c, format_librar
 std::vector<run::format_switch> switch_formats(quant_plan& plan, const std::string& pattern,
                                                const std::string& to, format_library& formats);
 
-// Each site's format, scaling and bit-stall rate, for checkpoints, and back.
-std::vector<run::site_record> site_records(const quant_plan& plan);
-
-// Refuses (host::error naming `where`, a checkpoint's state.json, and the key)
-// records that do not name the plan's sites in order, or give a site a format
-// the run cannot have reached: with the plan's formats freshly assigned from
-// the run's config, each site's format must be its config's, or the `to` of
-// the last of the format switches `switches` records for it, each of which
-// must switch from the format before it. What an intervention did is thus
-// resumed; a format edited by hand (or changed by --set on resume) is not.
-void check_sites(const quant_plan& plan, const std::vector<run::site_record>& records,
-                 const std::vector<run::format_switch>& switches, format_library& formats,
-                 const std::string& where);
-// Restores records check_sites accepted.
-void restore_sites(quant_plan& plan, const std::vector<run::site_record>& records, format_library& formats);
+// A site's format, and what depends on it: fresh per-tensor scaling (an old
+// amax history says nothing about a new range) and the block recipe's M.
+void set_format(quant_site& s, std::shared_ptr<const format_handle> format);
 
 }  // namespace altgrad::host::train

@@ -469,7 +469,8 @@ void training_run::update(const step_result& r, const step_actions& todo) {
         // too small to move a weight to another code is lost (bit stall).
         torch::NoGradGuard no_grad;
         for (const quant_site& s : plan_.sites)
-            if (s.role == ALTGRAD_TENSOR_WEIGHT && !s.second_use())  // a weight lives in its first use's format
+            if (s.role == ALTGRAD_TENSOR_WEIGHT &&
+                !s.second_use())  // a weight lives in its first use's format
                 store_in_format(params_.at(parameter_of(s)), s, plan_, plan_.first_use_sites());
     }
 }
