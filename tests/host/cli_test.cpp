@@ -29,8 +29,8 @@ TEST(Cli, ListShowsEveryBundledPluginOk) {
                              "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0", "float", "int"})
         EXPECT_NE(r.out.find(std::string(name)), std::string::npos) << name;
     EXPECT_EQ(r.out.find("broken"), std::string::npos) << r.out;
-    // header + 15 formats, 8 diagnostics, 2 interventions, 2 transforms
-    EXPECT_EQ(count_lines(r.out), 28u) << r.out;
+    // header + 15 formats, 8 diagnostics, 3 interventions, 2 transforms
+    EXPECT_EQ(count_lines(r.out), 29u) << r.out;
     EXPECT_NE(r.out.find("transform     hadamard"), std::string::npos) << r.out;
 }
 

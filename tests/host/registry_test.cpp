@@ -59,9 +59,9 @@ TEST(Registry, BundledPluginsAllLoad) {
     std::set<std::string> want = {"bf16",     "e0m7",     "e1m6",  "e3m4",  "e4m3",
                                   "e5m2",     "e7m0",     "fp16",  "fp32",  "fp4_e2m1",
                                   "fp6_e2m3", "fp6_e3m2", "ue8m0", "float", "int"};
-    for (const char* other :
-         {"range", "stiffness", "grid_alignment", "bit_stall", "ulp", "grad_stiffness", "kurtosis",
-          "attention_entropy", "partition_clip", "mantissa_shift", "hadamard", "random_hadamard"})
+    for (const char* other : {"range", "stiffness", "grid_alignment", "bit_stall", "ulp", "grad_stiffness",
+                              "kurtosis", "attention_entropy", "partition_clip", "mantissa_shift",
+                              "precision_schedule", "hadamard", "random_hadamard"})
         want.insert(other);
     EXPECT_EQ(names, want);
 }

@@ -13,7 +13,7 @@ BUNDLED_FORMATS = {"e5m2", "e4m3", "e3m4", "e1m6", "e7m0", "e0m7", "bf16", "fp16
                    "fp6_e3m2", "ue8m0", "float", "int"}
 BUNDLED_DIAGNOSTICS = {"range", "stiffness", "grid_alignment", "bit_stall", "ulp", "grad_stiffness", "kurtosis",
                        "attention_entropy"}
-BUNDLED_INTERVENTIONS = {"partition_clip", "mantissa_shift"}
+BUNDLED_INTERVENTIONS = {"partition_clip", "mantissa_shift", "precision_schedule"}
 BUNDLED_TRANSFORMS = {"hadamard", "random_hadamard"}
 
 

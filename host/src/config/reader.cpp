@@ -164,7 +164,7 @@ public:
             c.training.warmup_steps = shortened;
         }
         check_rules_reach_layers(c);
-        check_operands(c);
+        if (const std::optional<config_problem> p = operand_problem(c)) fail(p->key, p->what);
         return c;
     }
 
@@ -691,49 +691,6 @@ private:
                      "product's accumulator or operands (forward, input_gradient, weight_gradient)");
             out.rules.push_back(std::move(rule));
         }
-    }
-
-    // Tiles (block_rows > 1) are blocks: a table that gives both keys must agree
-    // (block_rows, like block_size, is otherwise read only where granularity is "block").
-    void check_tiles(const scaling_override& o, const std::string& key) const {
-        if (o.block_rows && *o.block_rows > 1 && o.granularity && *o.granularity != granularity_kind::block)
-            fail(key + ".block_rows", "block_rows " + std::to_string(*o.block_rows) +
-                                          " needs granularity = \"block\" (this table gives \"" +
-                                          granularity_names().name(*o.granularity) + "\")");
-    }
-    void check_operands(const run_config& c) const {
-        const quantization_config& q = c.quantization;
-        scaling_override global;
-        global.block_rows = q.block_rows, global.granularity = q.granularity;
-        check_tiles(global, "quantization");
-        for (const role_table& r : role_tables()) check_tiles(q.*r.member, r.key());
-        auto check_products = [&](const product_configs& products, const std::string& at) {
-            for (size_t p = 0; p < kProducts; ++p)
-                for (size_t k = 0; k < kOperands; ++k)
-                    check_tiles(products[p].operands[k].scaling,
-                                at + product_names().name(static_cast<product_kind>(p)) + "." +
-                                    operand_names().name(static_cast<operand_kind>(k)));
-        };
-        check_products(q.products, "quantization.");
-        for (size_t i = 0; i < q.rules.size(); ++i) {
-            const std::string rule = std::string(kRulesKey) + "[" + std::to_string(i) + "]";
-            check_tiles(q.rules[i].scaling, rule);
-            check_products(q.rules[i].products, rule + ".");
-        }
-        // A second copy from the rowwise one would carry the first product's transform.
-        for (const std::string& layer : layer_names(c.model))
-            for (const auto [o, second] : {std::pair{operand_kind::w, product_kind::input_gradient},
-                                           {operand_kind::x, product_kind::weight_gradient},
-                                           {operand_kind::dy, product_kind::weight_gradient}}) {
-                const operand_settings s = operand_for(q, layer, second, o);
-                if (s.source != copy_source::rowwise) continue;
-                for (product_kind p : {first_use_of(o), second})
-                    if (transform_for(q, layer, p))
-                        fail(s.key + ".source",
-                             std::string("\"rowwise\" with a transform on the ") + product_names().name(p) +
-                                 " product (" + layer +
-                                 "): a transformed copy is quantized from the unquantized tensor");
-            }
     }
 
     // A rule that matches no layer of the model, or only layers an earlier rule

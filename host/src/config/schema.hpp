@@ -118,6 +118,14 @@ const std::vector<field<operand_values>>& operand_fields();
 // (only the product's own two operands).
 std::string operand_key(product_kind p, operand_kind o);
 
+// A mistake across the product and operand tables, which no one key shows:
+// a table giving tiles (block_rows > 1) with another granularity, or a
+// second copy from the rowwise one where a product has a transform.
+struct config_problem {
+    std::string key, what;
+};
+std::optional<config_problem> operand_problem(const run_config& c);
+
 // [quantization.params.NAME]: a format's parameters.
 const char* const kQuantizationParamsKey = "quantization.params";
 

@@ -51,7 +51,8 @@ private:
     std::map<std::pair<std::string, std::map<std::string, std::string>>, std::shared_ptr<const format_handle>>
         with_params_;
     std::map<std::string, std::unique_ptr<quant::scale_grid>> grids_;
-    std::map<std::pair<std::string, std::map<std::string, std::string>>, std::shared_ptr<const transform_handle>>
+    std::map<std::pair<std::string, std::map<std::string, std::string>>,
+             std::shared_ptr<const transform_handle>>
         transforms_;
 };
 
