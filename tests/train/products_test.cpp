@@ -291,6 +291,24 @@ TEST(TrainOperands, WeightGradientTransformActsOnBothOperandsAlongTheTokens) {
     EXPECT_LT((w.grad().to(torch::kFloat64) - exact).abs().max().item<double>(), 1e-4);
 }
 
+// The bias gradient under a transform on the input-gradient product: the sum
+// of dy over the tokens in the layer's own basis (the transformed copy is
+// transformed back), not of the transformed dy, which mixes the features.
+TEST(TrainOperands, BiasGradientUnderAnInputGradientTransformIsInTheLayersBasis) {
+    configured_layer l(
+        "weight_format = \"fp32\"\nactivation_format = \"fp32\"\ngradient_format = \"fp32\"\n"
+        "[quantization.input_gradient]\ntransform = { name = \"random_hadamard\", params = { d = 16 } }\n");
+    torch::manual_seed(12);
+    const torch::Tensor x = torch::randn({2, 8, 24});
+    const torch::Tensor w = torch::randn({32, 24});
+    const torch::Tensor b = torch::randn({32}).requires_grad_(true);
+    const torch::Tensor dy = torch::randn({2, 8, 32});
+    l.plan.step = 3;
+    train::quantized_linear(x, w, b, l.plan, l.first).backward(dy);
+    const torch::Tensor exact = dy.to(torch::kFloat64).reshape({16, 32}).sum(0);
+    EXPECT_LT((b.grad().to(torch::kFloat64) - exact).abs().max().item<double>(), 1e-5);
+}
+
 // Signs from (seed, layer, step): both operands of the product get the same
 // ones, so the product is preserved; another step draws other signs.
 TEST(TrainOperands, PerCallSignsAreSharedByBothOperands) {

@@ -469,8 +469,10 @@ uint64_t transform_seed(const quant_plan& plan, size_t s, config::product_kind p
 }
 
 // t as [rows, K] (its last dimension K the product's reduction dimension)
-// through the transform, into a new tensor; t itself when there is none.
-torch::Tensor transformed(const torch::Tensor& t, const product_transform& tr, uint64_t seed) {
+// through the transform (or its inverse), into a new tensor; t itself when
+// there is none.
+torch::Tensor transformed(const torch::Tensor& t, const product_transform& tr, uint64_t seed,
+                          bool inverse = false) {
     if (!tr.handle) return t;
     if (!t.device().is_cpu())
         throw error(tr.key + ": transforms run on the CPU only (training.device = \"cpu\")");
@@ -482,7 +484,7 @@ torch::Tensor transformed(const torch::Tensor& t, const product_transform& tr, u
     torch::Tensor out = torch::empty_like(x);
     tr.handle->apply(x.data_ptr<float>(), out.data_ptr<float>(),
                      static_cast<size_t>(x.numel() / std::max<int64_t>(k, 1)), static_cast<size_t>(k), seed,
-                     false);
+                     inverse);
     return out;
 }
 
@@ -582,7 +584,11 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
                                         .reshape(output_shape(qg, in))
                                   : torch::matmul(qg, qw_cols);
         torch::Tensor gw = product(qg_t, qx_t.t(), dw_acc, plan.gemm_threads);
-        torch::Tensor gb = ctx->saved_data["bias"].toBool() ? qg.reshape({-1, out}).sum(0) : torch::Tensor();
+        // The bias gradient: dy's input-gradient copy, in the layer's own basis
+        // (a transformed copy is transformed back).
+        torch::Tensor gb = ctx->saved_data["bias"].toBool()
+                               ? transformed(qg.reshape({-1, out}), tdx, dx_seed, /*inverse=*/true).sum(0)
+                               : torch::Tensor();
         return {gx, gw, gb, torch::Tensor(), torch::Tensor()};
     }
 };
