@@ -55,6 +55,7 @@ struct recipe_table {
     amax_compute_kind amax_compute = amax_compute_kind::max;
     int64_t margin = 0;
     tensor_scale_kind tensor_scale = tensor_scale_kind::pow2;
+    first_scale_kind first_scale = first_scale_kind::amax;  // delayed scaling's first scale
     // Every product's two operands, for every layer but the high-precision ones.
     std::map<std::pair<product_kind, operand_kind>, operand_want> operands;
     std::optional<accumulator_config> accumulator;        // every product of those layers; nullopt: float32
@@ -104,6 +105,7 @@ const std::map<std::string, recipe_table>& sources() {
         delayed.amax_history_len = 1024;
         delayed.amax_compute = amax_compute_kind::max;
         delayed.tensor_scale = tensor_scale_kind::fp32;  // (fp8_max / amax) / 2^margin in float32
+        delayed.first_scale = first_scale_kind::one;     // TE's scale tensors start as ones
         t["te_delayed"] = delayed;
         // TE Float8CurrentScaling: fp8_format HYBRID, the scale from the tensor's own amax
         // (amax_epsilon 0), no margin.
@@ -230,6 +232,7 @@ TEST(RecipeConfigs, EachRecipeResolvesToItsSourcesParameters) {
         }
         if (per_tensor && want.scaling == scaling_mode::delayed) {
             EXPECT_EQ(q.amax_history_len, want.amax_history_len);
+            EXPECT_EQ(q.first_scale, want.first_scale);
             EXPECT_EQ(q.amax_compute, want.amax_compute);
         }
         for (const std::string& layer : layer_names(c.model)) {

@@ -119,6 +119,27 @@ TEST(Scaling, ResetAndRestore) {
     EXPECT_EQ(s.scale_for(3.0), 16384.0f);  // 57344/3 = 19114.7: 2^14
 }
 
+// first_scale one (TransformerEngine's DelayedScaling): scale 1 until the
+// history has an amax, which the first use records; then the history decides.
+TEST(Scaling, DelayedFirstScaleOneIsTransformerEnginesStart) {
+    scaling_config c = delayed();
+    c.first = config::first_scale_kind::one;
+    scaling_state s(c, kE4m3Max);
+    EXPECT_FALSE(s.needs_current_amax()) << "scale 1 is known before the tensor";
+    EXPECT_EQ(s.scale_for(3.0), 1.0f);
+    s.record(3.0);
+    EXPECT_EQ(s.scale_for(100.0), 128.0f);  // 448 / 3 = 149.3: 2^7, from the history
+    s.reset(57344);
+    EXPECT_EQ(s.scale_for(3.0), 1.0f) << "a format switch starts again from 1";
+    c.first = config::first_scale_kind::amax;
+    scaling_state own(c, kE4m3Max);
+    EXPECT_EQ(own.scale_for(3.0), 128.0f) << "the default: the first use's own amax";
+    c.mode = scaling_mode::current;
+    c.first = config::first_scale_kind::one;
+    scaling_state current(c, kE4m3Max);
+    EXPECT_EQ(current.scale_for(3.0), 128.0f) << "current scaling has no history to wait for";
+}
+
 // tensor_scale fp32 (TransformerEngine's default): the float32 quotient
 // fl(448 / amax), times 2^-margin; beyond float32's range, its largest value.
 TEST(Scaling, Float32ScalesAreTheQuotient) {

@@ -68,6 +68,12 @@ const name_table<product_kind>& product_names() {
     return t;
 }
 
+const name_table<first_scale_kind>& first_scale_names() {
+    static const name_table<first_scale_kind> t{{first_scale_kind::amax, "amax"},
+                                                {first_scale_kind::one, "one"}};
+    return t;
+}
+
 const name_table<tensor_scale_kind>& tensor_scale_names() {
     static const name_table<tensor_scale_kind> t{{tensor_scale_kind::pow2, "pow2"},
                                                  {tensor_scale_kind::fp32, "fp32"}};

@@ -48,6 +48,9 @@ enum class amax_compute_kind { max, most_recent };
 // The values a per-tensor scale may take: powers of two (exact scaling) or
 // any float32 (TransformerEngine's default fp8_max / amax).
 enum class tensor_scale_kind { pow2, fp32 };
+// A delayed-scaling tensor's scale before its amax history has a value: from
+// its own amax (as current scaling), or 1 (TransformerEngine's initial scale).
+enum class first_scale_kind { amax, one };
 enum class granularity_kind { tensor, row, block };
 enum class scale_rule_kind { mx_floor, round_up, two_level };
 // The three matrix products of a linear layer (x: input [T, in], W: weight
@@ -83,6 +86,7 @@ const name_table<compute_device>& device_names();           // cpu, cuda
 const name_table<scaling_mode>& scaling_names();            // delayed, current, none
 const name_table<amax_compute_kind>& amax_compute_names();  // max, most_recent
 const name_table<tensor_scale_kind>& tensor_scale_names();  // pow2, fp32
+const name_table<first_scale_kind>& first_scale_names();    // amax, one
 const name_table<granularity_kind>& granularity_names();    // tensor, row, block
 const name_table<scale_rule_kind>& scale_rule_names();      // mx_floor, round_up, two_level
 const name_table<product_kind>& product_names();            // forward, input_gradient, weight_gradient
@@ -246,6 +250,7 @@ struct quantization_config {
     amax_compute_kind amax_compute = amax_compute_kind::max;
     int64_t margin = 0;                                        // 0..64; scale = 2^-margin * format_max / amax
     tensor_scale_kind tensor_scale = tensor_scale_kind::pow2;  // that scale's values
+    first_scale_kind first_scale = first_scale_kind::amax;     // delayed scaling's first scale
     bool shadow_weights = true;                                // FP32 master weights
     int64_t diagnostic_interval = 50;                          // 1..1e9
     // The scaling of every quantized tensor (block_scaling, above), unless a

@@ -20,6 +20,7 @@ const name_table<scale_rule_kind>& names_for(scale_rule_kind) { return scale_rul
 const name_table<product_kind>& names_for(product_kind) { return product_names(); }
 const name_table<copy_source>& names_for(copy_source) { return copy_source_names(); }
 const name_table<tensor_scale_kind>& names_for(tensor_scale_kind) { return tensor_scale_names(); }
+const name_table<first_scale_kind>& names_for(first_scale_kind) { return first_scale_names(); }
 
 namespace {
 
@@ -120,6 +121,7 @@ const section<quantization_config>& quantization_section() {
                                choice("amax_compute", &Q::amax_compute),
                                integer("margin", &Q::margin, 0, 64),
                                choice("tensor_scale", &Q::tensor_scale),
+                               choice("first_scale", &Q::first_scale),
                                boolean("shadow_weights", &Q::shadow_weights),
                                integer("diagnostic_interval", &Q::diagnostic_interval, 1, kBillion),
                                choice("granularity", &Q::granularity),

@@ -33,6 +33,7 @@ const name_table<scale_rule_kind>& names_for(scale_rule_kind);
 const name_table<product_kind>& names_for(product_kind);
 const name_table<copy_source>& names_for(copy_source);
 const name_table<tensor_scale_kind>& names_for(tensor_scale_kind);
+const name_table<first_scale_kind>& names_for(first_scale_kind);
 
 // What a key holds: a choice is a name of an enum (names_for); names a list of
 // plugin names; accumulator a table of accumulator_fields (or "none");
@@ -47,7 +48,7 @@ struct field {
         std::variant<int64_t S::*, double S::*, bool S::*, std::string S::*, altgrad_rounding S::*,
                      altgrad_overflow S::*, activation_function S::*, data_format S::*, lr_schedule_kind S::*,
                      compute_device S::*, scaling_mode S::*, amax_compute_kind S::*, granularity_kind S::*,
-                     scale_rule_kind S::*, copy_source S::*, tensor_scale_kind S::*>;
+                     scale_rule_kind S::*, copy_source S::*, tensor_scale_kind S::*, first_scale_kind S::*>;
     field(const char* k, kind t, member_ptr m) : key(k), type(t), member(m) {}
 
     const char* key;

@@ -28,6 +28,10 @@ float scaling_state::scale_of(double amax) const {
 float scaling_state::scale_for(double current_amax) {
     if (config_.mode == scaling_mode::none) return scale_ = 1.0f;
     double amax = current_amax;
+    // TransformerEngine's delayed scaling starts from scale 1, its amax history empty.
+    if (config_.mode == scaling_mode::delayed && history_.empty() &&
+        config_.first == config::first_scale_kind::one)
+        return scale_ = 1.0f;
     if (config_.mode == scaling_mode::delayed && !history_.empty())
         amax = config_.compute == amax_compute::most_recent
                    ? history_.back()

@@ -36,6 +36,7 @@ struct scaling_config {
     amax_compute compute = amax_compute::max;
     int margin = 0;
     config::tensor_scale_kind values = config::tensor_scale_kind::pow2;
+    config::first_scale_kind first = config::first_scale_kind::amax;  // delayed, before any history
 };
 
 class scaling_state {
@@ -50,7 +51,8 @@ public:
     // the tensor, and the amax to record can be taken while quantizing.
     bool needs_current_amax() const {
         return config_.mode == scaling_mode::current ||
-               (config_.mode == scaling_mode::delayed && history_.empty());
+               (config_.mode == scaling_mode::delayed && history_.empty() &&
+                config_.first == config::first_scale_kind::amax);
     }
     // Record this use's amax into the history (after quantizing).
     void record(double amax);

@@ -636,6 +636,7 @@ quant::scaling_config scaling_of(const config::quantization_config& q) {
     s.compute = q.amax_compute;
     s.margin = static_cast<int>(q.margin);
     s.values = q.tensor_scale;
+    s.first = q.first_scale;
     return s;
 }
 
