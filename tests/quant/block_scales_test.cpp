@@ -278,21 +278,30 @@ TEST(BlockScales, Nvfp4TwoLevels) {
     ASSERT_EQ(g.largest(), 448.0f);
     ASSERT_EQ(g.smallest(), std::ldexp(1.0f, -9));
     block_recipe r{scale_rule::two_level, &g, 6.0};  // E2M1 elements under E4M3 block scales
-    // Tensor amax 12: g = 448 * 6 / 12 = 224.
-    //  a = 12: X_b = 12 / 6 * 224 = 448 (in E4M3), s = 224 / 448 = 1/2: 12 -> 6 exactly.
-    //  a = 1:  X_b = 224 / 6 = 37.33, nearest E4M3 (32..64 in steps of 4) is 36, s = 224 / 36.
-    //  a = 3:  X_b = 112 (exact in E4M3), s = 2.
-    //  a = 1e-6: X_b = 3.7e-5, below E4M3's 2^-9: underflowed, X_b = 2^-9, s = 224 * 512.
+    // TransformerEngine's float32 steps (core_nvfp4.cuh): g = fl(2688 / A); X_b = e4m3(a * fl(g *
+    // fl(1/6))); s = fl(1 / fl(X_b * fl(1/g))). The values below are those steps in NumPy float32.
+    // Tensor amax 12: g = 224; g * fl(1/6) = 37.333336.
+    //  a = 12: a * 37.333336 = 448.00003, which rounds to E4M3's 448 (not saturated: below 448 + 16);
+    //          s = 1 / fl(448 * fl(1/224)) = 0.5: 12 -> 6 exactly.
+    //  a = 1:  37.333336, nearest E4M3 (32..64 in steps of 4) is 36; s = 1 / fl(36 * fl(1/224)) =
+    //          6.2222219, one ulp below 224 / 36 (the order matters).
+    //  a = 3:  112.00001 -> 112, s = 2.
+    //  a = 1e-6: X_b = 3.7e-5, below E4M3's 2^-9: underflowed, X_b = 2^-9, s = 114687.99 (not 224 * 512).
     block_scale_stats st;
     const std::vector<float> s = scales_of({12.0f, 1.0f, 3.0f, 1e-6f, 0.0f}, r, 12.0, &st);
     EXPECT_EQ(s[0], 0.5f);
-    EXPECT_EQ(s[1], 224.0f / 36.0f);
+    EXPECT_EQ(s[1], 6.222221851348877f);
+    EXPECT_NE(s[1], 224.0f / 36.0f);
     EXPECT_EQ(s[2], 2.0f);
-    EXPECT_EQ(s[3], 224.0f * 512.0f);
+    EXPECT_EQ(s[3], 114687.9921875f);
     EXPECT_EQ(s[4], 1.0f);
     EXPECT_EQ(st.underflowed, 1u);
     EXPECT_EQ(st.saturated, 0u);
     EXPECT_EQ(st.neutral, 1u);
+    // A block amax beyond the tensor's (only as a given amax): X_b = 746.7, past 448 + 16: saturated.
+    block_scale_stats over;
+    EXPECT_EQ(scales_of({20.0f}, r, 12.0, &over)[0], 0.5f);
+    EXPECT_EQ(over.saturated, 1u);
     // No tensor amax (0 or NaN): g = 1, X_b = a / 6 to E4M3.
     const std::vector<float> u = scales_of({12.0f}, r, kNaN);
     EXPECT_EQ(u[0], 0.5f);  // X_b = 2

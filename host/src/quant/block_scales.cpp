@@ -300,12 +300,18 @@ block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, cons
         if (kmin >= -127 && kmax <= 127)
             return mx_floor_on_powers_of_two(amax_then_scale, blocks, emax, kmin, kmax);
     }
-    // two_level's tensor encode scale g (float32, as NVFP4 computes it).
+    // two_level's tensor encode scale g, and every float32 step after it, in
+    // TransformerEngine's order (transformer_engine/common/cast/nvfp4/core_nvfp4.cuh):
+    // g = fl(448 * 6 / A); X = e4m3(a * fl(g * fl(1/6))); s = fl(1 / fl(X * fl(1/g))).
     float g = 1.0f;
     if (r.rule == scale_rule::two_level && std::isfinite(tensor_amax) && tensor_amax > 0) {
         g = grid.largest() * element_max / static_cast<float>(tensor_amax);
         if (!std::isfinite(g)) g = FLT_MAX;
     }
+    // Rounding to nearest saturates only beyond half the grid's top gap (E4M3: 448 + 16): a block
+    // whose X the float32 steps put just above the largest value is not counted saturated.
+    const double nearest_limit =
+        grid.largest() + (grid.largest() - grid.down(std::nextafter(grid.largest(), 0.0f))) / 2.0;
     block_scale_stats st;
     st.blocks = blocks;
     for (size_t b = 0; b < blocks; ++b) {
@@ -319,12 +325,12 @@ block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, cons
         switch (r.rule) {
             case scale_rule::mx_floor: ideal = two_to(floor_log2(a) - emax); break;
             case scale_rule::round_up: ideal = static_cast<double>(a) / r.element_max; break;
-            case scale_rule::two_level: ideal = static_cast<double>(a / element_max * g); break;
+            case scale_rule::two_level: ideal = static_cast<double>(a * (g * (1.0f / element_max))); break;
         }
         float x = 0;
         if (ideal > grid.largest()) {
             x = grid.largest();
-            ++st.saturated;
+            if (r.rule != scale_rule::two_level || ideal >= nearest_limit) ++st.saturated;
         } else if (ideal < grid.smallest()) {
             x = grid.smallest();
             ++st.underflowed;
@@ -337,7 +343,7 @@ block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, cons
         switch (r.rule) {
             case scale_rule::mx_floor: s = 1.0f / x; break;
             case scale_rule::round_up: s = encode_scale_never_clipping(x, a, element_max); break;
-            case scale_rule::two_level: s = g / x; break;
+            case scale_rule::two_level: s = 1.0f / (x * (1.0f / g)); break;
         }
         if (!std::isfinite(s)) s = FLT_MAX;  // a scale format reaching below 1/FLT_MAX
         amax_then_scale[b] = s;
