@@ -124,6 +124,35 @@ TEST(SweepFile, NoAxesIsOneRunPerConfigAndSeed) {
     EXPECT_EQ(runs[1].overrides, (std::vector<std::string>{"training.threads=1", "training.seed=3"}));
 }
 
+// A point's own name replaces its overrides in its runs' names (a recipe's ablations read as words
+// there, not as inline tables); the grid's points and unnamed points keep theirs.
+TEST(SweepFile, APointsNameNamesItsRuns) {
+    scratch s;
+    const fs::path file =
+        s.sweep(std::string(kHeader) +
+                "[grid]\n\"model.n_layer\" = [1]\n"
+                "[[point]]\nname = \"no_sr\"\nset = [\"quantization.backward_rounding=nearest\"]\n"
+                "[[point]]\nset = [\"quantization.scaling=none\"]\n");
+    const std::vector<sweep_run> runs = plan_runs(load_sweep(file));
+    ASSERT_EQ(runs.size(), 3u);
+    EXPECT_EQ(runs[0].name, "tiny-n_layer=1-s7");
+    EXPECT_EQ(runs[1].name, "tiny-no_sr-s7");
+    EXPECT_EQ(runs[1].overrides,
+              (std::vector<std::string>{"training.threads=1", "quantization.backward_rounding=nearest",
+                                        "training.seed=7"}));
+    EXPECT_EQ(runs[2].name, "tiny-scaling=none-s7");
+    const std::string f = file.string();
+    const auto error_for = [&](const std::string& name_line) {
+        return error_of(
+            s.sweep(std::string(kHeader) + "[[point]]\n" + name_line + "set = [\"model.n_layer=1\"]\n"));
+    };
+    EXPECT_EQ(error_for("name = \"no sr\"\n"), f + ": key 'point[1].name': expected a string of letters, "
+                                                   "digits, '_', '.', '=', '+', '-', got \"no sr\"");
+    EXPECT_EQ(
+        error_for("name = 3\n"),
+        f + ": key 'point[1].name': expected a string of letters, digits, '_', '.', '=', '+', '-', got 3");
+}
+
 TEST(SweepFile, NamesUseTheFullKeyWhenTheLastPartIsAmbiguousAndReplaceOddCharacters) {
     const std::vector<std::string> keys = {"quantization.granularity", "quantization.weight.granularity",
                                            "data.path"};

@@ -174,21 +174,32 @@ std::vector<std::pair<std::string, std::vector<std::string>>> read_grid(const to
     return out;
 }
 
-// [[point]] tables: each one's set = ["KEY=VALUE", ...].
-std::vector<std::vector<std::string>> read_points(const toml::node& points, const fs::path& file) {
-    std::vector<std::vector<std::string>> out;
+// [[point]] tables: each one's set = ["KEY=VALUE", ...] and optional name, into spec.
+void read_points(const toml::node& points, const fs::path& file, sweep_spec& spec) {
     const auto* a = points.as_array();
     if (!a || !a->is_array_of_tables())
         key_error(file, "point", "expected [[point]] tables, each with set = [...]");
     for (size_t i = 0; i < a->size(); ++i) {
         const toml::table& p = *a->get(i)->as_table();
         const std::string where = "point[" + std::to_string(i + 1) + "]";
-        for (const auto& [k, v] : p) refuse_unknown(file, where + ".", std::string(k.str()), {"set"});
+        for (const auto& [k, v] : p) refuse_unknown(file, where + ".", std::string(k.str()), {"set", "name"});
         const toml::node* set = p.get("set");
         if (!set) key_error(file, where + ".set", "missing (the point's overrides, \"KEY=VALUE\" each)");
-        out.push_back(assignment_list(file, where + ".set", *set));
+        spec.points.push_back(assignment_list(file, where + ".set", *set));
+        std::string name;
+        if (const toml::node* n = p.get("name")) {
+            const auto* s = n->as_string();
+            if (!s || s->get().empty() ||
+                s->get().find_first_not_of(
+                    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.=+-") !=
+                    std::string::npos)
+                key_error(
+                    file, where + ".name",
+                    "expected a string of letters, digits, '_', '.', '=', '+', '-', got " + node_text(n));
+            name = s->get();
+        }
+        spec.point_names.push_back(name);
     }
-    return out;
 }
 
 }  // namespace
@@ -204,7 +215,7 @@ sweep_spec parse_sweep(const std::string& text, const fs::path& file) {
     if (const toml::node* seeds = root.get("seeds")) spec.seeds = read_seeds(*seeds, file);
     if (const toml::node* set = root.get("set")) spec.set = assignment_list(file, "set", *set);
     if (const toml::node* grid = root.get("grid")) spec.grid = read_grid(*grid, file);
-    if (const toml::node* points = root.get("point")) spec.points = read_points(*points, file);
+    if (const toml::node* points = root.get("point")) read_points(*points, file, spec);
     return spec;
 }
 
@@ -260,11 +271,12 @@ std::string describe_point(const std::vector<point>& points, size_t index) {
 }
 
 std::string run_name(const std::string& config_name, const point& overrides,
-                     const std::vector<std::string>& all_keys, int64_t seed) {
+                     const std::vector<std::string>& all_keys, int64_t seed, const std::string& point_name) {
     std::map<std::string, std::set<std::string>> keys_by_last;
     for (const std::string& k : all_keys) keys_by_last[last_component(k)].insert(k);
     std::string name = config_name;
-    for (const std::string& o : overrides) {
+    if (!point_name.empty()) name += "-" + point_name;
+    for (const std::string& o : point_name.empty() ? overrides : point{}) {
         const std::string key = key_of(o);
         const std::string last = last_component(key);
         name += "-" + (keys_by_last[last].size() > 1 ? key : last) + "=" + value_of(o);
@@ -304,7 +316,12 @@ std::vector<sweep_run> plan_runs(const sweep_spec& spec) {
                 r.config_name = base.name;
                 r.point = p;
                 r.seed = seed;
-                r.name = run_name(base.name, points[p], all_keys, seed);
+                // The explicit points come after the grid's.
+                const size_t named = p + spec.points.size() - points.size();
+                r.name = run_name(base.name, points[p], all_keys, seed,
+                                  p + spec.points.size() >= points.size() && named < spec.point_names.size()
+                                      ? spec.point_names[named]
+                                      : std::string());
                 // The sweep's default thread count first: anything the sweep sets wins.
                 if (!sets_threads) r.overrides.push_back(std::string(kThreadsKey) + "=1");
                 r.overrides.insert(r.overrides.end(), spec.set.begin(), spec.set.end());

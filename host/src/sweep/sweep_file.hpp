@@ -39,6 +39,9 @@ struct sweep_spec {
     // [grid]: key -> values rendered as --set text, keys in file order.
     std::vector<std::pair<std::string, std::vector<std::string>>> grid;
     std::vector<std::vector<std::string>> points;  // [[point]] set lists, "KEY=VALUE" each
+    // [[point]] name = "...", by point: what its runs are called instead of
+    // its overrides ([A-Za-z0-9_.=+-]+); "": named from its overrides.
+    std::vector<std::string> point_names;
 };
 
 // Parses the sweep file's text; `file` names it in errors and anchors the
@@ -75,9 +78,11 @@ std::vector<sweep_run> plan_runs(const sweep_spec& spec);
 
 // The run name: config name, "-KEY=VALUE" per override of the point (KEY the
 // last dotted component unless that is ambiguous among `all_keys`, the keys
-// every point of the sweep sets), "-s<seed>"; characters outside
-// [A-Za-z0-9_.=+-] become '_'.
+// every point of the sweep sets), or "-NAME" for a point with a name of its
+// own (`point_name`), then "-s<seed>"; characters outside [A-Za-z0-9_.=+-]
+// become '_'.
 std::string run_name(const std::string& config_name, const point& overrides,
-                     const std::vector<std::string>& all_keys, int64_t seed);
+                     const std::vector<std::string>& all_keys, int64_t seed,
+                     const std::string& point_name = "");
 
 }  // namespace altgrad::host::sweep
