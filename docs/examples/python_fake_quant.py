@@ -57,8 +57,8 @@ def main():
     model = CharMLP(len(chars))
     # The config's [quantization] section, as a dict: defaults, then rules (the first match wins).
     aqt.quantize_model(model, {"weight_format": "e4m3", "activation_format": "e4m3", "gradient_format": "e5m2",
-                               "backward_rounding": "stochastic", "scaling": "current", "seed": 42,
-                               "rules": [{"pattern": "head", "format": "bf16"}]})
+                               "backward_rounding": "stochastic", "scaling": "current",
+                               "rules": [{"pattern": "head", "format": "bf16"}]}, seed=42)
     print("quantized layers:", aqt.quantized_layers(model))
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)

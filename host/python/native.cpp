@@ -435,28 +435,91 @@ py::array matmul_arrays(std::shared_ptr<const format_handle> f, const py::array&
     return c;
 }
 
-using rule_tuple = std::tuple<std::string, std::optional<std::string>, std::optional<std::string>,
-                              std::optional<std::string>>;
+// A recipe (a config's TOML text) resolved for a model's layers, as the
+// trainer resolves it (config::operand_for, transform_for, accumulator_for):
+// {"globals": {...}, "params": {format: {key: value}}, "layers": {layer:
+// {product: {"transform", "accumulator", OPERAND: {...}}}}, "seed": training.seed}. A second use's
+// "own" says whether it is quantized with settings of its own
+// (config::same_quantization), else as its first use. Errors name the key.
+py::dict plugin_params_dict(const config::plugin_params& params) {
+    py::dict d;
+    for (const auto& [name, values] : params) d[py::str(name)] = values;
+    return d;
+}
 
-// config::formats_for, the trainer's first-match rule resolution, on rules
-// given as (pattern, weight, activation, gradient); "" = no default format.
-std::tuple<std::string, std::string, std::string, int> formats_for(const std::string& weight,
-                                                                   const std::string& activation,
-                                                                   const std::string& gradient,
-                                                                   const std::vector<rule_tuple>& rules,
-                                                                   const std::string& layer) {
-    config::quantization_config q;
-    q.weight_format = weight;
-    q.activation_format = activation;
-    q.gradient_format = gradient;
-    for (const auto& [pattern, w, a, g] : rules) q.rules.push_back({pattern, w, a, g});
-    const config::layer_formats f = config::formats_for(q, layer);
-    return {f.weight, f.activation, f.gradient, f.rule};
+py::dict resolve_recipe(const std::string& toml_text, const std::string& source,
+                        const std::vector<std::string>& overrides, const std::vector<std::string>& layers) {
+    const config::run_config c = config::parse_config_for_layers(toml_text, source, layers, overrides);
+    const config::quantization_config& q = c.quantization;
+    py::dict globals;
+    globals["enabled"] = q.enabled;
+    globals["overflow"] = overflow_name(q.overflow);
+    globals["sr_bits"] = q.sr_bits;
+    globals["scaling"] = config::scaling_names().name(q.scaling);
+    globals["amax_history_len"] = q.amax_history_len;
+    globals["amax_compute"] = config::amax_compute_names().name(q.amax_compute);
+    globals["margin"] = q.margin;
+    globals["tensor_scale"] = config::tensor_scale_names().name(q.tensor_scale);
+    globals["first_scale"] = config::first_scale_names().name(q.first_scale);
+    py::dict per_layer;
+    for (const std::string& layer : layers) {
+        py::dict products;
+        for (size_t p = 0; p < config::kProducts; ++p) {
+            const auto product = static_cast<config::product_kind>(p);
+            py::dict d;
+            d["transform"] = py::none();
+            if (const auto t = config::transform_for(q, layer, product)) {
+                py::dict td;
+                td["name"] = t->name;
+                td["params"] = t->params;
+                d["transform"] = td;
+            }
+            d["accumulator"] = py::none();
+            if (const auto a = config::accumulator_for(q, layer, product)) {
+                py::dict ad;
+                ad["format"] = a->format;
+                ad["params"] =
+                    a->params.empty() && q.params.count(a->format) ? q.params.at(a->format) : a->params;
+                ad["rounding"] = rounding_name(a->rounding);
+                ad["mma_depth"] = a->mma_depth;
+                ad["promote_every"] = a->promote_every;
+                d["accumulator"] = ad;
+            }
+            for (config::operand_kind o : config::operands_of(product)) {
+                const config::operand_settings s = config::operand_for(q, layer, product, o);
+                const bool first = config::first_use_of(o) == product;
+                py::dict od;
+                od["format"] = s.format;
+                od["rounding"] = rounding_name(s.rounding);
+                od["granularity"] = config::granularity_names().name(s.scaling.granularity);
+                od["block_size"] = s.scaling.block_size;
+                od["block_rows"] = s.scaling.block_rows;
+                od["scale_format"] = s.scaling.scale_format;
+                od["scale_rule"] = config::scale_rule_names().name(s.scaling.scale_rule);
+                od["pre_scale"] = s.pre_scale;
+                od["source"] = config::copy_source_names().name(s.source);
+                od["own"] = first || !config::same_quantization(
+                                         config::operand_for(q, layer, config::first_use_of(o), o), s);
+                d[config::operand_names().name(o)] = od;
+            }
+            products[config::product_names().name(product)] = d;
+        }
+        per_layer[py::str(layer)] = products;
+    }
+    py::dict out;
+    out["globals"] = globals;
+    out["params"] = plugin_params_dict(q.params);
+    out["layers"] = per_layer;
+    out["seed"] = c.training.seed;
+    return out;
 }
 
 quant::scaling_state make_scaling(const std::string& mode, int history_len, const std::string& amax_compute,
-                                  int margin, double format_max) {
+                                  int margin, double format_max, const std::string& tensor_scale,
+                                  const std::string& first_scale) {
     quant::scaling_config c;
+    c.values = parse_choice(config::tensor_scale_names(), "tensor_scale", tensor_scale);
+    c.first = parse_choice(config::first_scale_names(), "first_scale", first_scale);
     c.mode = parse_choice(config::scaling_names(), "scaling", mode);
     c.compute = parse_choice(config::amax_compute_names(), "amax_compute", amax_compute);
     if (history_len < 1 || history_len > 1024)
@@ -612,7 +675,8 @@ PYBIND11_MODULE(_native, m) {
 
     py::class_<quant::scaling_state>(m, "ScalingState")
         .def(py::init(&make_scaling), py::arg("mode"), py::arg("history_len"), py::arg("amax_compute"),
-             py::arg("margin"), py::arg("format_max"))
+             py::arg("margin"), py::arg("format_max"), py::arg("tensor_scale") = "pow2",
+             py::arg("first_scale") = "amax")
         .def("scale_for", &quant::scaling_state::scale_for, py::arg("amax"))
         .def("record", &quant::scaling_state::record, py::arg("amax"))
         .def_property_readonly("scale", &quant::scaling_state::scale);
@@ -621,8 +685,8 @@ PYBIND11_MODULE(_native, m) {
           py::arg("b_transposed"), py::arg("rounding"), py::arg("mma_depth"), py::arg("promote_every"),
           py::arg("threads"));
     m.def("pattern_matches", &config::pattern_matches, py::arg("pattern"), py::arg("name"));
-    m.def("formats_for", &formats_for, py::arg("weight"), py::arg("activation"), py::arg("gradient"),
-          py::arg("rules"), py::arg("layer"));
+    m.def("resolve_recipe", &resolve_recipe, py::arg("toml_text"), py::arg("source"), py::arg("overrides"),
+          py::arg("layers"));
     m.def("rounding_names", [] { return names_in(~0u, rounding_names()); });
     m.def("host_metrics", [] {
         py::list out;

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+import altgrad
 import altgrad.torch as aqt
 from conftest import assert_same_floats
 from test_matmul import GRIDS, exact_model
@@ -75,5 +76,5 @@ def test_mistakes_are_refused_naming_the_product(accumulators, message):
 
 def test_quantize_model_refuses_a_malformed_product_table():
     model = torch.nn.Sequential(torch.nn.Linear(4, 4))
-    with pytest.raises(ValueError, match="forward: expected"):
+    with pytest.raises(altgrad.Error, match="key 'quantization.forward.format': unknown key"):
         aqt.quantize_model(model, {"forward": {"format": "fp16"}})

@@ -1,11 +1,10 @@
 """altgrad.torch: the straight-through estimator, QuantLinear and quantize_model."""
-import numpy as np
 import pytest
 import torch
 
 import altgrad
 import altgrad.torch as aqt
-from conftest import bits
+from conftest import bits, train_losses
 
 
 def test_ste_gradient_by_hand():
@@ -71,8 +70,9 @@ def test_quantize_model_first_rule_wins_and_defaults_fill_in():
                                          "gradient_format": "e5m2",
                                          "rules": [{"pattern": "head", "format": "bf16", "gradient": "fp32"},
                                                    {"pattern": "body.2", "activation": "e3m4"}]})
+    # fp32 is no quantization, as in configs.
     assert aqt.quantized_layers(model) == {"body.0": ("e4m3", "e4m3", "e5m2"), "body.2": ("e4m3", "e3m4", "e5m2"),
-                                           "head": ("bf16", "bf16", "fp32")}
+                                           "head": ("bf16", "bf16", None)}
 
 
 def test_quantize_model_keeps_the_parameters():
@@ -82,17 +82,23 @@ def test_quantize_model_keeps_the_parameters():
     assert model.body[0].weight is weight
 
 
+# The C++ config reader's errors, each naming its key (the recipe is read as the trainer reads it).
 @pytest.mark.parametrize("rules,message", [
-    ([{"pattern": "body.*.weight", "format": "e4m3"}], r"rules\[0\].pattern: 'body.\*.weight' matches no nn.Linear "
-                                                        r"of this model; its layers: body.0, body.2, head"),
+    ([{"pattern": "body.*.weight", "format": "e4m3"}],
+     r"recipe: key 'quantization.rules\[0\].pattern': \"body.\*.weight\" matches no layer of this model "
+     r"\(patterns match layer names, without \".weight\"\); its layers: body.0, body.2, head"),
     ([{"pattern": "*", "format": "e4m3"}, {"pattern": "head", "format": "bf16"}],
-     r"rules\[1\].pattern: 'head' never applies: every layer it matches is taken by an earlier rule \(rules\[0\]"),
-    ([{"pattern": "head"}], r"rules\[0\]: sets no format"),
-    ([{"pattern": "head", "fromat": "e4m3"}], r"rules\[0\].fromat: unknown key"),
-    ({"weight_fromat": "e4m3"}, r"weight_fromat: unknown key"),
+     r"key 'quantization.rules\[1\].pattern': \"head\" never applies: every layer it matches is taken by an "
+     r"earlier rule \(quantization.rules\[0\]"),
+    ([{"pattern": "head"}], r"key 'quantization.rules\[0\]': sets nothing"),
+    ([{"pattern": "head", "fromat": "e4m3"}], r"key 'quantization.rules\[0\].fromat': unknown key"),
+    ({"weight_fromat": "e4m3"}, r"key 'quantization.weight_fromat': unknown key"),
+    ({"forward": {"x": {"format": "e4m3", "granularity": "row", "block_rows": 16}}},
+     r"key 'quantization.forward.x.block_rows': block_rows 16 needs granularity = \"block\""),
+    ({"input_gradient": {"x": {"format": "e4m3"}}}, r"key 'quantization.input_gradient.x'"),
 ])
 def test_quantize_model_refuses_mistaken_rules(rules, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(altgrad.Error, match=message):
         aqt.quantize_model(Small(), rules)
 
 
@@ -107,15 +113,8 @@ def test_a_quantized_model_trains(scaling):
     x = torch.randn(256, 4)
     y = (x[:, :1] * 2 - x[:, 1:2] + 0.5 * x[:, 2:3] * x[:, 3:4])
     model = aqt.quantize_model(Small(), {"weight_format": "e4m3", "activation_format": "e4m3",
-                                         "gradient_format": "e5m2", "scaling": scaling, "seed": 3})
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    losses = []
-    for _ in range(60):
-        optimizer.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
+                                         "gradient_format": "e5m2", "scaling": scaling}, seed=3)
+    losses = train_losses(model, x, y)
     assert len(aqt.quantized_layers(model)) == 3
     assert losses[-1] < 0.25 * losses[0], losses[::10]
 

@@ -18,8 +18,9 @@ import torch
 
 from . import Format, Registry, _native
 from . import matmul as _matmul
+from . import recipe as _recipe
 
-__all__ = ["Quantizer", "FakeQuantize", "fake_quantize", "Accumulator", "AccumulatedLinear", "QuantLinear",
+__all__ = ["Quantizer", "FakeQuantize", "fake_quantize", "Accumulator", "QuantLinear",
            "quantize_model", "quantized_layers", "default_registry", "PRODUCTS"]
 
 _default_registry = None
@@ -45,45 +46,86 @@ def _mix(z):
 
 
 class Quantizer:
-    """One quantized tensor site: a format, its rounding and overflow, its scaling
-    (none | current | delayed, the trainer's power-of-two scales: host/src/quant/scaling.cpp)
-    or the fixed `scale` (scaling none) and, for stochastic rounding, a fresh seed per call
-    derived from (seed, call, stream) (vary_seed=False: `seed` itself, every call).
+    """One quantized operand use: a format, its rounding and overflow, and its scaling.
+
+    granularity "tensor": one scale, by `scaling` (none | current | delayed: the trainer's
+    power-of-two scales, or float32 ones with tensor_scale="fp32": host/src/quant/scaling.cpp;
+    first_scale="one": delayed scaling's scale is 1 until its history has an amax) or the fixed
+    `scale` (scaling none). "row" or "block": one scale per row of the last
+    dimension, or per block of block_size along it (block_rows > 1: tiles of block_rows x
+    block_size of a 2-D tensor), derived by scale_rule on scale_format's values, as the trainer
+    derives them (altgrad.Format.quantize's block_size). pre_scale c: q(x*s*c)/(s*c).
+    Stochastic rounding takes a fresh seed per call derived from (seed, call, stream)
+    (vary_seed=False: `seed` itself, every call), and the top sr_bits of each random word.
     The last call's overflow and underflow counts are kept in `counts`."""
 
     def __init__(self, format, rounding="nearest", overflow="saturate", scaling="none", margin=0,
                  amax_history_len=16, amax_compute="max", seed=0, stream=0, scale=1.0, vary_seed=True,
-                 registry=None):
+                 registry=None, granularity="tensor", block_size=32, block_rows=1, scale_format="pow2",
+                 scale_rule="mx_floor", pre_scale=1.0, sr_bits=32, tensor_scale="pow2", first_scale="amax",
+                 params=None):
+        registry = registry or default_registry()
         if isinstance(format, str):
-            format = (registry or default_registry()).format(format)
+            format = registry.format(format, params)
         if not isinstance(format, Format):
             raise TypeError(f"format: expected a format name or an altgrad.Format, got {type(format).__name__}")
+        if granularity not in ("tensor", "row", "block"):
+            raise ValueError(f"granularity: expected tensor, row or block, got {granularity!r}")
         self.format = format
         self.rounding = rounding
         self.overflow = overflow
         self.scaling = _native.ScalingState(scaling, int(amax_history_len), amax_compute, int(margin),
-                                            float(format.info["max_finite"]))
+                                            float(format.info["max_finite"]), tensor_scale, first_scale)
         self._scaled = scaling != "none"
         self.scale = float(scale)
+        self.last_scale = self.scale
+        self.granularity = granularity
+        self.block_size, self.block_rows = int(block_size), int(block_rows)
+        self.scale_rule = scale_rule
+        # A plugin's scales (e.g. e4m3) as a Format of this registry; "fp32" and "pow2" by name.
+        self.scale_format = scale_format if scale_format in ("fp32", "pow2") else registry.format(scale_format)
+        self.pre_scale = float(pre_scale)
+        self.sr_bits = int(sr_bits)
         self.vary_seed = bool(vary_seed)
         self.seed = int(seed)
         self.stream = int(stream)
         self.calls = 0
         self.counts = (0, 0)
 
-    def __call__(self, x):
-        """q(x*s)/s of a float32 tensor, as a new tensor (no autograd)."""
-        scale = self.scale
-        amax = None
-        if self._scaled:
-            amax = float(x.detach().abs().max()) if x.numel() > 0 else 0.0
-            scale = self.scaling.scale_for(amax)
+    @property
+    def block_scaled(self):
+        return self.granularity != "tensor"
+
+    def __call__(self, x, again=False):
+        """q(x*s)/s of a float32 tensor, as a new tensor (no autograd). again=True: a second copy
+        of the tensor last quantized (along other rows, or transformed): per tensor, at that
+        copy's scale, its amax not recorded."""
         seed = _mix(self.seed ^ _mix(self.calls ^ _mix(self.stream))) if self.vary_seed else self.seed
         self.calls += 1
-        out, overflow, underflow = self.format.quantize(x.detach(), rounding=self.rounding, overflow=self.overflow,
-                                                        scale=scale, seed=seed)
+        x = x.detach().contiguous()
+        if self.block_scaled:
+            k = x.shape[-1] if x.dim() else 1
+            block = k if self.granularity == "row" else max(1, min(self.block_size, k))
+            shape = dict(block_shape=(self.block_rows, block)) if self.block_rows > 1 else dict(block_size=block)
+            out, overflow, underflow = self.format.quantize(
+                x.reshape(-1, k) if self.block_rows > 1 else x, rounding=self.rounding, overflow=self.overflow,
+                seed=seed, sr_bits=self.sr_bits, scale_rule=self.scale_rule, scale_format=self.scale_format,
+                pre_scale=self.pre_scale, **shape)
+            self.counts = (overflow, underflow)
+            return out.reshape(x.shape)
+        scale, amax = self.scale, None
+        if again:
+            scale = self.last_scale
+        elif self._scaled:
+            amax = float(x.abs().max()) if x.numel() > 0 else 0.0
+            scale = self.scaling.scale_for(amax)
+        out, overflow, underflow = self.format.quantize(x, rounding=self.rounding, overflow=self.overflow,
+                                                        scale=scale * self.pre_scale, seed=seed,
+                                                        sr_bits=self.sr_bits)
         if amax is not None:
             self.scaling.record(amax)
+        if not again:
+            self.last_scale = scale
         self.counts = (overflow, underflow)
         return out
 
@@ -123,7 +165,7 @@ def fake_quantize(x, format=None, rounding="nearest", overflow="saturate", scale
                               _quantizer(grad_format, grad_rounding, overflow, grad_scale, grad_seed, registry))
 
 
-PRODUCTS = ("forward", "input_gradient", "weight_gradient")
+PRODUCTS = _recipe.PRODUCTS
 _ACCUMULATOR_KEYS = ("format", "params", "rounding", "mma_depth", "promote_every")
 
 
@@ -170,59 +212,156 @@ def _accumulator(spec, where, registry):
         raise ValueError(f"{where}: {e}") from e
 
 
-class AccumulatedLinear(torch.autograd.Function):
-    """y = x @ w.T + b with each of the three products through its accumulator (None: torch's)."""
+def _transformed(t, transform, seed, where):
+    # t [rows, K] through the product's transform along K, its reduction dimension (None: t itself).
+    if transform is None:
+        return t
+    d = transform.info["block_size"]
+    if t.shape[-1] % d:
+        raise ValueError(f"{where}: transform {transform.name!r} (d = {d}) along a reduction dimension of "
+                         f"{t.shape[-1]}, which d does not divide")
+    return transform.apply(t.detach().contiguous(), seed=seed)
+
+
+class _QuantizedLinear(torch.autograd.Function):
+    """The trainer's quantized_linear (host/src/train/quant_plan.cpp) over a QuantLinear's uses:
+    forward y = q(x)·q(W)ᵀ + b, input gradient dx = q(dy)·q(W), weight gradient dW = q(dy)ᵀ·q(x),
+    each operand quantized (after the product's transform, if any) along that product's reduction
+    dimension; a second use is its first copy, or quantized again (QuantLinear._second_copy)."""
 
     @staticmethod
-    def forward(ctx, x, w, b, accumulators):
-        ctx.accumulators = accumulators
-        x2 = x.reshape(-1, w.shape[1])
-        ctx.save_for_backward(x2, w)
-        ctx.has_bias = b is not None
-        fwd = accumulators[0]
-        y = (fwd(x2, w.t()) if fwd else x2 @ w.t()).reshape(*x.shape[:-1], w.shape[0])
-        return y if b is None else y + b
+    def forward(ctx, x, w, b, layer):
+        x2, w2 = x.detach().reshape(-1, w.shape[1]), w.detach()
+        call = layer._next_call()
+        seed = layer._transform_seed(call, 0)
+        tf = layer.transforms[0]
+        qx = layer._first("x")(_transformed(x2, tf, seed, layer._where(0)))
+        qw = layer._first("w")(_transformed(w2, tf, seed, layer._where(0)))
+        ctx.save_for_backward(x2, w2, qx, qw)
+        ctx.layer, ctx.call, ctx.has_bias, ctx.shape = layer, call, b is not None, x.shape
+        fwd = layer.accumulators[0]
+        y = torch.nn.functional.linear(qx, qw, b) if fwd is None else fwd(qx, qw.t())
+        if fwd is not None and b is not None:
+            y = y + b
+        return y.reshape(*x.shape[:-1], w.shape[0])
 
     @staticmethod
     def backward(ctx, dy):
-        x2, w = ctx.saved_tensors
-        _, dx_acc, dw_acc = ctx.accumulators
-        dy2 = dy.reshape(-1, w.shape[0])
-        dx = (dx_acc(dy2, w) if dx_acc else dy2 @ w).reshape(*dy.shape[:-1], w.shape[1])
-        dw = dw_acc(dy2.t(), x2) if dw_acc else dy2.t() @ x2
-        return dx, dw, dy2.sum(0) if ctx.has_bias else None, None
+        x2, w2, qx, qw = ctx.saved_tensors
+        layer = ctx.layer
+        tf, tdx, tdw = layer.transforms
+        sdx, sdw = layer._transform_seed(ctx.call, 1), layer._transform_seed(ctx.call, 2)
+        dy2 = dy.detach().reshape(-1, w2.shape[0]).contiguous()
+        qdy = layer._first("dy")(_transformed(dy2, tdx, sdx, layer._where(1)))
+        qw_cols = layer._second_copy("w", w2.t(), qw.t(), tf is not None, tdx, sdx)  # [in, out]: along out
+        qdy_t = layer._second_copy("dy", dy2.t(), qdy.t(), tdx is not None, tdw, sdw)  # [out, tokens]
+        qx_t = layer._second_copy("x", x2.t(), qx.t(), tf is not None, tdw, sdw)  # [in, tokens]
+        _, dx_acc, dw_acc = layer.accumulators
+        dx = qdy @ qw_cols.t() if dx_acc is None else dx_acc(qdy, qw_cols.t())
+        dw = qdy_t @ qx_t.t() if dw_acc is None else dw_acc(qdy_t, qx_t.t())
+        # The bias gradient: dy's input-gradient copy in the layer's own basis (as the trainer).
+        db = None
+        if ctx.has_bias:
+            db = (qdy if tdx is None else tdx.apply(qdy.contiguous(), inverse=True, seed=sdx)).sum(0)
+        return dx.reshape(ctx.shape), dw, db, None
+
+
+# The first use of each operand, and the product of each second use (config::first_use_of).
+_FIRST_USE = {"x": "forward", "w": "forward", "dy": "input_gradient"}
+_SECOND_USE = {"w": "input_gradient", "x": "weight_gradient", "dy": "weight_gradient"}
+_STREAM_INDEX = {"w": 0, "x": 1, "dy": 2}  # a layer's streams, as the trainer's sites: W, x, dy
 
 
 class QuantLinear(torch.nn.Linear):
-    """nn.Linear whose weight and input are fake-quantized on the way forward, and whose
-    output gradient on the way back, each with its own format (None: that direction stays
-    float32). Rounding, overflow and scaling as the config's [quantization] keys.
-    `accumulators`: {"forward" | "input_gradient" | "weight_gradient": an accumulator dict
-    (format, params, rounding, mma_depth, promote_every), an Accumulator or "none"}."""
+    """nn.Linear whose three matrix products are quantized as the trainer's (docs/recipes.md):
+    forward y = x·Wᵀ, input gradient dx = dy·W and weight gradient dW = dyᵀ·x, each operand
+    quantized along the product's reduction dimension, after the product's transform if any,
+    and each product summed by its accumulator if any.
+
+    Either a recipe: `recipe` (a config file's path, a config dict, a [quantization] dict, or an
+    altgrad.recipe.Recipe) resolved for the layer named `layer` (what the recipe's rules match),
+    with `seed` (None: the recipe's training.seed) and `overrides` ("KEY=VALUE" as --set).
+    Or the simple form: `weight`, `activation`, `gradient` formats (None: that operand stays
+    float32), each tensor's second use as its first, rounding, overflow and scaling as the
+    config's [quantization] keys, and `accumulators`: {"forward" | "input_gradient" |
+    "weight_gradient": an accumulator dict (format, params, rounding, mma_depth,
+    promote_every), an Accumulator or "none"}."""
 
     def __init__(self, in_features, out_features, bias=True, *, weight=None, activation=None, gradient=None,
                  forward_rounding="nearest", backward_rounding="stochastic", overflow="saturate", scaling="none",
-                 margin=0, amax_history_len=16, amax_compute="max", seed=0, stream=0, accumulators=None,
-                 registry=None, device=None, dtype=None):
+                 margin=0, amax_history_len=16, amax_compute="max", seed=None, stream=0, accumulators=None,
+                 recipe=None, layer="layer", overrides=(), registry=None, device=None, dtype=None):
         super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
         registry = registry or default_registry()
+        self.layer_name = str(layer)
+        self._stream = int(stream)
+        self._calls = 0
+        self.transforms = (None, None, None)
+        if recipe is not None:
+            if weight or activation or gradient or accumulators:
+                raise ValueError("QuantLinear: give a recipe, or weight/activation/gradient formats and "
+                                 "accumulators, not both")
+            self._from_recipe(recipe, seed, overrides, registry)
+            return
+        self.seed = int(seed or 0)
 
-        def site(format, rounding, index):
-            if format is None:
+        def site(format, rounding, operand):
+            if format is None or format == "fp32":
                 return None
             return Quantizer(format, rounding=rounding, overflow=overflow, scaling=scaling, margin=margin,
-                             amax_history_len=amax_history_len, amax_compute=amax_compute, seed=seed,
-                             stream=3 * stream + index, registry=registry)
+                             amax_history_len=amax_history_len, amax_compute=amax_compute, seed=self.seed,
+                             stream=3 * self._stream + _STREAM_INDEX[operand], registry=registry)
 
-        self.weight_quantizer = site(weight, forward_rounding, 0)
-        self.activation_quantizer = site(activation, forward_rounding, 1)
-        self.gradient_quantizer = site(gradient, backward_rounding, 2)
+        self.first_uses = {"w": site(weight, forward_rounding, "w"), "x": site(activation, forward_rounding, "x"),
+                           "dy": site(gradient, backward_rounding, "dy")}
+        self.second_uses = {o: (False, None, "unquantized") for o in _SECOND_USE}
         accumulators = dict(accumulators or {})
         for k in accumulators:
             if k not in PRODUCTS:
                 raise ValueError(f"accumulators: unknown product {k!r}; the products are {', '.join(PRODUCTS)}")
         self.accumulators = tuple(_accumulator(accumulators.get(p), f"accumulators.{p}", registry)
                                   for p in PRODUCTS)
+
+    def _from_recipe(self, recipe, seed, overrides, registry):
+        if not isinstance(recipe, _recipe.Recipe):
+            recipe = _recipe.resolve(recipe, [self.layer_name], overrides)
+        elif overrides:
+            raise ValueError("QuantLinear: overrides apply when a recipe is resolved; resolve it with them")
+        if self.layer_name not in recipe.layers:
+            raise ValueError(f"QuantLinear: the recipe was resolved for {', '.join(recipe.layers)}, "
+                             f"not for {self.layer_name!r}")
+        self.seed = int(recipe.seed if seed is None else seed)
+        g, products = recipe.globals, recipe.layers[self.layer_name]
+        enabled = g["enabled"]
+
+        def site(settings, stream):
+            if not enabled or settings["format"] == "fp32":
+                return None
+            return Quantizer(settings["format"], rounding=settings["rounding"], overflow=g["overflow"],
+                             scaling=g["scaling"], margin=g["margin"], amax_history_len=g["amax_history_len"],
+                             amax_compute=g["amax_compute"], seed=self.seed, stream=stream, registry=registry,
+                             granularity=settings["granularity"], block_size=settings["block_size"],
+                             block_rows=settings["block_rows"], scale_format=settings["scale_format"],
+                             scale_rule=settings["scale_rule"], pre_scale=settings["pre_scale"],
+                             sr_bits=g["sr_bits"], tensor_scale=g["tensor_scale"], first_scale=g["first_scale"],
+                             params=recipe.params.get(settings["format"]))
+
+        first_stream = 3 * self._stream
+        self.first_uses = {o: site(products[p][o], first_stream + _STREAM_INDEX[o]) for o, p in _FIRST_USE.items()}
+        self.second_uses = {}
+        for o, p in _SECOND_USE.items():
+            settings = products[p][o]
+            own = settings["own"]
+            self.second_uses[o] = (own, site(settings, (1 << 32) + first_stream + _STREAM_INDEX[o]) if own
+                                   else None, settings["source"])
+
+        def transform(spec):
+            return None if spec is None or not enabled else registry.transform(spec["name"], spec["params"])
+
+        self.transforms = tuple(transform(products[p]["transform"]) for p in PRODUCTS)
+        self.accumulators = tuple(None if not enabled else _accumulator(products[p]["accumulator"],
+                                                                        f"{self.layer_name}.{p}.accumulator",
+                                                                        registry) for p in PRODUCTS)
 
     @classmethod
     def from_linear(cls, linear, **kwargs):
@@ -233,120 +372,82 @@ class QuantLinear(torch.nn.Linear):
         q.bias = linear.bias
         return q
 
+    # The first uses' quantizers by their roles' names.
+    weight_quantizer = property(lambda self: self.first_uses["w"])
+    activation_quantizer = property(lambda self: self.first_uses["x"])
+    gradient_quantizer = property(lambda self: self.first_uses["dy"])
+
     def formats(self):
-        """(weight, activation, gradient) format names; None where not quantized."""
+        """(weight, activation, gradient) formats of the operands' first uses; None where not quantized."""
         return tuple(None if q is None else q.format.name
-                     for q in (self.weight_quantizer, self.activation_quantizer, self.gradient_quantizer))
+                     for q in (self.first_uses["w"], self.first_uses["x"], self.first_uses["dy"]))
+
+    def _next_call(self):
+        self._calls += 1
+        return self._calls
+
+    def _transform_seed(self, call, product):
+        # Both operands of one product take one seed: (seed, call, layer, product).
+        return _mix(self.seed ^ _mix(call ^ _mix((1 << 40) + 3 * self._stream + product)))
+
+    def _where(self, product):
+        return f"{self.layer_name}.{PRODUCTS[product]}.transform"
+
+    def _first(self, operand):
+        q = self.first_uses[operand]
+        return (lambda t: t) if q is None else q
+
+    def _second_copy(self, operand, t, q, transformed_first, transform, seed):
+        # The trainer's second_copy: t the unquantized tensor and q its first copy, both in the second
+        # product's layout (its reduction dimension last).
+        own, quantizer, source = self.second_uses[operand]
+        product = PRODUCTS.index(_SECOND_USE[operand])
+        any_transform = transformed_first or transform is not None
+        src = (_transformed(t, transform, seed, self._where(product)) if any_transform
+               else q if source == "rowwise" else t)
+        if own:
+            return src if quantizer is None else quantizer(src)
+        first = self.first_uses[operand]
+        if first is None:
+            return src
+        if not any_transform and (not first.block_scaled or first.block_rows > 1):
+            return q
+        return first(src, again=True)
 
     def forward(self, x):
-        w = self.weight if self.weight_quantizer is None else FakeQuantize.apply(self.weight, self.weight_quantizer,
-                                                                                None)
-        if self.activation_quantizer is not None:
-            x = FakeQuantize.apply(x, self.activation_quantizer, None)
-        if any(self.accumulators):
-            y = AccumulatedLinear.apply(x, w, self.bias, self.accumulators)
-        else:
-            y = torch.nn.functional.linear(x, w, self.bias)
-        if self.gradient_quantizer is not None:
-            y = FakeQuantize.apply(y, None, self.gradient_quantizer)
-        return y
+        if not (any(self.first_uses.values()) or any(q for _, q, _ in self.second_uses.values())
+                or any(self.transforms) or any(self.accumulators)):
+            return torch.nn.functional.linear(x, self.weight, self.bias)
+        return _QuantizedLinear.apply(x, self.weight, self.bias, self)
 
     def extra_repr(self):
         w, a, g = self.formats()
         extra = "".join(f", {p}={acc!r}" for p, acc in zip(PRODUCTS, self.accumulators) if acc)
+        extra += "".join(f", {p}.transform={t!r}" for p, t in zip(PRODUCTS, self.transforms) if t)
         return super().extra_repr() + f", weight={w}, activation={a}, gradient={g}" + extra
 
 
-_SECTION_KEYS = ("weight_format", "activation_format", "gradient_format", "forward_rounding", "backward_rounding",
-                 "overflow", "scaling", "amax_history_len", "amax_compute", "margin", "seed", "rules") + PRODUCTS
-_RULE_KEYS = ("pattern", "format", "weight", "activation", "gradient") + PRODUCTS
-
-
-def _product_accumulators(table, where):
-    # {"forward": {"accumulator": ...}, ...} of a section or a rule -> {product: accumulator spec}
-    out = {}
-    for p in PRODUCTS:
-        if p not in table:
-            continue
-        entry = table[p]
-        if not isinstance(entry, dict) or set(entry) - {"accumulator"}:
-            raise ValueError(f"{where}{p}: expected {{'accumulator': ...}}, got {entry!r}")
-        if "accumulator" in entry:
-            out[p] = entry["accumulator"]
-    return out
-
-
-def _rule_tuples(rules):
-    # (pattern, weight, activation, gradient), `format` folded in as the config loader does.
-    out = []
-    for i, rule in enumerate(rules):
-        key = f"rules[{i}]"
-        if not isinstance(rule, dict):
-            raise TypeError(f"{key}: expected a dict (pattern=..., format=...), got {type(rule).__name__}")
-        for k in rule:
-            if k not in _RULE_KEYS:
-                raise ValueError(f"{key}.{k}: unknown key; a rule has {', '.join(_RULE_KEYS)}")
-        if "pattern" not in rule or not isinstance(rule["pattern"], str):
-            raise ValueError(f"{key}.pattern: missing (every rule needs one, e.g. 'blocks.*.attn.*')")
-        every = rule.get("format")
-        directions = [rule.get(d, every) for d in ("weight", "activation", "gradient")]
-        if all(d is None for d in directions) and not any(p in rule for p in PRODUCTS):
-            raise ValueError(f"{key}: sets no format: give format (all three directions) or weight, activation "
-                             "or gradient, or a product's accumulator")
-        out.append((rule["pattern"], *directions))
-    return out
-
-
-def _check_rules_reach(rules, layers):
-    # As the config loader: a rule matching no layer, or only layers an earlier rule takes, is a mistake.
-    for i, (pattern, *_) in enumerate(rules):
-        matched = [layer for layer in layers if _native.pattern_matches(pattern, layer)]
-        if not matched:
-            raise ValueError(f"rules[{i}].pattern: '{pattern}' matches no nn.Linear of this model; its layers: "
-                             + ", ".join(layers))
-        taken = [next(j for j in range(i + 1) if _native.pattern_matches(rules[j][0], layer)) for layer in matched]
-        if all(j < i for j in taken):
-            raise ValueError(f"rules[{i}].pattern: '{pattern}' never applies: every layer it matches is taken by an "
-                             f"earlier rule (rules[{taken[0]}], '{rules[taken[0]][0]}', e.g. {matched[0]}); "
-                             "the first matching rule wins")
-
-
-def quantize_model(model, rules, registry=None):
+def quantize_model(model, recipe, registry=None, seed=None, overrides=()):
     """Replace the model's nn.Linear layers by QuantLinear ones (in place; returns the model).
 
-    `rules` is the config's [quantization] section as a dict (docs/python.md): the
-    default formats `weight_format`, `activation_format`, `gradient_format` (left out:
-    layers no rule matches stay nn.Linear), `forward_rounding`, `backward_rounding`,
-    `overflow`, `scaling`, `amax_history_len`, `amax_compute`, `margin`, `seed`, and
-    `rules`: [{"pattern": glob over module names, "format" and/or "weight", "activation",
-    "gradient"}], the first match deciding, as in configs. A plain list is the rules alone.
-    Accumulators as in configs: `forward`, `input_gradient`, `weight_gradient` each
-    {"accumulator": {format, params, rounding, mma_depth, promote_every} or "none"}, in the
-    section and in rules (the first matching rule that gives a product's decides).
+    `recipe`: a config file's path (configs/recipes/nvfp4.toml), a config dict (its parsed TOML),
+    or the [quantization] section alone as a dict or a list of rules (docs/python.md). Its rules'
+    patterns match the model's module names (model.named_modules()), the first match deciding,
+    and every key means what it means to the trainer: the recipe is read by the C++ config reader
+    (altgrad.recipe.resolve), so a mistake is its one-line error naming the key. A section dict's
+    left-out formats are "fp32" and its scaling "none" (a config file's defaults are e5m2 and
+    delayed), so it quantizes only what it names. Layers that quantize nothing, with no transform
+    and no accumulator, stay nn.Linear. `seed` (None: the recipe's training.seed) keys stochastic
+    rounding and per-call transforms; `overrides` are --set's "KEY=VALUE"s.
     """
-    section = {"rules": rules} if isinstance(rules, (list, tuple)) else dict(rules)
-    for k in section:
-        if k not in _SECTION_KEYS:
-            raise ValueError(f"{k}: unknown key; the section has {', '.join(_SECTION_KEYS)}")
-    rule_list = _rule_tuples(section.get("rules", []))
-    section_accumulators = _product_accumulators(section, "")
-    rule_accumulators = [_product_accumulators(r, f"rules[{i}].") for i, r in enumerate(section.get("rules", []))]
     linears = [(name, m) for name, m in model.named_modules()
                if isinstance(m, torch.nn.Linear) and not isinstance(m, QuantLinear)]
-    layer_names = [name for name, _ in linears]
-    _check_rules_reach(rule_list, layer_names)
-    defaults = [section.get(k) or "" for k in ("weight_format", "activation_format", "gradient_format")]
-    options = {k: section[k] for k in ("forward_rounding", "backward_rounding", "overflow", "scaling",
-                                       "amax_history_len", "amax_compute", "margin", "seed") if k in section}
+    resolved = _recipe.resolve(recipe, [name for name, _ in linears], overrides)
     registry = registry or default_registry()
     for index, (name, linear) in enumerate(linears):
-        weight, activation, gradient, rule = _native.formats_for(*defaults, rule_list, name)
-        accumulators = {**section_accumulators, **(rule_accumulators[rule] if rule >= 0 else {})}
-        if not (weight or activation or gradient or any(a not in (None, "none") for a in accumulators.values())):
+        if not resolved.quantizes(name):
             continue
-        q = QuantLinear.from_linear(linear, weight=weight or None, activation=activation or None,
-                                    gradient=gradient or None, stream=index, accumulators=accumulators,
-                                    registry=registry, **options)
+        q = QuantLinear.from_linear(linear, recipe=resolved, layer=name, seed=seed, stream=index, registry=registry)
         parent_name, _, child = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
         setattr(parent, child, q)

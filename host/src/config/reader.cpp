@@ -34,7 +34,9 @@ namespace {
 
 class reader {
 public:
-    reader(std::string file, fs::path source) : file_(std::move(file)), source_(std::move(source)) {}
+    // `layers`: the quantized layers the rules must reach; null: the config's model's.
+    reader(std::string file, fs::path source, const std::vector<std::string>* layers = nullptr)
+        : file_(std::move(file)), source_(std::move(source)), layers_(layers) {}
 
     // A syntax problem (no '='): a usage error. An unknown key, or the rules: an error.
     void add_override(const std::string& arg) {
@@ -163,8 +165,9 @@ public:
                               std::to_string(shortened) + " (set training.warmup_steps to choose)");
             c.training.warmup_steps = shortened;
         }
-        check_rules_reach_layers(c);
-        if (const std::optional<config_problem> p = operand_problem(c)) fail(p->key, p->what);
+        const std::vector<std::string> layers = layers_ ? *layers_ : layer_names(c.model);
+        check_rules_reach_layers(c, layers);
+        if (const std::optional<config_problem> p = operand_problem(c, layers)) fail(p->key, p->what);
         return c;
     }
 
@@ -176,6 +179,7 @@ private:
 
     std::string file_;
     fs::path source_;
+    const std::vector<std::string>* layers_;
     std::map<std::string, override_value> overrides_;
     // --set stability.params.NAME.KEY=VALUE: params key -> NAME -> KEY -> (value text, the argument).
     std::map<std::string, std::map<std::string, std::map<std::string, std::pair<std::string, std::string>>>>
@@ -695,8 +699,7 @@ private:
 
     // A rule that matches no layer of the model, or only layers an earlier rule
     // already takes, is a mistake (a typo in the pattern, or the wrong order).
-    void check_rules_reach_layers(const run_config& c) const {
-        const std::vector<std::string> layers = layer_names(c.model);
+    void check_rules_reach_layers(const run_config& c, const std::vector<std::string>& layers) const {
         const auto& rules = c.quantization.rules;
         for (size_t i = 0; i < rules.size(); ++i) {
             const std::string key = std::string(kRulesKey) + "[" + std::to_string(i) + "].pattern";
@@ -720,7 +723,7 @@ private:
                 if (p.size() > 7 && p.compare(p.size() - 7, 7, ".weight") == 0)
                     hint = " (patterns match layer names, without \".weight\")";
                 fail(key, quote(p) + " matches no layer of this model" + hint +
-                              "; its layers: " + layer_summary(c.model));
+                              "; its layers: " + (layers_ ? listed(layers) : layer_summary(c.model)));
             }
             if (!reaches)
                 fail(key, quote(rules[i].pattern) +
@@ -729,6 +732,13 @@ private:
                               quote(rules[taken_by].pattern) + ", e.g. " + taken_layer +
                               "); the first matching rule wins");
         }
+    }
+
+    // "fc, head": given layers.
+    static std::string listed(const std::vector<std::string>& layers) {
+        std::string s;
+        for (const std::string& layer : layers) s += (s.empty() ? "" : ", ") + layer;
+        return s.empty() ? "(none)" : s;
     }
 
     // "blocks.N.attn.qkv, ... for N = 0..3, lm_head": the quantized layers.
@@ -743,9 +753,10 @@ private:
 };
 
 run_config parse_impl(const std::string& text, const std::string& file, const fs::path& source,
-                      const std::vector<std::string>& overrides) {
+                      const std::vector<std::string>& overrides,
+                      const std::vector<std::string>* layers = nullptr) {
     const toml::table doc = parse_toml_text(text, file);
-    reader r(file, source);
+    reader r(file, source, layers);
     for (const std::string& o : overrides) r.add_override(o);
     return r.read(doc);
 }
@@ -767,6 +778,12 @@ run_config load_config(const fs::path& file, const std::vector<std::string>& ove
 run_config parse_config(const std::string& toml_text, const std::string& source_name,
                         const std::vector<std::string>& overrides) {
     return parse_impl(toml_text, source_name, fs::path(source_name), overrides);
+}
+
+run_config parse_config_for_layers(const std::string& toml_text, const std::string& source_name,
+                                   const std::vector<std::string>& layers,
+                                   const std::vector<std::string>& overrides) {
+    return parse_impl(toml_text, source_name, fs::path(source_name), overrides, &layers);
 }
 
 }  // namespace altgrad::host::config

@@ -330,6 +330,12 @@ run_config load_config(const std::filesystem::path& file, const std::vector<std:
 run_config parse_config(const std::string& toml_text, const std::string& source_name,
                         const std::vector<std::string>& overrides = {});
 
+// The same for a model other than the trainer's (altgrad.torch.quantize_model's
+// nn.Linear layers): the rules must reach `layers` instead of the [model]'s.
+run_config parse_config_for_layers(const std::string& toml_text, const std::string& source_name,
+                                   const std::vector<std::string>& layers,
+                                   const std::vector<std::string>& overrides = {});
+
 // The fully resolved config as TOML: every key with its value (defaults filled
 // in), in schema order; parse_config(to_toml(c), ...) == c.
 std::string to_toml(const run_config& config);

@@ -288,7 +288,7 @@ std::string param_toml(const std::string& text) {
     return quote(text);
 }
 
-std::optional<config_problem> operand_problem(const run_config& c) {
+std::optional<config_problem> operand_problem(const run_config& c, const std::vector<std::string>& layers) {
     const quantization_config& q = c.quantization;
     // Tiles (block_rows > 1) are blocks: a table that gives both keys must agree
     // (block_rows, like block_size, is otherwise read only where granularity is "block").
@@ -320,7 +320,7 @@ std::optional<config_problem> operand_problem(const run_config& c) {
     }
     if (problem) return problem;
     // A second copy from the rowwise one would carry the first product's transform.
-    for (const std::string& layer : layer_names(c.model))
+    for (const std::string& layer : layers)
         for (const auto [o, second] : {std::pair{operand_kind::w, product_kind::input_gradient},
                                        {operand_kind::x, product_kind::weight_gradient},
                                        {operand_kind::dy, product_kind::weight_gradient}}) {

@@ -121,11 +121,12 @@ std::string operand_key(product_kind p, operand_kind o);
 
 // A mistake across the product and operand tables, which no one key shows:
 // a table giving tiles (block_rows > 1) with another granularity, or a
-// second copy from the rowwise one where a product has a transform.
+// second copy from the rowwise one where a product has a transform (on any
+// of `layers`, the model's quantized layers).
 struct config_problem {
     std::string key, what;
 };
-std::optional<config_problem> operand_problem(const run_config& c);
+std::optional<config_problem> operand_problem(const run_config& c, const std::vector<std::string>& layers);
 
 // [quantization.params.NAME]: a format's parameters.
 const char* const kQuantizationParamsKey = "quantization.params";
