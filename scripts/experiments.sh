@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The format study of issue #14, on the CPU, then one report per study:
-#   scripts/experiments.sh [OUT_DIR]        (default docs/results, where the published study lives;
-#                                            its runs keep no metrics, so regenerate into a new folder)
+# The format studies (issues #14 and #33), on the CPU, then one report per study:
+#   scripts/experiments.sh [OUT_DIR [STUDY...]]   (OUT_DIR: default docs/results, where the published
+#                                                  studies live; their runs keep no metrics, so
+#                                                  regenerate into a new folder. STUDY: seeds,
+#                                                  separating, blocks, recipes; default all four)
 # Each study is a sweep file in configs/sweeps/ (the runs, seeds and overrides are there):
 #   seeds       study_seeds.toml: the seed formats x scaling {none, delayed} x master weights
 #               {on, off} at the seeds' 500 steps, 3 seeds (84 runs)
@@ -12,6 +14,11 @@
 #               up instead of OCP MX's floor rule (6 runs); its report sets them beside the separating
 #               runs (and their BF16 baseline), and blocks_vs_mxfp8_e4m3/ compares them with MXFP8 E4M3
 #               of the same scale rule instead (report --baseline)
+#   recipes     study 4, the published recipes of configs/recipes/ at the separating workload, 3 seeds:
+#               study4_recipes.toml (the six recipes and BF16, 21 runs), study4_nvfp4_ablations.toml
+#               (15), study4_tseng_ablations.toml (9), study4_accumulation.toml (6), study4_formats.toml
+#               (the seed formats in MXFP8 and DeepSeek-V3, 18) and study4_nvfp4_elements.toml (4-bit
+#               elements in NVFP4, 9): 78 runs, about 8 hours on 2 cores (docs/performance.md)
 # Two runs at a time, one thread each: about 3.5 hours on an otherwise idle 2-core machine
 # (docs/performance.md, "A workload that separates the formats"). It prints the time each study took.
 # Runs go to OUT_DIR/runs/<study>/, the reports to OUT_DIR/<study>/report.md with their figures and
@@ -26,6 +33,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-docs/results}"
+shift $(( $# > 0 ? 1 : 0 ))
+if [ $# -gt 0 ]; then studies=("$@"); else studies=(seeds separating blocks recipes); fi
+for study in "${studies[@]}"; do
+  case "$study" in seeds|separating|blocks|recipes) ;;
+    *) echo "experiments.sh: unknown study '$study' (seeds, separating, blocks, recipes)" >&2; exit 2 ;;
+  esac
+done
+wanted() { [[ " ${studies[*]} " == *" $1 "* ]]; }
 for tool in xz pngquant; do
   command -v "$tool" > /dev/null || { echo "experiments.sh: $tool not found (scripts/setup.sh installs it)" >&2; exit 1; }
 done
@@ -61,16 +76,29 @@ report() {  # report STUDY "RUN_FOLDER..." [REPORT_OPTION...]: one report over t
   [ ! -d "$out/$study/figures" ] || find "$out/$study/figures" -maxdepth 1 -name '*.png' -exec pngquant --force --ext .png 256 {} +
 }
 
-sweep study_seeds seeds
-report seeds seeds
-sweep study_separating separating
-sweep study_separating_more_seeds separating_more_seeds
-report separating "separating separating_more_seeds"
-sweep study_blocks blocks
-sweep study_blocks_round_up blocks_round_up
-report blocks "separating separating_more_seeds blocks blocks_round_up"
-# The block-scaled seed formats against MXFP8 E4M3 (the same 32-element E8M0 blocks): the tables and
-# the summary's forest plots (the blocks report draws the runs' other figures).
-report blocks_vs_mxfp8_e4m3 "blocks blocks_round_up" --baseline mxfp8_e4m3 --summary-figures-only
-echo "experiments and reports: $(( $(date +%s) - start )) s;" \
-     "reports: $out/{seeds,separating,blocks,blocks_vs_mxfp8_e4m3}/report.md"
+if wanted seeds; then
+  sweep study_seeds seeds
+  report seeds seeds
+fi
+if wanted separating || wanted blocks; then
+  sweep study_separating separating
+  sweep study_separating_more_seeds separating_more_seeds
+fi
+wanted separating && report separating "separating separating_more_seeds"
+if wanted blocks; then
+  sweep study_blocks blocks
+  sweep study_blocks_round_up blocks_round_up
+  report blocks "separating separating_more_seeds blocks blocks_round_up"
+  # The block-scaled seed formats against MXFP8 E4M3 (the same 32-element E8M0 blocks): the tables and
+  # the summary's forest plots (the blocks report draws the runs' other figures).
+  report blocks_vs_mxfp8_e4m3 "blocks blocks_round_up" --baseline mxfp8_e4m3 --summary-figures-only
+fi
+if wanted recipes; then
+  for s in recipes nvfp4_ablations tseng_ablations accumulation formats nvfp4_elements; do
+    sweep "study4_$s" "study4_$s"
+  done
+  # Every recipe, ablation and format against the BF16 baseline (study4_recipes' separating_bf16).
+  report recipes "study4_recipes study4_nvfp4_ablations study4_tseng_ablations study4_accumulation \
+study4_formats study4_nvfp4_elements"
+fi
+echo "experiments and reports: $(( $(date +%s) - start )) s; reports: $out/*/report.md"
