@@ -354,28 +354,28 @@ block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, cons
     return st;
 }
 
-namespace {
-
-// work(begin, end) over [0, units) in at most `threads` contiguous parts, each on a thread of its
-// own (the caller's alone when one part); the first exception thrown is rethrown after all end.
-template <class Work>
-void in_parts(size_t units, unsigned threads, Work&& work) {
-    const size_t parts = std::min<size_t>(threads, units);
-    if (parts <= 1) return work(size_t{0}, units);
-    std::vector<std::thread> workers;
-    std::vector<std::exception_ptr> errors(parts);
-    for (size_t p = 0; p < parts; ++p)
-        workers.emplace_back([&, p] {
-            try {
-                work(units * p / parts, units * (p + 1) / parts);
-            } catch (...) {
-                errors[p] = std::current_exception();
-            }
-        });
-    for (std::thread& w : workers) w.join();
-    for (const std::exception_ptr& e : errors)
-        if (e) std::rethrow_exception(e);
+work_splitter in_threads(unsigned threads) {
+    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+    return [threads](size_t units, size_t, const std::function<void(size_t, size_t)>& work) {
+        const size_t parts = std::min<size_t>(threads, units);
+        if (parts <= 1) return work(size_t{0}, units);
+        std::vector<std::thread> workers;
+        std::vector<std::exception_ptr> errors(parts);
+        for (size_t p = 0; p < parts; ++p)
+            workers.emplace_back([&, p] {
+                try {
+                    work(units * p / parts, units * (p + 1) / parts);
+                } catch (...) {
+                    errors[p] = std::current_exception();
+                }
+            });
+        for (std::thread& w : workers) w.join();
+        for (const std::exception_ptr& e : errors)
+            if (e) std::rethrow_exception(e);
+    };
 }
+
+namespace {
 
 std::string shape_text(size_t a, size_t b, const char* between) {
     const auto side = [](size_t v) {
@@ -398,24 +398,44 @@ std::vector<float> tile_amaxes(const float* x, size_t rows, size_t k, size_t til
     return amax;
 }
 
+constexpr size_t kGrain =
+    size_t{1} << 15;  // elements a part of quantize_blocked takes at least, where it can
+
+// The amax of x[0, n) (a NaN wins, as in block_amaxes), its parts of `grain` split by `split`.
+float amax_in_parts(const float* x, size_t n, size_t grain, const work_splitter& split) {
+    std::mutex m;
+    float amax = 0.0f;
+    split((n + grain - 1) / grain, 1, [&](size_t c0, size_t c1) {
+        const size_t first = c0 * grain, last = std::min(n, c1 * grain);
+        float part = 0.0f;
+        block_amaxes(x + first, last - first, last - first, &part);
+        const std::lock_guard<std::mutex> lock(m);
+        amax = larger_amax(amax, part);
+    });
+    return amax;
+}
+
 }  // namespace
 
-blocked_quantize_result quantize_blocked(const format_handle& format, const float* x, float* out, size_t rows,
+blocked_quantize_result quantize_blocked(const format_handle* format, const float* x, float* out, size_t rows,
                                          size_t k, block_shape shape, const block_recipe& recipe,
-                                         const quantize_options& o, float pre_scale, unsigned threads) {
+                                         const quantize_options& o, float pre_scale,
+                                         const work_splitter& split, float* scales_out) {
     if (shape.rows == 0 || shape.cols == 0)
         throw error("blocks of " + shape_text(shape.rows, shape.cols, "x") +
                     ": a block needs at least one row and one column");
     blocked_quantize_result result;
     const size_t n = rows * k;
     if (n == 0) return result;
-    if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
     const size_t block = std::min(shape.cols, k), per_row = (k + block - 1) / block;
-    std::vector<float> scales(rows * per_row);  // encode scales, one per block in row order
+    std::vector<float> own_scales(scales_out ? 0 : rows * per_row);
+    float* const scales =
+        scales_out ? scales_out : own_scales.data();  // encode scales, one a block, row order
     std::mutex m;
     // q(x*s*c)/(s*c) of x[first, first + count) (whole blocks but a row's short last one), `piece_scales`
     // its blocks' scales s.
     const auto quantize = [&](size_t first, size_t count, const float* piece_scales) {
+        if (!format) return;
         quantize_options piece = o;
         piece.scale = 1.0f;  // the block scales replace it (format.h)
         piece.block_size = block;
@@ -427,7 +447,7 @@ blocked_quantize_result quantize_blocked(const format_handle& format, const floa
             for (float& s : pre_scaled) s *= pre_scale;
             piece.block_scales = pre_scaled.data();
         }
-        const quantize_counts c = format.quantize(x + first, out + first, count, piece);
+        const quantize_counts c = format->quantize(x + first, out + first, count, piece);
         const std::lock_guard<std::mutex> lock(m);
         result.counts.overflow += c.overflow;
         result.counts.underflow += c.underflow;
@@ -436,18 +456,17 @@ blocked_quantize_result quantize_blocked(const format_handle& format, const floa
     if (shape.rows == 1) {
         // Blocks along rows, each piece's scales derived just before its call (quantize_with_block_scales).
         // Work items: blocks when rows are whole blocks (the tensor is one flat run of them), else rows.
-        float tensor_amax = 0.0f;
-        if (recipe.rule == scale_rule::two_level) block_amaxes(x, n, n, &tensor_amax);
+        const float tensor_amax =
+            recipe.rule == scale_rule::two_level ? amax_in_parts(x, n, kGrain, split) : 0.0f;
         const bool flat = k % block == 0;
         const size_t items = flat ? n / block : rows, item_len = flat ? block : k;
-        in_parts(items, threads, [&](size_t i0, size_t i1) {
+        split(items, std::max<size_t>(1, kGrain / item_len), [&](size_t i0, size_t i1) {
             const size_t segments = flat ? 1 : i1 - i0, segment_len = flat ? (i1 - i0) * block : k;
             block_scale_stats local;
             for (size_t j = 0; j < segments; ++j) {
                 const size_t first = i0 * item_len + j * segment_len;
                 local.add(quantize_with_block_scales(
-                    x + first, segment_len, block, recipe,
-                    scales.data() + first / k * per_row + first % k / block,
+                    x + first, segment_len, block, recipe, scales + first / k * per_row + first % k / block,
                     [&](size_t piece_first, size_t count, const float* piece_scales) {
                         quantize(first + piece_first, count, piece_scales);
                     },
@@ -470,10 +489,16 @@ blocked_quantize_result quantize_blocked(const format_handle& format, const floa
     result.stats = scales_from_amaxes(tile_amax.data(), tile_amax.size(), recipe, tensor_amax);
     result.stats.amax = tensor_amax;
     for (size_t r = 0; r < rows; ++r)
-        std::copy_n(tile_amax.data() + r / shape.rows * per_row, per_row, scales.data() + r * per_row);
-    in_parts(rows, threads,
-             [&](size_t r0, size_t r1) { quantize(r0 * k, (r1 - r0) * k, scales.data() + r0 * per_row); });
+        std::copy_n(tile_amax.data() + r / shape.rows * per_row, per_row, scales + r * per_row);
+    split(rows, std::max<size_t>(1, kGrain / k),
+          [&](size_t r0, size_t r1) { quantize(r0 * k, (r1 - r0) * k, scales + r0 * per_row); });
     return result;
+}
+
+blocked_quantize_result quantize_blocked(const format_handle& format, const float* x, float* out, size_t rows,
+                                         size_t k, block_shape shape, const block_recipe& recipe,
+                                         const quantize_options& o, float pre_scale, unsigned threads) {
+    return quantize_blocked(&format, x, out, rows, k, shape, recipe, o, pre_scale, in_threads(threads));
 }
 
 }  // namespace altgrad::host::quant

@@ -202,15 +202,36 @@ struct blocked_quantize_result {
     block_scale_stats stats;  // the derived scales (amax: the largest block amax)
 };
 
+// How quantize_blocked splits its work: work(begin, end) over parts that
+// cover [0, units) once, each of at least `grain` units where it can, perhaps
+// on threads of their own (work is safe to run concurrently on disjoint
+// parts); the result does not depend on the split. The trainer passes
+// LibTorch's at::parallel_for (training.threads), the CLI and Python
+// in_threads(n).
+using work_splitter =
+    std::function<void(size_t units, size_t grain, const std::function<void(size_t, size_t)>& work)>;
+// At most `threads` contiguous parts, each on a std::thread of its own (the
+// caller's alone for one part; 0: every core); the first exception a part
+// throws is rethrown after all end.
+work_splitter in_threads(unsigned threads);
+
 // What the trainer, `altgrad-host quantize --block-size` and Python's
 // Format.quantize(block_size=...) apply to a block-scaled CPU tensor: each
 // block's (or tile's) scale by `recipe` from its amax (two_level: under the
 // tensor's amax, taken first), then q(x*s*c)/(s*c) with c = pre_scale (1
 // keeps the bits of s alone) into out[0, rows*k) (may be x). `o`'s rounding,
 // overflow, seed and offset hold (its scale and block fields are replaced);
-// element i draws stochastic rounding from (seed, o.offset + i) however the
-// work is split over `threads` (0: every core). Tiles that do not divide
-// [rows, k] and a block of 0 columns throw host::error naming both shapes.
+// element i draws stochastic rounding from (seed, o.offset + i) however
+// `split` splits the work. A null `format` derives the scales alone.
+// `scales`, when given, receives every block's encode scale s in row order
+// (rows * ceil(k / block) of them; a tile's for each of its rows), before
+// pre_scale. Tiles that do not divide [rows, k] and a block of 0 columns
+// throw host::error naming both shapes.
+blocked_quantize_result quantize_blocked(const format_handle* format, const float* x, float* out, size_t rows,
+                                         size_t k, block_shape shape, const block_recipe& recipe,
+                                         const quantize_options& o, float pre_scale,
+                                         const work_splitter& split, float* scales = nullptr);
+// The same over `threads` (in_threads).
 blocked_quantize_result quantize_blocked(const format_handle& format, const float* x, float* out, size_t rows,
                                          size_t k, block_shape shape, const block_recipe& recipe,
                                          const quantize_options& o, float pre_scale = 1.0f,

@@ -59,21 +59,6 @@ uint64_t seed_of(const quant_plan& plan, uint64_t stream) {
     return mix(plan.seed ^ mix(plan.step ^ mix(stream)));
 }
 
-// The amax of a float32 CPU array as quant::block_amaxes takes it (a NaN wins),
-// over LibTorch's threads.
-float cpu_amax(const float* x, int64_t n) {
-    std::mutex m;
-    float amax = 0.0f;
-    at::parallel_for(0, n, 1 << 15, [&](int64_t begin, int64_t end) {
-        float a = 0.0f;
-        quant::block_amaxes(x + begin, static_cast<size_t>(end - begin), static_cast<size_t>(end - begin),
-                            &a);
-        const std::lock_guard<std::mutex> lock(m);
-        amax = quant::larger_amax(amax, a);
-    });
-    return amax;
-}
-
 // q(in*s)/s of a float32 tensor into out (same size and device; out may be
 // in) through the format plugin. CPU: chunked over LibTorch's threads; chunks
 // carry their offset, so results do not depend on the thread count. With
@@ -154,55 +139,22 @@ struct block_layout {
     int64_t blocks() const { return rows * per_row; }
 };
 
-// On the CPU: the encode scale of every block of x by the site's recipe into
-// scales (row order), and, given a format, q(x*s)/s into dst (may be x),
-// each piece quantized right after its scales are derived, while it is in
-// cache (quant::quantize_with_block_scales). Work items over LibTorch's threads:
-// blocks of a flat tensor (rows a whole number of blocks), rows otherwise.
-// Offsets are element indices in x, so stochastic rounding does not depend
-// on the chunking.
-quant::block_scale_stats scale_and_quantize_blocks_cpu(const float* src, float* dst, const block_layout& l,
-                                                       const quant_site& site, const format_handle* format,
-                                                       quantize_options o, float* scales,
-                                                       quantize_counts* counts) {
-    // two_level scales the blocks under the tensor's amax: one pass of its own first.
-    const double tensor_amax = site.blocks.rule == quant::scale_rule::two_level ? cpu_amax(src, l.n) : 0.0;
-    const bool flat = l.k % l.block == 0;
-    const int64_t items = flat ? l.n / l.block : l.rows, item_len = flat ? l.block : l.k;
-    std::atomic<uint64_t> overflow{0}, underflow{0};
-    std::mutex m;
-    quant::block_scale_stats stats;
-    at::parallel_for(0, items, std::max<int64_t>(1, (1 << 15) / item_len), [&](int64_t i0, int64_t i1) {
-        // Segments: the range's blocks as one (flat), or each of its rows.
-        const int64_t segments = flat ? 1 : i1 - i0, segment_len = flat ? (i1 - i0) * l.block : l.k;
-        quant::block_scale_stats local;
-        for (int64_t j = 0; j < segments; ++j) {
-            const int64_t first = i0 * item_len + j * segment_len;
-            float* segment_scales = scales + (flat ? i0 : (i0 + j) * l.per_row);
-            std::vector<float> pre_scaled;
-            auto quantize = [&](size_t piece_first, size_t count, const float* piece_scales) {
-                if (!format) return;
-                quantize_options piece = o;
-                piece.offset = static_cast<uint64_t>(first) + piece_first;
-                piece.block_scales = piece_scales;
-                if (site.pre_scale != 1.0f) {
-                    pre_scaled.assign(piece_scales, piece_scales + (count + l.block - 1) / l.block);
-                    for (float& scale : pre_scaled) scale *= site.pre_scale;
-                    piece.block_scales = pre_scaled.data();
-                }
-                const quantize_counts c =
-                    format->quantize(src + first + piece_first, dst + first + piece_first, count, piece);
-                overflow += c.overflow, underflow += c.underflow;
-            };
-            local.add(quant::quantize_with_block_scales(src + first, static_cast<size_t>(segment_len),
-                                                        static_cast<size_t>(l.block), site.blocks,
-                                                        segment_scales, quantize, tensor_amax));
-        }
-        const std::lock_guard<std::mutex> lock(m);
-        stats.add(local);
-    });
-    if (counts) *counts = {overflow, underflow};
-    return stats;
+// LibTorch's threads (training.threads) for quant::quantize_blocked's work on the CPU.
+void over_torch_threads(size_t units, size_t grain, const std::function<void(size_t, size_t)>& work) {
+    at::parallel_for(
+        0, static_cast<int64_t>(units), static_cast<int64_t>(grain),
+        [&](int64_t begin, int64_t end) { work(static_cast<size_t>(begin), static_cast<size_t>(end)); });
+}
+
+// On the CPU: the trainer's block quantization is the host's one, quant::quantize_blocked (the CLI's
+// and Python's), over LibTorch's threads: every block's (or tile's) scale by the site's recipe, and,
+// given a format, q(x*s*c)/(s*c) into dst (may be x); `scales` (given) receives the scales s.
+quant::blocked_quantize_result quantize_blocks_cpu(const float* src, float* dst, const block_layout& l,
+                                                   const quant_site& site, const format_handle* format,
+                                                   const quantize_options& o, float* scales = nullptr) {
+    return quant::quantize_blocked(format, src, dst, static_cast<size_t>(l.rows), static_cast<size_t>(l.k),
+                                   {static_cast<size_t>(site.block_rows), static_cast<size_t>(l.block)},
+                                   site.blocks, o, site.pre_scale, over_torch_threads, scales);
 }
 
 // On a GPU: the blocks' amaxes on the device, the rule on the host (one
@@ -226,42 +178,21 @@ block_scales_of derive_block_scales_cuda(const torch::Tensor& x, const quant_sit
     return out;
 }
 
-// q(x*s)/s of whole blocks of `block` elements with one scale each (flat:
-// n a multiple of block), chunked over LibTorch's threads on the CPU.
-quantize_counts quantize_flat_blocks(const format_handle& format, const torch::Tensor& x, torch::Tensor& out,
-                                     quantize_options o, const float* scales, int64_t block) {
-    const float* src = x.data_ptr<float>();
-    float* dst = out.data_ptr<float>();
-    const int64_t n = x.numel();
-    o.block_size = static_cast<size_t>(block);
-    if (x.device().is_cuda()) {
-        o.memory = ALTGRAD_MEMORY_CUDA;
-        o.device_index = x.device().index();
-        o.block_scales = scales;
-        return format.quantize(src, dst, static_cast<size_t>(n), o);
-    }
-    std::atomic<uint64_t> overflow{0}, underflow{0};
-    at::parallel_for(0, n / block, std::max<int64_t>(1, (1 << 15) / block), [&](int64_t b0, int64_t b1) {
-        quantize_options piece = o;
-        piece.offset = static_cast<uint64_t>(b0 * block);
-        piece.block_scales = scales + b0;
-        const quantize_counts c = format.quantize(src + b0 * block, dst + b0 * block,
-                                                  static_cast<size_t>((b1 - b0) * block), piece);
-        overflow += c.overflow, underflow += c.underflow;
-    });
-    return {overflow, underflow};
-}
-
-// The scales of R x C tiles of x as [rows, K] (the site's block_rows by
-// its block length), one per tile, repeated for each of its rows: the
-// block scales of a call with blocks of C along the rows. The tiles must
-// divide x. On x's device.
-block_scales_of tile_scales(const torch::Tensor& x, const quant_site& site, const block_layout& l) {
+// Tiles (block_rows > 1) must divide x as [rows, K]: an error naming the site's key otherwise.
+void check_tiles(const quant_site& site, const block_layout& l) {
     const int64_t tile_rows = static_cast<int64_t>(site.block_rows);
-    if (l.k % l.block != 0 || l.rows % tile_rows != 0)
+    if (tile_rows > 1 && (l.k % l.block != 0 || l.rows % tile_rows != 0))
         throw error(site.key + ": tiles of " + std::to_string(tile_rows) + "x" + std::to_string(l.block) +
                     " do not divide " + site.name() + " as [" + std::to_string(l.rows) + ", " +
                     std::to_string(l.k) + "] (rows by its product's reduction dimension)");
+}
+
+// On a GPU: the scales of R x C tiles of x as [rows, K] (the site's
+// block_rows by its block length), one per tile, repeated for each of its
+// rows: the block scales of a call with blocks of C along the rows.
+block_scales_of tile_scales_cuda(const torch::Tensor& x, const quant_site& site, const block_layout& l) {
+    const int64_t tile_rows = static_cast<int64_t>(site.block_rows);
+    check_tiles(site, l);
     // |x| per tile; amax propagates a NaN, as block_amaxes does.
     torch::Tensor amax = x.reshape({l.rows / tile_rows, tile_rows, l.per_row, l.block})
                              .abs()
@@ -282,23 +213,24 @@ quantize_counts quantize_blocks(const format_handle& format, const torch::Tensor
                                 quantize_options o, const quant_site& site, quant::block_scale_stats* stats) {
     const block_layout l(x, site);
     if (l.n == 0 || l.k == 0) return {};
-    o.block_size = static_cast<size_t>(l.block);
-    o.scale = 1.0f;  // the block scales replace it (format.h); a block site keeps no per-tensor scale
-    if (site.block_rows > 1) {
-        block_scales_of t = tile_scales(x, site, l);
-        if (stats) stats->add(t.stats);
-        if (site.pre_scale != 1.0f) t.scales.mul_(site.pre_scale);
-        return quantize_flat_blocks(format, x, out, o, t.scales.data_ptr<float>(), l.block);
-    }
+    check_tiles(site, l);
     const float* src = x.data_ptr<float>();
     float* dst = out.data_ptr<float>();
     if (!x.device().is_cuda()) {
-        std::vector<float> scales(static_cast<size_t>(l.blocks()));
-        quantize_counts counts;
-        const quant::block_scale_stats st =
-            scale_and_quantize_blocks_cpu(src, dst, l, site, &format, o, scales.data(), &counts);
-        if (stats) stats->add(st);
-        return counts;
+        const quant::blocked_quantize_result r = quantize_blocks_cpu(src, dst, l, site, &format, o);
+        if (stats) stats->add(r.stats);
+        return r.counts;
+    }
+    o.block_size = static_cast<size_t>(l.block);
+    o.scale = 1.0f;  // the block scales replace it (format.h); a block site keeps no per-tensor scale
+    o.memory = ALTGRAD_MEMORY_CUDA;
+    o.device_index = x.device().index();
+    if (site.block_rows > 1) {
+        block_scales_of t = tile_scales_cuda(x, site, l);
+        if (stats) stats->add(t.stats);
+        if (site.pre_scale != 1.0f) t.scales.mul_(site.pre_scale);
+        o.block_scales = t.scales.data_ptr<float>();
+        return format.quantize(src, dst, static_cast<size_t>(l.n), o);
     }
     block_scales_of b = derive_block_scales_cuda(x, site, l);
     if (stats) stats->add(b.stats);
@@ -306,8 +238,6 @@ quantize_counts quantize_blocks(const format_handle& format, const torch::Tensor
     const float* scales = b.scales.data_ptr<float>();
     // One call per segment: the whole tensor when rows are whole blocks, else each row.
     const int64_t segment = l.k % l.block == 0 ? l.n : l.k, per_segment = (segment + l.block - 1) / l.block;
-    o.memory = ALTGRAD_MEMORY_CUDA;
-    o.device_index = x.device().index();
     quantize_counts total;
     for (int64_t first = 0; first < l.n; first += segment) {
         o.offset = static_cast<uint64_t>(first);
@@ -392,15 +322,15 @@ site_block_scales block_scales_for(const torch::Tensor& t, const quant_site& sit
     const torch::Tensor x = t.contiguous();
     check_quantizable(x, site);
     const block_layout l(x, site);
-    if (site.block_rows > 1)
-        return {tile_scales(x, site, l).scales.to(torch::kCPU), static_cast<size_t>(l.block)};
+    check_tiles(site, l);
     if (x.device().is_cuda())
-        return {derive_block_scales_cuda(x, site, l).scales.to(torch::kCPU).contiguous(),
+        return {(site.block_rows > 1 ? tile_scales_cuda(x, site, l) : derive_block_scales_cuda(x, site, l))
+                    .scales.to(torch::kCPU)
+                    .contiguous(),
                 static_cast<size_t>(l.block)};
     torch::Tensor scales = torch::empty({l.blocks()}, x.options());
     if (l.n > 0 && l.k > 0)
-        scale_and_quantize_blocks_cpu(x.data_ptr<float>(), nullptr, l, site, nullptr, {},
-                                      scales.data_ptr<float>(), nullptr);
+        quantize_blocks_cpu(x.data_ptr<float>(), nullptr, l, site, nullptr, {}, scales.data_ptr<float>());
     return {scales, static_cast<size_t>(l.block)};
 }
 
