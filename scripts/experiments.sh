@@ -3,7 +3,7 @@
 #   scripts/experiments.sh [OUT_DIR [STUDY...]]   (OUT_DIR: default docs/results, where the published
 #                                                  studies live; their runs keep no metrics, so
 #                                                  regenerate into a new folder. STUDY: seeds,
-#                                                  separating, blocks, recipes; default all four)
+#                                                  separating, blocks, recipes, scaling; default all)
 # Each study is a sweep file in configs/sweeps/ (the runs, seeds and overrides are there):
 #   seeds       study_seeds.toml: the seed formats x scaling {none, delayed} x master weights
 #               {on, off} at the seeds' 500 steps, 3 seeds (84 runs)
@@ -19,6 +19,10 @@
 #               (15), study4_tseng_ablations.toml (9), study4_accumulation.toml (6), study4_formats.toml
 #               (the seed formats in MXFP8 and DeepSeek-V3, 18) and study4_nvfp4_elements.toml (4-bit
 #               elements in NVFP4, 9): 78 runs, about 8 hours on 2 cores (docs/performance.md)
+#   scaling     study 5, a precision scaling law: study5_e32/e64/e128.toml, models of 57 k, 211 k and
+#               816 k parameters on the separating workload's tokens per parameter, one role at a time
+#               in E8M1..E8M5, 3 seeds (144 runs, about 2.5 hours on 2 cores); the runs only: the fit
+#               is not written yet
 # Two runs at a time, one thread each: about 3.5 hours on an otherwise idle 2-core machine
 # (docs/performance.md, "A workload that separates the formats"). It prints the time each study took.
 # Runs go to OUT_DIR/runs/<study>/, the reports to OUT_DIR/<study>/report.md with their figures and
@@ -34,10 +38,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-docs/results}"
 shift $(( $# > 0 ? 1 : 0 ))
-if [ $# -gt 0 ]; then studies=("$@"); else studies=(seeds separating blocks recipes); fi
+if [ $# -gt 0 ]; then studies=("$@"); else studies=(seeds separating blocks recipes scaling); fi
 for study in "${studies[@]}"; do
-  case "$study" in seeds|separating|blocks|recipes) ;;
-    *) echo "experiments.sh: unknown study '$study' (seeds, separating, blocks, recipes)" >&2; exit 2 ;;
+  case "$study" in seeds|separating|blocks|recipes|scaling) ;;
+    *) echo "experiments.sh: unknown study '$study' (seeds, separating, blocks, recipes, scaling)" >&2; exit 2 ;;
   esac
 done
 wanted() { [[ " ${studies[*]} " == *" $1 "* ]]; }
@@ -100,5 +104,8 @@ if wanted recipes; then
   # Every recipe, ablation and format against the BF16 baseline (study4_recipes' separating_bf16).
   report recipes "study4_recipes study4_nvfp4_ablations study4_tseng_ablations study4_accumulation \
 study4_formats study4_nvfp4_elements"
+fi
+if wanted scaling; then
+  for e in 32 64 128; do sweep "study5_e$e" "study5_e$e"; done
 fi
 echo "experiments and reports: $(( $(date +%s) - start )) s; reports: $out/*/report.md"
