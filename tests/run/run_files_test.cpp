@@ -255,6 +255,7 @@ summary_record a_summary() {
                 {"seconds", 12.5},
                 {"cpu_seconds", 20.25}};
     s.formats = {"e7m0", "e7m0", "e5m2"};
+    s.parameters = 816000;
     s.corpus = {3.25, 2.5, NAN};
     s.switches = {{3, "mantissa_shift", "blocks.0.attn.qkv.weight", "e7m0", "e5m2"}};
     s.interventions = {{"mantissa_shift", {{"switch_format", 1}}}};
@@ -282,9 +283,10 @@ TEST(Summary, RoundTrips) {
     EXPECT_EQ(s.corpus.unigram_entropy, 3.25);
     EXPECT_EQ(s.corpus.bigram, 2.5);
     EXPECT_TRUE(std::isnan(s.corpus.trigram));  // written as null
-    // A summary of a host before "corpus" reads with the references unknown.
+    EXPECT_EQ(s.parameters, std::optional<int64_t>(816000));
+    // A summary of a host before "model" and "corpus" reads with them unknown.
     std::string text = read(summary_file(tmp.path()));
-    const size_t from = text.find("\"corpus\""), to = text.find("\"switches\"");
+    const size_t from = text.find("\"model\""), to = text.find("\"switches\"");
     ASSERT_NE(from, std::string::npos);
     text.erase(from, to - from);
     const size_t cpu = text.find("  \"cpu_seconds\"");
@@ -294,6 +296,7 @@ TEST(Summary, RoundTrips) {
     EXPECT_FALSE(old.values.has("cpu_seconds"));  // nor before "cpu_seconds"
     EXPECT_TRUE(std::isnan(old.corpus.unigram_entropy));
     EXPECT_TRUE(std::isnan(old.corpus.bigram));
+    EXPECT_FALSE(old.parameters);
     EXPECT_EQ(old.values.get("final_val_loss"), 4.125);
 }
 

@@ -16,6 +16,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -238,6 +239,13 @@ TEST(Run, ProgressGoesToStandardErrorAndStandardOutputIsTheRunDirectory) {
     EXPECT_LE(summary.values.get("cpu_seconds"),
               summary.values.get("seconds") * std::max(1u, std::thread::hardware_concurrency()) + 1.0);
     EXPECT_FALSE(fs::exists(out / "reports")) << "a finished run has nothing to report";
+    // The model's parameters, counted by hand for this GPT (n_layer L = 1, n_embd d = 16, context
+    // T = 16, the corpus's V characters): token embedding V d (the head is tied to it), positions
+    // T d, per block two LayerNorms 4d, qkv 3d^2 + 3d, proj d^2 + d, MLP 8d^2 + 5d, a final LayerNorm 2d.
+    std::ifstream corpus(s.path / "corpus.txt", std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(corpus)), std::istreambuf_iterator<char>());
+    const int64_t v = static_cast<int64_t>(std::set<char>(text.begin(), text.end()).size()), d = 16;
+    EXPECT_EQ(summary.parameters, std::optional<int64_t>(v * d + 16 * d + (12 * d * d + 13 * d) + 2 * d));
 }
 
 TEST(Run, WritesTheRunDirectory) {

@@ -160,6 +160,9 @@ struct summary_record {
     // unknown, e.g. a crash summary's CPU time).
     metric_values values;
     formats_record formats;  // the global formats at the start
+    // The model's trainable parameters (a tied weight once): "model": {"parameters": N}, what study 5's
+    // scaling law takes as N. nullopt: unknown (a host before it, or a crash summary).
+    std::optional<int64_t> parameters;
     corpus_record corpus;
     std::vector<format_switch> switches;
     std::map<std::string, std::map<std::string, int64_t>> interventions;

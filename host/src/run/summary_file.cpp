@@ -23,6 +23,7 @@ void write_summary(const fs::path& run_dir, const summary_record& s) {
         put_metric(j, *m, s.values.get(m->name));
     j["formats"] = {
         {"weight", s.formats.weight}, {"activation", s.formats.activation}, {"gradient", s.formats.gradient}};
+    j["model"] = {{"parameters", s.parameters ? json(*s.parameters) : json(nullptr)}};
     j["corpus"] = {{"unigram_entropy", number_or_null(s.corpus.unigram_entropy)},
                    {"bigram", number_or_null(s.corpus.bigram)},
                    {"trigram", number_or_null(s.corpus.trigram)}};
@@ -72,7 +73,9 @@ summary_record parse_summary(const std::string& text, const std::string& name) {
         }
         const fields formats = f.object("formats");
         s.formats = {formats.string("weight"), formats.string("activation"), formats.string("gradient")};
-        if (f.has("corpus")) {  // hosts before it wrote none
+        if (f.has("model"))
+            s.parameters = f.object("model").optional_integer("parameters");  // hosts before: none
+        if (f.has("corpus")) {                                                // hosts before it wrote none
             const fields corpus = f.object("corpus");
             s.corpus = {corpus.number("unigram_entropy"), corpus.number("bigram"), corpus.number("trigram")};
         }

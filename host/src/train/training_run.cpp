@@ -268,10 +268,8 @@ training_run::training_run(const run_request& req, std::ostream& log)
     build_model_and_optimizer();
     open_run_directory();
     note_run_dir(run_dir_);  // for a crash summary (run/supervise.hpp)
-    int64_t parameter_count = 0;
-    for (const auto& p : params_) parameter_count += p.second.numel();
     for (const std::string& note : c_.notes) log_ << "note: " << note << "\n";
-    log_ << "run " << c_.name << ": " << parameter_count << " parameters, " << data_.description() << "\n"
+    log_ << "run " << c_.name << ": " << parameter_count() << " parameters, " << data_.description() << "\n"
          << "cpu threads " << cpu_threads << " (BLAS "
          << (blas_threads >= 0 ? std::to_string(blas_threads) : std::string("not OpenBLAS: its own")) << ")\n"
          << "cpu kernels " << cpu_kernels_note() << "\n"
@@ -597,6 +595,12 @@ void training_run::checkpoint() {
     save_checkpoint(run_dir_, run_id_, step_, checkpointed_parts(), c_.output.keep_checkpoints);
 }
 
+int64_t training_run::parameter_count() const {
+    int64_t n = 0;
+    for (const auto& p : params_) n += p.second.numel();
+    return n;
+}
+
 run_result training_run::finish(const std::string& status, const stability::verdict& v) {
     update_elapsed();
     run::summary_record r;
@@ -616,6 +620,7 @@ run_result training_run::finish(const std::string& status, const stability::verd
     r.values.set("cpu_seconds", history_.elapsed_cpu_seconds);
     r.formats = {c_.quantization.weight_format, c_.quantization.activation_format,
                  c_.quantization.gradient_format};
+    r.parameters = parameter_count();
     const data::corpus_reference ref = data::reference_losses(data_);
     r.corpus = {ref.unigram_entropy, ref.bigram, ref.trigram};
     r.switches = history_.switches;

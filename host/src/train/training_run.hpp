@@ -78,6 +78,8 @@ private:
 
     void open_run_directory();
     void build_model_and_optimizer();
+    // The model's trainable parameters, a tied weight once (params_ holds it once).
+    int64_t parameter_count() const;
     double learning_rate_at(int64_t step) const;
     bool is_diagnostic_step(int64_t steps_done) const;
     void event(run::event_line e);
