@@ -21,8 +21,8 @@
 #               elements in NVFP4, 9): 78 runs, about 8 hours on 2 cores (docs/performance.md)
 #   scaling     study 5, a precision scaling law: study5_e32/e64/e128.toml, models of 57 k, 211 k and
 #               816 k parameters on the separating workload's tokens per parameter, one role at a time
-#               in E8M1..E8M5, 3 seeds (144 runs, about 2.5 hours on 2 cores); the runs only: the fit
-#               is not written yet
+#               in E8M1..E8M5, 3 seeds (144 runs, about 2.5 hours on 2 cores), then the fit
+#               (scripts/scaling_law.py) into OUT/scaling/
 # Two runs at a time, one thread each: about 3.5 hours on an otherwise idle 2-core machine
 # (docs/performance.md, "A workload that separates the formats"). It prints the time each study took.
 # Runs go to OUT_DIR/runs/<study>/, the reports to OUT_DIR/<study>/report.md with their figures and
@@ -107,5 +107,6 @@ study4_formats study4_nvfp4_elements"
 fi
 if wanted scaling; then
   for e in 32 64 128; do sweep "study5_e$e" "study5_e$e"; done
+  PYTHONPATH=build/python /usr/bin/python3 scripts/scaling_law.py "$out"/runs/study5_e*/*/ -o "$out/scaling"
 fi
 echo "experiments and reports: $(( $(date +%s) - start )) s; reports: $out/*/report.md"
