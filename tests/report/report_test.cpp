@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -479,6 +480,38 @@ TEST(ReportGroups, RunsThatDifferInMoreThanTheSeedAreNeverAveraged) {
     // training.threads does not change the experiment: the last run is apart by its (default) rate alone.
     EXPECT_EQ(groups[2].label, "lr_test [learning_rate=0.0006]");
     EXPECT_EQ(varying_settings(groups), std::vector<std::string>{"training.learning_rate"});
+}
+
+TEST(ReportGroups, ASweepsNamedPointIsItsGroupsLabel) {
+    scratch tmp;
+    // Run ids as a sweep writes them (sweep_file.cpp's run_name): "<config>-s<seed>" for the config as it
+    // is, "<config>-<point name>-s<seed>" for a named [[point]], "<config>-<key>=<value>-s<seed>" for an
+    // unnamed one. The ids come from summary.json: published runs keep no metrics.jsonl.
+    auto run = [&](const std::string& id, int seed, const std::string& rate) {
+        const fs::path d = with_training_key(finished_run(tmp.path(), id, "nvfp4", "e2m1", seed, 2.0 + seed / 8.0),
+                                             "learning_rate = " + rate);
+        fs::remove(d / "metrics.jsonl");
+        std::string s = read(d / "summary.json");
+        s.replace(s.find('{'), 1, "{\"run_id\": \"" + id + "\",");
+        write(d / "summary.json", s);
+        return read_run(d);
+    };
+    const std::vector<run_record> runs = {
+        run("nvfp4-s1", 1, "0.001"),        run("nvfp4-s2", 2, "0.001"),
+        run("nvfp4-no_rht-s1", 1, "0.003"), run("nvfp4-no_rht-s2", 2, "0.003"),
+        run("nvfp4-learning_rate=0.01-s1", 1, "0.01"),
+        // Ids that disagree within a group, or that end in another seed, name nothing.
+        run("nvfp4-fast-s1", 1, "0.02"),    run("nvfp4-faster-s2", 2, "0.02"),
+        run("nvfp4-slow-s9", 1, "0.0001"),
+    };
+    EXPECT_EQ(runs[2].run_id, "nvfp4-no_rht-s1");
+    const std::vector<group_summary> groups = group_runs(runs);
+    ASSERT_EQ(groups.size(), 5u);
+    std::set<std::string> labels;
+    for (const group_summary& g : groups) labels.insert(g.label);
+    EXPECT_EQ(labels, (std::set<std::string>{"nvfp4 [learning_rate=0.001]", "nvfp4-no_rht",
+                                             "nvfp4 [learning_rate=0.01]", "nvfp4 [learning_rate=0.02]",
+                                             "nvfp4 [learning_rate=0.0001]"}));
 }
 
 TEST(ReportGroups, EachGroupIsComparedWithTheBaselineThatSharesItsSettings) {

@@ -49,7 +49,30 @@ size_t agreeing_settings(const group_summary& a, const group_summary& b) {
     return n;
 }
 
-// Labels that say what a group is: the config name alone where no other group has that name; else
+// The name a sweep's [[point]] gave a group's runs: their common run id without its "-s<seed>", where
+// that is "<config name>-<point name>" (a sweep spells an unnamed point's overrides, each with '=').
+// Empty where the runs' ids differ, are unknown, or are not of that form.
+std::string point_name_of(const group_summary& g) {
+    std::string common;
+    for (const run_record* r : g.runs) {
+        const std::string suffix = r->seed ? "-s" + std::to_string(*r->seed) : "";
+        const std::string& id = r->run_id;
+        if (suffix.empty() || id.size() <= suffix.size() ||
+            id.compare(id.size() - suffix.size(), suffix.size(), suffix) != 0)
+            return "";
+        const std::string stem = id.substr(0, id.size() - suffix.size());
+        if (!common.empty() && stem != common) return "";
+        common = stem;
+    }
+    const std::string prefix = g.name + "-";
+    if (common.size() <= prefix.size() || common.compare(0, prefix.size(), prefix) != 0 ||
+        common.find('=') != std::string::npos)
+        return "";
+    return common;
+}
+
+// Labels that say what a group is: the sweep point's name where a sweep named it ("nvfp4-no_rht"); the
+// config name alone where no other group has that name; else
 // the name and the settings in which the groups of that name differ, e.g. "e3m4_uniform [scaling=none,
 // shadow_weights=true]" (a key by its last part unless two differing keys share it). A group whose
 // config could not be read is "name (config unknown)"; a label still taken gets " (2)", " (3)", ...
@@ -60,7 +83,9 @@ void label_groups(std::vector<group_summary>& groups) {
     for (group_summary& g : groups) {
         const std::vector<group_summary*>& same = by_name[g.name];
         std::string label = g.name;
-        if (g.settings.empty() && same.size() > 1) {
+        if (const std::string point = point_name_of(g); !point.empty()) {
+            label = point;
+        } else if (g.settings.empty() && same.size() > 1) {
             label += " (config unknown)";
         } else if (same.size() > 1) {
             std::vector<group_summary> known;

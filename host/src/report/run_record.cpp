@@ -153,6 +153,7 @@ void read_summary(const fs::path& file, run_record& r) {
     r.has_summary = true;
     r.status = s.status;
     if (r.name.empty()) r.name = s.name;
+    r.run_id = s.run_id;  // metrics.jsonl's, where it has one, says the same; published runs keep none
     r.failure_mode = s.failure_mode;
     r.failure_step = s.failure_step;
     r.failure_evidence = s.failure_evidence;
@@ -180,7 +181,7 @@ void read_summary(const fs::path& file, run_record& r) {
 void read_metrics(const fs::path& file, run_record& r, metrics_data& m) {
     run::metrics_contents contents = run::read_metrics(file);
     for (std::string& p : contents.problems) r.problems.push_back(std::move(p));
-    r.run_id = contents.run_id;
+    if (!contents.run_id.empty()) r.run_id = contents.run_id;
     std::set<int64_t> train_seen;
     for (const run::metrics_line& line : contents.lines) {
         if (const auto* t = std::get_if<run::train_line>(&line)) {

@@ -46,7 +46,7 @@ struct tensor_series {
 struct run_record {
     fs::path dir;
     std::string name;    // the config's name (else summary.json's, else the folder's)
-    std::string run_id;  // metrics.jsonl's (empty for runs of hosts before run ids)
+    std::string run_id;  // summary.json's or metrics.jsonl's (empty for runs of hosts before run ids)
 
     // From summary.json, else config.toml, else metrics.jsonl.
     std::optional<int64_t> seed, max_steps, steps_done;
