@@ -155,7 +155,7 @@ const std::map<std::string, recipe_table>& sources() {
         t["nvfp4"] = nvfp4;
         // Tseng et al. (arXiv 2502.20586): the forward product in BF16; the backward products in MXFP4
         // (E2M1, E8M0 per 32, OCP's floor rule), stochastic rounding and a 3/4 pre-scale on each of
-        // their operands, a random Hadamard transform of 32 on both; the head in BF16.
+        // their operands, a random Hadamard transform of 64 on both (the paper code's HBS); the head in BF16.
         recipe_table tseng;
         operand_want bf16 = te_cast("bf16");
         operand_want mxfp4 = blocks(te_cast("fp4_e2m1"), 1, 32, "ue8m0", scale_rule_kind::mx_floor);
@@ -165,7 +165,7 @@ const std::map<std::string, recipe_table>& sources() {
         tseng.operands[{product_kind::forward, operand_kind::w}] = bf16;
         for (product_kind p : {product_kind::input_gradient, product_kind::weight_gradient}) {
             for (operand_kind o : operands_of(p)) tseng.operands[{p, o}] = mxfp4;
-            tseng.transforms[p] = {"random_hadamard", {{"d", "32"}}};
+            tseng.transforms[p] = {"random_hadamard", {{"d", "64"}}};
         }
         tseng.high_precision = {"lm_head"};
         t["tseng_mxfp4"] = tseng;

@@ -77,14 +77,14 @@ def test_a_recipe_is_the_same_as_a_path_its_parsed_dict_or_with_overrides():
 
 def test_tsengs_second_uses_have_their_own_settings():
     # arXiv 2502.20586: the forward product in BF16; both backward products in MXFP4 with stochastic
-    # rounding and values scaled by 3/4 before rounding.
+    # rounding and values scaled by 3/4 before rounding; Hadamard blocks of 64.
     r = altgrad.recipe.resolve(TSENG, GPT_LAYERS)
     layer = r.layers["blocks.1.mlp.fc"]
     assert layer["forward"]["w"]["format"] == "bf16"
     w2 = layer["input_gradient"]["w"]
     assert (w2["format"], w2["rounding"], w2["pre_scale"], w2["block_size"], w2["scale_format"], w2["own"]) == (
         "fp4_e2m1", "stochastic", 0.75, 32, "ue8m0", True)
-    assert layer["input_gradient"]["transform"]["params"] == {"d": "32"}
+    assert layer["input_gradient"]["transform"]["params"] == {"d": "64"}  # the paper code's HBS
 
 
 def test_recipe_errors_name_the_file_and_key(tmp_path):
