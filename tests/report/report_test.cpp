@@ -512,6 +512,12 @@ TEST(ReportGroups, ASweepsNamedPointIsItsGroupsLabel) {
     EXPECT_EQ(labels, (std::set<std::string>{"nvfp4 [learning_rate=0.001]", "nvfp4-no_rht",
                                              "nvfp4 [learning_rate=0.01]", "nvfp4 [learning_rate=0.02]",
                                              "nvfp4 [learning_rate=0.0001]"}));
+    // The recipe beside its named ablations alone: its name says what it is.
+    const std::vector<run_record> four(runs.begin(), runs.begin() + 4);
+    const std::vector<group_summary> recipe_and_ablation = group_runs(four);
+    ASSERT_EQ(recipe_and_ablation.size(), 2u);
+    EXPECT_EQ(recipe_and_ablation[0].label, "nvfp4");
+    EXPECT_EQ(recipe_and_ablation[1].label, "nvfp4-no_rht");
 }
 
 TEST(ReportGroups, EachGroupIsComparedWithTheBaselineThatSharesItsSettings) {

@@ -71,20 +71,25 @@ std::string point_name_of(const group_summary& g) {
     return common;
 }
 
-// Labels that say what a group is: the sweep point's name where a sweep named it ("nvfp4-no_rht"); the
-// config name alone where no other group has that name; else
-// the name and the settings in which the groups of that name differ, e.g. "e3m4_uniform [scaling=none,
-// shadow_weights=true]" (a key by its last part unless two differing keys share it). A group whose
-// config could not be read is "name (config unknown)"; a label still taken gets " (2)", " (3)", ...
+// Labels that say what a group is: the sweep point's name where a sweep named it ("nvfp4-no_rht"); else
+// the config name alone where no other group without a point name has that name ("nvfp4" beside its
+// named ablations); else the name and the settings in which those groups differ, e.g. "e3m4_uniform
+// [scaling=none, shadow_weights=true]" (a key by its last part unless two differing keys share it). A
+// group whose config could not be read is "name (config unknown)"; a label still taken gets " (2)", ...
 void label_groups(std::vector<group_summary>& groups) {
-    std::map<std::string, std::vector<group_summary*>> by_name;
-    for (group_summary& g : groups) by_name[g.name].push_back(&g);
-    std::set<std::string> taken;
+    std::vector<std::string> points;
+    std::map<std::string, std::vector<group_summary*>> by_name;  // the groups no point names
     for (group_summary& g : groups) {
+        points.push_back(point_name_of(g));
+        if (points.back().empty()) by_name[g.name].push_back(&g);
+    }
+    std::set<std::string> taken;
+    for (size_t i = 0; i < groups.size(); ++i) {
+        group_summary& g = groups[i];
         const std::vector<group_summary*>& same = by_name[g.name];
         std::string label = g.name;
-        if (const std::string point = point_name_of(g); !point.empty()) {
-            label = point;
+        if (!points[i].empty()) {
+            label = points[i];
         } else if (g.settings.empty() && same.size() > 1) {
             label += " (config unknown)";
         } else if (same.size() > 1) {
