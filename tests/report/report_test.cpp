@@ -488,8 +488,8 @@ TEST(ReportGroups, ASweepsNamedPointIsItsGroupsLabel) {
     // is, "<config>-<point name>-s<seed>" for a named [[point]], "<config>-<key>=<value>-s<seed>" for an
     // unnamed one. The ids come from summary.json: published runs keep no metrics.jsonl.
     auto run = [&](const std::string& id, int seed, const std::string& rate) {
-        const fs::path d = with_training_key(finished_run(tmp.path(), id, "nvfp4", "e2m1", seed, 2.0 + seed / 8.0),
-                                             "learning_rate = " + rate);
+        const fs::path d = with_training_key(
+            finished_run(tmp.path(), id, "nvfp4", "e2m1", seed, 2.0 + seed / 8.0), "learning_rate = " + rate);
         fs::remove(d / "metrics.jsonl");
         std::string s = read(d / "summary.json");
         s.replace(s.find('{'), 1, "{\"run_id\": \"" + id + "\",");
@@ -497,11 +497,14 @@ TEST(ReportGroups, ASweepsNamedPointIsItsGroupsLabel) {
         return read_run(d);
     };
     const std::vector<run_record> runs = {
-        run("nvfp4-s1", 1, "0.001"),        run("nvfp4-s2", 2, "0.001"),
-        run("nvfp4-no_rht-s1", 1, "0.003"), run("nvfp4-no_rht-s2", 2, "0.003"),
+        run("nvfp4-s1", 1, "0.001"),
+        run("nvfp4-s2", 2, "0.001"),
+        run("nvfp4-no_rht-s1", 1, "0.003"),
+        run("nvfp4-no_rht-s2", 2, "0.003"),
         run("nvfp4-learning_rate=0.01-s1", 1, "0.01"),
         // Ids that disagree within a group, or that end in another seed, name nothing.
-        run("nvfp4-fast-s1", 1, "0.02"),    run("nvfp4-faster-s2", 2, "0.02"),
+        run("nvfp4-fast-s1", 1, "0.02"),
+        run("nvfp4-faster-s2", 2, "0.02"),
         run("nvfp4-slow-s9", 1, "0.0001"),
     };
     EXPECT_EQ(runs[2].run_id, "nvfp4-no_rht-s1");
