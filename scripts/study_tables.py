@@ -2,15 +2,15 @@
 """The tables of docs/study.md, computed from the published runs (docs/results/*/runs.csv), so that
 no number in them is typed by hand.
 
-usage: study_tables.py [--check | --write | --print NAME] [--results DIR] [PAGE]
-  PAGE (default docs/study.md) holds each table between the two lines
+usage: study_tables.py [--check | --write | --print NAME] [--results DIR] [PAGE...]
+  each PAGE (default docs/study.md and docs/performance.md) holds its tables between the two lines
       <!-- table NAME: scripts/study_tables.py writes it from the runs; edit the script, not the table -->
       <!-- end table -->
   --check       (the default) exit 1 naming each table that differs from what the runs give, with
                 its first differing line
-  --write       rewrite those tables in PAGE
+  --write       rewrite those tables in their pages
   --print NAME  print one table
-  --results DIR the published studies (default: docs/results beside PAGE)
+  --results DIR the published studies (default: results/ beside the first PAGE, docs/results)
 
 Every statistic is computed here from runs.csv, independently of `altgrad-host report` (which writes
 the same ones to summary.csv; tests/docs/study_tables_test.py checks that the two agree). A group is
@@ -22,9 +22,11 @@ A difference is bold when its interval excludes 0.
 """
 import argparse
 import csv
+import lzma
 import math
 import os
 import sys
+import tomllib
 
 # --- Student's t, from the regularized incomplete beta function -----------------------------------
 
@@ -121,6 +123,10 @@ class Group:
         self.failures = [(r["failure_mode"], int(r["failure_step"])) for r in rows
                          if r["status"] == "collapsed"]
         self.decided = len(self.loss_by_seed) + len(self.failures)
+        # Wall-clock and CPU seconds of the runs that finished or collapsed (summary.json's, across resumes).
+        self.seconds = [float(r["seconds"]) for r in rows if r["status"] in ("finished", "collapsed") and r["seconds"]]
+        self.cpu_seconds = [float(r["cpu_seconds"]) for r in rows
+                            if r["status"] in ("finished", "collapsed") and r.get("cpu_seconds")]
         self.loss = Sample(self.loss_by_seed.values())
 
     def paired_with(self, baseline):
@@ -140,7 +146,36 @@ class Study:
         with open(self.path, newline="", encoding="utf-8") as f:
             for row in csv.DictReader(f):
                 by_group.setdefault(row["group"], []).append(row)
+        self.order = list(by_group)  # as the report lists the runs
         self.groups = {name: Group(name, rows) for name, rows in by_group.items()}
+        self.results, self.study = results, study
+        self._val = None
+
+    def val_by_seed(self, name, step):
+        """A group's validation loss at `step` (an evaluation step) by seed, over its finished runs:
+        from the report's steps.csv.xz."""
+        if self._val is None:
+            self._val = {}
+            seed_of = {}
+            with open(self.path, newline="", encoding="utf-8") as f:
+                for row in csv.DictReader(f):
+                    if row["status"] == "finished":
+                        seed_of[row["run"]] = (row["group"], int(row["seed"]))
+            with lzma.open(os.path.join(self.results, self.study, "steps.csv.xz"), "rt", encoding="utf-8") as f:
+                for row in csv.DictReader(f):
+                    if row["run"] in seed_of and row["val_loss"]:
+                        group, seed = seed_of[row["run"]]
+                        self._val.setdefault((group, int(row["step"])), {})[seed] = float(row["val_loss"])
+        return self._val.get((self[name].name, step), {})
+
+    def config_of(self, name):
+        """The resolved config.toml of one of a group's runs (runs.csv's `run`, a path from the repository
+        root, as scripts/experiments.sh gives the runs to the report)."""
+        with open(self.path, newline="", encoding="utf-8") as f:
+            run = next(row["run"] for row in csv.DictReader(f) if row["group"] == name)
+        root = os.path.join(self.results, "..", "..")
+        with open(os.path.join(root, run, "config.toml"), "rb") as f:
+            return tomllib.load(f)
 
     def __getitem__(self, name):
         if name not in self.groups:
@@ -280,7 +315,102 @@ def blocks_table(results):
                   "floor rule: paired difference from BF16", "round-up rule"], rows)
 
 
-TABLES = {"seeds": seeds_table, "separating": separating_table, "blocks": blocks_table}
+def comparison_rows(study, rows, against):
+    """Rows of [label, what, seeds, mean, then for each (baseline group, relative) in `against` the
+    paired difference from it (or the relative error with relative=True), blank where the row is that
+    baseline]."""
+    out = []
+    for label, what, name in rows:
+        g = study[name]
+        row = [label, what, str(g.loss.n) if not g.failures else str(g.decided),
+               f"{g.loss.mean:.3f}" if not g.failures else "—"]
+        for baseline, relative in against:
+            b = study[baseline]
+            row.append("" if b is g else relative_cell(g, b) if relative else difference_cell(g, b))
+        out.append(row)
+    return out
+
+
+def recipes_table(results):
+    """Study 4: each recipe as published against BF16 (paired difference and relative error), and the
+    4-bit recipes against FP8 as the NVFP4 paper reports them (its FP8 baseline is DeepSeek-V3-style
+    blockwise E4M3)."""
+    study = Study(results, "recipes")
+    rows = comparison_rows(study, [
+        ("BF16", "`separating_bf16`", "separating_bf16"),
+        ("TE delayed scaling", "`te_delayed`: per-tensor E4M3 forward, E5M2 gradients, amax history", "te_delayed"),
+        ("TE current scaling", "`te_current`: per-tensor E4M3/E5M2, float32 scale from this step's amax", "te_current"),
+        ("TE MXFP8", "`te_mxfp8`: E4M3 in 32-blocks, E8M0 scales rounded up", "te_mxfp8"),
+        ("DeepSeek-V3", "`deepseek_v3`: E4M3 in 1x128 and 128x128 tiles, E8M13 accumulator promoted every 128", "deepseek_v3"),
+        ("NVFP4", "`nvfp4`: E2M1 in 16-blocks, two-level scales, RHT, 2D weights, SR gradients, BF16 layers", "nvfp4"),
+        ("Tseng et al. MXFP4", "`tseng_mxfp4`: BF16 forward, MXFP4 backward with SR and RHT", "tseng_mxfp4"),
+    ], [("separating_bf16", False), ("separating_bf16", True), ("deepseek_v3", True)])
+    for row in rows:
+        if row[0] not in ("NVFP4", "Tseng et al. MXFP4"):
+            row[-1] = ""
+    return table(["recipe", "config", "seeds", "mean final val loss", "paired difference from BF16 (p)",
+                  "relative error vs BF16 (95% interval)", "relative error vs FP8 (`deepseek_v3`)"], rows)
+
+
+def learning_rate_at(training, step):
+    """The trainer's schedule (training_run.cpp, nanoGPT's): linear warm-up, then cosine to min_lr."""
+    if step < training["warmup_steps"]:
+        return training["learning_rate"] * (step + 1) / (training["warmup_steps"] + 1)
+    ratio = min(1.0, (step - training["warmup_steps"]) / max(1, training["max_steps"] - training["warmup_steps"]))
+    return training["min_lr"] + 0.5 * (1 + math.cos(math.pi * ratio)) * (training["learning_rate"] - training["min_lr"])
+
+
+def paired_relative_at(study, group, baseline, step):
+    """"+1.23% (+0.50% – +1.96%)": the group's validation loss at `step` minus the baseline's, paired by
+    seed, in % of the baseline's mean there."""
+    a, b = study.val_by_seed(group, step), study.val_by_seed(baseline, step)
+    d = Sample(a[k] - b[k] for k in sorted(a) if k in b)
+    if d.n < 2:
+        raise SystemExit(f"study_tables.py: {group} and {baseline} share fewer than 2 seeds at step {step}")
+    scale = 100 / (sum(b.values()) / len(b))
+    text = f"{signed(d.mean * scale, 2)}%"
+    if excludes_zero(d):
+        text = f"**{text}**"
+    return f"{text} ({signed(d.low * scale, 2)}% – {signed(d.high * scale, 2)}%)"
+
+
+def nvfp4_over_training_table(results):
+    """Study 4: NVFP4's relative error against FP8 (deepseek_v3) and BF16 as training goes, beside the
+    learning rate: the NVFP4 paper's gap stays under 1% while the rate is high and widens as it decays."""
+    study = Study(results, "recipes")
+    training = study.config_of("nvfp4")["training"]
+    rows = []
+    for step in (250, 500, 1000, 1500, 2000, 2500, training["max_steps"]):
+        rows.append([str(step), f"{100 * learning_rate_at(training, step) / training['learning_rate']:.0f}%",
+                     paired_relative_at(study, "nvfp4", "deepseek_v3", step),
+                     paired_relative_at(study, "nvfp4", "separating_bf16", step)])
+    return table(["step", "learning rate (% of peak)", "NVFP4 vs FP8 (`deepseek_v3`): relative error, paired",
+                  "NVFP4 vs BF16"], rows)
+
+
+def median(values):
+    v = sorted(values)
+    return math.nan if not v else v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def cost_table(results, study):
+    """What a study's runs cost: per group the runs, the median CPU and wall seconds of a run (one thread
+    each; wall stretches with what ran beside), and the group's CPU hours; then the study's total."""
+    s = Study(results, study)
+    rows, total_cpu, total_runs = [], 0.0, 0
+    for name in s.order:
+        g = s.groups[name]
+        cpu = sum(g.cpu_seconds)
+        total_cpu += cpu
+        total_runs += len(g.cpu_seconds)
+        rows.append([name, str(len(g.cpu_seconds)), f"{median(g.cpu_seconds):.0f}", f"{median(g.seconds):.0f}",
+                     f"{cpu / 3600:.2f}"])
+    rows.append(["**all**", str(total_runs), "", "", f"**{total_cpu / 3600:.2f}**"])
+    return table(["group", "runs", "CPU per run (median, s)", "wall per run (median, s)", "CPU (hours)"], rows)
+
+
+TABLES = {"seeds": seeds_table, "separating": separating_table, "blocks": blocks_table, "recipes": recipes_table,
+          "nvfp4_over_training": nvfp4_over_training_table, "recipes_cost": lambda results: cost_table(results, "recipes")}
 
 # --- the page ----------------------------------------------------------------------------------------------------
 
@@ -327,25 +457,26 @@ def main():
     mode.add_argument("--write", action="store_true")
     mode.add_argument("--print", metavar="NAME", choices=sorted(TABLES))
     parser.add_argument("--results")
-    parser.add_argument("page", nargs="?",
-                        default=os.path.relpath(os.path.join(os.path.dirname(__file__), "..", "docs", "study.md")))
+    docs = os.path.relpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs"))
+    parser.add_argument("pages", nargs="*",
+                        default=[os.path.join(docs, "study.md"), os.path.join(docs, "performance.md")])
     args = parser.parse_args()
-    results = args.results or os.path.join(os.path.dirname(os.path.abspath(args.page)), "results")
+    results = args.results or os.path.join(os.path.dirname(os.path.abspath(args.pages[0])), "results")
     if args.print:
         print("\n".join(TABLES[args.print](results)))
         return 0
-    with open(args.page, encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    out, changed = regenerate(lines, results, args.page)
-    if args.write:
-        with open(args.page, "w", encoding="utf-8") as f:
-            f.write("\n".join(out))
-        for c in changed:
-            print("rewrote " + c.split("\n")[0])
-        return 0
-    for c in changed:
-        print(c, file=sys.stderr)
-    return 1 if changed else 0
+    all_changed = []
+    for page in args.pages:
+        with open(page, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        out, changed = regenerate(lines, results, page)
+        all_changed += changed
+        if args.write and changed:
+            with open(page, "w", encoding="utf-8") as f:
+                f.write("\n".join(out))
+    for c in all_changed:
+        print(("rewrote " + c.split("\n")[0]) if args.write else c, file=sys.stdout if args.write else sys.stderr)
+    return 1 if all_changed and not args.write else 0
 
 
 if __name__ == "__main__":
