@@ -5,7 +5,9 @@
 
 Reads each run's config.toml and summary.json (altgrad.scaling_law.observations), fits
 L = A * N_eff^-alpha + E with N_eff = N * prod_r (1 - e^(-P_r / gamma_r)) per role, bootstraps the
-seeds for 95% intervals, and writes OUT/fit.csv (every parameter, its interval), OUT/departures.csv
+seeds for 95% intervals, and writes OUT/runs.csv (the observations: one row per finished run, its N,
+each role's mantissa bits, seed and final validation loss), OUT/fit.csv (every parameter, its
+interval), OUT/departures.csv
 (per size and role: each width's mean loss against BF16's seed spread), OUT/scaling_law.md (both as
 tables, the most sensitive role, and the width below which each role departs from BF16) and, with
 gnuplot, OUT/loss_vs_bits.png (mean loss against a role's mantissa bits, per size, with the law).
@@ -88,6 +90,9 @@ def main():
     law = sl.fit(obs)
     intervals = sl.bootstrap(obs, args.samples)
     departures = sl.departures(obs)
+    # The observations the fit was made from, one row per run: what a table of the study is checked
+    # against (docs/results/scaling/runs.csv), and all a refit needs.
+    obs.to_csv(os.path.join(args.out, "runs.csv"), index=False)
     intervals.to_csv(os.path.join(args.out, "fit.csv"), index=False)
     departures.to_csv(os.path.join(args.out, "departures.csv"), index=False)
     gammas = {r: law.gamma[r] for r in sl.ROLES}

@@ -143,5 +143,9 @@ def test_the_script_writes_the_fit_the_departures_and_the_figure(tmp_path):
     fit = pd.read_csv(out / "fit.csv").set_index("parameter")
     assert fit.loc["gamma_gradient", "fit"] == pytest.approx(TRUE["gamma"]["gradient"], rel=0.1)
     assert len(pd.read_csv(out / "departures.csv")) == 3 * 3 * 5
+    # The runs it fitted, as rows: refitting them gives the same law.
+    observed = pd.read_csv(out / "runs.csv")
+    assert len(observed) == 144 and set(observed["parameters"]) == set(synthetic(noise=0.002)["parameters"])
+    assert sl.fit(observed).gamma["gradient"] == pytest.approx(fit.loc["gamma_gradient", "fit"], rel=1e-9)
     if os.path.exists(out / "loss_vs_bits.png"):
         assert "![loss against bits](loss_vs_bits.png)" in text
