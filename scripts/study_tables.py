@@ -352,6 +352,20 @@ def recipes_table(results):
                   "relative error vs BF16 (95% interval)", "relative error vs FP8 (`deepseek_v3`)"], rows)
 
 
+def fp8_table(results):
+    """Study 4: DeepSeek-V3's blockwise FP8 against the per-tensor FP8 recipes and MXFP8, paired by seed
+    (no paper compares them in training: a new measurement)."""
+    study = Study(results, "recipes")
+    rows = comparison_rows(study, [
+        ("DeepSeek-V3", "`deepseek_v3`: 1x128 and 128x128 tiles, float32 power-of-two scales", "deepseek_v3"),
+        ("TE delayed scaling", "`te_delayed`: one scale per tensor, from the amax history", "te_delayed"),
+        ("TE current scaling", "`te_current`: one scale per tensor, from this step's amax", "te_current"),
+        ("TE MXFP8", "`te_mxfp8`: 32-element blocks, E8M0 scales rounded up", "te_mxfp8"),
+    ], [("deepseek_v3", False), ("deepseek_v3", True)])
+    return table(["recipe", "scales", "seeds", "mean final val loss", "paired difference from DeepSeek-V3 (p)",
+                  "relative to DeepSeek-V3 (95% interval)"], rows)
+
+
 def learning_rate_at(training, step):
     """The trainer's schedule (training_run.cpp, nanoGPT's): linear warm-up, then cosine to min_lr."""
     if step < training["warmup_steps"]:
@@ -410,7 +424,7 @@ def cost_table(results, study):
 
 
 TABLES = {"seeds": seeds_table, "separating": separating_table, "blocks": blocks_table, "recipes": recipes_table,
-          "nvfp4_over_training": nvfp4_over_training_table, "recipes_cost": lambda results: cost_table(results, "recipes")}
+          "nvfp4_over_training": nvfp4_over_training_table, "fp8": fp8_table, "recipes_cost": lambda results: cost_table(results, "recipes")}
 
 # --- the page ----------------------------------------------------------------------------------------------------
 
