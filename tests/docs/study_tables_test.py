@@ -115,6 +115,47 @@ with tempfile.TemporaryDirectory() as tmp:
         r = check(mutated)
         expect(r.returncode != 0 and needle in r.stderr, f"{message} not caught: rc {r.returncode}, {r.stderr!r}")
 
+# The tables of study 4's sweeps still running (study_tables.PENDING), on made-up runs whose answers
+# are worked out here: every group of those tables at seeds 1, 2, 42 on top of a BF16 of 1.80, 1.85,
+# 1.75 (mean 1.80).
+bf16 = {1: 1.80, 2: 1.85, 42: 1.75}
+shift = {"separating_bf16": (0, 0, 0), "deepseek_v3": (0.01, 0.01, 0.01), "nvfp4": (0.03, 0.04, 0.035),
+         "nvfp4-no_rht": (0.04, 0.06, 0.065),  # NVFP4 + 0.010, 0.020, 0.030
+         "tseng_mxfp4-no_sr_no_rht": (0.09, 0.09, 0.09)}
+for name in ["nvfp4-no_2d_weights", "nvfp4-no_gradient_sr", "nvfp4-bf16_final_phase", "tseng_mxfp4",
+             "tseng_mxfp4-no_sr", "tseng_mxfp4-no_rht", "deepseek_v3-never_promoted", "deepseek_v3-float32_sums",
+             "te_mxfp8", "nvfp4-e1m2", "nvfp4-e3m0", "nvfp4-int4"] + [
+                 f"{r}-{e}" for r in ("te_mxfp8", "deepseek_v3") for e in ("e3m4", "e1m6", "e0m7")]:
+    shift[name] = (0.02, 0.01, 0.015)
+with tempfile.TemporaryDirectory() as tmp:
+    os.makedirs(os.path.join(tmp, "recipes"))
+    with open(os.path.join(tmp, "recipes", "runs.csv"), "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["run", "run_id", "group", "seed", "status", "failure_mode", "failure_step", "final_val_loss",
+                    "seconds", "cpu_seconds"])
+        for name, d in shift.items():
+            for (seed, loss), delta in zip(bf16.items(), d):
+                w.writerow([f"runs/{name}-s{seed}", f"{name}-s{seed}", name, seed, "finished", "none", "",
+                            repr(loss + delta), 1, 1])
+        for seed, step in ((1, 400), (2, 600), (42, 500)):  # every block in NVFP4: collapsed
+            w.writerow([f"runs/x-s{seed}", f"x-s{seed}", "nvfp4-no_bf16_layers", seed, "collapsed", "overflow",
+                        step, "nan", 1, 1])
+    pending = {name: "\n".join(make(tmp)) for name, make in st.PENDING.items()}
+    # NVFP4 + 0.010, 0.020, 0.030 (mean loss 1.80 + 0.055): mean 0.020, sd 0.010, t = 2 sqrt(3), df 2:
+    # p = 1 - t / sqrt(2 + t^2) = 0.0742; the interval 0.020 -+ 4.3027 * 0.010 / sqrt(3) contains 0.
+    expect("| without RHT | Wgrad RHT improves loss at 1.2 B (app. E.4.1) and 12 B (Fig. 4) | 3 | 1.855 | "
+           "+0.020 (p 0.07) |" in pending["nvfp4_ablations"], "nvfp4_ablations: the no_rht row\n" +
+           pending["nvfp4_ablations"])
+    expect("| every block in NVFP4 (head BF16) | diverges at 1.2 B and 12 B (section 4.1, app. E.1) | 3 | — | "
+           "3/3 overflow (steps 400–600) |" in pending["nvfp4_ablations"], "nvfp4_ablations: the collapsed row")
+    # With RHT: 0.020, 0.010, 0.015 above BF16: mean 0.015 (0.83% of 1.80), sd 0.005, the interval
+    # 0.015 -+ 4.3027 * 0.005 / sqrt(3) = 0.0026 to 0.0274 (0.14% to 1.52%). Without: 0.09 at every seed,
+    # 5.00%, an interval of no width.
+    expect("| without SR (plain OCP MXFP4) | **+0.83%** (+0.14% – +1.52%) | **+5.00%** (+5.00% – +5.00%) |"
+           in pending["tseng"], "tseng: the no-SR row\n" + pending["tseng"])
+    expect(pending["formats_in_recipes"].count("\n") == 5 and pending["nvfp4_elements"].count("\n") == 5
+           and pending["accumulation"].count("\n") == 4, "pending tables: a row per cell")
+
 for failure in failures:
     print("FAIL: " + failure)
 print(f"study_tables_test: {compared} groups compared with summary.csv, {welch_checked} Welch p, "
