@@ -22,9 +22,11 @@ A difference is bold when its interval excludes 0.
 """
 import argparse
 import csv
+import functools
 import lzma
 import math
 import os
+import statistics
 import sys
 import tomllib
 
@@ -142,10 +144,11 @@ class Study:
         self.path = os.path.join(results, study, "runs.csv")
         if not os.path.exists(self.path):
             raise SystemExit(f"study_tables.py: {self.path}: not found (is --results the published studies?)")
-        by_group = {}
         with open(self.path, newline="", encoding="utf-8") as f:
-            for row in csv.DictReader(f):
-                by_group.setdefault(row["group"], []).append(row)
+            self.rows = list(csv.DictReader(f))
+        by_group = {}
+        for row in self.rows:
+            by_group.setdefault(row["group"], []).append(row)
         self.order = list(by_group)  # as the report lists the runs
         self.groups = {name: Group(name, rows) for name, rows in by_group.items()}
         self.results, self.study = results, study
@@ -156,11 +159,7 @@ class Study:
         from the report's steps.csv.xz."""
         if self._val is None:
             self._val = {}
-            seed_of = {}
-            with open(self.path, newline="", encoding="utf-8") as f:
-                for row in csv.DictReader(f):
-                    if row["status"] == "finished":
-                        seed_of[row["run"]] = (row["group"], int(row["seed"]))
+            seed_of = {r["run"]: (r["group"], int(r["seed"])) for r in self.rows if r["status"] == "finished"}
             with lzma.open(os.path.join(self.results, self.study, "steps.csv.xz"), "rt", encoding="utf-8") as f:
                 for row in csv.DictReader(f):
                     if row["run"] in seed_of and row["val_loss"]:
@@ -171,8 +170,7 @@ class Study:
     def config_of(self, name):
         """The resolved config.toml of one of a group's runs (runs.csv's `run`, a path from the repository
         root, as scripts/experiments.sh gives the runs to the report)."""
-        with open(self.path, newline="", encoding="utf-8") as f:
-            run = next(row["run"] for row in csv.DictReader(f) if row["group"] == name)
+        run = next(row["run"] for row in self.rows if row["group"] == name)
         root = os.path.join(self.results, "..", "..")
         with open(os.path.join(root, run, "config.toml"), "rb") as f:
             return tomllib.load(f)
@@ -182,6 +180,12 @@ class Study:
             raise SystemExit(f"study_tables.py: {self.path}: no group '{name}' "
                              f"(groups: {', '.join(sorted(self.groups))})")
         return self.groups[name]
+
+
+@functools.lru_cache(maxsize=None)
+def load_study(results, study):
+    """Study(results, study), read once however many tables it serves."""
+    return Study(results, study)
 
 
 # --- how numbers are written ---------------------------------------------------------------------------
@@ -223,16 +227,22 @@ def difference_cell(group, baseline, interval=False):
     return f"{text} (p {p_text(d.p_of_zero_mean())})"
 
 
-def relative_cell(group, baseline):
-    """The paired difference in % of the baseline's mean, with its 95% interval."""
-    if group.failures:
-        return failures_cell(group)
-    d = group.paired_with(baseline)
-    scale = 100 / baseline.loss.mean
+def relative_text(d, reference_mean):
+    """"+1.23% (+0.50% – +1.96%)": paired differences d in % of the reference's mean, with their 95%
+    interval; bold where the interval excludes 0."""
+    scale = 100 / reference_mean
     text = f"{signed(d.mean * scale, 2)}%"
     if excludes_zero(d):
         text = f"**{text}**"
     return f"{text} ({signed(d.low * scale, 2)}% – {signed(d.high * scale, 2)}%)"
+
+
+def relative_cell(group, baseline):
+    """The paired difference in % of the baseline's mean, with its 95% interval; failures instead where
+    the group has any."""
+    if group.failures:
+        return failures_cell(group)
+    return relative_text(group.paired_with(baseline), baseline.loss.mean)
 
 
 def failures_cell(group):
@@ -257,7 +267,7 @@ SEED_FORMATS = [("E5M2", "e5m2_short"), ("E4M3", "e4m3_uniform"), ("E3M4", "e3m4
 
 def seeds_table(results):
     """Study 1: each seed format under the four conditions, against BF16 under the same one."""
-    study = Study(results, "seeds")
+    study = load_study(results, "seeds")
     conditions = [("delayed", "true", "delayed scaling, master weights"),
                   ("none", "true", "no scaling, master weights"),
                   ("delayed", "false", "delayed scaling, no master weights"),
@@ -275,7 +285,7 @@ def seeds_table(results):
 
 def separating_table(results):
     """Study 2: the seed formats at the separating workload against BF16."""
-    study = Study(results, "separating")
+    study = load_study(results, "separating")
     bf16 = study["bf16_baseline"]
     rows = [["BF16", str(bf16.loss.n), f"{bf16.loss.mean:.3f} ({bf16.loss.low:.3f} – {bf16.loss.high:.3f})",
              "baseline", "", ""]]
@@ -305,7 +315,7 @@ BLOCK_ROWS = [
 
 def blocks_table(results):
     """Study 3: block-scaled configs under OCP MX's floor rule and the round-up rule, against BF16."""
-    study = Study(results, "blocks")
+    study = load_study(results, "blocks")
     bf16 = study["bf16_baseline"]
     rows = []
     for config, elements, largest, ratio, floor, round_up in BLOCK_ROWS:
@@ -313,6 +323,12 @@ def blocks_table(results):
                      difference_cell(study[round_up], bf16) if round_up else ""])
     return table(["config", "elements", "M", "2^(emax+1) / M: how far the floor rule may put a block's max above M",
                   "floor rule: paired difference from BF16", "round-up rule"], rows)
+
+
+def comparison_table(results, header, rows, against):
+    """A study 4 table under `header`: a row per (label, what, group) of `rows`, as comparison_rows
+    writes it."""
+    return table(header, comparison_rows(load_study(results, "recipes"), rows, against))
 
 
 def comparison_rows(study, rows, against):
@@ -331,23 +347,28 @@ def comparison_rows(study, rows, against):
     return out
 
 
+# Study 4's recipes as published: label, what each quantizes, group.
+RECIPES = [
+    ("BF16", "`separating_bf16`", "separating_bf16"),
+    ("TE delayed scaling", "`te_delayed`: per-tensor E4M3 forward, E5M2 gradients, amax history", "te_delayed"),
+    ("TE current scaling", "`te_current`: per-tensor E4M3/E5M2, float32 scale from this step's amax", "te_current"),
+    ("TE MXFP8", "`te_mxfp8`: E4M3 in 32-blocks, E8M0 scales rounded up", "te_mxfp8"),
+    ("DeepSeek-V3", "`deepseek_v3`: E4M3 in 1x128 and 128x128 tiles, E8M13 accumulator promoted every 128",
+     "deepseek_v3"),
+    ("NVFP4", "`nvfp4`: E2M1 in 16-blocks, two-level scales, RHT, 2D weights, SR gradients, BF16 layers", "nvfp4"),
+    ("Tseng et al. MXFP4", "`tseng_mxfp4`: BF16 forward, MXFP4 backward with SR and RHT", "tseng_mxfp4"),
+]
+
+
 def recipes_table(results):
     """Study 4: each recipe as published against BF16 (paired difference and relative error), and the
     4-bit recipes against FP8 as the NVFP4 paper reports them (its FP8 baseline is DeepSeek-V3-style
     blockwise E4M3)."""
-    study = Study(results, "recipes")
-    rows = comparison_rows(study, [
-        ("BF16", "`separating_bf16`", "separating_bf16"),
-        ("TE delayed scaling", "`te_delayed`: per-tensor E4M3 forward, E5M2 gradients, amax history", "te_delayed"),
-        ("TE current scaling", "`te_current`: per-tensor E4M3/E5M2, float32 scale from this step's amax", "te_current"),
-        ("TE MXFP8", "`te_mxfp8`: E4M3 in 32-blocks, E8M0 scales rounded up", "te_mxfp8"),
-        ("DeepSeek-V3", "`deepseek_v3`: E4M3 in 1x128 and 128x128 tiles, E8M13 accumulator promoted every 128", "deepseek_v3"),
-        ("NVFP4", "`nvfp4`: E2M1 in 16-blocks, two-level scales, RHT, 2D weights, SR gradients, BF16 layers", "nvfp4"),
-        ("Tseng et al. MXFP4", "`tseng_mxfp4`: BF16 forward, MXFP4 backward with SR and RHT", "tseng_mxfp4"),
-    ], [("separating_bf16", False), ("separating_bf16", True), ("deepseek_v3", True)])
-    for row in rows:
-        if row[0] not in ("NVFP4", "Tseng et al. MXFP4"):
-            row[-1] = ""
+    study = load_study(results, "recipes")
+    rows = comparison_rows(study, RECIPES, [("separating_bf16", False), ("separating_bf16", True)])
+    for row, (_, _, name) in zip(rows, RECIPES):
+        four_bit = name in ("nvfp4", "tseng_mxfp4")
+        row.append(relative_cell(study[name], study["deepseek_v3"]) if four_bit else "")
     return table(["recipe", "config", "seeds", "mean final val loss", "paired difference from BF16 (p)",
                   "relative error vs BF16 (95% interval)", "relative error vs FP8 (`deepseek_v3`)"], rows)
 
@@ -355,23 +376,23 @@ def recipes_table(results):
 def fp8_table(results):
     """Study 4: DeepSeek-V3's blockwise FP8 against the per-tensor FP8 recipes and MXFP8, paired by seed
     (no paper compares them in training: a new measurement)."""
-    study = Study(results, "recipes")
-    rows = comparison_rows(study, [
+    header = ["recipe", "scales", "seeds", "mean final val loss", "paired difference from DeepSeek-V3 (p)",
+              "relative to DeepSeek-V3 (95% interval)"]
+    return comparison_table(results, header, [
         ("DeepSeek-V3", "`deepseek_v3`: 1x128 and 128x128 tiles, float32 power-of-two scales", "deepseek_v3"),
         ("TE delayed scaling", "`te_delayed`: one scale per tensor, from the amax history", "te_delayed"),
         ("TE current scaling", "`te_current`: one scale per tensor, from this step's amax", "te_current"),
         ("TE MXFP8", "`te_mxfp8`: 32-element blocks, E8M0 scales rounded up", "te_mxfp8"),
     ], [("deepseek_v3", False), ("deepseek_v3", True)])
-    return table(["recipe", "scales", "seeds", "mean final val loss", "paired difference from DeepSeek-V3 (p)",
-                  "relative to DeepSeek-V3 (95% interval)"], rows)
 
 
 def nvfp4_ablations_table(results):
     """Study 4: the NVFP4 recipe with each of its parts removed, and with the BF16 final phase: paired
     against the recipe itself and, as the paper reports, against FP8 (deepseek_v3); the paper's finding
     beside each (arXiv 2509.25149)."""
-    study = Study(results, "recipes")
-    rows = comparison_rows(study, [
+    header = ["NVFP4", "the paper", "seeds", "mean final val loss", "paired difference from NVFP4 (p)",
+              "relative error vs BF16", "relative error vs FP8 (`deepseek_v3`)"]
+    return comparison_table(results, header, [
         ("NVFP4 as published", "", "nvfp4"),
         ("without RHT", "Wgrad RHT improves loss at 1.2 B (app. E.4.1) and 12 B (Fig. 4)", "nvfp4-no_rht"),
         ("W in 1x16 blocks, not 16x16 tiles", "2D weights improve loss at 1.2 B and 12 B (section 4.3)",
@@ -382,14 +403,12 @@ def nvfp4_ablations_table(results):
         ("BF16 from 82% of the steps", "matches FP8 when switched at 82% of 12 B's 10 T tokens (app. D)",
          "nvfp4-bf16_final_phase"),
     ], [("nvfp4", False), ("separating_bf16", True), ("deepseek_v3", True)])
-    return table(["NVFP4", "the paper", "seeds", "mean final val loss", "paired difference from NVFP4 (p)",
-                  "relative error vs BF16", "relative error vs FP8 (`deepseek_v3`)"], rows)
 
 
 def tseng_table(results):
     """Study 4: Tseng et al.'s MXFP4 backward with and without stochastic rounding and the random
     Hadamard transform (a 2 x 2), each against BF16."""
-    study = Study(results, "recipes")
+    study = load_study(results, "recipes")
     bf16 = study["separating_bf16"]
     cells = {(True, True): "tseng_mxfp4", (False, True): "tseng_mxfp4-no_sr", (True, False): "tseng_mxfp4-no_rht",
              (False, False): "tseng_mxfp4-no_sr_no_rht"}
@@ -402,20 +421,19 @@ def tseng_table(results):
 
 def accumulation_table(results):
     """Study 4: DeepSeek-V3's E8M13 accumulator promoted every 128, never promoted, and float32 sums."""
-    study = Study(results, "recipes")
-    rows = comparison_rows(study, [
+    header = ["DeepSeek-V3's accumulation", "the paper", "seeds", "mean final val loss",
+              "paired difference from promotion every 128 (p)", "relative error vs BF16"]
+    return comparison_table(results, header, [
         ("promoted every N_C = 128 (as published)", "", "deepseek_v3"),
         ("never promoted", "a GEMM with K = 4096 errs by up to 2% (section 3.3.2)", "deepseek_v3-never_promoted"),
         ("float32 sums", "", "deepseek_v3-float32_sums"),
     ], [("deepseek_v3", False), ("separating_bf16", True)])
-    return table(["DeepSeek-V3's accumulation", "the paper", "seeds", "mean final val loss",
-                  "paired difference from promotion every 128 (p)", "relative error vs BF16"], rows)
 
 
 def formats_in_recipes_table(results):
     """Study 4: the seeds' 8-bit formats as the elements of the MXFP8 and DeepSeek-V3 recipes, against
     BF16 and against the recipe's own E4M3."""
-    study = Study(results, "recipes")
+    study = load_study(results, "recipes")
     bf16 = study["separating_bf16"]
     rows = []
     for label, point in (("E4M3 (as published)", ""), ("E3M4", "-e3m4"), ("E1M6", "-e1m6"), ("E0M7", "-e0m7")):
@@ -430,15 +448,14 @@ def formats_in_recipes_table(results):
 
 def nvfp4_elements_table(results):
     """Study 4: 4-bit alternatives to E2M1 in the NVFP4 recipe (16-element blocks, two-level scales)."""
-    study = Study(results, "recipes")
-    rows = comparison_rows(study, [
+    header = ["elements", "grid", "seeds", "mean final val loss", "paired difference from E2M1 (p)",
+              "relative error vs BF16"]
+    return comparison_table(results, header, [
         ("E2M1 (as published)", "max 6, 15 values", "nvfp4"),
         ("E1M2", "max 3.5, uniform steps of 0.5", "nvfp4-e1m2"),
         ("E3M0", "max 16, powers of two", "nvfp4-e3m0"),
         ("INT4", "max 7, uniform steps of 1", "nvfp4-int4"),
     ], [("nvfp4", False), ("separating_bf16", True)])
-    return table(["elements", "grid", "seeds", "mean final val loss", "paired difference from E2M1 (p)",
-                  "relative error vs BF16"], rows)
 
 
 # Tables whose runs are still running (issue #33): the functions are checked on made-up runs by
@@ -463,17 +480,13 @@ def paired_relative_at(study, group, baseline, step):
     d = Sample(a[k] - b[k] for k in sorted(a) if k in b)
     if d.n < 2:
         raise SystemExit(f"study_tables.py: {group} and {baseline} share fewer than 2 seeds at step {step}")
-    scale = 100 / (sum(b.values()) / len(b))
-    text = f"{signed(d.mean * scale, 2)}%"
-    if excludes_zero(d):
-        text = f"**{text}**"
-    return f"{text} ({signed(d.low * scale, 2)}% – {signed(d.high * scale, 2)}%)"
+    return relative_text(d, statistics.fmean(b.values()))
 
 
 def nvfp4_over_training_table(results):
     """Study 4: NVFP4's relative error against FP8 (deepseek_v3) and BF16 as training goes, beside the
     learning rate: the NVFP4 paper's gap stays under 1% while the rate is high and widens as it decays."""
-    study = Study(results, "recipes")
+    study = load_study(results, "recipes")
     training = study.config_of("nvfp4")["training"]
     rows = []
     for step in (250, 500, 1000, 1500, 2000, 2500, training["max_steps"]):
@@ -485,14 +498,13 @@ def nvfp4_over_training_table(results):
 
 
 def median(values):
-    v = sorted(values)
-    return math.nan if not v else v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+    return statistics.median(values) if values else math.nan
 
 
 def cost_table(results, study):
     """What a study's runs cost: per group the runs, the median CPU and wall seconds of a run (one thread
     each; wall stretches with what ran beside), and the group's CPU hours; then the study's total."""
-    s = Study(results, study)
+    s = load_study(results, study)
     rows, total_cpu, total_runs = [], 0.0, 0
     for name in s.order:
         g = s.groups[name]
@@ -506,7 +518,8 @@ def cost_table(results, study):
 
 
 TABLES = {"seeds": seeds_table, "separating": separating_table, "blocks": blocks_table, "recipes": recipes_table,
-          "nvfp4_over_training": nvfp4_over_training_table, "fp8": fp8_table, "recipes_cost": lambda results: cost_table(results, "recipes")}
+          "nvfp4_over_training": nvfp4_over_training_table, "fp8": fp8_table,
+          "recipes_cost": lambda results: cost_table(results, "recipes")}
 
 # --- the page ----------------------------------------------------------------------------------------------------
 
