@@ -197,6 +197,11 @@ def signed(x, digits=3):
     return ("−" if x < 0 and float(text) != 0 else "+") + text
 
 
+def general(x):
+    """Three significant digits, a true minus sign: 0.413, 6.8e+04, −1.26e+07."""
+    return f"{x:.3g}".replace("-", "−").replace("e−", "e-")
+
+
 def p_text(p):
     """0.06, 0.005, 6e-4: two decimals, three below 0.01, one significant digit below 0.001."""
     if p >= 0.01:
@@ -458,11 +463,109 @@ def nvfp4_elements_table(results):
     ], [("nvfp4", False), ("separating_bf16", True)])
 
 
+# --- study 5: the precision scaling law ----------------------------------------------------------------
+
+SCALING_PARAMETERS = [("A", "the power law's scale"), ("alpha", "its exponent in N_eff"),
+                      ("E", "the loss it tends to as N_eff grows"),
+                      ("gamma_weight", "weights' sensitivity, in mantissa bits"),
+                      ("gamma_activation", "activations' sensitivity"), ("gamma_gradient", "gradients' sensitivity"),
+                      ("rmse", "the fit's root-mean-square error, in nats")]
+
+
+@functools.lru_cache(maxsize=None)
+def scaling_law():
+    """host/python/altgrad/scaling_law.py, loaded by its path: its fit and departures need NumPy and
+    pandas only, not the built package."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "host", "python", "altgrad",
+                        "scaling_law.py")
+    spec = importlib.util.spec_from_file_location("altgrad_scaling_law", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@functools.lru_cache(maxsize=None)
+def scaling_observations(results):
+    """Study 5's observations (scripts/scaling_law.py's OUT/runs.csv: one row per finished run)."""
+    import pandas as pd
+    path = os.path.join(results, "scaling", "runs.csv")
+    if not os.path.exists(path):
+        raise SystemExit(f"study_tables.py: {path}: not found (is --results the published studies?)")
+    return pd.read_csv(path)
+
+
+def scaling_fit_table(results):
+    """Study 5: the law refitted here from the observations, beside the 95% intervals of the published
+    bootstrap (scaling/fit.csv: 200 refits take seconds, so tests/docs/study_tables_test.py reruns them
+    once, not every check). The published point fit must be this refit's."""
+    sl = scaling_law()
+    law = sl.fit(scaling_observations(results)).as_dict()
+    path = os.path.join(results, "scaling", "fit.csv")
+    with open(path, newline="", encoding="utf-8") as f:
+        published = {row["parameter"]: row for row in csv.DictReader(f)}
+    rows = []
+    for name, what in SCALING_PARAMETERS:
+        if name not in published or not math.isclose(float(published[name]["fit"]), law[name], rel_tol=1e-6):
+            raise SystemExit(f"study_tables.py: {path}: {name} is not the fit of scaling/runs.csv "
+                             f"({law[name]:.6g}): rerun scripts/scaling_law.py")
+        low, high = float(published[name]["low"]), float(published[name]["high"])
+        rows.append([name.replace("gamma_", "γ ").replace("alpha", "α"), what, general(law[name]),
+                     f"{general(low)} – {general(high)}"])
+    return table(["parameter", "what it is", "fit", "95% interval (seeds resampled)"], rows)
+
+
+def scaling_bootstrap_differences(results, samples=200):
+    """The published bootstrap (scaling/fit.csv, scripts/scaling_law.py's default 200 refits) against
+    one rerun here from scaling/runs.csv: the parameters whose interval differs."""
+    rerun = scaling_law().bootstrap(scaling_observations(results), samples)
+    with open(os.path.join(results, "scaling", "fit.csv"), newline="", encoding="utf-8") as f:
+        published = {row["parameter"]: row for row in csv.DictReader(f)}
+    return [f"{row.parameter}: published {published[row.parameter]['low']} – {published[row.parameter]['high']}, "
+            f"rerun {row.low!r} – {row.high!r}" for row in rerun.itertuples()
+            if row.parameter not in published or not all(
+                math.isclose(float(published[row.parameter][k]), getattr(row, k), rel_tol=1e-9, abs_tol=1e-12)
+                for k in ("fit", "low", "high"))]
+
+
+def scaling_departures_table(results):
+    """Study 5: per model size and role, each width's mean loss minus BF16's (bold where it exceeds
+    BF16's seed sd), and the narrowest width from the top that stays within it."""
+    sl = scaling_law()
+    departures = sl.departures(scaling_observations(results))
+    obs = scaling_observations(results)
+    widths = sorted(departures["bits"].unique(), reverse=True)
+    rows = []
+    for (n, role), cells in departures.groupby(["parameters", "role"], sort=False):
+        bf16 = obs[(obs["parameters"] == n) & (obs["weight_bits"] == 7) & (obs["activation_bits"] == 7)
+                   & (obs["gradient_bits"] == 7)]["final_val_loss"]
+        by_width = {int(r["bits"]): r for _, r in cells.iterrows()}
+        row = [f"{n:,}", role, f"{bf16.mean():.3f} ({cells['seed_spread'].iloc[0]:.3f})"]
+        held = None
+        for w in widths:
+            r = by_width.get(int(w))
+            if r is None:
+                row.append("")
+                continue
+            text = signed(r["difference"])
+            row.append(f"**{text}**" if r["departs"] else text)
+        for w in widths:
+            r = by_width.get(int(w))
+            if r is None or r["departs"]:
+                break
+            held = int(w)
+        row.append(f"E8M{held}" if held is not None else "departs at E8M" + str(int(widths[0])))
+        rows.append(row)
+    return table(["parameters", "role", "BF16 mean (seed sd)"] + [f"E8M{int(w)}" for w in widths] +
+                 ["within BF16's seed sd down to"], rows)
+
+
 # Tables whose runs are still running (issue #33): the functions are checked on made-up runs by
 # tests/docs/study_tables_test.py, and go into TABLES, and onto docs/study.md, once their runs are
-# published in docs/results/recipes.
+# published in docs/results/recipes (study 4) or docs/results/scaling (study 5).
 PENDING = {"nvfp4_ablations": nvfp4_ablations_table, "tseng": tseng_table, "accumulation": accumulation_table,
-           "formats_in_recipes": formats_in_recipes_table, "nvfp4_elements": nvfp4_elements_table}
+           "formats_in_recipes": formats_in_recipes_table, "nvfp4_elements": nvfp4_elements_table,
+           "scaling_fit": scaling_fit_table, "scaling_departures": scaling_departures_table}
 
 
 def learning_rate_at(training, step):
