@@ -528,6 +528,13 @@ def scaling_bootstrap_differences(results, samples=200):
                 for k in ("fit", "low", "high"))]
 
 
+def scaling_cost_table(results):
+    """Study 5: what its runs cost, per model size (scaling/runs.csv keeps each run's seconds)."""
+    obs = scaling_observations(results)
+    return costs_table("parameters", [(f"{n:,}", list(runs["cpu_seconds"]), list(runs["seconds"]))
+                                      for n, runs in obs.groupby("parameters", sort=True)])
+
+
 def scaling_departures_table(results):
     """Study 5: per model size and role, each width's mean loss minus BF16's (bold where it exceeds
     BF16's seed sd), and the narrowest width from the top that stays within it."""
@@ -565,7 +572,8 @@ def scaling_departures_table(results):
 # published in docs/results/recipes (study 4) or docs/results/scaling (study 5).
 PENDING = {"nvfp4_ablations": nvfp4_ablations_table, "tseng": tseng_table, "accumulation": accumulation_table,
            "formats_in_recipes": formats_in_recipes_table, "nvfp4_elements": nvfp4_elements_table,
-           "scaling_fit": scaling_fit_table, "scaling_departures": scaling_departures_table}
+           "scaling_fit": scaling_fit_table, "scaling_departures": scaling_departures_table,
+           "scaling_cost": scaling_cost_table}
 
 
 def learning_rate_at(training, step):
@@ -608,16 +616,19 @@ def cost_table(results, study):
     """What a study's runs cost: per group the runs, the median CPU and wall seconds of a run (one thread
     each; wall stretches with what ran beside), and the group's CPU hours; then the study's total."""
     s = load_study(results, study)
+    return costs_table("group", [(name, s.groups[name].cpu_seconds, s.groups[name].seconds) for name in s.order])
+
+
+def costs_table(what, costs):
+    """costs_table's rows from (name, CPU seconds of each run, wall seconds of each run)."""
     rows, total_cpu, total_runs = [], 0.0, 0
-    for name in s.order:
-        g = s.groups[name]
-        cpu = sum(g.cpu_seconds)
-        total_cpu += cpu
-        total_runs += len(g.cpu_seconds)
-        rows.append([name, str(len(g.cpu_seconds)), f"{median(g.cpu_seconds):.0f}", f"{median(g.seconds):.0f}",
-                     f"{cpu / 3600:.2f}"])
+    for name, cpu_seconds, seconds in costs:
+        total_cpu += sum(cpu_seconds)
+        total_runs += len(cpu_seconds)
+        rows.append([name, str(len(cpu_seconds)), f"{median(cpu_seconds):.0f}", f"{median(seconds):.0f}",
+                     f"{sum(cpu_seconds) / 3600:.2f}"])
     rows.append(["**all**", str(total_runs), "", "", f"**{total_cpu / 3600:.2f}**"])
-    return table(["group", "runs", "CPU per run (median, s)", "wall per run (median, s)", "CPU (hours)"], rows)
+    return table([what, "runs", "CPU per run (median, s)", "wall per run (median, s)", "CPU (hours)"], rows)
 
 
 TABLES = {"seeds": seeds_table, "separating": separating_table, "blocks": blocks_table, "recipes": recipes_table,

@@ -165,13 +165,13 @@ for n, offset in ((1000, 0.0), (8000, -0.3)):
     for bits, role_shift in (((7, 7, 7), 0.0), ((2, 7, 7), 0.05), ((1, 7, 7), 0.20), ((7, 2, 7), 0.0),
                              ((7, 1, 7), 0.0), ((7, 7, 2), 0.0), ((7, 7, 1), 0.0)):
         for seed, loss in ((1, 2.0), (2, 2.1), (42, 1.9)):
-            rows.append([f"r{n}-{bits}-s{seed}", n, *bits, seed, repr(loss + offset + role_shift)])
+            rows.append([f"r{n}-{bits}-s{seed}", n, *bits, seed, repr(loss + offset + role_shift), 2.0, seed])
 with tempfile.TemporaryDirectory() as tmp:
     os.makedirs(os.path.join(tmp, "scaling"))
     with open(os.path.join(tmp, "scaling", "runs.csv"), "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["run_id", "parameters", "weight_bits", "activation_bits", "gradient_bits", "seed",
-                    "final_val_loss"])
+                    "final_val_loss", "seconds", "cpu_seconds"])
         w.writerows(rows)
     fit_csv = os.path.join(tmp, "scaling", "fit.csv")
     st.scaling_law().bootstrap(st.scaling_observations(tmp), 20).to_csv(fit_csv, index=False)
@@ -181,6 +181,10 @@ with tempfile.TemporaryDirectory() as tmp:
     expect("| 1,000 | gradient | 2.000 (0.100) | +0.000 | +0.000 | E8M1 |" in departures,
            "scaling_departures: the gradient row\n" + departures)
     expect(len(st.scaling_fit_table(tmp)) == 2 + 7, "scaling_fit: a row per parameter")
+    # 21 runs per size costing 1, 2 and 42 CPU seconds (the seed) 7 times each: median 2 s, 315 s in all.
+    cost = "\n".join(st.scaling_cost_table(tmp))
+    expect("| 8,000 | 21 | 2 | 2 | 0.09 |" in cost and "| **all** | 42 |  |  | **0.17** |" in cost,
+           "scaling_cost\n" + cost)
     expect(st.scaling_bootstrap_differences(tmp, 20) == [], "scaling: the bootstrap rerun differs from its own fit.csv")
     with open(fit_csv, encoding="utf-8") as f:
         text = f.read()

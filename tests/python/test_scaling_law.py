@@ -97,7 +97,7 @@ def write_run(root, name, formats, params=None, parameters=816000, status="finis
     with open(os.path.join(run, "config.toml"), "w") as f:
         f.write("\n".join(lines) + "\n")
     summary = {"run_id": name, "status": status, "seed": seed, "final_val_loss": loss,
-               "model": {"parameters": parameters}}
+               "model": {"parameters": parameters}, "seconds": 12.5, "cpu_seconds": 11.0 + seed}
     with open(os.path.join(run, "summary.json"), "w") as f:
         json.dump(summary, f)
     return run
@@ -113,6 +113,7 @@ def test_observations_read_each_roles_mantissa_bits_from_the_runs(tmp_path):
     assert tuple(obs.loc["bf16", ["weight_bits", "activation_bits", "gradient_bits"]]) == (7, 7, 7)
     assert tuple(obs.loc["w3", ["weight_bits", "activation_bits", "gradient_bits"]]) == (3, 7, 7)
     assert obs.loc["g-e5m2", "gradient_bits"] == 2 and obs.loc["w3", "parameters"] == 816000
+    assert obs.loc["w3", "seconds"] == 12.5 and obs.loc["w3", "cpu_seconds"] == 12.0  # its cost, seed 1
 
 
 def test_a_run_without_a_parameter_count_is_named(tmp_path):

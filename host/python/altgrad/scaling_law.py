@@ -34,7 +34,8 @@ def _mantissa_bits(quantization, role, registry):
 def observations(run_dirs, registry=None):
     """One row per finished run of `run_dirs`: run_id, parameters (N, summary.json's
     model.parameters), each role's mantissa bits (weight_bits, activation_bits, gradient_bits: the
-    role's format as its plugin describes it; fp32 23), seed and final_val_loss. Runs that did not
+    role's format as its plugin describes it; fp32 23), seed, final_val_loss, and what the run cost
+    (summary.json's seconds and cpu_seconds, across resumes). Runs that did not
     finish are left out; a run without a parameter count (a host before it) is an error naming it."""
     import pandas as pd
     from . import Registry
@@ -54,12 +55,13 @@ def observations(run_dirs, registry=None):
         with open(os.path.join(run_dir, "config.toml"), "rb") as f:
             quantization = tomllib.load(f).get("quantization", {})
         row = {"run_id": summary.get("run_id"), "parameters": int(parameters), "seed": summary.get("seed"),
-               "final_val_loss": summary.get("final_val_loss")}
+               "final_val_loss": summary.get("final_val_loss"), "seconds": summary.get("seconds"),
+               "cpu_seconds": summary.get("cpu_seconds")}
         for role in ROLES:
             row[f"{role}_bits"] = _mantissa_bits(quantization, role, registry)
         rows.append(row)
     return pd.DataFrame(rows, columns=["run_id", "parameters", *(f"{r}_bits" for r in ROLES), "seed",
-                                       "final_val_loss"])
+                                       "final_val_loss", "seconds", "cpu_seconds"])
 
 
 class Fit:
