@@ -64,6 +64,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #ifndef ALTGRAD_BENCH_PLUGIN_DIR
@@ -346,6 +347,33 @@ void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding r
     state.counters["overflow_frac"] = static_cast<double>(overflow) / static_cast<double>(d.count);
 }
 
+// The block scales alone (scales_from_amaxes, the trainer's step between a tensor's block amaxes
+// and its quantize call): the N(0,1) array's amaxes of 16-element blocks (NVFP4's), copied into
+// place and turned into scales each iteration, under one rule and grid. two_level on E4M3's values
+// is NVFP4's, where each block's scale is searched for in the grid.
+void bm_block_scales(benchmark::State& state, altgrad::host::config::scale_rule_kind rule, bool e4m3_grid,
+                     size_t bytes) {
+    size_data& d = data_for(bytes);
+    std::vector<float> amaxes((d.count + 15) / 16), work(amaxes.size());
+    altgrad::host::quant::block_amaxes(d.normal.get(), d.count, 16, amaxes.data());
+    std::vector<float> e4m3;  // OCP E4M3's positive values: subnormals m/8 * 2^-6, normals to 448
+    for (int m = 1; m < 8; ++m) e4m3.push_back(std::ldexp(m / 8.0f, -6));
+    for (int e = 1; e <= 15; ++e)
+        for (int m = 0; m < 8 && !(e == 15 && m == 7); ++m)
+            e4m3.push_back(std::ldexp(1.0f + m / 8.0f, e - 7));
+    const altgrad::host::quant::scale_grid grid =
+        e4m3_grid ? altgrad::host::quant::scale_grid::of_values("e4m3", e4m3)
+                  : altgrad::host::quant::scale_grid::power_of_two();
+    const altgrad::host::quant::block_recipe recipe{rule, &grid, 6.0};  // E2M1 elements
+    for (auto _ : state) {
+        std::memcpy(work.data(), amaxes.data(), amaxes.size() * sizeof(float));
+        benchmark::DoNotOptimize(
+            altgrad::host::quant::scales_from_amaxes(work.data(), work.size(), recipe, d.amax).blocks);
+        benchmark::ClobberMemory();
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(amaxes.size()) * static_cast<int64_t>(state.iterations()));
+}
+
 #ifdef ALTGRAD_BENCH_CUDA
 // ---- The same on the GPU ----------------------------------------------------
 
@@ -494,6 +522,20 @@ int main(int argc, char** argv) {
             {"quantize_amax/", scales_from::tensor_amax},
             {"quantize_delayed/", scales_from::known_scale},
             {"quantize_mx32/", scales_from::block_amaxes}};
+        using rule = altgrad::host::config::scale_rule_kind;
+        const std::tuple<const char*, rule, bool> block_scale_cases[] = {
+            {"block_scales/mx_floor/pow2/", rule::mx_floor, false},
+            {"block_scales/round_up/e4m3/", rule::round_up, true},
+            {"block_scales/two_level/e4m3/", rule::two_level, true}};
+        for (const auto& [family, r, e4m3] : block_scale_cases) {
+            const rule how = r;
+            const bool grid = e4m3;
+            benchmark::RegisterBenchmark(
+                (std::string(family) + sz.name).c_str(),
+                [how, grid, bytes](benchmark::State& s) { bm_block_scales(s, how, grid, bytes); })
+                ->Unit(benchmark::kMicrosecond)
+                ->UseRealTime();
+        }
         for (const auto& [family, from] : families)
             for (const char* format : kFormats)
                 for (const mode& m : kModes) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <utility>
 #include <vector>
 
@@ -145,6 +146,43 @@ TEST(BlockScales, ValueGridIgnoresZeroNegativesAndNaN) {
     EXPECT_EQ(g.down(11.9), 3.0f);
     EXPECT_EQ(g.nearest(7.5), 12.0f);  // |7.5 - 3| = 4.5 = |12 - 7.5|: a tie goes up
     EXPECT_THROW(scale_grid::of_values("none", {0.0f, -2.0f, kNaN}), error);
+}
+
+// up/down/nearest of a value grid against a scan of every value, at the values themselves, the
+// doubles and floats right beside them, midpoints (nearest's ties) and random points across and
+// beyond the grid: E4M3's grid, a dense grid with many values to a bucket (every float with 10
+// mantissa bits over two binades), and a sparse one with values far apart and in subnormals.
+TEST(BlockScales, ValueGridRoundsAsAScanOfItsValuesDoes) {
+    std::vector<float> dense;
+    for (int i = 0; i < 1 << 11; ++i) dense.push_back(std::ldexp(1.0f + (i & 0x3FF) / 1024.0f, i >> 10));
+    const std::vector<float> sparse = {
+        std::ldexp(1.0f, -140), 3e-41f, 1e-20f, 0.75f, 1.0f, 1.0625f, 1e20f, 3e38f};
+    std::mt19937_64 random(7);
+    for (const std::vector<float>& values : {e4m3_values(), dense, sparse}) {
+        const scale_grid g = scale_grid::of_values("grid", values);
+        std::vector<double> points;
+        for (size_t i = 0; i < values.size(); ++i) {
+            const double v = values[i];
+            points.insert(points.end(), {v, std::nextafter(v, 0.0), std::nextafter(v, 1e300),
+                                         std::nextafter(values[i], 0.0f), std::nextafter(values[i], kInf)});
+            if (i + 1 < values.size()) points.push_back((v + values[i + 1]) / 2);
+        }
+        for (int i = 0; i < 20000; ++i)
+            points.push_back(std::ldexp(std::uniform_real_distribution<double>(1, 2)(random),
+                                        std::uniform_int_distribution<int>(-150, 130)(random)));
+        for (const double x : points) {
+            float below = g.smallest(), above = g.largest();  // the scan: clamped into the grid
+            for (const float v : values) {
+                if (v <= x) below = std::max(below, v);
+                if (v >= x) above = std::min(above, v);
+            }
+            if (x >= g.largest()) below = g.largest();
+            if (x <= g.smallest()) above = g.smallest();
+            ASSERT_EQ(g.down(x), below) << "down(" << x << ")";
+            ASSERT_EQ(g.up(x), above) << "up(" << x << ")";
+            ASSERT_EQ(g.nearest(x), x - below < above - x ? below : above) << "nearest(" << x << ")";
+        }
+    }
 }
 
 TEST(BlockScales, MxFloorAroundAPowerOfTwo) {
@@ -298,6 +336,9 @@ TEST(BlockScales, Nvfp4TwoLevels) {
     EXPECT_EQ(st.underflowed, 1u);
     EXPECT_EQ(st.saturated, 0u);
     EXPECT_EQ(st.neutral, 1u);
+    // The decode scales' range, 1/s of the blocks that are not neutral: 1/0.5 and 1/114687.99.
+    EXPECT_EQ(st.largest_scale, 2.0);
+    EXPECT_EQ(st.smallest_scale, 1.0 / 114687.9921875);
     // A block amax beyond the tensor's (only as a given amax): X_b = 746.7, past 448 + 16: saturated.
     block_scale_stats over;
     EXPECT_EQ(scales_of({20.0f}, r, 12.0, &over)[0], 0.5f);

@@ -72,7 +72,26 @@ scale_grid scale_grid::of_values(const std::string& name, const std::vector<floa
     if (consecutive_powers) return scale_grid(kind::power_of_two, name, positive.front(), positive.back());
     scale_grid g(kind::values, name, positive.front(), positive.back());
     g.values_ = std::move(positive);
+    g.bucket_start_.resize(kBuckets + 1);
+    for (uint32_t k = 0; k <= kBuckets; ++k) {
+        const uint32_t lowest_bits = k << 20;  // k = kBuckets: +Inf's bits, above every value
+        float lowest = 0;
+        std::memcpy(&lowest, &lowest_bits, sizeof lowest);
+        g.bucket_start_[k] = static_cast<uint32_t>(
+            std::lower_bound(g.values_.begin(), g.values_.end(), lowest) - g.values_.begin());
+    }
     return g;
+}
+
+// x in (smallest_, largest_): the float nearest x has x's neighbours among the grid's values in its
+// bucket, or is one itself. Rounding x to float may move it across a bucket's lower edge, but only
+// onto that edge, a float, and no grid value (a float) lies between x and it.
+std::pair<const float*, const float*> scale_grid::bucket_of(double x) const {
+    const float f = static_cast<float>(x);
+    uint32_t bits = 0;
+    std::memcpy(&bits, &f, sizeof bits);
+    const uint32_t k = bits >> 20;
+    return {values_.data() + bucket_start_[k], values_.data() + bucket_start_[k + 1]};
 }
 
 float scale_grid::up(double x) const {
@@ -87,7 +106,10 @@ float scale_grid::up(double x) const {
             const double p = two_to(floor_log2(x));
             return static_cast<float>(p == x ? p : 2 * p);
         }
-        case kind::values: return *std::lower_bound(values_.begin(), values_.end(), x);
+        case kind::values: {
+            const auto [first, last] = bucket_of(x);
+            return *std::lower_bound(first, last, x);  // last: the next bucket's first value
+        }
     }
     return largest_;
 }
@@ -101,13 +123,23 @@ float scale_grid::down(double x) const {
             return f > x ? std::nextafter(f, 0.0f) : f;
         }
         case kind::power_of_two: return static_cast<float>(two_to(floor_log2(x)));
-        case kind::values: return *(std::upper_bound(values_.begin(), values_.end(), x) - 1);
+        case kind::values: {
+            const auto [first, last] = bucket_of(x);
+            return *(std::upper_bound(first, last, x) - 1);  // first - 1: the last value below the bucket
+        }
     }
     return smallest_;
 }
 
 float scale_grid::nearest(double x) const {
     if (kind_ == kind::fp32) return std::clamp(static_cast<float>(x), smallest_, largest_);
+    if (kind_ == kind::values && x > smallest_ && x < largest_) {  // down and up from one search
+        const auto [first, last] = bucket_of(x);
+        const float* above = std::lower_bound(first, last, x);
+        if (*above == x) return *above;
+        const float below = *(above - 1);
+        return x - below < *above - x ? below : *above;  // a tie goes up
+    }
     const float lo = down(x), hi = up(x);
     return x - lo < hi - x ? lo : hi;  // a tie goes up
 }
@@ -314,6 +346,7 @@ block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, cons
         grid.largest() + (grid.largest() - grid.down(std::nextafter(grid.largest(), 0.0f))) / 2.0;
     block_scale_stats st;
     st.blocks = blocks;
+    float smallest_s = FLT_MAX, largest_s = 0;  // over the blocks that are not neutral
     for (size_t b = 0; b < blocks; ++b) {
         const float a = amax_then_scale[b];
         if (!(std::isfinite(a) && a > 0)) {
@@ -347,9 +380,14 @@ block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, cons
         }
         if (!std::isfinite(s)) s = FLT_MAX;  // a scale format reaching below 1/FLT_MAX
         amax_then_scale[b] = s;
-        const double decode = 1.0 / s;
-        st.smallest_scale = std::fmin(st.smallest_scale, decode);
-        st.largest_scale = std::fmax(st.largest_scale, decode);
+        smallest_s = std::min(smallest_s, s);
+        largest_s = std::max(largest_s, s);
+    }
+    // The decode scales' range from the encode scales': 1/s rounded is monotone, so the largest s
+    // gives the smallest X (one division per call, not per block).
+    if (largest_s > 0) {
+        st.smallest_scale = 1.0 / largest_s;
+        st.largest_scale = 1.0 / smallest_s;
     }
     return st;
 }

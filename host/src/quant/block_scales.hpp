@@ -37,6 +37,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/run_config.hpp"
@@ -75,10 +76,19 @@ private:
     scale_grid(kind k, std::string name, float smallest, float largest)
         : kind_(k), name_(std::move(name)), smallest_(smallest), largest_(largest) {}
 
+    // kind::values: where in values_ the search for x starts and ends. Bucket k holds the floats
+    // whose bits >> 20 are k (an exponent and its top 3 mantissa bits); bucket_start_[k] is the
+    // first value at or above the bucket's smallest float, so the answer for an x in bucket k lies
+    // in values_[bucket_start_[k] .. bucket_start_[k + 1]]: a few values instead of the grid
+    // (NVFP4's E4M3 scales: at most one), the hot step of two_level's scales.
+    std::pair<const float*, const float*> bucket_of(double x) const;
+
     kind kind_;
     std::string name_;
     float smallest_, largest_;
-    std::vector<float> values_;  // kind::values: sorted, distinct, positive, finite
+    std::vector<float> values_;                     // kind::values: sorted, distinct, positive, finite
+    std::vector<uint32_t> bucket_start_;            // kind::values: kBuckets + 1 indices into values_
+    static constexpr uint32_t kBuckets = 1u << 11;  // positive floats' bits >> 20
 };
 
 // The grid a scale format's name stands for (quantization.scale_format, the
