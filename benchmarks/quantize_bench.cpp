@@ -51,6 +51,7 @@
 
 #include <altgrad/altgrad.h>
 #include <altgrad/sdk/call_args.hpp>
+#include <altgrad/sdk/hadamard.hpp>
 
 #include "quant/block_scales.hpp"
 #include "quant/scaling.hpp"
@@ -347,6 +348,20 @@ void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding r
     state.counters["overflow_frac"] = static_cast<double>(overflow) / static_cast<double>(d.count);
 }
 
+// The SDK's fast Walsh-Hadamard transform (random_hadamard's and hadamard's work) on the N(0,1)
+// array in blocks of d, in place each iteration: `vector` is altgrad::sdk::fwht as plugins call it,
+// the other its scalar definition (detail::fwht_baseline), whose bits the vector path gives.
+void bm_fwht(benchmark::State& state, uint32_t d, bool vector, size_t bytes) {
+    size_data& data = data_for(bytes);
+    std::memcpy(data.input.get(), data.normal.get(), bytes);
+    for (auto _ : state) {
+        if (vector) altgrad::sdk::fwht(data.input.get(), data.count / d, d);
+        else altgrad::sdk::detail::fwht_baseline(data.input.get(), data.count / d, d);
+        benchmark::ClobberMemory();
+    }
+    state.SetItemsProcessed(static_cast<int64_t>(data.count) * static_cast<int64_t>(state.iterations()));
+}
+
 // The block scales alone (scales_from_amaxes, the trainer's step between a tensor's block amaxes
 // and its quantize call): the N(0,1) array's amaxes of 16-element blocks (NVFP4's), copied into
 // place and turned into scales each iteration, under one rule and grid. two_level on E4M3's values
@@ -527,6 +542,15 @@ int main(int argc, char** argv) {
             {"block_scales/mx_floor/pow2/", rule::mx_floor, false},
             {"block_scales/round_up/e4m3/", rule::round_up, true},
             {"block_scales/two_level/e4m3/", rule::two_level, true}};
+        for (const uint32_t d : {16u, 64u})
+            for (const bool vector : {false, true}) {
+                const std::string name =
+                    "fwht/" + std::to_string(d) + (vector ? "/vector/" : "/scalar/") + sz.name;
+                benchmark::RegisterBenchmark(
+                    name.c_str(), [d, vector, bytes](benchmark::State& s) { bm_fwht(s, d, vector, bytes); })
+                    ->Unit(benchmark::kMicrosecond)
+                    ->UseRealTime();
+            }
         for (const auto& [family, r, e4m3] : block_scale_cases) {
             const rule how = r;
             const bool grid = e4m3;
