@@ -132,6 +132,23 @@ class RealRun(unittest.TestCase):
             family, fmt, mode = b["name"].split("/")[:3]
             row(out, fmt + suffix[family], mode)
 
+    def test_the_block_scale_and_hadamard_benchmarks_run(self):
+        # Outside ratios.py's table: each case of block_scales/ and fwht/ runs and processes items.
+        self.assertIsNotNone(BENCH, "set ALTGRAD_QUANTIZE_BENCH to the benchmark program")
+        with tempfile.TemporaryDirectory() as tmp:
+            out_json = os.path.join(tmp, "run.json")
+            subprocess.run([BENCH, "--benchmark_filter=^(block_scales|fwht)/.*/4KiB", "--benchmark_min_time=0.001",
+                            f"--benchmark_out={out_json}", "--benchmark_out_format=json"], check=True,
+                           capture_output=True)
+            with open(out_json, encoding="utf-8") as f:
+                runs = json.load(f)["benchmarks"]
+        self.assertEqual(sorted(b["name"].rsplit("/", 2)[0] for b in runs),
+                         ["block_scales/mx_floor/pow2", "block_scales/round_up/e4m3", "block_scales/two_level/e4m3",
+                          "fwht/16/scalar", "fwht/16/vector", "fwht/64/scalar", "fwht/64/vector"])
+        for b in runs:
+            self.assertFalse(b.get("error_occurred"), b["name"])
+            self.assertGreater(b["items_per_second"], 0, b["name"])
+
 
 if __name__ == "__main__":
     unittest.main()
