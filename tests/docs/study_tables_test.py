@@ -1,13 +1,15 @@
 #!/usr/bin/python3
 """scripts/study_tables.py: its Student t against published values and closed forms, its statistics
 against the C++ report's summary.csv for every published group (two implementations, one answer),
-and its check: docs/study.md's tables are what the runs give, and a changed number is caught.
+and its check: docs/study.md's tables are what the runs give, a changed number is caught, and its links into
+results/ name published files.
 
 usage: study_tables_test.py REPO_ROOT
 """
 import csv
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -200,6 +202,16 @@ with tempfile.TemporaryDirectory() as tmp:
         expect(False, "scaling_fit: a point fit changed in fit.csv not caught")
     except SystemExit as e:
         expect("gamma_weight is not the fit of scaling/runs.csv" in str(e), f"scaling_fit: {e}")
+
+# Every link of docs/study.md into its results (reports, figures, data) names a published file: a
+# republished study whose report drew other figures cannot leave the page pointing at none.
+
+with open(os.path.join(ROOT, "docs", "study.md"), encoding="utf-8") as f:
+    page = f.read()
+links = re.findall(r"\]\((results/[^)#\s]+)", page)
+expect(len(links) > 5, f"docs/study.md: only {len(links)} links into results/ found")
+for link in links:
+    expect(os.path.exists(os.path.join(ROOT, "docs", link)), f"docs/study.md links to {link}, which does not exist")
 
 for failure in failures:
     print("FAIL: " + failure)
