@@ -205,7 +205,6 @@ with tempfile.TemporaryDirectory() as tmp:
 
 # Every link of docs/study.md into its results (reports, figures, data) names a published file: a
 # republished study whose report drew other figures cannot leave the page pointing at none.
-
 with open(os.path.join(ROOT, "docs", "study.md"), encoding="utf-8") as f:
     page = f.read()
 links = re.findall(r"\]\((results/[^)#\s]+)", page)
