@@ -417,10 +417,16 @@ def tseng_table(results):
     bf16 = study["separating_bf16"]
     cells = {(True, True): "tseng_mxfp4", (False, True): "tseng_mxfp4-no_sr", (True, False): "tseng_mxfp4-no_rht",
              (False, False): "tseng_mxfp4-no_sr_no_rht"}
+    def cell(group):  # a cell with failures also gives its finished runs' relative error, 2 or more
+        if group.failures and len(group.loss_by_seed) >= 2:
+            return (f"{failures_cell(group)}; the other {len(group.loss_by_seed)}: "
+                    f"{relative_text(group.paired_with(bf16), bf16.loss.mean)}")
+        return relative_cell(group, bf16)
+
     rows = []
     for sr in (True, False):
         rows.append(["with SR (and 3/4 pre-scale)" if sr else "without SR (plain OCP MXFP4)"] +
-                    [relative_cell(study[cells[(sr, rht)]], bf16) for rht in (True, False)])
+                    [cell(study[cells[(sr, rht)]]) for rht in (True, False)])
     return table(["backward products in MXFP4: relative error vs BF16", "with RHT", "without RHT"], rows)
 
 
@@ -570,7 +576,7 @@ def scaling_departures_table(results):
 # Tables whose runs are still running (issue #33): the functions are checked on made-up runs by
 # tests/docs/study_tables_test.py, and go into TABLES, and onto docs/study.md, once their runs are
 # published in docs/results/recipes (study 4) or docs/results/scaling (study 5).
-PENDING = {"tseng": tseng_table, "accumulation": accumulation_table,
+PENDING = {"accumulation": accumulation_table,
            "formats_in_recipes": formats_in_recipes_table, "nvfp4_elements": nvfp4_elements_table,
            "scaling_fit": scaling_fit_table, "scaling_departures": scaling_departures_table,
            "scaling_cost": scaling_cost_table}
@@ -633,7 +639,7 @@ def costs_table(what, costs):
 
 TABLES = {"seeds": seeds_table, "separating": separating_table, "blocks": blocks_table, "recipes": recipes_table,
           "nvfp4_over_training": nvfp4_over_training_table, "fp8": fp8_table,
-          "nvfp4_ablations": nvfp4_ablations_table,
+          "nvfp4_ablations": nvfp4_ablations_table, "tseng": tseng_table,
           "recipes_cost": lambda results: cost_table(results, "recipes")}
 
 # --- the page ----------------------------------------------------------------------------------------------------

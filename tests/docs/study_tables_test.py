@@ -144,6 +144,8 @@ with tempfile.TemporaryDirectory() as tmp:
         for seed, step in ((1, 400), (2, 600), (42, 500)):  # every block in NVFP4: collapsed
             w.writerow([f"runs/x-s{seed}", f"x-s{seed}", "nvfp4-no_bf16_layers", seed, "collapsed", "overflow",
                         step, "nan", 1, 1])
+        # A fourth seed of Tseng's SR-without-RHT cell collapsed: the cell names it and the other three.
+        w.writerow(["runs/y-s7", "y-s7", "tseng_mxfp4-no_rht", 7, "collapsed", "overflow", 30, "nan", 1, 1])
     study4 = ("nvfp4_ablations", "tseng", "accumulation", "formats_in_recipes", "nvfp4_elements")
     tables = {**st.TABLES, **st.PENDING}
     pending = {name: "\n".join(tables[name](tmp)) for name in study4}
@@ -159,6 +161,8 @@ with tempfile.TemporaryDirectory() as tmp:
     # 5.00%, an interval of no width.
     expect("| without SR (plain OCP MXFP4) | **+0.83%** (+0.14% – +1.52%) | **+5.00%** (+5.00% – +5.00%) |"
            in pending["tseng"], "tseng: the no-SR row\n" + pending["tseng"])
+    expect("| 1/4 overflow (step 30); the other 3: **+0.83%** (+0.14% – +1.52%) |" in pending["tseng"],
+           "tseng: a cell with a failure and three finished runs\n" + pending["tseng"])
     expect(pending["formats_in_recipes"].count("\n") == 5 and pending["nvfp4_elements"].count("\n") == 5
            and pending["accumulation"].count("\n") == 4, "pending tables: a row per cell")
 
