@@ -31,15 +31,8 @@ def markdown(table, columns, formats):
 
 
 def first_departing_widths(departures):
-    # Per size and role, widest first: the widths from the top that stay within the spread end where
-    # one departs; "departs below W" names the narrowest width that still held.
     lines = []
-    for (n, role), rows in departures.groupby(["parameters", "role"], sort=True):
-        held = None
-        for _, row in rows.sort_values("bits", ascending=False).iterrows():
-            if row["departs"]:
-                break
-            held = int(row["bits"])
+    for (n, role), held in sl.narrowest_held(departures).items():
         what = (f"within BF16's seed spread down to {held} bits" if held is not None
                 else "departs already at its widest tested width")
         lines.append(f"- {n:,} parameters, {role}: {what}")

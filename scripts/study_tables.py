@@ -546,28 +546,19 @@ def scaling_departures_table(results):
     BF16's seed sd), and the narrowest width from the top that stays within it."""
     sl = scaling_law()
     departures = sl.departures(scaling_observations(results))
-    obs = scaling_observations(results)
+    held = sl.narrowest_held(departures)
     widths = sorted(departures["bits"].unique(), reverse=True)
     rows = []
     for (n, role), cells in departures.groupby(["parameters", "role"], sort=False):
-        bf16 = obs[(obs["parameters"] == n) & (obs["weight_bits"] == 7) & (obs["activation_bits"] == 7)
-                   & (obs["gradient_bits"] == 7)]["final_val_loss"]
         by_width = {int(r["bits"]): r for _, r in cells.iterrows()}
-        row = [f"{n:,}", role, f"{bf16.mean():.3f} ({cells['seed_spread'].iloc[0]:.3f})"]
-        held = None
+        first = cells.iloc[0]  # every row: BF16's mean is its mean_loss less its difference
+        row = [f"{n:,}", role, f"{first['mean_loss'] - first['difference']:.3f} ({first['seed_spread']:.3f})"]
         for w in widths:
             r = by_width.get(int(w))
-            if r is None:
-                row.append("")
-                continue
-            text = signed(r["difference"])
-            row.append(f"**{text}**" if r["departs"] else text)
-        for w in widths:
-            r = by_width.get(int(w))
-            if r is None or r["departs"]:
-                break
-            held = int(w)
-        row.append(f"E8M{held}" if held is not None else "departs at E8M" + str(int(widths[0])))
+            text = "" if r is None else signed(r["difference"])
+            row.append(f"**{text}**" if r is not None and r["departs"] else text)
+        narrowest = held[(int(n), role)]
+        row.append(f"E8M{narrowest}" if narrowest is not None else f"departs at E8M{int(widths[0])}")
         rows.append(row)
     return table(["parameters", "role", "BF16 mean (seed sd)"] + [f"E8M{int(w)}" for w in widths] +
                  ["within BF16's seed sd down to"], rows)

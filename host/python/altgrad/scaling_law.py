@@ -18,7 +18,7 @@ import tomllib
 
 import numpy as np
 
-__all__ = ["ROLES", "Fit", "observations", "fit", "predict", "bootstrap", "departures"]
+__all__ = ["ROLES", "Fit", "observations", "fit", "predict", "bootstrap", "departures", "narrowest_held"]
 
 ROLES = ("weight", "activation", "gradient")
 
@@ -198,3 +198,16 @@ def departures(obs, baseline_bits=7):
                              "departs": bool(difference > spread)})
     return pd.DataFrame(rows, columns=["parameters", "role", "bits", "runs", "mean_loss", "difference",
                                        "seed_spread", "departs"])
+
+
+def narrowest_held(departures):
+    """Per (parameters, role) of `departures`: going from the widest width down, the narrowest one
+    reached before a width departs (None where the widest already does)."""
+    held = {}
+    for (n, role), rows in departures.groupby(["parameters", "role"], sort=True):
+        held[(int(n), role)] = None
+        for _, row in rows.sort_values("bits", ascending=False).iterrows():
+            if row["departs"]:
+                break
+            held[(int(n), role)] = int(row["bits"])
+    return held
