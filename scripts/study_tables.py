@@ -542,10 +542,13 @@ def scaling_cost_table(results):
 
 
 def scaling_departures_table(results):
-    """Study 5: per model size and role, each width's mean loss minus BF16's (bold where it exceeds
-    BF16's seed sd), and the narrowest width from the top that stays within it."""
+    """Study 5: per model size and role, each width's mean loss minus BF16's: bold where the paired
+    differences (per seed, against BF16's run of that seed) have a 95% interval that excludes 0, as in
+    every table here; † where the difference exceeds BF16's seed sd (the issue's criterion), and the
+    narrowest width from the top that stays within that sd."""
     sl = scaling_law()
-    departures = sl.departures(scaling_observations(results))
+    obs = scaling_observations(results)
+    departures = sl.departures(obs)
     held = sl.narrowest_held(departures)
     widths = sorted(departures["bits"].unique(), reverse=True)
     rows = []
@@ -555,13 +558,32 @@ def scaling_departures_table(results):
         row = [f"{n:,}", role, f"{first['mean_loss'] - first['difference']:.3f} ({first['seed_spread']:.3f})"]
         for w in widths:
             r = by_width.get(int(w))
-            text = "" if r is None else signed(r["difference"])
-            row.append(f"**{text}**" if r is not None and r["departs"] else text)
+            if r is None:
+                row.append("")
+                continue
+            text = signed(r["difference"])
+            if excludes_zero(scaling_paired(obs, n, role, int(w))):
+                text = f"**{text}**"
+            row.append(text + ("†" if r["departs"] else ""))
         narrowest = held[(int(n), role)]
         row.append(f"E8M{narrowest}" if narrowest is not None else f"departs at E8M{int(widths[0])}")
         rows.append(row)
     return table(["parameters", "role", "BF16 mean (seed sd)"] + [f"E8M{int(w)}" for w in widths] +
                  ["within BF16's seed sd down to"], rows)
+
+
+def scaling_paired(obs, parameters, role, bits, baseline_bits=7):
+    """The Sample of per-seed differences between `role` at `bits` (the other roles at BF16's 7) and
+    BF16 at the same size, over the seeds both have."""
+    at_size = obs[obs["parameters"] == parameters]
+
+    def losses(role_bits):
+        mask = functools.reduce(lambda x, y: x & y, [at_size[f"{r}_bits"] == (role_bits if r == role else
+                                                                                 baseline_bits)
+                                                      for r in scaling_law().ROLES])
+        return dict(zip(at_size[mask]["seed"], at_size[mask]["final_val_loss"]))
+    quantized, bf16 = losses(bits), losses(baseline_bits)
+    return Sample(quantized[s] - bf16[s] for s in sorted(quantized) if s in bf16)
 
 
 # Tables whose runs are still running (issue #33): the functions are checked on made-up runs by

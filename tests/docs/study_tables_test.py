@@ -168,7 +168,9 @@ with tempfile.TemporaryDirectory() as tmp:
 
 # Study 5's tables (study_tables.PENDING) on made-up observations: at 1,000 parameters BF16 (every role
 # at 7 mantissa bits) ends at 2.0, 2.1, 1.9 (mean 2.000, sd 0.100); weights at 2 bits 0.05 above it,
-# within the sd, at 1 bit 0.20 above, beyond it; every other cell equals BF16. At 8,000 parameters all
+# within the sd, at 1 bit 0.20 above, beyond it; every other cell equals BF16. Paired by seed, both weight
+# cells differ from BF16 by the same amount at every seed: an interval of no width that excludes 0 (bold);
+# the cells equal to BF16 differ by 0 at every seed (not bold). † marks the cell beyond BF16's sd. At 8,000 parameters all
 # is 0.3 lower (the fit needs two sizes).
 rows = []
 for n, offset in ((1000, 0.0), (8000, -0.3)):
@@ -186,7 +188,7 @@ with tempfile.TemporaryDirectory() as tmp:
     fit_csv = os.path.join(tmp, "scaling", "fit.csv")
     st.scaling_law().bootstrap(st.scaling_observations(tmp), 20).to_csv(fit_csv, index=False)
     departures = "\n".join(st.scaling_departures_table(tmp))
-    expect("| 1,000 | weight | 2.000 (0.100) | +0.050 | **+0.200** | E8M2 |" in departures,
+    expect("| 1,000 | weight | 2.000 (0.100) | **+0.050** | **+0.200**† | E8M2 |" in departures,
            "scaling_departures: the weight row\n" + departures)
     expect("| 1,000 | gradient | 2.000 (0.100) | +0.000 | +0.000 | E8M1 |" in departures,
            "scaling_departures: the gradient row\n" + departures)
