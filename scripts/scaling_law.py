@@ -23,6 +23,10 @@ import numpy as np
 import altgrad.scaling_law as sl
 
 
+# Below this alpha the fit is at its log-linear limit (altgrad.scaling_law.Fit says why).
+ALPHA_LIMIT = 1e-3
+
+
 def markdown(table, columns, formats):
     out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for _, row in table.iterrows():
@@ -95,6 +99,10 @@ def main():
             f"fitted by least squares; intervals: {args.samples} refits over each cell's seeds resampled, 95%.", "",
             markdown(intervals, ["parameter", "fit", "low", "high"], ["{}", "{:.4g}", "{:.4g}", "{:.4g}"]), "",
             f"The most sensitive role (the largest gamma): **{sensitive}** (gamma {gammas[sensitive]:.3g}).", "",
+            *([f"alpha is {law.alpha:.2g}: the sizes' losses fall at least linearly in ln N, which no power law with "
+               "an E does, so the fit runs to the limit where A N^-alpha + E is (A + E) - A alpha ln N. A and E are "
+               "then not determined, A_alpha (the loss per e-fold of N_eff) and the gammas are.", ""]
+              if law.alpha < ALPHA_LIMIT else []),
             "## Against BF16's seed spread", "", first_departing_widths(departures), "",
             markdown(departures, ["parameters", "role", "bits", "runs", "mean_loss", "difference", "seed_spread",
                                   "departs"],

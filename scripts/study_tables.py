@@ -473,6 +473,7 @@ def nvfp4_elements_table(results):
 
 SCALING_PARAMETERS = [("A", "the power law's scale"), ("alpha", "its exponent in N_eff"),
                       ("E", "the loss it tends to as N_eff grows"),
+                      ("A_alpha", "A·α: the loss per e-fold of N_eff as α → 0"),
                       ("gamma_weight", "weights' sensitivity, in mantissa bits"),
                       ("gamma_activation", "activations' sensitivity"), ("gamma_gradient", "gradients' sensitivity"),
                       ("rmse", "the fit's root-mean-square error, in nats")]
@@ -516,7 +517,7 @@ def scaling_fit_table(results):
             raise SystemExit(f"study_tables.py: {path}: {name} is not the fit of scaling/runs.csv "
                              f"({law[name]:.6g}): rerun scripts/scaling_law.py")
         low, high = float(published[name]["low"]), float(published[name]["high"])
-        rows.append([name.replace("gamma_", "γ ").replace("alpha", "α"), what, general(law[name]),
+        rows.append([name.replace("gamma_", "γ ").replace("A_alpha", "A·α").replace("alpha", "α"), what, general(law[name]),
                      f"{general(low)} – {general(high)}"])
     return table(["parameter", "what it is", "fit", "95% interval (seeds resampled)"], rows)
 

@@ -192,7 +192,7 @@ with tempfile.TemporaryDirectory() as tmp:
            "scaling_departures: the weight row\n" + departures)
     expect("| 1,000 | gradient | 2.000 (0.100) | +0.000 | +0.000 | E8M1 |" in departures,
            "scaling_departures: the gradient row\n" + departures)
-    expect(len(st.scaling_fit_table(tmp)) == 2 + 7, "scaling_fit: a row per parameter")
+    expect(len(st.scaling_fit_table(tmp)) == 2 + 8, "scaling_fit: a row per parameter")
     # 21 runs per size costing 1, 2 and 42 CPU seconds (the seed) 7 times each: median 2 s, 315 s in all.
     cost = "\n".join(st.scaling_cost_table(tmp))
     expect("| 8,000 | 21 | 2 | 2 | 0.09 |" in cost and "| **all** | 42 |  |  | **0.17** |" in cost,

@@ -38,6 +38,7 @@ def test_a_noise_free_grid_gives_back_the_generating_law():
     assert law.alpha == pytest.approx(TRUE["alpha"], rel=1e-3)
     assert law.a == pytest.approx(TRUE["A"], rel=1e-2)
     assert law.e == pytest.approx(TRUE["E"], rel=1e-3)
+    assert law.as_dict()["A_alpha"] == pytest.approx(TRUE["A"] * TRUE["alpha"], rel=1e-2)
     for role, gamma in TRUE["gamma"].items():
         assert law.gamma[role] == pytest.approx(gamma, rel=1e-3), role
     assert law.rmse < 1e-6
@@ -63,6 +64,24 @@ def test_seed_noise_gives_intervals_as_wide_as_the_error_and_ranks_the_roles():
     # The gradient role (largest gamma) is the most sensitive; activations the least.
     fitted = {r: intervals.loc[f"gamma_{r}", "fit"] for r in sl.ROLES}
     assert max(fitted, key=fitted.get) == "gradient" and min(fitted, key=fitted.get) == "activation"
+
+
+def log_linear(slope=0.4, top=7.0):
+    # Study 5's grid with losses linear in ln N_eff, L = top - slope * ln N_eff: the limit alpha -> 0 of
+    # the law with A alpha = slope (what study 5's three sizes look like: they fall faster than a power law).
+    obs = synthetic()
+    n_eff = obs["parameters"] * np.prod([1 - np.exp(-obs[f"{r}_bits"] / TRUE["gamma"][r]) for r in sl.ROLES],
+                                        axis=0)
+    return obs.assign(final_val_loss=top - slope * np.log(n_eff))
+
+
+def test_losses_linear_in_log_n_fit_at_the_limit_with_their_slope_and_gammas():
+    law = sl.fit(log_linear())
+    assert law.alpha < 1e-3
+    assert law.as_dict()["A_alpha"] == pytest.approx(0.4, rel=1e-2)
+    for role, gamma in TRUE["gamma"].items():
+        assert law.gamma[role] == pytest.approx(gamma, rel=1e-2), role
+    assert law.rmse < 1e-4
 
 
 def test_too_few_runs_or_one_size_is_refused():
@@ -141,6 +160,7 @@ def test_the_script_writes_the_fit_the_departures_and_the_figure(tmp_path):
     text = (out / "scaling_law.md").read_text()
     assert "144 runs, 3 model sizes" in text
     assert "The most sensitive role (the largest gamma): **gradient**" in text
+    assert "runs to the limit" not in text  # alpha is 0.35 here
     fit = pd.read_csv(out / "fit.csv").set_index("parameter")
     assert fit.loc["gamma_gradient", "fit"] == pytest.approx(TRUE["gamma"]["gradient"], rel=0.1)
     assert len(pd.read_csv(out / "departures.csv")) == 3 * 3 * 5

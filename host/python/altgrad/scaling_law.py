@@ -65,14 +65,17 @@ def observations(run_dirs, registry=None):
 
 
 class Fit:
-    """The fitted law: A, alpha, E, gamma (one per role), and rmse (of the runs' losses)."""
+    """The fitted law: A, alpha, E, gamma (one per role), and rmse (of the runs' losses). as_dict adds
+    A_alpha, A * alpha: where the sizes do not bend the way a power law does, the fit runs to alpha -> 0,
+    where A N^-alpha + E tends to (A + E) - A alpha ln N: A and E then grow without bound in opposite
+    directions, while A alpha, the loss per e-fold of N_eff, and the gammas keep their meaning."""
 
     def __init__(self, a, alpha, e, gamma, rmse):
         self.a, self.alpha, self.e, self.gamma, self.rmse = a, alpha, e, dict(gamma), rmse
 
     def as_dict(self):
-        return {"A": self.a, "alpha": self.alpha, "E": self.e, **{f"gamma_{r}": g for r, g in self.gamma.items()},
-                "rmse": self.rmse}
+        return {"A": self.a, "alpha": self.alpha, "E": self.e, "A_alpha": self.a * self.alpha,
+                **{f"gamma_{r}": g for r, g in self.gamma.items()}, "rmse": self.rmse}
 
     def __repr__(self):
         return "Fit(" + ", ".join(f"{k}={v:.4g}" for k, v in self.as_dict().items()) + ")"
