@@ -473,7 +473,7 @@ def nvfp4_elements_table(results):
 
 SCALING_PARAMETERS = [("A", "the power law's scale"), ("alpha", "its exponent in N_eff"),
                       ("E", "the loss it tends to as N_eff grows"),
-                      ("A_alpha", "A·α: the loss per e-fold of N_eff as α → 0"),
+                      ("A_alpha", "the loss per e-fold of N_eff (determined as α → 0, where A and E are not)"),
                       ("gamma_weight", "weights' sensitivity, in mantissa bits"),
                       ("gamma_activation", "activations' sensitivity"), ("gamma_gradient", "gradients' sensitivity"),
                       ("rmse", "the fit's root-mean-square error, in nats")]
