@@ -23,10 +23,6 @@ import numpy as np
 import altgrad.scaling_law as sl
 
 
-# Below this alpha the fit is at its log-linear limit (altgrad.scaling_law.Fit says why).
-ALPHA_LIMIT = 1e-3
-
-
 def markdown(table, columns, formats):
     out = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for _, row in table.iterrows():
@@ -102,7 +98,7 @@ def main():
             *([f"alpha is {law.alpha:.2g}: the sizes' losses fall at least linearly in ln N, which no power law with "
                "an E does, so the fit runs to the limit where A N^-alpha + E is (A + E) - A alpha ln N. A and E are "
                "then not determined, A_alpha (the loss per e-fold of N_eff) and the gammas are.", ""]
-              if law.alpha < ALPHA_LIMIT else []),
+              if law.alpha < sl.ALPHA_LIMIT else []),
             "## Against BF16's seed spread", "", first_departing_widths(departures), "",
             markdown(departures, ["parameters", "role", "bits", "runs", "mean_loss", "difference", "seed_spread",
                                   "departs"],

@@ -18,9 +18,15 @@ import tomllib
 
 import numpy as np
 
-__all__ = ["ROLES", "Fit", "observations", "fit", "predict", "bootstrap", "departures", "narrowest_held"]
+__all__ = ["ROLES", "ALPHA_LIMIT", "NEGLIGIBLE_GAMMA", "Fit", "observations", "fit", "predict", "bootstrap", "departures", "narrowest_held"]
 
 ROLES = ("weight", "activation", "gradient")
+
+# Below this alpha the fit is at its log-linear limit, where A and E are not determined (Fit says why).
+ALPHA_LIMIT = 1e-3
+# A gamma below this shrinks N by less than e^(-1/0.05) = 2e-9 at 1 bit or more: no effect, and the
+# fit cannot tell it from any other gamma below it.
+NEGLIGIBLE_GAMMA = 0.05
 
 
 def _mantissa_bits(quantization, role, registry):
@@ -92,11 +98,14 @@ def _effective(n, bits, gamma):
 
 
 def _linear_part(n, bits, loss, alpha, gamma):
-    # For given alpha and gammas, the least-squares A and E, and the residual.
-    x = _effective(n, bits, gamma) ** -alpha
+    # For given alpha and gammas, the least-squares A and E, and the residual. The law is solved as
+    # L = (A + E) - A alpha x with x = (1 - N_eff^-alpha) / alpha, which tends to ln N_eff as alpha -> 0:
+    # well conditioned at every alpha, where N_eff^-alpha itself tends to a constant column.
+    x = -np.expm1(-alpha * np.log(_effective(n, bits, gamma))) / alpha
     design = np.stack([x, np.ones_like(x)], axis=1)
-    (a, e), *_ = np.linalg.lstsq(design, loss, rcond=None)
-    return a, e, float(np.sum((design @ [a, e] - loss) ** 2))
+    (slope, top), *_ = np.linalg.lstsq(design, loss, rcond=None)
+    a = -slope / alpha
+    return a, top - a, float(np.sum((design @ [slope, top] - loss) ** 2))
 
 
 def _nelder_mead(f, x0, steps, iterations=3000, tolerance=1e-12):
