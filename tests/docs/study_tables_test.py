@@ -193,6 +193,15 @@ with tempfile.TemporaryDirectory() as tmp:
     expect("| 1,000 | gradient | 2.000 (0.100) | +0.000 | +0.000 | E8M1 |" in departures,
            "scaling_departures: the gradient row\n" + departures)
     expect(len(st.scaling_fit_table(tmp)) == 2 + 8, "scaling_fit: a row per parameter")
+    # At the log-linear limit (alpha below 1e-3) A, alpha and E are undetermined; a gamma below 0.05 is
+    # "no effect"; a refit agrees with its publication within 1e-4, as shown.
+    expect(st.scaling_shown("A", 2.4e12, 1.6e-13) == "undetermined" and st.scaling_shown("A", 40.0, 0.35) == "40",
+           "scaling_shown: A")
+    expect(st.scaling_shown("gamma_weight", 1.4e-6, 0.35) == "< 0.05" and
+           st.scaling_shown("gamma_weight", 0.347, 1e-13) == "0.347", "scaling_shown: gamma")
+    expect(st.scaling_same("gamma_weight", 0.3, 0.30001, 1e-13) and not st.scaling_same("gamma_weight", 0.3, 0.3001, 1e-13)
+           and st.scaling_same("E", -2.4e12, -7.7e7, 1e-13) and st.scaling_same("gamma_gradient", 1e-6, 1e-9, 0.3),
+           "scaling_same: 1e-4 where shown as a number, undetermined and negligible values alike")
     # 21 runs per size costing 1, 2 and 42 CPU seconds (the seed) 7 times each: median 2 s, 315 s in all.
     cost = "\n".join(st.scaling_cost_table(tmp))
     expect("| 8,000 | 21 | 2 | 2 | 0.09 |" in cost and "| **all** | 42 |  |  | **0.17** |" in cost,
