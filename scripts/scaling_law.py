@@ -10,7 +10,8 @@ each role's mantissa bits, seed and final validation loss), OUT/fit.csv (every p
 interval), OUT/departures.csv
 (per size and role: each width's mean loss against BF16's seed spread), OUT/scaling_law.md (both as
 tables, the most sensitive role, and the width below which each role departs from BF16) and, with
-gnuplot, OUT/loss_vs_bits.png (mean loss against a role's mantissa bits, per size, with the law).
+gnuplot, OUT/loss_vs_bits.png (mean loss above BF16's against a role's mantissa bits, per size, with the
+law's).
 """
 import argparse
 import os
@@ -30,6 +31,12 @@ def markdown(table, columns, formats):
     return "\n".join(out)
 
 
+def ranked(intervals, role):
+    """Whether `role`'s gamma interval lies wholly above every other role's."""
+    by = intervals.set_index("parameter")
+    return all(by.loc[f"gamma_{role}", "low"] > by.loc[f"gamma_{r}", "high"] for r in sl.ROLES if r != role)
+
+
 def first_departing_widths(departures):
     lines = []
     for (n, role), held in sl.narrowest_held(departures).items():
@@ -45,16 +52,18 @@ def figure(obs, law, out_dir):
     with open(data, "w") as f:
         for role in sl.ROLES:  # one gnuplot index per (role, size): measured means, then the law
             for n in sizes:
+                # Each size's losses less its BF16 mean (the law's: less its BF16 loss), so that the
+                # effects of a few hundredths are not lost under the sizes' spread of a nat.
                 others = np.logical_and.reduce([obs[f"{r}_bits"] == 7 for r in sl.ROLES if r != role])
                 means = obs[others & (obs["parameters"] == n)].groupby(f"{role}_bits")["final_val_loss"].mean()
                 f.write(f"# {role} {n}\n")
                 for bits, mean in means.items():
-                    f.write(f"{bits} {mean}\n")
+                    f.write(f"{bits} {mean - means.get(7, np.nan)}\n")
                 f.write("\n\n")
                 f.write(f"# {role} {n} law\n")
                 for bits in np.linspace(1, 7, 61):
                     args = [bits if r == role else 7 for r in sl.ROLES]
-                    f.write(f"{bits} {sl.predict(law, n, *args)}\n")
+                    f.write(f"{bits} {sl.predict(law, n, *args) - sl.predict(law, n, 7, 7, 7)}\n")
                 f.write("\n\n")
     plots = []
     for i, role in enumerate(sl.ROLES):
@@ -65,8 +74,8 @@ def figure(obs, law, out_dir):
             parts.append(f"'{data}' index {index + 1} with lines lc {j + 1} notitle")
         plots.append(f"set title '{role}'; plot " + ", ".join(parts))
     script = ("set terminal pngcairo size 1200,400; set output '" + os.path.join(out_dir, "loss_vs_bits.png") +
-              "'; set multiplot layout 1,3; set xlabel 'mantissa bits'; set ylabel 'final val loss'; set key top "
-              "right; " + "; ".join(plots) + "; unset multiplot")
+              "'; set multiplot layout 1,3; set xlabel 'mantissa bits'; set ylabel 'final val loss above BF16'; "
+              "set key top right; " + "; ".join(plots) + "; unset multiplot")
     return subprocess.run(["gnuplot", "-e", script], timeout=120).returncode == 0
 
 
@@ -94,7 +103,9 @@ def main():
             "L = A N_eff^-alpha + E, N_eff = N prod_r (1 - e^(-P_r / gamma_r)) (Kumar et al., arXiv 2411.04330), "
             f"fitted by least squares; intervals: {args.samples} refits over each cell's seeds resampled, 95%.", "",
             markdown(intervals, ["parameter", "fit", "low", "high"], ["{}", "{:.4g}", "{:.4g}", "{:.4g}"]), "",
-            f"The most sensitive role (the largest gamma): **{sensitive}** (gamma {gammas[sensitive]:.3g}).", "",
+            f"The most sensitive role (the largest gamma): **{sensitive}** (gamma {gammas[sensitive]:.3g})"
+            + ("." if ranked(intervals, sensitive) else
+               f"; its interval overlaps another role's, so the seeds do not rank the roles."), "",
             *([f"alpha is {law.alpha:.2g}: the sizes' losses fall at least linearly in ln N, which no power law with "
                "an E does, so the fit runs to the limit where A N^-alpha + E is (A + E) - A alpha ln N. A and E are "
                "then not determined, A_alpha (the loss per e-fold of N_eff) and the gammas are.", ""]

@@ -222,6 +222,11 @@ with tempfile.TemporaryDirectory() as tmp:
     except SystemExit as e:
         expect("gamma_weight is not the fit of scaling/runs.csv" in str(e), f"scaling_fit: {e}")
 
+# The published bootstrap is the one its runs give (200 refits, a few seconds: once here, not on every
+# --check).
+expect(st.scaling_bootstrap_differences(results) == [], "scaling: docs/results/scaling/fit.csv's intervals are "
+       "not a bootstrap of its runs.csv: rerun scripts/scaling_law.py")
+
 # Every link of docs/study.md into its results (reports, figures, data) names a published file: a
 # republished study whose report drew other figures cannot leave the page pointing at none.
 with open(os.path.join(ROOT, "docs", "study.md"), encoding="utf-8") as f:

@@ -82,6 +82,19 @@ def test_losses_linear_in_log_n_fit_at_the_limit_with_their_slope_and_gammas():
     for role, gamma in TRUE["gamma"].items():
         assert law.gamma[role] == pytest.approx(gamma, rel=1e-2), role
     assert law.rmse < 1e-4
+    # Its predictions do not cancel away at the limit: weights at 1 bit cost 0.4 (ln(1 - e^(-7/1.6)) -
+    # ln(1 - e^(-1/1.6))) nats more than at 7.
+    expected = 0.4 * (np.log(1 - np.exp(-7 / 1.6)) - np.log(1 - np.exp(-1 / 1.6)))
+    assert sl.predict(law, 211392, 1, 7, 7) - sl.predict(law, 211392, 7, 7, 7) == pytest.approx(expected, rel=1e-2)
+
+
+def test_the_search_steps_over_parameters_where_the_law_is_undefined():
+    # alpha 0 (0/0 in the law's column) and a gamma so large that N_eff underflows to 0: the residual is
+    # infinite there, not a failed least-squares solve, so a search that tries them goes on.
+    n, bits, loss = sl._arrays(synthetic())
+    assert sl._linear_part(n, bits, loss, 0.0, [1.6, 0.9, 2.4])[2] == float("inf")
+    assert sl._linear_part(n, bits, loss, 0.35, [1e300, 0.9, 2.4])[2] == float("inf")
+    assert sl._linear_part(n, bits, loss, 0.35, [1.6, 0.9, 2.4])[2] < 1e-12
 
 
 def test_too_few_runs_or_one_size_is_refused():
@@ -159,7 +172,8 @@ def test_the_script_writes_the_fit_the_departures_and_the_figure(tmp_path):
     assert r.returncode == 0, r.stderr
     text = (out / "scaling_law.md").read_text()
     assert "144 runs, 3 model sizes" in text
-    assert "The most sensitive role (the largest gamma): **gradient**" in text
+    assert "The most sensitive role (the largest gamma): **gradient** (gamma" in text
+    assert "do not rank the roles" not in text  # gammas 2.4, 1.6, 0.9 with noise 0.002: well apart
     assert "runs to the limit" not in text  # alpha is 0.35 here
     fit = pd.read_csv(out / "fit.csv").set_index("parameter")
     assert fit.loc["gamma_gradient", "fit"] == pytest.approx(TRUE["gamma"]["gradient"], rel=0.1)

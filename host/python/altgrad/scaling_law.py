@@ -13,6 +13,7 @@ power law A * N_eff^-alpha + E carries both. Only NumPy: for given alpha and gam
 in A and E (solved exactly), and the four are found by Nelder-Mead on log scales.
 """
 import json
+import math
 import os
 import tomllib
 
@@ -76,11 +77,14 @@ class Fit:
     where A N^-alpha + E tends to (A + E) - A alpha ln N: A and E then grow without bound in opposite
     directions, while A alpha, the loss per e-fold of N_eff, and the gammas keep their meaning."""
 
-    def __init__(self, a, alpha, e, gamma, rmse):
+    def __init__(self, a, alpha, e, gamma, rmse, a_alpha=None, top=None):
         self.a, self.alpha, self.e, self.gamma, self.rmse = a, alpha, e, dict(gamma), rmse
+        # The fit's own A alpha and A + E, as solved (A may overflow, and A + E cancels near the limit).
+        self.a_alpha = a * alpha if a_alpha is None else a_alpha
+        self.top = a + e if top is None else top
 
     def as_dict(self):
-        return {"A": self.a, "alpha": self.alpha, "E": self.e, "A_alpha": self.a * self.alpha,
+        return {"A": self.a, "alpha": self.alpha, "E": self.e, "A_alpha": self.a_alpha,
                 **{f"gamma_{r}": g for r, g in self.gamma.items()}, "rmse": self.rmse}
 
     def __repr__(self):
@@ -98,14 +102,18 @@ def _effective(n, bits, gamma):
 
 
 def _linear_part(n, bits, loss, alpha, gamma):
-    # For given alpha and gammas, the least-squares A and E, and the residual. The law is solved as
+    # For given alpha and gammas, the least-squares A and E, the residual and A alpha. The law is solved as
     # L = (A + E) - A alpha x with x = (1 - N_eff^-alpha) / alpha, which tends to ln N_eff as alpha -> 0:
     # well conditioned at every alpha, where N_eff^-alpha itself tends to a constant column.
-    x = -np.expm1(-alpha * np.log(_effective(n, bits, gamma))) / alpha
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        x = -np.expm1(-alpha * np.log(_effective(n, bits, gamma))) / alpha
+    if not np.all(np.isfinite(x)):  # alpha 0, or a gamma so large that N_eff is 0: out of bounds for the search
+        return math.nan, math.nan, math.inf, math.nan, math.nan
     design = np.stack([x, np.ones_like(x)], axis=1)
     (slope, top), *_ = np.linalg.lstsq(design, loss, rcond=None)
-    a = -slope / alpha
-    return a, top - a, float(np.sum((design @ [slope, top] - loss) ** 2))
+    with np.errstate(over="ignore"):
+        a = -slope / alpha  # Inf where alpha is near the smallest double: A alpha is -slope all the same
+    return a, top - a, float(np.sum((design @ [slope, top] - loss) ** 2)), float(-slope), float(top)
 
 
 def _nelder_mead(f, x0, steps, iterations=3000, tolerance=1e-12):
@@ -152,9 +160,9 @@ def fit(obs):
     starts = [np.log([0.3, g, g, g]) for g in (0.5, 1.0, 2.0)]
     best = min((_nelder_mead(sse, z0, [0.5] * 4) for z0 in starts), key=lambda r: r[1])[0]
     alpha, gamma = float(np.exp(best[0])), np.exp(best[1:])
-    a, e, residual = _linear_part(n, bits, loss, alpha, gamma)
+    a, e, residual, a_alpha, top = _linear_part(n, bits, loss, alpha, gamma)
     return Fit(float(a), alpha, float(e), {r: float(g) for r, g in zip(ROLES, gamma)},
-               float(np.sqrt(residual / len(loss))))
+               float(np.sqrt(residual / len(loss))), a_alpha, top)
 
 
 def predict(law, parameters, weight_bits, activation_bits, gradient_bits):
@@ -162,7 +170,8 @@ def predict(law, parameters, weight_bits, activation_bits, gradient_bits):
     bits = np.stack(np.broadcast_arrays(weight_bits, activation_bits, gradient_bits), axis=-1).astype(float)
     n = np.broadcast_to(np.asarray(parameters, float), bits.shape[:-1])
     n_eff = n * np.prod(1.0 - np.exp(-bits / np.array([law.gamma[r] for r in ROLES])), axis=-1)
-    return law.a * n_eff ** -law.alpha + law.e
+    # (A + E) - A alpha (1 - N_eff^-alpha) / alpha: A N_eff^-alpha + E without its cancellation near alpha 0.
+    return law.top - law.a_alpha * -np.expm1(-law.alpha * np.log(n_eff)) / law.alpha
 
 
 def _cells(obs):
