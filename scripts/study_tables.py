@@ -521,7 +521,7 @@ def scaling_same(name, published, refit, alpha):
     shown = scaling_shown(name, published, alpha)
     if shown != scaling_shown(name, refit, alpha):
         return False
-    return shown in ("undetermined", f"< {scaling_law().NEGLIGIBLE_GAMMA:g}") or math.isclose(
+    return shown in ("undetermined", scaling_shown("gamma_", 0.0, alpha)) or math.isclose(
         published, refit, rel_tol=1e-4)
 
 

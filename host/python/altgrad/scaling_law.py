@@ -102,18 +102,16 @@ def _effective(n, bits, gamma):
 
 
 def _linear_part(n, bits, loss, alpha, gamma):
-    # For given alpha and gammas, the least-squares A and E, the residual and A alpha. The law is solved as
+    # For given alpha and gammas, the least-squares A alpha and A + E, and the residual. The law is solved as
     # L = (A + E) - A alpha x with x = (1 - N_eff^-alpha) / alpha, which tends to ln N_eff as alpha -> 0:
     # well conditioned at every alpha, where N_eff^-alpha itself tends to a constant column.
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         x = -np.expm1(-alpha * np.log(_effective(n, bits, gamma))) / alpha
     if not np.all(np.isfinite(x)):  # alpha 0, or a gamma so large that N_eff is 0: out of bounds for the search
-        return math.nan, math.nan, math.inf, math.nan, math.nan
+        return math.nan, math.nan, math.inf
     design = np.stack([x, np.ones_like(x)], axis=1)
     (slope, top), *_ = np.linalg.lstsq(design, loss, rcond=None)
-    with np.errstate(over="ignore"):
-        a = -slope / alpha  # Inf where alpha is near the smallest double: A alpha is -slope all the same
-    return a, top - a, float(np.sum((design @ [slope, top] - loss) ** 2)), float(-slope), float(top)
+    return float(-slope), float(top), float(np.sum((design @ [slope, top] - loss) ** 2))
 
 
 def _nelder_mead(f, x0, steps, iterations=3000, tolerance=1e-12):
@@ -160,8 +158,10 @@ def fit(obs):
     starts = [np.log([0.3, g, g, g]) for g in (0.5, 1.0, 2.0)]
     best = min((_nelder_mead(sse, z0, [0.5] * 4) for z0 in starts), key=lambda r: r[1])[0]
     alpha, gamma = float(np.exp(best[0])), np.exp(best[1:])
-    a, e, residual, a_alpha, top = _linear_part(n, bits, loss, alpha, gamma)
-    return Fit(float(a), alpha, float(e), {r: float(g) for r, g in zip(ROLES, gamma)},
+    a_alpha, top, residual = _linear_part(n, bits, loss, alpha, gamma)
+    with np.errstate(over="ignore"):
+        a = a_alpha / alpha  # Inf where alpha is near the smallest double: A alpha and A + E stand all the same
+    return Fit(float(a), alpha, float(top - a), {r: float(g) for r, g in zip(ROLES, gamma)},
                float(np.sqrt(residual / len(loss))), a_alpha, top)
 
 
