@@ -6,7 +6,9 @@
     from the line of its name to its closing brace);
   - every include of another room's header, in host/src/<room>/, names a room that
     <room> depends on (host/CMakeLists.txt declares the rooms and their DEPENDS; the
-    build writes them to host_rooms.txt).
+    build writes them to host_rooms.txt);
+  - no std::filesystem::remove_all under host/: util/file_tree.hpp's remove_tree
+    instead (PyTorch's wheels replace part of libstdc++'s; docs/cuda.md).
 
 Usage: check_house.py SOURCE_DIR HOST_ROOMS_TXT
 Prints one line per breach (file:line: what) and exits 1 if there is any.
@@ -92,13 +94,25 @@ def upward_includes(root, rooms):
                        f"which it does not depend on ({', '.join(sorted(rooms[room])) or 'nothing'})")
 
 
+def remove_all_calls(root):
+    call = re.compile(r"\bremove_all\s*\(")
+    for path in tracked_files(root, ["host"]):
+        if path.suffix not in CXX_SUFFIXES:
+            continue
+        for number, text in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if call.search(text.split("//", 1)[0]):
+                yield (f"{path.relative_to(root)}:{number}: std::filesystem::remove_all "
+                       f"(use remove_tree, util/file_tree.hpp: docs/cuda.md says why)")
+
+
 def main(argv):
     if len(argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2
     root = pathlib.Path(argv[1]).resolve()
     rooms = read_rooms(argv[2])
-    problems = [*long_files(root), *long_functions(root), *upward_includes(root, rooms)]
+    problems = [*long_files(root), *long_functions(root), *upward_includes(root, rooms),
+                *remove_all_calls(root)]
     for p in problems:
         print(p)
     print(f"check_house: {len(problems)} breach(es) of the house rules" if problems else "check_house: ok")

@@ -17,6 +17,7 @@
 
 #include "run/supervise.hpp"
 #include "util/error.hpp"
+#include "util/file_tree.hpp"
 #include "util/process.hpp"
 
 namespace altgrad::host::sweep {
@@ -231,7 +232,7 @@ struct pool {
         try {
             if (status != run_status::interrupted && fs::exists(dir)) {
                 // Nothing to resume from: `run --out` needs an empty folder.
-                fs::remove_all(dir);
+                remove_tree(dir);
                 say(label + ": cleared its run directory (" +
                     (status == run_status::failed ? "failed" : "no summary") +
                     ", no checkpoint): starting it again");

@@ -8,6 +8,7 @@
 
 #include "run/files.hpp"
 #include "util/error.hpp"
+#include "util/file_tree.hpp"
 
 namespace altgrad::host::train {
 
@@ -104,20 +105,20 @@ void save_checkpoint(const fs::path& run_dir, const std::string& run_id, int64_t
     const fs::path final_dir = run::checkpoint_dir(run_dir, step);
     const fs::path tmp = run::checkpoints_dir(run_dir) / (".tmp-" + final_dir.filename().string());
     std::error_code ec;
-    fs::remove_all(tmp, ec);
+    remove_tree(tmp, ec);
     try {
         write_checkpoint_files(tmp, run_id, step, c);
-        fs::remove_all(final_dir);
+        remove_tree(final_dir);
         fs::rename(tmp, final_dir);  // atomic: a crash leaves a .tmp- folder, never a half checkpoint
     } catch (const std::exception& e) {
         // A full disk, most likely: the earlier checkpoints stay as they were.
-        fs::remove_all(tmp, ec);
+        remove_tree(tmp, ec);
         throw error(final_dir.string() + ": cannot write the checkpoint (" + first_line(e.what()) +
                     "); the newest earlier checkpoint is intact");
     }
     // Keep the newest `keep`.
     std::vector<run::checkpoint_ref> all = run::complete_checkpoints(run_dir);
-    for (size_t k = 0; k + static_cast<size_t>(keep) < all.size(); ++k) fs::remove_all(all[k].dir, ec);
+    for (size_t k = 0; k + static_cast<size_t>(keep) < all.size(); ++k) remove_tree(all[k].dir, ec);
 }
 
 resumed load_latest_checkpoint(const fs::path& run_dir, const checkpointed& c, format_library& formats,
