@@ -1,83 +1,151 @@
 #!/usr/bin/env bash
 # Run ON A GPU MACHINE (the device tool's), after scripts/gpu_prepare.sh here:
 #   run(command="scripts/gpu_check.sh [STEPS]", carry=[".device"])
-# It unpacks the carried .debs into a prefix of their own (not /), finds the
-# LibTorch 2.x (CUDA) inside the machine's PyTorch, builds AltGrad with
-# ALTGRAD_CUDA=ON into build-gpu/, and then, each step logged into $OUT (or
-# gpu-out/ when OUT is unset):
-#   test     the whole CTest suite, the CUDA tests (label cuda) included
-#   bench    the quantize benchmark on the CPU and on the GPU
-#   train    configs/e5m2_short.toml on the GPU, and the CPU for comparison; a GPU
-#            run with dropout resumed from a checkpoint against the same run whole
-# STEPS defaults to "test bench train".
+# Device time is scarce (minutes a session), so everything that does not need
+# the machine's CUDA LibTorch was built here by gpu_prepare.sh (the plugins,
+# the CUDA test binary, the quantize benchmark: .device/prebuilt.tar.xz). This
+# script unpacks the carried .debs and that archive under /tmp, builds only
+# altgrad-host there (ALTGRAD_CUDA=ON, against the LibTorch inside the
+# machine's PyTorch) in the background, and meanwhile runs, each step logged
+# into $OUT (or gpu-out/ when OUT is unset), summary.txt on stdout too:
+#   test     the CUDA tests: the bundled plugins on GPU buffers against the
+#            independent references
+#   bench    the quantize benchmark on the GPU (and one CPU core for scale)
+#   train    configs/e5m2_short.toml on the GPU and on the CPU; a GPU run with
+#            dropout resumed from a checkpoint against the same run whole
+#   recipes  each recipe of configs/recipes/ for 50 steps on the GPU (what
+#            runs there, and what is refused with which error)
+# STEPS defaults to "test bench train recipes". Every command has a time limit,
+# so that what finished comes back even when one hangs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-steps="${1:-test bench train}"
+steps="${1:-test bench train recipes}"
 out="${OUT:-$PWD/gpu-out}"
-mkdir -p "$out"
+mkdir -p "$out/logs"
 prefix=/tmp/altgrad-deps
-log() { echo "gpu_check: $*" | tee -a "$out/summary.txt"; }
+t0=$SECONDS
+log() { echo "gpu_check [$((SECONDS - t0))s]: $*" | tee -a "$out/summary.txt"; }
+finish() { tar -C "$out" -czf "$out/logs.tar.gz" logs && rm -rf "$out/logs"; }
+trap finish EXIT
 
-# ---- dependencies
+# ---- dependencies and the prebuilt binaries
+[[ -f .device/prebuilt.tar.xz ]] || { log "no .device/prebuilt.tar.xz: run scripts/gpu_prepare.sh here first"; exit 1; }
+# Without dpkg or xz there, Python unpacks them (a .deb is an ar archive of tars).
+unpack_deb() {
+  if command -v dpkg > /dev/null; then dpkg -x "$1" "$2"; return; fi
+  python3 - "$1" "$2" <<'PY'
+import io, sys, tarfile
+blob = open(sys.argv[1], "rb").read()
+pos = 8  # after "!<arch>\n": 60-byte member headers, each member padded to an even size
+while pos < len(blob):
+    name, size = blob[pos:pos + 16].decode().strip(), int(blob[pos + 48:pos + 58])
+    if name.rstrip("/").startswith("data.tar"):
+        tarfile.open(fileobj=io.BytesIO(blob[pos + 60:pos + 60 + size])).extractall(sys.argv[2])
+    pos += 60 + size + (size & 1)
+PY
+}
 mkdir -p "$prefix"
-for deb in .device/debs/*.deb; do dpkg -x "$deb" "$prefix"; done
+for deb in .device/debs/*.deb; do unpack_deb "$deb" "$prefix" || { log "cannot unpack $deb"; exit 1; }; done
+tar -C /tmp -xJf .device/prebuilt.tar.xz 2>/dev/null ||
+  python3 -c 'import tarfile; tarfile.open(".device/prebuilt.tar.xz").extractall("/tmp")' ||
+  { log "cannot unpack .device/prebuilt.tar.xz"; exit 1; }
+pre=/tmp/prebuilt
+export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+compiled_dir="$(cat $pre/plugin_dir.txt)"
+[[ -e "$compiled_dir" ]] || { mkdir -p "$(dirname "$compiled_dir")" && ln -s "$pre/plugins" "$compiled_dir"; }
+corpus="$prefix/usr/share/games/fortunes"
+# The configs read the default corpus at its Debian path.
+[[ -e /usr/share/games/fortunes ]] || { mkdir -p /usr/share/games && ln -s "$corpus" /usr/share/games/fortunes; }
+log "prebuilt at $(cat $pre/commit.txt), this tree at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$out/summary.txt"
+log "nvcc: $(nvcc --version | tail -1); $(g++ --version | head -1); $(cmake --version | head -1)"
 torch_prefix="${TORCH_PREFIX:-$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')}" \
   || { log "no PyTorch (set TORCH_PREFIX to a LibTorch's cmake folder)"; exit 1; }
-log "torch $(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)')"
-log "nvcc $(nvcc --version | tail -1)"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/gpu /' | tee -a "$out/summary.txt"
+log "torch $(python3 -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)' 2>/dev/null) at $torch_prefix"
 
-# ---- build
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DALTGRAD_CUDA=ON \
-  -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" -DBoost_ROOT="$prefix/usr" \
-  > "$out/configure.log" 2>&1 || { log "configure failed"; tail -30 "$out/configure.log"; exit 1; }
-cmake --build build-gpu -j "$(nproc)" > "$out/build.log" 2>&1 || {
-  log "build failed"; grep -m20 -B2 -A8 "error" "$out/build.log"; exit 1; }
-log "build ok"
-corpus="$prefix/usr/share/games/fortunes"
-# The tests and configs read the default corpus at its Debian path.
-[ -e /usr/share/games/fortunes ] || { mkdir -p /usr/share/games && ln -s "$corpus" /usr/share/games/fortunes; }
+# ---- the host, in the background
+generator=(); command -v ninja > /dev/null && generator=(-G Ninja)
+(
+  cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DALTGRAD_CUDA=ON \
+    -DALTGRAD_BUILD_TESTS=OFF -DALTGRAD_BUILD_BENCHMARKS=OFF -DALTGRAD_PYTHON=OFF \
+    -DCMAKE_PREFIX_PATH="$prefix/usr;$torch_prefix" -DBoost_ROOT="$prefix/usr" > "$out/logs/configure.log" 2>&1 &&
+    timeout 420 cmake --build build-gpu -j "$(nproc)" --target altgrad-host > "$out/logs/build.log" 2>&1
+) &
+build_pid=$!
+host_ready() {
+  wait "$build_pid"; local rc=$?
+  if ((rc == 0)); then
+    # LibTorch's own copy of std::filesystem must not come before libstdc++ (host/CMakeLists.txt).
+    log "host built; needed first: $(readelf -d build-gpu/altgrad-host | awk '/NEEDED/ { gsub(/[][]/, "", $5); printf "%s ", $5 }' | cut -d' ' -f1-3);" \
+      "libtorch_cpu exports $(nm -D --defined-only "$(dirname "$torch_prefix")/../lib/libtorch_cpu.so" 2>/dev/null | grep -c _ZNSt10filesystem) std::filesystem symbols"
+    return 0
+  fi
+  log "host build FAILED (exit $rc)"
+  grep -h -m8 -A4 -E "error|Error" "$out/logs/configure.log" "$out/logs/build.log" 2>/dev/null | head -30 | tee -a "$out/summary.txt"
+  return 1
+}
+run_host() {  # NAME DEVICE CONFIG [--set ...]: one run, its last lines in the summary
+  local name="$1" device="$2" config="$3"; shift 3
+  rm -rf "/tmp/run-$name"
+  local start=$SECONDS
+  timeout 240 build-gpu/altgrad-host --plugins "$pre/plugins" run "$config" --out "/tmp/run-$name" \
+    --set training.device="$device" --set data.path="$corpus" "$@" > "$out/logs/run_$name.log" 2>&1
+  local rc=$?
+  log "run $name ($device) exit $rc in $((SECONDS - start))s: $(grep -E '^(done|error|altgrad-host)' "$out/logs/run_$name.log" | tail -1)"
+  [[ -f "/tmp/run-$name/summary.json" ]] && cp "/tmp/run-$name/summary.json" "$out/logs/summary_$name.json"
+  return $rc
+}
 
+host_ok=
 for step in $steps; do
   case "$step" in
     test)
-      # The CPU suite (the plugins built by nvcc, on host buffers), then the GPU tests.
-      for label in "-LE cuda" "-L cuda"; do
-        name=ctest$(echo "$label" | tr -d ' ')
-        (cd build-gpu && ctest -j 8 $label --output-on-failure --timeout 600) > "$out/$name.log" 2>&1
-        log "ctest $label exit $?: $(grep -E 'tests passed|tests failed' "$out/$name.log" | tail -1)"
-        grep -E "^\s+[0-9]+ - " "$out/$name.log" | head -20 | tee -a "$out/summary.txt"
-      done ;;
+      timeout 300 "$pre/altgrad_cuda_tests" --gtest_brief=1 > "$out/logs/cuda_tests.log" 2>&1
+      log "cuda tests exit $?: $(grep -E '^\[  PASSED  \]|FAILED TESTS|tests? ran' "$out/logs/cuda_tests.log" | tr '\n' ' ')"
+      grep -E "^\[  FAILED  \]" "$out/logs/cuda_tests.log" | head -20 | tee -a "$out/summary.txt" ;;
     bench)
-      # GPU: every format and mode; CPU (one core): the same plugins built by nvcc, large arrays.
-      build-gpu/altgrad_quantize_bench --benchmark_filter='^cuda_|/64MiB' --benchmark_repetitions=3 \
-        --benchmark_report_aggregates_only=true > "$out/quantize_bench.txt" 2>&1
+      timeout 240 "$pre/altgrad_quantize_bench" --altgrad_plugin_dir="$pre/plugins" \
+        --benchmark_filter='^cuda_(copy|quantize/(e5m2|e4m3|fp4_e2m1|bf16)/)|^quantize/(e5m2|e4m3|fp4_e2m1|bf16)/nearest_even/16MiB' \
+        --benchmark_min_time=0.1 --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+        > "$out/logs/quantize_bench.txt" 2>&1
       log "quantize bench exit $?"
-      grep -E "median" "$out/quantize_bench.txt" | grep -E "e5m2|copy" | tee -a "$out/summary.txt" ;;
+      grep -E "_median" "$out/logs/quantize_bench.txt" | tee -a "$out/summary.txt" ;;
     train)
-      for device in cuda cpu; do
-        rm -rf "/tmp/run-$device"
-        build-gpu/altgrad-host --plugins build-gpu/plugins run configs/e5m2_short.toml --out "/tmp/run-$device" \
-          --set training.device=$device --set data.path="$corpus" > "$out/train_$device.log" 2>&1
-        log "train $device exit $?: $(tail -4 "$out/train_$device.log" | head -1)"
-      done
+      [[ -n "$host_ok" ]] || { host_ready && host_ok=1; } || continue
+      run_host e5m2-cuda cuda configs/e5m2_short.toml
+      run_host e5m2-cpu cpu configs/e5m2_short.toml
       # Resume on the GPU with dropout: 40 steps whole, then the same run resumed
       # from its step-20 checkpoint; the metrics (less tokens_per_s) must agree.
-      rm -rf /tmp/resume-whole /tmp/resume-cut
-      build-gpu/altgrad-host --plugins build-gpu/plugins run configs/e5m2_short.toml --out /tmp/resume-whole \
-        --set training.device=cuda --set data.path="$corpus" --set training.max_steps=40 \
-        --set training.warmup_steps=5 --set model.dropout=0.1 --set output.checkpoint_interval=20 --set output.keep_checkpoints=5 \
-        > "$out/resume_whole.log" 2>&1
-      log "resume: whole run exit $?"
-      cp -r /tmp/resume-whole /tmp/resume-cut && rm -rf /tmp/resume-cut/checkpoints/step_0000040
-      build-gpu/altgrad-host --plugins build-gpu/plugins run --resume /tmp/resume-cut > "$out/resume_cut.log" 2>&1
-      log "resume: resumed run exit $?"
-      if [[ -s /tmp/resume-whole/metrics.jsonl ]] && diff <(sed 's/, "tokens_per_s": [^,}]*//' /tmp/resume-whole/metrics.jsonl) \
-              <(sed 's/, "tokens_per_s": [^,}]*//' /tmp/resume-cut/metrics.jsonl) > "$out/resume_diff.txt"; then
+      run_host resume-whole cuda configs/e5m2_short.toml --set training.max_steps=40 \
+        --set training.warmup_steps=5 --set model.dropout=0.1 --set output.checkpoint_interval=20 \
+        --set output.keep_checkpoints=5
+      [[ -d /tmp/run-resume-whole/checkpoints/step_0000020 ]] || { log "resume: no step-20 checkpoint, nothing compared"; continue; }
+      rm -rf /tmp/run-resume-cut && cp -r /tmp/run-resume-whole /tmp/run-resume-cut &&
+        rm -rf /tmp/run-resume-cut/checkpoints/step_0000040
+      timeout 120 build-gpu/altgrad-host --plugins "$pre/plugins" run --resume /tmp/run-resume-cut \
+        > "$out/logs/run_resume-cut.log" 2>&1
+      log "resumed run exit $?: $(grep -E '^(done|error)' "$out/logs/run_resume-cut.log" | tail -1)"
+      if [[ -s /tmp/run-resume-whole/metrics.jsonl ]] &&
+         diff <(sed 's/"tokens_per_s":[^,}]*,\{0,1\}//' /tmp/run-resume-whole/metrics.jsonl) \
+              <(sed 's/"tokens_per_s":[^,}]*,\{0,1\}//' /tmp/run-resume-cut/metrics.jsonl) > "$out/logs/resume_diff.txt"; then
         log "resume on cuda with dropout: metrics equal"
       else
-        log "resume on cuda with dropout: metrics DIFFER (resume_diff.txt)"
+        log "resume on cuda with dropout: metrics DIFFER (logs/resume_diff.txt)"
       fi ;;
+    recipes)
+      [[ -n "$host_ok" ]] || { host_ready && host_ok=1; } || continue
+      short=(--set training.max_steps=50 --set training.warmup_steps=5 --set training.eval_interval=50)
+      for recipe in te_delayed te_current te_mxfp8 nvfp4 tseng_mxfp4 deepseek_v3; do
+        run_host "$recipe" cuda "configs/recipes/$recipe.toml" "${short[@]}"
+      done
+      # The transforms and the accumulator model run on the CPU only: the NVFP4
+      # recipe without its Hadamard transform, DeepSeek-V3's with float32 sums.
+      run_host nvfp4-no_rht cuda configs/recipes/nvfp4.toml "${short[@]}" \
+        --set quantization.weight_gradient.transform=none
+      run_host deepseek_v3-fp32_sums cuda configs/recipes/deepseek_v3.toml "${short[@]}" \
+        --set quantization.forward.accumulator=none --set quantization.input_gradient.accumulator=none \
+        --set quantization.weight_gradient.accumulator=none ;;
     *) log "unknown step $step" ;;
   esac
 done
+log "done"
