@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up, build, compile the CUDA build of a plugin and the CUDA tests
-# (scripts/cuda_compile_check.sh: nvcc must be there, or ALTGRAD_SKIP_CUDA=1),
+# (scripts/cuda_compile_check.sh: skipped, saying so, where there is no nvcc),
 # and run the whole test suite through CTest; then a few
 # trials of the kill -9 soak (scripts/soak.sh), the sanitizer build (ASan +
 # UBSan, no trainer) and its tests (scripts/sanitize.sh), and the fuzzing
