@@ -611,12 +611,6 @@ def scaling_paired(obs, parameters, role, bits, baseline_bits=7):
     return Sample(quantized[s] - bf16[s] for s in sorted(quantized) if s in bf16)
 
 
-# Tables whose runs are still running (issue #33): the functions are checked on made-up runs by
-# tests/docs/study_tables_test.py, and go into TABLES, and onto docs/study.md, once their runs are
-# published in docs/results/recipes (study 4) or docs/results/scaling (study 5).
-PENDING = {"formats_in_recipes": formats_in_recipes_table}
-
-
 def learning_rate_at(training, step):
     """The trainer's schedule (training_run.cpp, nanoGPT's): linear warm-up, then cosine to min_lr."""
     if step < training["warmup_steps"]:
@@ -675,7 +669,7 @@ def costs_table(what, costs):
 TABLES = {"seeds": seeds_table, "separating": separating_table, "blocks": blocks_table, "recipes": recipes_table,
           "nvfp4_over_training": nvfp4_over_training_table, "fp8": fp8_table,
           "nvfp4_ablations": nvfp4_ablations_table, "tseng": tseng_table, "accumulation": accumulation_table,
-          "nvfp4_elements": nvfp4_elements_table,
+          "nvfp4_elements": nvfp4_elements_table, "formats_in_recipes": formats_in_recipes_table,
           "scaling_fit": scaling_fit_table, "scaling_departures": scaling_departures_table,
           "scaling_cost": scaling_cost_table,
           "recipes_cost": lambda results: cost_table(results, "recipes")}

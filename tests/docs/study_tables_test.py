@@ -119,7 +119,7 @@ with tempfile.TemporaryDirectory() as tmp:
         r = check(mutated)
         expect(r.returncode != 0 and needle in r.stderr, f"{message} not caught: rc {r.returncode}, {r.stderr!r}")
 
-# Study 4's ablation and format tables (published, or still in study_tables.PENDING), on made-up runs
+# Study 4's ablation and format tables, on made-up runs
 # whose answers are worked out here: every group of those tables at seeds 1, 2, 42 on top of a BF16 of
 # 1.80, 1.85, 1.75 (mean 1.80).
 bf16 = {1: 1.80, 2: 1.85, 42: 1.75}
@@ -147,26 +147,25 @@ with tempfile.TemporaryDirectory() as tmp:
         # A fourth seed of Tseng's SR-without-RHT cell collapsed: the cell names it and the other three.
         w.writerow(["runs/y-s7", "y-s7", "tseng_mxfp4-no_rht", 7, "collapsed", "overflow", 30, "nan", 1, 1])
     study4 = ("nvfp4_ablations", "tseng", "accumulation", "formats_in_recipes", "nvfp4_elements")
-    tables = {**st.TABLES, **st.PENDING}
-    pending = {name: "\n".join(tables[name](tmp)) for name in study4}
+    made_up = {name: "\n".join(st.TABLES[name](tmp)) for name in study4}
     # NVFP4 + 0.010, 0.020, 0.030 (mean loss 1.80 + 0.055): mean 0.020, sd 0.010, t = 2 sqrt(3), df 2:
     # p = 1 - t / sqrt(2 + t^2) = 0.0742; the interval 0.020 -+ 4.3027 * 0.010 / sqrt(3) contains 0.
     expect("| without RHT | Wgrad RHT improves loss at 1.2 B (app. E.4.1) and 12 B (Fig. 4) | 3 | 1.855 | "
-           "+0.020 (p 0.07) |" in pending["nvfp4_ablations"], "nvfp4_ablations: the no_rht row\n" +
-           pending["nvfp4_ablations"])
+           "+0.020 (p 0.07) |" in made_up["nvfp4_ablations"], "nvfp4_ablations: the no_rht row\n" +
+           made_up["nvfp4_ablations"])
     expect("| every block in NVFP4 (head BF16) | diverges at 1.2 B and 12 B (section 4.1, app. E.1) | 3 | — | "
-           "3/3 overflow (steps 400–600) |" in pending["nvfp4_ablations"], "nvfp4_ablations: the collapsed row")
+           "3/3 overflow (steps 400–600) |" in made_up["nvfp4_ablations"], "nvfp4_ablations: the collapsed row")
     # With RHT: 0.020, 0.010, 0.015 above BF16: mean 0.015 (0.83% of 1.80), sd 0.005, the interval
     # 0.015 -+ 4.3027 * 0.005 / sqrt(3) = 0.0026 to 0.0274 (0.14% to 1.52%). Without: 0.09 at every seed,
     # 5.00%, an interval of no width.
     expect("| without SR (plain OCP MXFP4) | **+0.83%** (+0.14% – +1.52%) | **+5.00%** (+5.00% – +5.00%) |"
-           in pending["tseng"], "tseng: the no-SR row\n" + pending["tseng"])
-    expect("| 1/4 overflow (step 30); the other 3: **+0.83%** (+0.14% – +1.52%) |" in pending["tseng"],
-           "tseng: a cell with a failure and three finished runs\n" + pending["tseng"])
-    expect(pending["formats_in_recipes"].count("\n") == 5 and pending["nvfp4_elements"].count("\n") == 5
-           and pending["accumulation"].count("\n") == 4, "pending tables: a row per cell")
+           in made_up["tseng"], "tseng: the no-SR row\n" + made_up["tseng"])
+    expect("| 1/4 overflow (step 30); the other 3: **+0.83%** (+0.14% – +1.52%) |" in made_up["tseng"],
+           "tseng: a cell with a failure and three finished runs\n" + made_up["tseng"])
+    expect(made_up["formats_in_recipes"].count("\n") == 5 and made_up["nvfp4_elements"].count("\n") == 5
+           and made_up["accumulation"].count("\n") == 4, "study 4 tables: a row per cell")
 
-# Study 5's tables (study_tables.PENDING) on made-up observations: at 1,000 parameters BF16 (every role
+# Study 5's tables on made-up observations: at 1,000 parameters BF16 (every role
 # at 7 mantissa bits) ends at 2.0, 2.1, 1.9 (mean 2.000, sd 0.100); weights at 2 bits 0.05 above it,
 # within the sd, at 1 bit 0.20 above, beyond it; every other cell equals BF16. Paired by seed, both weight
 # cells differ from BF16 by the same amount at every seed: an interval of no width that excludes 0 (bold);
