@@ -6,7 +6,7 @@
 # machines without a GPU. Nothing is run: that needs a GPU
 # (scripts/gpu_check.sh). scripts/test.sh runs this; docs/cuda.md.
 #
-# nvcc is $CUDACXX, else nvcc on PATH, else $CUDA_HOME/bin/nvcc (CUDA_HOME
+# nvcc is $CUDACXX, else nvcc on PATH, else $CUDA_HOME/bin/nvcc (find_nvcc.sh; CUDA_HOME
 # defaults to /usr/local/cuda, where the machines this project is built and
 # tested on, CI's included, have CUDA 13's). Where there is none the check is
 # SKIPPED, saying where it looked (exit 0); a CUDACXX that names no program is
@@ -17,18 +17,15 @@ if [[ "${ALTGRAD_SKIP_CUDA:-0}" == 1 ]]; then
   echo "cuda_compile_check: SKIPPED (ALTGRAD_SKIP_CUDA=1): the CUDA build was not compiled"
   exit 0
 fi
-if [[ -n "${CUDACXX:-}" ]]; then
-  nvcc="$CUDACXX"
-  [[ -x "$nvcc" ]] || { echo "cuda_compile_check: FAILED: CUDACXX=$CUDACXX is no program" >&2; exit 1; }
-else
-  fallback="${CUDA_HOME:-/usr/local/cuda}/bin/nvcc"
-  nvcc="$(command -v nvcc || echo "$fallback")"
-  if [[ ! -x "$nvcc" ]]; then
-    echo "cuda_compile_check: SKIPPED: no nvcc on PATH or at $fallback (CUDACXX unset): the CUDA build" \
-      "was not compiled; install the CUDA toolkit to check it"
-    exit 0
-  fi
-fi
+source scripts/find_nvcc.sh
+found=0
+find_nvcc || found=$?
+case $found in
+  1) echo "cuda_compile_check: SKIPPED: no nvcc on PATH or at $nvcc (CUDACXX unset): the CUDA build" \
+       "was not compiled; install the CUDA toolkit to check it"
+     exit 0 ;;
+  2) echo "cuda_compile_check: FAILED: CUDACXX=$CUDACXX is no program" >&2; exit 1 ;;
+esac
 echo "cuda_compile_check: $("$nvcc" --version | tail -1)"
 cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DALTGRAD_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" \
   -DALTGRAD_BUILD_BENCHMARKS=OFF >/dev/null

@@ -32,25 +32,9 @@ trap finish EXIT
 
 # ---- dependencies and the prebuilt binaries
 [[ -f .device/prebuilt.tar.xz ]] || { log "no .device/prebuilt.tar.xz: run scripts/gpu_prepare.sh here first"; exit 1; }
-# Without dpkg or xz there, Python unpacks them (a .deb is an ar archive of tars).
-unpack_deb() {
-  if command -v dpkg > /dev/null; then dpkg -x "$1" "$2"; return; fi
-  python3 - "$1" "$2" <<'PY'
-import io, sys, tarfile
-blob = open(sys.argv[1], "rb").read()
-pos = 8  # after "!<arch>\n": 60-byte member headers, each member padded to an even size
-while pos < len(blob):
-    name, size = blob[pos:pos + 16].decode().strip(), int(blob[pos + 48:pos + 58])
-    if name.rstrip("/").startswith("data.tar"):
-        tarfile.open(fileobj=io.BytesIO(blob[pos + 60:pos + 60 + size])).extractall(sys.argv[2])
-    pos += 60 + size + (size & 1)
-PY
-}
 mkdir -p "$prefix"
-for deb in .device/debs/*.deb; do unpack_deb "$deb" "$prefix" || { log "cannot unpack $deb"; exit 1; }; done
-tar -C /tmp -xJf .device/prebuilt.tar.xz 2>/dev/null ||
-  python3 -c 'import tarfile; tarfile.open(".device/prebuilt.tar.xz").extractall("/tmp")' ||
-  { log "cannot unpack .device/prebuilt.tar.xz"; exit 1; }
+for deb in .device/debs/*.deb; do dpkg -x "$deb" "$prefix" || { log "cannot unpack $deb"; exit 1; }; done
+tar -C /tmp -xJf .device/prebuilt.tar.xz || { log "cannot unpack .device/prebuilt.tar.xz"; exit 1; }
 pre=/tmp/prebuilt
 export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 compiled_dir="$(cat $pre/plugin_dir.txt)"

@@ -34,8 +34,8 @@ mkdir -p .device/debs
 )
 echo "gpu_prepare: $(ls -1 .device/debs/*.deb | wc -l) debs in .device/debs ($(du -sh .device/debs | cut -f1))"
 
-nvcc="${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}"
-[[ -x "$nvcc" ]] || { echo "gpu_prepare: no nvcc (\$CUDACXX, PATH, /usr/local/cuda/bin/nvcc)" >&2; exit 1; }
+source scripts/find_nvcc.sh
+find_nvcc || { echo "gpu_prepare: no nvcc (CUDACXX, PATH, CUDA_HOME/bin: $nvcc)" >&2; exit 1; }
 cmake -S . -B build-gpuprep -DCMAKE_BUILD_TYPE=Release -DALTGRAD_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" > /dev/null
 cmake --build build-gpuprep -j "$(nproc)" --target altgrad_plugins altgrad_cuda_tests altgrad_quantize_bench
 stage="$(mktemp -d)"
