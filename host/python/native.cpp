@@ -32,6 +32,7 @@
 #include "report/summary.hpp"
 #include "run/files.hpp"
 #include "util/abi_names.hpp"
+#include "util/cpu_kernels.hpp"
 #include "util/error.hpp"
 
 namespace py = pybind11;
@@ -695,4 +696,12 @@ PYBIND11_MODULE(_native, m) {
     });
     m.def("read_run_series", &read_run_series, py::arg("run_dir"));
     m.def("study_summary_csv", &study_summary_csv, py::arg("run_dirs"), py::arg("baseline"));
+    // The trainer's CPU kernel pin (util/cpu_kernels.hpp): ({variable: value}, its name, why it does not
+    // apply here or "").
+    m.def("cpu_kernel_pin", [] {
+        const cpu_kernel_pin pin = cpu_kernel_pin_here();
+        py::dict variables;
+        for (const auto& [variable, value] : pin.variables) variables[py::str(variable)] = value;
+        return py::make_tuple(variables, pin.name, pin.unpinned);
+    });
 }

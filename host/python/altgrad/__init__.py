@@ -16,15 +16,58 @@ See docs/python.md.
 """
 import json
 import os
+import sys
 from collections import namedtuple
 
 from . import _native
-from ._paths import bundled_plugin_dir
+
+
+def _blas_or_aten_in_process():
+    # What has loaded OpenBLAS or ATen already (they read the pin's variables when they load), or None.
+    for module in ("torch", "numpy"):
+        if module in sys.modules:
+            return module
+    try:
+        with open("/proc/self/maps") as maps:
+            if any("openblas" in line or "libblas" in line or "libtorch" in line for line in maps):
+                return "a BLAS library"
+    except OSError:
+        pass
+    return None
+
+
+def _pin_cpu_kernels():
+    # The trainer's pin (altgrad-host run re-executes itself with it; util/cpu_kernels.hpp): set here,
+    # before numpy or torch loads OpenBLAS and ATen, so that this process's products are the trainer's.
+    variables, name, unpinned = _native.cpu_kernel_pin()
+    if unpinned:
+        return f"as this CPU chooses them ({unpinned})"
+    if all(os.environ.get(k) == v for k, v in variables.items()):
+        return f"{name} (pinned: the same bits on every x86-64 machine with AVX2)"
+    loaded = _blas_or_aten_in_process()
+    if loaded:
+        return (f"as this CPU chooses them (not pinned: {loaded} was imported before altgrad; import altgrad "
+                f"first, or set {' '.join(f'{k}={v}' for k, v in variables.items())})")
+    os.environ.update(variables)
+    return f"{name} (pinned by import altgrad: the same bits on every x86-64 machine with AVX2)"
+
+
+_CPU_KERNELS = _pin_cpu_kernels()
+
+
+def cpu_kernels():
+    """Which CPU kernels this process's float32 products (torch, numpy) use, and whether they are the
+    trainer's: `import altgrad` before numpy and torch pins OpenBLAS and ATen as `altgrad-host run` does
+    (docs/python.md, "The same bits on every CPU"); ALTGRAD_CPU_KERNELS=native leaves the CPU's choice."""
+    return _CPU_KERNELS
+
+
+from ._paths import bundled_plugin_dir  # after the pin: nothing may load BLAS before it
 from .runs import Run, Runs, read_run, read_runs, study_summary
 from .transforms import Transform, transform
 
 __all__ = ["Error", "Registry", "Format", "QuantizeResult", "EncodeResult", "Run", "Runs", "read_run", "read_runs", "study_summary",
-           "default_plugin_dir", "matmul", "Transform", "transform"]
+           "default_plugin_dir", "matmul", "Transform", "transform", "cpu_kernels"]
 
 # A plugin or host error (a failed plugin call carries the plugin's own message).
 Error = _native.Error

@@ -12,10 +12,6 @@ namespace altgrad::host {
 
 namespace {
 
-constexpr const char* kBlasVariable = "OPENBLAS_CORETYPE";
-constexpr const char* kBlasCore = "Haswell";
-constexpr const char* kAtenVariable = "ATEN_CPU_CAPABILITY";
-constexpr const char* kAtenCapability = "avx2";
 constexpr const char* kChoiceVariable = "ALTGRAD_CPU_KERNELS";  // "native": no pin
 
 std::string& note() {
@@ -23,9 +19,9 @@ std::string& note() {
     return n;
 }
 
-bool is(const char* variable, const char* value) {
+bool is(const char* variable, const std::string& value) {
     const char* v = std::getenv(variable);
-    return v != nullptr && std::strcmp(v, value) == 0;
+    return v != nullptr && value == v;
 }
 
 bool has_avx2_and_fma() {
@@ -38,27 +34,35 @@ bool has_avx2_and_fma() {
 
 }  // namespace
 
+cpu_kernel_pin cpu_kernel_pin_here() {
+    cpu_kernel_pin pin;
+    pin.variables = {{"OPENBLAS_CORETYPE", "Haswell"}, {"ATEN_CPU_CAPABILITY", "avx2"}};
+    pin.name = "OpenBLAS Haswell, ATen avx2";
+    if (is(kChoiceVariable, "native"))
+        pin.unpinned = "ALTGRAD_CPU_KERNELS=native: bits may differ between CPU models";
+    else if (!has_avx2_and_fma())
+        pin.unpinned = "not pinned: no AVX2 and FMA here; bits may differ from runs pinned to " + pin.name;
+    return pin;
+}
+
+bool cpu_kernels_pinned_in_environment(const cpu_kernel_pin& pin) {
+    for (const auto& [variable, value] : pin.variables)
+        if (!is(variable.c_str(), value)) return false;
+    return true;
+}
+
 void pin_cpu_kernels(char** argv) {
-    const std::string pinned = std::string("OpenBLAS ") + kBlasCore + ", ATen " + kAtenCapability;
-    if (is(kChoiceVariable, "native")) {
-        note() = "as this CPU chooses them (ALTGRAD_CPU_KERNELS=native: bits may differ between CPU models)";
+    const cpu_kernel_pin pin = cpu_kernel_pin_here();
+    if (!pin.unpinned.empty()) {
+        note() = "as this CPU chooses them (" + pin.unpinned + ")";
         return;
     }
-    if (!has_avx2_and_fma()) {
-        note() =
-            "as this CPU chooses them (not pinned: no AVX2 and FMA here; bits may differ from runs pinned "
-            "to " +
-            pinned + ")";
+    if (cpu_kernels_pinned_in_environment(pin)) {
+        note() = pin.name + " (pinned: the same bits on every x86-64 machine with AVX2; ALTGRAD_CPU_KERNELS=native "
+                            "unpins)";
         return;
     }
-    if (is(kBlasVariable, kBlasCore) && is(kAtenVariable, kAtenCapability)) {
-        note() = pinned +
-                 " (pinned: the same bits on every x86-64 machine with AVX2; ALTGRAD_CPU_KERNELS=native "
-                 "unpins)";
-        return;
-    }
-    ::setenv(kBlasVariable, kBlasCore, 1);
-    ::setenv(kAtenVariable, kAtenCapability, 1);
+    for (const auto& [variable, value] : pin.variables) ::setenv(variable.c_str(), value.c_str(), 1);
     ::execv("/proc/self/exe", argv);
     note() =
         "as this CPU chooses them (the pin's re-execution failed: " + std::string(std::strerror(errno)) + ")";
