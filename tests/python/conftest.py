@@ -73,3 +73,39 @@ def assert_same_floats(actual, expected):
     differ = np.nonzero(bits(actual[keep]) != bits(expected[keep]))[0]
     assert differ.size == 0, (f"{differ.size} values differ, first at {differ[0]}: "
                               f"{actual[keep][differ[0]]!r} != {expected[keep][differ[0]]!r}")
+
+
+# ---- Products computed by a BLAS or a vectorised reduction: compared within a bound, not bit for bit.
+# Which kernel OpenBLAS and ATen take depends on the CPU (and on OPENBLAS_CORETYPE, ATEN_CPU_CAPABILITY),
+# and each adds in its own order, so two float32 products of the same operands may differ in the last
+# bits even through one call (a kernel may peel for the buffers' alignment). Any order of float32
+# additions, with or without FMA, keeps a sum of n terms within gamma_n * sum |term| of the exact one
+# (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed., section 3.1, (3.4)-(3.5)),
+# gamma_n = n u / (1 - n u), u = 2^-24 (round to nearest). The reference is the float64 sum of the
+# same terms, whose own error is at most gamma_n(2^-53) of the same magnitude.
+
+U32, U64 = 2.0 ** -24, 2.0 ** -53
+
+
+def gamma(n, u=U32):
+    return n * u / (1 - n * u)
+
+
+def assert_sum_within_bound(actual, exact, magnitude, n):
+    """actual (float32) is a float32 sum of n terms whose float64 sum is `exact` and whose sum of
+    magnitudes is `magnitude`, in any order: |actual - exact| <= (gamma_n(u32) + gamma_n(u64)) * magnitude."""
+    actual = np.asarray(actual, np.float64)
+    exact, magnitude = np.asarray(exact, np.float64), np.asarray(magnitude, np.float64)
+    assert actual.shape == exact.shape, (actual.shape, exact.shape)
+    bound = (gamma(n) + gamma(n, U64)) * magnitude
+    error = np.abs(actual - exact)
+    worst = np.unravel_index(np.argmax(error - bound), error.shape)
+    assert (error <= bound).all(), (f"{int((error > bound).sum())} of {error.size} sums beyond the bound, worst at "
+                                    f"{worst}: {actual[worst]!r} vs exact {exact[worst]!r} (bound {bound[worst]:.3g})")
+
+
+def assert_product_within_bound(actual, a, b):
+    """actual = a @ b as some float32 BLAS kernel computes it (a [M, K], b [K, N]; tensors or arrays)."""
+    a64, b64 = (np.asarray(t.detach() if hasattr(t, "detach") else t, np.float64) for t in (a, b))
+    assert_sum_within_bound(np.asarray(actual.detach() if hasattr(actual, "detach") else actual), a64 @ b64,
+                            np.abs(a64) @ np.abs(b64), a64.shape[1])
