@@ -13,7 +13,7 @@ using namespace altgrad;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::istringstream in(fuzz::bytes_of(data, size));
     fuzz::refusing_only_with_host_errors([&] {
-        for (const float x : host::read_floats(in, "quantize: standard input")) {
+        for (const float x : host::read_floats(in, "quantize: standard input", size_t{1} << 20)) {
             const std::string printed = host::hex_float(static_cast<double>(x));
             const std::optional<float> back = host::parse_float(printed);
             if (!back) fuzz::finding("parse_float refuses the printed " + printed);

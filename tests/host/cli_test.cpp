@@ -678,5 +678,57 @@ TEST(Cli, AManifestThatIsAFolderIsSaid) {
     EXPECT_EQ(r.out.find("[plugin]"), std::string::npos) << r.out;
 }
 
+// Every file the host reads whole has a size limit (util/file_text.hpp): a
+// manifest, config or input that never ends (/dev/zero) is refused at once.
+TEST(Cli, FilesThatNeverEndAreRefusedBySize) {
+    scratch_dir dir;
+    fs::create_directories(dir.path() / "zero");
+    fs::create_symlink("/dev/zero", dir.path() / "zero" / "manifest.toml");
+    run_result r = run_host("--plugins " + dir.path().string() + " list");
+    EXPECT_NE(r.out.find("zero/manifest.toml: more than 1 MiB (a manifest is at most that)"),
+              std::string::npos)
+        << r.out;
+    r = run_host(kPlugins + "run /dev/zero");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.out.find("/dev/zero: more than 16 MiB (a config file is at most that)"), std::string::npos)
+        << r.out;
+    // Text input: a stream of NUL bytes is one endless token.
+    r = run_host(kPlugins + "quantize e4m3 --input /dev/zero");
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.out.find("/dev/zero: token 1 is longer than 128 characters: not a number"), std::string::npos)
+        << r.out;
+}
+
+// The limit is exact: a manifest of 1 MiB is read (and parsed), one byte more is not.
+TEST(Cli, AManifestAtTheSizeLimitIsReadOneByteMoreIsNot) {
+    scratch_dir dir;
+    const std::string manifest = "[plugin]\nkind = \"format\"\nname = \"big\"\n";
+    for (const size_t size : {size_t{1} << 20, (size_t{1} << 20) + 1}) {
+        fs::remove_all(dir.path() / "big");
+        fs::create_directories(dir.path() / "big");
+        std::ofstream(dir.path() / "big" / "manifest.toml")
+            << manifest << "#" << std::string(size - manifest.size() - 2, 'x') << "\n";
+        ASSERT_EQ(fs::file_size(dir.path() / "big" / "manifest.toml"), size);
+        const run_result r = run_host("--plugins " + dir.path().string() + " list");
+        EXPECT_EQ(r.out.find("more than 1 MiB") != std::string::npos, size > (size_t{1} << 20))
+            << size << r.out;
+        EXPECT_NE(r.out.find("broken"), std::string::npos)
+            << r.out;  // no version, library: parsed, then refused
+    }
+}
+
+// Boost.Program_Options guesses abbreviations unless told not to: "gemm --m 16"
+// was --mma-depth 16.
+TEST(Cli, NoOptionIsAbbreviated) {
+    run_result r = run_host(kPlugins + "gemm --m 16 --k 32 --accumulator fp16 --promote-every 0");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.out.find("gemm: unrecognised option '--m'"), std::string::npos) << r.out;
+    r = run_host(kPlugins + "quantize e4m3 --round nearest", "1");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.out.find("quantize: unrecognised option '--round'"), std::string::npos) << r.out;
+    r = run_host(kPlugins + "quantize e4m3 --rounding nearest", "1");  // the whole name still works
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
 }  // namespace
 }  // namespace altgrad::test

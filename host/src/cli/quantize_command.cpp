@@ -19,6 +19,7 @@
 #include "quant/block_scales.hpp"
 #include "util/abi_names.hpp"
 #include "util/error.hpp"
+#include "util/file_text.hpp"
 #include "util/numbers.hpp"
 
 namespace altgrad::host::cli {
@@ -58,7 +59,7 @@ std::string float_decimal(float x) {
 float_tensor read_input(const std::string& file) {
     if (file.empty()) {
         float_tensor t;
-        t.values = read_floats(std::cin, "quantize: standard input");
+        t.values = read_floats(std::cin, "quantize: standard input", kTensorFileLimit);
         t.shape = {t.values.size()};
         return t;
     }
@@ -75,7 +76,7 @@ float_tensor read_input(const std::string& file) {
     std::ifstream in(file);
     if (!in) throw error(file + ": cannot read");
     float_tensor t;
-    t.values = read_floats(in, file);
+    t.values = read_floats(in, file, kTensorFileLimit);
     t.shape = {t.values.size()};
     return t;
 }

@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include "util/error.hpp"
+#include "util/file_text.hpp"
 
 // Both formats store float32 little-endian; the host's own floats are written as they are.
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
@@ -20,11 +21,7 @@ constexpr char kNpyMagic[] = "\x93NUMPY";
 constexpr size_t kNpyMagicSize = 6;
 
 std::string read_bytes(const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw error(file.string() + ": cannot read");
-    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) throw error(file.string() + ": cannot read");
-    return bytes;
+    return read_file_text(file, kTensorFileLimit, "a tensor file");
 }
 
 void write_bytes(const fs::path& file, const std::string& bytes) {

@@ -25,6 +25,7 @@
 #include "config/schema.hpp"
 #include "config/value_text.hpp"
 #include "util/error.hpp"
+#include "util/file_text.hpp"
 #include "util/toml_text.hpp"
 
 namespace altgrad::host::config {
@@ -768,11 +769,7 @@ run_config load_config(const fs::path& file, const std::vector<std::string>& ove
     std::error_code ec;
     if (fs::is_directory(file, ec)) throw error(name + ": is a folder, expected a config file (.toml)");
     if (!fs::exists(file, ec)) throw error(name + ": no such config file");
-    std::ifstream in(file, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in) throw error(name + ": cannot read the config file");
-    return parse_impl(text.str(), name, file, overrides);
+    return parse_impl(read_file_text(file, kConfigLimit, "a config file"), name, file, overrides);
 }
 
 run_config parse_config(const std::string& toml_text, const std::string& source_name,

@@ -19,6 +19,7 @@
 #include "data/pickle.hpp"
 #include "data/text.hpp"
 #include "util/error.hpp"
+#include "util/file_text.hpp"
 
 namespace altgrad::host::data {
 namespace fs = std::filesystem;
@@ -193,11 +194,13 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }
 
 std::string read_file(const fs::path& file, const std::string& where) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in) fail(where, file.string() + ": cannot open: " + std::strerror(errno));
-    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) fail(where, file.string() + ": read error");
-    return s;
+    std::ifstream probe(file, std::ios::binary);
+    if (!probe) fail(where, file.string() + ": cannot open: " + std::strerror(errno));
+    try {
+        return read_file_text(file, kCorpusFileLimit, "a corpus file");
+    } catch (const error& e) {
+        fail(where, e.what());
+    }
 }
 
 // The files a text folder contributes: regular files directly in it, by name.

@@ -12,6 +12,7 @@
 #include <altgrad/sdk/names.hpp>
 
 #include "util/error.hpp"
+#include "util/file_text.hpp"
 #include "util/toml_text.hpp"
 
 namespace altgrad::host {
@@ -152,11 +153,7 @@ manifest read_manifest(const fs::path& path) {
     // TOML++ would read a folder as an empty document ("missing [plugin] table").
     if (fs::is_directory(path, folder_check))
         throw error(path.string() + ": is a folder, expected a manifest file (TOML)");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw error(path.string() + ": cannot read");
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) throw error(path.string() + ": cannot read");
-    return parse_manifest(text, path);
+    return parse_manifest(read_file_text(path, kManifestLimit, "a manifest"), path);
 }
 
 manifest parse_manifest(const std::string& text, const fs::path& path) {

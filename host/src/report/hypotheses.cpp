@@ -15,6 +15,7 @@
 #include "stability/failure.hpp"
 #include "util/abi_names.hpp"
 #include "util/error.hpp"
+#include "util/file_text.hpp"
 #include "util/name_table.hpp"
 #include "util/toml_text.hpp"
 
@@ -146,11 +147,7 @@ hypotheses parse_hypotheses(const std::string& toml_text, const std::string& sou
 hypotheses load_hypotheses(const fs::path& file) {
     std::error_code ec;
     if (!fs::is_regular_file(file, ec)) throw error(file.string() + ": no such hypotheses file");
-    std::ifstream in(file, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in) throw error(file.string() + ": cannot read the hypotheses file");
-    return parse_hypotheses(text.str(), file.string());
+    return parse_hypotheses(read_file_text(file, kConfigLimit, "a hypotheses file"), file.string());
 }
 
 fs::path default_hypotheses_file() {

@@ -1,6 +1,7 @@
 // catalog.json: the metrics a run writes, each as run/catalog.hpp describes it.
 #include "run/files.hpp"
 #include "run/json_io.hpp"
+#include "util/file_text.hpp"
 
 namespace altgrad::host::run {
 
@@ -65,7 +66,7 @@ void write_catalog(const fs::path& run_dir, const metric_catalog& catalog) {
 }
 
 metric_catalog read_catalog(const fs::path& file) {
-    const std::optional<std::string> text = read_text(file);
+    const std::optional<std::string> text = read_text(file, kRunRecordLimit);
     if (!text) throw error(file.string() + ": cannot read");
     return parse_catalog(*text, file.string());
 }

@@ -1,4 +1,5 @@
 #include "run/json_io.hpp"
+#include "util/file_text.hpp"
 
 #include <fstream>
 #include <iterator>
@@ -25,14 +26,15 @@ json parse_json(std::string_view text) {
     }
 }
 
-std::optional<std::string> read_text(const fs::path& file) {
+std::optional<std::string> read_text(const fs::path& file, size_t limit) {
     std::error_code ec;
-    if (fs::is_directory(file, ec)) return std::nullopt;
-    std::ifstream in(file, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) return std::nullopt;
-    return text;
+    if (fs::is_directory(file, ec) || !fs::exists(file, ec)) return std::nullopt;
+    try {
+        return read_file_text(file, limit, "a run's record");
+    } catch (const error& e) {
+        if (std::string(e.what()).find(": more than ") != std::string::npos) throw;
+        return std::nullopt;
+    }
 }
 
 json parse_json_text(const std::string& text, const std::string& name) {

@@ -124,8 +124,9 @@ struct json_failure {
 // parse_error, and escaped the readers that caught only the latter.
 json parse_json(std::string_view text);
 
-// A file's bytes; nothing when it cannot be read (or is a folder).
-std::optional<std::string> read_text(const fs::path& file);
+// A file's bytes; nothing when it cannot be read (or is a folder). A file of
+// more than `limit` bytes (util/file_text.hpp's limits) throws host::error.
+std::optional<std::string> read_text(const fs::path& file, size_t limit);
 
 // parse_json, as a host::error "NAME: cut short (half-written?): ..." or "NAME: not valid JSON: ...".
 json parse_json_text(const std::string& text, const std::string& name);

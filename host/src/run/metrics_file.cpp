@@ -4,6 +4,7 @@
 
 #include "run/files.hpp"
 #include "run/json_io.hpp"
+#include "util/file_text.hpp"
 
 namespace altgrad::host::run {
 
@@ -183,7 +184,7 @@ void metrics_writer::write(const metrics_line& line) {
 }
 
 metrics_contents read_metrics(const fs::path& file) {
-    const std::optional<std::string> text = read_text(file);
+    const std::optional<std::string> text = read_text(file, kMetricsLimit);
     if (!text) {
         metrics_contents m;
         m.problems.push_back("metrics.jsonl: cannot read");
@@ -238,7 +239,7 @@ metrics_contents parse_metrics(const std::string& text) {
 }
 
 void truncate_metrics(const fs::path& file, int64_t last_step) {
-    const std::optional<std::string> text = read_text(file);
+    const std::optional<std::string> text = read_text(file, kMetricsLimit);
     if (!text) throw error(file.string() + ": cannot read");
     std::istringstream in(*text);
     std::string kept, line;

@@ -3,6 +3,7 @@
 
 #include "run/files.hpp"
 #include "run/json_io.hpp"
+#include "util/file_text.hpp"
 
 namespace altgrad::host::run {
 
@@ -138,7 +139,7 @@ void write_checkpoint_state(const fs::path& checkpoint, const checkpoint_state& 
 
 checkpoint_state read_checkpoint_state(const fs::path& checkpoint) {
     const fs::path file = state_file(checkpoint);
-    const std::optional<std::string> text = read_text(file);
+    const std::optional<std::string> text = read_text(file, kRunRecordLimit);
     if (!text) throw error(file.string() + ": cannot read");
     return parse_checkpoint_state(*text, file.string());
 }

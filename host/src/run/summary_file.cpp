@@ -1,6 +1,7 @@
 // summary.json: written once when a run ends (or by the supervisor of a crashed one).
 #include "run/files.hpp"
 #include "run/json_io.hpp"
+#include "util/file_text.hpp"
 
 namespace altgrad::host::run {
 
@@ -40,7 +41,7 @@ void write_summary(const fs::path& run_dir, const summary_record& s) {
 }
 
 summary_record read_summary(const fs::path& file) {
-    const std::optional<std::string> text = read_text(file);
+    const std::optional<std::string> text = read_text(file, kRunRecordLimit);
     if (!text) throw summary_error(file.string() + ": cannot read", false);
     return parse_summary(*text, file.string());
 }

@@ -6,6 +6,7 @@
 
 #include "util/abi_names.hpp"
 #include "util/error.hpp"
+#include "util/file_text.hpp"
 
 namespace altgrad::host::stability {
 
@@ -121,10 +122,8 @@ void intervention_set::load_states(const std::filesystem::path& dir, std::ostrea
             if (!h->saves_state())
                 throw error(file.string() + ": intervention '" + h->name() +
                             "' saved a state, but this build of the plugin cannot load one (no load_state)");
-            std::ifstream in(file, std::ios::binary);
-            const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
             try {
-                h->load_state(bytes);
+                h->load_state(read_file_text(file, kPluginStateLimit, "an intervention's saved state"));
             } catch (const error& e) {
                 throw error(file.string() + ": " + e.what());
             }

@@ -12,6 +12,7 @@
 #include "config/run_config.hpp"
 #include "util/edit_distance.hpp"
 #include "util/error.hpp"
+#include "util/file_text.hpp"
 #include "util/numbers.hpp"
 #include "util/toml_text.hpp"
 
@@ -224,11 +225,7 @@ sweep_spec load_sweep(const fs::path& file) {
     if (!fs::is_regular_file(file, ec))
         throw error(file.string() +
                     (fs::exists(file, ec) ? ": not a file (expected a sweep file)" : ": no such sweep file"));
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw error(file.string() + ": cannot read the sweep file");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_sweep(text.str(), file);
+    return parse_sweep(read_file_text(file, kConfigLimit, "a sweep file"), file);
 }
 
 std::vector<point> expand_points(const sweep_spec& spec) {

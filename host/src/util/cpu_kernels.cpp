@@ -58,8 +58,9 @@ void pin_cpu_kernels(char** argv) {
         return;
     }
     if (cpu_kernels_pinned_in_environment(pin)) {
-        note() = pin.name + " (pinned: the same bits on every x86-64 machine with AVX2; ALTGRAD_CPU_KERNELS=native "
-                            "unpins)";
+        note() = pin.name +
+                 " (pinned: the same bits on every x86-64 machine with AVX2; ALTGRAD_CPU_KERNELS=native "
+                 "unpins)";
         return;
     }
     for (const auto& [variable, value] : pin.variables) ::setenv(variable.c_str(), value.c_str(), 1);

@@ -1,5 +1,6 @@
 #include "util/numbers.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -30,12 +31,39 @@ std::optional<uint64_t> parse_uint64(const std::string& text) {
     return value;
 }
 
-std::vector<float> read_floats(std::istream& in, const std::string& source) {
+namespace {
+
+// The next whitespace-separated token of `in` (false at the end), at most
+// kMaxNumberToken + 1 characters of it; `bytes` counts what was read.
+bool next_token(std::istream& in, std::string& token, size_t& bytes) {
+    token.clear();
+    std::streambuf* buf = in.rdbuf();
+    int c = 0;
+    while ((c = buf->sbumpc()) != EOF && std::isspace(c)) ++bytes;
+    if (c == EOF) return false;
+    for (;;) {
+        ++bytes;
+        token.push_back(static_cast<char>(c));
+        if (token.size() > kMaxNumberToken) return true;
+        c = buf->sgetc();
+        if (c == EOF || std::isspace(c)) return true;
+        buf->sbumpc();
+    }
+}
+
+}  // namespace
+
+std::vector<float> read_floats(std::istream& in, const std::string& source, size_t max_bytes) {
     std::vector<float> values;
     std::string token;
-    size_t index = 0;
-    while (in >> token) {
+    size_t index = 0, bytes = 0;
+    while (next_token(in, token, bytes)) {
         ++index;
+        if (token.size() > kMaxNumberToken)
+            throw error(source + ": token " + std::to_string(index) + " is longer than " +
+                        std::to_string(kMaxNumberToken) + " characters: not a number");
+        if (bytes > max_bytes)
+            throw error(source + ": more than " + std::to_string(max_bytes) + " bytes of numbers");
         const std::optional<float> x = parse_float(token);
         if (!x)
             // Quoted as a JSON string: control bytes escaped, bytes that are not UTF-8 replaced.

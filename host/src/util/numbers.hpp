@@ -20,8 +20,11 @@ std::optional<uint64_t> parse_uint64(const std::string& text);
 
 // Every whitespace-separated token of `in`. Throws host::error naming the
 // source, the token's position and the token, for the first bad one, before
-// anything is returned.
-std::vector<float> read_floats(std::istream& in, const std::string& source);
+// anything is returned; and for a token longer than any number is written
+// (kMaxNumberToken characters: a stream of NUL bytes such as /dev/zero is one
+// endless token) or for input of more than `max_bytes` bytes in all.
+constexpr size_t kMaxNumberToken = 128;
+std::vector<float> read_floats(std::istream& in, const std::string& source, size_t max_bytes);
 
 // C99 hex-float as printf("%a") writes it.
 std::string hex_float(double x);
