@@ -15,8 +15,13 @@ bool parse_subcommand(const command_help& help, po::options_description& options
     po::options_description all;
     all.add(options).add(operands);
     try {
+        // No abbreviations: "gemm --m 16" must not be --mma-depth 16.
         const po::parsed_options parsed =
-            po::command_line_parser(a).options(all).positional(positional).run();
+            po::command_line_parser(a)
+                .options(all)
+                .positional(positional)
+                .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+                .run();
         // Operands are named only to bind them to positions: "--plugin X" or
         // "--name X" given by name would be an undocumented second spelling.
         for (const po::option& o : parsed.options)
