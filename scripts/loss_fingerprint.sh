@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every config in configs/ for a few steps and prints each run's losses
+# Runs every config in configs/ and configs/recipes/ for a few steps and prints each run's losses
 # (training loss per step, validation loss per evaluation) as exact hex-floats,
 # one line each: "CONFIG STEP loss|val_loss HEX", then with --all every line of
 # its metrics.jsonl (timing fields aside: tokens_per_s), "CONFIG LINE". Two
@@ -18,8 +18,10 @@ host="${2:-build/altgrad-host}"
 plugins="${3:-build/plugins}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-for config in configs/*.toml; do
-  name="$(basename "$config" .toml)"
+for config in configs/*.toml configs/recipes/*.toml; do
+  name="$(basename "$(dirname "$config")")/$(basename "$config" .toml)"
+  name="${name#configs/}"
+  mkdir -p "$work/$(dirname "$name")"
   # A collapse (exit 3) is a result too; any other failure is not.
   # A warm-up longer than the steps run (separating_bf16: 100) is refused: halve the steps instead.
   warmup="$(/usr/bin/python3 -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb")).get("training", {}).get("warmup_steps", 0))' "$config")"
