@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "config/recipe.hpp"
 #include "config/run_config.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/plugin_json.hpp"
@@ -437,11 +438,11 @@ py::array matmul_arrays(std::shared_ptr<const format_handle> f, const py::array&
 }
 
 // A recipe (a config's TOML text) resolved for a model's layers, as the
-// trainer resolves it (config::operand_for, transform_for, accumulator_for):
+// trainer resolves it (config::resolve, config/recipe.hpp):
 // {"globals": {...}, "params": {format: {key: value}}, "layers": {layer:
 // {product: {"transform", "accumulator", OPERAND: {...}}}}, "seed": training.seed}. A second use's
 // "own" says whether it is quantized with settings of its own
-// (config::same_quantization), else as its first use. Errors name the key.
+// (the resolver's product_recipe::own), else as its first use. Errors name the key.
 py::dict plugin_params_dict(const config::plugin_params& params) {
     py::dict d;
     for (const auto& [name, values] : params) d[py::str(name)] = values;
@@ -463,20 +464,22 @@ py::dict resolve_recipe(const std::string& toml_text, const std::string& source,
     globals["tensor_scale"] = config::tensor_scale_names().name(q.tensor_scale);
     globals["first_scale"] = config::first_scale_names().name(q.first_scale);
     py::dict per_layer;
-    for (const std::string& layer : layers) {
+    config::quantization_config as_written = q;  // the layers' settings as written, quantization on or off
+    as_written.enabled = true;
+    for (const config::layer_recipe& layer : config::resolve(as_written, layers).layers) {
         py::dict products;
-        for (size_t p = 0; p < config::kProducts; ++p) {
-            const auto product = static_cast<config::product_kind>(p);
+        for (const config::product_recipe& pr : layer.products) {
+            const config::product_kind product = pr.product;
             py::dict d;
             d["transform"] = py::none();
-            if (const auto t = config::transform_for(q, layer, product)) {
+            if (const auto& t = pr.transform) {
                 py::dict td;
                 td["name"] = t->name;
                 td["params"] = t->params;
                 d["transform"] = td;
             }
             d["accumulator"] = py::none();
-            if (const auto a = config::accumulator_for(q, layer, product)) {
+            if (const auto& a = pr.accumulator) {
                 py::dict ad;
                 ad["format"] = a->format;
                 ad["params"] =
@@ -487,8 +490,7 @@ py::dict resolve_recipe(const std::string& toml_text, const std::string& source,
                 d["accumulator"] = ad;
             }
             for (config::operand_kind o : config::operands_of(product)) {
-                const config::operand_settings s = config::operand_for(q, layer, product, o);
-                const bool first = config::first_use_of(o) == product;
+                const config::operand_settings& s = pr.operand(o);
                 py::dict od;
                 od["format"] = s.format;
                 od["rounding"] = rounding_name(s.rounding);
@@ -499,13 +501,12 @@ py::dict resolve_recipe(const std::string& toml_text, const std::string& source,
                 od["scale_rule"] = config::scale_rule_names().name(s.scaling.scale_rule);
                 od["pre_scale"] = s.pre_scale;
                 od["source"] = config::copy_source_names().name(s.source);
-                od["own"] = first || !config::same_quantization(
-                                         config::operand_for(q, layer, config::first_use_of(o), o), s);
+                od["own"] = pr.owns(o);
                 d[config::operand_names().name(o)] = od;
             }
             products[config::product_names().name(product)] = d;
         }
-        per_layer[py::str(layer)] = products;
+        per_layer[py::str(layer.layer)] = products;
     }
     py::dict out;
     out["globals"] = globals;

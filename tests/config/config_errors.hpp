@@ -9,12 +9,19 @@
 
 #include <gtest/gtest.h>
 
+#include "config/recipe.hpp"
 #include "config/run_config.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::test {
 
 inline const char* const kFile = "cfgs/my_run.toml";
+
+// One layer of a config's quantization as resolve() hands it to the trainer.
+inline host::config::layer_recipe recipe_of(const host::config::quantization_config& q,
+                                            const std::string& layer) {
+    return host::config::resolve(q, {layer}).layers.at(0);
+}
 
 // The error parse_config throws, or "" when it accepts the text.
 inline std::string error_of(const std::string& text, const std::vector<std::string>& overrides = {}) {

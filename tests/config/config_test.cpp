@@ -563,21 +563,22 @@ activation = "e1m6"
                                        std::string("e5m2")}));
     EXPECT_EQ(r[2], (quantization_rule{"blocks.*.mlp.fc", std::nullopt, std::string("e1m6"), std::nullopt}));
 
-    const layer_formats head = formats_for(c.quantization, "lm_head");
-    EXPECT_EQ(head.weight, "fp32");
-    EXPECT_EQ(head.rule, 0);
-    const layer_formats qkv = formats_for(c.quantization, "blocks.3.attn.qkv");
-    EXPECT_EQ(qkv.weight, "bf16");
-    EXPECT_EQ(qkv.activation, "bf16");
-    EXPECT_EQ(qkv.gradient, "e5m2");
-    EXPECT_EQ(qkv.rule, 1);
-    const layer_formats fc = formats_for(c.quantization, "blocks.0.mlp.fc");
-    EXPECT_EQ(fc.weight, "e4m3");  // unset: the global format
-    EXPECT_EQ(fc.activation, "e1m6");
-    EXPECT_EQ(fc.gradient, "e5m2");
-    const layer_formats proj = formats_for(c.quantization, "blocks.0.mlp.proj");
-    EXPECT_EQ(proj.rule, -1);
-    EXPECT_EQ(proj.weight, "e4m3");
+    // Each layer's operands as resolve() gives them, with the key of the rule that decided.
+    auto first_uses = [&](const std::string& layer) {
+        const layer_recipe r = recipe_of(c.quantization, layer);
+        return std::vector<std::string>{
+            r.first_use(operand_kind::w).format, r.first_use(operand_kind::x).format,
+            r.first_use(operand_kind::dy).format, r.first_use(operand_kind::w).key};
+    };
+    EXPECT_EQ(first_uses("lm_head"),
+              (std::vector<std::string>{"fp32", "fp32", "fp32", "quantization.rules[0]"}));
+    EXPECT_EQ(first_uses("blocks.3.attn.qkv"),
+              (std::vector<std::string>{"bf16", "bf16", "e5m2", "quantization.rules[1]"}));
+    // blocks.*.mlp.fc's rule leaves the weight and the gradient: the global formats.
+    EXPECT_EQ(first_uses("blocks.0.mlp.fc"),
+              (std::vector<std::string>{"e4m3", "e1m6", "e5m2", "quantization"}));
+    EXPECT_EQ(first_uses("blocks.0.mlp.proj"),
+              (std::vector<std::string>{"e4m3", "e4m3", "e5m2", "quantization"}));
 }
 
 TEST(ConfigRules, FirstMatchWins) {
@@ -590,9 +591,9 @@ pattern = "blocks.*"
 format = "bf16"
 )",
                                       kFile);
-    EXPECT_EQ(formats_for(c.quantization, "blocks.0.attn.qkv").weight, "fp32");
-    EXPECT_EQ(formats_for(c.quantization, "blocks.1.attn.qkv").weight, "bf16");
-    EXPECT_EQ(formats_for(c.quantization, "lm_head").weight, "e5m2");
+    EXPECT_EQ(recipe_of(c.quantization, "blocks.0.attn.qkv").first_use(operand_kind::w).format, "fp32");
+    EXPECT_EQ(recipe_of(c.quantization, "blocks.1.attn.qkv").first_use(operand_kind::w).format, "bf16");
+    EXPECT_EQ(recipe_of(c.quantization, "lm_head").first_use(operand_kind::w).format, "e5m2");
 }
 
 TEST(ConfigRules, PatternGlob) {
@@ -1177,10 +1178,7 @@ TEST(ConfigFiles, TheSeedExperimentsAreThereWithTheSeedSettings) {
         }
     }
     const run_config bf16 = load_config(fs::path(ALTGRAD_CONFIGS_DIR) / "bf16_baseline.toml");
-    for (const std::string& layer : layer_names(bf16.model)) {
-        const layer_formats f = formats_for(bf16.quantization, layer);
-        EXPECT_EQ(f.weight + f.activation + f.gradient, "bf16bf16bf16") << layer;
-    }
+    EXPECT_EQ(resolve(bf16).operand_formats(), std::vector<std::string>{"bf16"});
     for (const char* name : {"e5m2_short", "e5m2_fp8"}) {
         const run_config c = load_config(fs::path(ALTGRAD_CONFIGS_DIR) / (std::string(name) + ".toml"));
         EXPECT_EQ(
@@ -1226,12 +1224,12 @@ TEST(ConfigFiles, E1m6PostLnQuantizesOnlyThePostLayerNormInputs) {
     const run_config c = load_config(fs::path(ALTGRAD_CONFIGS_DIR) / "e1m6_postln.toml");
     for (const std::string& layer : layer_names(c.model)) {
         SCOPED_TRACE(layer);
-        const layer_formats f = formats_for(c.quantization, layer);
+        const layer_recipe f = recipe_of(c.quantization, layer);
         const bool post_ln =
             pattern_matches("blocks.*.attn.qkv", layer) || pattern_matches("blocks.*.mlp.fc", layer);
-        EXPECT_EQ(f.weight, "bf16");
-        EXPECT_EQ(f.gradient, "bf16");
-        EXPECT_EQ(f.activation, post_ln ? "e1m6" : "bf16");
+        EXPECT_EQ(f.first_use(operand_kind::w).format, "bf16");
+        EXPECT_EQ(f.first_use(operand_kind::dy).format, "bf16");
+        EXPECT_EQ(f.first_use(operand_kind::x).format, post_ln ? "e1m6" : "bf16");
     }
 }
 
@@ -1266,7 +1264,7 @@ TEST(ConfigFiles, LoadConfigReadsAFileWithOverrides) {
 
 TEST(ConfigBlockScaling, DefaultsArePerTensor) {
     const run_config c = parse_config("", kFile);
-    const block_scaling b = scaling_for(c.quantization, "lm_head", "weight");
+    const block_scaling b = recipe_of(c.quantization, "lm_head").first_use(operand_kind::w).scaling;
     EXPECT_EQ(b.granularity, granularity_kind::tensor);
     EXPECT_EQ(b.block_size, 32);
     EXPECT_EQ(b.scale_format, "pow2");
@@ -1281,25 +1279,27 @@ TEST(ConfigBlockScaling, RuleOverRoleTableOverSection) {
         "[[quantization.rules]]\npattern = \"lm_head\"\ngranularity = \"row\"\nscale_format = \"fp32\"\n",
         kFile);
     const quantization_config& q = c.quantization;
-    const block_scaling w = scaling_for(q, "blocks.0.mlp.fc", "weight");
+    const block_scaling w = recipe_of(q, "blocks.0.mlp.fc").first_use(operand_kind::w).scaling;
     EXPECT_EQ(w.granularity, granularity_kind::block);
     EXPECT_EQ(w.block_size, 64);
     EXPECT_EQ(w.scale_format, "ue8m0");
     EXPECT_EQ(w.scale_rule, scale_rule_kind::round_up);
-    const block_scaling a = scaling_for(q, "blocks.0.mlp.fc", "activation");
+    const block_scaling a = recipe_of(q, "blocks.0.mlp.fc").first_use(operand_kind::x).scaling;
     EXPECT_EQ(a.granularity, granularity_kind::block);
     EXPECT_EQ(a.block_size, 16);
     EXPECT_EQ(a.scale_rule, scale_rule_kind::mx_floor);
-    EXPECT_EQ(scaling_for(q, "blocks.0.mlp.fc", "gradient").granularity, granularity_kind::tensor);
+    EXPECT_EQ(recipe_of(q, "blocks.0.mlp.fc").first_use(operand_kind::dy).scaling.granularity,
+              granularity_kind::tensor);
     // The rule: every role of lm_head, over the role tables.
-    for (const char* role : {"weight", "activation", "gradient"}) {
-        const block_scaling h = scaling_for(q, "lm_head", role);
-        EXPECT_EQ(h.granularity, granularity_kind::row) << role;
-        EXPECT_EQ(h.scale_format, "fp32") << role;
+    for (const operand_kind o : {operand_kind::w, operand_kind::x, operand_kind::dy}) {
+        const block_scaling h = recipe_of(q, "lm_head").first_use(o).scaling;
+        EXPECT_EQ(h.granularity, granularity_kind::row) << role_of(o);
+        EXPECT_EQ(h.scale_format, "fp32") << role_of(o);
     }
-    EXPECT_EQ(scaling_for(q, "lm_head", "weight").block_size, 64);  // the rule leaves it to the role table
+    EXPECT_EQ(recipe_of(q, "lm_head").first_use(operand_kind::w).scaling.block_size,
+              64);  // the rule leaves it to the role table
     // A rule that sets only scaling is a rule, and its layers keep the section's formats.
-    EXPECT_EQ(formats_for(q, "lm_head").weight, "e5m2");
+    EXPECT_EQ(recipe_of(q, "lm_head").first_use(operand_kind::w).format, "e5m2");
 }
 
 TEST(ConfigBlockScaling, SetReachesRoleTablesAndParams) {
@@ -1307,9 +1307,11 @@ TEST(ConfigBlockScaling, SetReachesRoleTablesAndParams) {
         parse_config("[quantization]\nweight_format = \"exmy_param\"\n", kFile,
                      {"quantization.gradient.granularity=block", "quantization.gradient.block_size=128",
                       "quantization.params.exmy_param.mantissa_bits=2"});
-    EXPECT_EQ(scaling_for(c.quantization, "lm_head", "gradient").granularity, granularity_kind::block);
-    EXPECT_EQ(scaling_for(c.quantization, "lm_head", "gradient").block_size, 128);
-    EXPECT_EQ(scaling_for(c.quantization, "lm_head", "weight").granularity, granularity_kind::tensor);
+    EXPECT_EQ(recipe_of(c.quantization, "lm_head").first_use(operand_kind::dy).scaling.granularity,
+              granularity_kind::block);
+    EXPECT_EQ(recipe_of(c.quantization, "lm_head").first_use(operand_kind::dy).scaling.block_size, 128);
+    EXPECT_EQ(recipe_of(c.quantization, "lm_head").first_use(operand_kind::w).scaling.granularity,
+              granularity_kind::tensor);
     EXPECT_EQ(c.quantization.params.at("exmy_param").at("mantissa_bits"), "2");
 }
 

@@ -31,7 +31,7 @@ TEST(ConfigProducts, NoneByDefault) {
     for (const std::string& layer : layer_names(c.model))
         for (product_kind p :
              {product_kind::forward, product_kind::input_gradient, product_kind::weight_gradient})
-            EXPECT_FALSE(accumulator_for(c.quantization, layer, p)) << layer;
+            EXPECT_FALSE(recipe_of(c.quantization, layer).product(p).accumulator) << layer;
     EXPECT_EQ(to_toml(c).find("accumulator"), std::string::npos);
 }
 
@@ -58,7 +58,7 @@ TEST(ConfigProducts, RuleOverSectionPerProduct) {
     const run_config c = parse_config(std::string(kModel) + kProducts, kFile);
     const quantization_config& q = c.quantization;
 
-    const auto fwd = accumulator_for(q, "blocks.1.attn.qkv", product_kind::forward);
+    const auto fwd = recipe_of(q, "blocks.1.attn.qkv").product(product_kind::forward).accumulator;
     ASSERT_TRUE(fwd);
     EXPECT_EQ(fwd->format, "float");
     EXPECT_EQ(fwd->params,
@@ -66,20 +66,22 @@ TEST(ConfigProducts, RuleOverSectionPerProduct) {
     EXPECT_EQ(fwd->rounding, ALTGRAD_ROUND_TOWARD_ZERO);  // the default
     EXPECT_EQ(fwd->mma_depth, 32);                        // an FP8 WGMMA's K
     EXPECT_EQ(fwd->promote_every, 128);
-    EXPECT_FALSE(accumulator_for(q, "lm_head", product_kind::forward));  // "none"
+    EXPECT_FALSE(recipe_of(q, "lm_head").product(product_kind::forward).accumulator);  // "none"
     // lm_head's rule says nothing of the weight gradient: the section's.
-    const auto head_dw = accumulator_for(q, "lm_head", product_kind::weight_gradient);
+    const auto head_dw = recipe_of(q, "lm_head").product(product_kind::weight_gradient).accumulator;
     ASSERT_TRUE(head_dw);
     EXPECT_EQ(head_dw->format, "fp16");
     EXPECT_EQ(head_dw->rounding, ALTGRAD_ROUND_NEAREST_EVEN);
     EXPECT_EQ(head_dw->mma_depth, 8);
     EXPECT_EQ(head_dw->promote_every, 0);
 
-    EXPECT_EQ(accumulator_for(q, "blocks.0.mlp.fc", product_kind::weight_gradient)->format, "bf16");
-    EXPECT_EQ(accumulator_for(q, "blocks.0.mlp.fc", product_kind::input_gradient)->promote_every, 64);
+    EXPECT_EQ(recipe_of(q, "blocks.0.mlp.fc").product(product_kind::weight_gradient).accumulator->format,
+              "bf16");
+    EXPECT_EQ(
+        recipe_of(q, "blocks.0.mlp.fc").product(product_kind::input_gradient).accumulator->promote_every, 64);
     // Block 0's rule gives no forward accumulator: the section's.
-    EXPECT_EQ(accumulator_for(q, "blocks.0.mlp.fc", product_kind::forward)->format, "float");
-    EXPECT_FALSE(accumulator_for(q, "blocks.1.mlp.fc", product_kind::input_gradient));
+    EXPECT_EQ(recipe_of(q, "blocks.0.mlp.fc").product(product_kind::forward).accumulator->format, "float");
+    EXPECT_FALSE(recipe_of(q, "blocks.1.mlp.fc").product(product_kind::input_gradient).accumulator);
 }
 
 TEST(ConfigProducts, ResolvedConfigRoundTrips) {
@@ -109,9 +111,11 @@ TEST(ConfigProducts, SetGivesAnAccumulatorOrNone) {
     const run_config c = parse_config(std::string(kModel) + kProducts, kFile,
                                       {"quantization.input_gradient.accumulator={ format = \"fp32\" }",
                                        "quantization.forward.accumulator=none"});
-    EXPECT_EQ(accumulator_for(c.quantization, "blocks.1.mlp.fc", product_kind::input_gradient)->format,
+    EXPECT_EQ(recipe_of(c.quantization, "blocks.1.mlp.fc")
+                  .product(product_kind::input_gradient)
+                  .accumulator->format,
               "fp32");
-    EXPECT_FALSE(accumulator_for(c.quantization, "blocks.1.mlp.fc", product_kind::forward));
+    EXPECT_FALSE(recipe_of(c.quantization, "blocks.1.mlp.fc").product(product_kind::forward).accumulator);
     expect_refused(kModel, "quantization.forward",
                    "is a table; set one of its keys, e.g. --set quantization.forward.accumulator=",
                    {"quantization.forward=1"});
@@ -173,8 +177,10 @@ TEST(ConfigProducts, ARuleWithOnlyAnAccumulatorIsARule) {
                                           "[[quantization.rules]]\npattern = \"lm_head\"\n"
                                           "weight_gradient = { accumulator = { format = \"fp16\" } }\n",
                                       kFile);
-    EXPECT_EQ(accumulator_for(c.quantization, "lm_head", product_kind::weight_gradient)->format, "fp16");
-    EXPECT_FALSE(accumulator_for(c.quantization, "blocks.0.mlp.fc", product_kind::weight_gradient));
+    EXPECT_EQ(recipe_of(c.quantization, "lm_head").product(product_kind::weight_gradient).accumulator->format,
+              "fp16");
+    EXPECT_FALSE(
+        recipe_of(c.quantization, "blocks.0.mlp.fc").product(product_kind::weight_gradient).accumulator);
 }
 
 // ---- Per-product operands (issue #30).
@@ -210,13 +216,13 @@ TEST(ConfigOperands, EachLevelOverTheOneBefore) {
     const quantization_config& q = c.quantization;
     const std::string layer = "blocks.1.attn.qkv";
     // forward.x: the product table's format and granularity over the role's.
-    operand_settings s = operand_for(q, layer, product_kind::forward, operand_kind::x);
+    operand_settings s = recipe_of(q, layer).product(product_kind::forward).operand(operand_kind::x);
     EXPECT_EQ(s.format, "bf16");
     EXPECT_EQ(s.scaling.granularity, granularity_kind::tensor);
     EXPECT_EQ(s.rounding, ALTGRAD_ROUND_NEAREST_EVEN);
     EXPECT_EQ(s.key, "quantization.forward.x");
     // weight_gradient.x: the role's format and blocks, its own rounding, pre-scale and source.
-    s = operand_for(q, layer, product_kind::weight_gradient, operand_kind::x);
+    s = recipe_of(q, layer).product(product_kind::weight_gradient).operand(operand_kind::x);
     EXPECT_EQ(s.format, "e4m3");
     EXPECT_EQ(s.scaling.granularity, granularity_kind::block);
     EXPECT_EQ(s.scaling.block_size, 32);
@@ -226,22 +232,27 @@ TEST(ConfigOperands, EachLevelOverTheOneBefore) {
     EXPECT_EQ(s.source, copy_source::rowwise);
     // W: 32x32 tiles from the role table, in both its products; the rounding of the forward direction.
     for (product_kind p : {product_kind::forward, product_kind::input_gradient}) {
-        s = operand_for(q, layer, p, operand_kind::w);
+        s = recipe_of(q, layer).product(p).operand(operand_kind::w);
         EXPECT_EQ(s.scaling.block_rows, 32);
         EXPECT_EQ(s.scaling.block_size, 32);
         EXPECT_EQ(s.format, "e4m3");
         EXPECT_EQ(s.key, "quantization");
     }
     // dy: the backward rounding (stochastic by default); blocks of 16 in the weight gradient only.
-    EXPECT_EQ(operand_for(q, layer, product_kind::input_gradient, operand_kind::dy).scaling.block_size, 32);
-    s = operand_for(q, layer, product_kind::weight_gradient, operand_kind::dy);
+    EXPECT_EQ(recipe_of(q, layer)
+                  .product(product_kind::input_gradient)
+                  .operand(operand_kind::dy)
+                  .scaling.block_size,
+              32);
+    s = recipe_of(q, layer).product(product_kind::weight_gradient).operand(operand_kind::dy);
     EXPECT_EQ(s.scaling.block_size, 16);
     EXPECT_EQ(s.rounding, ALTGRAD_ROUND_STOCHASTIC);
     EXPECT_EQ(s.format, "e5m2");
     // The rule's format beats the product tables; its own operand table beats its format.
-    EXPECT_EQ(operand_for(q, "lm_head", product_kind::forward, operand_kind::x).format, "bf16");
-    EXPECT_EQ(operand_for(q, "lm_head", product_kind::input_gradient, operand_kind::dy).format, "bf16");
-    s = operand_for(q, "lm_head", product_kind::weight_gradient, operand_kind::dy);
+    EXPECT_EQ(recipe_of(q, "lm_head").product(product_kind::forward).operand(operand_kind::x).format, "bf16");
+    EXPECT_EQ(recipe_of(q, "lm_head").product(product_kind::input_gradient).operand(operand_kind::dy).format,
+              "bf16");
+    s = recipe_of(q, "lm_head").product(product_kind::weight_gradient).operand(operand_kind::dy);
     EXPECT_EQ(s.format, "e4m3");
     EXPECT_EQ(s.scaling.block_size, 16);  // the product table's, which the rule leaves
     EXPECT_EQ(s.key, "quantization.rules[0].weight_gradient.dy");
@@ -251,15 +262,11 @@ TEST(ConfigOperands, EachLevelOverTheOneBefore) {
 TEST(ConfigOperands, WithoutTablesBothUsesAreTheRoles) {
     const run_config c =
         parse_config(std::string(kModel) + "[quantization]\ngranularity = \"block\"\n", kFile);
-    for (const std::string& layer : layer_names(c.model))
+    for (const layer_recipe& r : resolve(c).layers)
         for (operand_kind o : {operand_kind::x, operand_kind::w, operand_kind::dy}) {
-            const operand_settings first = operand_for(c.quantization, layer, first_use_of(o), o);
-            for (product_kind p :
-                 {product_kind::forward, product_kind::input_gradient, product_kind::weight_gradient}) {
-                const auto ops = operands_of(p);
-                if (ops[0] != o && ops[1] != o) continue;
-                EXPECT_TRUE(same_quantization(first, operand_for(c.quantization, layer, p, o))) << layer;
-            }
+            EXPECT_FALSE(r.second_use_owns(o)) << r.layer << " " << operand_names().name(o);
+            EXPECT_EQ(r.second_use(o).scaling.block_size, r.first_use(o).scaling.block_size);
+            EXPECT_EQ(r.second_use(o).format, r.first_use(o).format);
         }
 }
 
@@ -278,7 +285,10 @@ TEST(ConfigOperands, ResolvedConfigRoundTripsAndSetGivesAnOperand) {
     const run_config set =
         parse_config(std::string(kModel), kFile,
                      {"quantization.input_gradient.w={ format = \"fp4_e2m1\", block_rows = 1 }"});
-    EXPECT_EQ(operand_for(set.quantization, "lm_head", product_kind::input_gradient, operand_kind::w).format,
+    EXPECT_EQ(recipe_of(set.quantization, "lm_head")
+                  .product(product_kind::input_gradient)
+                  .operand(operand_kind::w)
+                  .format,
               "fp4_e2m1");
 }
 
@@ -321,17 +331,18 @@ TEST(ConfigTransforms, ProductTablesAndRules) {
                          "weight_gradient = { transform = \"none\" }\n",
                      kFile);
     const quantization_config& q = c.quantization;
-    std::string key;
-    const auto t = transform_for(q, "blocks.0.mlp.fc", product_kind::weight_gradient, &key);
+    const product_recipe fc_dw = recipe_of(q, "blocks.0.mlp.fc").product(product_kind::weight_gradient);
+    const auto& t = fc_dw.transform;
     ASSERT_TRUE(t);
     EXPECT_EQ(t->name, "random_hadamard");
     EXPECT_EQ(t->params.at("d"), "16");
     EXPECT_EQ(t->params.at("sign_seed"), "7");
-    EXPECT_EQ(key, "quantization.weight_gradient.transform");
-    EXPECT_EQ(transform_for(q, "lm_head", product_kind::input_gradient)->name, "hadamard");
-    EXPECT_FALSE(transform_for(q, "lm_head", product_kind::weight_gradient, &key));
-    EXPECT_EQ(key, "quantization.rules[0].weight_gradient.transform");
-    EXPECT_FALSE(transform_for(q, "blocks.0.mlp.fc", product_kind::forward));
+    EXPECT_EQ(fc_dw.transform_key, "quantization.weight_gradient.transform");
+    EXPECT_EQ(recipe_of(q, "lm_head").product(product_kind::input_gradient).transform->name, "hadamard");
+    const product_recipe head_dw = recipe_of(q, "lm_head").product(product_kind::weight_gradient);
+    EXPECT_FALSE(head_dw.transform);
+    EXPECT_EQ(head_dw.transform_key, "quantization.rules[0].weight_gradient.transform");
+    EXPECT_FALSE(recipe_of(q, "blocks.0.mlp.fc").product(product_kind::forward).transform);
     const std::string text = to_toml(c);
     EXPECT_NE(text.find("transform = { name = \"random_hadamard\", params = { d = 16, sign_seed = 7 } }\n"),
               std::string::npos)
@@ -339,7 +350,8 @@ TEST(ConfigTransforms, ProductTablesAndRules) {
     EXPECT_NE(text.find("weight_gradient = { transform = \"none\" }"), std::string::npos) << text;
     EXPECT_TRUE(parse_config(text, kFile) == c) << text;
     const run_config set = parse_config(kModel, kFile, {"quantization.forward.transform=hadamard"});
-    EXPECT_EQ(transform_for(set.quantization, "lm_head", product_kind::forward)->name, "hadamard");
+    EXPECT_EQ(recipe_of(set.quantization, "lm_head").product(product_kind::forward).transform->name,
+              "hadamard");
 }
 
 TEST(ConfigTransforms, MistakesNameTheKey) {

@@ -349,6 +349,27 @@ TEST(ReportRow, MixedFormatsShowTheRules) {
     EXPECT_EQ(r.uniform_format, "");
 }
 
+// A product table's operand format is a format the run used (issue #45: the report read only the
+// global keys and the rules, so a recipe that kept one operand in bf16 was called uniform).
+TEST(ReportRow, ProductTablesFormatsAreTheRunsToo) {
+    scratch tmp;
+    const fs::path d = tmp.path() / "fwd_x_bf16";
+    write(
+        d / "config.toml",
+        "name = \"fwd_x_bf16\"\n[quantization]\nweight_format = \"e4m3\"\nactivation_format = \"e4m3\"\n"
+        "gradient_format = \"e4m3\"\n[quantization.forward]\nx = { format = \"bf16\" }\n"
+        "[[quantization.rules]]\npattern = \"lm_head\"\nweight_gradient = { dy = { format = \"e5m2\" } }\n");
+    write(d / "metrics.jsonl", "");
+    const run_record r = read_run(d);
+    EXPECT_EQ(r.formats, "e4m3; forward.x bf16; lm_head: weight_gradient.dy e5m2");
+    EXPECT_EQ(r.uniform_format, "");
+    // Without the tables every operand of every product is e4m3: uniform.
+    write(d / "config.toml",
+          "name = \"fwd_x_bf16\"\n[quantization]\nweight_format = \"e4m3\"\nactivation_format = \"e4m3\"\n"
+          "gradient_format = \"e4m3\"\n");
+    EXPECT_EQ(read_run(d).uniform_format, "e4m3");
+}
+
 // ---- Comparison and hypotheses ---------------------------------------------------
 
 std::string diag_overflow(int64_t step, const std::string& role_tensor, const std::string& role,

@@ -651,6 +651,19 @@ TEST(FailureReport, OverflowAndVanishingRecommendations) {
     EXPECT_TRUE(has(md, "Raise `quantization.margin`")) << md;
     EXPECT_FALSE(has(md, "floor rule")) << md;
 
+    // A tensor's second use is judged by its own settings, as the recipe resolved them: W's
+    // input-gradient copy in floor-rule blocks clips by design, its forward copy per tensor does not.
+    x.config = host::config::parse_config(
+        "[quantization.input_gradient]\nw = { granularity = \"block\", scale_rule = \"mx_floor\" }\n",
+        "mx_second_use.toml");
+    x.tensors = {tensor("blocks.0.mlp.fc.weight@input_gradient", "weight", "e5m2", 0.2, 0.0, NAN)};
+    md = failure_report_markdown(x);
+    EXPECT_TRUE(has(md, "floor rule")) << md;
+    x.tensors = {tensor("blocks.0.mlp.fc.weight", "weight", "e5m2", 0.2, 0.0, NAN)};
+    md = failure_report_markdown(x);
+    EXPECT_FALSE(has(md, "floor rule")) << md;
+    EXPECT_TRUE(has(md, "Raise `quantization.margin`")) << md;
+
     x.collapse.mode = failure_mode::gradient_vanishing;
     x.config.quantization.scaling = host::config::scaling_mode::none;
     x.tensors = {

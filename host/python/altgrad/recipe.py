@@ -7,7 +7,7 @@
 A recipe is a config file (its [quantization] section counts; its [model] does not: the rules
 are checked against the layers given), its text parsed as a dict (tomllib.load), or the
 [quantization] section alone as a dict. Every key is read, checked and resolved by the C++
-config reader (config::operand_for, transform_for, accumulator_for), so a recipe means here what
+config reader and resolver (config::resolve, the trainer's), so a recipe means here what
 it means to `altgrad-host run`, and a mistake is the same one-line error naming the key.
 """
 import math

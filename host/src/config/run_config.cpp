@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/layer_names.hpp"
+#include "config/recipe.hpp"
 #include "config/schema.hpp"
 #include "config/value_text.hpp"
 #include "util/glob.hpp"
@@ -261,19 +262,18 @@ std::string operand_phrase(const operand_settings& s) {
 // that resolve alike share one entry.
 std::string resolved_operands(const run_config& c) {
     std::vector<std::pair<std::string, std::vector<std::string>>> groups;  // text -> its layers
-    for (const std::string& layer : layer_names(c.model)) {
+    for (const layer_recipe& layer : resolve(c).layers) {
         std::string text;
-        for (size_t p = 0; p < kProducts; ++p) {
-            const auto product = static_cast<product_kind>(p);
-            text += std::string("#   ") + product_names().name(product) + ":";
-            for (operand_kind o : operands_of(product))
-                text += std::string(" ") + operand_names().name(o) + " = " +
-                        operand_phrase(operand_for(c.quantization, layer, product, o)) + ";";
+        for (const product_recipe& p : layer.products) {
+            text += std::string("#   ") + product_names().name(p.product) + ":";
+            for (operand_kind o : operands_of(p.product))
+                text +=
+                    std::string(" ") + operand_names().name(o) + " = " + operand_phrase(p.operand(o)) + ";";
             text.back() = '\n';
         }
         auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == text; });
-        if (it == groups.end()) groups.push_back({text, {layer}});
-        else it->second.push_back(layer);
+        if (it == groups.end()) groups.push_back({text, {layer.layer}});
+        else it->second.push_back(layer.layer);
     }
     std::string o =
         "\n# Every product's operands, resolved from the keys above (read for reference, not read back):\n";
@@ -402,133 +402,6 @@ bool pattern_matches(std::string_view pattern, std::string_view name) { return g
 
 std::vector<std::string> layer_names(const model_config& model) {
     return config::layer_names(model.n_layer, model.activation == activation_function::swiglu);
-}
-
-layer_formats formats_for(const quantization_config& q, std::string_view layer) {
-    layer_formats out{q.weight_format, q.activation_format, q.gradient_format, -1};
-    for (size_t i = 0; i < q.rules.size(); ++i) {
-        const quantization_rule& r = q.rules[i];
-        if (!pattern_matches(r.pattern, layer)) continue;
-        if (r.weight) out.weight = *r.weight;
-        if (r.activation) out.activation = *r.activation;
-        if (r.gradient) out.gradient = *r.gradient;
-        out.rule = static_cast<int>(i);
-        break;
-    }
-    return out;
-}
-
-}  // namespace altgrad::host::config
-
-namespace altgrad::host::config {
-
-namespace {
-
-// A product's setting `member` ([quantization.PRODUCT] KEY, or the first rule
-// matching the layer if it gives one), and the key that decided it.
-template <class T>
-std::optional<T> product_setting(const quantization_config& q, std::string_view layer, product_kind product,
-                                 std::optional<T> product_config::*member, const char* name,
-                                 std::string* key) {
-    const size_t p = static_cast<size_t>(product);
-    const std::string at = std::string(product_names().name(product)) + "." + name;
-    std::optional<T> v = q.products[p].*member;
-    if (key) *key = "quantization." + at;
-    for (size_t i = 0; i < q.rules.size(); ++i) {
-        const quantization_rule& r = q.rules[i];
-        if (!pattern_matches(r.pattern, layer)) continue;
-        if (r.products[p].*member) {
-            v = r.products[p].*member;
-            if (key) *key = "quantization.rules[" + std::to_string(i) + "]." + at;
-        }
-        break;
-    }
-    return v;
-}
-
-}  // namespace
-
-std::optional<accumulator_config> accumulator_for(const quantization_config& q, std::string_view layer,
-                                                  product_kind product, std::string* key) {
-    std::optional<accumulator_config> a =
-        product_setting(q, layer, product, &product_config::accumulator, kAccumulatorKey, key);
-    if (a && !a->modelled()) a.reset();
-    return a;
-}
-
-std::optional<transform_config> transform_for(const quantization_config& q, std::string_view layer,
-                                              product_kind product, std::string* key) {
-    std::optional<transform_config> t =
-        product_setting(q, layer, product, &product_config::transform, kTransformKey, key);
-    if (t && !t->applied()) t.reset();
-    return t;
-}
-
-block_scaling scaling_for(const quantization_config& q, std::string_view layer, std::string_view role) {
-    block_scaling b{q.granularity, q.block_size, q.block_rows, q.scale_format, q.scale_rule};
-    for (const role_table& r : role_tables())
-        if (role == r.role) (q.*r.member).apply_to(b);
-    for (const quantization_rule& r : q.rules) {
-        if (!pattern_matches(r.pattern, layer)) continue;
-        r.scaling.apply_to(b);
-        break;
-    }
-    return b;
-}
-
-block_scaling scaling_for(const quantization_config& q, std::string_view layer, altgrad_tensor_role role) {
-    return scaling_for(q, layer,
-                       role == ALTGRAD_TENSOR_WEIGHT       ? "weight"
-                       : role == ALTGRAD_TENSOR_ACTIVATION ? "activation"
-                                                           : "gradient");
-}
-
-operand_settings operand_for(const quantization_config& q, std::string_view layer, product_kind product,
-                             operand_kind operand) {
-    const size_t p = static_cast<size_t>(product), k = static_cast<size_t>(operand);
-    const std::string at = std::string(product_names().name(product)) + "." + operand_names().name(operand);
-    operand_settings s;
-    auto apply = [&](const operand_config& o, const std::string& key) {
-        if (o.empty()) return;
-        if (o.format) s.format = *o.format;
-        if (o.rounding) s.rounding = *o.rounding;
-        o.scaling.apply_to(s.scaling);
-        if (o.pre_scale) s.pre_scale = *o.pre_scale;
-        if (o.source) s.source = *o.source;
-        s.key = key;
-    };
-    s.format = operand == operand_kind::w   ? q.weight_format
-               : operand == operand_kind::x ? q.activation_format
-                                            : q.gradient_format;
-    s.rounding = operand == operand_kind::dy ? q.backward_rounding : q.forward_rounding;
-    s.scaling = block_scaling{q.granularity, q.block_size, q.block_rows, q.scale_format, q.scale_rule};
-    for (const role_table& r : role_tables())
-        if (std::string_view(role_of(operand)) == r.role) (q.*r.member).apply_to(s.scaling);
-    s.key = "quantization";
-    apply(q.products[p].operands[k], "quantization." + at);
-    for (size_t i = 0; i < q.rules.size(); ++i) {
-        const quantization_rule& r = q.rules[i];
-        if (!pattern_matches(r.pattern, layer)) continue;
-        const std::string rule = "quantization.rules[" + std::to_string(i) + "]";
-        const std::optional<std::string>& format = operand == operand_kind::w   ? r.weight
-                                                   : operand == operand_kind::x ? r.activation
-                                                                                : r.gradient;
-        if (format) s.format = *format, s.key = rule;
-        if (!r.scaling.empty()) r.scaling.apply_to(s.scaling), s.key = rule;
-        apply(r.products[p].operands[k], rule + "." + at);
-        break;
-    }
-    return s;
-}
-
-bool same_quantization(const operand_settings& a, const operand_settings& b) {
-    const block_scaling &x = a.scaling, &y = b.scaling;
-    const bool same_scaling = x.granularity == y.granularity &&
-                              (x.granularity == granularity_kind::tensor ||
-                               (x.scale_format == y.scale_format && x.scale_rule == y.scale_rule &&
-                                (x.granularity == granularity_kind::row ||
-                                 (x.block_size == y.block_size && x.block_rows == y.block_rows))));
-    return a.format == b.format && a.rounding == b.rounding && same_scaling && a.pre_scale == b.pre_scale;
 }
 
 }  // namespace altgrad::host::config

@@ -371,40 +371,12 @@ bool pattern_matches(std::string_view pattern, std::string_view name);
 // (config/layer_names.hpp, the one definition both use).
 std::vector<std::string> layer_names(const model_config& model);
 
-struct layer_formats {
-    std::string weight, activation, gradient;
-    int rule = -1;  // index of the rule that matched, -1 = none (the global formats)
-};
-
-// The scaling of one layer's tensors of one role ("weight", "activation",
-// "gradient"): quantization's keys, then the role's table, then the first
-// rule matching the layer.
-block_scaling scaling_for(const quantization_config& q, std::string_view layer, std::string_view role);
-// The same for a tensor of that role (an output gradient takes the "gradient" keys).
-block_scaling scaling_for(const quantization_config& q, std::string_view layer, altgrad_tensor_role role);
-
-// The formats of one layer: the first rule whose pattern matches decides; the
-// directions it leaves unset take quantization.{weight,activation,gradient}_format.
-layer_formats formats_for(const quantization_config& q, std::string_view layer);
-
-// The accumulator of one product of one layer: the first rule matching the
-// layer, if it gives that product an accumulator, else [quantization.PRODUCT]'s;
-// nullopt for none (the plain float32 product). `key`, when given, is set to
-// the key that decided ("quantization.rules[2].forward.accumulator").
-std::optional<accumulator_config> accumulator_for(const quantization_config& q, std::string_view layer,
-                                                  product_kind product, std::string* key = nullptr);
-
-// The transform of one product of one layer, decided as its accumulator
-// (accumulator_for); nullopt for none.
-std::optional<transform_config> transform_for(const quantization_config& q, std::string_view layer,
-                                              product_kind product, std::string* key = nullptr);
-
 // How one operand of one product of one layer is quantized, every key
-// resolved, from the least specific level to the most: quantization's keys
-// and the role's table (format, rounding by direction, scaling), then
-// [quantization.PRODUCT] OPERAND = {...}, then the first rule matching the
-// layer: its formats and scaling keys, then its PRODUCT = { OPERAND = {...} }.
-// With no product tables this is the role's settings, as before they existed.
+// resolved (config/recipe.hpp's resolve, from the least specific level to the
+// most: quantization's keys and the role's table (format, rounding by
+// direction, scaling), then [quantization.PRODUCT] OPERAND = {...}, then the
+// first rule matching the layer: its formats and scaling keys, then its
+// PRODUCT = { OPERAND = {...} }).
 struct operand_settings {
     std::string format;
     altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
@@ -413,9 +385,5 @@ struct operand_settings {
     copy_source source = copy_source::unquantized;
     std::string key;  // the most specific table that set something, for errors ("quantization.rules[1]")
 };
-operand_settings operand_for(const quantization_config& q, std::string_view layer, product_kind product,
-                             operand_kind operand);
-// The same quantization (everything but `key`, and `source`, which only a second use has).
-bool same_quantization(const operand_settings& a, const operand_settings& b);
 
 }  // namespace altgrad::host::config

@@ -2,6 +2,7 @@
 // (schema.hpp says what each is).
 #include "config/schema.hpp"
 
+#include "config/recipe.hpp"
 #include "config/value_text.hpp"
 #include "util/abi_names.hpp"
 
@@ -319,18 +320,19 @@ std::optional<config_problem> operand_problem(const run_config& c, const std::ve
         check_products(q.rules[i].products, rule + ".");
     }
     if (problem) return problem;
-    // A second copy from the rowwise one would carry the first product's transform.
-    for (const std::string& layer : layers)
-        for (const auto [o, second] : {std::pair{operand_kind::w, product_kind::input_gradient},
-                                       {operand_kind::x, product_kind::weight_gradient},
-                                       {operand_kind::dy, product_kind::weight_gradient}}) {
-            const operand_settings s = operand_for(q, layer, second, o);
+    // A second copy from the rowwise one would carry the first product's transform (the config
+    // is checked as written: with quantization off too).
+    quantization_config as_written = q;
+    as_written.enabled = true;
+    for (const layer_recipe& layer : resolve(as_written, layers).layers)
+        for (const operand_kind o : {operand_kind::w, operand_kind::x, operand_kind::dy}) {
+            const operand_settings& s = layer.second_use(o);
             if (s.source != copy_source::rowwise) continue;
-            for (product_kind p : {first_use_of(o), second})
-                if (transform_for(q, layer, p))
+            for (product_kind p : {first_use_of(o), second_use_of(o)})
+                if (layer.product(p).transform)
                     return config_problem{s.key + ".source",
                                           std::string("\"rowwise\" with a transform on the ") +
-                                              product_names().name(p) + " product (" + layer +
+                                              product_names().name(p) + " product (" + layer.layer +
                                               "): a transformed copy is quantized from the "
                                               "unquantized tensor"};
         }

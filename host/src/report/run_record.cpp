@@ -11,6 +11,7 @@
 
 #include <toml++/toml.h>
 
+#include "config/recipe.hpp"
 #include "config/run_config.hpp"
 #include "run/files.hpp"
 #include "util/error.hpp"
@@ -44,8 +45,22 @@ struct metrics_data {
 
 // ---- config.toml ----------------------------------------------------------------
 
+// The operand formats a product table gives ([quantization.forward] x = { format = "bf16" }, a
+// rule's weight_gradient = { dy = { format = "e4m3" } }), as "; forward.x bf16".
+std::string product_formats(const config::product_configs& products) {
+    std::string text;
+    for (size_t p = 0; p < config::kProducts; ++p)
+        for (size_t k = 0; k < config::kOperands; ++k)
+            if (const auto& f = products[p].operands[k].format)
+                text += std::string(text.empty() ? "" : ", ") +
+                        config::product_names().name(static_cast<config::product_kind>(p)) + "." +
+                        config::operand_names().name(static_cast<config::operand_kind>(k)) + " " + *f;
+    return text;
+}
+
 // The formats as people read them: the global formats ("e5m2", or per
-// direction), then each rule's pattern and what it sets.
+// direction) and the product tables' operand formats, then each rule's
+// pattern and what it sets.
 void describe_formats(const config::run_config& c, run_record& r) {
     const config::quantization_config& q = c.quantization;
     if (!q.enabled) {
@@ -57,6 +72,7 @@ void describe_formats(const config::run_config& c, run_record& r) {
     std::string text =
         same ? q.weight_format
              : "w " + q.weight_format + ", a " + q.activation_format + ", g " + q.gradient_format;
+    if (const std::string products = product_formats(q.products); !products.empty()) text += "; " + products;
     for (const config::quantization_rule& rule : q.rules) {
         std::string sets;
         auto add = [&](const char* dir, const std::optional<std::string>& f) {
@@ -65,18 +81,14 @@ void describe_formats(const config::run_config& c, run_record& r) {
         add("w", rule.weight);
         add("a", rule.activation);
         add("g", rule.gradient);
+        if (const std::string products = product_formats(rule.products); !products.empty())
+            sets += (sets.empty() ? "" : ", ") + products;
         text += "; " + rule.pattern + ": " + sets;
     }
     r.formats = text;
-    // Uniform when every direction of every layer resolves to one format.
-    std::set<std::string> used;
-    for (const std::string& layer : config::layer_names(c.model)) {
-        const config::layer_formats f = config::formats_for(q, layer);
-        used.insert(f.weight);
-        used.insert(f.activation);
-        used.insert(f.gradient);
-    }
-    r.uniform_format = used.size() == 1 ? *used.begin() : "";
+    // Uniform when every operand of every product of every layer resolves to one format.
+    const std::vector<std::string> used = config::resolve(c).operand_formats();
+    r.uniform_format = used.size() == 1 ? used.front() : "";
 }
 
 // Keys of the resolved config that say how a run is bookkept, not what it trains.

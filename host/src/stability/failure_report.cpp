@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "config/recipe.hpp"
 #include "util/abi_names.hpp"
 
 namespace altgrad::host::stability {
@@ -154,23 +155,39 @@ std::vector<std::string> after_bit_stall(const failure_context& x) {
     return out;
 }
 
+// The operand a tensor line is, as the run's recipe resolved it: its layer
+// and role, and "@PRODUCT" for a second use with settings of its own
+// ("blocks.0.mlp.fc.weight@input_gradient"); null for a name of no layer.
+const config::operand_settings* operand_of(const config::resolved_recipe& recipe, const tensor_line& t) {
+    const size_t at = t.tensor.find('@');
+    const std::string name = t.tensor.substr(0, at);
+    const size_t dot = name.rfind('.');
+    if (dot == std::string::npos) return nullptr;
+    const altgrad_tensor_role role = role_of(t);
+    const config::operand_kind o = role == ALTGRAD_TENSOR_WEIGHT       ? config::operand_kind::w
+                                   : role == ALTGRAD_TENSOR_ACTIVATION ? config::operand_kind::x
+                                                                       : config::operand_kind::dy;
+    for (const config::layer_recipe& l : recipe.layers)
+        if (l.layer == name.substr(0, dot))
+            return at == std::string::npos ? &l.first_use(o) : &l.second_use(o);
+    return nullptr;
+}
+
 // Whether tensor t is scaled in blocks (or rows) by OCP MX's floor rule,
-// which lets each block's largest elements clip by design. A tensor's name is
-// its layer's and a last part ("blocks.0.mlp.fc.act").
-bool clipped_by_mx_floor(const config::quantization_config& q, const tensor_line& t) {
-    const config::block_scaling b =
-        config::scaling_for(q, t.tensor.substr(0, t.tensor.rfind('.')), role_of(t));
-    return b.granularity != config::granularity_kind::tensor &&
-           b.scale_rule == config::scale_rule_kind::mx_floor;
+// which lets each block's largest elements clip by design.
+bool clipped_by_mx_floor(const config::resolved_recipe& recipe, const tensor_line& t) {
+    const config::operand_settings* o = operand_of(recipe, t);
+    return o != nullptr && o->scaling.granularity != config::granularity_kind::tensor &&
+           o->scaling.scale_rule == config::scale_rule_kind::mx_floor;
 }
 
 std::vector<std::string> after_overflow(const failure_context& x) {
     std::vector<std::string> out;
+    const config::resolved_recipe recipe = config::resolve(x.config);
     const auto overflowing = worst(x.tensors, &tensor_line::overflow_rate, std::nullopt, 0.0, 3);
     const bool all_mx_floor =
-        !overflowing.empty() && std::all_of(overflowing.begin(), overflowing.end(), [&](auto* t) {
-            return clipped_by_mx_floor(x.config.quantization, *t);
-        });
+        !overflowing.empty() && std::all_of(overflowing.begin(), overflowing.end(),
+                                            [&](auto* t) { return clipped_by_mx_floor(recipe, *t); });
     if (all_mx_floor)
         out.push_back(
             "Overflowing: " + list_of(overflowing, &tensor_line::overflow_rate) +

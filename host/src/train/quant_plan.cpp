@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "config/recipe.hpp"
 #include "util/abi_names.hpp"
 #include "util/error.hpp"
 #include "util/glob.hpp"
@@ -581,34 +582,7 @@ void set_format(quant_site& s, std::shared_ptr<const format_handle> format) {
 
 namespace {
 
-// Every linear layer's accumulators, from the product tables and the rules.
-void assign_accumulators(quant_plan& plan, const config::run_config& c, format_library& formats) {
-    for (size_t layer = 0; layer < plan.accumulators.size(); ++layer) {
-        const std::string& name = plan.sites[3 * layer].layer;
-        for (size_t p = 0; p < config::kProducts; ++p) {
-            const auto product = static_cast<config::product_kind>(p);
-            std::string key;
-            const std::optional<config::accumulator_config> a =
-                config::accumulator_for(c.quantization, name, product, &key);
-            plan.accumulators[layer][p].reset();
-            if (!a) continue;
-            const quant::accumulator_spec spec{a->rounding, static_cast<size_t>(a->mma_depth),
-                                               static_cast<size_t>(a->promote_every)};
-            try {
-                plan.accumulators[layer][p] = std::make_shared<quant::accumulator>(
-                    formats.accumulator_format(a->format, a->params), spec);
-            } catch (const error& e) {
-                throw error(c.source.string() + ": key '" + key + "' (" + name + "): " + e.what());
-            }
-        }
-    }
-}
-
-}  // namespace
-
-namespace {
-
-// A site's settings from its operand's, resolved by config::operand_for.
+// A site's settings from its operand's, as the recipe resolved them.
 void set_operand(quant_site& s, const config::quantization_config& q, const config::operand_settings& o,
                  format_library& formats, const std::string& where) {
     const config::block_scaling& b = o.scaling;
@@ -627,18 +601,27 @@ void set_operand(quant_site& s, const config::quantization_config& q, const conf
     if (s.block_scaled()) s.blocks.grid = &formats.scale_format(b.scale_format);
 }
 
-// Every linear layer's transforms, from the product tables and the rules.
-void assign_transforms(quant_plan& plan, const config::run_config& c, format_library& formats) {
-    for (size_t layer = 0; layer < plan.transforms.size(); ++layer) {
-        const std::string& name = plan.sites[3 * layer].layer;
-        for (size_t p = 0; p < config::kProducts; ++p) {
-            std::string key;
-            const std::optional<config::transform_config> t =
-                config::transform_for(c.quantization, name, static_cast<config::product_kind>(p), &key);
-            product_transform& slot = plan.transforms[layer][p];
-            slot = {};
-            if (!t) continue;
-            slot.key = c.source.string() + ": key '" + key + "' (" + name + ")";
+// A linear layer's accumulators and transforms, as the recipe resolved them.
+void set_products(quant_plan& plan, size_t layer, const config::layer_recipe& recipe,
+                  const std::string& where, format_library& formats) {
+    for (size_t p = 0; p < config::kProducts; ++p) {
+        const config::product_recipe& product = recipe.products[p];
+        plan.accumulators[layer][p].reset();
+        if (const auto& a = product.accumulator) {
+            const quant::accumulator_spec spec{a->rounding, static_cast<size_t>(a->mma_depth),
+                                               static_cast<size_t>(a->promote_every)};
+            try {
+                plan.accumulators[layer][p] = std::make_shared<quant::accumulator>(
+                    formats.accumulator_format(a->format, a->params), spec);
+            } catch (const error& e) {
+                throw error(where + ": key '" + product.accumulator_key + "' (" + recipe.layer +
+                            "): " + e.what());
+            }
+        }
+        product_transform& slot = plan.transforms[layer][p];
+        slot = {};
+        if (const auto& t = product.transform) {
+            slot.key = where + ": key '" + product.transform_key + "' (" + recipe.layer + ")";
             try {
                 slot.handle = formats.transform(*t);
             } catch (const error& e) {
@@ -655,31 +638,28 @@ void assign_formats(quant_plan& plan, const config::run_config& c, format_librar
     plan.sites.resize(plan.first_use_sites());  // second uses' own sites are made below
     for (auto& layer : plan.second_uses) layer.fill(second_use{});
     if (!q.enabled) return;
-    assign_accumulators(plan, c, formats);
-    assign_transforms(plan, c, formats);
-    using config::operand_kind;
+    std::vector<std::string> layers;
+    for (size_t layer = 0; layer < plan.second_uses.size(); ++layer)
+        layers.push_back(plan.sites[3 * layer].layer);
+    const config::resolved_recipe recipe = config::resolve(q, layers);
     // A layer's sites are W, x, dy: the operands in that order.
+    using config::operand_kind;
     const operand_kind operands[3] = {operand_kind::w, operand_kind::x, operand_kind::dy};
-    const config::product_kind second_products[3] = {config::product_kind::input_gradient,
-                                                     config::product_kind::weight_gradient,
-                                                     config::product_kind::weight_gradient};
     const std::string where = c.source.string();
-    for (size_t layer = 0; layer < plan.second_uses.size(); ++layer) {
+    for (size_t layer = 0; layer < recipe.layers.size(); ++layer) {
+        const config::layer_recipe& r = recipe.layers[layer];
+        set_products(plan, layer, r, where, formats);
         for (size_t k = 0; k < 3; ++k) {
             const size_t first = 3 * layer + k;
-            const std::string name = plan.sites[first].layer;
-            const config::operand_settings o1 =
-                config::operand_for(q, name, config::first_use_of(operands[k]), operands[k]);
-            const config::operand_settings o2 = config::operand_for(q, name, second_products[k], operands[k]);
-            set_operand(plan.sites[first], q, o1, formats, where);
+            set_operand(plan.sites[first], q, r.first_use(operands[k]), formats, where);
             second_use& use = plan.second_uses[layer][k];
-            use.source = o2.source;
-            if (config::same_quantization(o1, o2)) continue;
+            use.source = r.second_use(operands[k]).source;
+            if (!r.second_use_owns(operands[k])) continue;
             quant_site own;
-            own.layer = name;
+            own.layer = r.layer;
             own.role = plan.sites[first].role;
-            own.use = config::product_names().name(second_products[k]);
-            set_operand(own, q, o2, formats, where);
+            own.use = config::product_names().name(config::second_use_of(operands[k]));
+            set_operand(own, q, r.second_use(operands[k]), formats, where);
             use.own = plan.sites.size();
             plan.sites.push_back(std::move(own));
         }

@@ -1,0 +1,180 @@
+// The resolved recipe (recipe.hpp): the one walk of the config's levels.
+#include "config/recipe.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "config/schema.hpp"
+#include "util/error.hpp"
+
+namespace altgrad::host::config {
+
+namespace {
+
+// A product's setting `member` ([quantization.PRODUCT] KEY, or the first rule
+// matching the layer if it gives one), and the key that decided it.
+template <class T>
+std::optional<T> product_setting(const quantization_config& q, std::string_view layer, product_kind product,
+                                 std::optional<T> product_config::*member, const char* name,
+                                 std::string* key) {
+    const size_t p = static_cast<size_t>(product);
+    const std::string at = std::string(product_names().name(product)) + "." + name;
+    std::optional<T> v = q.products[p].*member;
+    if (key) *key = "quantization." + at;
+    for (size_t i = 0; i < q.rules.size(); ++i) {
+        const quantization_rule& r = q.rules[i];
+        if (!pattern_matches(r.pattern, layer)) continue;
+        if (r.products[p].*member) {
+            v = r.products[p].*member;
+            if (key) *key = "quantization.rules[" + std::to_string(i) + "]." + at;
+        }
+        break;
+    }
+    return v;
+}
+
+std::optional<accumulator_config> accumulator_for(const quantization_config& q, std::string_view layer,
+                                                  product_kind product, std::string* key) {
+    std::optional<accumulator_config> a =
+        product_setting(q, layer, product, &product_config::accumulator, kAccumulatorKey, key);
+    if (a && !a->modelled()) a.reset();
+    return a;
+}
+
+std::optional<transform_config> transform_for(const quantization_config& q, std::string_view layer,
+                                              product_kind product, std::string* key) {
+    std::optional<transform_config> t =
+        product_setting(q, layer, product, &product_config::transform, kTransformKey, key);
+    if (t && !t->applied()) t.reset();
+    return t;
+}
+
+operand_settings operand_for(const quantization_config& q, std::string_view layer, product_kind product,
+                             operand_kind operand) {
+    const size_t p = static_cast<size_t>(product), k = static_cast<size_t>(operand);
+    const std::string at = std::string(product_names().name(product)) + "." + operand_names().name(operand);
+    operand_settings s;
+    auto apply = [&](const operand_config& o, const std::string& key) {
+        if (o.empty()) return;
+        if (o.format) s.format = *o.format;
+        if (o.rounding) s.rounding = *o.rounding;
+        o.scaling.apply_to(s.scaling);
+        if (o.pre_scale) s.pre_scale = *o.pre_scale;
+        if (o.source) s.source = *o.source;
+        s.key = key;
+    };
+    s.format = operand == operand_kind::w   ? q.weight_format
+               : operand == operand_kind::x ? q.activation_format
+                                            : q.gradient_format;
+    s.rounding = operand == operand_kind::dy ? q.backward_rounding : q.forward_rounding;
+    s.scaling = block_scaling{q.granularity, q.block_size, q.block_rows, q.scale_format, q.scale_rule};
+    for (const role_table& r : role_tables())
+        if (std::string_view(role_of(operand)) == r.role) (q.*r.member).apply_to(s.scaling);
+    s.key = "quantization";
+    apply(q.products[p].operands[k], "quantization." + at);
+    for (size_t i = 0; i < q.rules.size(); ++i) {
+        const quantization_rule& r = q.rules[i];
+        if (!pattern_matches(r.pattern, layer)) continue;
+        const std::string rule = "quantization.rules[" + std::to_string(i) + "]";
+        const std::optional<std::string>& format = operand == operand_kind::w   ? r.weight
+                                                   : operand == operand_kind::x ? r.activation
+                                                                                : r.gradient;
+        if (format) s.format = *format, s.key = rule;
+        if (!r.scaling.empty()) r.scaling.apply_to(s.scaling), s.key = rule;
+        apply(r.products[p].operands[k], rule + "." + at);
+        break;
+    }
+    return s;
+}
+
+bool same_quantization(const operand_settings& a, const operand_settings& b) {
+    const block_scaling &x = a.scaling, &y = b.scaling;
+    const bool same_scaling = x.granularity == y.granularity &&
+                              (x.granularity == granularity_kind::tensor ||
+                               (x.scale_format == y.scale_format && x.scale_rule == y.scale_rule &&
+                                (x.granularity == granularity_kind::row ||
+                                 (x.block_size == y.block_size && x.block_rows == y.block_rows))));
+    return a.format == b.format && a.rounding == b.rounding && same_scaling && a.pre_scale == b.pre_scale;
+}
+
+size_t index_in(product_kind p, operand_kind o) {
+    const std::array<operand_kind, 2> both = operands_of(p);
+    return both[0] == o ? 0 : 1;
+}
+
+}  // namespace
+
+const operand_settings& product_recipe::operand(operand_kind o) const {
+    return operands[index_in(product, o)];
+}
+bool product_recipe::owns(operand_kind o) const { return own[index_in(product, o)]; }
+
+product_kind second_use_of(operand_kind o) {
+    return o == operand_kind::w ? product_kind::input_gradient : product_kind::weight_gradient;
+}
+
+const operand_settings& layer_recipe::first_use(operand_kind o) const {
+    return product(first_use_of(o)).operand(o);
+}
+const operand_settings& layer_recipe::second_use(operand_kind o) const {
+    return product(second_use_of(o)).operand(o);
+}
+bool layer_recipe::second_use_owns(operand_kind o) const { return product(second_use_of(o)).owns(o); }
+
+bool layer_recipe::quantizes() const {
+    for (const product_recipe& p : products) {
+        if (p.transform || p.accumulator) return true;
+        for (const operand_settings& s : p.operands)
+            if (s.format != "fp32") return true;
+    }
+    return false;
+}
+
+const layer_recipe& resolved_recipe::at(std::string_view layer) const {
+    for (const layer_recipe& l : layers)
+        if (l.layer == layer) return l;
+    throw error("the recipe was not resolved for a layer named '" + std::string(layer) + "'");
+}
+
+std::vector<std::string> resolved_recipe::operand_formats() const {
+    std::set<std::string> used;
+    for (const layer_recipe& l : layers)
+        for (const product_recipe& p : l.products)
+            for (const operand_settings& s : p.operands) used.insert(s.format);
+    return {used.begin(), used.end()};
+}
+
+resolved_recipe resolve(const quantization_config& q, const std::vector<std::string>& layers) {
+    resolved_recipe r;
+    r.enabled = q.enabled;
+    for (const std::string& name : layers) {
+        layer_recipe l;
+        l.layer = name;
+        for (size_t p = 0; p < kProducts; ++p) {
+            product_recipe& pr = l.products[p];
+            pr.product = static_cast<product_kind>(p);
+            const std::array<operand_kind, 2> both = operands_of(pr.product);
+            if (!q.enabled) {
+                for (size_t k = 0; k < 2; ++k) {
+                    pr.operands[k].format = "fp32";
+                    pr.operands[k].key = "quantization.enabled";
+                }
+                continue;
+            }
+            pr.transform = transform_for(q, name, pr.product, &pr.transform_key);
+            pr.accumulator = accumulator_for(q, name, pr.product, &pr.accumulator_key);
+            for (size_t k = 0; k < 2; ++k) {
+                pr.operands[k] = operand_for(q, name, pr.product, both[k]);
+                if (first_use_of(both[k]) != pr.product)
+                    pr.own[k] = !same_quantization(operand_for(q, name, first_use_of(both[k]), both[k]),
+                                                   pr.operands[k]);
+            }
+        }
+        r.layers.push_back(std::move(l));
+    }
+    return r;
+}
+
+resolved_recipe resolve(const run_config& c) { return resolve(c.quantization, layer_names(c.model)); }
+
+}  // namespace altgrad::host::config
