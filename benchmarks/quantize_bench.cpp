@@ -283,7 +283,7 @@ void bm_quantize(benchmark::State& state, std::string format, altgrad_rounding r
     // timing (given: the plugin's share of a block-scaled quantize), or
     // derived piece by piece in every timed iteration (block_amaxes: the whole of it).
     const altgrad::host::quant::scale_grid grid = altgrad::host::quant::scale_grid::power_of_two();
-    const altgrad::host::quant::block_recipe recipe{altgrad::host::config::scale_rule_kind::mx_floor, &grid,
+    const altgrad::host::quant::block_recipe recipe{altgrad::host::quant::scale_rule::mx_floor, &grid,
                                                     p.info.max_finite};
     std::vector<float> block_scales;
     if (from == scales_from::given || from == scales_from::block_amaxes) {
@@ -366,7 +366,7 @@ void bm_fwht(benchmark::State& state, uint32_t d, bool vector, size_t bytes) {
 // and its quantize call): the N(0,1) array's amaxes of 16-element blocks (NVFP4's), copied into
 // place and turned into scales each iteration, under one rule and grid. two_level on E4M3's values
 // is NVFP4's, where each block's scale is searched for in the grid.
-void bm_block_scales(benchmark::State& state, altgrad::host::config::scale_rule_kind rule, bool e4m3_grid,
+void bm_block_scales(benchmark::State& state, altgrad::host::quant::scale_rule rule, bool e4m3_grid,
                      size_t bytes) {
     size_data& d = data_for(bytes);
     std::vector<float> amaxes((d.count + 15) / 16), work(amaxes.size());
@@ -537,7 +537,7 @@ int main(int argc, char** argv) {
             {"quantize_amax/", scales_from::tensor_amax},
             {"quantize_delayed/", scales_from::known_scale},
             {"quantize_mx32/", scales_from::block_amaxes}};
-        using rule = altgrad::host::config::scale_rule_kind;
+        using rule = altgrad::host::quant::scale_rule;
         const std::tuple<const char*, rule, bool> block_scale_cases[] = {
             {"block_scales/mx_floor/pow2/", rule::mx_floor, false},
             {"block_scales/round_up/e4m3/", rule::round_up, true},

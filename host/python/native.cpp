@@ -29,6 +29,7 @@
 #include "quant/accumulate.hpp"
 #include "quant/block_scales.hpp"
 #include "quant/scaling.hpp"
+#include "quant/vocabulary.hpp"
 #include "report/run_record.hpp"
 #include "report/summary.hpp"
 #include "run/files.hpp"
@@ -631,6 +632,25 @@ void apply_transform(const transform_handle& t, const py::array& input, py::arra
     t.apply(in, dst, n / cols, cols, seed, inverse);
 }
 
+// The block scale rules' table (quant/vocabulary.hpp), for altgrad.scale_rules().
+py::list scale_rules_list() {
+    py::list out;
+    for (const quant::scale_rule_info& r : quant::scale_rules())
+        out.append(py::dict(py::arg("name") = r.name, py::arg("description") = r.description,
+                            py::arg("source") = r.source, py::arg("needs_tensor_amax") = r.needs_tensor_amax,
+                            py::arg("may_clip") = r.may_clip));
+    return out;
+}
+
+// The trainer's CPU kernel pin (util/cpu_kernels.hpp): ({variable: value}, its name, why it does not
+// apply here or "").
+py::tuple cpu_kernel_pin_tuple() {
+    const cpu_kernel_pin pin = cpu_kernel_pin_here();
+    py::dict variables;
+    for (const auto& [variable, value] : pin.variables) variables[py::str(variable)] = value;
+    return py::make_tuple(variables, pin.name, pin.unpinned);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -697,12 +717,6 @@ PYBIND11_MODULE(_native, m) {
     });
     m.def("read_run_series", &read_run_series, py::arg("run_dir"));
     m.def("study_summary_csv", &study_summary_csv, py::arg("run_dirs"), py::arg("baseline"));
-    // The trainer's CPU kernel pin (util/cpu_kernels.hpp): ({variable: value}, its name, why it does not
-    // apply here or "").
-    m.def("cpu_kernel_pin", [] {
-        const cpu_kernel_pin pin = cpu_kernel_pin_here();
-        py::dict variables;
-        for (const auto& [variable, value] : pin.variables) variables[py::str(variable)] = value;
-        return py::make_tuple(variables, pin.name, pin.unpinned);
-    });
+    m.def("scale_rules", &scale_rules_list);
+    m.def("cpu_kernel_pin", &cpu_kernel_pin_tuple);
 }

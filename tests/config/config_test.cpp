@@ -1334,13 +1334,25 @@ TEST(ConfigBlockScaling, EverythingRoundTripsThroughToToml) {
     EXPECT_NE(other, c);
 }
 
+// Every scale rule of the kernels' table (quant/vocabulary.hpp) is a config value, read and written.
+TEST(ConfigBlockScaling, EveryScaleRuleOfTheTableIsAValue) {
+    for (const host::quant::scale_rule_info& rule : host::quant::scale_rules()) {
+        const run_config c = parse_config(
+            std::string("[quantization]\ngranularity = \"block\"\nscale_rule = \"") + rule.name + "\"\n",
+            kFile);
+        EXPECT_EQ(recipe_of(c.quantization, "lm_head").first_use(operand_kind::w).scaling.scale_rule,
+                  rule.rule);
+        EXPECT_TRUE(parse_config(to_toml(c), kFile) == c) << rule.name;
+    }
+}
+
 TEST(ConfigBlockScaling, Errors) {
     expect_error(error_of("[quantization]\ngranularity = \"blocks\"\n"), "quantization.granularity",
                  "expected one of tensor, row, block");
     expect_error(error_of("[quantization]\nblock_size = 0\n"), "quantization.block_size",
                  "expected an integer 1..1048576");
     expect_error(error_of("[quantization]\nscale_rule = \"floor\"\n"), "quantization.scale_rule",
-                 "expected one of mx_floor, round_up, two_level");
+                 "expected one of mx_floor, round_up, two_level, nearest");
     expect_error(error_of("[quantization]\nscale_format = \"E8M0\"\n"), "quantization.scale_format",
                  "expected a format plugin name");
     expect_error(error_of("[quantization.weight]\nblok_size = 4\n"), "quantization.weight.blok_size",

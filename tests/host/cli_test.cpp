@@ -239,6 +239,21 @@ TEST(Cli, QuantizeStochasticIsReproducibleFromTheSeed) {
 
 // Block scaling as the trainer does it (quant::quantize_blocked), worked by hand: E2M1 (max 6,
 // emax 2; values 0 0.5 1 1.5 2 3 4 6), MX's floor rule X = 2^(floor(log2 amax) - 2) on E8M0 scales.
+// The scale rule issue #45 added through the table (quant/vocabulary.hpp): X = a / 6 to the nearest
+// power of two, ties up. {8.4 1}: 1.4 -> X = 1, so 8.4 saturates to 6 (the rule may clip).
+// {9 1}: 1.5 is a tie -> X = 2: 4.5 -> 4 (E2M1's tie to even), times 2 = 8; 0.5 -> 0.5, times 2 = 1.
+TEST(Cli, QuantizeWithTheNearestScaleRule) {
+    const run_result r =
+        run_host(kPlugins + "quantize fp4_e2m1 --block-size 2 --scale-rule nearest --counts", "8.4 1 9 1");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(r.out,
+              "0x1.8p+2\n0x1p+0\n0x1p+3\n0x1p+0\noverflow 1 underflow 0 of 4\n"
+              "blocks 2 saturated 0 underflowed 0 neutral 0\n");
+    // The help lists the rules from the table.
+    EXPECT_NE(run_host("quantize --help").out.find("mx_floor | round_up | two_level | nearest:"),
+              std::string::npos);
+}
+
 TEST(Cli, QuantizeInBlocksOfOneRowAndInTiles) {
     const std::string mx = kPlugins + "quantize fp4_e2m1 --scale-format ue8m0 --scale-rule mx_floor ";
     // One row, blocks of 4. {7 1 0.3 0}: amax 7, X = 1: 7 saturates to 6, 0.3 -> 0.5 (above 0.25).
@@ -297,7 +312,7 @@ TEST(Cli, QuantizeInBlocksRefusesBadOptions) {
     expect_error("--cols 4", 2, "quantize: --cols needs --block-size");
     expect_error("--block-size 4 --scale 2", 2, "quantize: --scale and --block-size");
     expect_error("--block-size 4 --scale-rule floor", 2,
-                 "quantize: --scale-rule \"floor\": expected one of mx_floor, round_up, two_level");
+                 "quantize: --scale-rule \"floor\": expected one of mx_floor, round_up, two_level, nearest");
     expect_error("--block-size 4 --pre-scale 0", 2,
                  "quantize: --pre-scale \"0\": expected a finite number > 0");
     expect_error("--block-size 4 --cols 3", 1,

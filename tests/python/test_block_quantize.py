@@ -87,6 +87,29 @@ def test_the_cli_gives_the_same_bits(registry, tmp_path):
                        expected)
 
 
+def test_the_nearest_rule_from_python_and_a_recipe(registry):
+    # The rule issue #45 added through the table: X = a / 6 to the nearest power of two, ties up
+    # (worked out by hand in tests/host/cli_test.cpp's QuantizeWithTheNearestScaleRule).
+    fp4 = registry.format("fp4_e2m1")
+    y = fp4.quantize(np.float32([8.4, 1, 9, 1]), block_size=2, scale_rule="nearest").output
+    assert_same_floats(y, [6, 1, 8, 1])
+    rules = {r.name: r for r in altgrad.scale_rules()}
+    assert list(rules) == ["mx_floor", "round_up", "two_level", "nearest"]
+    assert rules["nearest"].may_clip and not rules["nearest"].needs_tensor_amax
+    assert rules["two_level"].needs_tensor_amax and not rules["round_up"].may_clip
+    # The docstring names every rule of the table.
+    assert " | ".join(rules) in " ".join(altgrad.Format.quantize.__doc__.split())
+    # From a recipe: the config reader knows it, and QuantLinear's operands are quantized by it.
+    import altgrad.torch as aqt
+    recipe = {"weight_format": "fp4_e2m1", "activation_format": "fp32", "gradient_format": "fp32",
+              "granularity": "block", "block_size": 2, "scale_format": "pow2", "scale_rule": "nearest"}
+    resolved = altgrad.recipe.resolve(recipe, ["fc"])
+    assert resolved.layers["fc"]["forward"]["w"]["scale_rule"] == "nearest"
+    layer = aqt.QuantLinear(2, 2, bias=False, recipe=recipe, layer="fc")
+    w = torch.tensor([[8.4, 1.0], [9.0, 1.0]])
+    assert_same_floats(layer.first_uses["w"](w).numpy(), [[6, 1], [8, 1]])
+
+
 def test_block_options_refused_clearly(registry):
     fp4 = registry.format("fp4_e2m1")
     x = sample(4, 64, 5)
@@ -94,7 +117,7 @@ def test_block_options_refused_clearly(registry):
         fp4.quantize(x, block_shape=(3, 16))
     with pytest.raises(ValueError, match="block_shape=\\(2, 2\\) needs a 2-D array, got 1 dimensions"):
         fp4.quantize(x.reshape(-1), block_shape=(2, 2))
-    with pytest.raises(ValueError, match="scale_rule 'floor': expected one of mx_floor, round_up, two_level"):
+    with pytest.raises(ValueError, match="scale_rule 'floor': expected one of mx_floor, round_up, two_level, nearest"):
         fp4.quantize(x, block_size=32, scale_rule="floor")
     with pytest.raises(ValueError, match="pre_scale"):
         fp4.quantize(x, block_size=32, pre_scale=0.0)

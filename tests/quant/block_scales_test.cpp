@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "quant/vocabulary.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host::quant {
@@ -309,6 +310,44 @@ TEST(BlockScales, RoundUpNeverClips) {
         EXPECT_GT(amax[i] * std::nextafter(t[i], 1e30f), 5.999f)
             << amax[i];  // and the largest such s, to float rounding
     }
+}
+
+// The rule issue #45 added as CONTRIBUTING.md says (its table entry, its code, this test):
+// X = a / M to the nearest scale value, ties up.
+TEST(BlockScales, NearestTakesAOverMToTheNearestScale) {
+    const scale_grid g = scale_grid::power_of_two();
+    block_recipe fp4{scale_rule::nearest, &g, 6.0};  // E2M1 elements, M = 6
+    // a / M = 1.4: between 1 and 2, below the midpoint 1.5: X = 1 (so a = 8.4 clips to 6).
+    // a / M = 1.5 exactly (a = 9): the tie goes up, X = 2. 1.6: X = 2. 0.7: X = 1/2 (0.75 the midpoint).
+    // 0.76: X = 1. 3: X = 2 (the midpoint of 2 and 4 is 3: a tie, up to 4).
+    block_scale_stats stats;
+    const std::vector<float> s = scales_of({8.4f, 9.0f, 9.6f, 4.2f, 4.56f, 17.9f, 18.0f}, fp4, 0, &stats);
+    EXPECT_EQ(s, (std::vector<float>{1.0f, 0.5f, 0.5f, 2.0f, 1.0f, 0.5f, 0.25f}));
+    EXPECT_EQ(stats.saturated, 0u);
+    // On E4M3's values (NVFP4's scale format) the nearest E4M3 value: a / M = 0.53 lies between
+    // 0.5 and 0.5625 (midpoint 0.53125): X = 0.5, s = 2; 0.54 rounds to 0.5625.
+    const scale_grid e4m3 = scale_grid::of_values("e4m3", e4m3_values());
+    block_recipe on_e4m3{scale_rule::nearest, &e4m3, 6.0};
+    const std::vector<float> t = scales_of({0.53f * 6, 0.54f * 6}, on_e4m3);
+    EXPECT_EQ(t[0], 2.0f);
+    EXPECT_EQ(t[1], 1.0f / 0.5625f);
+    // The table says what the rule is, for the config, the CLI and Python.
+    EXPECT_EQ(std::string(info_of(scale_rule::nearest).name), "nearest");
+    EXPECT_TRUE(info_of(scale_rule::nearest).may_clip);
+    EXPECT_FALSE(info_of(scale_rule::nearest).needs_tensor_amax);
+}
+
+// Every rule of the enum has one table entry, named once.
+TEST(BlockScales, EveryScaleRuleHasItsTableEntry) {
+    std::vector<std::string> names;
+    for (const scale_rule r :
+         {scale_rule::mx_floor, scale_rule::round_up, scale_rule::two_level, scale_rule::nearest}) {
+        EXPECT_EQ(info_of(r).rule, r);
+        names.push_back(info_of(r).name);
+        EXPECT_EQ(scale_rule_names().value(names.back()), r);
+    }
+    EXPECT_EQ(scale_rules().size(), names.size());
+    EXPECT_EQ(scale_rule_choices(), "mx_floor | round_up | two_level | nearest");
 }
 
 TEST(BlockScales, Nvfp4TwoLevels) {

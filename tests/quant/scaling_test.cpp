@@ -106,11 +106,10 @@ TEST(Scaling, ResetAndRestore) {
     scaling_state s(delayed(), kE4m3Max);
     s.record(10.0);
     EXPECT_EQ(s.scale_for(1.0), 32.0f);
-    const run::scaling_record saved = s.record_state();
-    EXPECT_EQ(saved.scale, 32.0f);
-    ASSERT_EQ(saved.amax_history.size(), 1u);
+    EXPECT_EQ(s.scale(), 32.0f);
+    ASSERT_EQ(s.amax_history().size(), 1u);
     scaling_state fresh(delayed(), kE4m3Max);
-    fresh.restore(saved);
+    fresh.restore(s.scale(), {s.amax_history().begin(), s.amax_history().end()});
     EXPECT_EQ(fresh.scale(), 32.0f);
     EXPECT_EQ(fresh.scale_for(0.001), 32.0f);  // the restored history decides
     s.reset(57344);  // switched to E5M2: the old history says nothing about the new range
@@ -123,7 +122,7 @@ TEST(Scaling, ResetAndRestore) {
 // history has an amax, which the first use records; then the history decides.
 TEST(Scaling, DelayedFirstScaleOneIsTransformerEnginesStart) {
     scaling_config c = delayed();
-    c.first = config::first_scale_kind::one;
+    c.first = first_scale_kind::one;
     scaling_state s(c, kE4m3Max);
     EXPECT_FALSE(s.needs_current_amax()) << "scale 1 is known before the tensor";
     EXPECT_EQ(s.scale_for(3.0), 1.0f);
@@ -131,11 +130,11 @@ TEST(Scaling, DelayedFirstScaleOneIsTransformerEnginesStart) {
     EXPECT_EQ(s.scale_for(100.0), 128.0f);  // 448 / 3 = 149.3: 2^7, from the history
     s.reset(57344);
     EXPECT_EQ(s.scale_for(3.0), 1.0f) << "a format switch starts again from 1";
-    c.first = config::first_scale_kind::amax;
+    c.first = first_scale_kind::amax;
     scaling_state own(c, kE4m3Max);
     EXPECT_EQ(own.scale_for(3.0), 128.0f) << "the default: the first use's own amax";
     c.mode = scaling_mode::current;
-    c.first = config::first_scale_kind::one;
+    c.first = first_scale_kind::one;
     scaling_state current(c, kE4m3Max);
     EXPECT_EQ(current.scale_for(3.0), 128.0f) << "current scaling has no history to wait for";
 }
@@ -144,7 +143,7 @@ TEST(Scaling, DelayedFirstScaleOneIsTransformerEnginesStart) {
 // fl(448 / amax), times 2^-margin; beyond float32's range, its largest value.
 TEST(Scaling, Float32ScalesAreTheQuotient) {
     scaling_config c = delayed();
-    c.values = config::tensor_scale_kind::fp32;
+    c.values = tensor_scale_kind::fp32;
     scaling_state s(c, kE4m3Max);
     EXPECT_EQ(s.scale_for(3.0), 448.0f / 3.0f);  // 149.333..., rounded once in float32
     EXPECT_NE(448.0f / 3.0f, 128.0f);

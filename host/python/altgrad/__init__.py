@@ -67,13 +67,23 @@ from .runs import Run, Runs, read_run, read_runs, study_summary
 from .transforms import Transform, transform
 
 __all__ = ["Error", "Registry", "Format", "QuantizeResult", "EncodeResult", "Run", "Runs", "read_run", "read_runs", "study_summary",
-           "default_plugin_dir", "matmul", "Transform", "transform", "cpu_kernels"]
+           "default_plugin_dir", "matmul", "Transform", "transform", "cpu_kernels", "scale_rules", "ScaleRule"]
 
 # A plugin or host error (a failed plugin call carries the plugin's own message).
 Error = _native.Error
 
 QuantizeResult = namedtuple("QuantizeResult", ["output", "overflow", "underflow"])
 EncodeResult = namedtuple("EncodeResult", ["codes", "overflow", "underflow"])
+
+
+ScaleRule = namedtuple("ScaleRule", ["name", "description", "source", "needs_tensor_amax", "may_clip"])
+
+
+def scale_rules():
+    """The block scale rules (scale_rule=), as the kernels define them (quant/vocabulary.hpp): name,
+    description, source, whether it needs the tensor's amax, and whether a block's largest elements
+    may clip by design."""
+    return [ScaleRule(**r) for r in _native.scale_rules()]
 
 
 def default_plugin_dir():
@@ -231,8 +241,8 @@ class Format:
         block_size: elements per block scale. With block_scales (float32, one per block_size
         elements of the flat array), those scales instead of `scale`. Without, the trainer's
         block scaling: each block of block_size along the last dimension (the row; its last block
-        may be short) gets its scale from its amax by scale_rule (mx_floor | round_up | two_level,
-        default mx_floor) on scale_format's values ("fp32", "pow2" (default), a format plugin's
+        may be short) gets its scale from its amax by scale_rule (mx_floor | round_up | two_level |
+        nearest, default mx_floor: altgrad.scale_rules() says what each does) on scale_format's values ("fp32", "pow2" (default), a format plugin's
         name or an altgrad.Format, e.g. "ue8m0"), times pre_scale (default 1): q(x*s*c)/(s*c).
         block_shape=(R, C) instead of block_size: tiles of R rows by C columns of a 2-D x, one
         scale each (they must divide x's shape).

@@ -17,6 +17,7 @@
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
 #include "quant/block_scales.hpp"
+#include "quant/vocabulary.hpp"
 #include "util/abi_names.hpp"
 #include "util/error.hpp"
 #include "util/file_text.hpp"
@@ -118,7 +119,8 @@ void add_block_options(po::options_description& options, block_options& b) {
         "block-rows", po::value<std::string>(&b.rows)->default_value("1"),
         "R: blocks of R rows by N, one scale per tile (R > 1: the tiles must divide the input)")(
         "scale-rule", po::value<std::string>(&b.rule)->default_value("mx_floor"),
-        "mx_floor | round_up | two_level: how a block's scale follows from its amax (docs/config.md)")(
+        (quant::scale_rule_choices() + ": how a block's scale follows from its amax (docs/config.md)")
+            .c_str())(
         "scale-format", po::value<std::string>(&b.scale_format)->default_value("pow2"),
         "the values a block's decode scale may take: fp32, pow2, or a format plugin (ue8m0, e4m3, ...)")(
         "cols", po::value<std::string>(&b.cols),
@@ -145,10 +147,10 @@ std::optional<quant::blocked_quantize_result> quantize_in_blocks(const po::varia
     const uint64_t tile_rows = unsigned_option("quantize", "block-rows", b.rows);
     if (size == 0) throw usage_error("quantize: --block-size 0: expected at least 1");
     if (tile_rows == 0) throw usage_error("quantize: --block-rows 0: expected at least 1");
-    const std::optional<config::scale_rule_kind> rule = config::scale_rule_names().value(b.rule);
+    const std::optional<quant::scale_rule> rule = quant::scale_rule_names().value(b.rule);
     if (!rule)
         throw usage_error("quantize: --scale-rule \"" + b.rule + "\": expected one of " +
-                          config::scale_rule_names().list());
+                          quant::scale_rule_names().list());
     const std::optional<float> pre_scale = parse_float(b.pre_scale);
     if (!pre_scale || !std::isfinite(*pre_scale) || *pre_scale <= 0.0f)
         throw usage_error("quantize: --pre-scale \"" + b.pre_scale + "\": expected a finite number > 0");
@@ -241,7 +243,8 @@ int quantize_command(const context& ctx, const args& a) {
          "             [--overflow saturate|nonfinite] [--scale S] [--seed N] [--offset N] [--sr-bits B]",
          "             [--counts] [--output-format hex|decimal] [--input FILE] [--output FILE]",
          "             [--param KEY=VALUE]...",
-         "             [--block-size N [--block-rows R] [--scale-rule mx_floor|round_up|two_level]",
+         "             [--block-size N [--block-rows R] [--scale-rule " + quant::scale_rule_choices("|") +
+             "]",
          "              [--scale-format FORMAT] [--cols K] [--pre-scale C]]   < numbers"},
         "echo \"0.1 464 1e5 nan\" | altgrad-host --plugins build/plugins quantize e4m3 --rounding nearest",
         {{0, "every number was quantized and printed"},

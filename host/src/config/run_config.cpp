@@ -39,45 +39,10 @@ const name_table<compute_device>& device_names() {
     static const name_table<compute_device> t{{compute_device::cpu, "cpu"}, {compute_device::cuda, "cuda"}};
     return t;
 }
-const name_table<scaling_mode>& scaling_names() {
-    static const name_table<scaling_mode> t{
-        {scaling_mode::delayed, "delayed"}, {scaling_mode::current, "current"}, {scaling_mode::none, "none"}};
-    return t;
-}
-const name_table<amax_compute_kind>& amax_compute_names() {
-    static const name_table<amax_compute_kind> t{{amax_compute_kind::max, "max"},
-                                                 {amax_compute_kind::most_recent, "most_recent"}};
-    return t;
-}
-const name_table<granularity_kind>& granularity_names() {
-    static const name_table<granularity_kind> t{{granularity_kind::tensor, "tensor"},
-                                                {granularity_kind::row, "row"},
-                                                {granularity_kind::block, "block"}};
-    return t;
-}
-const name_table<scale_rule_kind>& scale_rule_names() {
-    static const name_table<scale_rule_kind> t{{scale_rule_kind::mx_floor, "mx_floor"},
-                                               {scale_rule_kind::round_up, "round_up"},
-                                               {scale_rule_kind::two_level, "two_level"}};
-    return t;
-}
-
 const name_table<product_kind>& product_names() {
     static const name_table<product_kind> t{{product_kind::forward, "forward"},
                                             {product_kind::input_gradient, "input_gradient"},
                                             {product_kind::weight_gradient, "weight_gradient"}};
-    return t;
-}
-
-const name_table<first_scale_kind>& first_scale_names() {
-    static const name_table<first_scale_kind> t{{first_scale_kind::amax, "amax"},
-                                                {first_scale_kind::one, "one"}};
-    return t;
-}
-
-const name_table<tensor_scale_kind>& tensor_scale_names() {
-    static const name_table<tensor_scale_kind> t{{tensor_scale_kind::pow2, "pow2"},
-                                                 {tensor_scale_kind::fp32, "fp32"}};
     return t;
 }
 

@@ -32,6 +32,7 @@
 
 #include <altgrad/altgrad.h>
 
+#include "quant/vocabulary.hpp"
 #include "util/name_table.hpp"
 
 namespace altgrad::host::config {
@@ -43,16 +44,14 @@ enum class activation_function { gelu, swiglu };
 enum class data_format { auto_detect, text, nanogpt };  // auto_detect: a folder holding train.bin is nanogpt
 enum class lr_schedule_kind { cosine, constant };
 enum class compute_device { cpu, cuda };
-enum class scaling_mode { none, delayed, current };
-enum class amax_compute_kind { max, most_recent };
-// The values a per-tensor scale may take: powers of two (exact scaling) or
-// any float32 (TransformerEngine's default fp8_max / amax).
-enum class tensor_scale_kind { pow2, fp32 };
-// A delayed-scaling tensor's scale before its amax history has a value: from
-// its own amax (as current scaling), or 1 (TransformerEngine's initial scale).
-enum class first_scale_kind { amax, one };
-enum class granularity_kind { tensor, row, block };
-enum class scale_rule_kind { mx_floor, round_up, two_level };
+// The kernels' terms, which quant/ owns (quant/vocabulary.hpp): per-tensor
+// scaling, granularity, the scale rules.
+using quant::amax_compute_kind;
+using quant::first_scale_kind;
+using quant::granularity_kind;
+using quant::scaling_mode;
+using quant::tensor_scale_kind;
+using scale_rule_kind = quant::scale_rule;
 // The three matrix products of a linear layer (x: input [T, in], W: weight
 // [out, in], dy: output gradient [T, out]): forward y = x·Wᵀ, input gradient
 // dx = dy·W, weight gradient dW = dyᵀ·x. The per-product selection of the
@@ -83,15 +82,15 @@ const name_table<activation_function>& activation_names();  // gelu, swiglu
 const name_table<data_format>& data_format_names();         // auto, text, nanogpt
 const name_table<lr_schedule_kind>& lr_schedule_names();    // cosine, constant
 const name_table<compute_device>& device_names();           // cpu, cuda
-const name_table<scaling_mode>& scaling_names();            // delayed, current, none
-const name_table<amax_compute_kind>& amax_compute_names();  // max, most_recent
-const name_table<tensor_scale_kind>& tensor_scale_names();  // pow2, fp32
-const name_table<first_scale_kind>& first_scale_names();    // amax, one
-const name_table<granularity_kind>& granularity_names();    // tensor, row, block
-const name_table<scale_rule_kind>& scale_rule_names();      // mx_floor, round_up, two_level
-const name_table<product_kind>& product_names();            // forward, input_gradient, weight_gradient
-const name_table<operand_kind>& operand_names();            // x, w, dy
-const name_table<copy_source>& copy_source_names();         // unquantized, rowwise
+using quant::amax_compute_names;
+using quant::first_scale_names;
+using quant::granularity_names;
+using quant::scale_rule_names;
+using quant::scaling_names;
+using quant::tensor_scale_names;
+const name_table<product_kind>& product_names();     // forward, input_gradient, weight_gradient
+const name_table<operand_kind>& operand_names();     // x, w, dy
+const name_table<copy_source>& copy_source_names();  // unquantized, rowwise
 
 struct model_config {
     int64_t n_layer = 4;      // 1..64

@@ -322,28 +322,69 @@ mx_floor_on_powers_of_two(float* amax_then_scale, size_t blocks, int emax, int k
 
 }  // namespace
 
-block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, const block_recipe& r,
-                                     double tensor_amax) {
-    const scale_grid& grid = *r.grid;
-    const float element_max = static_cast<float>(r.element_max);
-    const int emax = floor_log2(r.element_max);
-    if (r.rule == scale_rule::mx_floor && grid.powers_of_two()) {
-        const int kmin = floor_log2(grid.smallest()), kmax = floor_log2(grid.largest());
-        if (kmin >= -127 && kmax <= 127)
-            return mx_floor_on_powers_of_two(amax_then_scale, blocks, emax, kmin, kmax);
+namespace {
+
+// What a rule's code sees besides the block's amax a.
+struct rule_inputs {
+    const scale_grid& grid;
+    float element_max;  // M
+    int emax;           // floor(log2 M)
+    float g;            // two_level's float32 tensor encode scale (1 for the others)
+};
+
+// Each rule's code, one specialization per entry of scale_rules()
+// (quant/vocabulary.hpp): ideal(a) is X before the scale format, to_grid
+// takes it to a grid value inside the grid's range, encode(X, a) is the
+// multiplier s the quantize call gets. A new rule is its table entry, one of
+// these, a line in scales_for_rule below, and its test.
+template <scale_rule R>
+struct rule_code;
+
+template <>
+struct rule_code<scale_rule::mx_floor> {
+    static double ideal(float a, const rule_inputs& in) { return two_to(floor_log2(a) - in.emax); }
+    static float to_grid(double x, const scale_grid& grid) { return grid.down(x); }
+    static float encode(float x, float, const rule_inputs&) { return 1.0f / x; }
+};
+
+template <>
+struct rule_code<scale_rule::round_up> {
+    static double ideal(float a, const rule_inputs& in) { return static_cast<double>(a) / in.element_max; }
+    static float to_grid(double x, const scale_grid& grid) { return grid.up(x); }
+    static float encode(float x, float a, const rule_inputs& in) {
+        return encode_scale_never_clipping(x, a, in.element_max);
     }
-    // two_level's tensor encode scale g, and every float32 step after it, in
-    // TransformerEngine's order (transformer_engine/common/cast/nvfp4/core_nvfp4.cuh):
-    // g = fl(448 * 6 / A); X = e4m3(a * fl(g * fl(1/6))); s = fl(1 / fl(X * fl(1/g))).
-    float g = 1.0f;
-    if (r.rule == scale_rule::two_level && std::isfinite(tensor_amax) && tensor_amax > 0) {
-        g = grid.largest() * element_max / static_cast<float>(tensor_amax);
-        if (!std::isfinite(g)) g = FLT_MAX;
+};
+
+// In TransformerEngine's float32 order (transformer_engine/common/cast/nvfp4/core_nvfp4.cuh):
+// g = fl(448 * 6 / A); X = e4m3(a * fl(g * fl(1/6))); s = fl(1 / fl(X * fl(1/g))).
+template <>
+struct rule_code<scale_rule::two_level> {
+    static double ideal(float a, const rule_inputs& in) {
+        return static_cast<double>(a * (in.g * (1.0f / in.element_max)));
     }
+    static float to_grid(double x, const scale_grid& grid) { return grid.nearest(x); }
+    static float encode(float x, float, const rule_inputs& in) { return 1.0f / (x * (1.0f / in.g)); }
+};
+
+template <>
+struct rule_code<scale_rule::nearest> {
+    static double ideal(float a, const rule_inputs& in) { return static_cast<double>(a) / in.element_max; }
+    static float to_grid(double x, const scale_grid& grid) { return grid.nearest(x); }
+    static float encode(float x, float, const rule_inputs&) { return 1.0f / x; }
+};
+
+// The scales of one rule over the blocks, in place (scales_from_amaxes' generic path).
+template <scale_rule R>
+block_scale_stats scales_for_rule(float* amax_then_scale, size_t blocks, const rule_inputs& in) {
+    using code = rule_code<R>;
+    const scale_grid& grid = in.grid;
     // Rounding to nearest saturates only beyond half the grid's top gap (E4M3: 448 + 16): a block
     // whose X the float32 steps put just above the largest value is not counted saturated.
-    const double nearest_limit =
-        grid.largest() + (grid.largest() - grid.down(std::nextafter(grid.largest(), 0.0f))) / 2.0;
+    const double saturation_limit =
+        R == scale_rule::two_level || R == scale_rule::nearest
+            ? grid.largest() + (grid.largest() - grid.down(std::nextafter(grid.largest(), 0.0f))) / 2.0
+            : grid.largest();
     block_scale_stats st;
     st.blocks = blocks;
     float smallest_s = FLT_MAX, largest_s = 0;  // over the blocks that are not neutral
@@ -354,30 +395,18 @@ block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, cons
             ++st.neutral;
             continue;
         }
-        double ideal = 0;  // X before the scale format
-        switch (r.rule) {
-            case scale_rule::mx_floor: ideal = two_to(floor_log2(a) - emax); break;
-            case scale_rule::round_up: ideal = static_cast<double>(a) / r.element_max; break;
-            case scale_rule::two_level: ideal = static_cast<double>(a * (g * (1.0f / element_max))); break;
-        }
+        const double ideal = code::ideal(a, in);  // X before the scale format
         float x = 0;
         if (ideal > grid.largest()) {
             x = grid.largest();
-            if (r.rule != scale_rule::two_level || ideal >= nearest_limit) ++st.saturated;
+            if (ideal >= saturation_limit) ++st.saturated;
         } else if (ideal < grid.smallest()) {
             x = grid.smallest();
             ++st.underflowed;
         } else {
-            x = r.rule == scale_rule::mx_floor   ? grid.down(ideal)
-                : r.rule == scale_rule::round_up ? grid.up(ideal)
-                                                 : grid.nearest(ideal);
+            x = code::to_grid(ideal, grid);
         }
-        float s = 0;
-        switch (r.rule) {
-            case scale_rule::mx_floor: s = 1.0f / x; break;
-            case scale_rule::round_up: s = encode_scale_never_clipping(x, a, element_max); break;
-            case scale_rule::two_level: s = 1.0f / (x * (1.0f / g)); break;
-        }
+        float s = code::encode(x, a, in);
         if (!std::isfinite(s)) s = FLT_MAX;  // a scale format reaching below 1/FLT_MAX
         amax_then_scale[b] = s;
         smallest_s = std::min(smallest_s, s);
@@ -390,6 +419,34 @@ block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, cons
         st.largest_scale = 1.0 / smallest_s;
     }
     return st;
+}
+
+}  // namespace
+
+block_scale_stats scales_from_amaxes(float* amax_then_scale, size_t blocks, const block_recipe& r,
+                                     double tensor_amax) {
+    const scale_grid& grid = *r.grid;
+    const float element_max = static_cast<float>(r.element_max);
+    const int emax = floor_log2(r.element_max);
+    if (r.rule == scale_rule::mx_floor && grid.powers_of_two()) {
+        const int kmin = floor_log2(grid.smallest()), kmax = floor_log2(grid.largest());
+        if (kmin >= -127 && kmax <= 127)
+            return mx_floor_on_powers_of_two(amax_then_scale, blocks, emax, kmin, kmax);
+    }
+    float g = 1.0f;
+    if (info_of(r.rule).needs_tensor_amax && std::isfinite(tensor_amax) && tensor_amax > 0) {
+        g = grid.largest() * element_max / static_cast<float>(tensor_amax);
+        if (!std::isfinite(g)) g = FLT_MAX;
+    }
+    const rule_inputs in{grid, element_max, emax, g};
+    switch (r.rule) {
+        case scale_rule::mx_floor: return scales_for_rule<scale_rule::mx_floor>(amax_then_scale, blocks, in);
+        case scale_rule::round_up: return scales_for_rule<scale_rule::round_up>(amax_then_scale, blocks, in);
+        case scale_rule::two_level:
+            return scales_for_rule<scale_rule::two_level>(amax_then_scale, blocks, in);
+        case scale_rule::nearest: return scales_for_rule<scale_rule::nearest>(amax_then_scale, blocks, in);
+    }
+    throw error("scales_from_amaxes: no code for the scale rule '" + std::string(info_of(r.rule).name) + "'");
 }
 
 work_splitter in_threads(unsigned threads) {
@@ -495,7 +552,7 @@ blocked_quantize_result quantize_blocked(const format_handle* format, const floa
         // Blocks along rows, each piece's scales derived just before its call (quantize_with_block_scales).
         // Work items: blocks when rows are whole blocks (the tensor is one flat run of them), else rows.
         const float tensor_amax =
-            recipe.rule == scale_rule::two_level ? amax_in_parts(x, n, kGrain, split) : 0.0f;
+            info_of(recipe.rule).needs_tensor_amax ? amax_in_parts(x, n, kGrain, split) : 0.0f;
         const bool flat = k % block == 0;
         const size_t items = flat ? n / block : rows, item_len = flat ? block : k;
         split(items, std::max<size_t>(1, kGrain / item_len), [&](size_t i0, size_t i1) {

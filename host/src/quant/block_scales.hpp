@@ -40,8 +40,8 @@
 #include <utility>
 #include <vector>
 
-#include "config/run_config.hpp"
 #include "plugins/format_handle.hpp"
+#include "quant/vocabulary.hpp"
 
 namespace altgrad::host::quant {
 
@@ -98,9 +98,6 @@ private:
 // decoded). Throws host::error naming the scale format.
 scale_grid scale_grid_named(const std::string& name,
                             const std::function<std::shared_ptr<const format_handle>()>& plugin);
-
-// The config's enum (quantization.scale_rule).
-using scale_rule = config::scale_rule_kind;
 
 // How one tensor's block scales are derived.
 struct block_recipe {

@@ -12,7 +12,7 @@
 namespace altgrad::host::quant {
 
 float scaling_state::scale_of(double amax) const {
-    if (config_.values == config::tensor_scale_kind::fp32) {
+    if (config_.values == tensor_scale_kind::fp32) {
         float s = static_cast<float>(format_max_) / static_cast<float>(amax);
         s = std::ldexp(s, -config_.margin);
         if (!std::isfinite(s)) s = std::numeric_limits<float>::max();
@@ -29,8 +29,7 @@ float scaling_state::scale_for(double current_amax) {
     if (config_.mode == scaling_mode::none) return scale_ = 1.0f;
     double amax = current_amax;
     // TransformerEngine's delayed scaling starts from scale 1, its amax history empty.
-    if (config_.mode == scaling_mode::delayed && history_.empty() &&
-        config_.first == config::first_scale_kind::one)
+    if (config_.mode == scaling_mode::delayed && history_.empty() && config_.first == first_scale_kind::one)
         return scale_ = 1.0f;
     if (config_.mode == scaling_mode::delayed && !history_.empty())
         amax = config_.compute == amax_compute::most_recent
@@ -53,13 +52,9 @@ void scaling_state::reset(double format_max) {
     history_.clear();
 }
 
-run::scaling_record scaling_state::record_state() const {
-    return {scale_, std::vector<double>(history_.begin(), history_.end())};
-}
-
-void scaling_state::restore(const run::scaling_record& r) {
-    scale_ = r.scale;
-    history_.assign(r.amax_history.begin(), r.amax_history.end());
+void scaling_state::restore(float scale, const std::vector<double>& amax_history) {
+    scale_ = scale;
+    history_.assign(amax_history.begin(), amax_history.end());
 }
 
 }  // namespace altgrad::host::quant

@@ -21,22 +21,19 @@
 #include <string>
 #include <vector>
 
-#include "config/run_config.hpp"
-#include "run/records.hpp"
+#include "quant/vocabulary.hpp"
 
 namespace altgrad::host::quant {
 
-// The config's enums (quantization.scaling and quantization.amax_compute).
-using config::scaling_mode;
-using amax_compute = config::amax_compute_kind;
+using amax_compute = amax_compute_kind;
 
 struct scaling_config {
     scaling_mode mode = scaling_mode::delayed;
     int history_len = 16;
     amax_compute compute = amax_compute::max;
     int margin = 0;
-    config::tensor_scale_kind values = config::tensor_scale_kind::pow2;
-    config::first_scale_kind first = config::first_scale_kind::amax;  // delayed, before any history
+    tensor_scale_kind values = tensor_scale_kind::pow2;
+    first_scale_kind first = first_scale_kind::amax;  // delayed, before any history
 };
 
 class scaling_state {
@@ -52,7 +49,7 @@ public:
     bool needs_current_amax() const {
         return config_.mode == scaling_mode::current ||
                (config_.mode == scaling_mode::delayed && history_.empty() &&
-                config_.first == config::first_scale_kind::amax);
+                config_.first == first_scale_kind::amax);
     }
     // Record this use's amax into the history (after quantizing).
     void record(double amax);
@@ -62,9 +59,8 @@ public:
     float scale() const { return scale_; }
     const std::deque<double>& amax_history() const { return history_; }
 
-    // For checkpoints: the scale and the amax history, and back.
-    run::scaling_record record_state() const;
-    void restore(const run::scaling_record& r);
+    // From a checkpoint: the scale and the amax history (oldest first) it recorded.
+    void restore(float scale, const std::vector<double>& amax_history);
 
 private:
     float scale_of(double amax) const;

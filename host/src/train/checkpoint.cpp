@@ -172,7 +172,10 @@ resumed load_latest_checkpoint(const fs::path& run_dir, const checkpointed& c, f
 std::vector<run::site_record> site_records(const quant_plan& plan) {
     std::vector<run::site_record> out;
     for (const quant_site& s : plan.sites)
-        out.push_back({s.name(), format_name_of(s), s.bit_stall_rate, s.scaling.record_state()});
+        out.push_back(
+            {s.name(), format_name_of(s), s.bit_stall_rate,
+             run::scaling_record{s.scaling.scale(),
+                                 {s.scaling.amax_history().begin(), s.scaling.amax_history().end()}}});
     return out;
 }
 
@@ -234,7 +237,7 @@ void restore_sites(quant_plan& plan, const std::vector<run::site_record>& record
         if (r.format != format_name_of(s)) {
             set_format(s, formats.get(r.format));
         }
-        s.scaling.restore(r.scaling);
+        s.scaling.restore(r.scaling.scale, r.scaling.amax_history);
         s.bit_stall_rate = r.bit_stall_rate;
     }
 }

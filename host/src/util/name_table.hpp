@@ -19,6 +19,9 @@ public:
     // `unknown`: the name of a value outside the table (an ABI value from a newer plugin).
     name_table(std::initializer_list<std::pair<E, const char*>> entries, const char* unknown = "unknown")
         : entries_(entries), unknown_(unknown) {}
+    // From a table made at run time (e.g. from a table of richer entries).
+    explicit name_table(std::vector<std::pair<E, const char*>> entries, const char* unknown = "unknown")
+        : entries_(std::move(entries)), unknown_(unknown) {}
 
     const char* name(E value) const {
         for (const auto& [v, n] : entries_)
