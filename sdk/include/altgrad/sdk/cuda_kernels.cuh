@@ -11,20 +11,30 @@
 // The rules of the ABI (abi/format.h) as they apply here:
 //  - What one thread does to one group of four elements (scaling, random
 //    bits, the element function) is in element_groups.hpp, which the CPU
-//    tests run too; this file adds the grid-stride loops, the tallies and the
-//    CUDA runtime calls.
+//    tests run too; this file adds the loops over the groups, the loads and
+//    stores, the tallies and the CUDA runtime calls.
 //  - Work is enqueued on args.cuda_stream on device args.device_index; the
 //    calling thread's current device is restored before returning.
 //  - quantize with device_counts set is asynchronous: the counts are added to
 //    that device memory by atomics. Otherwise (and always for encode and
 //    decode, which must report bad elements) the call waits for its stream.
+//
+// Speed (docs/performance.md, "On a GPU"): a quantize moves 8 bytes an
+// element, so it can run at a device copy's speed if each byte moves as a
+// copy's does. The quantize kernel reads and writes whole groups as 16-byte
+// quads, two groups in flight per thread, on a grid of as many blocks as the
+// GPU holds at once, each thread striding over the call; the tallies are
+// added once per block.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include <altgrad/altgrad.h>
 #include <altgrad/sdk/element_groups.hpp>
@@ -52,31 +62,99 @@ inline unsigned grid_for(uint64_t groups) {
     return static_cast<unsigned>(blocks < kMaxBlocks ? (blocks > 0 ? blocks : 1) : kMaxBlocks);
 }
 
-// Sum a thread's tallies over its warp and add them once per warp.
-__device__ __forceinline__ void add_counts(element_counts c, unsigned long long* counts) {
-    unsigned long long overflow = c.overflow, underflow = c.underflow;
-    for (int delta = 16; delta > 0; delta /= 2) {
-        overflow += __shfl_down_sync(0xFFFFFFFFu, overflow, delta);
-        underflow += __shfl_down_sync(0xFFFFFFFFu, underflow, delta);
+// A grid for `kernel` that strides over `groups` groups, two a thread per
+// stride: no more blocks than the current device holds at once (its SMs times
+// the kernel's occupancy, which is queried once per kernel and device), so
+// that every thread strides over equal shares and no wave is left half full.
+template <class Kernel>
+unsigned resident_grid(Kernel kernel, uint64_t groups) {
+    int device = 0, sms = 1;
+    check(cudaGetDevice(&device), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
+    static std::mutex m;
+    static std::map<std::pair<const void*, int>, int> blocks_per_sm;
+    int per_sm = 0;
+    {
+        const std::lock_guard<std::mutex> lock(m);
+        int& known = blocks_per_sm[{reinterpret_cast<const void*>(kernel), device}];
+        if (known == 0) {
+            check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&known, kernel, kThreads, 0),
+                  "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+            if (known < 1) known = 1;
+        }
+        per_sm = known;
     }
-    if ((threadIdx.x & 31u) == 0) {
-        if (overflow != 0) atomicAdd(&counts[0], overflow);
-        if (underflow != 0) atomicAdd(&counts[1], underflow);
+    const uint64_t wanted = (groups + 2 * kThreads - 1) / (2 * kThreads);
+    const uint64_t resident = static_cast<uint64_t>(sms) * static_cast<uint64_t>(per_sm);
+    return static_cast<unsigned>(wanted < 1 ? 1 : wanted < resident ? wanted : resident);
+}
+
+// Sums of a thread's values over its block, added to dst[0 .. N) once per
+// block (by atomics: none for a zero sum). Every thread of the block calls it
+// with the same N (a block-wide barrier).
+template <unsigned N>
+__device__ void add_over_block(const unsigned long long (&v)[N], unsigned long long* dst) {
+    __shared__ unsigned long long warp_sums[kThreads / 32][N];
+    __syncthreads();  // a previous call's readers are done with warp_sums
+    const unsigned warp = threadIdx.x / 32, lane = threadIdx.x & 31u;
+    for (unsigned i = 0; i < N; ++i) {
+        unsigned long long x = v[i];
+        for (int delta = 16; delta > 0; delta /= 2) x += __shfl_down_sync(0xFFFFFFFFu, x, delta);
+        if (lane == 0) warp_sums[warp][i] = x;
+    }
+    __syncthreads();
+    if (threadIdx.x < N) {
+        unsigned long long sum = 0;
+        for (unsigned w = 0; w < blockDim.x / 32; ++w) sum += warp_sums[w][threadIdx.x];
+        if (sum != 0) atomicAdd(dst + threadIdx.x, sum);
     }
 }
 
-// Grid-stride loops over the groups of element_groups.hpp: thread t does
-// groups t, t + grid size, ...
+__device__ __forceinline__ void add_counts(const element_counts& c, unsigned long long* counts) {
+    const unsigned long long v[2] = {c.overflow, c.underflow};
+    add_over_block<2>(v, counts);
+}
 
+__device__ __forceinline__ quad load_quad(const float* p) {
+    const float4 v = *reinterpret_cast<const float4*>(p);
+    return quad{{v.x, v.y, v.z, v.w}};
+}
+__device__ __forceinline__ void store_quad(float* p, const quad& q) {
+    *reinterpret_cast<float4*>(p) = make_float4(q.v[0], q.v[1], q.v[2], q.v[3]);
+}
+
+// Thread t does groups t, t + S, t + 2S, ... (S the grid's threads), two per
+// step, both loaded before either is quantized so that two loads are in
+// flight. A whole group goes as a quad where `quads` (the call's buffers are
+// aligned for it and its lanes share a scale: quantize()), any other group
+// element by element.
 template <class K, altgrad_rounding R, altgrad_overflow O>
-__global__ void quantize_kernel(K k, const float* in, float* out, size_t n, scale_source s, uint64_t seed,
-                                uint64_t offset, uint32_t random_mask, uint64_t groups,
-                                unsigned long long* counts) {
+__global__ void __launch_bounds__(kThreads)
+    quantize_kernel(K k, const float* in, float* out, size_t n, scale_source s, uint32_t block_shift,
+                    bool quads, uint64_t seed, uint64_t offset, uint32_t random_mask, uint64_t groups,
+                    unsigned long long* counts) {
     element_counts c;
-    for (uint64_t g = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; g < groups;
-         g += uint64_t{gridDim.x} * blockDim.x)
-        quantize_group<K, R, O>(k, in, out, n, s, seed, offset, random_mask, g, c);
-    add_counts(c, counts);  // every thread of the block reaches this, as the shuffle needs
+    const uint64_t stride = uint64_t{gridDim.x} * blockDim.x;
+    for (uint64_t g = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; g < groups; g += 2 * stride) {
+        const uint64_t pair[2] = {g, g + stride};
+        quad x[2];
+        bool whole[2];
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            whole[j] = quads && pair[j] < groups && group_is_whole(pair[j], offset, n);
+            if (whole[j]) x[j] = load_quad(in + group_first_element(pair[j], offset));
+        }
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            if (whole[j])
+                store_quad(out + group_first_element(pair[j], offset),
+                           quantize_whole_group<K, R, O>(k, x[j], s, block_shift, seed, offset, random_mask,
+                                                         pair[j], c));
+            else if (pair[j] < groups)
+                quantize_group<K, R, O>(k, in, out, n, s, seed, offset, random_mask, pair[j], c);
+        }
+    }
+    add_counts(c, counts);  // every thread of the block reaches this, as the barrier needs
 }
 
 template <class K, altgrad_rounding R, altgrad_overflow O, class Code>
@@ -182,12 +260,19 @@ void quantize(const K& k, altgrad_quantize_args& a) {
     const uint32_t random_mask = detail::random_mask_of(a);
     const cudaStream_t stream = static_cast<cudaStream_t>(a.cuda_stream);
     const uint64_t groups = group_count(a.offset, a.count);
+    // Quads where both buffers put every group's lane 0 on 16 bytes and a
+    // group's lanes share one scale.
+    const bool quads = quads_aligned(a.input, a.offset) && quads_aligned(a.output, a.offset) &&
+                       (!scales.per_block() || (scales.block_size % 4 == 0 && a.offset % 4 == 0));
+    const uint32_t block_shift = scales.per_block() ? block_shift_of(scales.block_size) : kNoShift;
     auto launch = [&](unsigned long long* counts) {
         detail::dispatch_modes(a.rounding, a.overflow, [&](auto r, auto o) {
             constexpr altgrad_rounding R = decltype(r)::value;
             constexpr altgrad_overflow O = decltype(o)::value;
-            quantize_kernel<K, R, O><<<grid_for(groups), kThreads, 0, stream>>>(
-                k, a.input, a.output, a.count, scales, a.seed, a.offset, random_mask, groups, counts);
+            const auto kernel = quantize_kernel<K, R, O>;
+            kernel<<<resident_grid(kernel, groups), kThreads, 0, stream>>>(
+                k, a.input, a.output, a.count, scales, block_shift, quads, a.seed, a.offset, random_mask,
+                groups, counts);
         });
         check(cudaGetLastError(), "quantize kernel launch");
     };
