@@ -1,7 +1,8 @@
 // AltGrad SDK: the work of one GPU thread of the CUDA kernels
 // (cuda_kernels.cuh), written as plain functions that the host can run too,
-// so the CPU test suite checks the kernels' indexing, random bits and
-// scaling without a GPU (tests/sdk/element_groups_test.cpp).
+// so the CPU test suite checks the kernels' indexing, random bits, scaling
+// and block scales without a GPU (tests/sdk/element_groups_test.cpp,
+// tests/cuda/block_groups_test.cpp).
 //
 // A call's elements are cut into groups of four whose global indices
 // (offset + i) share one Philox block, index >> 2: group g covers global
@@ -14,8 +15,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <type_traits>
 
 #include <altgrad/abi/format.h>
+#include <altgrad/sdk/error.hpp>
 #include <altgrad/sdk/philox.hpp>
 #include <altgrad/sdk/rounding.hpp>
 #include <altgrad/sdk/scales.hpp>
@@ -258,6 +262,315 @@ ALTGRAD_SDK_HD inline float decode_element(const K& k, const Code* codes, size_t
     const float v = k.decode(bad ? 0u : code);
     const float s = scales.at(i);
     return s == 1.0f ? v : scale_down(v, s);
+}
+
+// ---- Block scales derived on the device (MXFP8, NVFP4) ----
+//
+// The rules of the host's scales_from_amaxes (host/src/quant/block_scales.hpp
+// states them), per block, bit for bit, for the grids a kernel can hold:
+// mx_floor and round_up on powers of two (OCP MX's E8M0, "pow2"), two_level
+// on an ExMy scale format's values (NVFP4's E4M3). A block's amax is the
+// largest of its |x| as bits (a NaN wins, as block_amaxes has it); its
+// encode scale s = 1/X then quantizes it as a block-scaled call would.
+
+enum class block_scale_rule : uint32_t { mx_floor, round_up, two_level };  // the config's scale_rule
+
+// What the rule gave one block: its encode scale s, and the host's
+// block_scale_stats for it (neutral: amax 0, Inf or NaN, s = 1).
+struct block_scale {
+    float scale = 1.0f;
+    bool neutral = false, saturated = false, underflowed = false;
+};
+
+// The powers of two 2^kmin .. 2^kmax, -127 <= kmin <= kmax <= 127 (E8M0:
+// -127 .. 127; "pow2": -126 .. 126).
+struct power_of_two_grid {
+    int32_t kmin = -127, kmax = 127;
+};
+
+// The positive finite values of an ExMy scale format, whose kernel SK rounds
+// onto them: toward zero is the grid value at or below x, stochastic with
+// every random bit set the one at or above (it steps away whenever a dropped
+// bit is set; from x >= smallest at most 23 bits drop, so none is lost).
+template <class SK>
+struct format_grid {
+    SK kernel;
+    float smallest = 0, largest = 0;
+    float nearest_limit = 0;  // largest + half the gap below it: from here on a nearest X is saturated
+
+    // x in [smallest, largest].
+    ALTGRAD_SDK_HD float down(float x) const {
+        element_counts unused;
+        return bits_float(kernel.template quantize_bits<ALTGRAD_ROUND_TOWARD_ZERO, ALTGRAD_OVERFLOW_SATURATE>(
+            float_bits(x), 0u, unused));
+    }
+    ALTGRAD_SDK_HD float up(float x) const {
+        element_counts unused;
+        return bits_float(kernel.template quantize_bits<ALTGRAD_ROUND_STOCHASTIC, ALTGRAD_OVERFLOW_SATURATE>(
+            float_bits(x), ~0u, unused));
+    }
+    // The nearest, a tie to the larger (scale_grid::nearest). Both differences
+    // are exact in float: neighbouring grid values differ by at most a factor 2.
+    ALTGRAD_SDK_HD float nearest(float x) const {
+        const float below = down(x), above = up(x);
+        return x - below < above - x ? below : above;
+    }
+};
+
+constexpr uint32_t kFloatMaxBits = 0x7F7FFFFFu;
+ALTGRAD_SDK_HD inline bool finite_bits(uint32_t b) { return (b & kInfBits) != kInfBits; }
+
+// floor(log2 a) and the significand scaled into [2^23, 2^24) of a positive
+// finite float given as bits, subnormals included.
+ALTGRAD_SDK_INLINE uint32_t leading_zeros(uint32_t x) {  // x != 0
+#ifdef __CUDA_ARCH__
+    return static_cast<uint32_t>(__clz(x));
+#else
+    return static_cast<uint32_t>(__builtin_clz(x));
+#endif
+}
+ALTGRAD_SDK_HD inline int32_t floor_log2_bits(uint32_t b) {
+    const int32_t field = static_cast<int32_t>(b >> 23);
+    return field != 0 ? field - 127 : (31 - static_cast<int32_t>(leading_zeros(b))) - 149;
+}
+ALTGRAD_SDK_HD inline uint32_t significand_bits(uint32_t b) {
+    return (b >> 23) != 0 ? (b & 0x7FFFFFu) | 0x800000u : b << (leading_zeros(b) - 8u);
+}
+
+// How a tensor's blocks get their scales: the rule, the grid, the element
+// format's largest finite value M and what follows from it. Trivially
+// copyable, so a kernel takes it by value; made by block_recipe_on_powers_of_two
+// and two_level_recipe (cuda_kernels.cuh), which check what the kernels assume.
+template <class G>
+struct block_scale_recipe {
+    block_scale_rule rule = block_scale_rule::mx_floor;
+    G grid{};
+    float element_max = 1.0f;            // M, a normal float
+    int32_t emax = 0;                    // floor(log2 M)
+    uint32_t element_max_significand{};  // significand_bits(M)
+    float inverse_element_max = 1.0f;    // fl(1/M)
+};
+
+// The recipes the kernels hold, checked: M a normal float (so that its
+// float and double agree), the rule one the grid serves. Throw
+// INVALID_ARGUMENT otherwise.
+template <class G>
+block_scale_recipe<G> block_scale_recipe_for(block_scale_rule rule, const G& grid, double element_max) {
+    const float m = static_cast<float>(element_max);
+    if (!(static_cast<double>(m) == element_max && positive_finite_bits(float_bits(m)) &&
+          (float_bits(m) >> 23) != 0))
+        throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
+                           "block scales: the element format's largest value must be a normal float, got " +
+                               std::to_string(element_max));
+    block_scale_recipe<G> r;
+    r.rule = rule;
+    r.grid = grid;
+    r.element_max = m;
+    r.emax = floor_log2_bits(float_bits(m));
+    r.element_max_significand = significand_bits(float_bits(m));
+    r.inverse_element_max = 1.0f / m;
+    return r;
+}
+
+// mx_floor or round_up on the powers of two 2^kmin .. 2^kmax (E8M0: -127, 127).
+inline block_scale_recipe<power_of_two_grid> block_recipe_on_powers_of_two(block_scale_rule rule,
+                                                                           int32_t kmin, int32_t kmax,
+                                                                           double element_max) {
+    if (rule == block_scale_rule::two_level)
+        throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
+                           "block scales: two_level on powers of two is not done on the device");
+    if (!(-127 <= kmin && kmin <= kmax && kmax <= 127))
+        throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
+                           "block scales: powers of two 2^" + std::to_string(kmin) + " .. 2^" +
+                               std::to_string(kmax) + " reach beyond 2^-127 .. 2^127");
+    return block_scale_recipe_for(rule, power_of_two_grid{kmin, kmax}, element_max);
+}
+
+// two_level on the positive finite values of ExMy scale format F (an
+// exmy_format: NVFP4's E4M3).
+template <class F>
+auto two_level_recipe(const F& scale_format, double element_max) {
+    using SK = std::decay_t<decltype(scale_format.kernel())>;
+    const altgrad_format_info info = scale_format.info();
+    format_grid<SK> grid;
+    grid.kernel = scale_format.kernel();
+    grid.smallest = static_cast<float>(info.has_subnormals ? info.min_subnormal : info.min_normal);
+    grid.largest = static_cast<float>(info.max_finite);
+    const float below_largest = grid.down(bits_float(float_bits(grid.largest) - 1u));
+    const double limit =
+        static_cast<double>(grid.largest) + (grid.largest - static_cast<double>(below_largest)) / 2;
+    grid.nearest_limit = static_cast<float>(limit);
+    if (!(grid.smallest > 0.0f && grid.smallest < grid.largest) ||
+        static_cast<double>(grid.nearest_limit) != limit)
+        throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT,
+                           "block scales: the scale format's values are no grid the device rounds onto");
+    return block_scale_recipe_for(block_scale_rule::two_level, grid, element_max);
+}
+
+// two_level's tensor encode scale g = fl(fl(largest * M) / A) (A the tensor's
+// amax; g = 1 where A is 0, Inf or NaN, FLT_MAX where the quotient is not
+// finite) and the two products every block takes from it, in
+// TransformerEngine's order, as scales_from_amaxes has them. Unused by the
+// other rules.
+struct tensor_scale {
+    float g = 1.0f;
+    float g_over_max = 1.0f;  // fl(g * fl(1/M))
+    float inverse = 1.0f;     // fl(1/g)
+};
+template <class G>
+ALTGRAD_SDK_HD inline tensor_scale tensor_scale_of(const block_scale_recipe<G>& r,
+                                                   uint32_t tensor_amax_bits) {
+    tensor_scale t;
+    if constexpr (!std::is_same_v<G, power_of_two_grid>) {
+        if (r.rule == block_scale_rule::two_level && positive_finite_bits(tensor_amax_bits)) {
+            t.g = scale_down(scale_up(r.grid.largest, r.element_max), bits_float(tensor_amax_bits));
+            if (!finite_bits(float_bits(t.g))) t.g = bits_float(kFloatMaxBits);
+        }
+    }
+    t.g_over_max = scale_up(t.g, r.inverse_element_max);
+    t.inverse = scale_down(1.0f, t.g);
+    return t;
+}
+
+// 2^-k as a float, k in [-127, 127] (2^-127 is subnormal).
+ALTGRAD_SDK_HD inline float power_of_two_inverse(int32_t k) {
+    return bits_float(k <= 126 ? static_cast<uint32_t>(127 - k) << 23 : 0x00400000u);
+}
+
+// The largest float s' <= s with fl(a * s') <= M (a, M > 0): the host's
+// encode_scale_never_clipping, which steps s down one float at a time while
+// fl(a * s) > M. As fl(a * s) never falls when s grows, the answer is s or the
+// largest such float below it, which lies within a few floats of fl(M / a):
+// found from there, not in up to 2^23 steps from s. Only a clamped X moves s.
+ALTGRAD_SDK_HD inline float never_clipping(float s, float a, float m) {
+    if (!(scale_up(a, s) > m)) return s;
+    const auto clips = [&](float c) { return scale_up(a, c) > m; };
+    float c = scale_down(m, a);  // < s, as fl(a * s) > M
+    while (c > 0.0f && clips(c)) c = bits_float(float_bits(c) - 1u);
+    while (float_bits(c) + 1u < float_bits(s) && !clips(bits_float(float_bits(c) + 1u)))
+        c = bits_float(float_bits(c) + 1u);
+    return c;
+}
+
+// mx_floor and round_up on powers of two. mx_floor is the host's branch-free
+// mx_floor_on_powers_of_two: X = 2^clamp(floor(log2 a) - emax). round_up is
+// X = a/M rounded up to a power of two: with a = A 2^ea and M = B 2^eb (A, B
+// their significands) floor(log2(a/M)) is ea - eb - (A < B), and a/M a power
+// of two exactly when A == B; the host's double quotient gives the same, as
+// A/B lies at least 2^-25 away from every power of two it is not. Then
+// s = never_clipping(1/X).
+ALTGRAD_SDK_HD inline block_scale block_scale_for(const block_scale_recipe<power_of_two_grid>& r,
+                                                  uint32_t amax_bits, const tensor_scale&) {
+    block_scale b;
+    if (!positive_finite_bits(amax_bits)) {
+        b.neutral = true;
+        return b;
+    }
+    const int32_t kmin = r.grid.kmin, kmax = r.grid.kmax, log2_a = floor_log2_bits(amax_bits);
+    int32_t k = 0;  // X = 2^k
+    if (r.rule == block_scale_rule::mx_floor) {
+        const int32_t ideal = log2_a - r.emax;
+        b.saturated = ideal > kmax;
+        b.underflowed = ideal < kmin;
+        k = ideal < kmin ? kmin : ideal > kmax ? kmax : ideal;
+        b.scale = power_of_two_inverse(k);
+        return b;
+    }
+    const uint32_t significand = significand_bits(amax_bits);
+    const bool exact = significand == r.element_max_significand;
+    const int32_t floor_k = log2_a - r.emax - (significand < r.element_max_significand ? 1 : 0);
+    b.saturated = floor_k > kmax || (floor_k == kmax && !exact);
+    b.underflowed = !b.saturated && floor_k < kmin;
+    k = b.saturated ? kmax : b.underflowed ? kmin : exact ? floor_k : floor_k + 1;
+    b.scale = never_clipping(power_of_two_inverse(k), bits_float(amax_bits), r.element_max);
+    return b;
+}
+
+// two_level on an ExMy scale format: X = the grid value nearest
+// fl(a * g_over_max) (a tie to the larger), clamped into the grid, counted
+// saturated only from nearest_limit on; s = fl(1 / fl(X * fl(1/g))), FLT_MAX
+// where that is not finite.
+template <class SK>
+ALTGRAD_SDK_HD inline block_scale block_scale_for(const block_scale_recipe<format_grid<SK>>& r,
+                                                  uint32_t amax_bits, const tensor_scale& t) {
+    block_scale b;
+    if (!positive_finite_bits(amax_bits)) {
+        b.neutral = true;
+        return b;
+    }
+    const float ideal = scale_up(bits_float(amax_bits), t.g_over_max);
+    float x = 0.0f;
+    if (ideal > r.grid.largest) {
+        x = r.grid.largest;
+        b.saturated = ideal >= r.grid.nearest_limit;
+    } else if (ideal < r.grid.smallest) {
+        x = r.grid.smallest;
+        b.underflowed = true;
+    } else {
+        x = r.grid.nearest(ideal);
+    }
+    const float s = scale_down(1.0f, scale_up(x, t.inverse));
+    b.scale = finite_bits(float_bits(s)) ? s : bits_float(kFloatMaxBits);
+    return b;
+}
+
+// The largest |x| of a quad's lanes, as bits (a lane past the call's end holds 0).
+ALTGRAD_SDK_HD inline uint32_t quad_amax_bits(const quad& x) {
+    uint32_t m = 0;
+    for (unsigned lane = 0; lane < 4; ++lane) {
+        const uint32_t a = float_bits(x.v[lane]) & ~kSignBit;
+        m = a > m ? a : m;
+    }
+    return m;
+}
+
+// A call's tallies on the device: the elements' overflow and underflow (a
+// quantize call's counts) and the blocks' (block_scale_stats without the
+// scales' range as doubles: the encode scales' instead, as bits).
+struct block_tally {
+    enum count_index : unsigned { kOverflow, kUnderflow, kSaturated, kUnderflowed, kNeutral, kCounts };
+    unsigned long long counts[kCounts] = {0, 0, 0, 0, 0};
+    uint32_t amax_bits = 0;              // the largest block amax (a NaN wins)
+    uint32_t largest_scale_bits = 0;     // the largest s of a block that is not neutral (0: none)
+    uint32_t smallest_scale_bits = ~0u;  // the smallest (~0u: none)
+    uint32_t unused = 0;
+};
+
+// A call of quantize_with_block_scales (cuda_kernels.cuh): count elements
+// from global index offset, in blocks of block_size along them (the last one
+// may be short), each block quantized at the encode scale its amax gives by
+// the recipe's rule. Pointers are device memory on the current device.
+struct block_scaled_args {
+    const float* input = nullptr;
+    float* output = nullptr;  // may be input
+    size_t count = 0;
+    size_t block_size = 32;  // a power of two, 4 .. 128 (a block's lanes in one warp)
+    altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
+    altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
+    uint64_t seed = 0, offset = 0;  // element i rounds stochastically by (seed, offset + i)
+    uint32_t random_bits = 0;       // 0 or 32: all of them (format.h)
+    float* scales = nullptr;        // optional: each block's encode scale s, written
+    // two_level: a device word holding the tensor's amax as float bits (cuda::tensor_amax writes
+    // it, the kernel reads it).
+    uint32_t* tensor_amax_bits = nullptr;
+    // Added to by atomics: the elements' counts and the blocks' (start it as block_tally{}).
+    block_tally* tally = nullptr;
+    void* cuda_stream = nullptr;  // a cudaStream_t; NULL: the default stream
+};
+
+// Group g (call-relative elements [4g, 4g + 4), the first `present` of them
+// in the call) of a block-scaled call whose blocks have the amax
+// block_amax_bits: that block's scale, and the group quantized by it with the
+// random words of global indices offset + 4g ...
+template <class K, class G, altgrad_rounding R, altgrad_overflow O>
+ALTGRAD_SDK_HD inline quad quantize_block_group(const K& k, const block_scale_recipe<G>& r,
+                                                const tensor_scale& t, const quad& x, unsigned present,
+                                                uint32_t block_amax_bits, uint64_t seed, uint64_t offset,
+                                                uint32_t random_mask, uint64_t g, block_scale& b,
+                                                element_counts& c) {
+    b = block_scale_for(r, block_amax_bits, t);
+    return quantize_quad<K, R, O>(k, x, group_scale_of(b.scale),
+                                  random_quad<R>(seed, offset + 4u * g, random_mask), c, present);
 }
 
 }  // namespace altgrad::sdk
