@@ -29,6 +29,21 @@ using block_reference::result;
 
 using cuda_test::device_buffer;
 
+// The host loads a plugin by probing it in a forked child first (sandbox/isolate.cpp); a child of
+// a process that has started CUDA cannot use it. So every plugin the host's reference needs is
+// loaded before the first test starts CUDA here.
+class LoadPluginsBeforeCuda : public ::testing::Environment {
+public:
+    void SetUp() override {
+        for (const recipe_spec& s : block_reference::published()) {
+            block_reference::bundled(s.element);
+            block_reference::grid_of(s.scale_format);
+        }
+    }
+};
+::testing::Environment* const kLoadPluginsBeforeCuda =
+    ::testing::AddGlobalTestEnvironment(new LoadPluginsBeforeCuda);
+
 device_recipes::recipe recipe_named(const std::string& name) {
     for (auto r : {device_recipes::recipe::mxfp8_floor, device_recipes::recipe::mxfp8_round_up,
                    device_recipes::recipe::nvfp4})
