@@ -34,19 +34,34 @@
 // the array is about max_finite / 2: a realistic spread across the format's
 // exponent range, with a few near the top and a tail in the subnormals.
 //
-// Extra flag (besides Google Benchmark's): --altgrad_plugin_dir=DIR, the
+// Extra flags (besides Google Benchmark's): --altgrad_plugin_dir=DIR, the
 // folder holding <name>/libaltgrad_<name>.so (default: the build's, or the
-// ALTGRAD_PLUGIN_DIR environment variable). Ratios to copy: benchmarks/ratios.py.
+// ALTGRAD_PLUGIN_DIR environment variable); with CUDA --altgrad_cuda_batch=N
+// (below). Ratios to copy: benchmarks/ratios.py (CPU), scripts/gpu_check.sh (GPU).
 //
-// Built with ALTGRAD_CUDA, the program also times the plugins on GPU buffers:
-//   cuda_quantize/<format>/<mode>/<size>   size: 16MiB 256MiB
-//   cuda_copy/device/<size>                cudaMemcpyAsync, device to device
-// on the default stream with device_counts set (asynchronous, as a trainer
-// would call it), each iteration timed by CUDA events (manual time).
+// Built with ALTGRAD_CUDA, the program also times the GPU (size: 16MiB 256MiB):
+//   cuda_copy/device/<size>                cudaMemcpyAsync, device to device: the bar
+//   cuda_quantize/<format>/<mode>/<size>   a plugin's quantize on GPU buffers, through the
+//                                          C ABI, device_counts set (asynchronous, as a
+//                                          trainer would call it)
+//   cuda_block/<recipe>/<mode>/<size>      block-scaled quantize with the scales derived on
+//                                          the GPU (tests/cuda/device_recipes.hpp): recipe
+//                                          mxfp8_floor, mxfp8_round_up (E4M3, E8M0 per 32),
+//                                          nvfp4 (E2M1, E4M3 per 16: the tensor's amax
+//                                          first, then the blocks), nvfp4_amax_given (the
+//                                          blocks alone, the amax already on the device)
+//   cuda_amax/<size>                       nvfp4's tensor amax pass alone (reads 4 bytes an
+//                                          element; bytes_per_second still counts 8)
+// on the default stream. An iteration enqueues --altgrad_cuda_batch calls (default 8)
+// between two CUDA events and reports their time divided by the batch (manual time), so a
+// call's host-side work overlaps the kernels before it, as in a training step. The copy is
+// timed the same way; its time over a call's is the call's ratio to the copy.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #ifdef ALTGRAD_BENCH_CUDA
 #include <cuda_runtime.h>
+
+#include "device_recipes.hpp"
 #endif
 
 #include <altgrad/altgrad.h>
@@ -393,13 +408,18 @@ void bm_block_scales(benchmark::State& state, altgrad::host::quant::scale_rule r
 // ---- The same on the GPU ----------------------------------------------------
 
 const size_case kCudaSizes[] = {{"16MiB", size_t{16} << 20}, {"256MiB", size_t{256} << 20}};
+int g_cuda_batch = 8;  // calls per timed iteration (--altgrad_cuda_batch)
 
-// Per size: device input, output and counts, and CUDA events for timing.
+// Per size: device input, output, counts, the block-scaled calls' scales, tally and tensor
+// amax, and CUDA events for timing.
 struct device_data {
     size_t count = 0;
     float* input = nullptr;
     float* output = nullptr;
     uint64_t* counts = nullptr;
+    float* scales = nullptr;  // one per 16 elements (NVFP4's blocks; MXFP8 uses half)
+    altgrad::sdk::block_tally* tally = nullptr;
+    uint32_t* tensor_amax = nullptr;
     cudaEvent_t start{}, stop{};
 };
 
@@ -413,27 +433,41 @@ device_data* device_data_for(benchmark::State& state, size_t bytes) {
     static std::map<size_t, device_data> cache;
     device_data& d = cache[bytes];
     if (d.count != 0) return &d;
+    const size_t count = bytes / sizeof(float);
+    const altgrad::sdk::block_tally zero;
     if (!cuda_ok(state, cudaMalloc(&d.input, bytes), "cudaMalloc") ||
         !cuda_ok(state, cudaMalloc(&d.output, bytes), "cudaMalloc") ||
         !cuda_ok(state, cudaMalloc(&d.counts, 2 * sizeof(uint64_t)), "cudaMalloc") ||
+        !cuda_ok(state, cudaMalloc(&d.scales, count / 16 * sizeof(float)), "cudaMalloc") ||
+        !cuda_ok(state, cudaMalloc(&d.tally, sizeof zero), "cudaMalloc") ||
+        !cuda_ok(state, cudaMemcpy(d.tally, &zero, sizeof zero, cudaMemcpyHostToDevice), "cudaMemcpy") ||
+        !cuda_ok(state, cudaMalloc(&d.tensor_amax, sizeof(uint32_t)), "cudaMalloc") ||
         !cuda_ok(state, cudaEventCreate(&d.start), "cudaEventCreate") ||
         !cuda_ok(state, cudaEventCreate(&d.stop), "cudaEventCreate"))
         return nullptr;
-    d.count = bytes / sizeof(float);
+    d.count = count;
     return &d;
 }
 
-// Time `call` per iteration with events on the default stream.
+// The CPU benchmark's N(0,1) input of this size times `factor`, uploaded.
+bool upload_input(benchmark::State& state, device_data& d, size_t bytes, float factor) {
+    size_data& h = data_for(bytes);
+    for (size_t i = 0; i < h.count; ++i) h.input[i] = h.normal[i] * factor;
+    return cuda_ok(state, cudaMemcpy(d.input, h.input.get(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+}
+
+// Time g_cuda_batch calls of `call` per iteration with events on the default stream.
 template <class Call>
 void time_on_device(benchmark::State& state, device_data& d, Call&& call) {
     for (auto _ : state) {
         cudaEventRecord(d.start);
-        if (!call()) return;
+        for (int i = 0; i < g_cuda_batch; ++i)
+            if (!call()) return;
         cudaEventRecord(d.stop);
         if (!cuda_ok(state, cudaEventSynchronize(d.stop), "cudaEventSynchronize")) return;
         float ms = 0;
         cudaEventElapsedTime(&ms, d.start, d.stop);
-        state.SetIterationTime(ms / 1e3);
+        state.SetIterationTime(ms / 1e3 / g_cuda_batch);
     }
     set_throughput(state, d.count);
 }
@@ -454,14 +488,9 @@ void bm_cuda_quantize(benchmark::State& state, std::string format, altgrad_round
         return;
     }
     device_data* d = device_data_for(state, bytes);
-    if (d == nullptr) return;
-    // The CPU benchmark's input for this format, uploaded.
-    size_data& h = data_for(bytes);
-    const float factor = static_cast<float>(p.info.max_finite / 2.0 / h.amax);
-    for (size_t i = 0; i < h.count; ++i) h.input[i] = h.normal[i] * factor;
-    if (!cuda_ok(state, cudaMemcpy(d->input, h.input.get(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy"))
+    if (d == nullptr ||
+        !upload_input(state, *d, bytes, static_cast<float>(p.info.max_finite / 2.0 / data_for(bytes).amax)))
         return;
-
     altgrad_quantize_args args = bench_args(d->input, d->output, d->count, rounding);
     args.memory = ALTGRAD_MEMORY_CUDA;
     args.device_counts = d->counts;
@@ -474,24 +503,82 @@ void bm_cuda_quantize(benchmark::State& state, std::string format, altgrad_round
     });
 }
 
+// Block-scaled with the scales derived on the GPU; the input N(0,1) as it is (the block
+// scales bring each block into the element format's range). amax_given: NVFP4's blocks
+// alone, the tensor's amax taken once before the timing.
+void bm_cuda_block(benchmark::State& state, device_recipes::recipe r, bool amax_given,
+                   altgrad_rounding rounding, size_t bytes) {
+    device_data* d = device_data_for(state, bytes);
+    if (d == nullptr || !upload_input(state, *d, bytes, 1.0f)) return;
+    altgrad::sdk::block_scaled_args a;
+    a.input = d->input;
+    a.output = d->output;
+    a.count = d->count;
+    a.rounding = rounding;
+    a.seed = kRoundingSeed;
+    a.scales = d->scales;
+    a.tensor_amax_bits = d->tensor_amax;
+    a.tally = d->tally;
+    bool given = false;
+    const auto enqueue = [&] {
+        try {
+            device_recipes::enqueue(r, a, given);
+            return true;
+        } catch (const std::exception& e) {
+            state.SkipWithError(e.what());
+            return false;
+        }
+    };
+    if (amax_given) {
+        if (!enqueue()) return;  // takes the amax into d->tensor_amax
+        given = true;
+    }
+    time_on_device(state, *d, enqueue);
+}
+
+void bm_cuda_amax(benchmark::State& state, size_t bytes) {
+    device_data* d = device_data_for(state, bytes);
+    if (d == nullptr || !upload_input(state, *d, bytes, 1.0f)) return;
+    time_on_device(state, *d, [&] {
+        try {
+            device_recipes::tensor_amax(d->input, d->count, d->tensor_amax, nullptr);
+            return true;
+        } catch (const std::exception& e) {
+            state.SkipWithError(e.what());
+            return false;
+        }
+    });
+}
+
 void register_cuda_benchmarks() {
+    using device_recipes::recipe;
+    const std::tuple<const char*, recipe, bool> block_cases[] = {
+        {"mxfp8_floor", recipe::mxfp8_floor, false},
+        {"mxfp8_round_up", recipe::mxfp8_round_up, false},
+        {"nvfp4", recipe::nvfp4, false},
+        {"nvfp4_amax_given", recipe::nvfp4, true}};
+    const auto timed = [](const std::string& name, auto&& fn) {
+        benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(benchmark::kMicrosecond)->UseManualTime();
+    };
     for (const size_case& sz : kCudaSizes) {
         const size_t bytes = sz.bytes;
-        benchmark::RegisterBenchmark((std::string("cuda_copy/device/") + sz.name).c_str(),
-                                     [bytes](benchmark::State& s) { bm_cuda_copy(s, bytes); })
-            ->Unit(benchmark::kMicrosecond)
-            ->UseManualTime();
-        for (const char* format : kFormats)
-            for (const mode& m : kModes) {
-                const std::string name =
-                    std::string("cuda_quantize/") + format + "/" + m.name + "/" + sz.name;
+        timed(std::string("cuda_copy/device/") + sz.name,
+              [bytes](benchmark::State& s) { bm_cuda_copy(s, bytes); });
+        timed(std::string("cuda_amax/") + sz.name, [bytes](benchmark::State& s) { bm_cuda_amax(s, bytes); });
+        for (const mode& m : kModes) {
+            const altgrad_rounding r = m.rounding;
+            for (const char* format : kFormats) {
                 const std::string f = format;
-                const altgrad_rounding r = m.rounding;
-                benchmark::RegisterBenchmark(
-                    name.c_str(), [f, r, bytes](benchmark::State& s) { bm_cuda_quantize(s, f, r, bytes); })
-                    ->Unit(benchmark::kMicrosecond)
-                    ->UseManualTime();
+                timed(std::string("cuda_quantize/") + format + "/" + m.name + "/" + sz.name,
+                      [f, r, bytes](benchmark::State& s) { bm_cuda_quantize(s, f, r, bytes); });
             }
+            for (const auto& [name, which, given] : block_cases) {
+                const recipe w = which;
+                const bool g = given;
+                timed(std::string("cuda_block/") + name + "/" + m.name + "/" + sz.name,
+                      [w, g, r, bytes](benchmark::State& s) { bm_cuda_block(s, w, g, r, bytes); });
+            }
+        }
     }
 }
 #endif
@@ -507,6 +594,13 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         const std::string flag = "--altgrad_plugin_dir=";
+#ifdef ALTGRAD_BENCH_CUDA
+        const std::string batch = "--altgrad_cuda_batch=";
+        if (arg.compare(0, batch.size(), batch) == 0) {
+            g_cuda_batch = std::max(1, std::atoi(arg.c_str() + batch.size()));
+            continue;
+        }
+#endif
         if (arg.compare(0, flag.size(), flag) == 0) g_plugin_dir = arg.substr(flag.size());
         else argv[kept++] = argv[i];
     }

@@ -5,9 +5,10 @@
 #     nlohmann-json, the fortunes corpus, Google Benchmark's library) into
 #     .device/debs/;
 #  2. builds with nvcc, into build-gpuprep/, what does not need LibTorch: every
-#     bundled plugin (CUDA kernels for sm_90 and PTX), the CUDA test binary and
-#     the quantize benchmark, and packs them into .device/prebuilt.tar.xz
-#     (about 2 MB: the plugins share most of their bytes).
+#     bundled plugin (CUDA kernels for sm_90 and PTX), the CUDA test binaries
+#     (the plugins on GPU buffers; block-scaled quantize with its scales derived
+#     on the GPU) and the quantize benchmark, and packs them into
+#     .device/prebuilt.tar.xz (a few MB: the plugins share most of their bytes).
 # .device/ is ignored; the device tool carries it. scripts/gpu_check.sh then
 # builds only the host there, against the machine's CUDA LibTorch.
 # Idempotent: debs already there stay; the build is incremental.
@@ -37,12 +38,14 @@ echo "gpu_prepare: $(ls -1 .device/debs/*.deb | wc -l) debs in .device/debs ($(d
 source scripts/find_nvcc.sh
 find_nvcc || { echo "gpu_prepare: no nvcc (CUDACXX, PATH, CUDA_HOME/bin: $nvcc)" >&2; exit 1; }
 cmake -S . -B build-gpuprep -DCMAKE_BUILD_TYPE=Release -DALTGRAD_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc" > /dev/null
-cmake --build build-gpuprep -j "$(nproc)" --target altgrad_plugins altgrad_cuda_tests altgrad_quantize_bench
+cmake --build build-gpuprep -j "$(nproc)" --target altgrad_plugins altgrad_cuda_tests altgrad_cuda_block_tests \
+  altgrad_quantize_bench
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 mkdir "$stage/prebuilt"
-cp -r build-gpuprep/plugins build-gpuprep/altgrad_cuda_tests build-gpuprep/altgrad_quantize_bench "$stage/prebuilt/"
-# The test binary looks for the plugins at the path compiled into it.
+cp -r build-gpuprep/plugins build-gpuprep/altgrad_cuda_tests build-gpuprep/altgrad_cuda_block_tests \
+  build-gpuprep/altgrad_quantize_bench "$stage/prebuilt/"
+# The test binaries look for the plugins at the path compiled into them.
 echo "$PWD/build-gpuprep/plugins" > "$stage/prebuilt/plugin_dir.txt"
 git rev-parse --short HEAD > "$stage/prebuilt/commit.txt"
 tar -C "$stage" -cJf .device/prebuilt.tar.xz prebuilt

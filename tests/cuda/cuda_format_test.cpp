@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "device_memory.hpp"
 #include "test_common.hpp"
 
 using namespace agtest;
@@ -22,42 +23,24 @@ namespace {
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(call)
 
-// A device buffer of n elements of T, freed at scope exit.
-template <class T>
-class device_buffer {
-public:
-    explicit device_buffer(size_t n) : n_(n) {
-        if (cudaMalloc(&p_, n * sizeof(T) + 1) != cudaSuccess) throw std::runtime_error("cudaMalloc failed");
-    }
-    explicit device_buffer(const std::vector<T>& host) : device_buffer(host.size()) { upload(host); }
-    ~device_buffer() { cudaFree(p_); }
-    device_buffer(const device_buffer&) = delete;
-    device_buffer& operator=(const device_buffer&) = delete;
-    T* get() const { return static_cast<T*>(p_); }
-    void upload(const std::vector<T>& host) {
-        if (cudaMemcpy(p_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice) != cudaSuccess)
-            throw std::runtime_error("cudaMemcpy to device failed");
-    }
-    std::vector<T> download() const {
-        std::vector<T> host(n_);
-        if (cudaMemcpy(host.data(), p_, n_ * sizeof(T), cudaMemcpyDeviceToHost) != cudaSuccess)
-            throw std::runtime_error("cudaMemcpy to host failed");
-        return host;
-    }
+using cuda_test::CudaTest;
+using cuda_test::device_buffer;
 
-private:
-    void* p_ = nullptr;
-    size_t n_;
-};
-
-// quantize on the GPU, synchronous form (device_counts NULL).
-QuantizeResult gpu_quantize(const FormatPlugin& p, const std::vector<float>& xs, const Mode& m) {
-    device_buffer<float> in(xs), out(xs.size());
-    altgrad_quantize_args a = quantize_args(in.get(), out.get(), xs.size(), m);
+// quantize on the GPU, synchronous form (device_counts NULL). The input and
+// output start in_shift and out_shift floats past a 256-byte boundary: a
+// shift that is not a multiple of 4 puts the groups' lane 0 off 16 bytes
+// (the kernel's element-by-element path), as does an offset that is not.
+QuantizeResult gpu_quantize(const FormatPlugin& p, const std::vector<float>& xs, const Mode& m,
+                            size_t in_shift = 0, size_t out_shift = 0) {
+    std::vector<float> shifted(in_shift, 0.0f);
+    shifted.insert(shifted.end(), xs.begin(), xs.end());
+    device_buffer<float> in(shifted), out(xs.size() + out_shift);
+    altgrad_quantize_args a = quantize_args(in.get() + in_shift, out.get() + out_shift, xs.size(), m);
     a.memory = ALTGRAD_MEMORY_CUDA;
     QuantizeResult r;
     r.status = p.quantize_raw(&a, &r.message);
-    r.out = out.download();
+    const std::vector<float> all = out.download();
+    r.out.assign(all.begin() + static_cast<long>(out_shift), all.end());
     r.overflow = a.overflow_count;
     r.underflow = a.underflow_count;
     return r;
@@ -104,17 +87,6 @@ std::vector<float> inputs_for(const std::string& name) {
 
 const std::vector<std::string> kFormats = {"e5m2", "e4m3", "e3m4", "e1m6",     "e7m0",     "e0m7",
                                            "bf16", "fp16", "fp32", "fp4_e2m1", "fp6_e2m3", "fp6_e3m2"};
-
-// Every test here needs a GPU; without one each fails at once, saying so.
-class CudaTest : public ::testing::Test {
-protected:
-    void SetUp() override {
-        int devices = 0;
-        ASSERT_EQ(cudaGetDeviceCount(&devices), cudaSuccess)
-            << "no usable CUDA device: these tests need a GPU";
-        ASSERT_GT(devices, 0);
-    }
-};
 
 class CudaFormat : public CudaTest, public ::testing::WithParamInterface<std::string> {
 protected:
@@ -229,45 +201,50 @@ TEST_P(CudaFormat, EncodeAndDecodeMatchTheHost) {
 }
 
 // Block scales (ABI 1.2) in device memory: quantize, encode and decode on
-// the GPU equal the host path with the same scales, blocks of 32 with a short
-// last one, scales powers of two and general values.
+// the GPU equal the host path with the same scales, blocks with a short last
+// one, scales powers of two and general values.
 TEST_P(CudaFormat, BlockScaledCallsMatchTheHost) {
     std::vector<float> xs = inputs_for(GetParam());
     if (p().info().nan_code_count == 0)
         xs.erase(std::remove_if(xs.begin(), xs.end(), [](float x) { return std::isnan(x); }), xs.end());
     xs.resize(xs.size() / 32 * 32 + 7);
-    std::vector<float> scales;
-    for (size_t b = 0; b < (xs.size() + 31) / 32; ++b)
-        scales.push_back(b % 3 == 2 ? 0.37f * static_cast<float>(b + 1)
-                                    : std::ldexp(1.0f, static_cast<int>(b % 41) - 20));
-    device_buffer<float> device_scales(scales);
-    for (Mode mode : all_modes(1.0f, 0xB10Cull, 3)) {
-        mode.block_scales = scales.data();
-        mode.block_size = 32;
-        const QuantizeResult host = p().quantize(xs, mode);
-        ASSERT_EQ(host.status, ALTGRAD_STATUS_OK) << host.message;
-        const EncodeResult host_codes = p().encode(xs, mode);
-        ASSERT_EQ(host_codes.status, ALTGRAD_STATUS_OK) << host_codes.message;
-        mode.block_scales = device_scales.get();
-        const QuantizeResult got = gpu_quantize(p(), xs, mode);
-        ASSERT_EQ(got.status, ALTGRAD_STATUS_OK) << describe(mode) << ": " << got.message;
-        EXPECT_TRUE(same_results(xs, host.out, got.out)) << describe(mode);
-        EXPECT_EQ(got.overflow, host.overflow) << describe(mode);
-        EXPECT_EQ(got.underflow, host.underflow) << describe(mode);
-        const uint32_t width = p().info().code_bytes;
-        device_buffer<float> in(xs);
-        device_buffer<uint8_t> codes(xs.size() * width);
-        altgrad_encode_args e = encode_args(in.get(), codes.get(), xs.size(), mode);
-        e.memory = ALTGRAD_MEMORY_CUDA;
-        std::string message;
-        ASSERT_EQ(p().encode_raw(&e, &message), ALTGRAD_STATUS_OK) << message;
-        EXPECT_EQ(codes_differing(codes.download(), width, host_codes.codes), 0u) << describe(mode);
-        device_buffer<float> out(xs.size());
-        altgrad_decode_args d = decode_args(codes.get(), out.get(), xs.size(), 1.0f, ALTGRAD_MEMORY_CUDA, 0,
-                                            device_scales.get(), 32);
-        ASSERT_EQ(p().decode_raw(&d, &message), ALTGRAD_STATUS_OK) << message;
-        const DecodeResult want = p().decode(host_codes.codes, 1.0f, scales.data(), 32);
-        EXPECT_TRUE(same_results(xs, want.out, out.download())) << describe(mode);
+    // Blocks of 32 from an offset off a multiple of 4 (element by element) and on one (quads),
+    // of 8 (a shift), 12 (a division) and 3 (lanes straddle blocks: element by element).
+    const std::pair<uint64_t, size_t> cases[] = {{3, 32}, {0, 32}, {4, 8}, {8, 12}, {0, 3}};
+    for (const auto& [offset, block] : cases) {
+        std::vector<float> scales;
+        for (size_t b = 0; b < (xs.size() + block - 1) / block; ++b)
+            scales.push_back(b % 3 == 2 ? 0.37f * static_cast<float>(b + 1)
+                                        : std::ldexp(1.0f, static_cast<int>(b % 41) - 20));
+        device_buffer<float> device_scales(scales);
+        for (Mode mode : all_modes(1.0f, 0xB10Cull, offset)) {
+            mode.block_scales = scales.data();
+            mode.block_size = block;
+            const QuantizeResult host = p().quantize(xs, mode);
+            ASSERT_EQ(host.status, ALTGRAD_STATUS_OK) << host.message;
+            const EncodeResult host_codes = p().encode(xs, mode);
+            ASSERT_EQ(host_codes.status, ALTGRAD_STATUS_OK) << host_codes.message;
+            mode.block_scales = device_scales.get();
+            const QuantizeResult got = gpu_quantize(p(), xs, mode);
+            ASSERT_EQ(got.status, ALTGRAD_STATUS_OK) << describe(mode) << ": " << got.message;
+            EXPECT_TRUE(same_results(xs, host.out, got.out)) << describe(mode);
+            EXPECT_EQ(got.overflow, host.overflow) << describe(mode);
+            EXPECT_EQ(got.underflow, host.underflow) << describe(mode);
+            const uint32_t width = p().info().code_bytes;
+            device_buffer<float> in(xs);
+            device_buffer<uint8_t> codes(xs.size() * width);
+            altgrad_encode_args e = encode_args(in.get(), codes.get(), xs.size(), mode);
+            e.memory = ALTGRAD_MEMORY_CUDA;
+            std::string message;
+            ASSERT_EQ(p().encode_raw(&e, &message), ALTGRAD_STATUS_OK) << message;
+            EXPECT_EQ(codes_differing(codes.download(), width, host_codes.codes), 0u) << describe(mode);
+            device_buffer<float> out(xs.size());
+            altgrad_decode_args d = decode_args(codes.get(), out.get(), xs.size(), 1.0f, ALTGRAD_MEMORY_CUDA,
+                                                0, device_scales.get(), block);
+            ASSERT_EQ(p().decode_raw(&d, &message), ALTGRAD_STATUS_OK) << message;
+            const DecodeResult want = p().decode(host_codes.codes, 1.0f, scales.data(), block);
+            EXPECT_TRUE(same_results(xs, want.out, out.download())) << describe(mode);
+        }
     }
 }
 
