@@ -715,6 +715,85 @@ TEST(ConfigRules, ARuleShadowedByEarlierOnesIsAnError) {
               "");
 }
 
+// A rule can name its layers by their place instead of their names, so a
+// recipe holds for any model (issue #45): the last N linear layers, or the
+// last fraction f of them, ceil(f * count) of the decimal written.
+TEST(ConfigRules, LastAndLastFractionTakeTheLastLayersInModelOrder) {
+    // Expected counts are the decimal arithmetic: 0.1 x 10 = 1, 0.7 x 10 = 7,
+    // 0.15 x 17 = 2.55 -> 3, 0.15 x 20 = 3, 0.3 x 10 = 3 (the doubles nearest
+    // 0.1 and 0.7 lie above and below them).
+    EXPECT_EQ(last_fraction_count(0.1, 10), 1u);
+    EXPECT_EQ(last_fraction_count(0.7, 10), 7u);
+    EXPECT_EQ(last_fraction_count(0.15, 17), 3u);
+    EXPECT_EQ(last_fraction_count(0.15, 20), 3u);
+    EXPECT_EQ(last_fraction_count(0.3, 10), 3u);
+    EXPECT_EQ(last_fraction_count(1.0, 9), 9u);
+    EXPECT_EQ(last_fraction_count(0.01, 9), 1u);  // any positive fraction takes at least one
+    model_config m;
+    m.n_layer = 2;  // 9 linear layers: 4 per block and the head
+    const std::vector<std::string> layers = layer_names(m);
+    const run_config c = parse_config(R"(
+[[quantization.rules]]
+last = 1
+format = "fp32"
+[[quantization.rules]]
+last_fraction = 0.5
+format = "bf16"
+)",
+                                      kFile);
+    const resolved_recipe r = resolve(c.quantization, layers);
+    std::vector<std::string> formats;
+    for (const layer_recipe& l : r.layers) formats.push_back(l.first_use(operand_kind::w).format);
+    // ceil(0.5 x 9) = 5: the last five, of which the head goes to the first rule.
+    EXPECT_EQ(formats, (std::vector<std::string>{"e5m2", "e5m2", "e5m2", "e5m2", "bf16", "bf16", "bf16",
+                                                 "bf16", "fp32"}));
+    EXPECT_EQ(layers.back(), "lm_head");
+    // last beyond the count takes every layer.
+    quantization_rule all;
+    all.last = 100;
+    for (size_t i = 0; i < layers.size(); ++i) EXPECT_TRUE(rule_selects(all, layers[i], i, layers.size()));
+}
+
+TEST(ConfigRules, ASelectorIsExactlyOneOfPatternLastAndLastFraction) {
+    const std::string rule = "[[quantization.rules]]\nformat = \"bf16\"\n";
+    expect_error(error_of(rule), "quantization.rules[0].pattern", "last = N");
+    expect_error(error_of(rule + "pattern = \"lm_head\"\nlast = 1\n"), "quantization.rules[0]",
+                 "names its layers twice");
+    expect_error(error_of(rule + "last = 1\nlast_fraction = 0.5\n"), "quantization.rules[0]",
+                 "names its layers twice");
+    for (const char* bad : {"0", "-1", "1.5", "\"1\"", "1000001"})
+        expect_error(error_of(rule + "last = " + bad + "\n"), "quantization.rules[0].last",
+                     std::string("expected an integer 1..1000000 (the last N linear layers), got"));
+    for (const char* bad : {"0", "0.0", "-0.5", "1.5", "\"0.5\"", "nan"})
+        expect_error(error_of(rule + "last_fraction = " + bad + "\n"), "quantization.rules[0].last_fraction",
+                     "expected a number in (0, 1]");
+    EXPECT_EQ(error_of(rule + "last_fraction = 1\n"), "");
+    // Shadowing is said with the selector.
+    expect_error(error_of(rule + "last = 3\n" + rule + "last = 2\n"), "quantization.rules[1].last",
+                 "last = 2 never applies: every layer it matches is taken by an earlier rule "
+                 "(quantization.rules[0], last = 3, e.g. blocks.3.mlp.proj)");
+}
+
+TEST(ConfigRules, SelectorsRoundTripThroughToToml) {
+    const run_config c = parse_config(R"(
+[[quantization.rules]]
+last = 2
+format = "fp32"
+[[quantization.rules]]
+last_fraction = 0.15
+format = "bf16"
+[[quantization.rules]]
+pattern = "blocks.0.*"
+format = "e4m3"
+)",
+                                      kFile);
+    const std::string text = to_toml(c);
+    EXPECT_NE(text.find("\nlast = 2\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("\nlast_fraction = 0.15\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("\npattern = \"blocks.0.*\"\n"), std::string::npos) << text;
+    EXPECT_EQ(parse_config(text, kFile), c);
+}
+
 TEST(ConfigRules, InlineArrayOfTablesAndEmptyRules) {
     const run_config c =
         parse_config("[quantization]\nrules = [{ pattern = \"lm_head\", format = \"bf16\" }]\n", kFile);

@@ -3,6 +3,7 @@
 The expected values come from the recipes' definitions (docs/recipes.md) and from an E2M1 model
 written here from OCP MX's table, not from the code under test.
 """
+import math
 import os
 import tomllib
 
@@ -59,6 +60,61 @@ def test_nvfp4_resolves_as_the_paper_describes_it():
     assert not any(r.layers["blocks.0.attn.qkv"][p][o]["own"]
                    for p, o in (("input_gradient", "w"), ("weight_gradient", "x"), ("weight_gradient", "dy")))
     assert r.globals["sr_bits"] == 32 and r.seed == 42
+
+
+RECIPES = sorted(os.path.join(ROOT, "configs", "recipes", f) for f in os.listdir(os.path.join(ROOT, "configs", "recipes"))
+                 if f.endswith(".toml"))
+
+
+class UserModel(torch.nn.Module):
+    """A model that is not the trainer's GPT: its linear layers have names no recipe mentions."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = torch.nn.Sequential(torch.nn.Linear(128, 128), torch.nn.GELU(), torch.nn.Linear(128, 128),
+                                           torch.nn.GELU(), torch.nn.Linear(128, 128))
+        self.classifier = torch.nn.Linear(128, 64)
+
+    def forward(self, x):
+        return self.classifier(self.encoder(x))
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=os.path.basename)
+def test_every_published_recipe_applies_to_any_model(recipe):
+    # A recipe's exceptions name layers by their place (last = 1: the output head; last_fraction:
+    # the last part of the linear layers in order), so they reach any model's last layers.
+    torch.manual_seed(1)
+    model = aqt.quantize_model(UserModel(), recipe)
+    with open(recipe, "rb") as f:
+        rules = tomllib.load(f).get("quantization", {}).get("rules", [])
+    assert all("pattern" not in r for r in rules), "a published recipe names the GPT's layers"
+    formats = aqt.quantized_layers(model)
+    order = ["encoder.0", "encoder.2", "encoder.4", "classifier"]  # the model's linear layers in order
+    for r in rules:
+        kept = r["last"] if "last" in r else math.ceil(r["last_fraction"] * len(order))
+        for name in order[-kept:]:
+            assert set(formats[name]) <= {"bf16"}, (name, formats[name])
+    assert formats["encoder.0"] != ("bf16", "bf16", "bf16") or not rules  # the rest is the recipe's format
+    x = torch.randn(4, 16, 128, requires_grad=True)  # 64 tokens: the transforms reduce in blocks of up to 64
+    model(x).square().mean().backward()
+    assert torch.isfinite(x.grad).all() and torch.isfinite(model.classifier.weight.grad).all()
+
+
+def test_a_rule_selects_the_last_layers_in_order():
+    layers = ["a", "b", "c", "d", "e"]
+    r = altgrad.recipe.resolve({"weight_format": "e4m3", "rules": [{"last": 2, "format": "bf16"}]}, layers)
+    assert [r.layers[n]["forward"]["w"]["format"] for n in layers] == ["e4m3"] * 3 + ["bf16"] * 2
+    # ceil(0.3 * 5) = 2 as well; 0.2 * 5 = 1 exactly: one layer.
+    for fraction, kept in ((0.3, 2), (0.2, 1), (1.0, 5)):
+        r = altgrad.recipe.resolve({"weight_format": "e4m3", "rules": [{"last_fraction": fraction, "format": "bf16"}]},
+                                   layers)
+        assert [r.layers[n]["forward"]["w"]["format"] for n in layers] == ["e4m3"] * (5 - kept) + ["bf16"] * kept
+    with pytest.raises(altgrad.Error, match=r"key 'quantization.rules\[0\]': names its layers twice"):
+        altgrad.recipe.resolve({"rules": [{"last": 1, "pattern": "a", "format": "bf16"}]}, layers)
+    with pytest.raises(altgrad.Error, match=r"key 'quantization.rules\[0\].last_fraction': expected a number in \(0, 1\]"):
+        altgrad.recipe.resolve({"rules": [{"last_fraction": 0, "format": "bf16"}]}, layers)
+    with pytest.raises(altgrad.Error, match=r"key 'quantization.rules\[1\].last': last = 1 never applies"):
+        altgrad.recipe.resolve({"rules": [{"last": 2, "format": "bf16"}, {"last": 1, "format": "e5m2"}]}, layers)
 
 
 def test_a_recipe_is_the_same_as_a_path_its_parsed_dict_or_with_overrides():

@@ -431,8 +431,9 @@ def quantize_model(model, recipe, registry=None, seed=None, overrides=()):
     """Replace the model's nn.Linear layers by QuantLinear ones (in place; returns the model).
 
     `recipe`: a config file's path (configs/recipes/nvfp4.toml), a config dict (its parsed TOML),
-    or the [quantization] section alone as a dict or a list of rules (docs/python.md). Its rules'
-    patterns match the model's module names (model.named_modules()), the first match deciding,
+    or the [quantization] section alone as a dict or a list of rules (docs/python.md). Its rules
+    take the model's nn.Linear modules by name pattern (model.named_modules()' names) or by place
+    (last = N, last_fraction = f: in named_modules() order), the first rule that takes one deciding,
     and every key means what it means to the trainer: the recipe is read by the C++ config reader
     (altgrad.recipe.resolve), so a mistake is its one-line error naming the key. A section dict's
     left-out formats are "fp32" and its scaling "none" (a config file's defaults are e5m2 and

@@ -640,6 +640,41 @@ private:
         return n.as_string()->get();
     }
 
+    // Which layers a rule takes: exactly one of pattern, last and last_fraction.
+    void read_rule_selector(const toml::table& t, const std::string& key, quantization_rule& rule) const {
+        const toml::node* p = t.get("pattern");
+        const toml::node* last = t.get("last");
+        const toml::node* fraction = t.get("last_fraction");
+        const int given = (p != nullptr) + (last != nullptr) + (fraction != nullptr);
+        if (given == 0)
+            fail(key + ".pattern",
+                 "missing (every rule names its layers: pattern = \"blocks.*.attn.*\", last = N (the last N "
+                 "linear layers) or last_fraction = F)");
+        if (given > 1) fail(key, "names its layers twice: give one of pattern, last and last_fraction");
+        if (p != nullptr) {
+            if (!p->is_string() || !valid_pattern(p->as_string()->get()))
+                fail(key + ".pattern",
+                     "expected a layer-name pattern (letters, digits, '_', '-', '.', '*' and '?'), got " +
+                         describe(*p));
+            rule.pattern = p->as_string()->get();
+        }
+        if (last != nullptr) {
+            const std::optional<int64_t> n = last->value<int64_t>();
+            if (!last->is_integer() || !n || *n < 1 || *n > 1000000)
+                fail(key + ".last",
+                     "expected an integer 1..1000000 (the last N linear layers), got " + describe(*last));
+            rule.last = *n;
+        }
+        if (fraction != nullptr) {
+            const std::optional<double> f = fraction->value<double>();
+            if (!(fraction->is_floating_point() || fraction->is_integer()) || !f || !(*f > 0.0 && *f <= 1.0))
+                fail(key + ".last_fraction",
+                     "expected a number in (0, 1] (the last fraction of the linear layers), got " +
+                         describe(*fraction));
+            rule.last_fraction = *f;
+        }
+    }
+
     void read_rules(const toml::table* q, quantization_config& out) const {
         const toml::node* n = get(q, kRulesKey);
         if (n == nullptr) return;
@@ -662,14 +697,7 @@ private:
                          "unknown key (a typo?)" + suggestion(key + "." + name, candidates));
             }
             quantization_rule rule;
-            const toml::node* p = t.get("pattern");
-            if (p == nullptr)
-                fail(key + ".pattern", "missing (every rule needs one, e.g. pattern = \"blocks.*.attn.*\")");
-            if (!p->is_string() || !valid_pattern(p->as_string()->get()))
-                fail(key + ".pattern",
-                     "expected a layer-name pattern (letters, digits, '_', '-', '.', '*' and '?'), got " +
-                         describe(*p));
-            rule.pattern = p->as_string()->get();
+            read_rule_selector(t, key, rule);
             std::optional<std::string> all;
             if (const toml::node* f = t.get("format")) all = format_name(*f, key + ".format");
             std::optional<std::string>* directions[] = {&rule.weight, &rule.activation, &rule.gradient};
@@ -703,15 +731,19 @@ private:
     void check_rules_reach_layers(const run_config& c, const std::vector<std::string>& layers) const {
         const auto& rules = c.quantization.rules;
         for (size_t i = 0; i < rules.size(); ++i) {
-            const std::string key = std::string(kRulesKey) + "[" + std::to_string(i) + "].pattern";
+            const std::string key = std::string(kRulesKey) + "[" + std::to_string(i) + "]." +
+                                    (rules[i].last            ? "last"
+                                     : rules[i].last_fraction ? "last_fraction"
+                                                              : "pattern");
             bool matches = false, reaches = false;
             size_t taken_by = 0;
             std::string taken_layer;
-            for (const std::string& layer : layers) {
-                if (!pattern_matches(rules[i].pattern, layer)) continue;
+            for (size_t index = 0; index < layers.size(); ++index) {
+                const std::string& layer = layers[index];
+                if (!rule_selects(rules[i], layer, index, layers.size())) continue;
                 matches = true;
                 size_t j = 0;
-                while (j < i && !pattern_matches(rules[j].pattern, layer)) ++j;
+                while (j < i && !rule_selects(rules[j], layer, index, layers.size())) ++j;
                 if (j == i) {
                     reaches = true;
                     break;
@@ -723,14 +755,14 @@ private:
                 const std::string& p = rules[i].pattern;
                 if (p.size() > 7 && p.compare(p.size() - 7, 7, ".weight") == 0)
                     hint = " (patterns match layer names, without \".weight\")";
-                fail(key, quote(p) + " matches no layer of this model" + hint +
+                fail(key, rule_selector(rules[i]) + " matches no layer of this model" + hint +
                               "; its layers: " + (layers_ ? listed(layers) : layer_summary(c.model)));
             }
             if (!reaches)
-                fail(key, quote(rules[i].pattern) +
+                fail(key, rule_selector(rules[i]) +
                               " never applies: every layer it matches is taken by an earlier rule (" +
                               kRulesKey + "[" + std::to_string(taken_by) + "], " +
-                              quote(rules[taken_by].pattern) + ", e.g. " + taken_layer +
+                              rule_selector(rules[taken_by]) + ", e.g. " + taken_layer +
                               "); the first matching rule wins");
         }
     }

@@ -11,10 +11,16 @@ namespace altgrad::host::config {
 
 namespace {
 
+// A layer as the rules see it: its name and its place among the model's linear layers.
+struct layer_at {
+    std::string_view name;
+    size_t index = 0, count = 0;
+};
+
 // A product's setting `member` ([quantization.PRODUCT] KEY, or the first rule
 // matching the layer if it gives one), and the key that decided it.
 template <class T>
-std::optional<T> product_setting(const quantization_config& q, std::string_view layer, product_kind product,
+std::optional<T> product_setting(const quantization_config& q, const layer_at& layer, product_kind product,
                                  std::optional<T> product_config::*member, const char* name,
                                  std::string* key) {
     const size_t p = static_cast<size_t>(product);
@@ -23,7 +29,7 @@ std::optional<T> product_setting(const quantization_config& q, std::string_view 
     if (key) *key = "quantization." + at;
     for (size_t i = 0; i < q.rules.size(); ++i) {
         const quantization_rule& r = q.rules[i];
-        if (!pattern_matches(r.pattern, layer)) continue;
+        if (!rule_selects(r, layer.name, layer.index, layer.count)) continue;
         if (r.products[p].*member) {
             v = r.products[p].*member;
             if (key) *key = "quantization.rules[" + std::to_string(i) + "]." + at;
@@ -33,7 +39,7 @@ std::optional<T> product_setting(const quantization_config& q, std::string_view 
     return v;
 }
 
-std::optional<accumulator_config> accumulator_for(const quantization_config& q, std::string_view layer,
+std::optional<accumulator_config> accumulator_for(const quantization_config& q, const layer_at& layer,
                                                   product_kind product, std::string* key) {
     std::optional<accumulator_config> a =
         product_setting(q, layer, product, &product_config::accumulator, kAccumulatorKey, key);
@@ -41,7 +47,7 @@ std::optional<accumulator_config> accumulator_for(const quantization_config& q, 
     return a;
 }
 
-std::optional<transform_config> transform_for(const quantization_config& q, std::string_view layer,
+std::optional<transform_config> transform_for(const quantization_config& q, const layer_at& layer,
                                               product_kind product, std::string* key) {
     std::optional<transform_config> t =
         product_setting(q, layer, product, &product_config::transform, kTransformKey, key);
@@ -49,7 +55,7 @@ std::optional<transform_config> transform_for(const quantization_config& q, std:
     return t;
 }
 
-operand_settings operand_for(const quantization_config& q, std::string_view layer, product_kind product,
+operand_settings operand_for(const quantization_config& q, const layer_at& layer, product_kind product,
                              operand_kind operand) {
     const size_t p = static_cast<size_t>(product), k = static_cast<size_t>(operand);
     const std::string at = std::string(product_names().name(product)) + "." + operand_names().name(operand);
@@ -74,7 +80,7 @@ operand_settings operand_for(const quantization_config& q, std::string_view laye
     apply(q.products[p].operands[k], "quantization." + at);
     for (size_t i = 0; i < q.rules.size(); ++i) {
         const quantization_rule& r = q.rules[i];
-        if (!pattern_matches(r.pattern, layer)) continue;
+        if (!rule_selects(r, layer.name, layer.index, layer.count)) continue;
         const std::string rule = "quantization.rules[" + std::to_string(i) + "]";
         const std::optional<std::string>& format = operand == operand_kind::w   ? r.weight
                                                    : operand == operand_kind::x ? r.activation
@@ -147,7 +153,9 @@ std::vector<std::string> resolved_recipe::operand_formats() const {
 resolved_recipe resolve(const quantization_config& q, const std::vector<std::string>& layers) {
     resolved_recipe r;
     r.enabled = q.enabled;
-    for (const std::string& name : layers) {
+    for (size_t index = 0; index < layers.size(); ++index) {
+        const std::string& name = layers[index];
+        const layer_at at{name, index, layers.size()};
         layer_recipe l;
         l.layer = name;
         for (size_t p = 0; p < kProducts; ++p) {
@@ -161,12 +169,12 @@ resolved_recipe resolve(const quantization_config& q, const std::vector<std::str
                 }
                 continue;
             }
-            pr.transform = transform_for(q, name, pr.product, &pr.transform_key);
-            pr.accumulator = accumulator_for(q, name, pr.product, &pr.accumulator_key);
+            pr.transform = transform_for(q, at, pr.product, &pr.transform_key);
+            pr.accumulator = accumulator_for(q, at, pr.product, &pr.accumulator_key);
             for (size_t k = 0; k < 2; ++k) {
-                pr.operands[k] = operand_for(q, name, pr.product, both[k]);
+                pr.operands[k] = operand_for(q, at, pr.product, both[k]);
                 if (first_use_of(both[k]) != pr.product)
-                    pr.own[k] = !same_quantization(operand_for(q, name, first_use_of(both[k]), both[k]),
+                    pr.own[k] = !same_quantization(operand_for(q, at, first_use_of(both[k]), both[k]),
                                                    pr.operands[k]);
             }
         }

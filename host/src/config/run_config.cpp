@@ -4,6 +4,7 @@
 #include "config/run_config.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -277,7 +278,8 @@ std::string to_toml(const run_config& c) {
                     o << key_text(param) << " = " << param_toml(text) << "\n";
             }
             for (const quantization_rule& r : q.rules) {
-                o << "\n[[quantization.rules]]\npattern = " << quote(r.pattern) << "\n";
+                o << "\n[[quantization.rules]]\n"
+                  << (r.pattern.empty() ? "" : "pattern = ") << rule_selector(r) << "\n";
                 if (r.weight) o << "weight = " << quote(*r.weight) << "\n";
                 if (r.activation) o << "activation = " << quote(*r.activation) << "\n";
                 if (r.gradient) o << "gradient = " << quote(*r.gradient) << "\n";
@@ -340,8 +342,9 @@ void rename_formats(
 }
 
 bool operator==(const quantization_rule& a, const quantization_rule& b) {
-    return a.pattern == b.pattern && a.weight == b.weight && a.activation == b.activation &&
-           a.gradient == b.gradient && a.scaling == b.scaling && a.products == b.products;
+    return a.pattern == b.pattern && a.last == b.last && a.last_fraction == b.last_fraction &&
+           a.weight == b.weight && a.activation == b.activation && a.gradient == b.gradient &&
+           a.scaling == b.scaling && a.products == b.products;
 }
 
 bool operator==(const run_config& a, const run_config& b) {
@@ -364,6 +367,27 @@ bool operator==(const run_config& a, const run_config& b) {
 }
 
 bool pattern_matches(std::string_view pattern, std::string_view name) { return glob_match(pattern, name); }
+
+size_t last_fraction_count(double fraction, size_t count) {
+    // A product within 1e-9 above an integer counts as that integer, so the
+    // decimal the user wrote decides: the double nearest 0.1 is a little
+    // above it, and 0.1 of 10 layers is 1, not 2. (count <= 1e6 keeps the
+    // product's own rounding error far below 1e-9.)
+    const double product = fraction * static_cast<double>(count);
+    return static_cast<size_t>(std::ceil(product - 1e-9));
+}
+
+bool rule_selects(const quantization_rule& r, std::string_view layer, size_t index, size_t count) {
+    if (r.last) return index + static_cast<size_t>(*r.last) >= count;
+    if (r.last_fraction) return index + last_fraction_count(*r.last_fraction, count) >= count;
+    return pattern_matches(r.pattern, layer);
+}
+
+std::string rule_selector(const quantization_rule& r) {
+    if (r.last) return "last = " + std::to_string(*r.last);
+    if (r.last_fraction) return "last_fraction = " + float_text(*r.last_fraction);
+    return quote(r.pattern);
+}
 
 std::vector<std::string> layer_names(const model_config& model) {
     return config::layer_names(model.n_layer, model.activation == activation_function::swiglu);

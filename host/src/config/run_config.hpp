@@ -226,10 +226,16 @@ using product_configs = std::array<product_config, kProducts>;  // by product_ki
 // not set itself (gradient: the layer's output gradient, as gradient_format). A direction left empty
 // (nullopt) takes the global format.
 struct quantization_rule {
-    std::string pattern;  // glob over layer names: '*' any run (dots too), '?' one character
+    // Which layers the rule takes: exactly one of a name pattern, the last N
+    // linear layers in the model's order, or the last fraction f of them
+    // (ceil(f * count)): the last two hold for any network, so a recipe that
+    // keeps its last layers in BF16 applies to a user's model as to the GPT.
+    std::string pattern;  // glob over layer names: '*' any run (dots too), '?' one character; "" = not this
     std::optional<std::string> weight, activation, gradient;
     scaling_override scaling;  // granularity, block_size, scale_format, scale_rule: every role of its layers
     product_configs products;  // forward = {...}, input_gradient = {...}, weight_gradient = {...}
+    std::optional<int64_t> last;          // 1..1000000: the last N linear layers
+    std::optional<double> last_fraction;  // (0, 1]: the last ceil(f * count) of them
 };
 
 struct quantization_config {
@@ -359,6 +365,17 @@ inline bool operator!=(const run_config& a, const run_config& b) { return !(a ==
 // Whole-name glob: '*' matches any run of characters (dots included, empty too),
 // '?' exactly one character; everything else matches itself.
 bool pattern_matches(std::string_view pattern, std::string_view name);
+
+// How many of `count` layers "the last fraction f" takes: ceil(f * count), of
+// the decimal f as written (0.1 of 10 is 1; 0.15 of 17 is 3).
+size_t last_fraction_count(double fraction, size_t count);
+
+// Whether rule `r` takes the layer named `layer`, at position `index` of the
+// model's `count` linear layers in order (its pattern, or its place among the last).
+bool rule_selects(const quantization_rule& r, std::string_view layer, size_t index, size_t count);
+
+// How a rule names its layers, for messages: "\"blocks.3.mlp.*\"", "last = 3", "last_fraction = 0.15".
+std::string rule_selector(const quantization_rule& r);
 
 // The quantized layers of the model (its linear layers), in model order, as
 // rules see them (no ".weight"): per block N: blocks.N.attn.qkv,

@@ -208,10 +208,10 @@ std::string operand_key(product_kind p, operand_kind o) {
     return product_key(p) + "." + operand_names().name(o);
 }
 
-const std::vector<std::string> kRuleKeys = {"pattern",        "format",      "weight",     "activation",
-                                            "gradient",       "granularity", "block_size", "block_rows",
-                                            "scale_format",   "scale_rule",  "forward",    "input_gradient",
-                                            "weight_gradient"};
+const std::vector<std::string> kRuleKeys = {"pattern",    "last",           "last_fraction",  "format",
+                                            "weight",     "activation",     "gradient",       "granularity",
+                                            "block_size", "block_rows",     "scale_format",   "scale_rule",
+                                            "forward",    "input_gradient", "weight_gradient"};
 
 const std::map<std::string, std::optional<kind>>& known_keys() {
     static const std::map<std::string, std::optional<kind>> keys = [] {
