@@ -59,9 +59,26 @@ TEST(Registry, BundledPluginsAllLoad) {
     std::set<std::string> want = {"bf16",     "e0m7",     "e1m6",  "e3m4",  "e4m3",
                                   "e5m2",     "e7m0",     "fp16",  "fp32",  "fp4_e2m1",
                                   "fp6_e2m3", "fp6_e3m2", "ue8m0", "float", "int"};
-    for (const char* other : {"range", "stiffness", "grid_alignment", "bit_stall", "ulp", "grad_stiffness",
-                              "kurtosis", "attention_entropy", "partition_clip", "mantissa_shift",
-                              "precision_schedule", "hadamard", "random_hadamard"})
+    for (const char* other : {"range",
+                              "stiffness",
+                              "grid_alignment",
+                              "bit_stall",
+                              "ulp",
+                              "grad_stiffness",
+                              "kurtosis",
+                              "attention_entropy",
+                              "partition_clip",
+                              "mantissa_shift",
+                              "precision_schedule",
+                              "hadamard",
+                              "random_hadamard",
+                              "sm90_wgmma_fp8",
+                              "sm90_wgmma_fp16",
+                              "sm89_mma_fp8",
+                              "sm80_mma_fp16",
+                              "sm100_tcgen05_fp8",
+                              "sm100_tcgen05_mxf8f6f4",
+                              "sm100_tcgen05_mxf4nvf4"})
         want.insert(other);
     EXPECT_EQ(names, want);
 }
@@ -574,6 +591,31 @@ TEST(Registry, TransformWhoseEntryClaimsAbi13IsRefused) {
     registry reg(dir.path());
     const std::string e = load_error(reg, "abi13_transform");
     EXPECT_NE(e.find("entry: a transform plugin needs ABI 1.4 or newer (the entry reports ABI 1.3"),
+              std::string::npos)
+        << e;
+}
+
+// ---------------------------------------------------------------- accumulators (ABI 1.5)
+
+TEST(Registry, AccumulatorManifestBeforeAbi15IsRefused) {
+    scratch_dir dir;
+    std::string text =
+        format_manifest("abi14_accumulator", "libaltgrad_abi14_accumulator.so", "1.0.0", "1.4");
+    text.replace(text.find("\"format\""), 8, "\"accumulator\"");
+    dir.add_plugin("abi14_accumulator", text,
+                   kTestPlugins / "abi14_accumulator" / "libaltgrad_abi14_accumulator.so");
+    registry reg(dir.path());
+    const std::string e = load_error(reg, "abi14_accumulator");
+    EXPECT_NE(e.find("plugin.abi_version"), std::string::npos) << e;
+    EXPECT_NE(e.find("an accumulator plugin needs ABI 1.5 or newer"), std::string::npos) << e;
+}
+
+TEST(Registry, AccumulatorWhoseEntryClaimsAbi14IsRefused) {
+    scratch_dir dir;
+    fs::copy(kTestPlugins / "abi14_accumulator", dir.path() / "abi14_accumulator");
+    registry reg(dir.path());
+    const std::string e = load_error(reg, "abi14_accumulator");
+    EXPECT_NE(e.find("entry: an accumulator plugin needs ABI 1.5 or newer (the entry reports ABI 1.4"),
               std::string::npos)
         << e;
 }
