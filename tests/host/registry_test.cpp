@@ -7,6 +7,7 @@
 #include <iterator>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "plugins/accumulator_handle.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/intervention_handle.hpp"
 #include "plugins/registry.hpp"
@@ -596,6 +598,76 @@ TEST(Registry, TransformWhoseEntryClaimsAbi13IsRefused) {
 }
 
 // ---------------------------------------------------------------- accumulators (ABI 1.5)
+
+// One output of two products, 1 x 1 and 2^-7 x 2^-7: Hopper's FP8 instruction
+// keeps 13 bits below the largest exponent, so 2^-14 is truncated away; its
+// BF16 one keeps 25 and gives 1 + 2^-14 (what DeepGEMM #43 and the issue
+// describe: 32 FP8 products need more than 14 bits).
+TEST(Registry, AccumulatorPluginsLoadAndDotAdd) {
+    registry reg(kBundled);
+    const auto plugin = reg.load("sm90_wgmma_fp8");
+    EXPECT_EQ(plugin->info.kind, ALTGRAD_KIND_ACCUMULATOR);
+    const auto fp8 = host::accumulator_handle::create(plugin);
+    EXPECT_EQ(fp8->info().depth, 32u);
+    EXPECT_EQ(fp8->info().fraction_bits, 13u);
+    EXPECT_EQ(fp8->info().output, ALTGRAD_ACC_OUTPUT_E8M13);
+    const auto bf16 = host::accumulator_handle::create(reg.load("sm90_wgmma_fp16"));
+    const float a[] = {1.0f, 0x1p-7f}, b[] = {1.0f, 0x1p-7f}, c[] = {0.0f};
+    for (const auto& [acc, min_exponent, want] :
+         {std::tuple{fp8.get(), -6, 1.0f}, std::tuple{bf16.get(), -126, 1.0f + 0x1p-14f}}) {
+        float d = -1.0f;
+        altgrad::sdk::dot_add_operands o;
+        o.a = a;
+        o.b = b;
+        o.c = c;
+        o.d = &d;
+        o.m = o.n = 1;
+        o.k = 2;
+        o.a_min_exponent = o.b_min_exponent = min_exponent;
+        acc->dot_add(o);
+        EXPECT_EQ(d, want) << acc->name();
+    }
+}
+
+TEST(Registry, AccumulatorDotAddFailureNamesThePluginAndStatus) {
+    registry reg(kBundled);
+    const auto acc = host::accumulator_handle::create(reg.load("sm90_wgmma_fp8"));
+    std::vector<float> a(33, 1.0f), b(33, 1.0f), c(1, 0.0f), d(1);
+    altgrad::sdk::dot_add_operands o;
+    o.a = a.data();
+    o.b = b.data();
+    o.c = c.data();
+    o.d = d.data();
+    o.m = o.n = 1;
+    o.k = 33;
+    o.a_min_exponent = o.b_min_exponent = -6;
+    try {
+        acc->dot_add(o);
+        FAIL() << "k 33 with depth 32 was accepted";
+    } catch (const host::error& e) {
+        EXPECT_EQ(
+            std::string(e.what()),
+            "plugin 'sm90_wgmma_fp8': dot_add failed (invalid argument): dot_add: k 33 is more than the "
+            "depth 32");
+    }
+}
+
+TEST(Registry, AccumulatorOfAnotherKindIsRefused) {
+    registry reg(kBundled);
+    try {
+        host::accumulator_handle::create(reg.load("hadamard"));
+        FAIL() << "a transform was created as an accumulator";
+    } catch (const host::error& e) {
+        EXPECT_EQ(std::string(e.what()), "plugin 'hadamard' is a transform plugin, not an accumulator");
+    }
+    try {
+        host::format_handle::create(reg.load("sm100_tcgen05_mxf4nvf4"));
+        FAIL() << "an accumulator was created as a format";
+    } catch (const host::error& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "plugin 'sm100_tcgen05_mxf4nvf4' is an accumulator plugin, not a format");
+    }
+}
 
 TEST(Registry, AccumulatorManifestBeforeAbi15IsRefused) {
     scratch_dir dir;
