@@ -528,9 +528,11 @@ TEST(Cli, ConformanceParamsAreCheckedFirst) {
         << unknown.out;
     const run_result diagnostic = run_host(kPlugins + "conformance --param bits=4 kurtosis");
     EXPECT_EQ(diagnostic.exit_code, 2) << diagnostic.out;
-    EXPECT_NE(diagnostic.out.find(
-                  "conformance: --param is for format and transform plugins, and 'kurtosis' is a diagnostic"),
-              std::string::npos)
+    EXPECT_NE(
+        diagnostic.out.find(
+            "conformance: --param is for format, transform and accumulator plugins, and 'kurtosis' is a "
+            "diagnostic"),
+        std::string::npos)
         << diagnostic.out;
     const run_result malformed = run_host(kPlugins + "conformance --param bits e5m2");
     EXPECT_EQ(malformed.exit_code, 2) << malformed.out;
