@@ -337,7 +337,155 @@ ALTGRAD_SDK_INLINE float output_dot_add(const call_view& v, size_t i, size_t j, 
     return acc;
 }
 
-// The non-grouped call: b's rows split once, then row by row of a.
+// ---------------------------------------------------------------- outputs side by side
+
+// The fast path of float32 and E8M13 outputs: for a row of a, L outputs
+// (consecutive columns of b) side by side in vector lanes, so that the
+// largest exponent, C's split and alignment and the sum of aligned products
+// are each one vector operation per product: L = 8 for AVX-512 (one register
+// of int64), 4 for AVX2 and the baseline (wider vectors the compiler splits
+// spill to the stack).
+
+// b's split rows transposed in blocks of L columns: element l of column
+// q * L + w at (q * stride + l) * L + w (the layout of split_rows, a column
+// per lane); columns past n are padding.
+template <size_t kLanes>
+struct split_columns {
+    size_t stride = 0;
+    std::vector<int32_t> e;              // for the largest exponent
+    std::vector<uint64_t> m;             // widened once, for the products
+    std::vector<int64_t> e64, negative;  // widened once, for the shifts and signs
+
+    void transpose(const split_rows& rows, size_t n) {
+        stride = rows.stride;
+        const size_t size = (n + kLanes - 1) / kLanes * stride * kLanes;
+        e.assign(size, kPadExponent);
+        m.assign(size, 0u);
+        e64.assign(size, kPadExponent);
+        negative.assign(size, 0);
+        for (size_t j = 0; j < n; ++j)
+            for (size_t l = 0; l < stride; ++l) {
+                const size_t at = ((j / kLanes) * stride + l) * kLanes + j % kLanes;
+                m[at] = rows.m[j * stride + l];
+                e[at] = e64[at] = rows.e[j * stride + l];
+                negative[at] = rows.negative[j * stride + l];
+            }
+    }
+};
+
+// A float32 C (or the previous half's D) split at -126, without a branch: a
+// subnormal's significand is its fraction at exponent -126, as is a zero's.
+ALTGRAD_SDK_INLINE void split_float32(uint32_t bits, uint32_t& m, int32_t& e, int32_t& negative) {
+    const uint32_t field = (bits >> 23) & 0xFFu, fraction = bits & 0x7FFFFFu;
+    m = fraction | (field != 0 ? 0x800000u : 0u);
+    e = field != 0 ? static_cast<int32_t>(field) - 127 : -126;
+    negative = -static_cast<int32_t>(bits >> 31);
+}
+
+// normalize_sum for float32 (bits 23) and E8M13 (bits 13), without a branch:
+// the float's bits are (exponent + 126) << 23 plus the kept significand with
+// its leading bit, which carries into the exponent field (a subnormal's has
+// none, at exponent -126).
+ALTGRAD_SDK_INLINE uint32_t normalize_toward_zero(int64_t sum, int32_t unit_exponent, int32_t bits) {
+    const uint64_t negative = static_cast<uint64_t>(sum >> 63);
+    const uint64_t mag = (static_cast<uint64_t>(sum) ^ negative) - negative;
+    const int32_t top = 63 - __builtin_clzll(mag | 1u) + unit_exponent;
+    const int32_t exponent = top > -126 ? top : -126;
+    const int32_t shift = exponent - bits - unit_exponent;
+    const uint64_t r = shift >= 0 ? mag >> (shift < 63 ? shift : 63) : mag << (-shift < 63 ? -shift : 63);
+    const uint32_t sign = r != 0 ? static_cast<uint32_t>(negative) & 0x80000000u : 0u;
+    const uint32_t finite =
+        static_cast<uint32_t>(exponent + 126) * (1u << 23) + static_cast<uint32_t>(r << (23 - bits));
+    return sign | (exponent > 127 ? 0x7F800000u : r != 0 ? finite : 0u);
+}
+
+// L values side by side (GCC and Clang vector extensions).
+template <size_t kLanes>
+struct lanes {
+    typedef int32_t i32 __attribute__((vector_size(kLanes * 4)));
+    typedef uint32_t u32 __attribute__((vector_size(kLanes * 4)));
+    typedef int64_t i64 __attribute__((vector_size(kLanes * 8)));
+    typedef uint64_t u64 __attribute__((vector_size(kLanes * 8)));
+};
+
+template <class V, class T>
+ALTGRAD_SDK_INLINE V load_lanes(const T* p) {
+    V v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// One fused dot-add of n (padded) products for L outputs: row a against
+// a block of b's columns (at `at` in bt), onto and into c (float32 bits,
+// finite: the caller redoes any output whose operands or C are not).
+template <size_t kLanes>
+ALTGRAD_SDK_INLINE void lanes_dot_add(const uint32_t* ma, const int32_t* ea, const int32_t* na,
+                                      const split_columns<kLanes>& bt, size_t at, size_t n, uint32_t* c,
+                                      const instruction& ins) {
+    typedef typename lanes<kLanes>::i32 lanes_i32;
+    typedef typename lanes<kLanes>::u32 lanes_u32;
+    typedef typename lanes<kLanes>::i64 lanes_i64;
+    typedef typename lanes<kLanes>::u64 lanes_u64;
+    const int32_t f = static_cast<int32_t>(ins.fraction_bits);
+    const int32_t bits = ins.output == ALTGRAD_ACC_OUTPUT_E8M13 ? 13 : 23;
+    const int32_t* eb = bt.e.data() + at * kLanes;
+    const lanes_u32 cb = load_lanes<lanes_u32>(c), field = (cb >> 23) & 0xFFu;
+    const lanes_u32 cm = (cb & 0x7FFFFFu) | (field != 0 ? 0x800000u : 0u);  // split at -126, no branch
+    const lanes_i32 ce = field != 0 ? (lanes_i32)field - 127 : -126;
+    lanes_i32 largest = ce;
+    for (size_t l = 0; l < n; ++l) {
+        const lanes_i32 e = ea[l] + load_lanes<lanes_i32>(eb + l * kLanes);
+        largest = e > largest ? e : largest;
+    }
+    // C aligned: up = F - 23 - (largest - ce) bits to the left (usually right).
+    const lanes_i32 up = f - 23 - (largest - ce);
+    const lanes_u64 cm64 = __builtin_convertvector(cm, lanes_u64);
+    const lanes_u64 left = __builtin_convertvector(up > 0 ? up : 0, lanes_u64);
+    const lanes_u64 right = __builtin_convertvector(up < 0 ? (-up < 63 ? -up : 63) : 0, lanes_u64);
+    const lanes_i64 c_negative = __builtin_convertvector(-(lanes_i32)(cb >> 31), lanes_i64);
+    lanes_i64 sum = ((lanes_i64)((cm64 << left) >> right) ^ c_negative) - c_negative;
+    const lanes_i64 base = __builtin_convertvector(largest + (46 - f), lanes_i64);
+    const uint64_t* mb = bt.m.data() + at * kLanes;
+    const int64_t *eb64 = bt.e64.data() + at * kLanes, *nb = bt.negative.data() + at * kLanes;
+    for (size_t l = 0; l < n; ++l) {
+        const lanes_u64 product = load_lanes<lanes_u64>(mb + l * kLanes) * uint64_t{ma[l]};
+        const lanes_u64 shift =
+            (lanes_u64)(base - (int64_t{ea[l]} + load_lanes<lanes_i64>(eb64 + l * kLanes)));
+        const lanes_i64 negative = int64_t{na[l]} ^ load_lanes<lanes_i64>(nb + l * kLanes);
+        sum += ((lanes_i64)(product >> (shift < 63u ? shift : 63u)) ^ negative) - negative;
+    }
+    for (size_t w = 0; w < kLanes; ++w) c[w] = normalize_toward_zero(sum[w], largest[w] - f, bits);
+}
+
+// Row i's outputs, L at a time; an output with a NaN or Inf in reach
+// (in its operands, its C, or a first half's result) again by output_dot_add
+// (the special rule).
+template <size_t kLanes>
+ALTGRAD_SDK_INLINE void row_in_lanes(const call_view& v, size_t i, const split_rows& a, const split_rows& b,
+                                     const split_columns<kLanes>& bt) {
+    const altgrad_accumulator_args& x = v.args;
+    for (size_t j0 = 0; j0 < x.n; j0 += kLanes) {
+        const size_t width = std::min(kLanes, x.n - j0);
+        uint32_t c[kLanes] = {};
+        bool redo[kLanes] = {};
+        for (size_t w = 0; w < width; ++w) {
+            c[w] = float_bits(x.c[i * x.n + j0 + w]);
+            redo[w] = a.special[0] || b.special[j0 + w] || (c[w] & 0x7F800000u) == 0x7F800000u;
+        }
+        for (uint32_t s = 0; s < v.ins.halves; ++s) {
+            const size_t at = s * a.segment;
+            lanes_dot_add(a.m.data() + at, a.e.data() + at, a.negative.data() + at, bt,
+                          (j0 / kLanes) * bt.stride + at, a.segment, c, v.ins);
+            for (size_t w = 0; w < width; ++w) redo[w] |= (c[w] & 0x7F800000u) == 0x7F800000u;  // overflowed
+        }
+        for (size_t w = 0; w < width; ++w)
+            x.d[i * x.n + j0 + w] = redo[w] ? output_dot_add(v, i, j0 + w, a, 0, b) : bits_float(c[w]);
+    }
+}
+
+// The non-grouped call: b's rows split once (and transposed into blocks of
+// L lanes for float32 and E8M13 outputs), then row by row of a.
+template <size_t kLanes>
 ALTGRAD_SDK_INLINE void dot_add_body(const call_view& v) {
     const altgrad_accumulator_args& x = v.args;
     const size_t segment_length = v.ins.halves == 2 ? v.ins.depth / 2 : x.k;
@@ -347,11 +495,16 @@ ALTGRAD_SDK_INLINE void dot_add_body(const call_view& v) {
     for (size_t j = 0; j < x.n; ++j)
         split_row(b, j, x.b + j * x.k, x.k, x.b_min_exponent,
                   x.b_scales == nullptr ? nullptr : x.b_scales + j * scales_per_row, v.block, v.ins);
+    const bool lanes = v.ins.output != ALTGRAD_ACC_OUTPUT_FLOAT16;
+    split_columns<kLanes> bt;
+    if (lanes) bt.transpose(b, x.n);
     a.reset(1, segment_length, v.ins.halves);
     for (size_t i = 0; i < x.m; ++i) {
         split_row(a, 0, x.a + i * x.k, x.k, x.a_min_exponent,
                   x.a_scales == nullptr ? nullptr : x.a_scales + i * scales_per_row, v.block, v.ins);
-        for (size_t j = 0; j < x.n; ++j) x.d[i * x.n + j] = output_dot_add(v, i, j, a, 0, b);
+        if (lanes) row_in_lanes(v, i, a, b, bt);
+        else
+            for (size_t j = 0; j < x.n; ++j) x.d[i * x.n + j] = output_dot_add(v, i, j, a, 0, b);
     }
 }
 
@@ -447,22 +600,23 @@ ALTGRAD_SDK_INLINE void grouped_body(const call_view& v) {
 
 // ---------------------------------------------------------------- dispatch
 
+template <size_t kLanes>
 ALTGRAD_SDK_INLINE void call_body(const call_view& v) {
     if (v.ins.group_size != 0) grouped_body(v);
-    else dot_add_body(v);
+    else dot_add_body<kLanes>(v);
 }
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-__attribute__((target("avx2"))) inline void call_avx2(const call_view& v) { call_body(v); }
+__attribute__((target("avx2"))) inline void call_avx2(const call_view& v) { call_body<4>(v); }
 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,prefer-vector-width=512"))) inline void
 call_avx512(const call_view& v) {
-    call_body(v);
+    call_body<8>(v);
 }
 #else
-inline void call_avx2(const call_view& v) { call_body(v); }
-inline void call_avx512(const call_view& v) { call_body(v); }
+inline void call_avx2(const call_view& v) { call_body<4>(v); }
+inline void call_avx512(const call_view& v) { call_body<4>(v); }
 #endif
-inline void call_baseline(const call_view& v) { call_body(v); }
+inline void call_baseline(const call_view& v) { call_body<4>(v); }
 
 }  // namespace detail
 
