@@ -214,14 +214,7 @@ struct accumulator_adapter {
 
     static altgrad_status get_info(const altgrad_accumulator* p, altgrad_accumulator_info* info,
                                    altgrad_error* error) {
-        return detail::guarded(error, [&] {
-            const instance& s = self(p, "get_info");
-            if (info == nullptr || info->struct_size < sizeof(size_t))
-                detail::invalid("get_info: info is NULL");
-            const size_t n = info->struct_size < sizeof s.info ? info->struct_size : sizeof s.info;
-            std::memcpy(reinterpret_cast<char*>(info) + sizeof(size_t),
-                        reinterpret_cast<const char*>(&s.info) + sizeof(size_t), n - sizeof(size_t));
-        });
+        return detail::guarded(error, [&] { detail::copy_info(info, self(p, "get_info").info); });
     }
 
     static altgrad_status dot_add(const altgrad_accumulator* p, const altgrad_accumulator_args* a,

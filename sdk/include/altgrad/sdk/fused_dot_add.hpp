@@ -408,11 +408,11 @@ struct lanes {
     typedef uint64_t u64 __attribute__((vector_size(kLanes * 8)));
 };
 
+// v = the lanes at p (an out-parameter: a vector returned by value would be a
+// by-ABI-width value GCC warns about where the caller's ISA is narrower).
 template <class V, class T>
-ALTGRAD_SDK_INLINE V load_lanes(const T* p) {
-    V v;
+ALTGRAD_SDK_INLINE void load_lanes(V& v, const T* p) {
     std::memcpy(&v, p, sizeof v);
-    return v;
 }
 
 // One fused dot-add of n (padded) products for L outputs: row a against
@@ -429,12 +429,16 @@ ALTGRAD_SDK_INLINE void lanes_dot_add(const uint32_t* ma, const int32_t* ea, con
     const int32_t f = static_cast<int32_t>(ins.fraction_bits);
     const int32_t bits = ins.output == ALTGRAD_ACC_OUTPUT_E8M13 ? 13 : 23;
     const int32_t* eb = bt.e.data() + at * kLanes;
-    const lanes_u32 cb = load_lanes<lanes_u32>(c), field = (cb >> 23) & 0xFFu;
+    lanes_u32 cb;
+    lanes_i32 eb32;
+    load_lanes(cb, c);
+    const lanes_u32 field = (cb >> 23) & 0xFFu;
     const lanes_u32 cm = (cb & 0x7FFFFFu) | (field != 0 ? 0x800000u : 0u);  // split at -126, no branch
     const lanes_i32 ce = field != 0 ? (lanes_i32)field - 127 : -126;
     lanes_i32 largest = ce;
     for (size_t l = 0; l < n; ++l) {
-        const lanes_i32 e = ea[l] + load_lanes<lanes_i32>(eb + l * kLanes);
+        load_lanes(eb32, eb + l * kLanes);
+        const lanes_i32 e = ea[l] + eb32;
         largest = e > largest ? e : largest;
     }
     // C aligned: up = F - 23 - (largest - ce) bits to the left (usually right).
@@ -447,11 +451,15 @@ ALTGRAD_SDK_INLINE void lanes_dot_add(const uint32_t* ma, const int32_t* ea, con
     const lanes_i64 base = __builtin_convertvector(largest + (46 - f), lanes_i64);
     const uint64_t* mb = bt.m.data() + at * kLanes;
     const int64_t *eb64 = bt.e64.data() + at * kLanes, *nb = bt.negative.data() + at * kLanes;
+    lanes_u64 mb_l;
+    lanes_i64 eb_l, nb_l;
     for (size_t l = 0; l < n; ++l) {
-        const lanes_u64 product = load_lanes<lanes_u64>(mb + l * kLanes) * uint64_t{ma[l]};
-        const lanes_u64 shift =
-            (lanes_u64)(base - (int64_t{ea[l]} + load_lanes<lanes_i64>(eb64 + l * kLanes)));
-        const lanes_i64 negative = int64_t{na[l]} ^ load_lanes<lanes_i64>(nb + l * kLanes);
+        load_lanes(mb_l, mb + l * kLanes);
+        load_lanes(eb_l, eb64 + l * kLanes);
+        load_lanes(nb_l, nb + l * kLanes);
+        const lanes_u64 product = mb_l * uint64_t{ma[l]};
+        const lanes_u64 shift = (lanes_u64)(base - (int64_t{ea[l]} + eb_l));
+        const lanes_i64 negative = int64_t{na[l]} ^ nb_l;
         sum += ((lanes_i64)(product >> (shift < 63u ? shift : 63u)) ^ negative) - negative;
     }
     for (size_t w = 0; w < kLanes; ++w) c[w] = normalize_toward_zero(sum[w], largest[w] - f, bits);
