@@ -10,7 +10,7 @@
 //      columns (packed as a host packs them, timed too); with N = 128 the
 //      chain's D is added into a float32 total every 128 elements (DeepSeek-V3's
 //      promotion). Operands: E4M3 (the FP8 instructions), BF16 (the FP16 ones),
-//      E2M1 with UE8M0 scales (the block-scaled ones), N(0,1) rounded.
+//      E2M1 with UE8M0 scales (the block-scaled ones), N(0,1) (std::mt19937_64) rounded.
 //   tile/<isa>    one sm90_wgmma_fp8 instruction on a 256 x 256 tile (k 32) through
 //      the SDK's fused_dot_add with its loops for baseline x86-64, AVX2 or AVX-512
 //      (skipped where the CPU lacks it).
@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -46,23 +47,15 @@ constexpr size_t kM = 256, kK = 4096, kN = 256;
 
 std::string g_plugin_dir = ALTGRAD_BENCH_PLUGIN_DIR;
 
-uint64_t splitmix64(uint64_t& state) {
-    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-// N(0,1) (Box-Muller over SplitMix64) rounded to a format of `mantissa_bits`
-// fraction bits, smallest normal exponent min_exponent and largest value
-// `largest`: toward zero, subnormals kept, |x| capped at `largest`.
+// N(0,1) rounded to a format of `mantissa_bits` fraction bits, smallest
+// normal exponent min_exponent and largest value `largest`: toward zero,
+// subnormals kept, |x| capped at `largest`.
 std::vector<float> operand(size_t n, uint64_t seed, int mantissa_bits, int min_exponent, float largest) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> normal(0.0, 1.0);
     std::vector<float> out(n);
-    uint64_t state = seed;
     for (float& x : out) {
-        const double u1 = (static_cast<double>(splitmix64(state) >> 11) + 1.0) * 0x1.0p-53;
-        const double u2 = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
-        const double v = std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+        const double v = normal(rng);
         const int e = std::max(static_cast<int>(std::floor(std::log2(std::fabs(v) + 1e-300))), min_exponent);
         const double step = std::ldexp(1.0, e - mantissa_bits);
         x = static_cast<float>(std::max(-static_cast<double>(largest),

@@ -23,8 +23,8 @@
 namespace {
 
 using acctest::Accumulator;
-using acctest::bits_of;
-using acctest::from_bits;
+using acctest::bfloat;
+using acctest::fbits;
 
 #ifndef ALTGRAD_MMA_DATA_DIR
 #error "ALTGRAD_MMA_DATA_DIR must name tests/data/mma"
@@ -63,9 +63,9 @@ capture read_capture(const std::string& path) {
     size_t at = 28;
     for (std::vector<float>* operand : {&c.a, &c.b})
         for (size_t x = 0; x < (operand == &c.a ? c.m : c.n) * c.k; ++x, at += width)
-            operand->push_back(
-                c.bf16 ? from_bits((uint32_t{bytes.at(at)} | uint32_t{bytes.at(at + 1)} << 8) << 16)
-                       : e4m3(bytes.at(at)));
+            operand->push_back(c.bf16
+                                   ? bfloat((uint32_t{bytes.at(at)} | uint32_t{bytes.at(at + 1)} << 8) << 16)
+                                   : e4m3(bytes.at(at)));
     for (size_t v = 0; v < variants; ++v) {
         std::vector<uint32_t> out;
         for (size_t x = 0; x < c.m * c.n; ++x, at += 4) out.push_back(read_u32(bytes, at));
@@ -108,7 +108,7 @@ std::vector<uint32_t> chained(const Accumulator& acc, const capture& c, size_t p
     }
     const std::vector<float>& result = promote != 0 ? total : call.c;
     std::vector<uint32_t> bits;
-    for (float x : result) bits.push_back(bits_of(x));
+    for (float x : result) bits.push_back(fbits(x));
     return bits;
 }
 

@@ -4,8 +4,6 @@
 // host's.
 #pragma once
 
-#include <dlfcn.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -16,22 +14,15 @@
 #include <altgrad/altgrad.h>
 #include <altgrad/sdk/call_args.hpp>
 
-#include "plugin_host.hpp"  // Param, param_items, plugin_library_path
+#include "plugin_host.hpp"  // Param, param_items, plugin_entry
+#include "reference.hpp"    // fbits, bfloat
 
 namespace acctest {
 
 using agtest::Param;
 
-inline uint32_t bits_of(float x) {
-    uint32_t b;
-    std::memcpy(&b, &x, sizeof b);
-    return b;
-}
-inline float from_bits(uint32_t b) {
-    float x;
-    std::memcpy(&x, &b, sizeof x);
-    return x;
-}
+using agtest::bfloat;  // bits -> float
+using agtest::fbits;   // float -> bits
 
 // The value of a minifloat code of 1 sign, e_bits exponent and m_bits mantissa
 // bits with the given bias, subnormals at exponent field 0 (special codes are
@@ -45,19 +36,12 @@ inline float minifloat(uint32_t code, int e_bits, int m_bits, int bias) {
     return static_cast<float>(negative ? -v : v);
 }
 
-// The entry of the bundled plugin `name`.
+// The entry of the bundled accumulator plugin `name`.
 inline const altgrad_entry& accumulator_entry(const std::string& name) {
-    const std::string path = agtest::plugin_library_path(name);
-    void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) throw std::runtime_error("dlopen " + path + ": " + dlerror());
-    void* sym = dlsym(lib, ALTGRAD_ENTRY_SYMBOL);
-    if (sym == nullptr) throw std::runtime_error("no entry symbol in " + path);
-    altgrad_entry_fn fn;
-    std::memcpy(&fn, &sym, sizeof fn);
-    const altgrad_entry* e = fn();
-    if (e == nullptr || e->descriptor->kind != ALTGRAD_KIND_ACCUMULATOR || e->accumulator == nullptr)
+    const altgrad_entry& e = agtest::plugin_entry(name);
+    if (e.descriptor->kind != ALTGRAD_KIND_ACCUMULATOR || e.accumulator == nullptr)
         throw std::runtime_error(name + " is not an accumulator plugin");
-    return *e;
+    return e;
 }
 
 // What one call multiplies: a [m, k], b [n, k], c [m, n], the operands'

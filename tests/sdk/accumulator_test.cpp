@@ -25,9 +25,9 @@
 namespace {
 
 using acctest::Accumulator;
-using acctest::bits_of;
+using acctest::bfloat;
 using acctest::call;
-using acctest::from_bits;
+using acctest::fbits;
 using acctest::minifloat;
 using acctest::output;
 using agtest::Param;
@@ -58,7 +58,7 @@ const operand_format kBF16{"bf16", -126, [](std::mt19937_64& r) {
                                uint32_t c;
                                do c = code(r, 65536);
                                while (((c >> 7) & 255) == 255);
-                               return from_bits(c << 16);
+                               return bfloat(c << 16);
                            }};
 const operand_format kFP16{"fp16", -14, [](std::mt19937_64& r) {
                                uint32_t c;
@@ -178,12 +178,12 @@ void expect_reference(const call& c, const std::vector<float>& d, const acctest:
             const acctest::operands x = reference_operands(c, i, j);
             const float want = acctest::instruction_output(x, c.k, c.c[i * c.n + j], ins);
             const float got = d[i * c.n + j];
-            if (bits_of(got) == bits_of(want)) continue;
+            if (fbits(got) == fbits(want)) continue;
             ++differing;
             if (shown++ < 3)
                 ADD_FAILURE() << what << ": output (" << i << ", " << j << ") is " << std::hexfloat << got
-                              << " (0x" << std::hex << bits_of(got) << "), the reference gives "
-                              << std::hexfloat << want << " (0x" << std::hex << bits_of(want) << ")\n  c "
+                              << " (0x" << std::hex << fbits(got) << "), the reference gives "
+                              << std::hexfloat << want << " (0x" << std::hex << fbits(want) << ")\n  c "
                               << c.c[i * c.n + j] << "\n  a " << floats_text(x.a) << "\n  b "
                               << floats_text(x.b) << "\n  scales " << floats_text(x.scale_a) << " | "
                               << floats_text(x.scale_b);
@@ -197,7 +197,7 @@ float random_c(std::mt19937_64& r, output out) {
     if (out == output::float16) return kFP16.draw(r);
     const uint32_t pick = code(r, 8);
     if (pick == 0) return 0.0f;
-    if (pick == 1) return from_bits(static_cast<uint32_t>(r()) & 0xFF7FFFFFu);  // any finite float32
+    if (pick == 1) return bfloat(static_cast<uint32_t>(r()) & 0xFF7FFFFFu);  // any finite float32
     std::normal_distribution<float> normal(0.0f, 1.0f);
     return std::ldexp(normal(r), static_cast<int>(code(r, 40)) - 20);
 }

@@ -42,11 +42,7 @@ result check_accumulator_depth(env& e) {
         std::vector<float> d(4);
         std::string message;
         const call_note note("dot_add with k " + std::to_string(k) + " > depth " + std::to_string(depth));
-        const altgrad_status s = acc->dot_add_raw(
-            sdk::accumulator_args(over.operands(over.a.data(), over.b.data(), over.c.data(), d.data(),
-                                                over.a_scales.empty() ? nullptr : over.a_scales.data(),
-                                                over.b_scales.empty() ? nullptr : over.b_scales.data())),
-            message);
+        const altgrad_status s = acc->dot_add_raw(sdk::accumulator_args(over.own(d.data())), message);
         if (s != ALTGRAD_STATUS_INVALID_ARGUMENT || message.empty())
             return fail(std::string("k = ") + std::to_string(k) + " beyond the declared depth " +
                             std::to_string(depth) + " gave " + status_name(s) +
@@ -191,9 +187,7 @@ struct bad_call {
 
 std::vector<bad_call> bad_calls(const accumulator_handle& acc, acc_call& x, std::vector<float>& d) {
     const altgrad_accumulator_info& info = acc.info();
-    const altgrad_accumulator_args ok = sdk::accumulator_args(x.operands(
-        x.a.data(), x.b.data(), x.c.data(), d.data(), x.a_scales.empty() ? nullptr : x.a_scales.data(),
-        x.b_scales.empty() ? nullptr : x.b_scales.data()));
+    const altgrad_accumulator_args ok = sdk::accumulator_args(x.own(d.data()));
     std::vector<bad_call> calls;
     auto add = [&](const std::string& what, altgrad_status want, auto edit) {
         bad_call c{what, want, ok};

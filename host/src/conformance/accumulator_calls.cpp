@@ -49,9 +49,7 @@ std::vector<float> run(const accumulator_handle& acc, const acc_call& x, bool in
 
 std::vector<float> model(const accumulator_handle& acc, const acc_call& x) {
     std::vector<float> d(x.c.size());
-    return model_tile(acc.info(),
-                      sdk::accumulator_args(x.operands(x.a.data(), x.b.data(), x.c.data(), d.data(),
-                                                       x.a_scales.data(), x.b_scales.data())));
+    return model_tile(acc.info(), sdk::accumulator_args(x.own(d.data())));
 }
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }

@@ -65,6 +65,11 @@ struct acc_call {
         o.b_scales = sb;
         return o;
     }
+    // The operands on this call's own buffers (no scales: NULL), d apart.
+    sdk::dot_add_operands own(float* d) const {
+        return operands(a.data(), b.data(), c.data(), d, a_scales.empty() ? nullptr : a_scales.data(),
+                        b_scales.empty() ? nullptr : b_scales.data());
+    }
     std::string text() const {
         return std::to_string(m) + " x " + std::to_string(n) + " outputs, k " + std::to_string(k) +
                ", min exponents " + std::to_string(a_min) + " and " + std::to_string(b_min) + ", scales " +

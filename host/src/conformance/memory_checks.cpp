@@ -116,9 +116,7 @@ result check_accumulator_leak(env& e) {
     return check_leak_rounds(
         [&](int) {
             acc = accumulator_handle::create(e.plugin, e.opts.params);
-            acc->dot_add(x.operands(x.a.data(), x.b.data(), x.c.data(), d.data(),
-                                    x.a_scales.empty() ? nullptr : x.a_scales.data(),
-                                    x.b_scales.empty() ? nullptr : x.b_scales.data()));
+            acc->dot_add(x.own(d.data()));
             acc.reset();
         },
         "create, dot_add on 16 x 16 outputs at the full depth, destroy");
