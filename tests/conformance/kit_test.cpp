@@ -505,6 +505,12 @@ TEST(KitPlanted, LeakPerCallFailsMemoryLeak) {
     expect_no_other_failure(r, "memory.leak");
 }
 
+// No check of the report failed (a skip is no failure).
+void expect_nothing_fails(const kit::plugin_report& r) {
+    for (const kit::result& x : r.results)
+        EXPECT_FALSE(kit::is_failure(x.status)) << x.check << "\n" << dump(r);
+}
+
 // A Hadamard transform (ABI 1.4) with one planted bug at a time: the check
 // named fails, with its input; the bugs that keep T orthogonal and row-local
 // fail nothing else. Unset, the plugin passes every transform check.
@@ -524,12 +530,78 @@ TEST(KitPlanted, TransformBugsFailTheirCheck) {
         if (bug != "unnormalised" && bug != "row_index") expect_no_other_failure(r, planted);
     }
     ::unsetenv("ALTGRAD_TEST_BROKEN_TRANSFORM");
-    const kit::plugin_report r = check("broken_transform");  // no parameters: params.refused skips
-    for (const kit::result& x : r.results)
-        EXPECT_FALSE(kit::is_failure(x.status)) << x.check << "\n" << dump(r);
+    expect_nothing_fails(check("broken_transform"));  // no parameters: params.refused skips
+}
+
+// Hopper's FP8 instruction (ABI 1.5) with one planted bug at a time: the
+// check named fails, with its input. Unset, the plugin passes every check.
+TEST(KitPlanted, AccumulatorBugsFailTheirCheck) {
+    const std::vector<std::pair<std::string, std::string>> bugs = {
+        {"exact_sum", "accumulator.truncation"},
+        {"more_bits", "accumulator.truncation"},
+        {"signed_zero", "accumulator.specials"},
+        {"nan_payload", "accumulator.specials"},
+        {"row_position", "accumulator.deterministic"},
+        {"in_place", "accumulator.buffers"},
+        {"deep", "accumulator.depth"},
+        {"lenient", "accumulator.bad_arguments"}};
+    for (const auto& [bug, planted] : bugs) {
+        SCOPED_TRACE(bug);
+        ::setenv("ALTGRAD_TEST_BROKEN_ACCUMULATOR", bug.c_str(), 1);
+        const kit::plugin_report r = check("broken_accumulator", "accumulator.*");
+        expect_outcome(r, planted, outcome::failed);
+        // Wrong arithmetic shows against the model too.
+        if (bug == "exact_sum" || bug == "more_bits")
+            expect_outcome(r, "accumulator.definition", outcome::failed);
+    }
+    ::unsetenv("ALTGRAD_TEST_BROKEN_ACCUMULATOR");
+    expect_nothing_fails(check("broken_accumulator"));  // no parameters: params.refused skips
 }
 
 // ---------------------------------------------------------------- bundled plugins
+
+// The bundled accumulators run the accumulator checks and pass each, with
+// their defaults and (where they have the variant) FP16 accumulators.
+TEST(KitBundled, AccumulatorsPassTheirChecks) {
+    const std::vector<std::string> want = {"load.manifest",
+                                           "load.library",
+                                           "load.exports",
+                                           "load.abi_version",
+                                           "load.descriptor",
+                                           "load.repeat",
+                                           "params.defaults",
+                                           "params.refused",
+                                           "accumulator.exact",
+                                           "accumulator.definition",
+                                           "accumulator.truncation",
+                                           "accumulator.output",
+                                           "accumulator.specials",
+                                           "accumulator.depth",
+                                           "accumulator.deterministic",
+                                           "accumulator.buffers",
+                                           "accumulator.bad_arguments",
+                                           "memory.leak"};
+    EXPECT_EQ(check_names(ALTGRAD_KIND_ACCUMULATOR), want);
+    const std::vector<std::pair<std::string, std::string>> cases = {
+        {"sm90_wgmma_fp8", "float32"},  {"sm90_wgmma_fp8", "float16"}, {"sm90_wgmma_fp16", "float32"},
+        {"sm89_mma_fp8", "float32"},    {"sm80_mma_fp16", "float16"},  {"sm100_tcgen05_fp8", "float32"},
+        {"sm100_tcgen05_mxf8f6f4", ""}, {"sm100_tcgen05_mxf4nvf4", ""}};
+    for (const auto& [name, accumulator] : cases) {
+        SCOPED_TRACE(name + " " + accumulator);
+        kit::options o = opts("");
+        if (!accumulator.empty()) o.params = {{"accumulator", accumulator}};
+        const kit::plugin_report r =
+            kit::check_plugin(kit::target_by_path(kBundled / name / "manifest.toml"), o);
+        std::vector<std::string> ran;
+        for (const kit::result& x : r.results) ran.push_back(x.check);
+        EXPECT_EQ(ran, want) << dump(r);
+        for (const kit::result& x : r.results)  // the block-scaled ones have no parameter to refuse
+            EXPECT_EQ(x.status,
+                      x.check == "params.refused" && accumulator.empty() ? outcome::skipped : outcome::passed)
+                << x.check << "\n"
+                << dump(r);
+    }
+}
 
 // The bundled transforms run the transform checks and pass each, with their
 // defaults and at d = 128.
@@ -606,16 +678,38 @@ TEST(KitSelection, CheckListCoversEveryKind) {
     const std::vector<std::string> format = check_names(ALTGRAD_KIND_FORMAT);
     ASSERT_GE(all.size(), format.size());
     EXPECT_TRUE(std::equal(format.begin(), format.end(), all.begin()));
-    for (altgrad_plugin_kind kind :
-         {ALTGRAD_KIND_INTERVENTION, ALTGRAD_KIND_DIAGNOSTIC, ALTGRAD_KIND_TRANSFORM})
+    for (altgrad_plugin_kind kind : {ALTGRAD_KIND_INTERVENTION, ALTGRAD_KIND_DIAGNOSTIC,
+                                     ALTGRAD_KIND_TRANSFORM, ALTGRAD_KIND_ACCUMULATOR})
         for (const std::string& n : check_names(kind))
             EXPECT_EQ(std::count(all.begin(), all.end(), n), 1) << n;
-    for (const char* n :
-         {"memory.leak", "params.defaults", "params.refused", "instances.separate", "answers.deterministic",
-          "observe.nonfinite", "observe.empty", "state.resume", "measure.nonfinite", "measure.empty",
-          "measure.names", "measure.block_scales", "measure.headlines", "transform.products",
-          "transform.inverse", "transform.chunking", "transform.reproducible", "transform.buffers",
-          "transform.bad_arguments"})
+    for (const char* n : {"memory.leak",
+                          "params.defaults",
+                          "params.refused",
+                          "instances.separate",
+                          "answers.deterministic",
+                          "observe.nonfinite",
+                          "observe.empty",
+                          "state.resume",
+                          "measure.nonfinite",
+                          "measure.empty",
+                          "measure.names",
+                          "measure.block_scales",
+                          "measure.headlines",
+                          "transform.products",
+                          "transform.inverse",
+                          "transform.chunking",
+                          "transform.reproducible",
+                          "transform.buffers",
+                          "transform.bad_arguments",
+                          "accumulator.exact",
+                          "accumulator.definition",
+                          "accumulator.truncation",
+                          "accumulator.output",
+                          "accumulator.specials",
+                          "accumulator.depth",
+                          "accumulator.deterministic",
+                          "accumulator.buffers",
+                          "accumulator.bad_arguments"})
         EXPECT_NE(std::find(all.begin(), all.end(), n), all.end()) << n;
 }
 

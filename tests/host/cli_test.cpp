@@ -29,9 +29,10 @@ TEST(Cli, ListShowsEveryBundledPluginOk) {
                              "fp4_e2m1", "fp6_e2m3", "fp6_e3m2", "ue8m0", "float", "int"})
         EXPECT_NE(r.out.find(std::string(name)), std::string::npos) << name;
     EXPECT_EQ(r.out.find("broken"), std::string::npos) << r.out;
-    // header + 15 formats, 8 diagnostics, 3 interventions, 2 transforms
-    EXPECT_EQ(count_lines(r.out), 29u) << r.out;
+    // header + 15 formats, 8 diagnostics, 3 interventions, 2 transforms, 7 accumulators
+    EXPECT_EQ(count_lines(r.out), 36u) << r.out;
     EXPECT_NE(r.out.find("transform     hadamard"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("accumulator   sm90_wgmma_fp8"), std::string::npos) << r.out;
 }
 
 // A command's stdout parsed as JSON (a parse error fails the test with the text).
@@ -542,9 +543,11 @@ TEST(Cli, ConformanceParamsAreCheckedFirst) {
         << unknown.out;
     const run_result diagnostic = run_host(kPlugins + "conformance --param bits=4 kurtosis");
     EXPECT_EQ(diagnostic.exit_code, 2) << diagnostic.out;
-    EXPECT_NE(diagnostic.out.find(
-                  "conformance: --param is for format and transform plugins, and 'kurtosis' is a diagnostic"),
-              std::string::npos)
+    EXPECT_NE(
+        diagnostic.out.find(
+            "conformance: --param is for format, transform and accumulator plugins, and 'kurtosis' is a "
+            "diagnostic"),
+        std::string::npos)
         << diagnostic.out;
     const run_result malformed = run_host(kPlugins + "conformance --param bits e5m2");
     EXPECT_EQ(malformed.exit_code, 2) << malformed.out;

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "plugins/accumulator_handle.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/intervention_handle.hpp"
 #include "plugins/registry.hpp"
@@ -59,9 +61,26 @@ TEST(Registry, BundledPluginsAllLoad) {
     std::set<std::string> want = {"bf16",     "e0m7",     "e1m6",  "e3m4",  "e4m3",
                                   "e5m2",     "e7m0",     "fp16",  "fp32",  "fp4_e2m1",
                                   "fp6_e2m3", "fp6_e3m2", "ue8m0", "float", "int"};
-    for (const char* other : {"range", "stiffness", "grid_alignment", "bit_stall", "ulp", "grad_stiffness",
-                              "kurtosis", "attention_entropy", "partition_clip", "mantissa_shift",
-                              "precision_schedule", "hadamard", "random_hadamard"})
+    for (const char* other : {"range",
+                              "stiffness",
+                              "grid_alignment",
+                              "bit_stall",
+                              "ulp",
+                              "grad_stiffness",
+                              "kurtosis",
+                              "attention_entropy",
+                              "partition_clip",
+                              "mantissa_shift",
+                              "precision_schedule",
+                              "hadamard",
+                              "random_hadamard",
+                              "sm90_wgmma_fp8",
+                              "sm90_wgmma_fp16",
+                              "sm89_mma_fp8",
+                              "sm80_mma_fp16",
+                              "sm100_tcgen05_fp8",
+                              "sm100_tcgen05_mxf8f6f4",
+                              "sm100_tcgen05_mxf4nvf4"})
         want.insert(other);
     EXPECT_EQ(names, want);
 }
@@ -574,6 +593,101 @@ TEST(Registry, TransformWhoseEntryClaimsAbi13IsRefused) {
     registry reg(dir.path());
     const std::string e = load_error(reg, "abi13_transform");
     EXPECT_NE(e.find("entry: a transform plugin needs ABI 1.4 or newer (the entry reports ABI 1.3"),
+              std::string::npos)
+        << e;
+}
+
+// ---------------------------------------------------------------- accumulators (ABI 1.5)
+
+// One output of two products, 1 x 1 and 2^-7 x 2^-7: Hopper's FP8 instruction
+// keeps 13 bits below the largest exponent, so 2^-14 is truncated away; its
+// BF16 one keeps 25 and gives 1 + 2^-14 (what DeepGEMM #43 and the issue
+// describe: 32 FP8 products need more than 14 bits).
+TEST(Registry, AccumulatorPluginsLoadAndDotAdd) {
+    registry reg(kBundled);
+    const auto plugin = reg.load("sm90_wgmma_fp8");
+    EXPECT_EQ(plugin->info.kind, ALTGRAD_KIND_ACCUMULATOR);
+    const auto fp8 = host::accumulator_handle::create(plugin);
+    EXPECT_EQ(fp8->info().depth, 32u);
+    EXPECT_EQ(fp8->info().fraction_bits, 13u);
+    EXPECT_EQ(fp8->info().output, ALTGRAD_ACC_OUTPUT_E8M13);
+    const auto bf16 = host::accumulator_handle::create(reg.load("sm90_wgmma_fp16"));
+    const float a[] = {1.0f, 0x1p-7f}, b[] = {1.0f, 0x1p-7f}, c[] = {0.0f};
+    for (const auto& [acc, min_exponent, want] :
+         {std::tuple{fp8.get(), -6, 1.0f}, std::tuple{bf16.get(), -126, 1.0f + 0x1p-14f}}) {
+        float d = -1.0f;
+        altgrad::sdk::dot_add_operands o;
+        o.a = a;
+        o.b = b;
+        o.c = c;
+        o.d = &d;
+        o.m = o.n = 1;
+        o.k = 2;
+        o.a_min_exponent = o.b_min_exponent = min_exponent;
+        acc->dot_add(o);
+        EXPECT_EQ(d, want) << acc->name();
+    }
+}
+
+TEST(Registry, AccumulatorDotAddFailureNamesThePluginAndStatus) {
+    registry reg(kBundled);
+    const auto acc = host::accumulator_handle::create(reg.load("sm90_wgmma_fp8"));
+    std::vector<float> a(33, 1.0f), b(33, 1.0f), c(1, 0.0f), d(1);
+    altgrad::sdk::dot_add_operands o;
+    o.a = a.data();
+    o.b = b.data();
+    o.c = c.data();
+    o.d = d.data();
+    o.m = o.n = 1;
+    o.k = 33;
+    o.a_min_exponent = o.b_min_exponent = -6;
+    try {
+        acc->dot_add(o);
+        FAIL() << "k 33 with depth 32 was accepted";
+    } catch (const host::error& e) {
+        EXPECT_EQ(
+            std::string(e.what()),
+            "plugin 'sm90_wgmma_fp8': dot_add failed (invalid argument): dot_add: k 33 is more than the "
+            "depth 32");
+    }
+}
+
+TEST(Registry, AccumulatorOfAnotherKindIsRefused) {
+    registry reg(kBundled);
+    try {
+        host::accumulator_handle::create(reg.load("hadamard"));
+        FAIL() << "a transform was created as an accumulator";
+    } catch (const host::error& e) {
+        EXPECT_EQ(std::string(e.what()), "plugin 'hadamard' is a transform plugin, not an accumulator");
+    }
+    try {
+        host::format_handle::create(reg.load("sm100_tcgen05_mxf4nvf4"));
+        FAIL() << "an accumulator was created as a format";
+    } catch (const host::error& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "plugin 'sm100_tcgen05_mxf4nvf4' is an accumulator plugin, not a format");
+    }
+}
+
+TEST(Registry, AccumulatorManifestBeforeAbi15IsRefused) {
+    scratch_dir dir;
+    std::string text =
+        format_manifest("abi14_accumulator", "libaltgrad_abi14_accumulator.so", "1.0.0", "1.4");
+    text.replace(text.find("\"format\""), 8, "\"accumulator\"");
+    dir.add_plugin("abi14_accumulator", text,
+                   kTestPlugins / "abi14_accumulator" / "libaltgrad_abi14_accumulator.so");
+    registry reg(dir.path());
+    const std::string e = load_error(reg, "abi14_accumulator");
+    EXPECT_NE(e.find("plugin.abi_version"), std::string::npos) << e;
+    EXPECT_NE(e.find("an accumulator plugin needs ABI 1.5 or newer"), std::string::npos) << e;
+}
+
+TEST(Registry, AccumulatorWhoseEntryClaimsAbi14IsRefused) {
+    scratch_dir dir;
+    fs::copy(kTestPlugins / "abi14_accumulator", dir.path() / "abi14_accumulator");
+    registry reg(dir.path());
+    const std::string e = load_error(reg, "abi14_accumulator");
+    EXPECT_NE(e.find("entry: an accumulator plugin needs ABI 1.5 or newer (the entry reports ABI 1.4"),
               std::string::npos)
         << e;
 }

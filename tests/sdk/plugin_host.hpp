@@ -32,6 +32,22 @@ inline std::string plugin_library_path(const std::string& name) {
     return std::string(ALTGRAD_TEST_PLUGIN_DIR) + "/" + name + "/libaltgrad_" + name + ".so";
 }
 
+// The entry of the bundled plugin `name`, loaded as a host loads it (dlopen
+// with RTLD_NOW | RTLD_LOCAL, the one entry symbol); the library stays loaded.
+inline const altgrad_entry& plugin_entry(const std::string& name) {
+    const std::string path = plugin_library_path(name);
+    void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) throw std::runtime_error("dlopen " + path + ": " + dlerror());
+    void* sym = dlsym(lib, ALTGRAD_ENTRY_SYMBOL);
+    if (sym == nullptr) throw std::runtime_error("no entry symbol in " + path);
+    altgrad_entry_fn fn;
+    static_assert(sizeof fn == sizeof sym, "function and object pointers differ in size");
+    std::memcpy(&fn, &sym, sizeof fn);
+    const altgrad_entry* e = fn();
+    if (e == nullptr || e->descriptor == nullptr) throw std::runtime_error(name + ": no entry or descriptor");
+    return *e;
+}
+
 struct QuantizeResult {
     altgrad_status status = ALTGRAD_STATUS_INTERNAL;
     std::vector<float> out;

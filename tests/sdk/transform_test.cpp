@@ -192,16 +192,7 @@ TEST(HadamardSigns, FollowPhiloxBit31) {
 // A transform plugin loaded as a host loads it (dlopen RTLD_NOW | RTLD_LOCAL, the entry symbol).
 class TransformPlugin {
 public:
-    explicit TransformPlugin(const std::string& name) {
-        const std::string path = agtest::plugin_library_path(name);
-        void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (lib == nullptr) throw std::runtime_error("dlopen " + path + ": " + dlerror());
-        void* sym = dlsym(lib, ALTGRAD_ENTRY_SYMBOL);
-        if (sym == nullptr) throw std::runtime_error("no entry symbol in " + path);
-        altgrad_entry_fn fn;
-        std::memcpy(&fn, &sym, sizeof fn);
-        entry_ = fn();
-    }
+    explicit TransformPlugin(const std::string& name) : entry_(&agtest::plugin_entry(name)) {}
     const altgrad_entry& entry() const { return *entry_; }
     const altgrad_transform_vtable& vt() const { return *entry_->transform; }
 

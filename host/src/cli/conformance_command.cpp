@@ -16,16 +16,17 @@ namespace altgrad::host::cli {
 
 namespace {
 
-// --param is for format and transform plugins, each of which must take every
-// key and value (else create would refuse them, and every check of the plugin
-// would skip).
+// --param is for format, transform and accumulator plugins, each of which
+// must take every key and value (else create would refuse them, and every
+// check of the plugin would skip).
 void check_params(const std::vector<conformance::plugin_target>& targets,
                   const std::map<std::string, std::string>& params) {
     for (const conformance::plugin_target& t : targets) {
         if (!t.info) continue;  // load.manifest says why
-        if (t.info->kind != ALTGRAD_KIND_FORMAT && t.info->kind != ALTGRAD_KIND_TRANSFORM)
+        if (t.info->kind == ALTGRAD_KIND_INTERVENTION || t.info->kind == ALTGRAD_KIND_DIAGNOSTIC)
             throw usage_error(
-                "conformance: --param is for format and transform plugins, and '" + t.info->name + "' is " +
+                "conformance: --param is for format, transform and accumulator plugins, and '" +
+                t.info->name + "' is " +
                 (t.info->kind == ALTGRAD_KIND_INTERVENTION ? "an intervention" : "a diagnostic"));
         resolve_params(*t.info, params, "conformance --param");
     }
@@ -48,8 +49,8 @@ int conformance_command(const context& ctx, const args& a) {
         "list-checks", "print the check names and exit")(
         "brief", "one line per plugin, plus every result that did not pass")(
         "param", po::value<std::vector<std::string>>(&params),
-        "KEY=VALUE parameter of the format and transform plugins checked (repeatable): every instance is "
-        "created with them");
+        "KEY=VALUE parameter of the format, transform and accumulator plugins checked (repeatable): every "
+        "instance is created with them");
     po::options_description operands;
     operands.add_options()("plugin", po::value<std::vector<std::string>>(&targets));
     po::positional_options_description pos;

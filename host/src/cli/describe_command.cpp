@@ -1,6 +1,7 @@
 // altgrad-host describe: what a plugin is; for a format, its exact encoding
 // and, with --table, the value of every code; for a diagnostic, the headline
-// values a report draws (ABI 1.3); for a transform, its block size and kind (ABI 1.4).
+// values a report draws (ABI 1.3); for a transform, its block size and kind (ABI 1.4);
+// for an accumulator, the instruction it computes (ABI 1.5).
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -8,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/options.hpp"
+#include "plugins/accumulator_handle.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/headlines.hpp"
 #include "plugins/plugin_json.hpp"
@@ -112,7 +114,34 @@ void print_transform_text(const altgrad_transform_info& i) {
               << "memory          " << memory_text(i.memory_kinds) << "\n";
 }
 
-void print_text(const loaded_plugin& plugin, const format_handle* f, bool table, const transform_handle* t) {
+// An accumulator's instruction (ABI 1.5), as created with the given parameters.
+void print_accumulator_text(const altgrad_accumulator_info& i) {
+    std::string scales;
+    for (const auto& [kind, name] : acc_scale_kind_names().entries())
+        if (i.scale_kinds & (1u << kind)) scales += (scales.empty() ? "" : ", ") + std::string(name);
+    const char* output = i.output == ALTGRAD_ACC_OUTPUT_FLOAT16 ? "float16 (rounded to nearest even)"
+                         : i.output == ALTGRAD_ACC_OUTPUT_E8M13
+                             ? "e8m13 (float32 truncated to 13 fraction bits)"
+                             : "float32 (truncated toward zero)";
+    std::cout << "depth           " << i.depth << " products per instruction\n"
+              << "fraction bits   " << i.fraction_bits
+              << " (each term truncated below the largest exponent)\n"
+              << "halves          "
+              << (i.halves == 2 ? "2: two fused dot-adds of " + std::to_string(i.depth / 2) + " in sequence"
+                                : std::string("1: one fused dot-add"))
+              << "\n"
+              << "groups          "
+              << (i.group_size
+                      ? std::to_string(i.group_size) + " E2M1 products summed exactly before their scales"
+                      : std::string("none"))
+              << "\n"
+              << "output          " << output << "\n"
+              << "scales          " << scales << "\n"
+              << "memory          " << memory_text(i.memory_kinds) << "\n";
+}
+
+void print_text(const loaded_plugin& plugin, const format_handle* f, bool table, const transform_handle* t,
+                const accumulator_handle* acc) {
     const manifest& m = plugin.info;
     std::cout << "name            " << m.name << " " << version_string(m.version) << " (" << kind_name(m.kind)
               << ", ABI " << version_string(m.abi_version, false) << ")\n"
@@ -122,6 +151,7 @@ void print_text(const loaded_plugin& plugin, const format_handle* f, bool table,
     for (const param_decl& p : m.params) std::cout << "parameter       " << param_summary(p) << "\n";
     if (m.kind == ALTGRAD_KIND_DIAGNOSTIC) print_headlines(plugin);
     if (t != nullptr) print_transform_text(t->info());
+    if (acc != nullptr) print_accumulator_text(acc->info());
     if (f == nullptr) return;
     print_format_text(f->info());
     if (table) print_code_table(f->info(), f->decode_all_codes());
@@ -163,12 +193,15 @@ int describe_command(const context& ctx, const args& a) {
     std::shared_ptr<transform_handle> t;
     if (m.kind == ALTGRAD_KIND_TRANSFORM)
         t = transform_handle::create(plugin, parse_param_assignments(params));
+    std::shared_ptr<accumulator_handle> acc;
+    if (m.kind == ALTGRAD_KIND_ACCUMULATOR)
+        acc = accumulator_handle::create(plugin, parse_param_assignments(params));
     if (table && f->info().total_bits > 16)
         throw usage_error("describe --table: '" + name + "' has " + std::to_string(f->info().total_bits) +
                           " bits; tables are limited to formats of at most 16 bits");
 
-    if (as_json) std::cout << json_output(describe_json(*plugin, f.get(), table, t.get()));
-    else print_text(*plugin, f.get(), table, t.get());
+    if (as_json) std::cout << json_output(describe_json(*plugin, f.get(), table, t.get(), acc.get()));
+    else print_text(*plugin, f.get(), table, t.get(), acc.get());
     return 0;
 }
 

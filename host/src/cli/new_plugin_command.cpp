@@ -29,11 +29,13 @@ int new_plugin_command(const context&, const args& a) {
     if (!parse_subcommand(help, options, operands, pos, a, vm)) return 0;
     if (name.empty()) throw usage_error("new-plugin: which name? e.g. 'new-plugin my_fp4 --kind format'");
     const std::optional<altgrad_plugin_kind> kind = plugin_kind_names().value(kind_text);
-    // No scaffold for transforms yet: plugins/hadamard/ is the smallest example.
-    if (!kind || *kind == ALTGRAD_KIND_TRANSFORM)
+    // No scaffold for transforms and accumulators yet: plugins/hadamard/ and
+    // plugins/sm90_wgmma_fp8/ are the smallest examples.
+    if (!kind || *kind == ALTGRAD_KIND_TRANSFORM || *kind == ALTGRAD_KIND_ACCUMULATOR)
         throw usage_error("new-plugin: --kind \"" + kind_text +
                           "\": expected one of format, diagnostic, intervention (for a transform, copy "
-                          "plugins/hadamard/ of the AltGrad sources)");
+                          "plugins/hadamard/ of the AltGrad sources; for an accumulator, "
+                          "plugins/sm90_wgmma_fp8/)");
     for (const auto& file : scaffold::write_plugin_project(name, *kind, dir))
         std::cout << file.string() << "\n";
     std::cerr << "next: see " << (std::filesystem::path(dir) / name / "README.md").lexically_normal().string()

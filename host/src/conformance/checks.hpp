@@ -242,6 +242,17 @@ result check_transform_reproducible(env& e);
 result check_transform_buffers(env& e);
 result check_transform_bad_arguments(env& e);
 
+// accumulator only: accumulator.* (accumulator_checks.cpp, accumulator_call_checks.cpp, ABI 1.5)
+result check_accumulator_exact(env& e);
+result check_accumulator_definition(env& e);
+result check_accumulator_truncation(env& e);
+result check_accumulator_output(env& e);
+result check_accumulator_specials(env& e);
+result check_accumulator_depth(env& e);
+result check_accumulator_deterministic(env& e);
+result check_accumulator_buffers(env& e);
+result check_accumulator_bad_arguments(env& e);
+
 // memory.* (memory_checks.cpp), which every kind runs last
 result check_leak(env& e);
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "conformance/checks.hpp"
+#include "plugins/accumulator_handle.hpp"
 #include "plugins/manifest.hpp"
 
 namespace altgrad::host::conformance {
@@ -92,6 +93,8 @@ void create_instance(const env& e, const std::map<std::string, std::string>& par
         diagnostic_handle::create(e.plugin, params, "conformance");
     else if (e.plugin->info.kind == ALTGRAD_KIND_TRANSFORM)
         transform_handle::create(e.plugin, params, "conformance");
+    else if (e.plugin->info.kind == ALTGRAD_KIND_ACCUMULATOR)
+        accumulator_handle::create(e.plugin, params, "conformance");
     else format_handle::create(e.plugin, params, "conformance");
 }
 

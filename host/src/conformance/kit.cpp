@@ -126,10 +126,12 @@ std::vector<check_def> load_checks() {
 const std::vector<check_def>& shared_instance_checks() {
     static const std::vector<check_def> checks = {
         {"params.defaults",
-         "intervention, diagnostic, transform: create with the manifest's defaults succeeds", false,
-         check_params_defaults},
+         "intervention, diagnostic, transform, accumulator: create with the manifest's defaults succeeds",
+         false, check_params_defaults},
         {"params.refused",
-         "intervention, diagnostic, transform: values just outside a declared min, max or choices are "
+         "intervention, diagnostic, transform, accumulator: values just outside a declared min, max or "
+         "choices "
+         "are "
          "refused; create "
          "refuses "
          "only with a message",
@@ -204,7 +206,49 @@ const std::vector<check_def>& transform_only_checks() {
     return checks;
 }
 
-// The params.* checks among the shared ones, which transforms run too.
+// Checks for accumulator plugins (ABI 1.5), after the load checks and the
+// params.* checks (each loads the plugin and creates it with --param's values).
+const std::vector<check_def>& accumulator_only_checks() {
+    static const std::vector<check_def> checks = {
+        {"accumulator.exact",
+         "accumulator: where no term loses a bit to the alignment, D is the exact C + a . b rounded as "
+         "declared",
+         false, check_accumulator_exact},
+        {"accumulator.definition",
+         "accumulator: random operands of wide exponent spreads, random C, k up to the depth: the "
+         "definition's "
+         "bits",
+         false, check_accumulator_definition},
+        {"accumulator.truncation",
+         "accumulator: each aligned term truncated toward zero to exactly F bits, not summed exactly and "
+         "rounded",
+         false, check_accumulator_truncation},
+        {"accumulator.output",
+         "accumulator: sums between output values, past the largest and in the subnormals rounded as "
+         "declared",
+         false, check_accumulator_output},
+        {"accumulator.specials",
+         "accumulator: zeros of both signs, cancellation, NaN and Inf, overflow, wide spreads, subnormals, "
+         "scales",
+         false, check_accumulator_specials},
+        {"accumulator.depth",
+         "accumulator: k beyond the declared depth refused; a shorter k is the call zero-padded", false,
+         check_accumulator_depth},
+        {"accumulator.deterministic",
+         "accumulator: sub-tiles, a fresh instance and many threads at once give the same bits", false,
+         check_accumulator_deterministic},
+        {"accumulator.buffers",
+         "accumulator: nothing outside the buffers is touched; in place (d == c) gives the same bits", false,
+         check_accumulator_buffers},
+        {"accumulator.bad_arguments",
+         "accumulator: NULL buffers, a short struct, overlaps, bad exponents, unknown or undeclared kinds "
+         "refused",
+         false, check_accumulator_bad_arguments},
+    };
+    return checks;
+}
+
+// The params.* checks among the shared ones, which transforms and accumulators run too.
 std::vector<check_def> param_checks() {
     std::vector<check_def> out;
     for (const check_def& c : shared_instance_checks())
@@ -217,7 +261,8 @@ const std::vector<check_def>& every_kind_last_checks() {
     static const std::vector<check_def> checks = {
         {"memory.leak",
          "repeated calls (formats: create, quantize, encode, decode, destroy; transforms: create, apply, "
-         "destroy; others: observe or measure) leave the heap and resident size as they were",
+         "destroy; accumulators: create, dot_add, destroy; others: observe or measure) leave the heap and "
+         "resident size as they were",
          false, check_leak},
     };
     return checks;
@@ -228,9 +273,11 @@ std::vector<check_def> checks_for(altgrad_plugin_kind kind) {
     std::vector<check_def> out;
     if (kind == ALTGRAD_KIND_FORMAT) {
         out = format_checks();
-    } else if (kind == ALTGRAD_KIND_TRANSFORM) {
+    } else if (kind == ALTGRAD_KIND_TRANSFORM || kind == ALTGRAD_KIND_ACCUMULATOR) {
         out = load_checks();
-        for (const std::vector<check_def>& more : {param_checks(), transform_only_checks()})
+        const std::vector<check_def>& own =
+            kind == ALTGRAD_KIND_TRANSFORM ? transform_only_checks() : accumulator_only_checks();
+        for (const std::vector<check_def>& more : {param_checks(), own})
             out.insert(out.end(), more.begin(), more.end());
     } else {
         out = load_checks();
@@ -247,12 +294,14 @@ std::vector<check_def> checks_for(altgrad_plugin_kind kind) {
 
 const char* kinds_of(const check_def& c) {
     const std::string n = c.name;
-    if (n.rfind("load.", 0) == 0) return "format, intervention, diagnostic, transform";
+    if (n.rfind("load.", 0) == 0) return "format, intervention, diagnostic, transform, accumulator";
     for (const check_def& x : every_kind_last_checks())
-        if (n == x.name) return "format, intervention, diagnostic, transform";
-    if (n.rfind("params.", 0) == 0) return "intervention, diagnostic, transform";
+        if (n == x.name) return "format, intervention, diagnostic, transform, accumulator";
+    if (n.rfind("params.", 0) == 0) return "intervention, diagnostic, transform, accumulator";
     for (const check_def& x : transform_only_checks())
         if (n == x.name) return "transform";
+    for (const check_def& x : accumulator_only_checks())
+        if (n == x.name) return "accumulator";
     for (const check_def& x : shared_instance_checks())
         if (n == x.name) return "intervention, diagnostic";
     for (const check_def& x : intervention_only_checks())
@@ -275,7 +324,7 @@ std::vector<check_info> all_checks() {
     for (const check_def& c : format_checks()) out.push_back({c.name, c.description, kinds_of(c)});
     for (const auto* list :
          {&every_kind_last_checks(), &shared_instance_checks(), &intervention_only_checks(),
-          &diagnostic_only_checks(), &transform_only_checks()})
+          &diagnostic_only_checks(), &transform_only_checks(), &accumulator_only_checks()})
         for (const check_def& c : *list) out.push_back({c.name, c.description, kinds_of(c)});
     return out;
 }

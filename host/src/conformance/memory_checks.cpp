@@ -16,6 +16,7 @@ extern "C" size_t __sanitizer_get_current_allocated_bytes(void);
 #include <string>
 #include <vector>
 
+#include "conformance/accumulator_calls.hpp"
 #include "conformance/checks.hpp"
 
 namespace altgrad::host::conformance {
@@ -105,12 +106,29 @@ result check_transform_leak(env& e) {
             " elements, back in place, destroy");
 }
 
+// Create, one call on a 16 x 16 tile at the full depth, destroy.
+result check_accumulator_leak(env& e) {
+    accumulator_ptr acc;
+    result why;
+    if (!make_accumulator(e, acc, why)) return why;
+    const acc_call x = random_call(e, *acc, 16, 16, acc->info().depth);
+    std::vector<float> d(x.m * x.n);
+    return check_leak_rounds(
+        [&](int) {
+            acc = accumulator_handle::create(e.plugin, e.opts.params);
+            acc->dot_add(x.own(d.data()));
+            acc.reset();
+        },
+        "create, dot_add on 16 x 16 outputs at the full depth, destroy");
+}
+
 }  // namespace
 
 result check_leak(env& e) {
     result why;
     if (!load_for_check(e, why)) return why;
     if (e.plugin->info.kind == ALTGRAD_KIND_TRANSFORM) return check_transform_leak(e);
+    if (e.plugin->info.kind == ALTGRAD_KIND_ACCUMULATOR) return check_accumulator_leak(e);
     if (e.plugin->info.kind != ALTGRAD_KIND_FORMAT) {
         if (!prepare(e, why)) return why;
         constexpr size_t kInputs = 40;

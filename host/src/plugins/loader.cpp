@@ -74,33 +74,62 @@ void check_descriptor(const checker& c, const altgrad_descriptor* d) {
             c.fail("descriptor", "manifest declares parameter '" + p.key + "', the library does not");
 }
 
-// Whether the entry holds the transform table: built for ABI 1.4 or newer,
-// and struct_size covers the field (an older entry ends before it).
+// Whether the entry holds a table appended in ABI 1.`minor`, ending `end`
+// bytes into the struct: built for that minor or newer, and struct_size
+// covers the field (an older entry ends before it).
+bool has_later_table(const altgrad_entry* e, uint32_t minor, size_t end) {
+    return (e->abi_version.major > 1 || e->abi_version.minor >= minor) && has_bytes(e->struct_size, end);
+}
 bool has_transform_field(const altgrad_entry* e) {
-    return (e->abi_version.major > 1 || e->abi_version.minor >= 4) &&
-           ALTGRAD_STRUCT_HAS(e, altgrad_entry, transform);
+    return has_later_table(e, 4, offsetof(altgrad_entry, transform) + sizeof e->transform);
+}
+bool has_accumulator_field(const altgrad_entry* e) {
+    return has_later_table(e, 5, offsetof(altgrad_entry, accumulator) + sizeof e->accumulator);
+}
+
+// The table of a kind that came in a later minor (transform 1.4, accumulator
+// 1.5): the entry holds the field; the table is set, no smaller than that
+// minor's (`needed` bytes) and has every function.
+template <class Vtable, class Functions>
+void check_later_table(const checker& c, const altgrad_entry* e, bool has_field, const Vtable* const* field,
+                       const char* kind, const char* minor, size_t needed, Functions all_set) {
+    const std::string article = kind[0] == 'a' ? "an " : "a ";
+    if (!has_field)
+        c.fail("entry", article + kind + " plugin needs ABI " + minor + " or newer (the entry reports ABI " +
+                            version_string(e->abi_version, false) + " and struct_size " +
+                            std::to_string(e->struct_size) + ", without the " + kind + " table)");
+    const Vtable* v = *field;
+    if (v == nullptr) c.fail("entry", article + kind + " plugin must set the " + kind + " table");
+    if (!has_bytes(v->struct_size, needed))
+        c.fail(std::string(kind) + " table", std::string("struct_size is smaller than ABI ") + minor + "'s");
+    if (!all_set(*v)) c.fail(std::string(kind) + " table", "a function pointer is NULL");
 }
 
 void check_transform_table(const checker& c, const altgrad_entry* e) {
-    if (!has_transform_field(e))
-        c.fail("entry", "a transform plugin needs ABI 1.4 or newer (the entry reports ABI " +
-                            version_string(e->abi_version, false) + " and struct_size " +
-                            std::to_string(e->struct_size) + ", without the transform table)");
-    const altgrad_transform_vtable* v = e->transform;
-    if (v == nullptr) c.fail("entry", "a transform plugin must set the transform table");
-    if (!has_bytes(v->struct_size, offsetof(altgrad_transform_vtable, apply) + sizeof v->apply))
-        c.fail("transform table", "struct_size is smaller than ABI 1.4's");
-    if (!v->create || !v->destroy || !v->get_info || !v->apply)
-        c.fail("transform table", "a function pointer is NULL");
+    check_later_table(
+        c, e, has_transform_field(e), &e->transform, "transform", "1.4",
+        offsetof(altgrad_transform_vtable, apply) + sizeof(e->transform->apply),
+        [](const altgrad_transform_vtable& v) { return v.create && v.destroy && v.get_info && v.apply; });
+}
+
+void check_accumulator_table(const checker& c, const altgrad_entry* e) {
+    check_later_table(
+        c, e, has_accumulator_field(e), &e->accumulator, "accumulator", "1.5",
+        offsetof(altgrad_accumulator_vtable, dot_add) + sizeof(e->accumulator->dot_add),
+        [](const altgrad_accumulator_vtable& v) { return v.create && v.destroy && v.get_info && v.dot_add; });
 }
 
 void check_tables(const checker& c, const altgrad_entry* e) {
     const bool transform = has_transform_field(e) && e->transform != nullptr;
-    const int tables =
-        (e->format != nullptr) + (e->intervention != nullptr) + (e->diagnostic != nullptr) + transform;
-    if (tables != 1 && !(c.m.kind == ALTGRAD_KIND_TRANSFORM && tables == 0))
+    const bool accumulator = has_accumulator_field(e) && e->accumulator != nullptr;
+    const int tables = (e->format != nullptr) + (e->intervention != nullptr) + (e->diagnostic != nullptr) +
+                       transform + accumulator;
+    // A kind of a later minor with no table: its own check says why.
+    const bool later = c.m.kind == ALTGRAD_KIND_TRANSFORM || c.m.kind == ALTGRAD_KIND_ACCUMULATOR;
+    if (tables != 1 && !(later && tables == 0))
         c.fail("entry",
-               "exactly one of the format, intervention, diagnostic and transform tables must be set");
+               "exactly one of the format, intervention, diagnostic, transform and accumulator "
+               "tables must be set");
     switch (c.m.kind) {
         case ALTGRAD_KIND_FORMAT: {
             const altgrad_format_vtable* v = e->format;
@@ -134,6 +163,7 @@ void check_tables(const checker& c, const altgrad_entry* e) {
             break;
         }
         case ALTGRAD_KIND_TRANSFORM: check_transform_table(c, e); break;
+        case ALTGRAD_KIND_ACCUMULATOR: check_accumulator_table(c, e); break;
     }
 }
 

@@ -196,6 +196,10 @@ manifest parse_manifest(const std::string& text, const fs::path& path) {
         r.fail("plugin.abi_version",
                "a transform plugin needs ABI 1.4 or newer (transforms came in 1.4), got \"" +
                    version_string(m.abi_version, false) + "\"");
+    if (m.kind == ALTGRAD_KIND_ACCUMULATOR && m.abi_version.major == 1 && m.abi_version.minor < 5)
+        r.fail("plugin.abi_version",
+               "an accumulator plugin needs ABI 1.5 or newer (accumulators came in 1.5), got \"" +
+                   version_string(m.abi_version, false) + "\"");
     m.description = r.string_of(r.require(p, "plugin.", "description"), "plugin.description");
 
     const std::string lib = r.string_of(r.require(p, "plugin.", "library"), "plugin.library");

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "plugins/accumulator_handle.hpp"
 #include "plugins/diagnostic_handle.hpp"
 #include "plugins/format_handle.hpp"  // and status_name
 #include "plugins/intervention_handle.hpp"
@@ -17,11 +18,14 @@ altgrad_plugin_kind kind_of(const altgrad_format_vtable*) { return ALTGRAD_KIND_
 altgrad_plugin_kind kind_of(const altgrad_diagnostic_vtable*) { return ALTGRAD_KIND_DIAGNOSTIC; }
 altgrad_plugin_kind kind_of(const altgrad_intervention_vtable*) { return ALTGRAD_KIND_INTERVENTION; }
 altgrad_plugin_kind kind_of(const altgrad_transform_vtable*) { return ALTGRAD_KIND_TRANSFORM; }
+altgrad_plugin_kind kind_of(const altgrad_accumulator_vtable*) { return ALTGRAD_KIND_ACCUMULATOR; }
 void table_of(const altgrad_entry& e, const altgrad_format_vtable*& t) { t = e.format; }
 void table_of(const altgrad_entry& e, const altgrad_diagnostic_vtable*& t) { t = e.diagnostic; }
 void table_of(const altgrad_entry& e, const altgrad_intervention_vtable*& t) { t = e.intervention; }
 // The loader admits a transform plugin only when its entry holds the field (ABI 1.4).
 void table_of(const altgrad_entry& e, const altgrad_transform_vtable*& t) { t = e.transform; }
+// And an accumulator plugin only when its entry holds that field (ABI 1.5).
+void table_of(const altgrad_entry& e, const altgrad_accumulator_vtable*& t) { t = e.accumulator; }
 
 // "a format", "an intervention".
 std::string with_article(const char* noun) {
@@ -73,5 +77,6 @@ template class plugin_instance<format_handle, altgrad_format_vtable>;
 template class plugin_instance<diagnostic_handle, altgrad_diagnostic_vtable>;
 template class plugin_instance<intervention_handle, altgrad_intervention_vtable>;
 template class plugin_instance<transform_handle, altgrad_transform_vtable>;
+template class plugin_instance<accumulator_handle, altgrad_accumulator_vtable>;
 
 }  // namespace altgrad::host

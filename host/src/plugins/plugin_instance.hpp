@@ -2,7 +2,8 @@
 // before create (the plugin is of this kind; the user's parameters resolve
 // against its manifest), the create call, the one destroy, and turning a
 // failed call's status and message into a host::error naming the plugin.
-// format_handle, diagnostic_handle, intervention_handle and transform_handle derive from it
+// format_handle, diagnostic_handle, intervention_handle, transform_handle and
+// accumulator_handle derive from it
 // (plugin_instance<the handle, its ABI table>) and add their typed calls.
 //
 // Ownership: a plugin_instance owns its plugin instance (destroyed exactly
@@ -23,7 +24,8 @@
 namespace altgrad::host {
 
 // The opaque instance type a kind's vtable creates and destroys
-// (altgrad_format, altgrad_diagnostic, altgrad_intervention, altgrad_transform).
+// (altgrad_format, altgrad_diagnostic, altgrad_intervention, altgrad_transform,
+// altgrad_accumulator).
 template <class Destroy>
 struct instance_of;
 template <class Instance>
@@ -89,14 +91,16 @@ private:
     instance_type* instance_ = nullptr;
 };
 
-// Instantiated in plugin_instance.cpp for the four handles.
+// Instantiated in plugin_instance.cpp for the five handles.
 class format_handle;
 class diagnostic_handle;
 class intervention_handle;
 class transform_handle;
+class accumulator_handle;
 extern template class plugin_instance<format_handle, altgrad_format_vtable>;
 extern template class plugin_instance<diagnostic_handle, altgrad_diagnostic_vtable>;
 extern template class plugin_instance<intervention_handle, altgrad_intervention_vtable>;
 extern template class plugin_instance<transform_handle, altgrad_transform_vtable>;
+extern template class plugin_instance<accumulator_handle, altgrad_accumulator_vtable>;
 
 }  // namespace altgrad::host

@@ -70,8 +70,23 @@ ordered_json transform_json(const altgrad_transform_info& i) {
             {"memory", memory}};
 }
 
+ordered_json accumulator_json(const altgrad_accumulator_info& i) {
+    ordered_json memory = ordered_json::array(), scales = ordered_json::array();
+    for (const auto& [kind, name] : memory_kind_names().entries())
+        if (i.memory_kinds & (1u << kind)) memory.push_back(name);
+    for (const auto& [kind, name] : acc_scale_kind_names().entries())
+        if (i.scale_kinds & (1u << kind)) scales.push_back(name);
+    return {{"depth", i.depth},
+            {"group_size", i.group_size},
+            {"fraction_bits", i.fraction_bits},
+            {"halves", i.halves},
+            {"output", acc_output_names().name(i.output)},
+            {"scale_kinds", scales},
+            {"memory", memory}};
+}
+
 ordered_json describe_json(const loaded_plugin& plugin, const format_handle* f, bool table,
-                           const transform_handle* t) {
+                           const transform_handle* t, const accumulator_handle* acc) {
     const manifest& m = plugin.info;
     ordered_json parameters = ordered_json::array();
     for (const param_decl& p : m.params)
@@ -95,6 +110,7 @@ ordered_json describe_json(const loaded_plugin& plugin, const format_handle* f, 
         if (table) out["codes"] = codes_json(f->decode_all_codes());
     }
     if (t != nullptr) out["transform"] = transform_json(t->info());
+    if (acc != nullptr) out["accumulator"] = accumulator_json(acc->info());
     return out;
 }
 

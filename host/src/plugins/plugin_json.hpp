@@ -3,6 +3,7 @@
 // report the same information.
 #pragma once
 
+#include "plugins/accumulator_handle.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/manifest.hpp"
 #include "plugins/registry.hpp"
@@ -16,12 +17,16 @@ ordered_json plugin_record_json(const plugin_record& r);
 
 // `describe --json`: the manifest; for a format (f set) its encoding (with
 // `table`, every code); for a diagnostic its headlines (ABI 1.3, [] when it
-// declares none); for a transform (t set, ABI 1.4) its info.
+// declares none); for a transform (t set, ABI 1.4) and an accumulator (acc
+// set, ABI 1.5) its info.
 ordered_json describe_json(const loaded_plugin& plugin, const format_handle* f, bool table,
-                           const transform_handle* t = nullptr);
+                           const transform_handle* t = nullptr, const accumulator_handle* acc = nullptr);
 
 // A transform's info: block_size, self_inverse, uses_seed, memory.
 ordered_json transform_json(const altgrad_transform_info& i);
+
+// An accumulator's info: depth, group_size, fraction_bits, halves, output, scale_kinds, memory.
+ordered_json accumulator_json(const altgrad_accumulator_info& i);
 
 // A diagnostic's headline: value, series, title, label, unit, summary, log_scale.
 ordered_json headline_json(const diagnostic_headline& h);

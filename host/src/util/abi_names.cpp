@@ -34,7 +34,22 @@ const name_table<altgrad_plugin_kind>& plugin_kind_names() {
     static const name_table<altgrad_plugin_kind> t{{ALTGRAD_KIND_FORMAT, "format"},
                                                    {ALTGRAD_KIND_INTERVENTION, "intervention"},
                                                    {ALTGRAD_KIND_DIAGNOSTIC, "diagnostic"},
-                                                   {ALTGRAD_KIND_TRANSFORM, "transform"}};
+                                                   {ALTGRAD_KIND_TRANSFORM, "transform"},
+                                                   {ALTGRAD_KIND_ACCUMULATOR, "accumulator"}};
+    return t;
+}
+
+const name_table<altgrad_acc_output>& acc_output_names() {
+    static const name_table<altgrad_acc_output> t{{ALTGRAD_ACC_OUTPUT_FLOAT32, "float32"},
+                                                  {ALTGRAD_ACC_OUTPUT_E8M13, "e8m13"},
+                                                  {ALTGRAD_ACC_OUTPUT_FLOAT16, "float16"}};
+    return t;
+}
+
+const name_table<altgrad_acc_scale_kind>& acc_scale_kind_names() {
+    static const name_table<altgrad_acc_scale_kind> t{{ALTGRAD_ACC_SCALE_NONE, "none"},
+                                                      {ALTGRAD_ACC_SCALE_UE8M0_32, "ue8m0_32"},
+                                                      {ALTGRAD_ACC_SCALE_UE4M3_16, "ue4m3_16"}};
     return t;
 }
 

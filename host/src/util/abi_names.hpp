@@ -24,8 +24,12 @@ const name_table<altgrad_overflow>& overflow_names();
 const name_table<altgrad_tensor_role>& tensor_role_names();
 // host, cuda
 const name_table<altgrad_memory_kind>& memory_kind_names();
-// format, intervention, diagnostic (the manifest's plugin.kind)
+// format, intervention, diagnostic, transform, accumulator (the manifest's plugin.kind)
 const name_table<altgrad_plugin_kind>& plugin_kind_names();
+// float32, e8m13, float16 (how an accumulator's instruction rounds its result, ABI 1.5)
+const name_table<altgrad_acc_output>& acc_output_names();
+// none, ue8m0_32, ue4m3_16 (the block scales an accumulator's instruction takes, ABI 1.5)
+const name_table<altgrad_acc_scale_kind>& acc_scale_kind_names();
 // bool, int, float, string (a manifest parameter's type)
 const name_table<altgrad_param_type>& param_type_names();
 

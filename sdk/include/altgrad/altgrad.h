@@ -10,6 +10,7 @@
  *   abi/intervention.h  stability-intervention plugins
  *   abi/diagnostic.h    diagnostic plugins
  *   abi/transform.h     transform plugins (1.4)
+ *   abi/accumulator.h   accumulator plugins: one MMA instruction (1.5)
  *   abi/entry.h         the one exported symbol and the descriptor
  *
  * C++ plugin authors usually include <altgrad/sdk/format_plugin.hpp> instead,
@@ -18,6 +19,7 @@
 #ifndef ALTGRAD_ALTGRAD_H
 #define ALTGRAD_ALTGRAD_H
 
+#include "abi/accumulator.h"
 #include "abi/diagnostic.h"
 #include "abi/entry.h"
 #include "abi/format.h"

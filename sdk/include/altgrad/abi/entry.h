@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 
+#include "accumulator.h"
 #include "diagnostic.h"
 #include "format.h"
 #include "intervention.h"
@@ -29,12 +30,13 @@ extern "C" {
 #endif
 
 /* The kinds of plugin. Manifests spell them "format", "intervention",
- * "diagnostic", "transform". */
+ * "diagnostic", "transform", "accumulator". */
 typedef enum altgrad_plugin_kind {
     ALTGRAD_KIND_FORMAT = 1,
     ALTGRAD_KIND_INTERVENTION = 2,
     ALTGRAD_KIND_DIAGNOSTIC = 3,
-    ALTGRAD_KIND_TRANSFORM = 4 /* ABI 1.4 (transform.h) */
+    ALTGRAD_KIND_TRANSFORM = 4,  /* ABI 1.4 (transform.h) */
+    ALTGRAD_KIND_ACCUMULATOR = 5 /* ABI 1.5 (accumulator.h) */
 } altgrad_plugin_kind;
 
 /* Who the plugin is. Must equal what its manifest says. */
@@ -50,9 +52,10 @@ typedef struct altgrad_descriptor {
 
 /* What the entry function returns. Exactly one of the tables is non-NULL:
  * the one matching descriptor->kind. The transform table exists from ABI 1.4
- * on: a host reads it only when abi_version is 1.4 or newer and struct_size
- * covers it (an older entry has no such field), and refuses a transform
- * plugin whose entry claims an older ABI. */
+ * on, the accumulator table from 1.5: a host reads one only when abi_version
+ * is that minor or newer and struct_size covers it (an older entry has no
+ * such field), and refuses a transform plugin whose entry claims an ABI
+ * before 1.4, an accumulator plugin one before 1.5. */
 typedef struct altgrad_entry {
     size_t struct_size;          /* Frozen position. */
     altgrad_version abi_version; /* Frozen position: ALTGRAD_ABI_VERSION_INIT
@@ -61,7 +64,8 @@ typedef struct altgrad_entry {
     const altgrad_format_vtable* format;
     const altgrad_intervention_vtable* intervention;
     const altgrad_diagnostic_vtable* diagnostic;
-    const altgrad_transform_vtable* transform; /* ABI 1.4 */
+    const altgrad_transform_vtable* transform;     /* ABI 1.4 */
+    const altgrad_accumulator_vtable* accumulator; /* ABI 1.5 */
 } altgrad_entry;
 
 #define ALTGRAD_ENTRY_SYMBOL "altgrad_plugin_entry"

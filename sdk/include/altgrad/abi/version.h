@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #define ALTGRAD_ABI_VERSION_MAJOR 1u
-#define ALTGRAD_ABI_VERSION_MINOR 4u
+#define ALTGRAD_ABI_VERSION_MINOR 5u
 
 /* History of minors (each adds only; a 1.0 plugin loads in a 1.1 host):
  *   1.0  formats, interventions, diagnostics, parameters, tensor views
@@ -42,6 +42,10 @@
  *        product's reduction dimension (transform.h; ALTGRAD_KIND_TRANSFORM,
  *        and the transform table at the end of altgrad_entry); interventions
  *        see the run's length (max_steps at the end of altgrad_observation)
+ *   1.5  accumulator plugins, a fifth kind: one matrix-multiply-accumulate
+ *        instruction of an accelerator bit for bit, a fused dot-add
+ *        (accumulator.h; ALTGRAD_KIND_ACCUMULATOR, and the accumulator table
+ *        at the end of altgrad_entry)
  */
 
 #ifdef __cplusplus

@@ -9,6 +9,8 @@
 //    mode and the caller's buffers, zeroed first (results, cuda_stream NULL:
 //    the device's default stream, device_counts NULL: synchronous counts).
 //    The structs point at the caller's buffers and own nothing.
+//  - dot_add_operands / accumulator_args (ABI 1.5): what an accumulator's
+//    dot_add multiplies, and the args struct from it (host memory).
 //  - blank_error / error_message: the caller-owned altgrad_error a call fills,
 //    and its message read back safely (a plugin may leave it empty or, broken,
 //    without a NUL).
@@ -94,6 +96,42 @@ inline altgrad_decode_args decode_args(const void* codes, float* out, size_t n, 
     a.device_index = device_index;
     a.block_scales = block_scales;
     a.block_size = block_size;
+    return a;
+}
+
+// What one accumulator instruction multiplies (abi/accumulator.h): a [m, k]
+// and b [n, k] row-major, c and d [m, n] (d may be c), the operands' formats
+// by their smallest normal exponents, and the block scales of scale_kind
+// ([m, ceil(k / block)] and [n, ceil(k / block)]).
+struct dot_add_operands {
+    const float* a = nullptr;
+    const float* b = nullptr;
+    const float* c = nullptr;
+    float* d = nullptr;
+    size_t m = 0, n = 0, k = 0;
+    int32_t a_min_exponent = -126, b_min_exponent = -126;
+    altgrad_acc_scale_kind scale_kind = ALTGRAD_ACC_SCALE_NONE;
+    const float* a_scales = nullptr;
+    const float* b_scales = nullptr;
+};
+
+inline altgrad_accumulator_args accumulator_args(const dot_add_operands& o) {
+    altgrad_accumulator_args a;
+    std::memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.a = o.a;
+    a.b = o.b;
+    a.c = o.c;
+    a.d = o.d;
+    a.m = o.m;
+    a.n = o.n;
+    a.k = o.k;
+    a.a_min_exponent = o.a_min_exponent;
+    a.b_min_exponent = o.b_min_exponent;
+    a.scale_kind = o.scale_kind;
+    a.a_scales = o.a_scales;
+    a.b_scales = o.b_scales;
+    a.memory = ALTGRAD_MEMORY_HOST;
     return a;
 }
 

@@ -1,10 +1,10 @@
 // AltGrad SDK: the one exported entry symbol, for every plugin kind.
 //
 // The kind-specific macros (ALTGRAD_FORMAT_PLUGIN, ALTGRAD_DIAGNOSTIC_PLUGIN,
-// ALTGRAD_INTERVENTION_PLUGIN, ALTGRAD_TRANSFORM_PLUGIN, their _WITH_PARAMS forms, and
-// ALTGRAD_EXMY_FORMAT_PLUGIN) expand to this: a static descriptor and entry
-// inside the library, returned by altgrad_plugin_entry (abi/entry.h). Exactly
-// one of the four tables is set.
+// ALTGRAD_INTERVENTION_PLUGIN, ALTGRAD_TRANSFORM_PLUGIN, ALTGRAD_ACCUMULATOR_PLUGIN,
+// their _WITH_PARAMS forms, and ALTGRAD_EXMY_FORMAT_PLUGIN) expand to this: a
+// static descriptor and entry inside the library, returned by
+// altgrad_plugin_entry (abi/entry.h). Exactly one of the five tables is set.
 //
 // The plugin's identity: each macro has two forms, told apart by how many
 // arguments it is given.
@@ -47,10 +47,11 @@
 // The plugin class a factory makes: FACTORY(const param_view&) -> class.
 #define ALTGRAD_SDK_CLASS_OF(FACTORY) decltype(FACTORY(std::declval<const ::altgrad::sdk::param_view&>()))
 
-// The tables (format, intervention, diagnostic, transform: all but one
-// nullptr) follow PARAM_COUNT, each parenthesised when it holds template
-// commas. A caller may leave out the trailing transform table (ABI 1.4), as
-// one written before it did: the static entry is zero-filled.
+// The tables (format, intervention, diagnostic, transform, accumulator: all
+// but one nullptr) follow PARAM_COUNT, each parenthesised when it holds
+// template commas. A caller may leave out the trailing transform (ABI 1.4)
+// and accumulator (1.5) tables, as one written before them did: the static
+// entry is zero-filled.
 #define ALTGRAD_SDK_ENTRY(KIND, NAME, MAJOR, MINOR, PATCH, DESCRIPTION, PARAM_SPECS, PARAM_COUNT, ...)    \
     extern "C" ALTGRAD_EXPORT const altgrad_entry* altgrad_plugin_entry(void) {                           \
         static const altgrad_descriptor descriptor = {sizeof(altgrad_descriptor),                         \

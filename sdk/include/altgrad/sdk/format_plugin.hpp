@@ -777,6 +777,17 @@ void dispatch_modes(altgrad_rounding rounding, altgrad_overflow overflow, Fn&& f
     throw plugin_error(ALTGRAD_STATUS_INVALID_ARGUMENT, why);
 }
 
+// get_info of every adapter: the instance's info into the caller's struct,
+// no further than its struct_size (a caller built against older headers has
+// a shorter one), struct_size itself left as the caller set it.
+template <class Info>
+void copy_info(Info* info, const Info& have) {
+    if (info == nullptr || info->struct_size < sizeof(size_t)) invalid("get_info: info is NULL");
+    const size_t n = info->struct_size < sizeof have ? info->struct_size : sizeof have;
+    std::memcpy(reinterpret_cast<char*>(info) + sizeof(size_t),
+                reinterpret_cast<const char*>(&have) + sizeof(size_t), n - sizeof(size_t));
+}
+
 // Whether F offers its element arithmetic for the GPU (see the top).
 template <class F, class = void>
 struct has_device_kernel : std::false_type {};
@@ -921,14 +932,7 @@ struct format_adapter {
     static void destroy(altgrad_format* p) { delete reinterpret_cast<instance*>(p); }
 
     static altgrad_status get_info(const altgrad_format* p, altgrad_format_info* info, altgrad_error* error) {
-        return detail::guarded(error, [&] {
-            const instance& s = self(p);
-            if (info == nullptr || info->struct_size < sizeof(size_t))
-                detail::invalid("get_info: info is NULL");
-            const size_t n = info->struct_size < sizeof s.info ? info->struct_size : sizeof s.info;
-            std::memcpy(reinterpret_cast<char*>(info) + sizeof(size_t),
-                        reinterpret_cast<const char*>(&s.info) + sizeof(size_t), n - sizeof(size_t));
-        });
+        return detail::guarded(error, [&] { detail::copy_info(info, self(p).info); });
     }
 
     static altgrad_status quantize(const altgrad_format* p, altgrad_quantize_args* a, altgrad_error* error) {

@@ -110,14 +110,7 @@ struct transform_adapter {
 
     static altgrad_status get_info(const altgrad_transform* p, altgrad_transform_info* info,
                                    altgrad_error* error) {
-        return detail::guarded(error, [&] {
-            const instance& s = self(p, "get_info");
-            if (info == nullptr || info->struct_size < sizeof(size_t))
-                detail::invalid("get_info: info is NULL");
-            const size_t n = info->struct_size < sizeof s.info ? info->struct_size : sizeof s.info;
-            std::memcpy(reinterpret_cast<char*>(info) + sizeof(size_t),
-                        reinterpret_cast<const char*>(&s.info) + sizeof(size_t), n - sizeof(size_t));
-        });
+        return detail::guarded(error, [&] { detail::copy_info(info, self(p, "get_info").info); });
     }
 
     static altgrad_status apply(const altgrad_transform* p, const altgrad_transform_args* a,

@@ -1,0 +1,648 @@
+// AltGrad SDK: the fused dot-add of a matrix-multiply-accumulate instruction,
+// exactly, in integers (abi/accumulator.h states the definition;
+// docs/accumulation.md its sources, MMA-Sim and the GPUs it was checked on).
+//
+// Every value splits into an integer significand with 23 fractional bits and
+// an exponent: |x| = m * 2^(e - 23), m < 2^24. A product's significand is
+// then ma * mb < 2^48 with 46 fractional bits, so aligning it to the largest
+// exponent E and truncating it to F fractional bits is one right shift,
+// trunc(ma * mb * 2^(F - 46 + e - E)) = (ma * mb) >> (E + 46 - F - e) (F <= 46),
+// of its magnitude, and the terms (each below 2^(F + 2)) add exactly in int64.
+//
+// fused_dot_add(instruction, args) computes a whole call: it splits each row
+// of b once, each row of a once, and then for each output takes the largest
+// exponent and the sum of shifted products over the row pair, two plain loops
+// the compiler vectorizes (compiled for AVX-512, AVX2 and the baseline, picked
+// at run time like the format loops); an output whose operands or C hold a
+// NaN or Inf goes through the special-value rule instead.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <altgrad/abi/accumulator.h>
+#include <altgrad/sdk/philox.hpp>    // detail::cpu_vector_isa
+#include <altgrad/sdk/rounding.hpp>  // ALTGRAD_SDK_INLINE, float_bits, bits_float
+
+namespace altgrad::sdk {
+
+// What an instruction computes: the fields of altgrad_accumulator_info that
+// define its arithmetic.
+struct instruction {
+    uint32_t depth = 0;
+    uint32_t group_size = 0;
+    uint32_t fraction_bits = 0;
+    uint32_t halves = 1;
+    altgrad_acc_output output = ALTGRAD_ACC_OUTPUT_FLOAT32;
+    uint32_t scale_kinds = 1u << ALTGRAD_ACC_SCALE_NONE;
+};
+
+// The limits of abi/accumulator.h.
+constexpr uint32_t kMaxDepth = 1024;
+constexpr uint32_t kMaxFractionBits = 46;
+constexpr int32_t kLowestMinExponent = -149;
+constexpr int32_t kHighestMinExponent = 127;
+
+// Elements per scale along k of a scale kind (0 for none).
+inline size_t scale_block(altgrad_acc_scale_kind kind) {
+    return kind == ALTGRAD_ACC_SCALE_UE8M0_32 ? 32 : kind == ALTGRAD_ACC_SCALE_UE4M3_16 ? 16 : 0;
+}
+
+// What is wrong with an instruction's declaration (abi/accumulator.h, the
+// fields' comments), or "" when nothing is: one rule set for the adapter,
+// which refuses to create such an instance, and the host, which refuses to
+// use one.
+inline std::string instruction_problem(const altgrad_accumulator_info& i) {
+    const uint32_t known_scales = (1u << ALTGRAD_ACC_SCALE_NONE) | (1u << ALTGRAD_ACC_SCALE_UE8M0_32) |
+                                  (1u << ALTGRAD_ACC_SCALE_UE4M3_16);
+    if (i.depth < 1 || i.depth > kMaxDepth)
+        return "depth " + std::to_string(i.depth) + " is outside 1.." + std::to_string(kMaxDepth);
+    if (i.fraction_bits < 1 || i.fraction_bits > kMaxFractionBits)
+        return "fraction_bits " + std::to_string(i.fraction_bits) + " is outside 1.." +
+               std::to_string(kMaxFractionBits);
+    if (i.halves != 1 && i.halves != 2) return "halves " + std::to_string(i.halves) + " is not 1 or 2";
+    if (i.halves == 2 && (i.depth % 2 != 0 || i.group_size != 0))
+        return "halves 2 needs an even depth and group_size 0";
+    if (i.group_size != 0 && (16 % i.group_size != 0 || i.depth % i.group_size != 0))
+        return "group_size " + std::to_string(i.group_size) + " does not divide 16 and the depth " +
+               std::to_string(i.depth);
+    int32_t output;
+    std::memcpy(&output, &i.output, sizeof output);  // any int a plugin stored (raw_enum.hpp)
+    if (output < ALTGRAD_ACC_OUTPUT_FLOAT32 || output > ALTGRAD_ACC_OUTPUT_FLOAT16)
+        return "output " + std::to_string(output) + " is not one of float32 (1), e8m13 (2), float16 (3)";
+    if (i.scale_kinds == 0 || (i.scale_kinds & ~known_scales) != 0)
+        return "scale_kinds " + std::to_string(i.scale_kinds) + " is empty or has unknown bits";
+    const bool none = (i.scale_kinds & (1u << ALTGRAD_ACC_SCALE_NONE)) != 0;
+    if (i.group_size == 0 && (i.scale_kinds & (1u << ALTGRAD_ACC_SCALE_UE4M3_16)) != 0)
+        return "UE4M3 scales need group_size > 0";
+    if (i.group_size != 0 && none) return "a grouped (block-scaled FP4) instruction takes scales always";
+    if (i.group_size != 0 && i.fraction_bits > 40)
+        return "a grouped instruction keeps at most 40 fraction_bits (its sum's int64 bound)";
+    if ((i.memory_kinds & (1u << ALTGRAD_MEMORY_HOST)) == 0) return "host memory is required";
+    return "";
+}
+
+// ---------------------------------------------------------------- one value
+
+// |x| = m * 2^(e - 23); negative is 0 or -1 (a mask).
+struct split_value {
+    uint32_t m;
+    int32_t e;
+    int32_t negative;
+};
+
+// A finite x of a format whose smallest normal exponent is min_exponent:
+// e = max(floor(log2 |x|), min_exponent), a zero at e = -126. A value below
+// 2^min_exponent keeps its bits only when it is a value of that format (the
+// ABI's promise); otherwise the bits below 2^(min_exponent - 23) are lost.
+ALTGRAD_SDK_INLINE split_value split_at(float x, int32_t min_exponent) {
+    const uint32_t bits = float_bits(x);
+    const int32_t negative = -static_cast<int32_t>(bits >> 31);
+    const uint32_t field = (bits >> 23) & 0xFFu, fraction = bits & 0x7FFFFFu;
+    if (field == 0 && fraction == 0) return {0, -126, negative};
+    uint32_t m = fraction | 0x800000u;
+    int32_t e = static_cast<int32_t>(field) - 127;
+    if (field == 0) {  // a float32 subnormal: normalize it first
+        const int lead = __builtin_clz(fraction) - 8;
+        m = fraction << lead;
+        e = -126 - lead;
+    }
+    if (e < min_exponent) {
+        const int32_t shift = min_exponent - e;
+        m = shift > 24 ? 0u : m >> shift;
+        e = min_exponent;
+    }
+    return {m, e, negative};
+}
+
+// ---------------------------------------------------------------- the result
+
+// The canonical NaN of an output, as float32 bits.
+inline uint32_t output_nan_bits(altgrad_acc_output out) {
+    return out == ALTGRAD_ACC_OUTPUT_FLOAT16 ? 0x7FFFE000u : 0x7FFFFFFFu;
+}
+
+// sum * 2^unit_exponent, normalized to the output: float32 or E8M13 truncated
+// toward zero (subnormals at 2^-126, overflow to Inf), FP16 to nearest even
+// (subnormals at 2^-14, overflow to Inf). A zero result is +0.
+inline float normalize_sum(int64_t sum, int32_t unit_exponent, altgrad_acc_output out) {
+    if (sum == 0) return 0.0f;
+    const uint64_t mag = sum < 0 ? 0u - static_cast<uint64_t>(sum) : static_cast<uint64_t>(sum);
+    const uint32_t sign = sum < 0 ? 0x80000000u : 0u;
+    const bool half = out == ALTGRAD_ACC_OUTPUT_FLOAT16;
+    const int32_t bits = half ? 10 : out == ALTGRAD_ACC_OUTPUT_E8M13 ? 13 : 23;
+    const int32_t lowest = half ? -14 : -126, highest = half ? 15 : 127;
+    const int32_t top = 63 - __builtin_clzll(mag) + unit_exponent;  // floor(log2 |value|)
+    int32_t exponent = std::max(top, lowest);
+    const int32_t shift = exponent - bits - unit_exponent;  // r = |value| / 2^(exponent - bits)
+    uint64_t r;
+    if (shift <= 0) {
+        r = mag << -shift;  // only small sums come here: r < 2^(bits + 1)
+    } else if (shift >= 64) {
+        r = 0;  // |value| < 2^-1 steps, below half a step too
+    } else {
+        r = mag >> shift;
+        const uint64_t rest = mag & ((uint64_t{1} << shift) - 1), halfway = uint64_t{1} << (shift - 1);
+        if (half && (rest > halfway || (rest == halfway && (r & 1) != 0))) ++r;
+    }
+    if (r == 0) return 0.0f;
+    if (r >> (bits + 1) != 0) {  // rounded up into the next binade
+        r >>= 1;
+        ++exponent;
+    }
+    if (exponent > highest) return bits_float(sign | 0x7F800000u);
+    if (half) return bits_float(sign | float_bits(std::ldexp(static_cast<float>(r), exponent - bits)));
+    if (r >> bits == 0) return bits_float(sign | static_cast<uint32_t>(r << (23 - bits)));  // subnormal
+    return bits_float(sign | static_cast<uint32_t>(exponent + 127) << 23 |
+                      (static_cast<uint32_t>(r << (23 - bits)) & 0x7FFFFFu));
+}
+
+// The NaN and Inf rule: C and the products (with their scales) tallied in
+// double, where no product of float32 values and scales overflows, so a NaN
+// or an Inf in the tally is one in the exact sum.
+struct special_tally {
+    bool nan = false, plus_inf = false, minus_inf = false;
+
+    void add(double v) {
+        if (v != v) nan = true;
+        else if (v == std::numeric_limits<double>::infinity()) plus_inf = true;
+        else if (v == -std::numeric_limits<double>::infinity()) minus_inf = true;
+    }
+    bool any() const { return nan || plus_inf || minus_inf; }
+    float result(altgrad_acc_output out) const {
+        if (nan || (plus_inf && minus_inf)) return bits_float(output_nan_bits(out));
+        return plus_inf ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+    }
+};
+
+// ---------------------------------------------------------------- one call
+
+namespace detail {
+
+// A padding element: no product, and an exponent below any real one.
+constexpr int32_t kPadExponent = -(1 << 20);
+
+// Each row's split operands, laid out for the loops: `halves` segments of
+// `segment` elements (a multiple of 8), padded.
+struct split_rows {
+    size_t segment = 0, stride = 0;
+    std::vector<uint32_t> m;
+    std::vector<int32_t> e, negative;
+    std::vector<uint8_t> special;  // a NaN or Inf among the row's operands or scales
+
+    void reset(size_t rows, size_t segment_length, uint32_t halves) {
+        segment = (segment_length + 7) / 8 * 8;
+        stride = segment * halves;
+        m.assign(rows * stride, 0u);
+        e.assign(rows * stride, kPadExponent);
+        negative.assign(rows * stride, 0);
+        special.assign(rows, 0);
+    }
+};
+
+// Where element l of a row goes: its segment, then its place in it.
+inline size_t slot(size_t l, const instruction& ins, size_t segment) {
+    const size_t half = ins.depth / 2;
+    return ins.halves == 2 && l >= half ? segment + (l - half) : l;
+}
+
+// Split row r of x (k values, with its UE8M0 scales folded in as exponents).
+inline void split_row(split_rows& rows, size_t r, const float* x, size_t k, int32_t min_exponent,
+                      const float* scales, size_t block, const instruction& ins) {
+    uint8_t special = 0;
+    uint32_t* m = rows.m.data() + r * rows.stride;
+    int32_t* e = rows.e.data() + r * rows.stride;
+    int32_t* negative = rows.negative.data() + r * rows.stride;
+    for (size_t l = 0; l < k; ++l) {
+        const float v = x[l];
+        special |= !std::isfinite(v);
+        const split_value s = split_at(std::isfinite(v) ? v : 0.0f, min_exponent);
+        const size_t at = slot(l, ins, rows.segment);
+        m[at] = s.m;
+        e[at] = s.e;
+        negative[at] = s.negative;
+    }
+    for (size_t b = 0; block != 0 && b * block < k; ++b) {
+        const float s = scales[b];
+        special |= !std::isfinite(s);
+        const int32_t se = split_at(std::isfinite(s) ? s : 1.0f, -127).e;
+        for (size_t l = b * block; l < std::min(k, (b + 1) * block); ++l) e[slot(l, ins, rows.segment)] += se;
+    }
+    rows.special[r] = special;
+}
+
+// The largest of ea[l] + eb[l] over n elements.
+ALTGRAD_SDK_INLINE int32_t largest_exponent(const int32_t* ea, const int32_t* eb, size_t n) {
+    int32_t best = kPadExponent * 2;
+    for (size_t l = 0; l < n; ++l) {
+        const int32_t e = ea[l] + eb[l];
+        best = e > best ? e : best;
+    }
+    return best;
+}
+
+// The sum over n elements of +-((ma * mb) >> (base - ea - eb)), each shift at
+// most 63: the products aligned to 2^(base - 46) and truncated toward zero.
+ALTGRAD_SDK_INLINE int64_t aligned_sum(const uint32_t* ma, const int32_t* ea, const int32_t* na,
+                                       const uint32_t* mb, const int32_t* eb, const int32_t* nb, size_t n,
+                                       int32_t base) {
+    int64_t sum = 0;
+    for (size_t l = 0; l < n; ++l) {
+        const uint64_t product = uint64_t{ma[l]} * mb[l];
+        const uint32_t shift = std::min(static_cast<uint32_t>(base - ea[l] - eb[l]), 63u);
+        const int64_t negative = na[l] ^ nb[l];
+        sum += (static_cast<int64_t>(product >> shift) ^ negative) - negative;
+    }
+    return sum;
+}
+
+// C aligned to 2^(largest - F) and truncated toward zero.
+ALTGRAD_SDK_INLINE int64_t aligned_c(const split_value& c, int32_t largest, uint32_t fraction_bits) {
+    const int32_t up = static_cast<int32_t>(fraction_bits) - 23 - (largest - c.e);
+    const uint64_t mag = up >= 0 ? uint64_t{c.m} << up : uint64_t{c.m} >> std::min(-up, 63);
+    return (static_cast<int64_t>(mag) ^ c.negative) - c.negative;
+}
+
+inline int32_t c_min_exponent(const instruction& ins) {
+    return ins.output == ALTGRAD_ACC_OUTPUT_FLOAT16 ? -14 : -126;
+}
+
+// One fused dot-add of n (padded) split products onto a finite c.
+ALTGRAD_SDK_INLINE float segment_dot_add(const uint32_t* ma, const int32_t* ea, const int32_t* na,
+                                         const uint32_t* mb, const int32_t* eb, const int32_t* nb, size_t n,
+                                         float c, const instruction& ins) {
+    const split_value cs = split_at(c, c_min_exponent(ins));
+    const int32_t largest = std::max(largest_exponent(ea, eb, n), cs.e);
+    const int32_t f = static_cast<int32_t>(ins.fraction_bits);
+    const int64_t sum =
+        aligned_sum(ma, ea, na, mb, eb, nb, n, largest + 46 - f) + aligned_c(cs, largest, ins.fraction_bits);
+    return normalize_sum(sum, largest - f, ins.output);
+}
+
+// The tally of C and the products [l0, l1) of one output (block scales by
+// magnitude for UE4M3, as they apply).
+inline special_tally tally_products(const float* a, const float* b, const float* sa, const float* sb,
+                                    size_t block, size_t l0, size_t l1, float c) {
+    special_tally t;
+    t.add(c);
+    for (size_t l = l0; l < l1; ++l) {
+        double p = static_cast<double>(a[l]) * b[l];
+        if (block != 0) p *= std::fabs(static_cast<double>(sa[l / block])) * std::fabs(sb[l / block]);
+        t.add(p);
+    }
+    return t;
+}
+
+// The pieces of one call the output loops share.
+struct call_view {
+    const altgrad_accumulator_args& args;
+    const instruction& ins;
+    size_t block;  // elements per scale along k, 0 without scales
+};
+
+// Output (i, j) from split rows a (row i) and b (row j), segment by segment;
+// the special rule wherever a NaN or Inf is in reach.
+ALTGRAD_SDK_INLINE float output_dot_add(const call_view& v, size_t i, size_t j, const split_rows& a,
+                                        size_t ra, const split_rows& b) {
+    const altgrad_accumulator_args& x = v.args;
+    float acc = x.c[i * x.n + j];
+    const bool rows_special = a.special[ra] || b.special[j];
+    const size_t half = v.ins.halves == 2 ? v.ins.depth / 2 : x.k;
+    for (uint32_t s = 0; s < v.ins.halves; ++s) {
+        const size_t l0 = s == 0 ? 0 : half, l1 = s == 0 ? std::min(half, x.k) : x.k;
+        if (rows_special || !std::isfinite(acc)) {
+            const float* sa =
+                x.a_scales == nullptr ? nullptr : x.a_scales + i * ((x.k + v.block - 1) / v.block);
+            const float* sb =
+                x.b_scales == nullptr ? nullptr : x.b_scales + j * ((x.k + v.block - 1) / v.block);
+            const special_tally t =
+                tally_products(x.a + i * x.k, x.b + j * x.k, sa, sb, v.block, l0, l1, acc);
+            if (t.any()) {
+                acc = t.result(v.ins.output);
+                continue;
+            }
+        }
+        const size_t at = s * a.segment;
+        acc = segment_dot_add(a.m.data() + ra * a.stride + at, a.e.data() + ra * a.stride + at,
+                              a.negative.data() + ra * a.stride + at, b.m.data() + j * b.stride + at,
+                              b.e.data() + j * b.stride + at, b.negative.data() + j * b.stride + at,
+                              a.segment, acc, v.ins);
+    }
+    return acc;
+}
+
+// ---------------------------------------------------------------- outputs side by side
+
+// The fast path of float32 and E8M13 outputs: for a row of a, L outputs
+// (consecutive columns of b) side by side in vector lanes, so that the
+// largest exponent, C's split and alignment and the sum of aligned products
+// are each one vector operation per product: L = 8 for AVX-512 (one register
+// of int64), 4 for AVX2 and the baseline (wider vectors the compiler splits
+// spill to the stack).
+
+// b's split rows transposed in blocks of L columns: element l of column
+// q * L + w at (q * stride + l) * L + w (the layout of split_rows, a column
+// per lane); columns past n are padding.
+template <size_t kLanes>
+struct split_columns {
+    size_t stride = 0;
+    std::vector<int32_t> e;              // for the largest exponent
+    std::vector<uint64_t> m;             // widened once, for the products
+    std::vector<int64_t> e64, negative;  // widened once, for the shifts and signs
+
+    void transpose(const split_rows& rows, size_t n) {
+        stride = rows.stride;
+        const size_t size = (n + kLanes - 1) / kLanes * stride * kLanes;
+        e.assign(size, kPadExponent);
+        m.assign(size, 0u);
+        e64.assign(size, kPadExponent);
+        negative.assign(size, 0);
+        for (size_t j = 0; j < n; ++j)
+            for (size_t l = 0; l < stride; ++l) {
+                const size_t at = ((j / kLanes) * stride + l) * kLanes + j % kLanes;
+                m[at] = rows.m[j * stride + l];
+                e[at] = e64[at] = rows.e[j * stride + l];
+                negative[at] = rows.negative[j * stride + l];
+            }
+    }
+};
+
+// A float32 C (or the previous half's D) split at -126, without a branch: a
+// subnormal's significand is its fraction at exponent -126, as is a zero's.
+ALTGRAD_SDK_INLINE void split_float32(uint32_t bits, uint32_t& m, int32_t& e, int32_t& negative) {
+    const uint32_t field = (bits >> 23) & 0xFFu, fraction = bits & 0x7FFFFFu;
+    m = fraction | (field != 0 ? 0x800000u : 0u);
+    e = field != 0 ? static_cast<int32_t>(field) - 127 : -126;
+    negative = -static_cast<int32_t>(bits >> 31);
+}
+
+// normalize_sum for float32 (bits 23) and E8M13 (bits 13), without a branch:
+// the float's bits are (exponent + 126) << 23 plus the kept significand with
+// its leading bit, which carries into the exponent field (a subnormal's has
+// none, at exponent -126).
+ALTGRAD_SDK_INLINE uint32_t normalize_toward_zero(int64_t sum, int32_t unit_exponent, int32_t bits) {
+    const uint64_t negative = static_cast<uint64_t>(sum >> 63);
+    const uint64_t mag = (static_cast<uint64_t>(sum) ^ negative) - negative;
+    const int32_t top = 63 - __builtin_clzll(mag | 1u) + unit_exponent;
+    const int32_t exponent = top > -126 ? top : -126;
+    const int32_t shift = exponent - bits - unit_exponent;
+    const uint64_t r = shift >= 0 ? mag >> (shift < 63 ? shift : 63) : mag << (-shift < 63 ? -shift : 63);
+    const uint32_t sign = r != 0 ? static_cast<uint32_t>(negative) & 0x80000000u : 0u;
+    const uint32_t finite =
+        static_cast<uint32_t>(exponent + 126) * (1u << 23) + static_cast<uint32_t>(r << (23 - bits));
+    return sign | (exponent > 127 ? 0x7F800000u : r != 0 ? finite : 0u);
+}
+
+// L values side by side (GCC and Clang vector extensions).
+template <size_t kLanes>
+struct lanes {
+    typedef int32_t i32 __attribute__((vector_size(kLanes * 4)));
+    typedef uint32_t u32 __attribute__((vector_size(kLanes * 4)));
+    typedef int64_t i64 __attribute__((vector_size(kLanes * 8)));
+    typedef uint64_t u64 __attribute__((vector_size(kLanes * 8)));
+};
+
+// v = the lanes at p (an out-parameter: a vector returned by value would be a
+// by-ABI-width value GCC warns about where the caller's ISA is narrower).
+template <class V, class T>
+ALTGRAD_SDK_INLINE void load_lanes(V& v, const T* p) {
+    std::memcpy(&v, p, sizeof v);
+}
+
+// One fused dot-add of n (padded) products for L outputs: row a against
+// a block of b's columns (at `at` in bt), onto and into c (float32 bits,
+// finite: the caller redoes any output whose operands or C are not).
+template <size_t kLanes>
+ALTGRAD_SDK_INLINE void lanes_dot_add(const uint32_t* ma, const int32_t* ea, const int32_t* na,
+                                      const split_columns<kLanes>& bt, size_t at, size_t n, uint32_t* c,
+                                      const instruction& ins) {
+    typedef typename lanes<kLanes>::i32 lanes_i32;
+    typedef typename lanes<kLanes>::u32 lanes_u32;
+    typedef typename lanes<kLanes>::i64 lanes_i64;
+    typedef typename lanes<kLanes>::u64 lanes_u64;
+    const int32_t f = static_cast<int32_t>(ins.fraction_bits);
+    const int32_t bits = ins.output == ALTGRAD_ACC_OUTPUT_E8M13 ? 13 : 23;
+    const int32_t* eb = bt.e.data() + at * kLanes;
+    lanes_u32 cb;
+    lanes_i32 eb32;
+    load_lanes(cb, c);
+    const lanes_u32 field = (cb >> 23) & 0xFFu;
+    const lanes_u32 cm = (cb & 0x7FFFFFu) | (field != 0 ? 0x800000u : 0u);  // split at -126, no branch
+    const lanes_i32 ce = field != 0 ? (lanes_i32)field - 127 : -126;
+    lanes_i32 largest = ce;
+    for (size_t l = 0; l < n; ++l) {
+        load_lanes(eb32, eb + l * kLanes);
+        const lanes_i32 e = ea[l] + eb32;
+        largest = e > largest ? e : largest;
+    }
+    // C aligned: up = F - 23 - (largest - ce) bits to the left (usually right).
+    const lanes_i32 up = f - 23 - (largest - ce);
+    const lanes_u64 cm64 = __builtin_convertvector(cm, lanes_u64);
+    const lanes_u64 left = __builtin_convertvector(up > 0 ? up : 0, lanes_u64);
+    const lanes_u64 right = __builtin_convertvector(up < 0 ? (-up < 63 ? -up : 63) : 0, lanes_u64);
+    const lanes_i64 c_negative = __builtin_convertvector(-(lanes_i32)(cb >> 31), lanes_i64);
+    lanes_i64 sum = ((lanes_i64)((cm64 << left) >> right) ^ c_negative) - c_negative;
+    const lanes_i64 base = __builtin_convertvector(largest + (46 - f), lanes_i64);
+    const uint64_t* mb = bt.m.data() + at * kLanes;
+    const int64_t *eb64 = bt.e64.data() + at * kLanes, *nb = bt.negative.data() + at * kLanes;
+    lanes_u64 mb_l;
+    lanes_i64 eb_l, nb_l;
+    for (size_t l = 0; l < n; ++l) {
+        load_lanes(mb_l, mb + l * kLanes);
+        load_lanes(eb_l, eb64 + l * kLanes);
+        load_lanes(nb_l, nb + l * kLanes);
+        const lanes_u64 product = mb_l * uint64_t{ma[l]};
+        const lanes_u64 shift = (lanes_u64)(base - (int64_t{ea[l]} + eb_l));
+        const lanes_i64 negative = int64_t{na[l]} ^ nb_l;
+        sum += ((lanes_i64)(product >> (shift < 63u ? shift : 63u)) ^ negative) - negative;
+    }
+    for (size_t w = 0; w < kLanes; ++w) c[w] = normalize_toward_zero(sum[w], largest[w] - f, bits);
+}
+
+// Row i's outputs, L at a time; an output with a NaN or Inf in reach
+// (in its operands, its C, or a first half's result) again by output_dot_add
+// (the special rule).
+template <size_t kLanes>
+ALTGRAD_SDK_INLINE void row_in_lanes(const call_view& v, size_t i, const split_rows& a, const split_rows& b,
+                                     const split_columns<kLanes>& bt) {
+    const altgrad_accumulator_args& x = v.args;
+    for (size_t j0 = 0; j0 < x.n; j0 += kLanes) {
+        const size_t width = std::min(kLanes, x.n - j0);
+        uint32_t c[kLanes] = {};
+        bool redo[kLanes] = {};
+        for (size_t w = 0; w < width; ++w) {
+            c[w] = float_bits(x.c[i * x.n + j0 + w]);
+            redo[w] = a.special[0] || b.special[j0 + w] || (c[w] & 0x7F800000u) == 0x7F800000u;
+        }
+        for (uint32_t s = 0; s < v.ins.halves; ++s) {
+            const size_t at = s * a.segment;
+            lanes_dot_add(a.m.data() + at, a.e.data() + at, a.negative.data() + at, bt,
+                          (j0 / kLanes) * bt.stride + at, a.segment, c, v.ins);
+            for (size_t w = 0; w < width; ++w) redo[w] |= (c[w] & 0x7F800000u) == 0x7F800000u;  // overflowed
+        }
+        for (size_t w = 0; w < width; ++w)
+            x.d[i * x.n + j0 + w] = redo[w] ? output_dot_add(v, i, j0 + w, a, 0, b) : bits_float(c[w]);
+    }
+}
+
+// The non-grouped call: b's rows split once (and transposed into blocks of
+// L lanes for float32 and E8M13 outputs), then row by row of a.
+template <size_t kLanes>
+ALTGRAD_SDK_INLINE void dot_add_body(const call_view& v) {
+    const altgrad_accumulator_args& x = v.args;
+    const size_t segment_length = v.ins.halves == 2 ? v.ins.depth / 2 : x.k;
+    const size_t scales_per_row = v.block == 0 ? 0 : (x.k + v.block - 1) / v.block;
+    split_rows a, b;
+    b.reset(x.n, segment_length, v.ins.halves);
+    for (size_t j = 0; j < x.n; ++j)
+        split_row(b, j, x.b + j * x.k, x.k, x.b_min_exponent,
+                  x.b_scales == nullptr ? nullptr : x.b_scales + j * scales_per_row, v.block, v.ins);
+    const bool lanes = v.ins.output != ALTGRAD_ACC_OUTPUT_FLOAT16;
+    split_columns<kLanes> bt;
+    if (lanes) bt.transpose(b, x.n);
+    a.reset(1, segment_length, v.ins.halves);
+    for (size_t i = 0; i < x.m; ++i) {
+        split_row(a, 0, x.a + i * x.k, x.k, x.a_min_exponent,
+                  x.a_scales == nullptr ? nullptr : x.a_scales + i * scales_per_row, v.block, v.ins);
+        if (lanes) row_in_lanes(v, i, a, b, bt);
+        else
+            for (size_t j = 0; j < x.n; ++j) x.d[i * x.n + j] = output_dot_add(v, i, j, a, 0, b);
+    }
+}
+
+// ---------------------------------------------------------------- block-scaled FP4
+
+// Each row's E2M1 operands as integers q = 2x (|q| <= 12), and its scales as
+// significands with 3 fractional bits (UE4M3 by magnitude; UE8M0's is 8)
+// and exponents.
+struct fp4_rows {
+    std::vector<int32_t> q, scale_m, scale_e;
+    std::vector<uint8_t> special;
+    size_t k = 0, scales = 0;
+
+    void reset(size_t rows, size_t k_, size_t scales_per_row) {
+        k = k_;
+        scales = scales_per_row;
+        q.assign(rows * k, 0);
+        scale_m.assign(rows * scales, 0);
+        scale_e.assign(rows * scales, 0);
+        special.assign(rows, 0);
+    }
+
+    void split(size_t r, const float* x, const float* s, altgrad_acc_scale_kind kind) {
+        uint8_t nonfinite = 0;
+        for (size_t l = 0; l < k; ++l) {
+            nonfinite |= !std::isfinite(x[l]);
+            // A value outside E2M1 (the host's promise broken) is clamped, so it stays an int.
+            q[r * k + l] =
+                std::isfinite(x[l]) ? static_cast<int32_t>(std::max(-6.0f, std::min(6.0f, x[l])) * 2) : 0;
+        }
+        for (size_t b = 0; b < scales; ++b) {
+            nonfinite |= !std::isfinite(s[b]);
+            const float magnitude = std::isfinite(s[b]) ? std::fabs(s[b]) : 1.0f;
+            const split_value v = split_at(magnitude, kind == ALTGRAD_ACC_SCALE_UE4M3_16 ? -6 : -127);
+            scale_m[r * scales + b] = static_cast<int32_t>(v.m >> 20);
+            scale_e[r * scales + b] = v.e;
+        }
+        special[r] = nonfinite;
+    }
+};
+
+// A group's term: its exact sum g (units of 2^-2) times its scales'
+// significands (units of 2^-6 together), at the scales' exponent sum eg,
+// aligned to 2^(largest - F) and truncated toward zero.
+ALTGRAD_SDK_INLINE int64_t aligned_group(int64_t g, int32_t eg, int32_t largest, int32_t f) {
+    const int32_t down = largest - eg + 8 - f;
+    const uint64_t mag = g < 0 ? 0u - static_cast<uint64_t>(g) : static_cast<uint64_t>(g);
+    const uint64_t t = down <= 0 ? mag << -down : mag >> std::min(down, 63);
+    return g < 0 ? -static_cast<int64_t>(t) : static_cast<int64_t>(t);
+}
+
+// Output (i, j) of a grouped call from split rows a (row ra) and b (row j).
+ALTGRAD_SDK_INLINE float output_grouped(const call_view& v, size_t i, size_t j, const fp4_rows& a, size_t ra,
+                                        const fp4_rows& b) {
+    const altgrad_accumulator_args& x = v.args;
+    const float c = x.c[i * x.n + j];
+    if (a.special[ra] || b.special[j] || !std::isfinite(c)) {
+        const special_tally t = tally_products(x.a + i * x.k, x.b + j * x.k, x.a_scales + i * a.scales,
+                                               x.b_scales + j * b.scales, v.block, 0, x.k, c);
+        if (t.any()) return t.result(v.ins.output);
+    }
+    const size_t gs = v.ins.group_size, groups = (x.k + gs - 1) / gs;
+    const int32_t* qa = a.q.data() + ra * a.k;
+    const int32_t* qb = b.q.data() + j * b.k;
+    const split_value cs = split_at(c, c_min_exponent(v.ins));
+    int32_t largest = cs.e;
+    for (size_t s = 0; s < a.scales; ++s)
+        largest = std::max(largest, a.scale_e[ra * a.scales + s] + b.scale_e[j * b.scales + s]);
+    const int32_t f = static_cast<int32_t>(v.ins.fraction_bits);
+    int64_t sum = aligned_c(cs, largest, v.ins.fraction_bits);
+    for (size_t g = 0; g < groups; ++g) {
+        int32_t group = 0;
+        for (size_t l = g * gs; l < std::min(x.k, (g + 1) * gs); ++l) group += qa[l] * qb[l];
+        const size_t s = g * gs / v.block;
+        const int64_t scaled = int64_t{group} * a.scale_m[ra * a.scales + s] * b.scale_m[j * b.scales + s];
+        sum += aligned_group(scaled, a.scale_e[ra * a.scales + s] + b.scale_e[j * b.scales + s], largest, f);
+    }
+    return normalize_sum(sum, largest - f, v.ins.output);
+}
+
+ALTGRAD_SDK_INLINE void grouped_body(const call_view& v) {
+    const altgrad_accumulator_args& x = v.args;
+    const size_t scales_per_row = (x.k + v.block - 1) / v.block;
+    fp4_rows a, b;
+    b.reset(x.n, x.k, scales_per_row);
+    for (size_t j = 0; j < x.n; ++j) b.split(j, x.b + j * x.k, x.b_scales + j * scales_per_row, x.scale_kind);
+    a.reset(1, x.k, scales_per_row);
+    for (size_t i = 0; i < x.m; ++i) {
+        a.split(0, x.a + i * x.k, x.a_scales + i * scales_per_row, x.scale_kind);
+        for (size_t j = 0; j < x.n; ++j) x.d[i * x.n + j] = output_grouped(v, i, j, a, 0, b);
+    }
+}
+
+// ---------------------------------------------------------------- dispatch
+
+template <size_t kLanes>
+ALTGRAD_SDK_INLINE void call_body(const call_view& v) {
+    if (v.ins.group_size != 0) grouped_body(v);
+    else dot_add_body<kLanes>(v);
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx2"))) inline void call_avx2(const call_view& v) { call_body<4>(v); }
+__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,prefer-vector-width=512"))) inline void
+call_avx512(const call_view& v) {
+    call_body<8>(v);
+}
+#else
+inline void call_avx2(const call_view& v) { call_body<4>(v); }
+inline void call_avx512(const call_view& v) { call_body<4>(v); }
+#endif
+inline void call_baseline(const call_view& v) { call_body<4>(v); }
+
+}  // namespace detail
+
+// d = fused_dot_add(c, a, b, scales) for every output of the call, as `ins`
+// defines it (abi/accumulator.h). The arguments must be valid (the adapter,
+// accumulator_plugin.hpp, checks them: check_accumulator_args). `isa` picks
+// the loops' instruction set (the tests run each); every one gives the same
+// bits.
+inline void fused_dot_add(const instruction& ins, const altgrad_accumulator_args& args,
+                          detail::vector_isa isa = detail::cpu_vector_isa()) {
+    if (args.m == 0 || args.n == 0) return;
+    const detail::call_view v{args, ins, scale_block(args.scale_kind)};
+    switch (isa) {
+        case detail::vector_isa::avx512: return detail::call_avx512(v);
+        case detail::vector_isa::avx2: return detail::call_avx2(v);
+        case detail::vector_isa::baseline: break;
+    }
+    detail::call_baseline(v);
+}
+
+}  // namespace altgrad::sdk
