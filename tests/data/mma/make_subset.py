@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write the H200 capture of matrix products (NumPy .npz, one per case) as the binary files
-tests/sdk/accumulator_capture_test.cpp reads: the first ROWS rows of each operand and the
+tests/quant/instruction_product_test.cpp reads: the first ROWS rows of each operand and the
 ROWS x ROWS outputs they give. tests/data/mma/README.md describes the layout.
 
 Usage: make_subset.py CAPTURE_DIR OUT_DIR [--rows ROWS]   (ROWS 32 for the committed subset,
