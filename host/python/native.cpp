@@ -20,8 +20,11 @@
 #include <tuple>
 #include <vector>
 
+#include "native_matmul.hpp"
+
 #include "config/recipe.hpp"
 #include "config/run_config.hpp"
+#include "plugins/accumulator_handle.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/plugin_json.hpp"
 #include "plugins/registry.hpp"
@@ -105,6 +108,27 @@ public:
             throw error("plugin '" + name + "' is a " + kind_name(plugin->info.kind) +
                         " plugin, not a transform");
         return transform_handle::create(plugin, params, "params");
+    }
+
+    // The kind of the plugin called `name` ("format", "accumulator", ...), from its manifest.
+    std::string kind(const std::string& name) {
+        registry& r = get();
+        const std::string manifest_name = r.name_of(name);
+        for (const plugin_record& rec : r.records())
+            if (rec.info && rec.info->name == manifest_name) return kind_name(rec.info->kind);
+        throw error("plugin '" + name + "': no manifest");
+    }
+
+    // An accumulator plugin's instance (ABI 1.5).
+    std::shared_ptr<accumulator_handle> accumulator(const std::string& name,
+                                                    const std::map<std::string, std::string>& params) {
+        registry& r = get();
+        std::shared_ptr<const loaded_plugin> plugin;
+        {
+            py::gil_scoped_release unlocked;
+            plugin = r.load(name, ALTGRAD_KIND_ACCUMULATOR);
+        }
+        return accumulator_handle::create(plugin, params, "params");
     }
 
     std::shared_ptr<format_handle> format(const std::string& name,
@@ -666,7 +690,10 @@ PYBIND11_MODULE(_native, m) {
         .def("describe_json", &python_registry::describe_json, py::arg("name"), py::arg("params"),
              py::arg("table"))
         .def("format", &python_registry::format, py::arg("name"), py::arg("params"))
-        .def("transform", &python_registry::transform, py::arg("name"), py::arg("params"));
+        .def("transform", &python_registry::transform, py::arg("name"), py::arg("params"))
+        .def("kind", &python_registry::kind, py::arg("name"))
+        .def("accumulator", &python_registry::accumulator, py::arg("name"), py::arg("params"));
+    altgrad::host::python::bind_instruction_matmul(m);
 
     py::class_<transform_handle, std::shared_ptr<transform_handle>>(m, "Transform")
         .def_property_readonly("name", [](const transform_handle& t) { return t.name(); })

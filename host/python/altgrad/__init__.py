@@ -407,22 +407,86 @@ def _matrix(x, what):
     return np.ascontiguousarray(x), False
 
 
-def matmul(a, b, accumulator, rounding="toward-zero", mma_depth=32, promote_every=0, threads=1):
+def _instruction_accumulator(accumulator):
+    # The accumulator plugin's instance when `accumulator` names one (made once per name), else None.
+    global _default_registry
+    if not isinstance(accumulator, str):
+        return None
+    if _default_registry is None:
+        _default_registry = Registry()
+    if _default_registry._native.kind(accumulator) != "accumulator":
+        return None
+    made = _instruction_accumulators.get(accumulator)
+    if made is None:
+        made = _instruction_accumulators[accumulator] = _default_registry._native.accumulator(accumulator, {})
+    return made
+
+
+_instruction_accumulators = {}
+
+
+def _operand_format(fmt, what):
+    # A Format, or a format plugin's name in the default registry.
+    if fmt is None:
+        raise ValueError(f"matmul {what}: an instruction accumulator needs the operand's format (e.g. "
+                         f"{what}=\"e4m3\")")
+    return _accumulator_format(fmt)
+
+
+def _row_major(x, what):
+    # x as a C-contiguous float32 NumPy array of its own shape (a transposed view copied).
+    import numpy as np
+    m, transposed = _matrix(x, what)
+    return np.ascontiguousarray(m.T) if transposed else m
+
+
+def _matmul_instructions(acc, a, b, a_format, b_format, promote_every, scale_a, scale_b, threads):
+    fa, fb = _operand_format(a_format, "a_format"), _operand_format(b_format, "b_format")
+    sa = None if scale_a is None else _row_major(scale_a, "matmul scale_a")
+    sb = None if scale_b is None else _row_major(scale_b, "matmul scale_b")
+    return _native.matmul_instructions(acc, fa, fb, _row_major(a, "matmul a"), _row_major(b, "matmul b"),
+                                       int(promote_every), sa, sb, int(threads))
+
+
+def matmul(a, b, accumulator, rounding=None, mma_depth=None, promote_every=0, threads=1, a_format=None,
+           b_format=None, scale_a=None, scale_b=None):
     """C = a @ b with the products summed through a low-precision accumulator (docs/accumulation.md).
 
     a: M x K, b: K x N, float32 NumPy arrays or torch tensors (a tensor is copied to the CPU; the
-    result is then a tensor on a's device). accumulator: a format plugin's name (the bundled
-    plugins, or $ALTGRAD_PLUGIN_DIR's) or an altgrad.Format (from reg.format(name, params)).
-    Each chunk of `mma_depth` elements of the reduction is summed exactly and added to the
-    accumulator, rounded once to its format with `rounding` ("toward-zero" or "nearest"); every
-    `promote_every` elements (0: never) the accumulator is added into a float32 total. The same
-    C++ code as `altgrad-host gemm`, bit for bit; threads=N (0: every core) gives the same result.
+    result is then a tensor on a's device). The same C++ code as `altgrad-host gemm`, bit for bit;
+    threads=N (0: every core) gives the same result.
+
+    accumulator names a format plugin (the bundled plugins, or $ALTGRAD_PLUGIN_DIR's) or is an
+    altgrad.Format: the accumulation model. Each chunk of `mma_depth` (default 32) elements of the
+    reduction is summed exactly and added to the accumulator, rounded once to its format with
+    `rounding` ("toward-zero", the default, or "nearest"); every `promote_every` elements (0: never)
+    the accumulator is added into a float32 total.
+
+    accumulator names an accumulator plugin (e.g. "sm90_wgmma_fp8"): the GPU's instructions, bit for
+    bit. a and b hold values of a_format and b_format (format plugins' names or altgrad.Format; a
+    value outside its format is an altgrad.Error naming the operand, index and value); the
+    instructions run in sequence along K, C = the previous D; promote_every = N (a multiple of the
+    instruction's depth) adds the chain into a float32 total every N elements, as cuBLAS's default
+    FP8 GEMM does every 128. The block-scaled instructions take scale_a (M x K/block) and scale_b
+    (K/block x N), one scale per block of 32 (UE8M0) or 16 (UE4M3) along K.
     """
-    fmt = _accumulator_format(accumulator)
-    sa, a_transposed = _matrix(a, "matmul a")
-    sb, b_transposed = _matrix(b, "matmul b")
-    c = _native.matmul(fmt, sa, a_transposed, sb, b_transposed, str(rounding), int(mma_depth), int(promote_every),
-                       int(threads))
+    acc = _instruction_accumulator(accumulator)
+    if acc is not None:
+        if rounding is not None or mma_depth is not None:
+            raise ValueError(f"matmul: rounding and mma_depth are the accumulation model's; '{accumulator}' "
+                             f"is an accumulator plugin (its instruction fixes both)")
+        c = _matmul_instructions(acc, a, b, a_format, b_format, promote_every, scale_a, scale_b, threads)
+    else:
+        for name, value in (("a_format", a_format), ("b_format", b_format), ("scale_a", scale_a),
+                            ("scale_b", scale_b)):
+            if value is not None:
+                raise ValueError(f"matmul {name}: only for an accumulator plugin (an instruction); "
+                                 f"'{accumulator}' is a format, the accumulation model's")
+        fmt = _accumulator_format(accumulator)
+        sa, a_transposed = _matrix(a, "matmul a")
+        sb, b_transposed = _matrix(b, "matmul b")
+        c = _native.matmul(fmt, sa, a_transposed, sb, b_transposed, str(rounding or "toward-zero"),
+                           int(32 if mma_depth is None else mma_depth), int(promote_every), int(threads))
     if _torch_module(a):
         import torch
         return torch.from_numpy(c).to(a.device)
