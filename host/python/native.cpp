@@ -110,13 +110,11 @@ public:
         return transform_handle::create(plugin, params, "params");
     }
 
-    // The kind of the plugin called `name` ("format", "accumulator", ...), from its manifest.
+    // The kind of the plugin called `name` ("format", "accumulator", ...; "unknown" for an unreadable
+    // manifest).
     std::string kind(const std::string& name) {
-        registry& r = get();
-        const std::string manifest_name = r.name_of(name);
-        for (const plugin_record& rec : r.records())
-            if (rec.info && rec.info->name == manifest_name) return kind_name(rec.info->kind);
-        throw error("plugin '" + name + "': no manifest");
+        const std::optional<altgrad_plugin_kind> k = get().kind_of(name);
+        return k ? kind_name(*k) : "unknown";
     }
 
     // An accumulator plugin's instance (ABI 1.5).

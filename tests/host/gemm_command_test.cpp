@@ -122,6 +122,18 @@ TEST(Gemm, ThreadsDoNotChangeTheResult) {
     EXPECT_EQ(run_host(args + "--threads 5").out, one);
 }
 
+// Each (arguments, words): exit 2 and one line on stderr, "altgrad-host: gemm: ..." holding the words.
+void expect_usage_errors(const std::vector<std::pair<std::string, std::string>>& cases) {
+    for (const auto& [args, words] : cases) {
+        SCOPED_TRACE(args);
+        const run_result r = run_host(kGemm + args, "", "&1", "/dev/null");  // stderr only
+        EXPECT_EQ(r.exit_code, 2) << r.out;
+        EXPECT_EQ(line_count(r.out), 1u) << r.out;
+        EXPECT_NE(r.out.find(words), std::string::npos) << r.out;
+        EXPECT_EQ(r.out.rfind("altgrad-host: gemm: ", 0), 0u) << r.out;
+    }
+}
+
 TEST(Gemm, EveryBadArgumentIsAOneLineUsageError) {
     const std::string ok = "--accumulator fp16 --promote-every 0 ";
     const std::vector<std::pair<std::string, std::string>> cases = {
@@ -147,14 +159,56 @@ TEST(Gemm, EveryBadArgumentIsAOneLineUsageError) {
         {"--k 64 --promote-every 0 --accumulator stiffness", "--accumulator stiffness:"},
         // A format nearest cannot be exact for: its float32 midpoints are odd.
         {"--k 64 --promote-every 0 --accumulator e0m7 --rounding nearest", "modelled for float formats"}};
-    for (const auto& [args, words] : cases) {
-        SCOPED_TRACE(args);
-        const run_result r = run_host(kGemm + args, "", "&1", "/dev/null");  // stderr only
-        EXPECT_EQ(r.exit_code, 2) << r.out;
-        EXPECT_EQ(line_count(r.out), 1u) << r.out;
-        EXPECT_NE(r.out.find(words), std::string::npos) << r.out;
-        EXPECT_EQ(r.out.rfind("altgrad-host: gemm: ", 0), 0u) << r.out;
-    }
+    expect_usage_errors(cases);
+}
+
+// An accumulator plugin's instructions with the options of the model, a format with theirs, and a
+// promotion between instructions.
+TEST(Gemm, OptionsOfTheOtherPathAreOneLineUsageErrors) {
+    const std::string fp8 = "--k 64 --accumulator sm90_wgmma_fp8 --a-format e4m3 --b-format e4m3 ";
+    expect_usage_errors({{fp8 + "--mma-depth 16", "--mma-depth: the accumulation model's; sm90_wgmma_fp8 is"},
+                         {fp8 + "--promote-every 100",
+                          "--promote-every 100: not a multiple of sm90_wgmma_fp8's instruction depth 32"},
+                         {"--k 64 --accumulator fp16 --promote-every 0 --a-format e4m3",
+                          "--a-format: only with an accumulator plugin"}});
+}
+
+// The instructions' operand formats: both required, format plugins.
+TEST(Gemm, InstructionsNeedTheirOperandsFormats) {
+    expect_usage_errors(
+        {{"--k 64 --accumulator sm90_wgmma_fp8 --a-format e4m3",
+          "--b-format is required with the accumulator"},
+         {"--k 64 --accumulator sm90_wgmma_fp8 --a-format e4m3 --b-format sm89_mma_fp8",
+          "--b-format sm89_mma_fp8: 'sm89_mma_fp8' is an accumulator plugin, not a format plugin"}});
+}
+
+// An accumulator plugin's instructions (sm90_wgmma_fp8: Hopper's FP8 wgmma, which keeps 13 bits below
+// the largest term's exponent and truncates its result to E8M13) on E4M3 inputs.
+TEST(Gemm, InstructionsPrintTheAccumulatorTheProductAndThreeErrors) {
+    const std::string args = kGemm +
+                             "--k 512 --rows 16 --cols 12 --accumulator sm90_wgmma_fp8 --a-format e4m3 "
+                             "--b-format e4m3 --distribution fp8-e4m3 --seed 5 ";
+    const run_result promoted = run_host(args + "--promote-every 128");
+    ASSERT_EQ(promoted.exit_code, 0) << promoted.out;
+    EXPECT_EQ(
+        promoted.out.rfind("accumulator      sm90_wgmma_fp8, instructions of depth 32, promoted every 128\n"
+                           "product          16 x 512 x 12 (M x K x N), fp8-e4m3 inputs rounded to e4m3 "
+                           "(A) and e4m3 (B), seed 5\n",
+                           0),
+        0u)
+        << promoted.out;
+    const auto e = numbers_of(promoted.out);
+    ASSERT_EQ(e.size(), 3u) << promoted.out;
+    // Truncation to 13 bits below each instruction's largest term: errors of a few 2^-13 of the sums,
+    // under 2^-8 of the sum of magnitudes, and more than nothing; a chain that dropped C (or the
+    // promotion's total) would be off by most of the sum.
+    EXPECT_GT(e.at("max error"), 0.0);
+    EXPECT_LT(e.at("max error"), 0x1p-8);
+    // Never promoted, the chain's truncations pile up: the norm-wise error grows.
+    const auto never = numbers_of(run_host(args).out);
+    EXPECT_GT(never.at("norm-wise error"), e.at("norm-wise error"));
+    // The threads share the rows without changing a bit (--threads 0, every core, printed the first).
+    EXPECT_EQ(run_host(args + "--promote-every 128 --threads 3").out, promoted.out);
 }
 
 TEST(Gemm, SaveWritesTheOperandsAndTheProduct) {

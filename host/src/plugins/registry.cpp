@@ -153,6 +153,12 @@ std::string registry::name_of(const std::string& name, std::optional<altgrad_plu
     return find(name, kind).name();
 }
 
+std::optional<altgrad_plugin_kind> registry::kind_of(const std::string& name) {
+    const plugin_record& r = find(name, std::nullopt);
+    if (!r.info) return std::nullopt;
+    return r.info->kind;
+}
+
 const plugin_record& registry::probed(const std::string& name) {
     plugin_record& r = find(name, std::nullopt);
     if (r.info) probe(r);

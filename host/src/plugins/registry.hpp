@@ -74,6 +74,11 @@ public:
     // unknown or ambiguous name, or one of another kind than `kind`.
     std::string name_of(const std::string& name, std::optional<altgrad_plugin_kind> kind = std::nullopt);
 
+    // The kind the manifest of the plugin called `name` declares (nullopt when
+    // the manifest is unreadable); reads manifests only. Throws host::error as
+    // name_of() does for an unknown or ambiguous name.
+    std::optional<altgrad_plugin_kind> kind_of(const std::string& name);
+
     // The record of the plugin called `name` (or one of its aliases), probed
     // in a child process, nothing loaded here. Throws host::error as load()
     // does for an unknown or ambiguous name; a broken plugin is a record.
