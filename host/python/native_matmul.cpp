@@ -108,6 +108,9 @@ py::array matmul_instructions(const accumulator_handle& acc, const format_handle
     if (scale_a) {
         const matrix sa = matrix_of(*scale_a, "scale_a"), sb = matrix_of(*scale_b, "scale_b");
         p.scale_kind = checked_scales(acc, a, b, sa, sb);
+        // Checked as Python holds them, so that an error's index is the caller's.
+        quant::check_scales(p.scale_kind, sa.values, sa.rows, sa.cols, "scale_a");
+        quant::check_scales(p.scale_kind, sb.values, sb.rows, sb.cols, "scale_b");
         sb_t = transposed(sb);
         p.a_scales = sa.values;
         p.b_scales = sb_t.data();

@@ -85,6 +85,11 @@ def test_block_scales_go_with_their_block():
     c = altgrad.matmul(a, b, accumulator="sm100_tcgen05_mxf8f6f4", a_format="e4m3", b_format="e4m3",
                        scale_a=sa, scale_b=sb)
     assert np.array_equal(c, 32 * sa @ sb)
+    bad = sb.copy()
+    bad[1, 2] = 3  # no power of two
+    with pytest.raises(altgrad.Error, match=r"^scale_b\[1, 2\] = 3 is not a ue8m0_32 scale$"):
+        altgrad.matmul(a, b, accumulator="sm100_tcgen05_mxf8f6f4", a_format="e4m3", b_format="e4m3",
+                       scale_a=sa, scale_b=bad)
     with pytest.raises(ValueError, match=r"scale_a: expected 2 x 2, one scale per 32 elements"):
         altgrad.matmul(a, b, accumulator="sm100_tcgen05_mxf8f6f4", a_format="e4m3", b_format="e4m3",
                        scale_a=sa[:, :1], scale_b=sb)

@@ -251,4 +251,18 @@ TEST(InstructionProduct, TheFormatsGiveTheMinimumExponentsAndRefuseOtherValues) 
     EXPECT_EQ(error_of([&] { quant::check_values(*format("e4m3"), x.data(), 1, 3, "a"); }), "(no error)");
 }
 
+// The scale kinds by their definitions (abi/accumulator.h): UE8M0 a power of two (2^-127 .. 2^127) or
+// NaN; UE4M3 an E4M3 value by magnitude: 3 bits of mantissa, 2^-9 steps below 2^-6, at most 448.
+TEST(InstructionProduct, ScalesAreCheckedByTheirKind) {
+    const auto check = [](altgrad_acc_scale_kind kind, std::vector<float> x) {
+        return error_of([&] { quant::check_scales(kind, x.data(), 1, x.size(), "s"); });
+    };
+    EXPECT_EQ(check(ALTGRAD_ACC_SCALE_UE8M0_32, {0.5f, 0x1p-127f, 0x1p127f, NAN}), "(no error)");
+    EXPECT_EQ(check(ALTGRAD_ACC_SCALE_UE8M0_32, {1.0f, 3.0f}), "s[0, 1] = 3 is not a ue8m0_32 scale");
+    EXPECT_EQ(check(ALTGRAD_ACC_SCALE_UE8M0_32, {-2.0f}), "s[0, 0] = -2 is not a ue8m0_32 scale");
+    EXPECT_EQ(check(ALTGRAD_ACC_SCALE_UE4M3_16, {-448.0f, 3.0f, 0x1p-9f, 0.0f, 30.0f}), "(no error)");
+    EXPECT_EQ(check(ALTGRAD_ACC_SCALE_UE4M3_16, {17.0f}), "s[0, 0] = 17 is not a ue4m3_16 scale");
+    EXPECT_EQ(check(ALTGRAD_ACC_SCALE_UE4M3_16, {480.0f}), "s[0, 0] = 480 is not a ue4m3_16 scale");
+}
+
 }  // namespace

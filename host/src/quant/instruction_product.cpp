@@ -14,6 +14,7 @@
 
 #include <altgrad/sdk/call_args.hpp>
 
+#include "util/abi_names.hpp"
 #include "util/error.hpp"
 #include "util/numbers.hpp"
 
@@ -82,6 +83,20 @@ void product_rows(const accumulator_handle& acc, const instruction_operands& p, 
     std::copy(result.begin(), result.end(), c + r0 * p.n);
 }
 
+// Whether x is a scale of the kind: UE8M0 a power of two in 2^-127 .. 2^127 or NaN; UE4M3 an E4M3
+// value taken by magnitude (2^-9 steps below 2^-6, 4 significant bits above, at most 448).
+bool is_scale(altgrad_acc_scale_kind kind, float x) {
+    if (std::isnan(x)) return kind == ALTGRAD_ACC_SCALE_UE8M0_32;
+    const float m = std::fabs(x);
+    if (!std::isfinite(m)) return false;
+    if (kind == ALTGRAD_ACC_SCALE_UE8M0_32)
+        return x > 0 && m == std::ldexp(1.0f, std::ilogb(m)) && std::ilogb(m) <= 127 && std::ilogb(m) >= -127;
+    if (m > 448.0f) return false;
+    const int e = m == 0 ? -6 : std::max(std::ilogb(m), -6);
+    const float step = std::ldexp(1.0f, e - 3);
+    return std::floor(m / step) * step == m;
+}
+
 void check_call(const accumulator_handle& acc, const instruction_operands& p, size_t promote_every) {
     const std::string problem = promote_every_problem(acc, promote_every);
     if (!problem.empty()) throw error("promote_every " + std::to_string(promote_every) + ": " + problem);
@@ -95,12 +110,25 @@ void check_call(const accumulator_handle& acc, const instruction_operands& p, si
                     " is not a whole number of scale blocks of " + std::to_string(block));
     if ((block != 0) != (p.a_scales != nullptr && p.b_scales != nullptr))
         throw error("accumulator '" + acc.name() + "': block scales for both operands, or none");
+    if (block == 0) return;
+    const size_t blocks = (p.k + block - 1) / block;
+    check_scales(p.scale_kind, p.a_scales, p.m, blocks, "a's scales");
+    check_scales(p.scale_kind, p.b_scales, p.n, blocks, "b's scales");
 }
 
 }  // namespace
 
 size_t scale_block(altgrad_acc_scale_kind kind) {
     return kind == ALTGRAD_ACC_SCALE_UE8M0_32 ? 32 : kind == ALTGRAD_ACC_SCALE_UE4M3_16 ? 16 : 0;
+}
+
+void check_scales(altgrad_acc_scale_kind kind, const float* scales, size_t rows, size_t blocks,
+                  const std::string& what) {
+    for (size_t i = 0; i < rows * blocks; ++i)
+        if (!is_scale(kind, scales[i]))
+            throw error(what + "[" + std::to_string(i / blocks) + ", " + std::to_string(i % blocks) +
+                        "] = " + shortest_decimal(scales[i]) + " is not a " +
+                        acc_scale_kind_names().name(kind) + " scale");
 }
 
 std::string promote_every_problem(const accumulator_handle& acc, size_t promote_every) {

@@ -54,11 +54,17 @@ int32_t min_exponent(const format_handle& format);
 void check_values(const format_handle& format, const float* x, size_t rows, size_t cols,
                   const std::string& what);
 
+// Throws host::error "WHAT[i, j] = V is not a KIND scale" for the first of the rows x blocks
+// scales (row-major) that is not of the kind: UE8M0 a power of two in 2^-127 .. 2^127 or NaN,
+// UE4M3 an E4M3 value by magnitude. instruction_product checks its scales so.
+void check_scales(altgrad_acc_scale_kind kind, const float* scales, size_t rows, size_t blocks,
+                  const std::string& what);
+
 // c[i * n + j] = (A·Bᵀ)[i][j] through `acc`'s instructions, promoted every
 // promote_every elements (0: never). threads: how many share the output rows,
 // 0 for every core; each output is the same for any number. Throws
 // host::error for a promote_every of promote_every_problem, scales that do
-// not fit the scale kind, or a plugin that fails.
+// not fit the scale kind (check_scales), or a plugin that fails.
 void instruction_product(const accumulator_handle& acc, const instruction_operands& p, size_t promote_every,
                          float* c, unsigned threads = 1);
 
