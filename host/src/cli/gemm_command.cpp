@@ -222,7 +222,7 @@ product_at instruction_path(registry& reg, const gemm_request& r, operands& o, s
     b_format->quantize(o.b.data(), o.b.data(), o.b.size(), quantize_options{});
     depth = acc->info().depth;
     const uint32_t kinds = acc->info().scale_kinds;
-    const altgrad_acc_scale_kind kind = (kinds & 1u) != 0 ? ALTGRAD_ACC_SCALE_NONE
+    const altgrad_acc_scale_kind kind = (kinds & (1u << ALTGRAD_ACC_SCALE_NONE)) != 0 ? ALTGRAD_ACC_SCALE_NONE
                                         : (kinds & (1u << ALTGRAD_ACC_SCALE_UE8M0_32))
                                             ? ALTGRAD_ACC_SCALE_UE8M0_32
                                             : ALTGRAD_ACC_SCALE_UE4M3_16;
