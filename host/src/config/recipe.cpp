@@ -65,6 +65,7 @@ operand_settings operand_for(const quantization_config& q, const layer_at& layer
         if (o.format) s.format = *o.format;
         if (o.rounding) s.rounding = *o.rounding;
         o.scaling.apply_to(s.scaling);
+        if (o.scaling.block_rows) s.tile_key = key + ".block_rows";
         if (o.pre_scale) s.pre_scale = *o.pre_scale;
         if (o.source) s.source = *o.source;
         s.key = key;
@@ -75,7 +76,10 @@ operand_settings operand_for(const quantization_config& q, const layer_at& layer
     s.rounding = operand == operand_kind::dy ? q.backward_rounding : q.forward_rounding;
     s.scaling = block_scaling{q.granularity, q.block_size, q.block_rows, q.scale_format, q.scale_rule};
     for (const role_table& r : role_tables())
-        if (std::string_view(role_of(operand)) == r.role) (q.*r.member).apply_to(s.scaling);
+        if (std::string_view(role_of(operand)) == r.role) {
+            (q.*r.member).apply_to(s.scaling);
+            if ((q.*r.member).block_rows) s.tile_key = r.key() + ".block_rows";
+        }
     s.key = "quantization";
     apply(q.products[p].operands[k], "quantization." + at);
     for (size_t i = 0; i < q.rules.size(); ++i) {
@@ -87,6 +91,7 @@ operand_settings operand_for(const quantization_config& q, const layer_at& layer
                                                                                 : r.gradient;
         if (format) s.format = *format, s.key = rule;
         if (!r.scaling.empty()) r.scaling.apply_to(s.scaling), s.key = rule;
+        if (r.scaling.block_rows) s.tile_key = rule + ".block_rows";
         apply(r.products[p].operands[k], rule + "." + at);
         break;
     }
