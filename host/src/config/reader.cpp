@@ -22,6 +22,7 @@
 #include <altgrad/sdk/names.hpp>
 
 #include "config/layer_names.hpp"
+#include "config/recipe.hpp"
 #include "config/schema.hpp"
 #include "config/value_text.hpp"
 #include "util/error.hpp"
