@@ -183,9 +183,10 @@ block_scales_of derive_block_scales_cuda(const torch::Tensor& x, const quant_sit
 void check_tiles(const quant_site& site, const block_layout& l) {
     const int64_t tile_rows = static_cast<int64_t>(site.block_rows);
     if (tile_rows > 1 && (l.k % l.block != 0 || l.rows % tile_rows != 0))
-        throw error(site.tile_key + ": tiles of " + std::to_string(tile_rows) + "x" + std::to_string(l.block) +
-                    " do not divide " + site.name() + " as [" + std::to_string(l.rows) + ", " +
-                    std::to_string(l.k) + "] (rows by its product's reduction dimension)");
+        throw error(site.tile_key + ": tiles of " + std::to_string(tile_rows) + "x" +
+                    std::to_string(l.block) + " do not divide " + site.name() + " as [" +
+                    std::to_string(l.rows) + ", " + std::to_string(l.k) +
+                    "] (rows by its product's reduction dimension)");
 }
 
 // On a GPU: the scales of R x C tiles of x as [rows, K] (the site's
