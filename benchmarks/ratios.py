@@ -105,6 +105,23 @@ def fmt_cv(cv):
     return "" if cv is None else f"{100 * cv:.1f}%"
 
 
+def print_table(markdown, size, copy, rows):
+    # The rows as a Markdown table or aligned text, the copy first.
+    if markdown:
+        print("| format | mode | GB/s | elements/s | cv | ratio to copy | target |")
+        print("|---|---|---:|---:|---:|---:|---|")
+        print(f"| memcpy | copy | {copy[0] / 1e9:.2f} | {copy[1] / 1e6:.0f} M | {fmt_cv(copy[2])} | 1.000 | |")
+        for fmt, mode, gbs, ips, cv, ratio, target, verdict in rows:
+            t = f">= {target}: {verdict}" if verdict else (target or "")  # unjudged ratios are shown as they are
+            print(f"| {fmt} | {mode} | {gbs:.2f} | {ips / 1e6:.0f} M | {fmt_cv(cv)} | {ratio:.3f} | {t} |")
+    else:
+        print(f"size {size}: copy {copy[0] / 1e9:.2f} GB/s, {copy[1] / 1e6:.0f} M elements/s (cv {fmt_cv(copy[2]) or 'n/a'})")
+        print(f"{'format':8} {'mode':13} {'GB/s':>8} {'Melem/s':>9} {'cv':>6} {'x copy':>7}  target")
+        for fmt, mode, gbs, ips, cv, ratio, target, verdict in rows:
+            t = f">= {target} {verdict}" if verdict else (target or "")
+            print(f"{fmt:8} {mode:13} {gbs:8.2f} {ips / 1e6:9.0f} {fmt_cv(cv):>6} {ratio:7.3f}  {t}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("json", nargs="?", default="-", help="benchmark JSON output (default: stdin)")
@@ -178,19 +195,7 @@ def main():
                 missed.append(f"{fmt}/{mode}")
             rows.append((fmt, mode, r[0] / 1e9, r[1], r[2], ratio, target, verdict))
 
-    if args.markdown:
-        print("| format | mode | GB/s | elements/s | cv | ratio to copy | target |")
-        print("|---|---|---:|---:|---:|---:|---|")
-        print(f"| memcpy | copy | {copy[0] / 1e9:.2f} | {copy[1] / 1e6:.0f} M | {fmt_cv(copy[2])} | 1.000 | |")
-        for fmt, mode, gbs, ips, cv, ratio, target, verdict in rows:
-            t = f">= {target}: {verdict}" if verdict else (target or "")  # unjudged ratios are shown as they are
-            print(f"| {fmt} | {mode} | {gbs:.2f} | {ips / 1e6:.0f} M | {fmt_cv(cv)} | {ratio:.3f} | {t} |")
-    else:
-        print(f"size {size}: copy {copy[0] / 1e9:.2f} GB/s, {copy[1] / 1e6:.0f} M elements/s (cv {fmt_cv(copy[2]) or 'n/a'})")
-        print(f"{'format':8} {'mode':13} {'GB/s':>8} {'Melem/s':>9} {'cv':>6} {'x copy':>7}  target")
-        for fmt, mode, gbs, ips, cv, ratio, target, verdict in rows:
-            t = f">= {target} {verdict}" if verdict else (target or "")
-            print(f"{fmt:8} {mode:13} {gbs:8.2f} {ips / 1e6:9.0f} {fmt_cv(cv):>6} {ratio:7.3f}  {t}")
+    print_table(args.markdown, size, copy, rows)
     if missed:
         print(f"targets missed: {', '.join(missed)}", file=sys.stderr)
     elif any(row[7] for row in rows):

@@ -463,7 +463,8 @@ py::array matmul_arrays(std::shared_ptr<const format_handle> f, const py::array&
 // A recipe (a config's TOML text) resolved for a model's layers, as the
 // trainer resolves it (config::resolve, config/recipe.hpp):
 // {"globals": {...}, "params": {format: {key: value}}, "layers": {layer:
-// {product: {"transform", "accumulator", OPERAND: {...}}}}, "seed": training.seed}. A second use's
+// {product: {"transform", "accumulator", OPERAND: {...}}}}, "seed": training.seed, "source"}: each
+// transform, accumulator and operand with the "key" that set it, for errors. A second use's
 // "own" says whether it is quantized with settings of its own
 // (the resolver's product_recipe::own), else as its first use. Errors name the key.
 py::dict plugin_params_dict(const config::plugin_params& params) {
@@ -499,6 +500,7 @@ py::dict resolve_recipe(const std::string& toml_text, const std::string& source,
                 py::dict td;
                 td["name"] = t->name;
                 td["params"] = t->params;
+                td["key"] = pr.transform_key;
                 d["transform"] = td;
             }
             d["accumulator"] = py::none();
@@ -510,6 +512,7 @@ py::dict resolve_recipe(const std::string& toml_text, const std::string& source,
                 ad["rounding"] = rounding_name(a->rounding);
                 ad["mma_depth"] = a->mma_depth;
                 ad["promote_every"] = a->promote_every;
+                ad["key"] = pr.accumulator_key;
                 d["accumulator"] = ad;
             }
             for (config::operand_kind o : config::operands_of(product)) {
@@ -525,6 +528,8 @@ py::dict resolve_recipe(const std::string& toml_text, const std::string& source,
                 od["pre_scale"] = s.pre_scale;
                 od["source"] = config::copy_source_names().name(s.source);
                 od["own"] = pr.owns(o);
+                od["key"] = s.key;
+                od["tile_key"] = s.tile_key;
                 d[config::operand_names().name(o)] = od;
             }
             products[config::product_names().name(product)] = d;
@@ -536,6 +541,7 @@ py::dict resolve_recipe(const std::string& toml_text, const std::string& source,
     out["params"] = plugin_params_dict(q.params);
     out["layers"] = per_layer;
     out["seed"] = c.training.seed;
+    out["source"] = source;
     return out;
 }
 

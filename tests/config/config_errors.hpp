@@ -2,6 +2,7 @@
 // error is one line naming the file first, then the key.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -17,10 +18,14 @@ namespace altgrad::test {
 
 inline const char* const kFile = "cfgs/my_run.toml";
 
-// One layer of a config's quantization as resolve() hands it to the trainer.
+// One layer of a config's quantization as resolve() hands it to the trainer:
+// among the default GPT's linear layers when it is one of them (a rule may
+// take layers by place, last = N), else alone.
 inline host::config::layer_recipe recipe_of(const host::config::quantization_config& q,
                                             const std::string& layer) {
-    return host::config::resolve(q, {layer}).layers.at(0);
+    std::vector<std::string> layers = host::config::layer_names(host::config::model_config{});
+    if (std::find(layers.begin(), layers.end(), layer) == layers.end()) layers = {layer};
+    return host::config::resolve(q, layers).at(layer);
 }
 
 // The error parse_config throws, or "" when it accepts the text.

@@ -235,6 +235,7 @@ TEST(RecipeConfigs, EachRecipeResolvesToItsSourcesParameters) {
             EXPECT_EQ(q.first_scale, want.first_scale);
             EXPECT_EQ(q.amax_compute, want.amax_compute);
         }
+        const resolved_recipe recipe = resolve(c);  // the whole model: rules take layers by place too
         for (const std::string& layer : layer_names(c.model)) {
             SCOPED_TRACE(layer);
             const bool high = want.high_precision.count(layer) > 0;
@@ -242,7 +243,7 @@ TEST(RecipeConfigs, EachRecipeResolvesToItsSourcesParameters) {
                 const auto [product, operand] = use;
                 SCOPED_TRACE(std::string(product_names().name(product)) + "." +
                              operand_names().name(operand));
-                const operand_settings s = recipe_of(q, layer).product(product).operand(operand);
+                const operand_settings s = recipe.at(layer).product(product).operand(operand);
                 if (high) {
                     EXPECT_EQ(s.format, "bf16");
                     EXPECT_EQ(s.scaling.granularity, granularity_kind::tensor);
@@ -261,10 +262,10 @@ TEST(RecipeConfigs, EachRecipeResolvesToItsSourcesParameters) {
             }
             for (product_kind p :
                  {product_kind::forward, product_kind::input_gradient, product_kind::weight_gradient}) {
-                const std::optional<accumulator_config> a = recipe_of(q, layer).product(p).accumulator;
+                const std::optional<accumulator_config> a = recipe.at(layer).product(p).accumulator;
                 if (high || !want.accumulator) EXPECT_FALSE(a.has_value()) << "float32 products";
                 else EXPECT_TRUE(a && *a == *want.accumulator);
-                const std::optional<transform_config> t = recipe_of(q, layer).product(p).transform;
+                const std::optional<transform_config> t = recipe.at(layer).product(p).transform;
                 const auto wt = want.transforms.find(p);
                 if (high || wt == want.transforms.end()) EXPECT_FALSE(t.has_value()) << "no transform";
                 else EXPECT_TRUE(t && *t == wt->second) << (t ? t->name : "none");

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """The house rules a newcomer relies on (CONTRIBUTING.md, "House rules"), checked:
 
-  - no source file under host/ longer than 800 lines;
+  - no source file under host/ or sdk/ longer than 800 lines;
+  - no header and source of one name in a room of host/src/ (X.hpp with X.cpp) longer
+    than 1,000 lines together: a room's unit does one job;
   - no function under host/ or sdk/ longer than 80 lines (Universal Ctags' measure:
-    from the line of its name to its closing brace);
+    from the line of its name to its closing brace), and no Python function anywhere
+    in the project longer than 80 lines (from its def to its last line);
   - every include of another room's header, in host/src/<room>/, names a room that
     <room> depends on (host/CMakeLists.txt declares the rooms and their DEPENDS; the
     build writes them to host_rooms.txt);
@@ -11,8 +14,10 @@
     instead (PyTorch's wheels replace part of libstdc++'s; docs/cuda.md).
 
 Usage: check_house.py SOURCE_DIR HOST_ROOMS_TXT
-Prints one line per breach (file:line: what) and exits 1 if there is any.
+Prints one line per breach (file:line: what, and the rule), then the rules and where
+each applies, and exits 1 if there is any breach.
 """
+import ast
 import json
 import pathlib
 import re
@@ -20,7 +25,9 @@ import subprocess
 import sys
 
 MAX_FILE_LINES = 800
+MAX_UNIT_LINES = 1000
 MAX_FUNCTION_LINES = 80
+FILE_FOLDERS = ["host", "sdk"]
 CXX_SUFFIXES = {".c", ".h", ".cpp", ".hpp", ".cu", ".cuh", ".inc"}
 SOURCE_SUFFIXES = CXX_SUFFIXES | {".py"}
 
@@ -33,13 +40,54 @@ def tracked_files(root, folders):
     return [p for f in folders for p in (root / f).rglob("*") if p.is_file()]
 
 
+RULES = [
+    f"files: at most {MAX_FILE_LINES} lines, in {' and '.join(f + '/' for f in FILE_FOLDERS)}",
+    f"units: a header and its source (X.hpp, X.cpp) at most {MAX_UNIT_LINES} lines together, in host/src/",
+    f"functions: at most {MAX_FUNCTION_LINES} lines, C++ in host/ and sdk/, Python everywhere",
+    "rooms: a room includes only the rooms it depends on (host/CMakeLists.txt), in host/src/",
+    "remove_all: util/file_tree.hpp's remove_tree instead, in host/",
+]
+
+
+def line_count(path):
+    return len(path.read_text(errors="replace").splitlines())
+
+
 def long_files(root):
-    for path in tracked_files(root, ["host"]):
+    for path in tracked_files(root, FILE_FOLDERS):
         if path.suffix not in SOURCE_SUFFIXES:
             continue
-        n = len(path.read_text(errors="replace").splitlines())
+        n = line_count(path)
         if n > MAX_FILE_LINES:
-            yield f"{path.relative_to(root)}: {n} lines (at most {MAX_FILE_LINES})"
+            yield f"{path.relative_to(root)}: {n} lines (files: at most {MAX_FILE_LINES})"
+
+
+def long_units(root):
+    for source in tracked_files(root, ["host/src"]):
+        header = source.with_suffix(".hpp")
+        if source.suffix != ".cpp" or not header.is_file():
+            continue
+        n = line_count(source) + line_count(header)
+        if n > MAX_UNIT_LINES:
+            yield (f"{source.relative_to(root)}: {n} lines with {header.name} "
+                   f"(units: at most {MAX_UNIT_LINES}; split it by job)")
+
+
+def long_python_functions(root):
+    for path in tracked_files(root, ["."]):
+        if path.suffix != ".py":
+            continue
+        try:
+            tree = ast.parse(path.read_text(errors="replace"))
+        except SyntaxError as e:
+            yield f"{path.relative_to(root)}:{e.lineno}: not Python ({e.msg})"
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    yield (f"{path.relative_to(root)}:{node.lineno}: function {node.name} is {n} lines "
+                           f"(functions: at most {MAX_FUNCTION_LINES})")
 
 
 def long_functions(root):
@@ -55,7 +103,7 @@ def long_functions(root):
         n = tag["end"] - tag["line"] + 1
         if n > MAX_FUNCTION_LINES:
             path = pathlib.Path(tag["path"]).resolve().relative_to(root)
-            yield f"{path}:{tag['line']}: function {tag['name']} is {n} lines (at most {MAX_FUNCTION_LINES})"
+            yield f"{path}:{tag['line']}: function {tag['name']} is {n} lines (functions: at most {MAX_FUNCTION_LINES})"
 
 
 def read_rooms(rooms_file):
@@ -111,10 +159,11 @@ def main(argv):
         return 2
     root = pathlib.Path(argv[1]).resolve()
     rooms = read_rooms(argv[2])
-    problems = [*long_files(root), *long_functions(root), *upward_includes(root, rooms),
-                *remove_all_calls(root)]
+    problems = [*long_files(root), *long_units(root), *long_functions(root), *long_python_functions(root),
+                *upward_includes(root, rooms), *remove_all_calls(root)]
     for p in problems:
         print(p)
+    print("check_house: the rules, and where each applies:", *RULES, sep="\n  ")
     print(f"check_house: {len(problems)} breach(es) of the house rules" if problems else "check_house: ok")
     return 1 if problems else 0
 

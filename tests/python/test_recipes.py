@@ -31,8 +31,10 @@ def _operand(format, rounding, granularity="block", block_size=16, block_rows=1,
 
 
 def _without_own(products):
-    return {p: {k: ({kk: vv for kk, vv in v.items() if kk != "own"} if isinstance(v, dict) and "format" in v
-                    else v) for k, v in d.items()} for p, d in products.items()}
+    # The settings alone: without "own" and the keys that set them (what errors name).
+    drop = ("own", "key", "tile_key")
+    return {p: {k: ({kk: vv for kk, vv in v.items() if kk not in drop} if isinstance(v, dict) else v)
+                for k, v in d.items()} for p, d in products.items()}
 
 
 def test_nvfp4_resolves_as_the_paper_describes_it():

@@ -106,8 +106,32 @@ def test_quantize_model_refuses_mistaken_rules(rules, message):
 
 
 def test_quantize_model_with_an_unknown_format_names_it():
-    with pytest.raises(altgrad.Error, match="no plugin named 'e9m9'"):
+    with pytest.raises(altgrad.Error, match=r"recipe: key 'quantization.rules\[0\]' \(head\): .*no plugin named 'e9m9'"):
         aqt.quantize_model(Small(), [{"pattern": "head", "format": "e9m9"}])
+
+
+# A plugin's refusal names the key that chose the plugin and the layer, as `altgrad-host run` does
+# (issue #45: Python named only the plugin).
+@pytest.mark.parametrize("recipe,message", [
+    ({"weight_gradient": {"transform": {"name": "random_hadamard", "params": {"d": 12}}}},
+     r"recipe: key 'quantization.weight_gradient.transform' \(body.0\): .*random_hadamard"),
+    ({"forward": {"accumulator": {"format": "float", "params": {"exponent_bits": 99}}}},
+     r"recipe: key 'quantization.forward.accumulator' \(body.0\): .*exponent_bits"),
+    ({"weight_format": "int", "params": {"int": {"bits": 99}}},
+     r"recipe: key 'quantization' \(body.0\): .*bits"),
+])
+def test_a_plugins_refusal_names_the_recipe_key(recipe, message):
+    with pytest.raises(altgrad.Error, match=message):
+        aqt.quantize_model(Small(), recipe)
+
+
+def test_tiles_that_do_not_divide_name_the_block_rows_key():
+    # body.0's weight is [32, 4]: 32 rows, tiles of 3 rows do not divide it.
+    model = aqt.quantize_model(Small(), {"weight_format": "e4m3", "weight": {"granularity": "block",
+                                                                             "block_size": 4, "block_rows": 3}})
+    with pytest.raises(altgrad.Error, match=r"recipe: key 'quantization.weight.block_rows' \(body.0\): "
+                                            r"tiles of 3x4 do not divide"):
+        model(torch.randn(2, 4))
 
 
 @pytest.mark.parametrize("scaling", ["none", "current", "delayed"])

@@ -102,10 +102,11 @@ class Recipe:
     params: {format plugin: {key: value}} ([quantization.params.NAME]).
     layers: {layer: {product: {"transform": None | {"name", "params"}, "accumulator": None | {format,
     params, rounding, mma_depth, promote_every}, OPERAND: {format, rounding, granularity, block_size,
-    block_rows, scale_format, scale_rule, pre_scale, source, own}}}}, the products "forward" (x, w),
+    block_rows, scale_format, scale_rule, pre_scale, source, own}}}}, each with the "key" that set it
+    (an operand also its "tile_key", block_rows's), the products "forward" (x, w),
     "input_gradient" (dy, w) and "weight_gradient" (dy, x). A second use's "own" is False when it is
     quantized as its first use (the trainer's rule: the same settings).
-    seed: the config's training.seed.
+    seed: the config's training.seed. source: the recipe's file, or "recipe".
     """
 
     def __init__(self, resolved):
@@ -113,6 +114,12 @@ class Recipe:
         self.params = resolved["params"]
         self.layers = resolved["layers"]
         self.seed = resolved["seed"]
+        self.source = resolved["source"]
+
+    def where(self, key, layer):
+        """A setting named as `altgrad-host run` names it in an error: the recipe's source, the key,
+        and the layer."""
+        return f"{self.source}: key '{key}' ({layer})"
 
     def quantizes(self, layer):
         """Whether the layer quantizes an operand or has a transform or an accumulator."""

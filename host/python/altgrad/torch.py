@@ -91,6 +91,7 @@ class Quantizer:
         self.stream = int(stream)
         self.calls = 0
         self.counts = (0, 0)
+        self.where = None  # set by a recipe: "SOURCE: key 'K' (layer)", K the key that gave block_rows
 
     @property
     def block_scaled(self):
@@ -107,10 +108,15 @@ class Quantizer:
             k = x.shape[-1] if x.dim() else 1
             block = k if self.granularity == "row" else max(1, min(self.block_size, k))
             shape = dict(block_shape=(self.block_rows, block)) if self.block_rows > 1 else dict(block_size=block)
-            out, overflow, underflow = self.format.quantize(
-                x.reshape(-1, k) if self.block_rows > 1 else x, rounding=self.rounding, overflow=self.overflow,
-                seed=seed, sr_bits=self.sr_bits, scale_rule=self.scale_rule, scale_format=self.scale_format,
-                pre_scale=self.pre_scale, **shape)
+            try:
+                out, overflow, underflow = self.format.quantize(
+                    x.reshape(-1, k) if self.block_rows > 1 else x, rounding=self.rounding,
+                    overflow=self.overflow, seed=seed, sr_bits=self.sr_bits, scale_rule=self.scale_rule,
+                    scale_format=self.scale_format, pre_scale=self.pre_scale, **shape)
+            except _native.Error as e:  # tiles that do not divide x: the key that gave them
+                if self.where is None or self.block_rows == 1:
+                    raise
+                raise _native.Error(f"{self.where}: {e}") from e
             self.counts = (overflow, underflow)
             return out.reshape(x.shape)
         scale, amax = self.scale, None
@@ -334,17 +340,26 @@ class QuantLinear(torch.nn.Linear):
         g, products = recipe.globals, recipe.layers[self.layer_name]
         enabled = g["enabled"]
 
+        def keyed(spec, make):
+            # A plugin's refusal names the recipe key that chose the plugin, as a run's does.
+            try:
+                return make()
+            except (_native.Error, ValueError, RuntimeError) as e:
+                raise _native.Error(f"{recipe.where(spec['key'], self.layer_name)}: {e}") from e
+
         def site(settings, stream):
             if not enabled or settings["format"] == "fp32":
                 return None
-            return Quantizer(settings["format"], rounding=settings["rounding"], overflow=g["overflow"],
+            q = keyed(settings, lambda: Quantizer(settings["format"], rounding=settings["rounding"], overflow=g["overflow"],
                              scaling=g["scaling"], margin=g["margin"], amax_history_len=g["amax_history_len"],
                              amax_compute=g["amax_compute"], seed=self.seed, stream=stream, registry=registry,
                              granularity=settings["granularity"], block_size=settings["block_size"],
                              block_rows=settings["block_rows"], scale_format=settings["scale_format"],
                              scale_rule=settings["scale_rule"], pre_scale=settings["pre_scale"],
                              sr_bits=g["sr_bits"], tensor_scale=g["tensor_scale"], first_scale=g["first_scale"],
-                             params=recipe.params.get(settings["format"]))
+                             params=recipe.params.get(settings["format"])))
+            q.where = recipe.where(settings["tile_key"], self.layer_name)  # a tile's error names block_rows
+            return q
 
         first_stream = 3 * self._stream
         self.first_uses = {o: site(products[p][o], first_stream + _STREAM_INDEX[o]) for o, p in _FIRST_USE.items()}
@@ -356,12 +371,18 @@ class QuantLinear(torch.nn.Linear):
                                    else None, settings["source"])
 
         def transform(spec):
-            return None if spec is None or not enabled else registry.transform(spec["name"], spec["params"])
+            if spec is None or not enabled:
+                return None
+            return keyed(spec, lambda: registry.transform(spec["name"], spec["params"]))
+
+        def accumulator(spec, p):
+            if spec is None or not enabled:
+                return None
+            keys = {k: v for k, v in spec.items() if k != "key"}
+            return keyed(spec, lambda: _accumulator(keys, f"{self.layer_name}.{p}.accumulator", registry))
 
         self.transforms = tuple(transform(products[p]["transform"]) for p in PRODUCTS)
-        self.accumulators = tuple(None if not enabled else _accumulator(products[p]["accumulator"],
-                                                                        f"{self.layer_name}.{p}.accumulator",
-                                                                        registry) for p in PRODUCTS)
+        self.accumulators = tuple(accumulator(products[p]["accumulator"], p) for p in PRODUCTS)
 
     @classmethod
     def from_linear(cls, linear, **kwargs):

@@ -22,6 +22,7 @@
 #include <altgrad/sdk/names.hpp>
 
 #include "config/layer_names.hpp"
+#include "config/recipe.hpp"
 #include "config/schema.hpp"
 #include "config/value_text.hpp"
 #include "util/error.hpp"
@@ -167,7 +168,8 @@ public:
             c.training.warmup_steps = shortened;
         }
         const std::vector<std::string> layers = layers_ ? *layers_ : layer_names(c.model);
-        check_rules_reach_layers(c, layers);
+        if (const std::optional<config_problem> p = rule_problem(c, layers, layers_ != nullptr))
+            fail(p->key, p->what);
         if (const std::optional<config_problem> p = operand_problem(c, layers)) fail(p->key, p->what);
         return c;
     }
@@ -724,64 +726,6 @@ private:
                      "product's accumulator or operands (forward, input_gradient, weight_gradient)");
             out.rules.push_back(std::move(rule));
         }
-    }
-
-    // A rule that matches no layer of the model, or only layers an earlier rule
-    // already takes, is a mistake (a typo in the pattern, or the wrong order).
-    void check_rules_reach_layers(const run_config& c, const std::vector<std::string>& layers) const {
-        const auto& rules = c.quantization.rules;
-        for (size_t i = 0; i < rules.size(); ++i) {
-            const std::string key = std::string(kRulesKey) + "[" + std::to_string(i) + "]." +
-                                    (rules[i].last            ? "last"
-                                     : rules[i].last_fraction ? "last_fraction"
-                                                              : "pattern");
-            bool matches = false, reaches = false;
-            size_t taken_by = 0;
-            std::string taken_layer;
-            for (size_t index = 0; index < layers.size(); ++index) {
-                const std::string& layer = layers[index];
-                if (!rule_selects(rules[i], layer, index, layers.size())) continue;
-                matches = true;
-                size_t j = 0;
-                while (j < i && !rule_selects(rules[j], layer, index, layers.size())) ++j;
-                if (j == i) {
-                    reaches = true;
-                    break;
-                }
-                if (taken_layer.empty()) taken_by = j, taken_layer = layer;
-            }
-            if (!matches) {
-                std::string hint;
-                const std::string& p = rules[i].pattern;
-                if (p.size() > 7 && p.compare(p.size() - 7, 7, ".weight") == 0)
-                    hint = " (patterns match layer names, without \".weight\")";
-                fail(key, rule_selector(rules[i]) + " matches no layer of this model" + hint +
-                              "; its layers: " + (layers_ ? listed(layers) : layer_summary(c.model)));
-            }
-            if (!reaches)
-                fail(key, rule_selector(rules[i]) +
-                              " never applies: every layer it matches is taken by an earlier rule (" +
-                              kRulesKey + "[" + std::to_string(taken_by) + "], " +
-                              rule_selector(rules[taken_by]) + ", e.g. " + taken_layer +
-                              "); the first matching rule wins");
-        }
-    }
-
-    // "fc, head": given layers.
-    static std::string listed(const std::vector<std::string>& layers) {
-        std::string s;
-        for (const std::string& layer : layers) s += (s.empty() ? "" : ", ") + layer;
-        return s.empty() ? "(none)" : s;
-    }
-
-    // "blocks.N.attn.qkv, ... for N = 0..3, lm_head": the quantized layers.
-    static std::string layer_summary(const model_config& m) {
-        std::string s;
-        for (const std::string& layer :
-             names_of_block("N", m.activation == activation_function::swiglu).layers())
-            s += layer + ", ";
-        s.resize(s.size() - 2);
-        return s + " for N = 0.." + std::to_string(m.n_layer - 1) + ", " + kHeadLayer;
     }
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <set>
 
+#include "config/layer_names.hpp"
 #include "config/schema.hpp"
 #include "util/error.hpp"
 
@@ -65,6 +66,7 @@ operand_settings operand_for(const quantization_config& q, const layer_at& layer
         if (o.format) s.format = *o.format;
         if (o.rounding) s.rounding = *o.rounding;
         o.scaling.apply_to(s.scaling);
+        if (o.scaling.block_rows) s.tile_key = key + ".block_rows";
         if (o.pre_scale) s.pre_scale = *o.pre_scale;
         if (o.source) s.source = *o.source;
         s.key = key;
@@ -75,7 +77,10 @@ operand_settings operand_for(const quantization_config& q, const layer_at& layer
     s.rounding = operand == operand_kind::dy ? q.backward_rounding : q.forward_rounding;
     s.scaling = block_scaling{q.granularity, q.block_size, q.block_rows, q.scale_format, q.scale_rule};
     for (const role_table& r : role_tables())
-        if (std::string_view(role_of(operand)) == r.role) (q.*r.member).apply_to(s.scaling);
+        if (std::string_view(role_of(operand)) == r.role) {
+            (q.*r.member).apply_to(s.scaling);
+            if ((q.*r.member).block_rows) s.tile_key = r.key() + ".block_rows";
+        }
     s.key = "quantization";
     apply(q.products[p].operands[k], "quantization." + at);
     for (size_t i = 0; i < q.rules.size(); ++i) {
@@ -87,6 +92,7 @@ operand_settings operand_for(const quantization_config& q, const layer_at& layer
                                                                                 : r.gradient;
         if (format) s.format = *format, s.key = rule;
         if (!r.scaling.empty()) r.scaling.apply_to(s.scaling), s.key = rule;
+        if (r.scaling.block_rows) s.tile_key = rule + ".block_rows";
         apply(r.products[p].operands[k], rule + "." + at);
         break;
     }
@@ -184,5 +190,69 @@ resolved_recipe resolve(const quantization_config& q, const std::vector<std::str
 }
 
 resolved_recipe resolve(const run_config& c) { return resolve(c.quantization, layer_names(c.model)); }
+
+namespace {
+
+// "fc, head": given layers.
+std::string listed(const std::vector<std::string>& layers) {
+    std::string s;
+    for (const std::string& layer : layers) s += (s.empty() ? "" : ", ") + layer;
+    return s.empty() ? "(none)" : s;
+}
+
+// "blocks.N.attn.qkv, ... for N = 0..3, lm_head": the quantized layers.
+std::string layer_summary(const model_config& m) {
+    std::string s;
+    for (const std::string& layer : names_of_block("N", m.activation == activation_function::swiglu).layers())
+        s += layer + ", ";
+    s.resize(s.size() - 2);
+    return s + " for N = 0.." + std::to_string(m.n_layer - 1) + ", " + kHeadLayer;
+}
+
+// The first rule before `i` that takes the layer at `index`, or i.
+size_t first_rule_taking(const std::vector<quantization_rule>& rules, size_t i, const std::string& layer,
+                         size_t index, size_t count) {
+    size_t j = 0;
+    while (j < i && !rule_selects(rules[j], layer, index, count)) ++j;
+    return j;
+}
+
+}  // namespace
+
+std::optional<config_problem> rule_problem(const run_config& c, const std::vector<std::string>& layers,
+                                           bool layers_given) {
+    const auto& rules = c.quantization.rules;
+    for (size_t i = 0; i < rules.size(); ++i) {
+        const std::string key = std::string(kRulesKey) + "[" + std::to_string(i) + "]." +
+                                (rules[i].last            ? "last"
+                                 : rules[i].last_fraction ? "last_fraction"
+                                                          : "pattern");
+        bool matches = false, reaches = false;
+        size_t taken_by = 0;
+        std::string taken_layer;
+        for (size_t index = 0; index < layers.size() && !reaches; ++index) {
+            if (!rule_selects(rules[i], layers[index], index, layers.size())) continue;
+            matches = true;
+            const size_t j = first_rule_taking(rules, i, layers[index], index, layers.size());
+            reaches = j == i;
+            if (!reaches && taken_layer.empty()) taken_by = j, taken_layer = layers[index];
+        }
+        if (!matches) {
+            const std::string& p = rules[i].pattern;
+            const bool weight = p.size() > 7 && p.compare(p.size() - 7, 7, ".weight") == 0;
+            return config_problem{
+                key, rule_selector(rules[i]) + " matches no layer of this model" +
+                         (weight ? " (patterns match layer names, without \".weight\")" : "") +
+                         "; its layers: " + (layers_given ? listed(layers) : layer_summary(c.model))};
+        }
+        if (!reaches)
+            return config_problem{
+                key, rule_selector(rules[i]) +
+                         " never applies: every layer it matches is taken by an earlier rule (" + kRulesKey +
+                         "[" + std::to_string(taken_by) + "], " + rule_selector(rules[taken_by]) + ", e.g. " +
+                         taken_layer + "); the first matching rule wins"};
+    }
+    return std::nullopt;
+}
 
 }  // namespace altgrad::host::config

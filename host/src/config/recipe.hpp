@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/run_config.hpp"
+#include "config/schema.hpp"
 
 namespace altgrad::host::config {
 
@@ -75,5 +76,13 @@ resolved_recipe resolve(const quantization_config& q, const std::vector<std::str
 
 // Run `c`'s quantization resolved for its own model's layers (layer_names(c.model)).
 resolved_recipe resolve(const run_config& c);
+
+// The first rule of `c` that takes no layer of `layers`, or only layers an
+// earlier rule already takes (a typo in a pattern, or the wrong order), as
+// the problem at its selector's key; nullopt when every rule decides some
+// layer. `layers_given`: the caller named the layers (Python's model), so the
+// error lists them; else they are c.model's and the error summarizes them.
+std::optional<config_problem> rule_problem(const run_config& c, const std::vector<std::string>& layers,
+                                           bool layers_given);
 
 }  // namespace altgrad::host::config

@@ -400,6 +400,9 @@ struct operand_settings {
     double pre_scale = 1.0;
     copy_source source = copy_source::unquantized;
     std::string key;  // the most specific table that set something, for errors ("quantization.rules[1]")
+    // The key that gave block_rows ("quantization.weight.block_rows"): a tile
+    // that does not divide its tensor is that key's error, not the table's.
+    std::string tile_key = "quantization.block_rows";
 };
 
 }  // namespace altgrad::host::config

@@ -31,9 +31,10 @@ float narrow_value(std::mt19937_64& r, int span) {
 
 // Operands on which no term loses a bit to the alignment: a and b and C of 3
 // fraction bits within `span` binades above 1 (E2M1 for a grouped
-// instruction, with UE8M0 scales up to 2^8, UE4M3 ones of 1), so every term
-// is a multiple of 2^-6 (2^-2 for a group) below 2^(2 span + 2 + log2 of
-// their count), and F bits below the largest exponent reach below 2^-6.
+// instruction, with UE8M0 scales up to 2^8, UE4M3 ones of 1; UE8M0 scales up
+// to 2^2 otherwise), so every term is a multiple of 2^-6 (2^-2 for a group)
+// below 2^(2 span + 2 scale_span + 2 + log2 of their count), and F bits below
+// the largest exponent reach below 2^-6.
 acc_call exact_call(env& e, const accumulator_handle& acc) {
     const altgrad_accumulator_info& info = acc.info();
     acc_call x = random_call(e, acc, 4, 5, info.depth);
@@ -41,16 +42,20 @@ acc_call exact_call(env& e, const accumulator_handle& acc) {
     const int f = static_cast<int>(info.fraction_bits);
     const int terms =
         static_cast<int>(std::ceil(std::log2((info.halves == 2 ? info.depth / 2 : info.depth) + 1.0)));
-    const int span = std::max(0, std::min(6, (f - 8 - terms) / 2));
+    // UE8M0 scales of up to 2^scale_span each lift the products, not C, by up
+    // to 2^(2 scale_span): the span shrinks by as much, or C's low bits fall
+    // below the F bits kept (sm100_tcgen05_mxf8f6f4, F = 25, with scales up to
+    // 2^8 failed this check though the plugin was right).
+    const bool scaled = x.scale_kind == ALTGRAD_ACC_SCALE_UE8M0_32;
+    const int scale_span = !scaled ? 0 : grouped(acc) ? 8 : 2;
+    const int span = std::max(0, std::min(6, (f - 8 - terms - (grouped(acc) ? 0 : 2 * scale_span)) / 2));
     if (!grouped(acc)) {
         for (std::vector<float>* v : {&x.a, &x.b})
             for (float& a : *v) a = narrow_value(r, span);
         x.a_min = x.b_min = -126;
     }
     for (std::vector<float>* v : {&x.a_scales, &x.b_scales})
-        for (float& s : *v)
-            s = x.scale_kind == ALTGRAD_ACC_SCALE_UE8M0_32 ? std::ldexp(1.0f, static_cast<int>(r() % 9))
-                                                           : 1.0f;
+        for (float& s : *v) s = scaled ? std::ldexp(1.0f, static_cast<int>(r() % (scale_span + 1))) : 1.0f;
     for (float& c : x.c) c = r() % 3 == 0 ? 0.0f : narrow_value(r, grouped(acc) ? 4 : span);
     return x;
 }

@@ -183,9 +183,10 @@ block_scales_of derive_block_scales_cuda(const torch::Tensor& x, const quant_sit
 void check_tiles(const quant_site& site, const block_layout& l) {
     const int64_t tile_rows = static_cast<int64_t>(site.block_rows);
     if (tile_rows > 1 && (l.k % l.block != 0 || l.rows % tile_rows != 0))
-        throw error(site.key + ": tiles of " + std::to_string(tile_rows) + "x" + std::to_string(l.block) +
-                    " do not divide " + site.name() + " as [" + std::to_string(l.rows) + ", " +
-                    std::to_string(l.k) + "] (rows by its product's reduction dimension)");
+        throw error(site.tile_key + ": tiles of " + std::to_string(tile_rows) + "x" +
+                    std::to_string(l.block) + " do not divide " + site.name() + " as [" +
+                    std::to_string(l.rows) + ", " + std::to_string(l.k) +
+                    "] (rows by its product's reduction dimension)");
 }
 
 // On a GPU: the scales of R x C tiles of x as [rows, K] (the site's
@@ -597,6 +598,7 @@ void set_operand(quant_site& s, const config::quantization_config& q, const conf
     s.blocks.rule = b.scale_rule;
     s.pre_scale = static_cast<float>(o.pre_scale);
     s.key = where + ": key '" + o.key + "'";
+    s.tile_key = where + ": key '" + o.tile_key + "'";
     set_format(s, formats.get(o.format));
     if (s.block_scaled()) s.blocks.grid = &formats.scale_format(b.scale_format);
 }

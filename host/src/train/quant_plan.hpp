@@ -56,6 +56,7 @@ struct quant_site {
     // Rows per block: 1 for blocks along a row; R > 1 for tiles of R rows by
     // block_size columns, which must divide the tensor as [rows, K].
     size_t block_rows = 1;
+    std::string tile_key;  // "WHERE: key 'K'", K the key that gave block_rows (its errors)
     quant::block_recipe blocks;
     // Multiplies the scale before rounding and divides after (config
     // operand pre_scale): q(x*s*c)/(s*c). `scale` records s.
