@@ -111,7 +111,7 @@ void bench_float64(benchmark::State& state) {
 // The formats to time: name in the benchmark -> (plugin, parameters).
 struct format_case {
     std::string plugin;
-    std::map<std::string, std::string> params;
+    host::given_params params;
 };
 
 void register_all() {

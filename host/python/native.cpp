@@ -45,6 +45,29 @@ using namespace altgrad::host;
 
 namespace {
 
+// Plugin parameters from Python keep their type, as a config's do, so a
+// string where the manifest says integer is refused: bool, int (or any
+// integer with __index__, numpy's too), float (or anything with __float__),
+// str.
+given_params params_from_python(const py::dict& given) {
+    given_params out;
+    for (const auto& [k, item] : given) {
+        const std::string key = py::str(k);
+        const py::object v = py::reinterpret_borrow<py::object>(item);
+        if (PyBool_Check(v.ptr()))
+            out[key] = given_param(v.ptr() == Py_True ? "true" : "false", param_kind::boolean);
+        else if (py::isinstance<py::str>(v))
+            out[key] = given_param(v.cast<std::string>(), param_kind::string);
+        else if (PyIndex_Check(v.ptr())) out[key] = given_param(py::str(py::int_(v)), param_kind::integer);
+        else if (py::hasattr(v, "__float__"))
+            out[key] = given_param(std::string(py::repr(py::float_(v))), param_kind::floating);
+        else
+            throw py::type_error("params['" + key + "']: expected a string, number or boolean, got " +
+                                 std::string(py::str(py::type::of(v).attr("__name__"))));
+    }
+    return out;
+}
+
 // A registry that Python may close: afterwards every call on it is an error.
 // Formats made before keep their plugin loaded (they share it).
 class python_registry {
@@ -74,8 +97,8 @@ public:
         return out;
     }
 
-    std::string describe_json(const std::string& name, const std::map<std::string, std::string>& params,
-                              bool table) {
+    std::string describe_json(const std::string& name, const py::dict& given, bool table) {
+        const given_params params = params_from_python(given);
         registry& r = get();
         std::shared_ptr<const loaded_plugin> plugin;
         {
@@ -96,8 +119,8 @@ public:
     }
 
     // A transform plugin's instance (ABI 1.4).
-    std::shared_ptr<transform_handle> transform(const std::string& name,
-                                                const std::map<std::string, std::string>& params) {
+    std::shared_ptr<transform_handle> transform(const std::string& name, const py::dict& given) {
+        const given_params params = params_from_python(given);
         registry& r = get();
         std::shared_ptr<const loaded_plugin> plugin;
         {
@@ -118,8 +141,8 @@ public:
     }
 
     // An accumulator plugin's instance (ABI 1.5).
-    std::shared_ptr<accumulator_handle> accumulator(const std::string& name,
-                                                    const std::map<std::string, std::string>& params) {
+    std::shared_ptr<accumulator_handle> accumulator(const std::string& name, const py::dict& given) {
+        const given_params params = params_from_python(given);
         registry& r = get();
         std::shared_ptr<const loaded_plugin> plugin;
         {
@@ -129,8 +152,8 @@ public:
         return accumulator_handle::create(plugin, params, "params");
     }
 
-    std::shared_ptr<format_handle> format(const std::string& name,
-                                          const std::map<std::string, std::string>& params) {
+    std::shared_ptr<format_handle> format(const std::string& name, const py::dict& given) {
+        const given_params params = params_from_python(given);
         registry& r = get();
         std::shared_ptr<const loaded_plugin> plugin;
         {
@@ -467,9 +490,26 @@ py::array matmul_arrays(std::shared_ptr<const format_handle> f, const py::array&
 // transform, accumulator and operand with the "key" that set it, for errors. A second use's
 // "own" says whether it is quantized with settings of its own
 // (the resolver's product_recipe::own), else as its first use. Errors name the key.
+// A config's plugin parameters as Python values of their TOML kinds, so they
+// go back into params_from_python unchanged.
+py::dict params_dict(const given_params& values) {
+    py::dict d;
+    for (const auto& [key, value] : values) {
+        const py::str k(key);
+        switch (value.kind) {
+            case param_kind::integer: d[k] = py::int_(std::stoll(value.text)); break;
+            case param_kind::floating: d[k] = py::float_(std::stod(value.text)); break;
+            case param_kind::boolean: d[k] = py::bool_(value.text == "true"); break;
+            case param_kind::string:
+            case param_kind::text: d[k] = value.text; break;
+        }
+    }
+    return d;
+}
+
 py::dict plugin_params_dict(const config::plugin_params& params) {
     py::dict d;
-    for (const auto& [name, values] : params) d[py::str(name)] = values;
+    for (const auto& [name, values] : params) d[py::str(name)] = params_dict(values);
     return d;
 }
 
@@ -499,7 +539,7 @@ py::dict resolve_recipe(const std::string& toml_text, const std::string& source,
             if (const auto& t = pr.transform) {
                 py::dict td;
                 td["name"] = t->name;
-                td["params"] = t->params;
+                td["params"] = params_dict(t->params);
                 td["key"] = pr.transform_key;
                 d["transform"] = td;
             }
@@ -507,8 +547,8 @@ py::dict resolve_recipe(const std::string& toml_text, const std::string& source,
             if (const auto& a = pr.accumulator) {
                 py::dict ad;
                 ad["format"] = a->format;
-                ad["params"] =
-                    a->params.empty() && q.params.count(a->format) ? q.params.at(a->format) : a->params;
+                ad["params"] = params_dict(
+                    a->params.empty() && q.params.count(a->format) ? q.params.at(a->format) : a->params);
                 ad["rounding"] = rounding_name(a->rounding);
                 ad["mma_depth"] = a->mma_depth;
                 ad["promote_every"] = a->promote_every;

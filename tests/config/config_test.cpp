@@ -22,6 +22,12 @@ namespace {
 namespace fs = std::filesystem;
 using namespace host::config;
 
+// A parameter as the config gives it: its text and TOML kind.
+host::given_param integer(const char* text) { return {text, host::param_kind::integer}; }
+host::given_param floating(const char* text) { return {text, host::param_kind::floating}; }
+host::given_param boolean(const char* text) { return {text, host::param_kind::boolean}; }
+host::given_param string(const char* text) { return {text, host::param_kind::string}; }
+
 // ---- Defaults ----------------------------------------------------------------
 
 TEST(ConfigDefaults, EmptyFileGivesTheSchemaDefaults) {
@@ -691,7 +697,7 @@ TEST(ConfigRules, RenameFormatsVisitsEveryFormatWithItsKey) {
     EXPECT_EQ(q.rules.at(0).scaling.scale_format, std::optional<std::string>("rs2"));
     EXPECT_FALSE(q.rules.at(0).activation) << "a direction the rule leaves to the global format stays unset";
     ASSERT_EQ(q.params.count("w2"), 1u);
-    EXPECT_EQ(q.params.at("w2").at("k"), "1");
+    EXPECT_EQ(q.params.at("w2").at("k"), integer("1"));
 }
 
 TEST(ConfigRules, TheNoLayerErrorListsOnlyLayersThatExist) {
@@ -853,12 +859,15 @@ max_nonfinite_steps = 20
 )",
                                       kFile);
     EXPECT_EQ(c.stability.interventions, (std::vector<std::string>{"mantissa_shift", "partition_clip"}));
-    const plugin_params expected_stability = {
-        {"mantissa_shift",
-         {{"chain", "e7m0>e5m2"}, {"nan_patience", "3"}, {"stall_threshold", "0.25"}, {"verbose", "true"}}}};
+    const plugin_params expected_stability = {{"mantissa_shift",
+                                               {{"chain", string("e7m0>e5m2")},
+                                                {"nan_patience", integer("3")},
+                                                {"stall_threshold", floating("0.25")},
+                                                {"verbose", boolean("true")}}}};
     EXPECT_EQ(c.stability.params, expected_stability);  // partition_clip: no table, no entry
     EXPECT_EQ(c.diagnostics.plugins, (std::vector<std::string>{"stiffness", "bit_stall"}));
-    const plugin_params expected_diagnostics = {{"stiffness", {{"sample", "1024"}, {"relative", "false"}}}};
+    const plugin_params expected_diagnostics = {
+        {"stiffness", {{"sample", integer("1024")}, {"relative", boolean("false")}}}};
     EXPECT_EQ(c.diagnostics.params, expected_diagnostics);
     EXPECT_EQ(c.failure.bit_stall, 0.6);
     EXPECT_EQ(c.failure.min_progress, 0.0);
@@ -881,7 +890,7 @@ TEST(ConfigPlugins, InlineParamsTablesAreRead) {
         "[stability]\ninterventions = [\"mantissa_shift\"]\nparams = { mantissa_shift = { nan_patience = 2 } "
         "}\n",
         kFile);
-    EXPECT_EQ(c.stability.params.at("mantissa_shift").at("nan_patience"), "2");
+    EXPECT_EQ(c.stability.params.at("mantissa_shift").at("nan_patience"), integer("2"));
 }
 
 TEST(ConfigPlugins, EverythingRoundTripsThroughToToml) {
@@ -924,13 +933,14 @@ max_nonfinite_steps = 1
 )",
                                       kFile);
     const auto& ms = c.stability.params.at("mantissa_shift");
-    EXPECT_EQ(ms.at("chain"), "e7m0>e5m2,e1m6>e3m4");
-    EXPECT_EQ(ms.at("nan_patience"), "3");
-    EXPECT_EQ(ms.at("tiny"), "1e-08");
-    EXPECT_EQ(ms.at("offset"), "-2");
-    EXPECT_EQ(ms.at("on"), "false");
-    EXPECT_EQ(ms.at("empty"), "");
-    EXPECT_EQ(ms.at("odd"), "say \"hi\" \\ back");
+    EXPECT_EQ(ms.at("chain"), string("e7m0>e5m2,e1m6>e3m4"));
+    EXPECT_EQ(ms.at("nan_patience"), string("3"));  // as written: the manifest is checked at run start
+    EXPECT_EQ(ms.at("tiny"), floating("1e-08"));
+    EXPECT_EQ(ms.at("offset"), integer("-2"));
+    EXPECT_EQ(ms.at("on"), boolean("false"));
+    EXPECT_EQ(ms.at("empty"), string(""));
+    EXPECT_EQ(ms.at("odd"), string("say \"hi\" \\ back"));
+    EXPECT_EQ(ms.at("looks_true"), string("true")) << "a string that reads as a boolean stays a string";
 
     const std::string text = to_toml(c);
     const run_config back = parse_config(text, "x.toml");
@@ -938,13 +948,26 @@ max_nonfinite_steps = 1
     EXPECT_EQ(back.stability.params, c.stability.params) << text;
     EXPECT_EQ(back.diagnostics.params, c.diagnostics.params) << text;
     EXPECT_EQ(to_toml(back), text);
-    for (const char* line :
-         {"[stability]", "interventions = [\"mantissa_shift\", \"partition_clip\"]",
-          "[stability.params.mantissa_shift]", "chain = \"e7m0>e5m2,e1m6>e3m4\"", "stall_threshold = 0.25",
-          "on = false", "not_quite_a_number = \"1e5\"", "[stability.params.partition_clip]", "[diagnostics]",
-          "plugins = [\"stiffness\"]", "[diagnostics.params.stiffness]", "sample = 4096", "[failure]",
-          "bit_stall = 0.75", "near_zero = 0.0", "early_stop = 1.0", "patience = 1000000",
-          "max_nonfinite_steps = 1"})
+    for (const char* line : {"[stability]",
+                             "interventions = [\"mantissa_shift\", \"partition_clip\"]",
+                             "[stability.params.mantissa_shift]",
+                             "chain = \"e7m0>e5m2,e1m6>e3m4\"",
+                             "stall_threshold = 0.25",
+                             "on = false",
+                             "not_quite_a_number = \"1e5\"",
+                             "looks_true = \"true\"",
+                             "looks_float = \"1.0\"",
+                             "[stability.params.partition_clip]",
+                             "[diagnostics]",
+                             "plugins = [\"stiffness\"]",
+                             "[diagnostics.params.stiffness]",
+                             "sample = 4096",
+                             "[failure]",
+                             "bit_stall = 0.75",
+                             "near_zero = 0.0",
+                             "early_stop = 1.0",
+                             "patience = 1000000",
+                             "max_nonfinite_steps = 1"})
         EXPECT_NE(text.find(std::string(line) + "\n"), std::string::npos) << line << "\n" << text;
 }
 
@@ -963,11 +986,11 @@ TEST(ConfigPlugins, AParameterNameThatIsNoBareKeyRoundTrips) {
         "\"with space\" = 1\n\"a.b\" = \"x\"\n\"\" = true\n\"qu\\\"ote\" = 2\n",
         kFile, {"stability.params.mantissa_shift.x.y=3"});  // --set: the key is everything after the name
     const auto& p = c.stability.params.at("mantissa_shift");
-    EXPECT_EQ(p.at("with space"), "1");
-    EXPECT_EQ(p.at("a.b"), "x");
-    EXPECT_EQ(p.at(""), "true");
-    EXPECT_EQ(p.at("qu\"ote"), "2");
-    EXPECT_EQ(p.at("x.y"), "3");
+    EXPECT_EQ(p.at("with space"), integer("1"));
+    EXPECT_EQ(p.at("a.b"), string("x"));
+    EXPECT_EQ(p.at(""), boolean("true"));
+    EXPECT_EQ(p.at("qu\"ote"), integer("2"));
+    EXPECT_EQ(p.at("x.y"), integer("3"));
     const std::string text = to_toml(c);
     try {
         EXPECT_TRUE(parse_config(text, "x.toml") == c) << text;
@@ -1126,11 +1149,11 @@ TEST(ConfigPluginOverrides, AParameter) {
          "stability.params.mantissa_shift.threshold=0.25", "stability.params.mantissa_shift.verbose=true",
          "stability.params.mantissa_shift.quoted=\"3\""});
     const plugin_params expected = {{"mantissa_shift",
-                                     {{"nan_patience", "5"},
-                                      {"chain", "e7m0>e5m2,e1m6>e3m4"},
-                                      {"threshold", "0.25"},
-                                      {"verbose", "true"},
-                                      {"quoted", "3"}}}};
+                                     {{"nan_patience", integer("5")},
+                                      {"chain", string("e7m0>e5m2,e1m6>e3m4")},
+                                      {"threshold", floating("0.25")},
+                                      {"verbose", boolean("true")},
+                                      {"quoted", string("3")}}}};
     EXPECT_EQ(c.stability.params, expected);
     // It round-trips like a parameter from the file.
     const std::string text = to_toml(c);
@@ -1140,19 +1163,19 @@ TEST(ConfigPluginOverrides, AParameter) {
     const run_config d = parse_config(
         enabled + "[stability.params.mantissa_shift]\nnan_patience = 2\nkeep = 1\n", kFile,
         {"stability.params.mantissa_shift.nan_patience=4", "stability.params.mantissa_shift.nan_patience=5"});
-    EXPECT_EQ(d.stability.params.at("mantissa_shift").at("nan_patience"), "5");
-    EXPECT_EQ(d.stability.params.at("mantissa_shift").at("keep"), "1");
+    EXPECT_EQ(d.stability.params.at("mantissa_shift").at("nan_patience"), integer("5"));
+    EXPECT_EQ(d.stability.params.at("mantissa_shift").at("keep"), integer("1"));
 
     // Enabled from the command line too.
     const run_config e = parse_config(
         "", kFile,
         {"stability.params.mantissa_shift.nan_patience=5", "stability.interventions=mantissa_shift"});
-    EXPECT_EQ(e.stability.params.at("mantissa_shift").at("nan_patience"), "5");
+    EXPECT_EQ(e.stability.params.at("mantissa_shift").at("nan_patience"), integer("5"));
     EXPECT_EQ(parse_config("[diagnostics]\nplugins = [\"stiffness\"]\n", kFile,
                            {"diagnostics.params.stiffness.sample=64"})
                   .diagnostics.params.at("stiffness")
                   .at("sample"),
-              "64");
+              integer("64"));
 }
 
 TEST(ConfigPluginOverrides, AParameterForAPluginNotEnabled) {
@@ -1183,7 +1206,7 @@ TEST(ConfigPluginOverrides, AnArrayOrTableIsNoParameterValue) {
     EXPECT_EQ(parse_config(file, kFile, {"stability.params.mantissa_shift.chain=e7m0>e5m2"})
                   .stability.params.at("mantissa_shift")
                   .at("chain"),
-              "e7m0>e5m2");
+              string("e7m0>e5m2"));
 }
 
 TEST(ConfigPluginOverrides, FailureKeys) {
@@ -1391,7 +1414,7 @@ TEST(ConfigBlockScaling, SetReachesRoleTablesAndParams) {
     EXPECT_EQ(recipe_of(c.quantization, "lm_head").first_use(operand_kind::dy).scaling.block_size, 128);
     EXPECT_EQ(recipe_of(c.quantization, "lm_head").first_use(operand_kind::w).scaling.granularity,
               granularity_kind::tensor);
-    EXPECT_EQ(c.quantization.params.at("exmy_param").at("mantissa_bits"), "2");
+    EXPECT_EQ(c.quantization.params.at("exmy_param").at("mantissa_bits"), integer("2"));
 }
 
 TEST(ConfigBlockScaling, EverythingRoundTripsThroughToToml) {
@@ -1404,7 +1427,7 @@ TEST(ConfigBlockScaling, EverythingRoundTripsThroughToToml) {
         kFile);
     const run_config back = parse_config(to_toml(c), kFile);
     EXPECT_EQ(back, c) << to_toml(c);
-    EXPECT_EQ(back.quantization.params.at("exmy_param").at("specials"), "finite");
+    EXPECT_EQ(back.quantization.params.at("exmy_param").at("specials"), string("finite"));
     EXPECT_EQ(*back.quantization.rules.at(0).scaling.block_size, 8);
     EXPECT_EQ(*back.quantization.activation_scaling.granularity, granularity_kind::row);
     // Not equal once anything differs.

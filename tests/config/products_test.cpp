@@ -61,8 +61,8 @@ TEST(ConfigProducts, RuleOverSectionPerProduct) {
     const auto fwd = recipe_of(q, "blocks.1.attn.qkv").product(product_kind::forward).accumulator;
     ASSERT_TRUE(fwd);
     EXPECT_EQ(fwd->format, "float");
-    EXPECT_EQ(fwd->params,
-              (std::map<std::string, std::string>{{"exponent_bits", "8"}, {"mantissa_bits", "13"}}));
+    EXPECT_EQ(fwd->params, (host::given_params{{"exponent_bits", {"8", host::param_kind::integer}},
+                                               {"mantissa_bits", {"13", host::param_kind::integer}}}));
     EXPECT_EQ(fwd->rounding, ALTGRAD_ROUND_TOWARD_ZERO);  // the default
     EXPECT_EQ(fwd->mma_depth, 32);                        // an FP8 WGMMA's K
     EXPECT_EQ(fwd->promote_every, 128);
@@ -129,7 +129,8 @@ TEST(ConfigProducts, AnAccumulatorNamesAFormatForParams) {
                                           "[quantization.forward]\naccumulator = { format = \"float\" }\n"
                                           "[quantization.params.float]\nmantissa_bits = 13\n",
                                       kFile);
-    EXPECT_EQ(c.quantization.params.at("float").at("mantissa_bits"), "13");
+    EXPECT_EQ(c.quantization.params.at("float").at("mantissa_bits"),
+              host::given_param("13", host::param_kind::integer));
 }
 
 TEST(ConfigProducts, MistakesNameTheKey) {
@@ -335,8 +336,8 @@ TEST(ConfigTransforms, ProductTablesAndRules) {
     const auto& t = fc_dw.transform;
     ASSERT_TRUE(t);
     EXPECT_EQ(t->name, "random_hadamard");
-    EXPECT_EQ(t->params.at("d"), "16");
-    EXPECT_EQ(t->params.at("sign_seed"), "7");
+    EXPECT_EQ(t->params.at("d"), host::given_param("16", host::param_kind::integer));
+    EXPECT_EQ(t->params.at("sign_seed"), host::given_param("7", host::param_kind::integer));
     EXPECT_EQ(fc_dw.transform_key, "quantization.weight_gradient.transform");
     EXPECT_EQ(recipe_of(q, "lm_head").product(product_kind::input_gradient).transform->name, "hadamard");
     const product_recipe head_dw = recipe_of(q, "lm_head").product(product_kind::weight_gradient);

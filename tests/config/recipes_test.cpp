@@ -129,7 +129,8 @@ const std::map<std::string, recipe_table>& sources() {
                   row128);
         accumulator_config e8m13;
         e8m13.format = "float";
-        e8m13.params = {{"exponent_bits", "8"}, {"mantissa_bits", "13"}};
+        e8m13.params = {{"exponent_bits", {"8", host::param_kind::integer}},
+                        {"mantissa_bits", {"13", host::param_kind::integer}}};
         e8m13.rounding = ALTGRAD_ROUND_TOWARD_ZERO;
         e8m13.mma_depth = 32;
         e8m13.promote_every = 128;
@@ -149,8 +150,10 @@ const std::map<std::string, recipe_table>& sources() {
         fp4_sr.rounding = ALTGRAD_ROUND_STOCHASTIC;
         set_roles(nvfp4, blocks(te_cast("fp4_e2m1"), 16, 16, "e4m3", scale_rule_kind::two_level), fp4,
                   fp4_sr);
-        nvfp4.transforms[product_kind::weight_gradient] = {
-            "random_hadamard", {{"d", "16"}, {"signs", "fixed"}, {"sign_seed", "1"}}};
+        nvfp4.transforms[product_kind::weight_gradient] = {"random_hadamard",
+                                                           {{"d", {"16", host::param_kind::integer}},
+                                                            {"signs", {"fixed", host::param_kind::string}},
+                                                            {"sign_seed", {"1", host::param_kind::integer}}}};
         nvfp4.high_precision = {"blocks.3.mlp.fc", "blocks.3.mlp.proj", "lm_head"};
         t["nvfp4"] = nvfp4;
         // Tseng et al. (arXiv 2502.20586): the forward product in BF16; the backward products in MXFP4
@@ -165,7 +168,7 @@ const std::map<std::string, recipe_table>& sources() {
         tseng.operands[{product_kind::forward, operand_kind::w}] = bf16;
         for (product_kind p : {product_kind::input_gradient, product_kind::weight_gradient}) {
             for (operand_kind o : operands_of(p)) tseng.operands[{p, o}] = mxfp4;
-            tseng.transforms[p] = {"random_hadamard", {{"d", "64"}}};
+            tseng.transforms[p] = {"random_hadamard", {{"d", {"64", host::param_kind::integer}}}};
         }
         tseng.high_precision = {"lm_head"};
         t["tseng_mxfp4"] = tseng;

@@ -39,8 +39,7 @@ registry& plugins() {
 std::shared_ptr<format_handle> format(const std::string& name) {
     return format_handle::create(plugins().load(name));
 }
-std::shared_ptr<diagnostic_handle> diagnostic(const std::string& name,
-                                              const std::map<std::string, std::string>& params = {}) {
+std::shared_ptr<diagnostic_handle> diagnostic(const std::string& name, const given_params& params = {}) {
     return diagnostic_handle::create(plugins().load(name), params);
 }
 

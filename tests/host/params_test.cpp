@@ -19,7 +19,7 @@ std::shared_ptr<const host::loaded_plugin> param_plugin() {
     return reg.load("param_format");
 }
 
-std::string create_error(const std::map<std::string, std::string>& params) {
+std::string create_error(const host::given_params& params) {
     try {
         host::format_handle::create(param_plugin(), params);
         return "";
@@ -81,6 +81,33 @@ TEST(Params, BadValuesNameThePluginAndKey) {
     EXPECT_NE(e.find("expected one of ieee, finite_nan, p3109, finite"), std::string::npos) << e;
     e = create_error({{"mantisa_bits", "2"}});
     EXPECT_NE(e.find("unknown parameter 'mantisa_bits' (declared: "), std::string::npos) << e;
+}
+
+// A config's value keeps its TOML kind: a string where the manifest says
+// integer, float or boolean is refused, and a number where it says string;
+// an integer is a float's value too. Untyped text (--param) is read as the
+// manifest's type.
+TEST(Params, TypedValuesMustMatchTheManifestsType) {
+    using host::given_param;
+    using host::param_kind;
+    std::string e = create_error({{"exponent_bits", given_param("5", param_kind::string)}});
+    EXPECT_NE(e.find("parameter 'exponent_bits' = \"5\": expected an integer, got a string"),
+              std::string::npos)
+        << e;
+    e = create_error({{"exponent_bits", given_param("5", param_kind::floating)}});
+    EXPECT_NE(e.find("'exponent_bits' = \"5\": expected an integer, got a float"), std::string::npos) << e;
+    e = create_error({{"scale_hint", given_param("0.5", param_kind::string)}});
+    EXPECT_NE(e.find("'scale_hint' = \"0.5\": expected a number, got a string"), std::string::npos) << e;
+    e = create_error({{"strict", given_param("true", param_kind::string)}});
+    EXPECT_NE(e.find("'strict' = \"true\": expected a boolean, got a string"), std::string::npos) << e;
+    e = create_error({{"specials", given_param("1", param_kind::integer)}});
+    EXPECT_NE(e.find("'specials' = \"1\": expected a string, got an integer"), std::string::npos) << e;
+    EXPECT_EQ(create_error({{"exponent_bits", given_param("5", param_kind::integer)},
+                            {"scale_hint", given_param("2", param_kind::integer)},
+                            {"strict", given_param("false", param_kind::boolean)},
+                            {"specials", given_param("ieee", param_kind::string)},
+                            {"mantissa_bits", "2"}}),
+              "");
 }
 
 TEST(Params, PluginMayRefuseACombination) {

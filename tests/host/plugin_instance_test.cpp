@@ -204,7 +204,7 @@ std::shared_ptr<const host::loaded_plugin> scripted() {
 // The error create() throws, or "" when it does not.
 template <class Handle>
 std::string create_error(std::shared_ptr<const host::loaded_plugin> plugin,
-                         const std::map<std::string, std::string>& params = {}) {
+                         const host::given_params& params = {}) {
     try {
         Handle::create(std::move(plugin), params, "test.toml: params");
     } catch (const host::error& e) {

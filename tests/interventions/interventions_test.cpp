@@ -30,8 +30,7 @@ host::registry& bundled() {
     return reg;
 }
 
-std::shared_ptr<intervention_handle> make(const std::string& name,
-                                          const std::map<std::string, std::string>& params = {}) {
+std::shared_ptr<intervention_handle> make(const std::string& name, const host::given_params& params = {}) {
     return intervention_handle::create(bundled().load(name), params);
 }
 

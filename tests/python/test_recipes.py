@@ -42,7 +42,7 @@ def test_nvfp4_resolves_as_the_paper_describes_it():
     # scale; W in 16x16 tiles; stochastic rounding for dy only; a 16x16 random Hadamard transform on
     # the weight-gradient product only, one fixed sign vector; the last block's MLP and the head in BF16.
     r = altgrad.recipe.resolve(NVFP4, GPT_LAYERS)
-    rht = {"name": "random_hadamard", "params": {"d": "16", "signs": "fixed", "sign_seed": "1"}}
+    rht = {"name": "random_hadamard", "params": {"d": 16, "signs": "fixed", "sign_seed": 1}}
     x, w, dy = (_operand("fp4_e2m1", "nearest"), _operand("fp4_e2m1", "nearest", block_rows=16),
                 _operand("fp4_e2m1", "stochastic"))
     quantized = {"forward": {"transform": None, "accumulator": None, "x": x, "w": w},
@@ -142,7 +142,7 @@ def test_tsengs_second_uses_have_their_own_settings():
     w2 = layer["input_gradient"]["w"]
     assert (w2["format"], w2["rounding"], w2["pre_scale"], w2["block_size"], w2["scale_format"], w2["own"]) == (
         "fp4_e2m1", "stochastic", 0.75, 32, "ue8m0", True)
-    assert layer["input_gradient"]["transform"]["params"] == {"d": "64"}  # the paper code's HBS
+    assert layer["input_gradient"]["transform"]["params"] == {"d": 64}  # the paper code's HBS
 
 
 def test_recipe_errors_name_the_file_and_key(tmp_path):

@@ -107,3 +107,17 @@ def test_a_plugin_that_crashes_or_hangs_while_loading_leaves_python_alone(tmp_pa
         assert broken["broken_entry_loop"].endswith("load: still running after 2 s; killed")
         assert reg.formats() == ["e5m2"]
         assert reg.format("e5m2").quantize(np.float32([1.1])).output[0] == 1.0
+
+
+def test_parameters_keep_their_python_type(registry):
+    # As in a config: a string where the manifest says integer is refused; numpy's integers are integers.
+    import numpy as np
+    refused = "parameter 'exponent_bits' = \"8\": expected an integer, got a string"
+    with pytest.raises(altgrad.Error, match=refused):
+        registry.format("float", params={"exponent_bits": "8", "mantissa_bits": 13})
+    with pytest.raises(TypeError, match=r"params\['mantissa_bits'\]: expected a string, number or boolean"):
+        registry.format("float", params={"mantissa_bits": [13]})
+    e8m13 = registry.format("float", params={"exponent_bits": np.int64(8), "mantissa_bits": 13})
+    # 13 fraction bits: 1 + 2^-13 is a value; 1 + 2^-14 is the tie between 1 and it, to even: 1.
+    values = np.array([1.0 + 2.0**-13, 1.0 + 2.0**-14], dtype=np.float32)
+    assert e8m13.quantize(values).output.tolist() == [1.0 + 2.0**-13, 1.0]

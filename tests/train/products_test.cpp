@@ -332,6 +332,21 @@ TEST(TrainOperands, PerCallSignsAreSharedByBothOperands) {
                      "the same step again");
 }
 
+// A plugin parameter written as a string where the manifest says integer is
+// refused when the plan is built, naming the key and the parameter.
+TEST(TrainOperands, AStringForAnIntegerParameterIsRefused) {
+    try {
+        configured_layer l(
+            "[quantization.forward]\ntransform = { name = \"hadamard\", params = { d = \"16\" } }\n");
+        FAIL() << "no error";
+    } catch (const std::exception& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("quantization.forward.transform"), std::string::npos) << what;
+        EXPECT_NE(what.find("parameter 'd' = \"16\": expected an integer, got a string"), std::string::npos)
+            << what;
+    }
+}
+
 // A transform whose d does not divide the reduction dimension is an error naming the key.
 TEST(TrainOperands, ATransformThatDoesNotDivideIsRefused) {
     configured_layer l("[quantization.forward]\ntransform = { name = \"hadamard\", params = { d = 32 } }\n");

@@ -91,15 +91,9 @@ def default_plugin_dir():
     return os.environ.get("ALTGRAD_PLUGIN_DIR") or bundled_plugin_dir()
 
 
-def _param_text(value):
-    # Plugin parameters as the config and --param spell them.
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def _params(params):
-    return {str(k): _param_text(v) for k, v in (params or {}).items()}
+    # The values keep their Python type: the native side checks it against the manifest.
+    return {str(k): v for k, v in (params or {}).items()}
 
 
 class Registry:

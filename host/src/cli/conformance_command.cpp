@@ -19,8 +19,7 @@ namespace {
 // --param is for format, transform and accumulator plugins, each of which
 // must take every key and value (else create would refuse them, and every
 // check of the plugin would skip).
-void check_params(const std::vector<conformance::plugin_target>& targets,
-                  const std::map<std::string, std::string>& params) {
+void check_params(const std::vector<conformance::plugin_target>& targets, const host::given_params& params) {
     for (const conformance::plugin_target& t : targets) {
         if (!t.info) continue;  // load.manifest says why
         if (t.info->kind == ALTGRAD_KIND_INTERVENTION || t.info->kind == ALTGRAD_KIND_DIAGNOSTIC)

@@ -62,7 +62,7 @@ struct gemm_request {
     // An accumulator plugin's instructions (not the model), on operands of these formats.
     bool instructions = false;
     std::string a_format, b_format;
-    std::map<std::string, std::string> params;
+    host::given_params params;
     unsigned threads = 0;
     bool csv = false;
     std::string save;  // a folder for a.npy, b.npy, c.npy; empty: none
@@ -276,7 +276,8 @@ void print_result(const gemm_request& r, size_t depth, const product_errors& e) 
         r.spec.promote_every ? "promoted every " + std::to_string(r.spec.promote_every) : "never promoted";
     // The parameters as given (KEY=VALUE, in key order): "float" alone names no format.
     std::string params;
-    for (const auto& [key, value] : r.params) params += (params.empty() ? " (" : ", ") + key + "=" + value;
+    for (const auto& [key, value] : r.params)
+        params += (params.empty() ? " (" : ", ") + key + "=" + value.text;
     if (!params.empty()) params += ")";
     const std::string how = r.instructions ? "instructions of depth " + std::to_string(depth)
                                            : std::string(rounding_name(r.spec.rounding)) + ", mma depth " +

@@ -53,8 +53,8 @@ uint64_t unsigned_option(const std::string& command, const char* option, const s
                       std::to_string(UINT64_MAX));
 }
 
-std::map<std::string, std::string> parse_param_assignments(const std::vector<std::string>& items) {
-    std::map<std::string, std::string> out;
+host::given_params parse_param_assignments(const std::vector<std::string>& items) {
+    host::given_params out;
     for (const std::string& item : items) {
         const size_t eq = item.find('=');
         if (eq == std::string::npos || eq == 0)

@@ -11,6 +11,7 @@
 #include <boost/program_options.hpp>
 
 #include "cli/commands.hpp"
+#include "plugins/params.hpp"
 
 namespace altgrad::host::cli {
 
@@ -42,6 +43,6 @@ bool parse_subcommand(const command_help& help, po::options_description& options
 uint64_t unsigned_option(const std::string& command, const char* option, const std::string& text);
 
 // "--param key=value" strings to a map; usage_error on a malformed one.
-std::map<std::string, std::string> parse_param_assignments(const std::vector<std::string>& items);
+host::given_params parse_param_assignments(const std::vector<std::string>& items);
 
 }  // namespace altgrad::host::cli

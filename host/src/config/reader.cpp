@@ -68,12 +68,12 @@ public:
             return;
         }
         if (const auto p = split_param_key(key)) {
-            std::optional<std::string> text;
+            std::optional<given_param> text;
             try {
                 const std::string doc = "v = " + value;
                 toml::table t = toml::parse(std::string_view(doc), std::string_view("--set"));
                 if (t.size() == 1 && t.get("v") != nullptr) {
-                    text = param_text(*t.get("v"));
+                    text = param_value(*t.get("v"));
                     // As in the file: an array or a table is no parameter value.
                     if (!text)
                         throw error(where + "key '" + key + "': expected a string, number or boolean, got " +
@@ -83,7 +83,7 @@ public:
             if (!text) {
                 if (!valid_utf8(value))
                     throw error(where + "key '" + key + "': the value is not valid UTF-8");
-                text = value;
+                text = given_param(value, param_kind::string);  // a bare word: --set KEY=nearest
             }
             param_overrides_[(*p)[0]][(*p)[1]][(*p)[2]] = {*text, arg};
             return;
@@ -185,7 +185,7 @@ private:
     const std::vector<std::string>* layers_;
     std::map<std::string, override_value> overrides_;
     // --set stability.params.NAME.KEY=VALUE: params key -> NAME -> KEY -> (value text, the argument).
-    std::map<std::string, std::map<std::string, std::map<std::string, std::pair<std::string, std::string>>>>
+    std::map<std::string, std::map<std::string, std::map<std::string, std::pair<given_param, std::string>>>>
         param_overrides_;
 
     [[noreturn]] void fail(const std::string& key, const std::string& what) const {
@@ -288,11 +288,11 @@ private:
     }
 
     // An inline table of plugin parameters (an accumulator's or a transform's `params`).
-    std::map<std::string, std::string> read_params(const toml::node& p, const std::string& key) const {
+    host::given_params read_params(const toml::node& p, const std::string& key) const {
         if (!p.is_table()) fail(key, "expected a table of parameters, got " + describe(p));
-        std::map<std::string, std::string> out;
+        host::given_params out;
         for (auto&& [k, v] : *p.as_table()) {
-            const std::optional<std::string> text = param_text(v);
+            const std::optional<given_param> text = param_value(v);
             if (!text)
                 fail(key + "." + std::string(k.str()),
                      "expected a string, number or boolean, got " + describe(v));
@@ -484,7 +484,7 @@ private:
                 if (const std::string problem = check_named(name); !problem.empty()) fail(where, problem);
                 for (auto&& [k2, v2] : *v.as_table()) {
                     const std::string param(k2.str());
-                    const std::optional<std::string> text = param_text(v2);
+                    const std::optional<given_param> text = param_value(v2);
                     if (!text)
                         fail(where + "." + param,
                              "expected a string, number or boolean, got " + describe(v2));
@@ -615,7 +615,7 @@ private:
                 check_enabled(name, where);
                 for (auto&& [k2, v2] : *v.as_table()) {
                     const std::string param(k2.str());
-                    const std::optional<std::string> text = param_text(v2);
+                    const std::optional<given_param> text = param_value(v2);
                     if (!text)
                         fail(where + "." + param,
                              "expected a string, number or boolean, got " + describe(v2));

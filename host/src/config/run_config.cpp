@@ -138,7 +138,7 @@ std::string scaling_toml(const scaling_override& s) {
 }
 
 // A table of plugin parameters as an inline table: { key = value, ... }.
-std::string params_inline(const std::map<std::string, std::string>& values) {
+std::string params_inline(const host::given_params& values) {
     std::string o;
     for (const auto& [param, text] : values)
         o += (o.empty() ? "{ " : ", ") + key_text(param) + " = " + param_toml(text);

@@ -32,6 +32,7 @@
 
 #include <altgrad/altgrad.h>
 
+#include "plugins/params.hpp"
 #include "quant/vocabulary.hpp"
 #include "util/name_table.hpp"
 
@@ -132,7 +133,7 @@ struct training_config {
 // Parameters for plugins, as given: plugin name -> key -> value text (a TOML
 // string's contents, or the TOML text of a number or boolean). Checked against
 // each plugin's manifest when the trainer loads it, not here.
-using plugin_params = std::map<std::string, std::map<std::string, std::string>>;
+using plugin_params = std::map<std::string, host::given_params>;
 
 // How a quantized tensor is scaled: one scale per tensor (the scaling and
 // amax_* keys), per row of the consuming matrix product's reduction dimension,
@@ -169,9 +170,8 @@ bool operator==(const scaling_override& a, const scaling_override& b);
 // float32 total every promote_every elements (0: never). An empty `format`
 // is "none": the plain float32 product (a rule's way to take a layer out).
 struct accumulator_config {
-    std::string format;  // format plugin name; empty: none
-    std::map<std::string, std::string>
-        params;  // the plugin's parameters; empty: [quantization.params.FORMAT]
+    std::string format;         // format plugin name; empty: none
+    host::given_params params;  // the plugin's parameters; empty: [quantization.params.FORMAT]
     altgrad_rounding rounding = ALTGRAD_ROUND_TOWARD_ZERO;  // or ALTGRAD_ROUND_NEAREST_EVEN
     int64_t mma_depth = 32;                                 // 1..16777216
     int64_t promote_every = 0;                              // 0..1e9
@@ -200,8 +200,8 @@ bool operator==(const operand_config& a, const operand_config& b);
 // so the exact product is unchanged and only the rounding sees it. An empty
 // `name` is "none" (a rule's way to take a layer out).
 struct transform_config {
-    std::string name;                           // transform plugin name; empty: none
-    std::map<std::string, std::string> params;  // the plugin's parameters
+    std::string name;           // transform plugin name; empty: none
+    host::given_params params;  // the plugin's parameters
     bool applied() const { return !name.empty(); }
 };
 bool operator==(const transform_config& a, const transform_config& b);

@@ -269,24 +269,31 @@ std::optional<std::array<std::string, 3>> split_param_key(const std::string& key
     return std::nullopt;
 }
 
-std::optional<std::string> param_text(const toml::node& n) {
-    if (const auto* v = n.as_string()) return v->get();
-    if (const auto* v = n.as_integer()) return std::to_string(v->get());
-    if (const auto* v = n.as_floating_point()) return float_text(v->get());
-    if (const auto* v = n.as_boolean()) return std::string(v->get() ? "true" : "false");
+std::optional<host::given_param> param_value(const toml::node& n) {
+    using host::param_kind;
+    if (const auto* v = n.as_string()) return host::given_param(v->get(), param_kind::string);
+    if (const auto* v = n.as_integer())
+        return host::given_param(std::to_string(v->get()), param_kind::integer);
+    if (const auto* v = n.as_floating_point())
+        return host::given_param(float_text(v->get()), param_kind::floating);
+    if (const auto* v = n.as_boolean())
+        return host::given_param(v->get() ? "true" : "false", param_kind::boolean);
     return std::nullopt;
 }
 
-std::string param_toml(const std::string& text) {
+std::string param_toml(const host::given_param& value) {
+    if (value.kind == host::param_kind::string) return quote(value.text);
+    if (value.kind != host::param_kind::text) return value.text;
     try {
-        const std::string doc = "v = " + text;
+        const std::string doc = "v = " + value.text;
         toml::table t = toml::parse(std::string_view(doc));
         const toml::node* v = t.get("v");
-        if (t.size() == 1 && v != nullptr && (v->is_integer() || v->is_floating_point() || v->is_boolean()) &&
-            param_text(*v) == text)
-            return text;
+        std::optional<host::given_param> read;
+        if (t.size() == 1 && v != nullptr && (v->is_integer() || v->is_floating_point() || v->is_boolean()))
+            read = param_value(*v);
+        if (read && read->text == value.text) return value.text;
     } catch (const toml::parse_error&) {}
-    return quote(text);
+    return quote(value.text);
 }
 
 std::optional<config_problem> operand_problem(const run_config& c, const std::vector<std::string>& layers) {

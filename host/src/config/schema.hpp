@@ -15,6 +15,7 @@
 #include <toml++/toml.h>
 
 #include "config/run_config.hpp"
+#include "plugins/params.hpp"
 
 namespace altgrad::host::config {
 
@@ -155,11 +156,13 @@ bool is_string_kind(kind k);
 
 // "stability.params.NAME.KEY" -> {"stability.params", NAME, KEY}; else nullopt.
 std::optional<std::array<std::string, 3>> split_param_key(const std::string& key);
-// A plugin parameter's value as the text resolve_params reads: a string's
-// contents, or the TOML text of a number or boolean; nullopt for anything else.
-std::optional<std::string> param_text(const toml::node& n);
-// How to_toml writes a parameter text back: bare when it reads as a TOML
-// number or boolean, so the type survives a round trip; else a string.
-std::string param_toml(const std::string& text);
+// A plugin parameter's value as resolve_params reads it: a string's contents,
+// or the TOML text of a number or boolean, with its TOML kind (so the
+// manifest's type is checked against it); nullopt for anything else.
+std::optional<host::given_param> param_value(const toml::node& n);
+// How to_toml writes a parameter back: a string quoted, a number or boolean
+// bare, so the kind survives a round trip; untyped text bare when it reads as
+// a TOML number or boolean, else quoted.
+std::string param_toml(const host::given_param& value);
 
 }  // namespace altgrad::host::config

@@ -123,7 +123,7 @@ result needs_table(const env& e);
 // Load the plugin through the host; a refusal is load.*'s finding, so skip.
 bool load_for_check(env& e, result& why);
 // Create an instance of the target's kind; throws what the handle throws.
-void create_instance(const env& e, const std::map<std::string, std::string>& params);
+void create_instance(const env& e, const host::given_params& params);
 // Load the plugin, for a diagnostic a bundled format for its tensors'
 // format_ref too (into e.format), and create an instance with the defaults;
 // false, with the skip in `why`, when one of them fails.

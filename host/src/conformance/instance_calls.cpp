@@ -86,7 +86,7 @@ bool load_for_check(env& e, result& why) {
     }
 }
 
-void create_instance(const env& e, const std::map<std::string, std::string>& params) {
+void create_instance(const env& e, const host::given_params& params) {
     if (e.plugin->info.kind == ALTGRAD_KIND_INTERVENTION)
         intervention_handle::create(e.plugin, params, "conformance");
     else if (e.plugin->info.kind == ALTGRAD_KIND_DIAGNOSTIC)

@@ -17,9 +17,9 @@ namespace altgrad::host::conformance {
 
 namespace {
 
-std::string params_text(const std::map<std::string, std::string>& p) {
+std::string params_text(const host::given_params& p) {
     std::string s;
-    for (const auto& [k, v] : p) s += (s.empty() ? "" : ", ") + k + " = \"" + v + "\"";
+    for (const auto& [k, v] : p) s += (s.empty() ? "" : ", ") + k + " = \"" + v.text + "\"";
     return s.empty() ? "(defaults)" : s;
 }
 

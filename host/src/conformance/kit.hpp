@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "plugins/manifest.hpp"
+#include "plugins/params.hpp"
 #include "sandbox/result.hpp"
 #include "util/glob.hpp"
 
@@ -44,7 +45,7 @@ struct options {
     double timeout_seconds = 30;  // per check
     // A format plugin's parameters (key -> text, as --param gives them): every
     // instance the checks create of it has them; empty: the manifest's defaults.
-    std::map<std::string, std::string> params;
+    host::given_params params;
 };
 
 struct plugin_report {

@@ -12,7 +12,7 @@ namespace {
 // " with k=v k=v" for the parameters the instances were created with.
 std::string params_text(const options& o) {
     std::string s;
-    for (const auto& [key, value] : o.params) s += (s.empty() ? " with " : " ") + key + "=" + value;
+    for (const auto& [key, value] : o.params) s += (s.empty() ? " with " : " ") + key + "=" + value.text;
     return s;
 }
 
@@ -71,7 +71,7 @@ void print_json(std::ostream& out, const std::vector<plugin_report>& reports, co
                                            {"hint", x.hint},
                                            {"seconds", x.seconds}});
         ordered_json params = ordered_json::object();
-        for (const auto& [key, value] : o.params) params[key] = value;
+        for (const auto& [key, value] : o.params) params[key] = value.text;
         plugins.push_back(ordered_json{{"plugin", r.target.info ? r.target.info->name : r.target.label},
                                        {"manifest", r.target.manifest_path.string()},
                                        {"params", params},

@@ -35,8 +35,8 @@ public:
 
 private:
     friend plugin_instance;
-    accumulator_handle(std::shared_ptr<const loaded_plugin> plugin,
-                       const std::map<std::string, std::string>& params, const std::string& where);
+    accumulator_handle(std::shared_ptr<const loaded_plugin> plugin, const host::given_params& params,
+                       const std::string& where);
 
     altgrad_accumulator_info info_{};
 };

@@ -7,8 +7,7 @@
 namespace altgrad::host {
 
 diagnostic_handle::diagnostic_handle(std::shared_ptr<const loaded_plugin> plugin,
-                                     const std::map<std::string, std::string>& params,
-                                     const std::string& where)
+                                     const host::given_params& params, const std::string& where)
     : plugin_instance(std::move(plugin), params, where) {
     {
         const noted_call noted(name(), "interests");

@@ -55,8 +55,8 @@ public:
 
 private:
     friend plugin_instance;
-    diagnostic_handle(std::shared_ptr<const loaded_plugin> plugin,
-                      const std::map<std::string, std::string>& params, const std::string& where);
+    diagnostic_handle(std::shared_ptr<const loaded_plugin> plugin, const host::given_params& params,
+                      const std::string& where);
 
     uint32_t interests_ = 0;
     size_t max_values_ = 0;

@@ -62,8 +62,8 @@ public:
 
 private:
     friend plugin_instance;
-    format_handle(std::shared_ptr<const loaded_plugin> plugin,
-                  const std::map<std::string, std::string>& params, const std::string& where);
+    format_handle(std::shared_ptr<const loaded_plugin> plugin, const host::given_params& params,
+                  const std::string& where);
 
     // Calls call(first, count, options) once per block of o, each with its
     // block's scale and offset, and sums the counts (see quantize).

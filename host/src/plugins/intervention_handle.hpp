@@ -85,8 +85,8 @@ public:
 
 private:
     friend plugin_instance;
-    intervention_handle(std::shared_ptr<const loaded_plugin> plugin,
-                        const std::map<std::string, std::string>& params, const std::string& where)
+    intervention_handle(std::shared_ptr<const loaded_plugin> plugin, const host::given_params& params,
+                        const std::string& where)
         : plugin_instance(std::move(plugin), params, where) {}
 
     std::vector<altgrad_action> buffer_;

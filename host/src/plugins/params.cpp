@@ -18,9 +18,8 @@ std::string describe_range(const param_decl& d) {
 }
 
 // A parameter given that the manifest does not declare is an error naming it and the declared ones.
-void refuse_undeclared(const manifest& m, const std::map<std::string, std::string>& given,
-                       const std::string& who) {
-    for (const auto& [key, text] : given) {
+void refuse_undeclared(const manifest& m, const given_params& given, const std::string& who) {
+    for (const auto& [key, value] : given) {
         bool declared = false;
         for (const param_decl& d : m.params) declared = declared || d.key == key;
         if (declared) continue;
@@ -31,10 +30,42 @@ void refuse_undeclared(const manifest& m, const std::map<std::string, std::strin
     }
 }
 
+// The TOML kinds a config may write a parameter of `type` as (text, untyped, always).
+bool kind_fits(param_kind kind, altgrad_param_type type) {
+    switch (kind) {
+        case param_kind::text: return true;
+        case param_kind::string: return type == ALTGRAD_PARAM_STRING;
+        case param_kind::integer: return type == ALTGRAD_PARAM_INT || type == ALTGRAD_PARAM_FLOAT;
+        case param_kind::floating: return type == ALTGRAD_PARAM_FLOAT;
+        case param_kind::boolean: return type == ALTGRAD_PARAM_BOOL;
+    }
+    return false;
+}
+
+const char* kind_name(param_kind kind) {
+    switch (kind) {
+        case param_kind::text: return "text";
+        case param_kind::string: return "a string";
+        case param_kind::integer: return "an integer";
+        case param_kind::floating: return "a float";
+        case param_kind::boolean: return "a boolean";
+    }
+    return "?";
+}
+
+const char* type_name(altgrad_param_type type) {
+    switch (type) {
+        case ALTGRAD_PARAM_BOOL: return "a boolean";
+        case ALTGRAD_PARAM_INT: return "an integer";
+        case ALTGRAD_PARAM_FLOAT: return "a number";
+        case ALTGRAD_PARAM_STRING: return "a string";
+    }
+    return "?";
+}
+
 }  // namespace
 
-param_values resolve_params(const manifest& m, const std::map<std::string, std::string>& given,
-                            const std::string& where) {
+param_values resolve_params(const manifest& m, const given_params& given, const std::string& where) {
     const std::string who = where + ": plugin '" + m.name + "'";
     refuse_undeclared(m, given, who);
     param_values v;
@@ -46,10 +77,12 @@ param_values resolve_params(const manifest& m, const std::map<std::string, std::
         p.key = v.strings_.back()->c_str();
         const auto it = given.find(d.key);
         const bool user = it != given.end();
-        const std::string& text = user ? it->second : std::string();
+        const std::string& text = user ? it->second.text : std::string();
         auto bad = [&](const std::string& what) -> error {
             return error(who + ": parameter '" + d.key + "' = \"" + text + "\": " + what);
         };
+        if (user && !kind_fits(it->second.kind, d.type))
+            throw bad(std::string("expected ") + type_name(d.type) + ", got " + kind_name(it->second.kind));
         switch (d.type) {
             case ALTGRAD_PARAM_BOOL:
                 if (!user) p.bool_value = d.default_bool;

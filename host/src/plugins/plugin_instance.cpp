@@ -41,8 +41,7 @@ void throw_call_failed(const std::string& plugin, const char* call, altgrad_stat
 
 template <class Handle, class Vtable>
 plugin_instance<Handle, Vtable>::plugin_instance(std::shared_ptr<const loaded_plugin> plugin,
-                                                 const std::map<std::string, std::string>& params,
-                                                 const std::string& where)
+                                                 const host::given_params& params, const std::string& where)
     : plugin_(std::move(plugin)) {
     const altgrad_plugin_kind kind = kind_of(vtable_);
     if (plugin_->info.kind != kind)

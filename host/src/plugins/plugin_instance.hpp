@@ -20,6 +20,7 @@
 
 #include "plugins/call_record.hpp"
 #include "plugins/loader.hpp"
+#include "plugins/params.hpp"
 
 namespace altgrad::host {
 
@@ -49,7 +50,7 @@ public:
     // called), create fails or returns no instance, or Handle's own checks of
     // the new instance fail (the instance is then destroyed).
     static std::shared_ptr<Handle> create(std::shared_ptr<const loaded_plugin> plugin,
-                                          const std::map<std::string, std::string>& params = {},
+                                          const host::given_params& params = {},
                                           const std::string& where = "--param") {
         return std::shared_ptr<Handle>(new Handle(std::move(plugin), params, where));
     }
@@ -62,8 +63,8 @@ public:
 
 protected:
     // See create().
-    plugin_instance(std::shared_ptr<const loaded_plugin> plugin,
-                    const std::map<std::string, std::string>& params, const std::string& where);
+    plugin_instance(std::shared_ptr<const loaded_plugin> plugin, const host::given_params& params,
+                    const std::string& where);
     ~plugin_instance();
 
     const Vtable& vtable() const { return *vtable_; }

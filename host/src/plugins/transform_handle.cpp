@@ -8,7 +8,7 @@
 namespace altgrad::host {
 
 transform_handle::transform_handle(std::shared_ptr<const loaded_plugin> plugin,
-                                   const std::map<std::string, std::string>& params, const std::string& where)
+                                   const host::given_params& params, const std::string& where)
     : plugin_instance(std::move(plugin), params, where) {
     info_.struct_size = sizeof info_;
     call("get_info", vtable().get_info, &info_);

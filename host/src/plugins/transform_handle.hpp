@@ -34,8 +34,8 @@ public:
 
 private:
     friend plugin_instance;
-    transform_handle(std::shared_ptr<const loaded_plugin> plugin,
-                     const std::map<std::string, std::string>& params, const std::string& where);
+    transform_handle(std::shared_ptr<const loaded_plugin> plugin, const host::given_params& params,
+                     const std::string& where);
 
     altgrad_transform_info info_{};
 };

@@ -25,7 +25,7 @@ std::shared_ptr<Handle> create_from_config(const config::run_config& c, registry
         throw error(file + ": key '" + list_key + "': " + e.what());
     }
     const auto it = params.find(name);
-    static const std::map<std::string, std::string> none;
+    static const host::given_params none;
     try {
         return Handle::create(plugin, it == params.end() ? none : it->second,
                               file + ": " + params_key + "." + name);

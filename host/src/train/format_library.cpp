@@ -15,15 +15,14 @@ std::shared_ptr<const format_handle> format_library::load(const std::string& nam
     const auto params = params_.find(name);
     try {
         return handles_[name] = format_handle::create(
-                   plugins_.load(name),
-                   params == params_.end() ? std::map<std::string, std::string>{} : params->second);
+                   plugins_.load(name), params == params_.end() ? host::given_params{} : params->second);
     } catch (const error& e) {
         throw error(where_ + ": format '" + name + "': " + e.what());
     }
 }
 
-std::shared_ptr<const format_handle> format_library::accumulator_format(
-    const std::string& name, const std::map<std::string, std::string>& params) {
+std::shared_ptr<const format_handle> format_library::accumulator_format(const std::string& name,
+                                                                        const host::given_params& params) {
     if (params.empty()) return load(name);
     std::shared_ptr<const format_handle>& f = with_params_[{name, params}];
     if (f) return f;

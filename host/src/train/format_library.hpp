@@ -34,7 +34,7 @@ public:
     // Format `name` as an accumulator: the plugin ("fp32" included) with
     // `params`, or [quantization.params.NAME] when `params` is empty.
     std::shared_ptr<const format_handle> accumulator_format(const std::string& name,
-                                                            const std::map<std::string, std::string>& params);
+                                                            const host::given_params& params);
     // The transform plugin a product table names, created once per (name, params).
     std::shared_ptr<const transform_handle> transform(const config::transform_config& t);
     // The plugin's own name of format `name` (an alias resolved: "float8_e5m2"
@@ -48,12 +48,9 @@ private:
     std::string where_;
     config::plugin_params params_;
     std::map<std::string, std::shared_ptr<const format_handle>> handles_;
-    std::map<std::pair<std::string, std::map<std::string, std::string>>, std::shared_ptr<const format_handle>>
-        with_params_;
+    std::map<std::pair<std::string, host::given_params>, std::shared_ptr<const format_handle>> with_params_;
     std::map<std::string, std::unique_ptr<quant::scale_grid>> grids_;
-    std::map<std::pair<std::string, std::map<std::string, std::string>>,
-             std::shared_ptr<const transform_handle>>
-        transforms_;
+    std::map<std::pair<std::string, host::given_params>, std::shared_ptr<const transform_handle>> transforms_;
 };
 
 }  // namespace altgrad::host::train
