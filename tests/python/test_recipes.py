@@ -156,6 +156,22 @@ def test_recipe_errors_name_the_file_and_key(tmp_path):
         altgrad.recipe.resolve(42, ["fc"])
 
 
+def test_resolve_checks_the_plugins_as_a_run_does():
+    # What `run` refuses when it loads the plugins, resolve refuses too, naming the key and layer.
+    with pytest.raises(altgrad.Error, match=r"recipe: key 'quantization' \(fc\): no plugin named 'e9m9'"):
+        altgrad.recipe.resolve({"weight_format": "e9m9"}, ["fc"])
+    with pytest.raises(altgrad.Error, match=r"key 'quantization.weight_gradient.transform' \(fc\): .*"
+                                            r"parameter 'd' = \"16\": expected an integer, got a string"):
+        altgrad.recipe.resolve({"weight_gradient": {"transform": {"name": "hadamard", "params": {"d": "16"}}}},
+                               ["fc"])
+    with pytest.raises(altgrad.Error, match=r"'mantissa_bits' = \"99\": out of range"):
+        altgrad.recipe.resolve({"weight_format": "float", "params": {"float": {"mantissa_bits": 99}}}, ["fc"])
+    with pytest.raises(altgrad.Error, match=r"'range' is a diagnostic plugin, not a format"):
+        altgrad.recipe.resolve({"gradient_format": "range"}, ["fc"])
+    # Off: nothing is loaded, as a run with quantization off loads no format.
+    assert not altgrad.recipe.resolve({"enabled": False, "weight_format": "e9m9"}, ["fc"]).globals["enabled"]
+
+
 # ---- The numerics, against an E2M1 model written here.
 
 E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])

@@ -121,6 +121,39 @@ class Recipe:
         and the layer."""
         return f"{self.source}: key '{key}' ({layer})"
 
+    def check(self, registry):
+        """Create each plugin the recipe names once, with its parameters, as `altgrad-host run` does
+        when it starts: an unknown plugin, one of another kind, or a parameter its manifest refuses
+        (type, range, choice) raises altgrad.Error naming the key and the layer."""
+        if not self.globals["enabled"]:
+            return
+        made = set()
+
+        def make(setting, layer, kind, name, params):
+            if (kind, name, repr(params)) in made:
+                return
+            try:
+                (registry.transform if kind == "transform" else registry.format)(name, params)
+            except (_native.Error, ValueError, RuntimeError, TypeError) as e:
+                raise _native.Error(f"{self.where(setting['key'], layer)}: {e}") from e
+            made.add((kind, name, repr(params)))
+
+        for layer, products in self.layers.items():
+            for product in products.values():
+                if product["transform"]:
+                    t = product["transform"]
+                    make(t, layer, "transform", t["name"], t["params"])
+                if product["accumulator"]:
+                    a = product["accumulator"]
+                    make(a, layer, "format", a["format"], a["params"])
+                for operand in ("x", "w", "dy"):
+                    o = product.get(operand)
+                    if o is None or o["format"] == "fp32":
+                        continue
+                    make(o, layer, "format", o["format"], self.params.get(o["format"]))
+                    if o["scale_format"] not in ("fp32", "pow2"):
+                        make(o, layer, "format", o["scale_format"], self.params.get(o["scale_format"]))
+
     def quantizes(self, layer):
         """Whether the layer quantizes an operand or has a transform or an accumulator."""
         return self.globals["enabled"] and any(
@@ -129,11 +162,18 @@ class Recipe:
             for product in self.layers[layer].values())
 
 
-def resolve(recipe, layers, overrides=()):
+def resolve(recipe, layers, overrides=(), registry=None):
     """The recipe (a path, a config dict, a [quantization] dict or a list of rules) resolved for
     `layers` (names the rules' patterns match), with `overrides` as `--set` gives them
-    ("quantization.weight_gradient.transform=none"). Raises altgrad.Error naming the key."""
+    ("quantization.weight_gradient.transform=none"), its plugins checked in `registry` (default:
+    the bundled plugins' registry) as a run checks them (Recipe.check). Raises altgrad.Error naming
+    the key."""
     text, source = _text_of(recipe)
     layers = [str(layer) for layer in layers]
     overrides = [str(o) for o in overrides]
-    return Recipe(_native.resolve_recipe(text, source, overrides, layers))
+    resolved = Recipe(_native.resolve_recipe(text, source, overrides, layers))
+    if registry is None:
+        from . import _default_transform_registry
+        registry = _default_transform_registry()
+    resolved.check(registry)
+    return resolved

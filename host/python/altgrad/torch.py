@@ -330,7 +330,7 @@ class QuantLinear(torch.nn.Linear):
 
     def _from_recipe(self, recipe, seed, overrides, registry):
         if not isinstance(recipe, _recipe.Recipe):
-            recipe = _recipe.resolve(recipe, [self.layer_name], overrides)
+            recipe = _recipe.resolve(recipe, [self.layer_name], overrides, registry)
         elif overrides:
             raise ValueError("QuantLinear: overrides apply when a recipe is resolved; resolve it with them")
         if self.layer_name not in recipe.layers:
@@ -464,8 +464,8 @@ def quantize_model(model, recipe, registry=None, seed=None, overrides=()):
     """
     linears = [(name, m) for name, m in model.named_modules()
                if isinstance(m, torch.nn.Linear) and not isinstance(m, QuantLinear)]
-    resolved = _recipe.resolve(recipe, [name for name, _ in linears], overrides)
     registry = registry or default_registry()
+    resolved = _recipe.resolve(recipe, [name for name, _ in linears], overrides, registry)
     for index, (name, linear) in enumerate(linears):
         if not resolved.quantizes(name):
             continue
