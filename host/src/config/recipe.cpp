@@ -223,10 +223,8 @@ std::optional<config_problem> rule_problem(const run_config& c, const std::vecto
                                            bool layers_given) {
     const auto& rules = c.quantization.rules;
     for (size_t i = 0; i < rules.size(); ++i) {
-        const std::string key = std::string(kRulesKey) + "[" + std::to_string(i) + "]." +
-                                (rules[i].last            ? "last"
-                                 : rules[i].last_fraction ? "last_fraction"
-                                                          : "pattern");
+        const std::string key =
+            std::string(kRulesKey) + "[" + std::to_string(i) + "]." + rule_selector_key(rules[i]);
         bool matches = false, reaches = false;
         size_t taken_by = 0;
         std::string taken_layer;

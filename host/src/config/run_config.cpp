@@ -383,6 +383,10 @@ bool rule_selects(const quantization_rule& r, std::string_view layer, size_t ind
     return pattern_matches(r.pattern, layer);
 }
 
+const char* rule_selector_key(const quantization_rule& r) {
+    return r.last ? "last" : r.last_fraction ? "last_fraction" : "pattern";
+}
+
 std::string rule_selector(const quantization_rule& r) {
     if (r.last) return "last = " + std::to_string(*r.last);
     if (r.last_fraction) return "last_fraction = " + float_text(*r.last_fraction);

@@ -374,6 +374,8 @@ size_t last_fraction_count(double fraction, size_t count);
 // model's `count` linear layers in order (its pattern, or its place among the last).
 bool rule_selects(const quantization_rule& r, std::string_view layer, size_t index, size_t count);
 
+// The key that names a rule's layers: "last", "last_fraction" or "pattern".
+const char* rule_selector_key(const quantization_rule& r);
 // How a rule names its layers, for messages: "\"blocks.3.mlp.*\"", "last = 3", "last_fraction = 0.15".
 std::string rule_selector(const quantization_rule& r);
 
