@@ -121,3 +121,16 @@ def test_parameters_keep_their_python_type(registry):
     # 13 fraction bits: 1 + 2^-13 is a value; 1 + 2^-14 is the tie between 1 and it, to even: 1.
     values = np.array([1.0 + 2.0**-13, 1.0 + 2.0**-14], dtype=np.float32)
     assert e8m13.quantize(values).output.tolist() == [1.0 + 2.0**-13, 1.0]
+
+
+def test_one_default_registry_serves_every_call_and_is_remade_when_closed():
+    import altgrad.torch as aqt
+    shared = altgrad.default_registry()
+    assert aqt.default_registry() is shared and altgrad.default_registry() is shared
+    shared.close()
+    remade = altgrad.default_registry()
+    assert remade is not shared and not remade.closed
+    # A call given no registry works after the close: it loads its plugin from the new one.
+    a = np.full((1, 32), 3.0, dtype=np.float32)  # 32 products of 9: 288, exact in every format here
+    d = altgrad.matmul(a, a.T, accumulator="sm90_wgmma_fp8", a_format="e4m3", b_format="e4m3")
+    assert d[0, 0] == 288.0

@@ -67,7 +67,8 @@ from .runs import Run, Runs, read_run, read_runs, study_summary
 from .transforms import Transform, transform
 
 __all__ = ["Error", "Registry", "Format", "QuantizeResult", "EncodeResult", "Run", "Runs", "read_run", "read_runs", "study_summary",
-           "default_plugin_dir", "matmul", "Transform", "transform", "cpu_kernels", "scale_rules", "ScaleRule"]
+           "default_plugin_dir", "matmul", "Transform", "transform", "cpu_kernels", "scale_rules", "ScaleRule",
+           "default_registry"]
 
 # A plugin or host error (a failed plugin call carries the plugin's own message).
 Error = _native.Error
@@ -106,6 +107,7 @@ class Registry:
 
     def __init__(self, plugin_dir=None, probe_seconds=10.0):
         self._native = _native.Registry(str(plugin_dir or default_plugin_dir()), float(probe_seconds))
+        self._accumulators = {}  # matmul's accumulator plugin instances, one per name (made once)
 
     @property
     def folder(self):
@@ -285,12 +287,7 @@ class Format:
         if isinstance(scale_format, Format):
             scale_format, plugin = scale_format.name, scale_format._native
         elif scale_format not in ("fp32", "pow2"):
-            global _default_registry
-            registry = self._registry
-            if registry is None:
-                if _default_registry is None:
-                    _default_registry = Registry()
-                registry = _default_registry
+            registry = self._registry if self._registry is not None else default_registry()
             try:
                 plugin = registry.format(str(scale_format))._native
             except Error as e:
@@ -360,23 +357,22 @@ def _empty_like(x):
 _default_registry = None
 
 
-def _default_transform_registry():
-    # The default registry that altgrad.transform uses (made once, shared with matmul's).
+def default_registry():
+    """The one Registry of the bundled plugins (default_plugin_dir()) that every call without a
+    `registry` uses (quantize's scale formats, matmul, transform, recipe.resolve, altgrad.torch):
+    made on first use, and made again if it was closed."""
     global _default_registry
-    if _default_registry is None:
+    if _default_registry is None or _default_registry.closed:
         _default_registry = Registry()
     return _default_registry
 
 
 def _accumulator_format(accumulator):
     # A Format, or a plugin's name in the default registry (made once).
-    global _default_registry
     if isinstance(accumulator, Format):
         return accumulator._native
     if isinstance(accumulator, str):
-        if _default_registry is None:
-            _default_registry = Registry()
-        return _default_registry.format(accumulator)._native
+        return default_registry().format(accumulator)._native
     raise TypeError(f"matmul accumulator: expected a format plugin's name or an altgrad.Format, got "
                     f"{type(accumulator).__name__}")
 
@@ -403,20 +399,15 @@ def _matrix(x, what):
 
 def _instruction_accumulator(accumulator):
     # The accumulator plugin's instance when `accumulator` names one (made once per name), else None.
-    global _default_registry
     if not isinstance(accumulator, str):
         return None
-    if _default_registry is None:
-        _default_registry = Registry()
-    if _default_registry._native.kind(accumulator) != "accumulator":
+    registry = default_registry()
+    if registry._native.kind(accumulator) != "accumulator":
         return None
-    made = _instruction_accumulators.get(accumulator)
+    made = registry._accumulators.get(accumulator)
     if made is None:
-        made = _instruction_accumulators[accumulator] = _default_registry._native.accumulator(accumulator, {})
+        made = registry._accumulators[accumulator] = registry._native.accumulator(accumulator, {})
     return made
-
-
-_instruction_accumulators = {}
 
 
 def _operand_format(fmt, what):

@@ -173,7 +173,7 @@ def resolve(recipe, layers, overrides=(), registry=None):
     overrides = [str(o) for o in overrides]
     resolved = Recipe(_native.resolve_recipe(text, source, overrides, layers))
     if registry is None:
-        from . import _default_transform_registry
-        registry = _default_transform_registry()
+        from . import default_registry
+        registry = default_registry()
     resolved.check(registry)
     return resolved

@@ -16,23 +16,12 @@ a CUDA implementation).
 import numpy as _np
 import torch
 
-from . import Format, Registry, _native
+from . import Format, Registry, _native, default_registry
 from . import matmul as _matmul
 from . import recipe as _recipe
 
 __all__ = ["Quantizer", "FakeQuantize", "fake_quantize", "Accumulator", "QuantLinear",
            "quantize_model", "quantized_layers", "default_registry", "PRODUCTS"]
-
-_default_registry = None
-
-
-def default_registry():
-    """One Registry of the bundled plugins (altgrad.default_plugin_dir()), made on first use."""
-    global _default_registry
-    if _default_registry is None or _default_registry.closed:
-        _default_registry = Registry()
-    return _default_registry
-
 
 _MASK64 = (1 << 64) - 1
 

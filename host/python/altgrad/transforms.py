@@ -58,8 +58,8 @@ def transform(name, d=16, seed=None, registry=None, **params):
     as Transformer Engine uses (random_hadamard's signs="fixed", sign_seed=N).
     Other keyword arguments are the plugin's parameters.
     """
-    from . import _default_transform_registry
-    reg = registry if registry is not None else _default_transform_registry()
+    from . import default_registry
+    reg = registry if registry is not None else default_registry()
     params = dict(params, d=d)
     if seed is not None:
         params.update(signs="fixed", sign_seed=int(seed))
