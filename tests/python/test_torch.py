@@ -118,7 +118,7 @@ def test_quantize_model_with_an_unknown_format_names_it():
     ({"forward": {"accumulator": {"format": "float", "params": {"exponent_bits": 99}}}},
      r"recipe: key 'quantization.forward.accumulator' \(body.0\): .*exponent_bits"),
     ({"weight_format": "int", "params": {"int": {"bits": 99}}},
-     r"recipe: key 'quantization' \(body.0\): .*bits"),
+     r"recipe: key 'quantization.weight_format' \(body.0\): .*bits"),
 ])
 def test_a_plugins_refusal_names_the_recipe_key(recipe, message):
     with pytest.raises(altgrad.Error, match=message):
@@ -160,3 +160,20 @@ def test_scaling_is_the_trainers_power_of_two_rule():
     margin = aqt.Quantizer("e4m3", scaling="current", margin=2)  # 448 / (3 * 4) = 37.3 -> 32
     margin(first)
     assert margin.scaling.scale == 32.0
+
+
+def test_a_scale_format_plugin_gets_the_recipes_parameters():
+    # "float" with E4M3's fields (fn: no infinities) is E4M3: its block scales must be e4m3's, as the
+    # trainer makes them. Without the parameters it would be the plugin's default, E5M2.
+    model = aqt.quantize_model(Small(), {
+        "weight_format": "e4m3",
+        "weight": {"granularity": "block", "block_size": 4, "scale_format": "float", "scale_rule": "nearest"},
+        "params": {"float": {"exponent_bits": 4, "mantissa_bits": 3, "specials": "fn"}}})
+    torch.manual_seed(1)
+    w = torch.randn(32, 32) * 0.37
+    got = model.body[2].first_uses["w"](w.clone())
+    e4m3 = aqt.default_registry().format("e4m3")
+    want = e4m3.quantize(w.numpy(), block_size=4, scale_rule="nearest", scale_format="e4m3").output
+    assert torch.equal(got, torch.from_numpy(want))
+    e5m2_scaled = e4m3.quantize(w.numpy(), block_size=4, scale_rule="nearest", scale_format="e5m2").output
+    assert not torch.equal(got, torch.from_numpy(e5m2_scaled))

@@ -71,8 +71,10 @@ class Quantizer:
         self.granularity = granularity
         self.block_size, self.block_rows = int(block_size), int(block_rows)
         self.scale_rule = scale_rule
-        # A plugin's scales (e.g. e4m3) as a Format of this registry; "fp32" and "pow2" by name.
-        self.scale_format = scale_format if scale_format in ("fp32", "pow2") else registry.format(scale_format)
+        # A plugin's scales (e.g. e4m3): a Format (made with its parameters), or a name in this
+        # registry (made without); "fp32" and "pow2" by name.
+        self.scale_format = (scale_format if isinstance(scale_format, Format) or scale_format in ("fp32", "pow2")
+                             else registry.format(scale_format))
         self.pre_scale = float(pre_scale)
         self.sr_bits = int(sr_bits)
         self.vary_seed = bool(vary_seed)
@@ -336,6 +338,10 @@ class QuantLinear(torch.nn.Linear):
             except (_native.Error, ValueError, RuntimeError) as e:
                 raise _native.Error(f"{recipe.where(spec['key'], self.layer_name)}: {e}") from e
 
+        def scale_format(name):
+            # With the parameters the recipe gives that format, as the trainer makes it.
+            return name if name in ("fp32", "pow2") else registry.format(name, recipe.params.get(name))
+
         def site(settings, stream):
             if not enabled or settings["format"] == "fp32":
                 return None
@@ -343,7 +349,7 @@ class QuantLinear(torch.nn.Linear):
                              scaling=g["scaling"], margin=g["margin"], amax_history_len=g["amax_history_len"],
                              amax_compute=g["amax_compute"], seed=self.seed, stream=stream, registry=registry,
                              granularity=settings["granularity"], block_size=settings["block_size"],
-                             block_rows=settings["block_rows"], scale_format=settings["scale_format"],
+                             block_rows=settings["block_rows"], scale_format=scale_format(settings["scale_format"]),
                              scale_rule=settings["scale_rule"], pre_scale=settings["pre_scale"],
                              sr_bits=g["sr_bits"], tensor_scale=g["tensor_scale"], first_scale=g["first_scale"],
                              params=recipe.params.get(settings["format"])))
