@@ -580,11 +580,11 @@ activation = "e1m6"
               (std::vector<std::string>{"fp32", "fp32", "fp32", "quantization.rules[0]"}));
     EXPECT_EQ(first_uses("blocks.3.attn.qkv"),
               (std::vector<std::string>{"bf16", "bf16", "e5m2", "quantization.rules[1]"}));
-    // blocks.*.mlp.fc's rule leaves the weight and the gradient: the global formats.
+    // blocks.*.mlp.fc's rule leaves the weight and the gradient: the global formats, by their keys.
     EXPECT_EQ(first_uses("blocks.0.mlp.fc"),
-              (std::vector<std::string>{"e4m3", "e1m6", "e5m2", "quantization"}));
+              (std::vector<std::string>{"e4m3", "e1m6", "e5m2", "quantization.weight_format"}));
     EXPECT_EQ(first_uses("blocks.0.mlp.proj"),
-              (std::vector<std::string>{"e4m3", "e4m3", "e5m2", "quantization"}));
+              (std::vector<std::string>{"e4m3", "e4m3", "e5m2", "quantization.weight_format"}));
 }
 
 TEST(ConfigRules, FirstMatchWins) {

@@ -237,14 +237,12 @@ TEST(ConfigOperands, EachLevelOverTheOneBefore) {
         EXPECT_EQ(s.scaling.block_rows, 32);
         EXPECT_EQ(s.scaling.block_size, 32);
         EXPECT_EQ(s.format, "e4m3");
-        EXPECT_EQ(s.key, "quantization");
+        EXPECT_EQ(s.key, "quantization.weight");  // the role table that gave the tiles
     }
     // dy: the backward rounding (stochastic by default); blocks of 16 in the weight gradient only.
-    EXPECT_EQ(recipe_of(q, layer)
-                  .product(product_kind::input_gradient)
-                  .operand(operand_kind::dy)
-                  .scaling.block_size,
-              32);
+    s = recipe_of(q, layer).product(product_kind::input_gradient).operand(operand_kind::dy);
+    EXPECT_EQ(s.scaling.block_size, 32);
+    EXPECT_EQ(s.key, "quantization.gradient_format");  // no table sets it: its format's key
     s = recipe_of(q, layer).product(product_kind::weight_gradient).operand(operand_kind::dy);
     EXPECT_EQ(s.scaling.block_size, 16);
     EXPECT_EQ(s.rounding, ALTGRAD_ROUND_STOCHASTIC);

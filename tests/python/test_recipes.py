@@ -158,7 +158,7 @@ def test_recipe_errors_name_the_file_and_key(tmp_path):
 
 def test_resolve_checks_the_plugins_as_a_run_does():
     # What `run` refuses when it loads the plugins, resolve refuses too, naming the key and layer.
-    with pytest.raises(altgrad.Error, match=r"recipe: key 'quantization' \(fc\): no plugin named 'e9m9'"):
+    with pytest.raises(altgrad.Error, match=r"recipe: key 'quantization.weight_format' \(fc\): no plugin named 'e9m9'"):
         altgrad.recipe.resolve({"weight_format": "e9m9"}, ["fc"])
     with pytest.raises(altgrad.Error, match=r"key 'quantization.weight_gradient.transform' \(fc\): .*"
                                             r"parameter 'd' = \"16\": expected an integer, got a string"):

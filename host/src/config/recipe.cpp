@@ -76,12 +76,15 @@ operand_settings operand_for(const quantization_config& q, const layer_at& layer
                                             : q.gradient_format;
     s.rounding = operand == operand_kind::dy ? q.backward_rounding : q.forward_rounding;
     s.scaling = block_scaling{q.granularity, q.block_size, q.block_rows, q.scale_format, q.scale_rule};
+    s.key = operand == operand_kind::w   ? "quantization.weight_format"
+            : operand == operand_kind::x ? "quantization.activation_format"
+                                         : "quantization.gradient_format";
     for (const role_table& r : role_tables())
-        if (std::string_view(role_of(operand)) == r.role) {
+        if (std::string_view(role_of(operand)) == r.role && !(q.*r.member).empty()) {
             (q.*r.member).apply_to(s.scaling);
             if ((q.*r.member).block_rows) s.tile_key = r.key() + ".block_rows";
+            s.key = r.key();
         }
-    s.key = "quantization";
     apply(q.products[p].operands[k], "quantization." + at);
     for (size_t i = 0; i < q.rules.size(); ++i) {
         const quantization_rule& r = q.rules[i];

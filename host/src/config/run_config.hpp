@@ -401,7 +401,10 @@ struct operand_settings {
     block_scaling scaling;
     double pre_scale = 1.0;
     copy_source source = copy_source::unquantized;
-    std::string key;  // the most specific table that set something, for errors ("quantization.rules[1]")
+    // The most specific key or table that set something, for errors: the format's key
+    // ("quantization.weight_format") unless a table overrides it ("quantization.weight",
+    // "quantization.rules[1]").
+    std::string key;
     // The key that gave block_rows ("quantization.weight.block_rows"): a tile
     // that does not divide its tensor is that key's error, not the table's.
     std::string tile_key = "quantization.block_rows";
