@@ -3,6 +3,8 @@
 // rounding and scaling each one has, and the calls that quantize through
 // them. The trainer assigns formats from the config once and switches them
 // when an intervention asks; the model's layers call fake_quantize.
+// Building (sites, assign_formats, switch_formats, records): quant_plan_build.cpp;
+// running (fake_quantize, quantized_linear and the rest): quant_plan.cpp.
 #pragma once
 
 #include <array>
