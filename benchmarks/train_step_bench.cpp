@@ -59,8 +59,8 @@ struct step_setup {
             static const std::shared_ptr<const format_handle> e5m2 = format_handle::create(reg.load("e5m2"));
             for (train::quant_site& s : plan.sites) {
                 s.format = e5m2;
-                s.rounding = s.role == ALTGRAD_TENSOR_OUTPUT_GRADIENT ? ALTGRAD_ROUND_STOCHASTIC
-                                                                      : ALTGRAD_ROUND_NEAREST_EVEN;
+                s.spec.rounding = s.role == ALTGRAD_TENSOR_OUTPUT_GRADIENT ? ALTGRAD_ROUND_STOCHASTIC
+                                                                           : ALTGRAD_ROUND_NEAREST_EVEN;
                 s.scaling = quant::scaling_state(quant::scaling_config{}, e5m2->info().max_finite);
             }
             if (mode == 2) {

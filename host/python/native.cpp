@@ -556,15 +556,15 @@ py::dict resolve_recipe(const std::string& toml_text, const std::string& source,
                 d["accumulator"] = ad;
             }
             for (config::operand_kind o : config::operands_of(product)) {
-                const config::operand_settings& s = pr.operand(o);
+                const config::operand_spec& s = pr.operand(o);
                 py::dict od;
                 od["format"] = s.format;
                 od["rounding"] = rounding_name(s.rounding);
-                od["granularity"] = config::granularity_names().name(s.scaling.granularity);
-                od["block_size"] = s.scaling.block_size;
-                od["block_rows"] = s.scaling.block_rows;
-                od["scale_format"] = s.scaling.scale_format;
-                od["scale_rule"] = config::scale_rule_names().name(s.scaling.scale_rule);
+                od["granularity"] = config::granularity_names().name(s.granularity);
+                od["block_size"] = s.block_size;
+                od["block_rows"] = s.block_rows;
+                od["scale_format"] = s.scale_format;
+                od["scale_rule"] = config::scale_rule_names().name(s.scale_rule);
                 od["pre_scale"] = s.pre_scale;
                 od["source"] = config::copy_source_names().name(s.source);
                 od["own"] = pr.owns(o);

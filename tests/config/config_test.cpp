@@ -1366,7 +1366,7 @@ TEST(ConfigFiles, LoadConfigReadsAFileWithOverrides) {
 
 TEST(ConfigBlockScaling, DefaultsArePerTensor) {
     const run_config c = parse_config("", kFile);
-    const block_scaling b = recipe_of(c.quantization, "lm_head").first_use(operand_kind::w).scaling;
+    const operand_spec b = recipe_of(c.quantization, "lm_head").first_use(operand_kind::w);
     EXPECT_EQ(b.granularity, granularity_kind::tensor);
     EXPECT_EQ(b.block_size, 32);
     EXPECT_EQ(b.scale_format, "pow2");
@@ -1381,24 +1381,24 @@ TEST(ConfigBlockScaling, RuleOverRoleTableOverSection) {
         "[[quantization.rules]]\npattern = \"lm_head\"\ngranularity = \"row\"\nscale_format = \"fp32\"\n",
         kFile);
     const quantization_config& q = c.quantization;
-    const block_scaling w = recipe_of(q, "blocks.0.mlp.fc").first_use(operand_kind::w).scaling;
+    const operand_spec w = recipe_of(q, "blocks.0.mlp.fc").first_use(operand_kind::w);
     EXPECT_EQ(w.granularity, granularity_kind::block);
     EXPECT_EQ(w.block_size, 64);
     EXPECT_EQ(w.scale_format, "ue8m0");
     EXPECT_EQ(w.scale_rule, scale_rule_kind::round_up);
-    const block_scaling a = recipe_of(q, "blocks.0.mlp.fc").first_use(operand_kind::x).scaling;
+    const operand_spec a = recipe_of(q, "blocks.0.mlp.fc").first_use(operand_kind::x);
     EXPECT_EQ(a.granularity, granularity_kind::block);
     EXPECT_EQ(a.block_size, 16);
     EXPECT_EQ(a.scale_rule, scale_rule_kind::mx_floor);
-    EXPECT_EQ(recipe_of(q, "blocks.0.mlp.fc").first_use(operand_kind::dy).scaling.granularity,
+    EXPECT_EQ(recipe_of(q, "blocks.0.mlp.fc").first_use(operand_kind::dy).granularity,
               granularity_kind::tensor);
     // The rule: every role of lm_head, over the role tables.
     for (const operand_kind o : {operand_kind::w, operand_kind::x, operand_kind::dy}) {
-        const block_scaling h = recipe_of(q, "lm_head").first_use(o).scaling;
+        const operand_spec h = recipe_of(q, "lm_head").first_use(o);
         EXPECT_EQ(h.granularity, granularity_kind::row) << role_of(o);
         EXPECT_EQ(h.scale_format, "fp32") << role_of(o);
     }
-    EXPECT_EQ(recipe_of(q, "lm_head").first_use(operand_kind::w).scaling.block_size,
+    EXPECT_EQ(recipe_of(q, "lm_head").first_use(operand_kind::w).block_size,
               64);  // the rule leaves it to the role table
     // A rule that sets only scaling is a rule, and its layers keep the section's formats.
     EXPECT_EQ(recipe_of(q, "lm_head").first_use(operand_kind::w).format, "e5m2");
@@ -1409,10 +1409,10 @@ TEST(ConfigBlockScaling, SetReachesRoleTablesAndParams) {
         parse_config("[quantization]\nweight_format = \"exmy_param\"\n", kFile,
                      {"quantization.gradient.granularity=block", "quantization.gradient.block_size=128",
                       "quantization.params.exmy_param.mantissa_bits=2"});
-    EXPECT_EQ(recipe_of(c.quantization, "lm_head").first_use(operand_kind::dy).scaling.granularity,
+    EXPECT_EQ(recipe_of(c.quantization, "lm_head").first_use(operand_kind::dy).granularity,
               granularity_kind::block);
-    EXPECT_EQ(recipe_of(c.quantization, "lm_head").first_use(operand_kind::dy).scaling.block_size, 128);
-    EXPECT_EQ(recipe_of(c.quantization, "lm_head").first_use(operand_kind::w).scaling.granularity,
+    EXPECT_EQ(recipe_of(c.quantization, "lm_head").first_use(operand_kind::dy).block_size, 128);
+    EXPECT_EQ(recipe_of(c.quantization, "lm_head").first_use(operand_kind::w).granularity,
               granularity_kind::tensor);
     EXPECT_EQ(c.quantization.params.at("exmy_param").at("mantissa_bits"), integer("2"));
 }
@@ -1442,8 +1442,7 @@ TEST(ConfigBlockScaling, EveryScaleRuleOfTheTableIsAValue) {
         const run_config c = parse_config(
             std::string("[quantization]\ngranularity = \"block\"\nscale_rule = \"") + rule.name + "\"\n",
             kFile);
-        EXPECT_EQ(recipe_of(c.quantization, "lm_head").first_use(operand_kind::w).scaling.scale_rule,
-                  rule.rule);
+        EXPECT_EQ(recipe_of(c.quantization, "lm_head").first_use(operand_kind::w).scale_rule, rule.rule);
         EXPECT_TRUE(parse_config(to_toml(c), kFile) == c) << rule.name;
     }
 }

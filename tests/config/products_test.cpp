@@ -217,34 +217,34 @@ TEST(ConfigOperands, EachLevelOverTheOneBefore) {
     const quantization_config& q = c.quantization;
     const std::string layer = "blocks.1.attn.qkv";
     // forward.x: the product table's format and granularity over the role's.
-    operand_settings s = recipe_of(q, layer).product(product_kind::forward).operand(operand_kind::x);
+    operand_spec s = recipe_of(q, layer).product(product_kind::forward).operand(operand_kind::x);
     EXPECT_EQ(s.format, "bf16");
-    EXPECT_EQ(s.scaling.granularity, granularity_kind::tensor);
+    EXPECT_EQ(s.granularity, granularity_kind::tensor);
     EXPECT_EQ(s.rounding, ALTGRAD_ROUND_NEAREST_EVEN);
     EXPECT_EQ(s.key, "quantization.forward.x");
     // weight_gradient.x: the role's format and blocks, its own rounding, pre-scale and source.
     s = recipe_of(q, layer).product(product_kind::weight_gradient).operand(operand_kind::x);
     EXPECT_EQ(s.format, "e4m3");
-    EXPECT_EQ(s.scaling.granularity, granularity_kind::block);
-    EXPECT_EQ(s.scaling.block_size, 32);
-    EXPECT_EQ(s.scaling.block_rows, 1);
+    EXPECT_EQ(s.granularity, granularity_kind::block);
+    EXPECT_EQ(s.block_size, 32);
+    EXPECT_EQ(s.block_rows, 1);
     EXPECT_EQ(s.rounding, ALTGRAD_ROUND_STOCHASTIC);
     EXPECT_EQ(s.pre_scale, 0.75);
     EXPECT_EQ(s.source, copy_source::rowwise);
     // W: 32x32 tiles from the role table, in both its products; the rounding of the forward direction.
     for (product_kind p : {product_kind::forward, product_kind::input_gradient}) {
         s = recipe_of(q, layer).product(p).operand(operand_kind::w);
-        EXPECT_EQ(s.scaling.block_rows, 32);
-        EXPECT_EQ(s.scaling.block_size, 32);
+        EXPECT_EQ(s.block_rows, 32);
+        EXPECT_EQ(s.block_size, 32);
         EXPECT_EQ(s.format, "e4m3");
         EXPECT_EQ(s.key, "quantization.weight");  // the role table that gave the tiles
     }
     // dy: the backward rounding (stochastic by default); blocks of 16 in the weight gradient only.
     s = recipe_of(q, layer).product(product_kind::input_gradient).operand(operand_kind::dy);
-    EXPECT_EQ(s.scaling.block_size, 32);
+    EXPECT_EQ(s.block_size, 32);
     EXPECT_EQ(s.key, "quantization.gradient_format");  // no table sets it: its format's key
     s = recipe_of(q, layer).product(product_kind::weight_gradient).operand(operand_kind::dy);
-    EXPECT_EQ(s.scaling.block_size, 16);
+    EXPECT_EQ(s.block_size, 16);
     EXPECT_EQ(s.rounding, ALTGRAD_ROUND_STOCHASTIC);
     EXPECT_EQ(s.format, "e5m2");
     // The rule's format beats the product tables; its own operand table beats its format.
@@ -253,7 +253,7 @@ TEST(ConfigOperands, EachLevelOverTheOneBefore) {
               "bf16");
     s = recipe_of(q, "lm_head").product(product_kind::weight_gradient).operand(operand_kind::dy);
     EXPECT_EQ(s.format, "e4m3");
-    EXPECT_EQ(s.scaling.block_size, 16);  // the product table's, which the rule leaves
+    EXPECT_EQ(s.block_size, 16);  // the product table's, which the rule leaves
     EXPECT_EQ(s.key, "quantization.rules[0].weight_gradient.dy");
 }
 
@@ -264,7 +264,7 @@ TEST(ConfigOperands, WithoutTablesBothUsesAreTheRoles) {
     for (const layer_recipe& r : resolve(c).layers)
         for (operand_kind o : {operand_kind::x, operand_kind::w, operand_kind::dy}) {
             EXPECT_FALSE(r.second_use_owns(o)) << r.layer << " " << operand_names().name(o);
-            EXPECT_EQ(r.second_use(o).scaling.block_size, r.first_use(o).scaling.block_size);
+            EXPECT_EQ(r.second_use(o).block_size, r.first_use(o).block_size);
             EXPECT_EQ(r.second_use(o).format, r.first_use(o).format);
         }
 }

@@ -246,21 +246,21 @@ TEST(RecipeConfigs, EachRecipeResolvesToItsSourcesParameters) {
                 const auto [product, operand] = use;
                 SCOPED_TRACE(std::string(product_names().name(product)) + "." +
                              operand_names().name(operand));
-                const operand_settings s = recipe.at(layer).product(product).operand(operand);
+                const operand_spec s = recipe.at(layer).product(product).operand(operand);
                 if (high) {
                     EXPECT_EQ(s.format, "bf16");
-                    EXPECT_EQ(s.scaling.granularity, granularity_kind::tensor);
+                    EXPECT_EQ(s.granularity, granularity_kind::tensor);
                     continue;
                 }
                 EXPECT_EQ(s.format, o.format);
                 EXPECT_EQ(s.rounding, o.rounding);
-                EXPECT_EQ(s.scaling.granularity, o.granularity);
+                EXPECT_EQ(s.granularity, o.granularity);
                 EXPECT_EQ(s.pre_scale, o.pre_scale);
                 if (o.granularity == granularity_kind::block) {
-                    EXPECT_EQ(s.scaling.block_size, o.block_size);
-                    EXPECT_EQ(s.scaling.block_rows, o.block_rows);
-                    EXPECT_EQ(s.scaling.scale_format, o.scale_format);
-                    EXPECT_EQ(s.scaling.scale_rule, o.scale_rule);
+                    EXPECT_EQ(s.block_size, o.block_size);
+                    EXPECT_EQ(s.block_rows, o.block_rows);
+                    EXPECT_EQ(s.scale_format, o.scale_format);
+                    EXPECT_EQ(s.scale_rule, o.scale_rule);
                 }
             }
             for (product_kind p :

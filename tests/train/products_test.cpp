@@ -63,7 +63,8 @@ void check_products(bool block_scaled) {
     const size_t first = plan.add_linear("blocks.0.mlp.fc");
     // Block-scaled sites quantize the backward operands again as columnwise copies (.t() views).
     if (block_scaled)
-        for (train::quant_site& s : plan.sites) s.block_size = 16;
+        for (train::quant_site& s : plan.sites)
+            s.spec.granularity = host::config::granularity_kind::block, s.spec.block_size = 16;
     auto& acc = plan.accumulators[0];
     acc[static_cast<size_t>(product_kind::forward)] =
         accumulator(reg, "fp16", ALTGRAD_ROUND_TOWARD_ZERO, 8, 0);

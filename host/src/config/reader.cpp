@@ -333,43 +333,27 @@ private:
 
     // An operand of a product: { format, rounding, granularity, block_size,
     // block_rows, scale_format, scale_rule, pre_scale, source }, each optional.
-    operand_config read_operand(const toml::node& n, const std::string& key, product_kind product,
-                                operand_kind operand) const {
+    operand_overlay read_operand(const toml::node& n, const std::string& key, product_kind product,
+                                 operand_kind operand) const {
         const toml::table* t = n.as_table();
         if (t == nullptr)
             fail(key,
                  "expected a table of the operand's keys, e.g. { format = \"bf16\" }, got " + describe(n));
         std::vector<std::string> candidates;
-        for (const auto& f : operand_fields()) candidates.push_back(key + "." + f.key);
-        for (const auto& f : block_scaling_fields()) candidates.push_back(key + "." + f.key);
+        for (const overlay_field& f : overlay_fields()) candidates.push_back(key + "." + f.spec.key);
         for (auto&& [k, v] : *t) {
             const std::string sub = key + "." + std::string(k.str());
             if (std::find(candidates.begin(), candidates.end(), sub) == candidates.end())
                 fail(sub, "unknown key (a typo?)" + suggestion(sub, candidates));
         }
-        operand_config o;
-        for (const auto& f : block_scaling_fields())
-            if (const toml::node* v = t->get(f.key)) {
-                block_scaling scratch;
-                read_field(f, *v, scratch, key + "." + f.key);
-                set_override(f.key, scratch, o.scaling);
-            }
-        operand_values v;
-        auto given = [&](const char* name) { return t->get(name) != nullptr; };
-        for (const auto& f : operand_fields())
-            if (const toml::node* value = t->get(f.key)) read_field(f, *value, v, key + "." + f.key);
-        if (given("format")) o.format = v.format;
-        if (given("rounding")) o.rounding = v.rounding;
-        if (given("pre_scale")) o.pre_scale = v.pre_scale;
-        if (given("source")) {
-            if (first_use_of(operand) == product)
-                fail(key + ".source",
-                     std::string("only an operand's second use has a source: ") +
-                         operand_names().name(operand) + " is first quantized for " +
-                         product_names().name(product) +
-                         " (the second uses are input_gradient.w, weight_gradient.x and weight_gradient.dy)");
-            o.source = v.source;
-        }
+        operand_overlay o;
+        for (const overlay_field& f : overlay_fields())
+            if (const toml::node* v = t->get(f.spec.key)) read_overlay_key(f, *v, key + "." + f.spec.key, o);
+        if (o.source && first_use_of(operand) == product)
+            fail(key + ".source",
+                 std::string("only an operand's second use has a source: ") + operand_names().name(operand) +
+                     " is first quantized for " + product_names().name(product) +
+                     " (the second uses are input_gradient.w, weight_gradient.x and weight_gradient.dy)");
         if (o.empty()) fail(key, "sets nothing: give format, rounding, a scaling key, pre_scale or source");
         return o;
     }
@@ -450,15 +434,20 @@ private:
         }
     }
 
-    // The block_scaling keys of table t (KEY.granularity, ...; --set too) into `out`.
-    void read_scaling_keys(const toml::table* t, const std::string& key, scaling_override& out) const {
-        for (const auto& f : block_scaling_fields()) {
-            const std::string k = key + "." + f.key;
-            if (const toml::node* n = get(t, k)) {
-                block_scaling scratch;
-                read_field(f, *n, scratch, k);
-                set_override(f.key, scratch, out);
-            }
+    // One key of an operand (`f`, read from `n` as the key `key`) into `out`.
+    void read_overlay_key(const overlay_field& f, const toml::node& n, const std::string& key,
+                          operand_overlay& out) const {
+        operand_spec read;
+        read_field(f.spec, n, read, key);
+        f.take(read, out);
+    }
+
+    // The scaling keys of table t (KEY.granularity, ...; --set too) into `out`.
+    void read_scaling_keys(const toml::table* t, const std::string& key, operand_overlay& out) const {
+        for (const overlay_field& f : overlay_fields()) {
+            const std::string k = key + "." + f.spec.key;
+            if (!f.scaling) continue;
+            if (const toml::node* n = get(t, k)) read_overlay_key(f, *n, k, out);
         }
     }
 
@@ -709,13 +698,9 @@ private:
                     *directions[d] = format_name(*f, key + "." + names[d]);
                 else *directions[d] = all;
             }
-            for (const auto& f : block_scaling_fields()) {
-                if (const toml::node* v = t.get(f.key)) {
-                    block_scaling scratch;
-                    read_field(f, *v, scratch, key + "." + f.key);
-                    set_override(f.key, scratch, rule.scaling);
-                }
-            }
+            for (const overlay_field& f : overlay_fields())
+                if (const toml::node* v = t.get(f.spec.key); v && f.scaling)
+                    read_overlay_key(f, *v, key + "." + f.spec.key, rule.scaling);
             read_rule_products(t, key, rule.products);
             const bool products = std::any_of(rule.products.begin(), rule.products.end(),
                                               [](const product_config& p) { return !p.empty(); });

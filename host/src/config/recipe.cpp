@@ -56,35 +56,29 @@ std::optional<transform_config> transform_for(const quantization_config& q, cons
     return t;
 }
 
-operand_settings operand_for(const quantization_config& q, const layer_at& layer, product_kind product,
-                             operand_kind operand) {
+operand_spec operand_for(const quantization_config& q, const layer_at& layer, product_kind product,
+                         operand_kind operand) {
     const size_t p = static_cast<size_t>(product), k = static_cast<size_t>(operand);
     const std::string at = std::string(product_names().name(product)) + "." + operand_names().name(operand);
-    operand_settings s;
-    auto apply = [&](const operand_config& o, const std::string& key) {
+    operand_spec s;
+    // One level's overlay, `key` the table that gave it.
+    auto apply = [&](const operand_overlay& o, const std::string& key) {
         if (o.empty()) return;
-        if (o.format) s.format = *o.format;
-        if (o.rounding) s.rounding = *o.rounding;
-        o.scaling.apply_to(s.scaling);
-        if (o.scaling.block_rows) s.tile_key = key + ".block_rows";
-        if (o.pre_scale) s.pre_scale = *o.pre_scale;
-        if (o.source) s.source = *o.source;
+        o.apply_to(s);
+        if (o.block_rows) s.tile_key = key + ".block_rows";
         s.key = key;
     };
     s.format = operand == operand_kind::w   ? q.weight_format
                : operand == operand_kind::x ? q.activation_format
                                             : q.gradient_format;
     s.rounding = operand == operand_kind::dy ? q.backward_rounding : q.forward_rounding;
-    s.scaling = block_scaling{q.granularity, q.block_size, q.block_rows, q.scale_format, q.scale_rule};
+    s.granularity = q.granularity, s.block_size = q.block_size, s.block_rows = q.block_rows;
+    s.scale_format = q.scale_format, s.scale_rule = q.scale_rule;
     s.key = operand == operand_kind::w   ? "quantization.weight_format"
             : operand == operand_kind::x ? "quantization.activation_format"
                                          : "quantization.gradient_format";
     for (const role_table& r : role_tables())
-        if (std::string_view(role_of(operand)) == r.role && !(q.*r.member).empty()) {
-            (q.*r.member).apply_to(s.scaling);
-            if ((q.*r.member).block_rows) s.tile_key = r.key() + ".block_rows";
-            s.key = r.key();
-        }
+        if (std::string_view(role_of(operand)) == r.role) apply(q.*r.member, r.key());
     apply(q.products[p].operands[k], "quantization." + at);
     for (size_t i = 0; i < q.rules.size(); ++i) {
         const quantization_rule& r = q.rules[i];
@@ -94,21 +88,21 @@ operand_settings operand_for(const quantization_config& q, const layer_at& layer
                                                    : operand == operand_kind::x ? r.activation
                                                                                 : r.gradient;
         if (format) s.format = *format, s.key = rule;
-        if (!r.scaling.empty()) r.scaling.apply_to(s.scaling), s.key = rule;
-        if (r.scaling.block_rows) s.tile_key = rule + ".block_rows";
+        apply(r.scaling, rule);
         apply(r.products[p].operands[k], rule + "." + at);
         break;
     }
     return s;
 }
 
-bool same_quantization(const operand_settings& a, const operand_settings& b) {
-    const block_scaling &x = a.scaling, &y = b.scaling;
-    const bool same_scaling = x.granularity == y.granularity &&
-                              (x.granularity == granularity_kind::tensor ||
-                               (x.scale_format == y.scale_format && x.scale_rule == y.scale_rule &&
-                                (x.granularity == granularity_kind::row ||
-                                 (x.block_size == y.block_size && x.block_rows == y.block_rows))));
+// Whether two uses of a tensor are quantized alike (so one copy serves
+// both): the keys their granularity reads, not `key` or `source`.
+bool same_quantization(const operand_spec& a, const operand_spec& b) {
+    const bool same_scaling = a.granularity == b.granularity &&
+                              (a.granularity == granularity_kind::tensor ||
+                               (a.scale_format == b.scale_format && a.scale_rule == b.scale_rule &&
+                                (a.granularity == granularity_kind::row ||
+                                 (a.block_size == b.block_size && a.block_rows == b.block_rows))));
     return a.format == b.format && a.rounding == b.rounding && same_scaling && a.pre_scale == b.pre_scale;
 }
 
@@ -119,19 +113,17 @@ size_t index_in(product_kind p, operand_kind o) {
 
 }  // namespace
 
-const operand_settings& product_recipe::operand(operand_kind o) const {
-    return operands[index_in(product, o)];
-}
+const operand_spec& product_recipe::operand(operand_kind o) const { return operands[index_in(product, o)]; }
 bool product_recipe::owns(operand_kind o) const { return own[index_in(product, o)]; }
 
 product_kind second_use_of(operand_kind o) {
     return o == operand_kind::w ? product_kind::input_gradient : product_kind::weight_gradient;
 }
 
-const operand_settings& layer_recipe::first_use(operand_kind o) const {
+const operand_spec& layer_recipe::first_use(operand_kind o) const {
     return product(first_use_of(o)).operand(o);
 }
-const operand_settings& layer_recipe::second_use(operand_kind o) const {
+const operand_spec& layer_recipe::second_use(operand_kind o) const {
     return product(second_use_of(o)).operand(o);
 }
 bool layer_recipe::second_use_owns(operand_kind o) const { return product(second_use_of(o)).owns(o); }
@@ -139,7 +131,7 @@ bool layer_recipe::second_use_owns(operand_kind o) const { return product(second
 bool layer_recipe::quantizes() const {
     for (const product_recipe& p : products) {
         if (p.transform || p.accumulator) return true;
-        for (const operand_settings& s : p.operands)
+        for (const operand_spec& s : p.operands)
             if (s.format != "fp32") return true;
     }
     return false;
@@ -155,7 +147,7 @@ std::vector<std::string> resolved_recipe::operand_formats() const {
     std::set<std::string> used;
     for (const layer_recipe& l : layers)
         for (const product_recipe& p : l.products)
-            for (const operand_settings& s : p.operands) used.insert(s.format);
+            for (const operand_spec& s : p.operands) used.insert(s.format);
     return {used.begin(), used.end()};
 }
 

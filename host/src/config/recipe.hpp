@@ -30,7 +30,7 @@ struct product_recipe {
     std::optional<accumulator_config> accumulator;
     std::string accumulator_key;
     // Its operands A and B (operands_of(product) order), every key resolved.
-    std::array<operand_settings, 2> operands;
+    std::array<operand_spec, 2> operands;
     // Whether each operand is quantized for this product with settings of
     // its own: always for a tensor's first use; for a second use (W in
     // input_gradient, x and dy in weight_gradient) only when its settings
@@ -38,7 +38,7 @@ struct product_recipe {
     // copy (or site) serves both products.
     std::array<bool, 2> own{true, true};
 
-    const operand_settings& operand(operand_kind o) const;
+    const operand_spec& operand(operand_kind o) const;
     bool owns(operand_kind o) const;
 };
 
@@ -48,8 +48,8 @@ struct layer_recipe {
 
     const product_recipe& product(product_kind p) const { return products[static_cast<size_t>(p)]; }
     // An operand's first use (W and x in forward, dy in input_gradient) and second use.
-    const operand_settings& first_use(operand_kind o) const;
-    const operand_settings& second_use(operand_kind o) const;
+    const operand_spec& first_use(operand_kind o) const;
+    const operand_spec& second_use(operand_kind o) const;
     bool second_use_owns(operand_kind o) const;
     // Whether anything of the layer is quantized, transformed or accumulated.
     bool quantizes() const;

@@ -75,22 +75,18 @@ const char* role_of(operand_kind o) {
     return o == operand_kind::w ? "weight" : o == operand_kind::x ? "activation" : "gradient";
 }
 
-void scaling_override::apply_to(block_scaling& b) const {
-    if (granularity) b.granularity = *granularity;
-    if (block_size) b.block_size = *block_size;
-    if (block_rows) b.block_rows = *block_rows;
-    if (scale_format) b.scale_format = *scale_format;
-    if (scale_rule) b.scale_rule = *scale_rule;
+bool operand_overlay::empty() const {
+    const std::vector<overlay_field>& f = overlay_fields();
+    return std::none_of(f.begin(), f.end(), [&](const overlay_field& r) { return r.given(*this); });
 }
 
-bool operator==(const scaling_override& a, const scaling_override& b) {
-    return a.granularity == b.granularity && a.block_size == b.block_size && a.block_rows == b.block_rows &&
-           a.scale_format == b.scale_format && a.scale_rule == b.scale_rule;
+void operand_overlay::apply_to(operand_spec& s) const {
+    for (const overlay_field& r : overlay_fields()) r.apply(*this, s);
 }
 
-bool operator==(const operand_config& a, const operand_config& b) {
-    return a.format == b.format && a.rounding == b.rounding && a.scaling == b.scaling &&
-           a.pre_scale == b.pre_scale && a.source == b.source;
+bool operator==(const operand_overlay& a, const operand_overlay& b) {
+    const std::vector<overlay_field>& f = overlay_fields();
+    return std::all_of(f.begin(), f.end(), [&](const overlay_field& r) { return r.same(a, b); });
 }
 
 bool operator==(const accumulator_config& a, const accumulator_config& b) {
@@ -126,15 +122,23 @@ std::string value_text(const field<S>& f, const S& s) {
     }
 }
 
-// The keys a scaling_override gives, one "key = value" line each.
-std::string scaling_toml(const scaling_override& s) {
-    std::string o;
-    if (s.granularity) o += "granularity = " + quote(granularity_names().name(*s.granularity)) + "\n";
-    if (s.block_size) o += "block_size = " + std::to_string(*s.block_size) + "\n";
-    if (s.block_rows) o += "block_rows = " + std::to_string(*s.block_rows) + "\n";
-    if (s.scale_format) o += "scale_format = " + quote(*s.scale_format) + "\n";
-    if (s.scale_rule) o += "scale_rule = " + quote(scale_rule_names().name(*s.scale_rule)) + "\n";
-    return o;
+// The keys an overlay gives, as (key, value) pairs in the schema's order.
+std::vector<std::pair<std::string, std::string>> overlay_entries(const operand_overlay& o) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const overlay_field& f : overlay_fields()) {
+        if (!f.given(o)) continue;
+        operand_spec s;
+        f.apply(o, s);
+        out.emplace_back(f.spec.key, value_text(f.spec, s));
+    }
+    return out;
+}
+
+// The keys an overlay gives, one "key = value" line each.
+std::string scaling_toml(const operand_overlay& o) {
+    std::string out;
+    for (const auto& [key, value] : overlay_entries(o)) out += key + " = " + value + "\n";
+    return out;
 }
 
 // A table of plugin parameters as an inline table: { key = value, ... }.
@@ -159,21 +163,10 @@ std::string accumulator_toml(const accumulator_config& a) {
 }
 
 // An operand's keys as an inline table: { format = "bf16", block_size = 32 }.
-std::string operand_toml(const operand_config& c) {
-    std::string o;
-    auto add = [&](const std::string& key, const std::string& value) {
-        o += (o.empty() ? "{ " : ", ") + key + " = " + value;
-    };
-    if (c.format) add("format", quote(*c.format));
-    if (c.rounding) add("rounding", quote(names_for(altgrad_rounding{}).name(*c.rounding)));
-    std::istringstream scaling(scaling_toml(c.scaling));
-    for (std::string line; std::getline(scaling, line);) {
-        const size_t eq = line.find(" = ");
-        add(line.substr(0, eq), line.substr(eq + 3));
-    }
-    if (c.pre_scale) add("pre_scale", float_text(*c.pre_scale));
-    if (c.source) add("source", quote(copy_source_names().name(*c.source)));
-    return o + " }";
+std::string operand_toml(const operand_overlay& o) {
+    std::string out;
+    for (const auto& [key, value] : overlay_entries(o)) out += (out.empty() ? "{ " : ", ") + key + " = " + value;
+    return out + " }";
 }
 
 // What a product_config gives, as `key = value` pairs: its accumulator and operands.
@@ -206,17 +199,16 @@ std::string products_inline(const product_configs& products) {
 }
 
 // How an operand is quantized, in one phrase: "e4m3 nearest, blocks 1x32 pow2 round_up, pre_scale 0.75".
-std::string operand_phrase(const operand_settings& s) {
+std::string operand_phrase(const operand_spec& s) {
     std::string o = s.format;
     if (s.format == "fp32") return o;
     o += std::string(" ") + names_for(altgrad_rounding{}).name(s.rounding);
-    const block_scaling& b = s.scaling;
-    if (b.granularity == granularity_kind::tensor) o += ", per tensor";
+    if (s.granularity == granularity_kind::tensor) o += ", per tensor";
     else {
-        o += b.granularity == granularity_kind::row
+        o += s.granularity == granularity_kind::row
                  ? std::string(", per row")
-                 : ", blocks " + std::to_string(b.block_rows) + "x" + std::to_string(b.block_size);
-        o += " " + b.scale_format + " " + scale_rule_names().name(b.scale_rule);
+                 : ", blocks " + std::to_string(s.block_rows) + "x" + std::to_string(s.block_size);
+        o += " " + s.scale_format + " " + scale_rule_names().name(s.scale_rule);
     }
     if (s.pre_scale != 1.0) o += ", pre_scale " + float_text(s.pre_scale);
     if (s.source == copy_source::rowwise) o += ", from the rowwise copy";
@@ -319,11 +311,10 @@ void rename_formats(
             if (auto& a = products[p].accumulator; a && a->modelled())
                 a->format = rename(product + kAccumulatorKey + ".format", a->format);
             for (size_t k = 0; k < kOperands; ++k) {
-                operand_config& o = products[p].operands[k];
+                operand_overlay& o = products[p].operands[k];
                 const std::string operand = product + operand_names().name(static_cast<operand_kind>(k));
                 if (o.format) o.format = rename(operand + ".format", *o.format);
-                if (o.scaling.scale_format)
-                    o.scaling.scale_format = rename(operand + ".scale_format", *o.scaling.scale_format);
+                if (o.scale_format) o.scale_format = rename(operand + ".scale_format", *o.scale_format);
             }
         }
     };

@@ -135,34 +135,70 @@ struct training_config {
 // each plugin's manifest when the trainer loads it, not here.
 using plugin_params = std::map<std::string, host::given_params>;
 
-// How a quantized tensor is scaled: one scale per tensor (the scaling and
-// amax_* keys), per row of the consuming matrix product's reduction dimension,
-// or per block of block_size consecutive elements along it; for row and block,
-// the decode scales' own format ("fp32", "pow2" or a format plugin's name) and
-// the rule that derives them from each block's amax (quant/block_scales.hpp).
-struct block_scaling {
+// How one operand of one product of one layer is quantized, every key
+// resolved: the one shape a per-operand setting has from the resolver
+// (config/recipe.hpp) to the kernels. resolve() builds it from the least
+// specific level to the most: quantization's keys, the role's table
+// ([quantization.weight]), [quantization.PRODUCT] OPERAND = {...}, then the
+// first rule matching the layer (its formats and scaling keys, then its
+// PRODUCT = { OPERAND = {...} }), each level an operand_overlay.
+struct operand_spec {
+    std::string format;  // a format plugin name; "fp32": not quantized
+    altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
+    // One scale per tensor (quantization.scaling and the amax_* keys), per
+    // row of the consuming product's reduction dimension, or per block of
+    // block_size consecutive elements along it.
     granularity_kind granularity = granularity_kind::tensor;
     int64_t block_size = 32;  // 1..1048576 (granularity block)
     // Granularity block: rows per block. 1: blocks of block_size along a
     // row (1xN); R > 1: tiles of R rows by block_size columns (RxC, e.g.
     // 16x16), so a weight's two uses see one quantized tensor.
-    int64_t block_rows = 1;             // 1..1048576
-    std::string scale_format = "pow2";  // "fp32", "pow2" or a format plugin name
+    int64_t block_rows = 1;  // 1..1048576
+    // Row and block: the decode scales' own format ("fp32", "pow2" or a
+    // format plugin's name) and the rule that derives them from each block's
+    // amax (quant/vocabulary.hpp).
+    std::string scale_format = "pow2";
     scale_rule_kind scale_rule = scale_rule_kind::mx_floor;
+    // A constant c the operand is multiplied by before rounding and divided
+    // by after: element x becomes q(x*s*c)/(s*c), s its scale (Tseng et
+    // al.'s 3/4, so OCP's floor-rule blocks do not clip in E2M1).
+    double pre_scale = 1.0;  // (0, 1e6]
+    // What a second use is quantized from: the unquantized tensor, or its
+    // first copy as quantized and dequantized.
+    copy_source source = copy_source::unquantized;
+    // The most specific key or table that set something, for errors: the format's key
+    // ("quantization.weight_format") unless a table overrides it ("quantization.weight",
+    // "quantization.rules[1]").
+    std::string key;
+    // The key that gave block_rows ("quantization.weight.block_rows"): a tile
+    // that does not divide its tensor is that key's error, not the table's.
+    std::string tile_key = "quantization.block_rows";
 };
 
-// Some keys of block_scaling, given by a role table ([quantization.weight])
-// or a rule; the rest come from the level above.
-struct scaling_override {
+// What one level of the config says of an operand: [quantization.forward]
+// x = {...}, a rule's forward = { x = {...} }, and (scaling keys only) a role
+// table [quantization.weight] or a rule's own granularity, block_size, ...
+// Each key unset (nullopt) is decided by the level above. Its keys are
+// operand_spec's, one row each in the schema's overlay table
+// (config/schema.hpp, overlay_fields), which reads, writes, compares and
+// applies them: a new operand key is a field here, one in operand_spec and
+// one row there.
+struct operand_overlay {
+    std::optional<std::string> format;
+    std::optional<altgrad_rounding> rounding;
     std::optional<granularity_kind> granularity;
     std::optional<int64_t> block_size;
     std::optional<int64_t> block_rows;
     std::optional<std::string> scale_format;
     std::optional<scale_rule_kind> scale_rule;
-    bool empty() const { return !granularity && !block_size && !block_rows && !scale_format && !scale_rule; }
-    void apply_to(block_scaling& b) const;
+    std::optional<double> pre_scale;
+    std::optional<copy_source> source;  // second uses only
+    bool empty() const;
+    // Sets in `s` each key given here.
+    void apply_to(operand_spec& s) const;
 };
-bool operator==(const scaling_override& a, const scaling_override& b);
+bool operator==(const operand_overlay& a, const operand_overlay& b);
+inline bool operator!=(const operand_overlay& a, const operand_overlay& b) { return !(a == b); }
 
 // A product's accumulator (docs/accumulation.md): the reduction is summed in
 // chunks of mma_depth elements, each chunk exactly, into an accumulator of
@@ -178,22 +214,6 @@ struct accumulator_config {
     bool modelled() const { return !format.empty(); }
 };
 bool operator==(const accumulator_config& a, const accumulator_config& b);
-
-// What the config says of one operand of one product
-// ([quantization.forward] x = {...}, a rule's forward = { x = {...} }); each
-// key unset (nullopt) is decided by the level above (operand_for).
-struct operand_config {
-    std::optional<std::string> format;  // a format plugin name, "fp32": not quantized
-    std::optional<altgrad_rounding> rounding;
-    scaling_override scaling;  // granularity, block_size, block_rows, scale_format, scale_rule
-    // A constant c the operand is multiplied by before rounding and divided
-    // by after: element x becomes q(x*s*c)/(s*c), s its scale (Tseng et
-    // al.'s 3/4, so OCP's floor-rule blocks do not clip in E2M1).
-    std::optional<double> pre_scale;    // (0, 1e6]
-    std::optional<copy_source> source;  // second uses only
-    bool empty() const { return !format && !rounding && scaling.empty() && !pre_scale && !source; }
-};
-bool operator==(const operand_config& a, const operand_config& b);
 
 // A product's transform (docs/transforms.md): a transform plugin applied
 // along the reduction dimension to both operands before they are quantized,
@@ -211,11 +231,11 @@ bool operator==(const transform_config& a, const transform_config& b);
 struct product_config {
     std::optional<accumulator_config> accumulator;
     std::optional<transform_config> transform;
-    std::array<operand_config, kOperands> operands;  // by operand_kind; only the product's two
+    std::array<operand_overlay, kOperands> operands;  // by operand_kind; only the product's two
     bool empty() const {
         return !accumulator && !transform &&
                std::all_of(operands.begin(), operands.end(),
-                           [](const operand_config& o) { return o.empty(); });
+                           [](const operand_overlay& o) { return o.empty(); });
     }
 };
 bool operator==(const product_config& a, const product_config& b);
@@ -232,9 +252,9 @@ struct quantization_rule {
     // keeps its last layers in BF16 applies to a user's model as to the GPT.
     std::string pattern;  // glob over layer names: '*' any run (dots too), '?' one character; "" = not this
     std::optional<std::string> weight, activation, gradient;
-    scaling_override scaling;  // granularity, block_size, scale_format, scale_rule: every role of its layers
-    product_configs products;  // forward = {...}, input_gradient = {...}, weight_gradient = {...}
-    std::optional<int64_t> last;          // 1..1000000: the last N linear layers
+    operand_overlay scaling;      // its scaling keys (granularity, block_size, ...): every role of its layers
+    product_configs products;     // forward = {...}, input_gradient = {...}, weight_gradient = {...}
+    std::optional<int64_t> last;  // 1..1000000: the last N linear layers
     std::optional<double> last_fraction;  // (0, 1]: the last ceil(f * count) of them
 };
 
@@ -258,14 +278,15 @@ struct quantization_config {
     first_scale_kind first_scale = first_scale_kind::amax;     // delayed scaling's first scale
     bool shadow_weights = true;                                // FP32 master weights
     int64_t diagnostic_interval = 50;                          // 1..1e9
-    // The scaling of every quantized tensor (block_scaling, above), unless a
-    // role table or a rule says otherwise.
+    // The scaling of every quantized tensor (operand_spec says what each
+    // key is), unless a role table or a rule says otherwise.
     granularity_kind granularity = granularity_kind::tensor;
     int64_t block_size = 32;            // 1..1048576
     int64_t block_rows = 1;             // 1..1048576
     std::string scale_format = "pow2";  // "fp32", "pow2" or a format plugin name
     scale_rule_kind scale_rule = scale_rule_kind::mx_floor;
-    scaling_override weight_scaling, activation_scaling, gradient_scaling;  // [quantization.weight] etc.
+    // [quantization.weight] etc.: their scaling keys only.
+    operand_overlay weight_scaling, activation_scaling, gradient_scaling;
     product_configs products;  // [quantization.forward], [quantization.input_gradient], [...weight_gradient]
     std::vector<quantization_rule> rules;  // ordered; the first match wins
     // [quantization.params.NAME]: parameters of format plugin NAME, which
@@ -388,26 +409,5 @@ std::string rule_selector(const quantization_rule& r);
 // every match is taken by an earlier rule. The names are the model's own
 // (config/layer_names.hpp, the one definition both use).
 std::vector<std::string> layer_names(const model_config& model);
-
-// How one operand of one product of one layer is quantized, every key
-// resolved (config/recipe.hpp's resolve, from the least specific level to the
-// most: quantization's keys and the role's table (format, rounding by
-// direction, scaling), then [quantization.PRODUCT] OPERAND = {...}, then the
-// first rule matching the layer: its formats and scaling keys, then its
-// PRODUCT = { OPERAND = {...} }).
-struct operand_settings {
-    std::string format;
-    altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
-    block_scaling scaling;
-    double pre_scale = 1.0;
-    copy_source source = copy_source::unquantized;
-    // The most specific key or table that set something, for errors: the format's key
-    // ("quantization.weight_format") unless a table overrides it ("quantization.weight",
-    // "quantization.rules[1]").
-    std::string key;
-    // The key that gave block_rows ("quantization.weight.block_rows"): a tile
-    // that does not divide its tensor is that key's error, not the table's.
-    std::string tile_key = "quantization.block_rows";
-};
 
 }  // namespace altgrad::host::config

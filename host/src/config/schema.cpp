@@ -133,21 +133,40 @@ const section<quantization_config>& quantization_section() {
     return s;
 }
 
-const std::vector<field<block_scaling>>& block_scaling_fields() {
-    using B = block_scaling;
-    static const std::vector<field<B>> f{
-        choice("granularity", &B::granularity), integer("block_size", &B::block_size, 1, kMaxBlockSize),
-        integer("block_rows", &B::block_rows, 1, kMaxBlockSize), format("scale_format", &B::scale_format),
-        choice("scale_rule", &B::scale_rule)};
-    return f;
+namespace {
+
+// An overlay row: the spec's member S and the overlay's optional O of one key.
+template <auto S, auto O>
+overlay_field overlay_row(field<operand_spec> f, bool scaling) {
+    return {std::move(f),
+            scaling,
+            [](const operand_overlay& o) { return (o.*O).has_value(); },
+            [](const operand_overlay& from, operand_spec& to) {
+                if (from.*O) to.*S = *(from.*O);
+            },
+            [](const operand_spec& from, operand_overlay& to) { to.*O = from.*S; },
+            [](const operand_overlay& a, const operand_overlay& b) { return a.*O == b.*O; }};
 }
 
-void set_override(const std::string& key, const block_scaling& from, scaling_override& to) {
-    if (key == "granularity") to.granularity = from.granularity;
-    if (key == "block_size") to.block_size = from.block_size;
-    if (key == "block_rows") to.block_rows = from.block_rows;
-    if (key == "scale_format") to.scale_format = from.scale_format;
-    if (key == "scale_rule") to.scale_rule = from.scale_rule;
+}  // namespace
+
+const std::vector<overlay_field>& overlay_fields() {
+    using S = operand_spec;
+    using O = operand_overlay;
+    static const std::vector<overlay_field> f{
+        overlay_row<&S::format, &O::format>(format("format", &S::format), false),
+        overlay_row<&S::rounding, &O::rounding>(choice("rounding", &S::rounding), false),
+        overlay_row<&S::granularity, &O::granularity>(choice("granularity", &S::granularity), true),
+        overlay_row<&S::block_size, &O::block_size>(integer("block_size", &S::block_size, 1, kMaxBlockSize),
+                                                    true),
+        overlay_row<&S::block_rows, &O::block_rows>(integer("block_rows", &S::block_rows, 1, kMaxBlockSize),
+                                                    true),
+        overlay_row<&S::scale_format, &O::scale_format>(format("scale_format", &S::scale_format), true),
+        overlay_row<&S::scale_rule, &O::scale_rule>(choice("scale_rule", &S::scale_rule), true),
+        overlay_row<&S::pre_scale, &O::pre_scale>(number("pre_scale", &S::pre_scale, 0.0, true, 1e6, false),
+                                                  false),
+        overlay_row<&S::source, &O::source>(choice("source", &S::source), false)};
+    return f;
 }
 
 const std::vector<role_table>& role_tables() {
@@ -194,24 +213,20 @@ const std::vector<field<accumulator_config>>& accumulator_fields() {
     return f;
 }
 
-const std::vector<field<operand_values>>& operand_fields() {
-    using O = operand_values;
-    static const std::vector<field<O>> f{format("format", &O::format), choice("rounding", &O::rounding),
-                                         number("pre_scale", &O::pre_scale, 0.0, true, 1e6, false),
-                                         choice("source", &O::source)};
-    return f;
-}
-
 std::string product_key(product_kind p) { return std::string("quantization.") + product_names().name(p); }
 
 std::string operand_key(product_kind p, operand_kind o) {
     return product_key(p) + "." + operand_names().name(o);
 }
 
-const std::vector<std::string> kRuleKeys = {"pattern",    "last",           "last_fraction",  "format",
-                                            "weight",     "activation",     "gradient",       "granularity",
-                                            "block_size", "block_rows",     "scale_format",   "scale_rule",
-                                            "forward",    "input_gradient", "weight_gradient"};
+const std::vector<std::string> kRuleKeys = [] {
+    std::vector<std::string> k{"pattern", "last",       "last_fraction", "format",
+                               "weight",  "activation", "gradient"};
+    for (const overlay_field& f : overlay_fields())
+        if (f.scaling) k.push_back(f.spec.key);
+    for (const char* product : {"forward", "input_gradient", "weight_gradient"}) k.push_back(product);
+    return k;
+}();
 
 const std::map<std::string, std::optional<kind>>& known_keys() {
     static const std::map<std::string, std::optional<kind>> keys = [] {
@@ -224,7 +239,8 @@ const std::map<std::string, std::optional<kind>>& known_keys() {
         k[kRulesKey] = std::nullopt;
         for (const role_table& r : role_tables()) {
             k[r.key()] = std::nullopt;
-            for (const auto& f : block_scaling_fields()) k[r.key() + "." + f.key] = f.type;
+            for (const overlay_field& f : overlay_fields())
+                if (f.scaling) k[r.key() + "." + f.spec.key] = f.spec.type;
         }
         for (size_t p = 0; p < kProducts; ++p) {
             const std::string key = product_key(static_cast<product_kind>(p));
@@ -301,7 +317,7 @@ std::optional<config_problem> operand_problem(const run_config& c, const std::ve
     // Tiles (block_rows > 1) are blocks: a table that gives both keys must agree
     // (block_rows, like block_size, is otherwise read only where granularity is "block").
     std::optional<config_problem> problem;
-    auto check_tiles = [&](const scaling_override& o, const std::string& key) {
+    auto check_tiles = [&](const operand_overlay& o, const std::string& key) {
         if (!problem && o.block_rows && *o.block_rows > 1 && o.granularity &&
             *o.granularity != granularity_kind::block)
             problem = config_problem{key + ".block_rows",
@@ -309,16 +325,16 @@ std::optional<config_problem> operand_problem(const run_config& c, const std::ve
                                          " needs granularity = \"block\" (this table gives \"" +
                                          granularity_names().name(*o.granularity) + "\")"};
     };
-    scaling_override global;
+    operand_overlay global;
     global.block_rows = q.block_rows, global.granularity = q.granularity;
     check_tiles(global, "quantization");
     for (const role_table& r : role_tables()) check_tiles(q.*r.member, r.key());
     auto check_products = [&](const product_configs& products, const std::string& at) {
         for (size_t p = 0; p < kProducts; ++p)
             for (size_t k = 0; k < kOperands; ++k)
-                check_tiles(products[p].operands[k].scaling,
-                            at + product_names().name(static_cast<product_kind>(p)) + "." +
-                                operand_names().name(static_cast<operand_kind>(k)));
+                check_tiles(products[p].operands[k], at + product_names().name(static_cast<product_kind>(p)) +
+                                                         "." +
+                                                         operand_names().name(static_cast<operand_kind>(k)));
     };
     check_products(q.products, "quantization.");
     for (size_t i = 0; i < q.rules.size(); ++i) {
@@ -333,7 +349,7 @@ std::optional<config_problem> operand_problem(const run_config& c, const std::ve
     as_written.enabled = true;
     for (const layer_recipe& layer : resolve(as_written, layers).layers)
         for (const operand_kind o : {operand_kind::w, operand_kind::x, operand_kind::dy}) {
-            const operand_settings& s = layer.second_use(o);
+            const operand_spec& s = layer.second_use(o);
             if (s.source != copy_source::rowwise) continue;
             for (product_kind p : {first_use_of(o), second_use_of(o)})
                 if (layer.product(p).transform)

@@ -38,7 +38,7 @@ const name_table<first_scale_kind>& names_for(first_scale_kind);
 
 // What a key holds: a choice is a name of an enum (names_for); names a list of
 // plugin names; accumulator a table of accumulator_fields (or "none");
-// operand a table of an operand's keys (operand_fields, block_scaling_fields).
+// operand a table of an operand's keys (overlay_fields).
 enum class kind { integer, number, boolean, text, choice, format, names, accumulator, operand, transform };
 
 // A key of a struct S of the config: its name, kind, range and the member it sets.
@@ -86,16 +86,26 @@ void for_each_section(F&& f) {
     f(output_section());
 }
 
-// The keys of block_scaling, as a role table ([quantization.weight]) or a
-// rule gives them; the same names and ranges as quantization's own.
-const std::vector<field<block_scaling>>& block_scaling_fields();
-// Copies the key `key` of `from` into `to` (a block_scaling field read into a scratch struct).
-void set_override(const std::string& key, const block_scaling& from, scaling_override& to);
+// An operand's keys, one row each (operand_spec's members, operand_overlay's
+// optionals): the one table that reads, writes, compares and applies them,
+// in the order to_toml writes them.
+struct overlay_field {
+    field<operand_spec> spec;  // key, kind, range, and the operand_spec member it resolves
+    // A scaling key (granularity, block_size, block_rows, scale_format,
+    // scale_rule): a role table ([quantization.weight]) and a rule's top
+    // level may give it too, with quantization's own of the same name below.
+    bool scaling = false;
+    bool (*given)(const operand_overlay& o);
+    void (*apply)(const operand_overlay& from, operand_spec& to);  // sets `to`'s member if given
+    void (*take)(const operand_spec& from, operand_overlay& to);   // gives `to` the member of `from`
+    bool (*same)(const operand_overlay& a, const operand_overlay& b);
+};
+const std::vector<overlay_field>& overlay_fields();
 
 // The role tables: [quantization.weight], [quantization.activation], [quantization.gradient].
 struct role_table {
     const char* role;
-    scaling_override quantization_config::*member;
+    operand_overlay quantization_config::*member;  // scaling keys only
     std::string key() const { return std::string("quantization.") + role; }
 };
 const std::vector<role_table>& role_tables();
@@ -107,15 +117,6 @@ const char* const kAccumulatorKey = "accumulator";
 const char* const kTransformKey = "transform";
 // The keys of an accumulator table but `params` (a table of plugin parameters).
 const std::vector<field<accumulator_config>>& accumulator_fields();
-// An operand's keys besides block_scaling_fields, read into this scratch
-// struct (operand_config holds them as optionals).
-struct operand_values {
-    std::string format;
-    altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
-    double pre_scale = 1.0;
-    copy_source source = copy_source::unquantized;
-};
-const std::vector<field<operand_values>>& operand_fields();
 // "quantization.forward.x": the operand tables a product table may hold
 // (only the product's own two operands).
 std::string operand_key(product_kind p, operand_kind o);

@@ -158,7 +158,7 @@ std::vector<std::string> after_bit_stall(const failure_context& x) {
 // The operand a tensor line is, as the run's recipe resolved it: its layer
 // and role, and "@PRODUCT" for a second use with settings of its own
 // ("blocks.0.mlp.fc.weight@input_gradient"); null for a name of no layer.
-const config::operand_settings* operand_of(const config::resolved_recipe& recipe, const tensor_line& t) {
+const config::operand_spec* operand_of(const config::resolved_recipe& recipe, const tensor_line& t) {
     const size_t at = t.tensor.find('@');
     const std::string name = t.tensor.substr(0, at);
     const size_t dot = name.rfind('.');
@@ -176,9 +176,9 @@ const config::operand_settings* operand_of(const config::resolved_recipe& recipe
 // Whether tensor t is scaled in blocks (or rows) by OCP MX's floor rule,
 // which lets each block's largest elements clip by design.
 bool clipped_by_mx_floor(const config::resolved_recipe& recipe, const tensor_line& t) {
-    const config::operand_settings* o = operand_of(recipe, t);
-    return o != nullptr && o->scaling.granularity != config::granularity_kind::tensor &&
-           o->scaling.scale_rule == config::scale_rule_kind::mx_floor;
+    const config::operand_spec* o = operand_of(recipe, t);
+    return o != nullptr && o->granularity != config::granularity_kind::tensor &&
+           o->scale_rule == config::scale_rule_kind::mx_floor;
 }
 
 std::vector<std::string> after_overflow(const failure_context& x) {

@@ -74,9 +74,9 @@ quantize_counts quantize_tensor(const format_handle& format, const torch::Tensor
 // scales are multiplied where they are derived).
 quantize_options options_of(const quant_site& site, float scale) {
     quantize_options o;
-    o.rounding = site.rounding;
+    o.rounding = site.spec.rounding;
     o.overflow = site.overflow;
-    o.scale = scale * site.pre_scale;
+    o.scale = scale * site.pre_scale();
     o.random_bits = site.random_bits;
     return o;
 }
@@ -97,7 +97,7 @@ void check_quantizable(const torch::Tensor& x, const quant_site& site) {
 // one row (a row shorter than a block is one short block), at least 1.
 int64_t block_length(int64_t k, const quant_site& site) {
     return std::max<int64_t>(
-        1, std::min<int64_t>(k, static_cast<int64_t>(std::min<size_t>(site.block_size, INT64_MAX))));
+        1, std::min<int64_t>(k, static_cast<int64_t>(std::min<size_t>(site.block_length(), INT64_MAX))));
 }
 
 // How x (float32, contiguous) splits into blocks: rows of k elements (the
@@ -128,8 +128,8 @@ quant::blocked_quantize_result quantize_blocks_cpu(const float* src, float* dst,
                                                    const quant_site& site, const format_handle* format,
                                                    const quantize_options& o, float* scales = nullptr) {
     return quant::quantize_blocked(format, src, dst, static_cast<size_t>(l.rows), static_cast<size_t>(l.k),
-                                   {static_cast<size_t>(site.block_rows), static_cast<size_t>(l.block)},
-                                   site.blocks, o, site.pre_scale, over_torch_threads, scales);
+                                   {site.tile_rows(), static_cast<size_t>(l.block)}, site.blocks, o,
+                                   site.pre_scale(), over_torch_threads, scales);
 }
 
 // On a GPU: the blocks' amaxes on the device, the rule on the host (one
@@ -155,9 +155,9 @@ block_scales_of derive_block_scales_cuda(const torch::Tensor& x, const quant_sit
 
 // Tiles (block_rows > 1) must divide x as [rows, K]: an error naming the site's key otherwise.
 void check_tiles(const quant_site& site, const block_layout& l) {
-    const int64_t tile_rows = static_cast<int64_t>(site.block_rows);
+    const int64_t tile_rows = static_cast<int64_t>(site.tile_rows());
     if (tile_rows > 1 && (l.k % l.block != 0 || l.rows % tile_rows != 0))
-        throw error(site.tile_key + ": tiles of " + std::to_string(tile_rows) + "x" +
+        throw error(site.tile_key() + ": tiles of " + std::to_string(tile_rows) + "x" +
                     std::to_string(l.block) + " do not divide " + site.name() + " as [" +
                     std::to_string(l.rows) + ", " + std::to_string(l.k) +
                     "] (rows by its product's reduction dimension)");
@@ -167,7 +167,7 @@ void check_tiles(const quant_site& site, const block_layout& l) {
 // block_rows by its block length), one per tile, repeated for each of its
 // rows: the block scales of a call with blocks of C along the rows.
 block_scales_of tile_scales_cuda(const torch::Tensor& x, const quant_site& site, const block_layout& l) {
-    const int64_t tile_rows = static_cast<int64_t>(site.block_rows);
+    const int64_t tile_rows = static_cast<int64_t>(site.tile_rows());
     check_tiles(site, l);
     // |x| per tile; amax propagates a NaN, as block_amaxes does.
     torch::Tensor amax = x.reshape({l.rows / tile_rows, tile_rows, l.per_row, l.block})
@@ -201,16 +201,16 @@ quantize_counts quantize_blocks(const format_handle& format, const torch::Tensor
     o.scale = 1.0f;  // the block scales replace it (format.h); a block site keeps no per-tensor scale
     o.memory = ALTGRAD_MEMORY_CUDA;
     o.device_index = x.device().index();
-    if (site.block_rows > 1) {
+    if (site.tile_rows() > 1) {
         block_scales_of t = tile_scales_cuda(x, site, l);
         if (stats) stats->add(t.stats);
-        if (site.pre_scale != 1.0f) t.scales.mul_(site.pre_scale);
+        if (site.pre_scale() != 1.0f) t.scales.mul_(site.pre_scale());
         o.block_scales = t.scales.data_ptr<float>();
         return format.quantize(src, dst, static_cast<size_t>(l.n), o);
     }
     block_scales_of b = derive_block_scales_cuda(x, site, l);
     if (stats) stats->add(b.stats);
-    if (site.pre_scale != 1.0f) b.scales.mul_(site.pre_scale);
+    if (site.pre_scale() != 1.0f) b.scales.mul_(site.pre_scale());
     const float* scales = b.scales.data_ptr<float>();
     // One call per segment: the whole tensor when rows are whole blocks, else each row.
     const int64_t segment = l.k % l.block == 0 ? l.n : l.k, per_segment = (segment + l.block - 1) / l.block;
@@ -300,7 +300,7 @@ site_block_scales block_scales_for(const torch::Tensor& t, const quant_site& sit
     const block_layout l(x, site);
     check_tiles(site, l);
     if (x.device().is_cuda())
-        return {(site.block_rows > 1 ? tile_scales_cuda(x, site, l) : derive_block_scales_cuda(x, site, l))
+        return {(site.tile_rows() > 1 ? tile_scales_cuda(x, site, l) : derive_block_scales_cuda(x, site, l))
                     .scales.to(torch::kCPU)
                     .contiguous(),
                 static_cast<size_t>(l.block)};
@@ -399,7 +399,7 @@ torch::Tensor transformed(const torch::Tensor& t, const product_transform& tr, u
 // blocks along rows, or a transform on either of the tensor's products).
 bool needs_unquantized(const quant_site& first, const second_use& use, bool transforms) {
     return use.source == config::copy_source::unquantized &&
-           (use.own || transforms || (first.block_scaled() && first.block_rows == 1));
+           (use.own || transforms || (first.block_scaled() && first.tile_rows() == 1));
 }
 
 // A tensor's copy for its second use, in the second product's layout:
@@ -418,7 +418,7 @@ torch::Tensor second_copy(const torch::Tensor& t, const torch::Tensor& q, quant_
                                : use.source == config::copy_source::rowwise ? q
                                                                             : t;
     if (use.own) return fake_quantize(from.contiguous(), plan.sites[*use.own], plan, stream);
-    if (!any_transform && (!first.block_scaled() || first.block_rows > 1)) return q;
+    if (!any_transform && (!first.block_scaled() || first.tile_rows() > 1)) return q;
     return fake_quantize(from.contiguous(), first, plan, stream, /*again=*/true);
 }
 

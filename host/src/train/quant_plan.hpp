@@ -46,25 +46,28 @@ struct quant_site {
     std::string name() const;       // layer + ".weight" | ".input" | ".output_grad", then "@" + use if any
     const char* role_name() const;  // "weight" | "activation" | "output_gradient" (metrics and reports)
     std::shared_ptr<const format_handle> format;  // null: stays float32
-    altgrad_rounding rounding = ALTGRAD_ROUND_NEAREST_EVEN;
-    altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;
+    // How it is quantized, every key as the recipe resolved it
+    // (config::operand_spec: the format's name, rounding, granularity, block
+    // shape, scale format and rule, pre-scale, the keys that decided them).
+    config::operand_spec spec;
+    std::string where;                                      // the config file, for errors
+    altgrad_overflow overflow = ALTGRAD_OVERFLOW_SATURATE;  // quantization.overflow
     uint32_t random_bits = 32;     // stochastic rounding's random bits (quantization.sr_bits)
-    quant::scaling_state scaling;  // granularity tensor
-    // Granularity row or block: one scale per block of block_size elements
-    // along the last dimension of the tensor quantized (the reduction
-    // dimension of the product that consumes it; a row's last block may be
-    // short), derived by `blocks` from each block's own amax. 0: per tensor.
-    size_t block_size = 0;  // SIZE_MAX: one block per row
+    quant::scaling_state scaling;  // granularity tensor: the scale and its amax history
+    quant::block_recipe blocks;    // granularity row or block: spec's scale rule, its scale format's grid
+    bool block_scaled() const { return spec.granularity != config::granularity_kind::tensor; }
+    // Row or block: one scale per block of block_length() elements along
+    // the last dimension of the tensor quantized (the reduction dimension of
+    // the product that consumes it; a row's last block may be short):
+    // spec.block_size, or SIZE_MAX (one block per row) for granularity row.
+    size_t block_length() const;
     // Rows per block: 1 for blocks along a row; R > 1 for tiles of R rows by
-    // block_size columns, which must divide the tensor as [rows, K].
-    size_t block_rows = 1;
-    std::string tile_key;  // "WHERE: key 'K'", K the key that gave block_rows (its errors)
-    quant::block_recipe blocks;
-    // Multiplies the scale before rounding and divides after (config
-    // operand pre_scale): q(x*s*c)/(s*c). `scale` records s.
-    float pre_scale = 1.0f;
-    std::string key;  // the config key that decided the settings, for errors
-    bool block_scaled() const { return block_size != 0; }
+    // block_length() columns, which must divide the tensor as [rows, K].
+    size_t tile_rows() const;
+    // spec.pre_scale as the kernels take it: q(x*s*c)/(s*c). `scale` records s.
+    float pre_scale() const { return static_cast<float>(spec.pre_scale); }
+    // "WHERE: key 'K'", K the key that gave block_rows (a tile's errors).
+    std::string tile_key() const { return where + ": key '" + spec.tile_key + "'"; }
     // The last use, for metrics (a tensor quantized twice, along two
     // dimensions, sums both copies' counts and block statistics).
     double amax = 0;

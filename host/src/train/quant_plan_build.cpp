@@ -23,6 +23,18 @@ std::string quant_site::name() const {
 
 const char* quant_site::role_name() const { return host::role_name(role); }
 
+size_t quant_site::block_length() const {
+    switch (spec.granularity) {
+        case config::granularity_kind::tensor: return 0;
+        case config::granularity_kind::row: return SIZE_MAX;
+        default: return static_cast<size_t>(spec.block_size);
+    }
+}
+
+size_t quant_site::tile_rows() const {
+    return spec.granularity == config::granularity_kind::block ? static_cast<size_t>(spec.block_rows) : 1;
+}
+
 size_t quant_plan::add_linear(const std::string& layer) {
     const size_t first = sites.size();
     for (altgrad_tensor_role role :
@@ -78,6 +90,7 @@ quant::scaling_config scaling_of(const config::quantization_config& q) {
 
 void set_format(quant_site& s, std::shared_ptr<const format_handle> format) {
     s.format = std::move(format);
+    s.spec.format = format_name_of(s);  // an intervention's switch changes the spec's format too
     const double max = s.format ? s.format->info().max_finite : 1.0;
     s.scaling.reset(max);
     s.blocks.element_max = max;
@@ -86,23 +99,16 @@ void set_format(quant_site& s, std::shared_ptr<const format_handle> format) {
 namespace {
 
 // A site's settings from its operand's, as the recipe resolved them.
-void set_operand(quant_site& s, const config::quantization_config& q, const config::operand_settings& o,
+void set_operand(quant_site& s, const config::quantization_config& q, const config::operand_spec& o,
                  format_library& formats, const std::string& where) {
-    const config::block_scaling& b = o.scaling;
-    s.rounding = o.rounding;
+    s.spec = o;
+    s.where = where;
     s.overflow = q.overflow;
     s.random_bits = static_cast<uint32_t>(q.sr_bits);
     s.scaling = quant::scaling_state(scaling_of(q), 1.0);
-    s.block_size = b.granularity == config::granularity_kind::tensor ? 0
-                   : b.granularity == config::granularity_kind::row  ? SIZE_MAX
-                                                                     : static_cast<size_t>(b.block_size);
-    s.block_rows = b.granularity == config::granularity_kind::block ? static_cast<size_t>(b.block_rows) : 1;
-    s.blocks.rule = b.scale_rule;
-    s.pre_scale = static_cast<float>(o.pre_scale);
-    s.key = where + ": key '" + o.key + "'";
-    s.tile_key = where + ": key '" + o.tile_key + "'";
+    s.blocks.rule = o.scale_rule;
     set_format(s, formats.get(o.format));
-    if (s.block_scaled()) s.blocks.grid = &formats.scale_format(b.scale_format);
+    if (s.block_scaled()) s.blocks.grid = &formats.scale_format(o.scale_format);
 }
 
 // A linear layer's accumulators and transforms, as the recipe resolved them.
