@@ -12,6 +12,7 @@
 
 #include "config/recipe.hpp"
 #include "config/run_config.hpp"
+#include "config/writer.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::test {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "config/run_config.hpp"
+#include "config/writer.hpp"
 #include "config_errors.hpp"
 #include "util/error.hpp"
 

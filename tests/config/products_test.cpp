@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "config/run_config.hpp"
+#include "config/writer.hpp"
 #include "config_errors.hpp"
 #include "util/error.hpp"
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "config/run_config.hpp"
+#include "config/writer.hpp"
 #include "fuzz_support.hpp"
 
 using namespace altgrad;

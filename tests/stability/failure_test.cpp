@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "config/run_config.hpp"
+#include "config/writer.hpp"
 #include "stability/failure.hpp"
 #include "stability/failure_report.hpp"
 #include "util/error.hpp"

@@ -1,6 +1,7 @@
 // The experiment config of `altgrad-host run` (TOML, documented key by key in
 // docs/config.md): read, overridden from the command line (--set KEY=VALUE),
-// validated, defaults filled in, and written back out fully resolved.
+// validated, defaults filled in; written back out fully resolved by
+// config/writer.hpp.
 //
 // Every field is named exactly as its key and starts at its default, so a
 // default-constructed run_config is the default config (with an empty name:
@@ -361,10 +362,6 @@ run_config parse_config(const std::string& toml_text, const std::string& source_
 run_config parse_config_for_layers(const std::string& toml_text, const std::string& source_name,
                                    const std::vector<std::string>& layers,
                                    const std::vector<std::string>& overrides = {});
-
-// The fully resolved config as TOML: every key with its value (defaults filled
-// in), in schema order; parse_config(to_toml(c), ...) == c.
-std::string to_toml(const run_config& config);
 
 // Every format name `q` holds (the three format keys, every scale_format and
 // rule format, the [quantization.params.NAME] names, "fp32" and "pow2"

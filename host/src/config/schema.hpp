@@ -1,7 +1,7 @@
 // The schema of the run config, private to the config room: the sections and
 // their fields (each key's kind, range and member), the role tables, the
 // plugin lists, the rules' keys, and every dotted key it knows. The reader
-// (reader.cpp) and the writer (to_toml, run_config.cpp) both walk it.
+// (reader.cpp) and the writer (to_toml, writer.cpp) both walk it.
 #pragma once
 
 #include <array>

@@ -1,5 +1,5 @@
 // Text of values, for the config's reader (reader.cpp) and writer (to_toml,
-// run_config.cpp), private to the config room: values and keys written as
+// writer.cpp), private to the config room: values and keys written as
 // TOML, a value named in an error, and the checks a text must pass.
 #pragma once
 

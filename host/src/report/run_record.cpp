@@ -13,6 +13,7 @@
 
 #include "config/recipe.hpp"
 #include "config/run_config.hpp"
+#include "config/writer.hpp"
 #include "run/files.hpp"
 #include "util/error.hpp"
 

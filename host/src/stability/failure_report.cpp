@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "config/recipe.hpp"
+#include "config/writer.hpp"
 #include "util/abi_names.hpp"
 
 namespace altgrad::host::stability {

@@ -11,6 +11,7 @@
 
 #include <sys/resource.h>
 
+#include "config/writer.hpp"
 #include "data/ngram.hpp"
 #include "plugins/call_record.hpp"
 #include "run/supervise.hpp"
