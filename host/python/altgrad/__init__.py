@@ -66,9 +66,9 @@ from ._paths import bundled_plugin_dir  # after the pin: nothing may load BLAS b
 from .runs import Run, Runs, read_run, read_runs, study_summary
 from .transforms import Transform, transform
 
-__all__ = ["Error", "Registry", "Format", "QuantizeResult", "EncodeResult", "Run", "Runs", "read_run", "read_runs", "study_summary",
-           "default_plugin_dir", "matmul", "Transform", "transform", "cpu_kernels", "scale_rules", "ScaleRule",
-           "default_registry"]
+__all__ = ["Error", "Registry", "Format", "QuantizeResult", "EncodeResult", "Run", "Runs", "read_run", "read_runs",
+           "study_summary", "default_plugin_dir", "matmul", "Transform", "transform", "cpu_kernels", "scale_rules",
+           "ScaleRule", "default_registry"]
 
 # A plugin or host error (a failed plugin call carries the plugin's own message).
 Error = _native.Error
@@ -176,7 +176,8 @@ def _torch_module(x):
 def _check_tensor(t, what):
     import torch
     if t.dtype != torch.float32:
-        raise TypeError(f"{what}: expected a torch.float32 tensor, got {t.dtype} (convert it first; altgrad never copies)")
+        raise TypeError(f"{what}: expected a torch.float32 tensor, got {t.dtype} "
+                        "(convert it first; altgrad never copies)")
     if not t.is_contiguous():
         raise ValueError(f"{what}: the tensor is not contiguous (pass t.contiguous())")
     if t.device.type not in ("cpu", "cuda"):
@@ -238,8 +239,9 @@ class Format:
         elements of the flat array), those scales instead of `scale`. Without, the trainer's
         block scaling: each block of block_size along the last dimension (the row; its last block
         may be short) gets its scale from its amax by scale_rule (mx_floor | round_up | two_level |
-        nearest, default mx_floor: altgrad.scale_rules() says what each does) on scale_format's values ("fp32", "pow2" (default), a format plugin's
-        name or an altgrad.Format, e.g. "ue8m0"), times pre_scale (default 1): q(x*s*c)/(s*c).
+        nearest, default mx_floor: altgrad.scale_rules() says what each does) on scale_format's
+        values ("fp32", "pow2" (default), a format plugin's name or an altgrad.Format, e.g.
+        "ue8m0"), times pre_scale (default 1): q(x*s*c)/(s*c).
         block_shape=(R, C) instead of block_size: tiles of R rows by C columns of a 2-D x, one
         scale each (they must divide x's shape).
         threads > 1 splits the work in chunks over threads (the same result).

@@ -19,7 +19,8 @@ import tomllib
 
 import numpy as np
 
-__all__ = ["ROLES", "ALPHA_LIMIT", "NEGLIGIBLE_GAMMA", "Fit", "observations", "fit", "predict", "bootstrap", "departures", "narrowest_held"]
+__all__ = ["ROLES", "ALPHA_LIMIT", "NEGLIGIBLE_GAMMA", "Fit", "observations", "fit", "predict", "bootstrap",
+           "departures", "narrowest_held"]
 
 ROLES = ("weight", "activation", "gradient")
 

@@ -345,7 +345,8 @@ class QuantLinear(torch.nn.Linear):
         def site(settings, stream):
             if not enabled or settings["format"] == "fp32":
                 return None
-            q = keyed(settings, lambda: Quantizer(settings["format"], rounding=settings["rounding"], overflow=g["overflow"],
+            q = keyed(settings, lambda: Quantizer(
+                             settings["format"], rounding=settings["rounding"], overflow=g["overflow"],
                              scaling=g["scaling"], margin=g["margin"], amax_history_len=g["amax_history_len"],
                              amax_compute=g["amax_compute"], seed=self.seed, stream=stream, registry=registry,
                              granularity=settings["granularity"], block_size=settings["block_size"],
