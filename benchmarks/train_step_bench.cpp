@@ -68,7 +68,8 @@ struct step_setup {
                     format_handle::create(reg.load("float"),
                                           {{"exponent_bits", "8"}, {"mantissa_bits", "13"}}),
                     quant::accumulator_spec{ALTGRAD_ROUND_TOWARD_ZERO, 32, 128});
-                for (train::product_accumulators& layer : plan.accumulators) layer.fill(e8m13);
+                for (train::product_accumulators& layer : plan.accumulators)
+                    for (train::product_accumulator& a : layer) a.model = e8m13;
             }
         }
         optimizer =

@@ -547,6 +547,7 @@ py::dict resolve_recipe(const std::string& toml_text, const std::string& source,
             if (const auto& a = pr.accumulator) {
                 py::dict ad;
                 ad["format"] = a->format;
+                ad["instruction"] = a->instruction;
                 ad["params"] = params_dict(
                     a->params.empty() && q.params.count(a->format) ? q.params.at(a->format) : a->params);
                 ad["rounding"] = rounding_name(a->rounding);

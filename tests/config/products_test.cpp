@@ -134,6 +134,56 @@ TEST(ConfigProducts, AnAccumulatorNamesAFormatForParams) {
               host::given_param("13", host::param_kind::integer));
 }
 
+// An accumulator plugin's instructions (docs/accumulation.md, "Instruction
+// models"): `instruction` instead of `format`, with promote_every and params
+// only; written back with those keys alone, and read back equal.
+TEST(ConfigProducts, AnInstructionAccumulator) {
+    const run_config c =
+        parse_config(std::string(kModel) +
+                         "[quantization.forward]\n"
+                         "accumulator = { instruction = \"sm90_wgmma_fp8\", promote_every = 128 }\n"
+                         "[[quantization.rules]]\nlast = 1\n"
+                         "weight_gradient = { accumulator = { instruction = \"sm80_mma_fp16\" } }\n",
+                     kFile);
+    const auto fwd = recipe_of(c.quantization, "blocks.0.mlp.fc").product(product_kind::forward).accumulator;
+    ASSERT_TRUE(fwd);
+    EXPECT_EQ(fwd->instruction, "sm90_wgmma_fp8");
+    EXPECT_EQ(fwd->format, "");
+    EXPECT_EQ(fwd->promote_every, 128);
+    EXPECT_TRUE(fwd->modelled());
+    const auto head = recipe_of(c.quantization, "lm_head").product(product_kind::weight_gradient).accumulator;
+    ASSERT_TRUE(head);
+    EXPECT_EQ(head->instruction, "sm80_mma_fp16");
+    const std::string text = to_toml(c);
+    EXPECT_NE(text.find("accumulator = { instruction = \"sm90_wgmma_fp8\", promote_every = 128 }\n"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(
+        text.find(
+            "weight_gradient = { accumulator = { instruction = \"sm80_mma_fp16\", promote_every = 0 } }"),
+        std::string::npos)
+        << text;
+    EXPECT_EQ(parse_config(text, kFile), c);
+    run_config other = c;
+    other.quantization.products[0].accumulator->instruction = "sm89_mma_fp8";
+    EXPECT_NE(other, c);
+
+    const std::string f = std::string(kModel) + "[quantization.forward]\n";
+    expect_refused(f + "accumulator = { instruction = \"sm90_wgmma_fp8\", mma_depth = 32 }\n",
+                   "quantization.forward.accumulator.mma_depth",
+                   "decides its own depth, rounding and format");
+    expect_refused(f + "accumulator = { instruction = \"sm90_wgmma_fp8\", rounding = \"nearest\" }\n",
+                   "quantization.forward.accumulator.rounding", "decides its own depth");
+    expect_refused(f + "accumulator = { instruction = \"sm90_wgmma_fp8\", format = \"fp16\" }\n",
+                   "quantization.forward.accumulator.format", "or format = ... for the chunked model");
+    expect_refused(f + "accumulator = { instruction = \"SM90\" }\n",
+                   "quantization.forward.accumulator.instruction", "expected an accumulator plugin's name");
+    expect_refused(f + "accumulator = { instruction = 90 }\n", "quantization.forward.accumulator.instruction",
+                   "expected");
+    expect_refused(f + "accumulator = { promote_every = 128 }\n", "quantization.forward.accumulator.format",
+                   "or a GPU instruction's accumulator plugin");
+}
+
 TEST(ConfigProducts, MistakesNameTheKey) {
     const std::string fwd = std::string(kModel) + "[quantization.forward]\n";
     expect_refused(fwd + "accumulator = 3\n", "quantization.forward.accumulator",

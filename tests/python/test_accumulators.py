@@ -80,3 +80,16 @@ def test_quantize_model_refuses_a_malformed_product_table():
     model = torch.nn.Sequential(torch.nn.Linear(4, 4))
     with pytest.raises(altgrad.Error, match="key 'quantization.forward.format': unknown key"):
         aqt.quantize_model(model, {"forward": {"format": "fp16"}})
+
+
+def test_an_instruction_accumulator_resolves_and_quantlinear_says_it_runs_the_model_only():
+    # The trainer runs a GPU instruction's products (docs/accumulation.md); QuantLinear does not yet.
+    recipe = {"forward": {"accumulator": {"instruction": "sm90_wgmma_fp8", "promote_every": 128}}}
+    resolved = altgrad.recipe.resolve(recipe, ["fc"])
+    fwd = resolved.layers["fc"]["forward"]["accumulator"]
+    assert (fwd["instruction"], fwd["format"], fwd["promote_every"]) == ("sm90_wgmma_fp8", "", 128)
+    model = torch.nn.Sequential()
+    model.add_module("fc", torch.nn.Linear(8, 8))
+    with pytest.raises(altgrad.Error, match="key 'quantization.forward.accumulator' \\(fc\\): instruction "
+                                            "'sm90_wgmma_fp8': QuantLinear sums products with the chunked model"):
+        aqt.quantize_model(model, recipe)

@@ -66,11 +66,11 @@ void check_products(bool block_scaled) {
         for (train::quant_site& s : plan.sites)
             s.spec.granularity = host::config::granularity_kind::block, s.spec.block_size = 16;
     auto& acc = plan.accumulators[0];
-    acc[static_cast<size_t>(product_kind::forward)] =
+    acc[static_cast<size_t>(product_kind::forward)].model =
         accumulator(reg, "fp16", ALTGRAD_ROUND_TOWARD_ZERO, 8, 0);
-    acc[static_cast<size_t>(product_kind::input_gradient)] =
+    acc[static_cast<size_t>(product_kind::input_gradient)].model =
         accumulator(reg, "bf16", ALTGRAD_ROUND_NEAREST_EVEN, 4, 12);
-    acc[static_cast<size_t>(product_kind::weight_gradient)] =
+    acc[static_cast<size_t>(product_kind::weight_gradient)].model =
         accumulator(reg, "fp16", ALTGRAD_ROUND_NEAREST_EVEN, 3, 0);
     plan.gemm_threads = 2;
 
@@ -113,6 +113,62 @@ TEST(TrainProducts, WithoutAnAccumulatorTheProductIsLibTorchs) {
     expect_same_bits(values(x.grad()), values(torch::matmul(dy, w)), "dx");
     expect_same_bits(values(w.grad()), values(torch::matmul(dy.reshape({-1, 16}).t(), x.reshape({-1, 32}))),
                      "dW");
+}
+
+// A product through a GPU instruction (sm90_wgmma_fp8: K = 32, each product
+// aligned to the largest exponent and truncated to 13 fractional bits below
+// it). x and W are E4M3 values: 1·1 + 2^-9·2^-6 = 1 + 2^-15, whose 2^-15
+// lies below the 13 bits kept, so the instruction gives exactly 1 where
+// float32 gives 1 + 2^-15; the input gradient's dy·W likewise. Per-tensor
+// power-of-two scales (current scaling: 2^8 for an amax of 1 in E4M3, whose
+// largest value is 448) are applied after the instruction, as a GPU's
+// epilogue does, and change nothing.
+void check_instruction(quant::scaling_mode scaling) {
+    static host::registry reg(ALTGRAD_BUNDLED_PLUGIN_DIR);
+    const std::shared_ptr<const host::format_handle> e4m3 = host::format_handle::create(reg.load("e4m3"));
+    for (const bool through_instruction : {false, true}) {
+        SCOPED_TRACE(through_instruction ? "sm90_wgmma_fp8" : "float32");
+        train::quant_plan plan;
+        const size_t first = plan.add_linear("blocks.0.mlp.fc");
+        for (train::quant_site& s : plan.sites) {
+            s.format = e4m3;
+            s.spec.rounding = ALTGRAD_ROUND_NEAREST_EVEN;
+            quant::scaling_config c;
+            c.mode = scaling;
+            s.scaling = quant::scaling_state(c, e4m3->info().max_finite);
+        }
+        if (through_instruction) {
+            const auto sm90 =
+                host::accumulator_handle::create(reg.load("sm90_wgmma_fp8", ALTGRAD_KIND_ACCUMULATOR));
+            for (train::product_accumulator& a : plan.accumulators[0]) a.instruction = sm90;
+        }
+        const float tiny = std::ldexp(1.0f, -9),
+                    small = std::ldexp(1.0f, -6);  // E4M3's least subnormal, normal
+        const torch::Tensor x = torch::zeros({1, 32}).requires_grad_(true);
+        const torch::Tensor w = torch::zeros({32, 32}).requires_grad_(true);
+        torch::Tensor dy = torch::zeros({1, 32});
+        {
+            torch::NoGradGuard no_grad;
+            x[0][0] = 1.0f, x[0][1] = tiny;
+            w[0][0] = 1.0f, w[0][1] = small, w[1][0] = small;
+            dy[0][0] = 1.0f, dy[0][1] = tiny;
+        }
+        const torch::Tensor y = train::quantized_linear(x, w, torch::Tensor(), plan, first);
+        y.backward(dy);
+        const float exact = 1.0f + std::ldexp(1.0f, -15);
+        EXPECT_EQ(y[0][0].item<float>(), through_instruction ? 1.0f : exact);
+        EXPECT_EQ(y[0][1].item<float>(), small);  // one product: exact either way
+        EXPECT_EQ(x.grad()[0][0].item<float>(), through_instruction ? 1.0f : exact);
+        EXPECT_EQ(x.grad()[0][1].item<float>(), small);
+        EXPECT_EQ(w.grad()[1][1].item<float>(), tiny * tiny);  // dW = dyᵀ·x over one token: exact
+    }
+}
+
+TEST(TrainProducts, AnInstructionTruncatesBelowItsFractionBits) {
+    check_instruction(quant::scaling_mode::none);
+}
+TEST(TrainProducts, AnInstructionTakesPerTensorScalesAfterIt) {
+    check_instruction(quant::scaling_mode::current);
 }
 
 // ---- Per-product operands (issue #30): tiles, a second use's own settings, pre-scaling.

@@ -1369,6 +1369,31 @@ TEST(Accumulators, TrainChangeTheResultAndResumeBitForBit) {
         << refused.out;
 }
 
+// Products through a GPU instruction (an accumulator plugin): a run trains
+// and keeps them in its resolved config; what the trainer cannot pass to an
+// instruction yet (block scales) is refused naming the key and the layer.
+TEST(Accumulators, InstructionsTrainAndRefuseBlockScaledOperands) {
+    scratch s;
+    const std::string acc =
+        "[quantization.forward]\naccumulator = { instruction = \"sm90_wgmma_fp8\", promote_every = 64 }\n"
+        "[quantization.input_gradient]\naccumulator = { instruction = \"sm90_wgmma_fp16\" }\n";
+    const fs::path with = s.config("with", acc);
+    const run_result r = run("run " + with.string() + " --out " + (s.path / "with").string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    std::ifstream resolved(s.path / "with" / "config.toml");
+    const std::string text((std::istreambuf_iterator<char>(resolved)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(has(text, "accumulator = { instruction = \"sm90_wgmma_fp8\", promote_every = 64 }\n"))
+        << text;
+
+    const fs::path blocks = s.config("blocks", "granularity = \"block\"\n" + acc);
+    const run_result refused = run("run " + blocks.string() + " --out " + (s.path / "blocks").string());
+    EXPECT_EQ(refused.exit_code, 1) << refused.out;
+    EXPECT_TRUE(has(refused.out, blocks.string() +
+                                     ": key 'quantization.forward.accumulator' (blocks.0.attn.qkv): an "
+                                     "instruction takes per-tensor-scaled operands for now"))
+        << refused.out;
+}
+
 }  // namespace
 }  // namespace altgrad::test
 

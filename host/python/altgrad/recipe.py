@@ -101,7 +101,7 @@ class Recipe:
     first_scale, enabled.
     params: {format plugin: {key: value}} ([quantization.params.NAME]).
     layers: {layer: {product: {"transform": None | {"name", "params"}, "accumulator": None | {format,
-    params, rounding, mma_depth, promote_every}, OPERAND: {format, rounding, granularity, block_size,
+    instruction, params, rounding, mma_depth, promote_every}, OPERAND: {format, rounding, granularity, block_size,
     block_rows, scale_format, scale_rule, pre_scale, source, own}}}}, each with the "key" that set it
     (an operand also its "tile_key", block_rows's), the products "forward" (x, w),
     "input_gradient" (dy, w) and "weight_gradient" (dy, x). A second use's "own" is False when it is
@@ -143,8 +143,8 @@ class Recipe:
                 if product["transform"]:
                     t = product["transform"]
                     make(t, layer, "transform", t["name"], t["params"])
-                if product["accumulator"]:
-                    a = product["accumulator"]
+                a = product["accumulator"]
+                if a and not a["instruction"]:  # an instruction's plugin is no format (altgrad.matmul loads it)
                     make(a, layer, "format", a["format"], a["params"])
                 for operand in ("x", "w", "dy"):
                     o = product.get(operand)

@@ -374,7 +374,11 @@ class QuantLinear(torch.nn.Linear):
         def accumulator(spec, p):
             if spec is None or not enabled:
                 return None
-            keys = {k: v for k, v in spec.items() if k != "key"}
+            if spec["instruction"]:
+                raise _native.Error(f"{recipe.where(spec['key'], self.layer_name)}: instruction "
+                                    f"{spec['instruction']!r}: QuantLinear sums products with the chunked model "
+                                    "only (altgrad-host run and altgrad.matmul run instructions)")
+            keys = {k: v for k, v in spec.items() if k not in ("key", "instruction")}
             return keyed(spec, lambda: _accumulator(keys, f"{self.layer_name}.{p}.accumulator", registry))
 
         self.transforms = tuple(transform(products[p]["transform"]) for p in PRODUCTS)

@@ -358,7 +358,8 @@ private:
         return o;
     }
 
-    // An accumulator: "none", or { format = ..., params = {...}, rounding, mma_depth, promote_every }.
+    // An accumulator: "none", { format = ..., params = {...}, rounding, mma_depth, promote_every }
+    // (the chunked model) or { instruction = ..., params = {...}, promote_every } (a GPU instruction).
     accumulator_config read_accumulator(const toml::node& n, const std::string& key) const {
         accumulator_config a;
         if (n.is_string() && n.as_string()->get() == "none") return a;
@@ -375,10 +376,24 @@ private:
             if (std::find(candidates.begin(), candidates.end(), sub) == candidates.end())
                 fail(sub, "unknown key (a typo?)" + suggestion(sub, candidates));
         }
-        if (t->get("format") == nullptr)
-            fail(key + ".format", "missing (the accumulator's format plugin, e.g. format = \"fp16\")");
+        const bool instruction = t->get("instruction") != nullptr;
+        if (t->get("format") == nullptr && !instruction)
+            fail(key + ".format",
+                 "missing (the chunked model's format plugin, e.g. format = \"fp16\", or a GPU instruction's "
+                 "accumulator plugin, e.g. instruction = \"sm90_wgmma_fp8\")");
+        if (instruction)
+            for (const char* model_key : {"format", "rounding", "mma_depth"})
+                if (t->get(model_key) != nullptr)
+                    fail(
+                        key + "." + model_key,
+                        "an instruction (instruction = ...) decides its own depth, rounding and format; give "
+                        "it promote_every and params only, or format = ... for the chunked model");
         for (const auto& f : accumulator_fields())
             if (const toml::node* v = t->get(f.key)) read_field(f, *v, a, key + "." + f.key);
+        if (instruction && !sdk::is_plugin_name(a.instruction))
+            fail(key + ".instruction", std::string("expected an accumulator plugin's name (") +
+                                           sdk::kPluginNamePattern + ", e.g. \"sm90_wgmma_fp8\"), got " +
+                                           describe(*t->get("instruction")));
         if (a.rounding == ALTGRAD_ROUND_STOCHASTIC)
             fail(
                 key + ".rounding",

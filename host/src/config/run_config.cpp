@@ -33,8 +33,8 @@ bool operator==(const operand_overlay& a, const operand_overlay& b) {
 }
 
 bool operator==(const accumulator_config& a, const accumulator_config& b) {
-    return a.format == b.format && a.params == b.params && a.rounding == b.rounding &&
-           a.mma_depth == b.mma_depth && a.promote_every == b.promote_every;
+    return a.format == b.format && a.instruction == b.instruction && a.params == b.params &&
+           a.rounding == b.rounding && a.mma_depth == b.mma_depth && a.promote_every == b.promote_every;
 }
 
 bool operator==(const transform_config& a, const transform_config& b) {
@@ -59,7 +59,7 @@ void rename_formats(
     auto rename_accumulators = [&](product_configs& products, const std::string& where) {
         for (size_t p = 0; p < kProducts; ++p) {
             const std::string product = where + product_names().name(static_cast<product_kind>(p)) + ".";
-            if (auto& a = products[p].accumulator; a && a->modelled())
+            if (auto& a = products[p].accumulator; a && !a->format.empty())
                 a->format = rename(product + kAccumulatorKey + ".format", a->format);
             for (size_t k = 0; k < kOperands; ++k) {
                 operand_overlay& o = products[p].operands[k];

@@ -201,18 +201,23 @@ struct operand_overlay {
 bool operator==(const operand_overlay& a, const operand_overlay& b);
 inline bool operator!=(const operand_overlay& a, const operand_overlay& b) { return !(a == b); }
 
-// A product's accumulator (docs/accumulation.md): the reduction is summed in
-// chunks of mma_depth elements, each chunk exactly, into an accumulator of
-// format `format` rounded with `rounding` after each chunk, and added into a
-// float32 total every promote_every elements (0: never). An empty `format`
-// is "none": the plain float32 product (a rule's way to take a layer out).
+// A product's accumulator (docs/accumulation.md), one of two kinds. The
+// chunked model (`format`): the reduction is summed in chunks of mma_depth
+// elements, each chunk exactly, into an accumulator of format `format`
+// rounded with `rounding` after each chunk. A GPU instruction
+// (`instruction`, an accumulator plugin such as sm90_wgmma_fp8): the
+// instructions chained along K as a kernel runs them, the plugin deciding
+// depth and rounding. Either is added into a float32 total every
+// promote_every elements (0: never). Both empty is "none": the plain float32
+// product (a rule's way to take a layer out).
 struct accumulator_config {
-    std::string format;         // format plugin name; empty: none
+    std::string format;         // format plugin name; empty: not the chunked model
+    std::string instruction;    // accumulator plugin name; empty: not an instruction
     host::given_params params;  // the plugin's parameters; empty: [quantization.params.FORMAT]
-    altgrad_rounding rounding = ALTGRAD_ROUND_TOWARD_ZERO;  // or ALTGRAD_ROUND_NEAREST_EVEN
-    int64_t mma_depth = 32;                                 // 1..16777216
+    altgrad_rounding rounding = ALTGRAD_ROUND_TOWARD_ZERO;  // or ALTGRAD_ROUND_NEAREST_EVEN (the model's)
+    int64_t mma_depth = 32;                                 // 1..16777216 (the model's)
     int64_t promote_every = 0;                              // 0..1e9
-    bool modelled() const { return !format.empty(); }
+    bool modelled() const { return !format.empty() || !instruction.empty(); }
 };
 bool operator==(const accumulator_config& a, const accumulator_config& b);
 

@@ -207,7 +207,8 @@ std::vector<plugin_list> plugin_lists(run_config& c) {
 }
 const std::vector<field<accumulator_config>>& accumulator_fields() {
     using A = accumulator_config;
-    static const std::vector<field<A>> f{format("format", &A::format), choice("rounding", &A::rounding),
+    static const std::vector<field<A>> f{format("format", &A::format), text("instruction", &A::instruction),
+                                         choice("rounding", &A::rounding),
                                          integer("mma_depth", &A::mma_depth, 1, int64_t{1} << 24),
                                          integer("promote_every", &A::promote_every, 0, kBillion)};
     return f;

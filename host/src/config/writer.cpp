@@ -63,13 +63,18 @@ std::string params_inline(const host::given_params& values) {
     return o + " }";
 }
 
-// An accumulator as its inline table, every key written; "none" for none.
+// An accumulator as its inline table, every key of its kind written; "none" for none.
 std::string accumulator_toml(const accumulator_config& a) {
     if (!a.modelled()) return quote("none");
+    // An instruction has no format, rounding or depth of the config's; the model no instruction.
+    const bool instruction = !a.instruction.empty();
     std::string o = "{ ";
     for (const auto& f : accumulator_fields()) {
-        o += std::string(f.key) + " = " + value_text(f, a) + ", ";
-        if (std::string(f.key) == "format" && !a.params.empty())
+        const std::string key = f.key;
+        const bool model_key = key == "format" || key == "rounding" || key == "mma_depth";
+        if (instruction ? model_key : key == "instruction") continue;
+        o += key + " = " + value_text(f, a) + ", ";
+        if ((key == "format" || key == "instruction") && !a.params.empty())
             o += "params = " + params_inline(a.params) + ", ";
     }
     o.resize(o.size() - 2);

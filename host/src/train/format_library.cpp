@@ -33,6 +33,13 @@ std::shared_ptr<const format_handle> format_library::accumulator_format(const st
     }
 }
 
+std::shared_ptr<const accumulator_handle> format_library::instruction(const std::string& name,
+                                                                      const host::given_params& params) {
+    std::shared_ptr<const accumulator_handle>& h = instructions_[{name, params}];
+    if (!h) h = accumulator_handle::create(plugins_.load(name, ALTGRAD_KIND_ACCUMULATOR), params);
+    return h;
+}
+
 std::shared_ptr<const transform_handle> format_library::transform(const config::transform_config& t) {
     std::shared_ptr<const transform_handle>& h = transforms_[{t.name, t.params}];
     if (!h) h = transform_handle::create(plugins_.load(t.name, ALTGRAD_KIND_TRANSFORM), t.params);

@@ -1,6 +1,7 @@
 // The plugins of a run's quantization, created once each by name and
 // parameters: the formats of its sites, the scale formats of its blocks, its
-// accumulators' formats and its products' transforms. No LibTorch here.
+// accumulators' formats or instructions and its products' transforms. No
+// LibTorch here.
 #pragma once
 
 #include <map>
@@ -9,6 +10,7 @@
 #include <utility>
 
 #include "config/run_config.hpp"
+#include "plugins/accumulator_handle.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
 #include "plugins/transform_handle.hpp"
@@ -35,6 +37,9 @@ public:
     // `params`, or [quantization.params.NAME] when `params` is empty.
     std::shared_ptr<const format_handle> accumulator_format(const std::string& name,
                                                             const host::given_params& params);
+    // The accumulator plugin (a GPU instruction) a product table names, created once per (name, params).
+    std::shared_ptr<const accumulator_handle> instruction(const std::string& name,
+                                                          const host::given_params& params);
     // The transform plugin a product table names, created once per (name, params).
     std::shared_ptr<const transform_handle> transform(const config::transform_config& t);
     // The plugin's own name of format `name` (an alias resolved: "float8_e5m2"
@@ -51,6 +56,8 @@ private:
     std::map<std::pair<std::string, host::given_params>, std::shared_ptr<const format_handle>> with_params_;
     std::map<std::string, std::unique_ptr<quant::scale_grid>> grids_;
     std::map<std::pair<std::string, host::given_params>, std::shared_ptr<const transform_handle>> transforms_;
+    std::map<std::pair<std::string, host::given_params>, std::shared_ptr<const accumulator_handle>>
+        instructions_;
 };
 
 }  // namespace altgrad::host::train

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "quant/instruction_product.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host::train {
@@ -336,19 +337,55 @@ stored_operand stored(const torch::Tensor& t, torch::Tensor& keep) {
     return {keep.data_ptr<float>(), quant::operand_layout::as_is};
 }
 
-// a·b (a: [M, K], b: [K, N]) through `acc`, or LibTorch's float32 product when null.
-torch::Tensor product(const torch::Tensor& a, const torch::Tensor& b, const quant::accumulator* acc,
-                      unsigned threads) {
-    if (acc == nullptr) return torch::matmul(a, b);
+// The site whose copy an operand of a product is: its format's values
+// divided by the site's per-tensor scale, q(x*s)/s (the instruction path
+// takes them back to the format's values).
+struct made_by {
+    const quant_site* site = nullptr;  // null: a float32 operand
+    // The format's smallest normal exponent (the instruction's split); float32's without one.
+    int32_t min_exponent() const { return site && site->format ? quant::min_exponent(*site->format) : -126; }
+    float scale() const { return site && site->format ? site->scale : 1.0f; }
+};
+
+// a·b (a: [M, K], b: [K, N]) through an accumulator plugin's instructions,
+// as a GPU runs a per-tensor-scaled product: the instructions take the
+// operands' format values (the copies times their power-of-two scales,
+// exactly), and the float32 result is multiplied by the scales' inverses
+// after them (the epilogue's alpha; exact for powers of two).
+torch::Tensor instruction_gemm(const torch::Tensor& a, const torch::Tensor& b, const product_accumulator& acc,
+                               const made_by& by_a, const made_by& by_b, unsigned threads) {
+    const float sa = by_a.scale(), sb = by_b.scale();
+    const torch::Tensor values_a = (sa == 1.0f ? a : a * sa).contiguous();
+    const torch::Tensor values_b = (sb == 1.0f ? b.t() : b.t() * sb).contiguous();  // [N, K]: K contiguous
+    torch::Tensor c =
+        torch::empty({a.size(0), b.size(1)}, a.options().memory_format(torch::MemoryFormat::Contiguous));
+    quant::instruction_operands p;
+    p.a = values_a.data_ptr<float>();
+    p.b = values_b.data_ptr<float>();
+    p.m = static_cast<size_t>(a.size(0)), p.n = static_cast<size_t>(b.size(1)),
+    p.k = static_cast<size_t>(a.size(1));
+    p.a_min_exponent = by_a.min_exponent(), p.b_min_exponent = by_b.min_exponent();
+    quant::instruction_product(*acc.instruction, p, acc.promote_every, c.data_ptr<float>(), threads);
+    const float alpha = (1.0f / sa) * (1.0f / sb);
+    if (alpha != 1.0f) c.mul_(alpha);
+    return c;
+}
+
+// a·b (a: [M, K], b: [K, N]) through `acc`: its chunked model, its
+// instructions, or LibTorch's float32 product when it has neither.
+torch::Tensor product(const torch::Tensor& a, const torch::Tensor& b, const product_accumulator& acc,
+                      const made_by& by_a, const made_by& by_b, unsigned threads) {
+    if (!acc.modelled()) return torch::matmul(a, b);
     if (!a.device().is_cpu() || !b.device().is_cpu())
         throw error("an accumulator is modelled on the CPU only (training.device = \"cpu\")");
+    if (acc.instruction) return instruction_gemm(a, b, acc, by_a, by_b, threads);
     torch::Tensor keep_a, keep_b;
     const stored_operand sa = stored(a, keep_a), sb = stored(b, keep_b);
     torch::Tensor c =
         torch::empty({a.size(0), b.size(1)}, a.options().memory_format(torch::MemoryFormat::Contiguous));
-    acc->gemm({sa.data, sa.layout, sb.data, sb.layout, static_cast<size_t>(a.size(0)),
-               static_cast<size_t>(a.size(1)), static_cast<size_t>(b.size(1))},
-              c.data_ptr<float>(), threads);
+    acc.model->gemm({sa.data, sa.layout, sb.data, sb.layout, static_cast<size_t>(a.size(0)),
+                     static_cast<size_t>(a.size(1)), static_cast<size_t>(b.size(1))},
+                    c.data_ptr<float>(), threads);
     return c;
 }
 
@@ -422,6 +459,11 @@ torch::Tensor second_copy(const torch::Tensor& t, const torch::Tensor& q, quant_
     return fake_quantize(from.contiguous(), first, plan, stream, /*again=*/true);
 }
 
+// The site whose copy a tensor's second use is: its own, or its first use's.
+made_by second_made_by(const quant_site& first, const second_use& use, const quant_plan& plan) {
+    return {use.own ? &plan.sites[*use.own] : &first};
+}
+
 struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinearFunction> {
     static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                  const torch::Tensor& w, const torch::Tensor& b, quant_plan* plan,
@@ -445,10 +487,11 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         ctx->saved_data["site"] = first_site;
         ctx->saved_data["bias"] = b.numel() > 0;
         const product_accumulators& acc = plan->accumulators[s / 3];
-        const auto fwd = acc[static_cast<size_t>(config::product_kind::forward)].get();
-        torch::Tensor y = fwd ? product(qx.reshape({-1, qw.size(1)}), qw.t(), fwd, plan->gemm_threads)
-                                    .reshape(output_shape(qx, qw.size(0)))
-                              : torch::matmul(qx, qw.t());
+        const product_accumulator& fwd = acc[static_cast<size_t>(config::product_kind::forward)];
+        torch::Tensor y = fwd.modelled() ? product(qx.reshape({-1, qw.size(1)}), qw.t(), fwd, {&x_site},
+                                                   {&w_site}, plan->gemm_threads)
+                                               .reshape(output_shape(qx, qw.size(0)))
+                                         : torch::matmul(qx, qw.t());
         if (b.numel() > 0) y = y + b;
         return y;
     }
@@ -484,12 +527,15 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
             second_copy(x.defined() ? x.reshape({-1, in}).t() : x, qx.reshape({-1, in}).t(), x_site,
                         second[1], plan, s + 1 + again, tf.handle != nullptr, tdw, dw_seed);
         const product_accumulators& acc = plan.accumulators[s / 3];
-        const auto dx_acc = acc[static_cast<size_t>(config::product_kind::input_gradient)].get();
-        const auto dw_acc = acc[static_cast<size_t>(config::product_kind::weight_gradient)].get();
-        torch::Tensor gx = dx_acc ? product(qg.reshape({-1, out}), qw_cols, dx_acc, plan.gemm_threads)
-                                        .reshape(output_shape(qg, in))
-                                  : torch::matmul(qg, qw_cols);
-        torch::Tensor gw = product(qg_t, qx_t.t(), dw_acc, plan.gemm_threads);
+        const product_accumulator& dx_acc = acc[static_cast<size_t>(config::product_kind::input_gradient)];
+        const product_accumulator& dw_acc = acc[static_cast<size_t>(config::product_kind::weight_gradient)];
+        torch::Tensor gx = dx_acc.modelled()
+                               ? product(qg.reshape({-1, out}), qw_cols, dx_acc, {&g_site},
+                                         second_made_by(w_site, second[0], plan), plan.gemm_threads)
+                                     .reshape(output_shape(qg, in))
+                               : torch::matmul(qg, qw_cols);
+        torch::Tensor gw = product(qg_t, qx_t.t(), dw_acc, second_made_by(g_site, second[2], plan),
+                                   second_made_by(x_site, second[1], plan), plan.gemm_threads);
         // The bias gradient: dy's input-gradient copy, in the layer's own basis
         // (a transformed copy is transformed back).
         torch::Tensor gb = ctx->saved_data["bias"].toBool()

@@ -22,6 +22,7 @@
 
 #include "config/layer_names.hpp"
 #include "config/run_config.hpp"
+#include "plugins/accumulator_handle.hpp"
 #include "plugins/format_handle.hpp"
 #include "plugins/registry.hpp"
 #include "plugins/transform_handle.hpp"
@@ -83,10 +84,19 @@ struct quant_site {
     torch::Tensor captured;
 };
 
-// A linear layer's three products (config::product_kind order): the
-// accumulator each is summed through (docs/accumulation.md); null for the
-// plain float32 product (LibTorch's matmul).
-using product_accumulators = std::array<std::shared_ptr<const quant::accumulator>, config::kProducts>;
+// The accumulator a product is summed through (docs/accumulation.md): the
+// chunked model over a format plugin, or a GPU instruction's (an accumulator
+// plugin, chained along K by quant::instruction_product, promoted every
+// promote_every elements); neither: the plain float32 product (LibTorch's
+// matmul).
+struct product_accumulator {
+    std::shared_ptr<const quant::accumulator> model;
+    std::shared_ptr<const accumulator_handle> instruction;
+    size_t promote_every = 0;  // the instruction's (the model holds its own)
+    bool modelled() const { return model || instruction; }
+};
+// A linear layer's three products' accumulators (config::product_kind order).
+using product_accumulators = std::array<product_accumulator, config::kProducts>;
 
 // A product's transform (docs/transforms.md): applied along the reduction
 // dimension to both operands before they are quantized, keyed by the same

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "config/recipe.hpp"
+#include "quant/instruction_product.hpp"
 #include "train/quant_plan.hpp"
 #include "util/abi_names.hpp"
 #include "util/error.hpp"
@@ -111,18 +112,59 @@ void set_operand(quant_site& s, const config::quantization_config& q, const conf
     if (s.block_scaled()) s.blocks.grid = &formats.scale_format(o.scale_format);
 }
 
+// Why a product's operands cannot go through an instruction ("" when they
+// can). An instruction takes format values (the hardware's operands) and
+// the per-tensor scales are applied after it, as a GPU's epilogue does: so
+// each operand is per tensor, with power-of-two scales (the dequantized
+// values times their scale are then exactly the format's values). A
+// block-scaled instruction, and blocks, need the block scales passed into
+// the instruction, which the trainer does not do yet.
+std::string instruction_problem(const accumulator_handle& acc, const config::product_recipe& product,
+                                const config::quantization_config& q) {
+    if ((acc.info().scale_kinds & (1u << ALTGRAD_ACC_SCALE_NONE)) == 0)
+        return "instruction '" + acc.name() + "' takes block scales, which the trainer does not pass yet";
+    for (const config::operand_spec& o : product.operands) {
+        if (o.format == "fp32") continue;
+        if (o.granularity != config::granularity_kind::tensor)
+            return "an instruction takes per-tensor-scaled operands for now, and key '" + o.key +
+                   "' gives granularity \"" + config::granularity_names().name(o.granularity) + "\"";
+        if (q.scaling != config::scaling_mode::none && q.tensor_scale != config::tensor_scale_kind::pow2)
+            return "an instruction takes operands scaled by powers of two (quantization.tensor_scale = "
+                   "\"pow2\"), so their values times the scale are the format's";
+    }
+    const int64_t every = product.accumulator->promote_every;
+    const std::string promote = quant::promote_every_problem(acc, static_cast<size_t>(every));
+    return promote.empty() ? "" : "promote_every = " + std::to_string(every) + ": " + promote;
+}
+
+// A product's accumulator, as the recipe resolved it.
+product_accumulator accumulator_of(const config::product_recipe& product,
+                                   const config::quantization_config& q, format_library& formats) {
+    const config::accumulator_config& a = *product.accumulator;
+    product_accumulator out;
+    if (a.instruction.empty()) {
+        const quant::accumulator_spec spec{a.rounding, static_cast<size_t>(a.mma_depth),
+                                           static_cast<size_t>(a.promote_every)};
+        out.model =
+            std::make_shared<quant::accumulator>(formats.accumulator_format(a.format, a.params), spec);
+        return out;
+    }
+    out.instruction = formats.instruction(a.instruction, a.params);
+    out.promote_every = static_cast<size_t>(a.promote_every);
+    const std::string problem = instruction_problem(*out.instruction, product, q);
+    if (!problem.empty()) throw error(problem);
+    return out;
+}
+
 // A linear layer's accumulators and transforms, as the recipe resolved them.
 void set_products(quant_plan& plan, size_t layer, const config::layer_recipe& recipe,
-                  const std::string& where, format_library& formats) {
+                  const config::quantization_config& q, const std::string& where, format_library& formats) {
     for (size_t p = 0; p < config::kProducts; ++p) {
         const config::product_recipe& product = recipe.products[p];
-        plan.accumulators[layer][p].reset();
-        if (const auto& a = product.accumulator) {
-            const quant::accumulator_spec spec{a->rounding, static_cast<size_t>(a->mma_depth),
-                                               static_cast<size_t>(a->promote_every)};
+        plan.accumulators[layer][p] = {};
+        if (product.accumulator) {
             try {
-                plan.accumulators[layer][p] = std::make_shared<quant::accumulator>(
-                    formats.accumulator_format(a->format, a->params), spec);
+                plan.accumulators[layer][p] = accumulator_of(product, q, formats);
             } catch (const error& e) {
                 throw error(where + ": key '" + product.accumulator_key + "' (" + recipe.layer +
                             "): " + e.what());
@@ -158,7 +200,7 @@ void assign_formats(quant_plan& plan, const config::run_config& c, format_librar
     const std::string where = c.source.string();
     for (size_t layer = 0; layer < recipe.layers.size(); ++layer) {
         const config::layer_recipe& r = recipe.layers[layer];
-        set_products(plan, layer, r, where, formats);
+        set_products(plan, layer, r, q, where, formats);
         for (size_t k = 0; k < 3; ++k) {
             const size_t first = 3 * layer + k;
             set_operand(plan.sites[first], q, r.first_use(operands[k]), formats, where);

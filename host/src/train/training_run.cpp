@@ -221,8 +221,8 @@ torch::Device training_device(const config::run_config& c, const quant_plan& pla
                 key + ": format plugin '" + s.format->name() + "' (" + s.name() +
                 ") has no CUDA implementation (build the plugins with ALTGRAD_CUDA=ON, or use \"cpu\")");
     for (const product_accumulators& layer : plan.accumulators)
-        for (const auto& a : layer)
-            if (a)
+        for (const product_accumulator& a : layer)
+            if (a.modelled())
                 throw error(key + ": an accumulator (quantization.forward, ...) is modelled on the CPU only");
     for (const product_transforms& layer : plan.transforms)
         for (const product_transform& t : layer)
