@@ -236,6 +236,29 @@ TEST(InstructionProduct, PromoteEveryMustBeAMultipleOfTheDepth) {
     EXPECT_EQ(c[0], 64.0f);
 }
 
+// Promotion scales (DeepSeek-V3's blocks): each promoted D times its
+// interval's a and b scales. Ones over K = 64, promoted every 32: each D is
+// 32, so the total is 32 * (2 * 8) + 32 * (4 * 0.5) = 576. Given for one
+// operand only, or without promotion, they are refused.
+TEST(InstructionProduct, PromotionScalesMultiplyEachPromotedSum) {
+    const auto fp8 = accumulator("sm90_wgmma_fp8");
+    const std::vector<float> ones(64, 1.0f), a_scales{2.0f, 4.0f}, b_scales{8.0f, 0.5f};
+    quant::instruction_operands p;
+    p.a = p.b = ones.data();
+    p.m = p.n = 1;
+    p.k = 64;
+    p.a_promotion_scales = a_scales.data();
+    p.b_promotion_scales = b_scales.data();
+    std::vector<float> c(1);
+    quant::instruction_product(*fp8, p, 32, c.data());
+    EXPECT_EQ(c[0], 576.0f);
+    EXPECT_EQ(error_of([&] { quant::instruction_product(*fp8, p, 0, c.data()); }),
+              "promotion scales: for both operands, and with promote_every > 0");
+    p.b_promotion_scales = nullptr;
+    EXPECT_EQ(error_of([&] { quant::instruction_product(*fp8, p, 32, c.data()); }),
+              "promotion scales: for both operands, and with promote_every > 0");
+}
+
 TEST(InstructionProduct, TheFormatsGiveTheMinimumExponentsAndRefuseOtherValues) {
     // OCP FP8: E4M3's smallest normal is 2^-6, E5M2's 2^-14; BF16's is float32's, 2^-126.
     EXPECT_EQ(quant::min_exponent(*format("e4m3")), -6);

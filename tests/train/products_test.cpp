@@ -418,5 +418,54 @@ TEST(TrainOperands, ATransformThatDoesNotDivideIsRefused) {
     }
 }
 
+// DeepSeek-V3's blocks through sm90_wgmma_fp8 (1x128 E4M3 blocks, power-of-two
+// scales, promoted every 128): each block's products go through the
+// instructions as E4M3 values, and the scales multiply each promoted sum.
+// K = 256, two blocks. Block 0: x = (1, 2^-8), w = (1, 2^-8), scale 2^8
+// (round_up: 2^ceil(log2(1 / 448)) decodes), format values 256 and 1, whose
+// product 1 lies below the 13 fractional bits kept under 256 * 256: the
+// block sums to 2^16, times 2^-8 * 2^-8 = 1. Block 1: x = 2^-20 (its own
+// scale 2^28: the value 256), w = 1 (256): 2^16 * 2^-28 * 2^-8 = 2^-20. So
+// y = 1 + 2^-20, where float32 gives 1 + 2^-16 + 2^-20.
+TEST(TrainProducts, DeepSeekBlocksScaleEachPromotedSum) {
+    configured_layer l(
+        "weight_format = \"e4m3\"\nactivation_format = \"e4m3\"\ngradient_format = \"e4m3\"\n"
+        "forward_rounding = \"nearest\"\nbackward_rounding = \"nearest\"\nscaling = \"none\"\n"
+        "granularity = \"block\"\nblock_size = 128\nscale_format = \"pow2\"\nscale_rule = \"round_up\"\n"
+        "[quantization.forward]\naccumulator = { instruction = \"sm90_wgmma_fp8\", promote_every = 128 }\n");
+    const torch::Tensor x = torch::zeros({1, 256}).requires_grad_(true);
+    const torch::Tensor w = torch::zeros({1, 256}).requires_grad_(true);
+    {
+        torch::NoGradGuard no_grad;
+        x[0][0] = 1.0f, x[0][1] = std::ldexp(1.0f, -8), x[0][128] = std::ldexp(1.0f, -20);
+        w[0][0] = 1.0f, w[0][1] = std::ldexp(1.0f, -8), w[0][128] = 1.0f;
+    }
+    const torch::Tensor y = train::quantized_linear(x, w, torch::Tensor(), l.plan, l.first);
+    EXPECT_EQ(y[0][0].item<float>(), 1.0f + std::ldexp(1.0f, -20));
+    y.sum().backward();  // the backward products (no accumulator) run on the same copies
+    EXPECT_EQ(x.grad()[0][128].item<float>(), 1.0f);
+}
+
+// MXFP8 through Blackwell's block-scaled instruction (sm100_tcgen05_mxf8f6f4:
+// K = 32, one UE8M0 scale pair, 25 fractional bits, float32 toward zero):
+// x = w = (1, 2^-12, 2^-12, 2^-12), one block scaled by 2^8 (values 256 and
+// 2^-4), the scales inside the instruction: 1 + 3 * 2^-24 exactly, whose
+// float32 toward zero is 1 + 2^-23.
+TEST(TrainProducts, MxBlocksGoIntoABlockScaledInstruction) {
+    configured_layer l(
+        "weight_format = \"e4m3\"\nactivation_format = \"e4m3\"\ngradient_format = \"e4m3\"\n"
+        "forward_rounding = \"nearest\"\nbackward_rounding = \"nearest\"\n"
+        "granularity = \"block\"\nblock_size = 32\nscale_format = \"ue8m0\"\nscale_rule = \"round_up\"\n"
+        "[quantization.forward]\naccumulator = { instruction = \"sm100_tcgen05_mxf8f6f4\" }\n");
+    const torch::Tensor x = torch::zeros({1, 32});
+    const torch::Tensor w = torch::zeros({1, 32});
+    for (int64_t i = 0; i < 4; ++i) {
+        x[0][i] = i == 0 ? 1.0f : std::ldexp(1.0f, -12);
+        w[0][i] = i == 0 ? 1.0f : std::ldexp(1.0f, -12);
+    }
+    const torch::Tensor y = train::quantized_linear(x, w, torch::Tensor(), l.plan, l.first);
+    EXPECT_EQ(y[0][0].item<float>(), 1.0f + std::ldexp(1.0f, -23));
+}
+
 }  // namespace
 }  // namespace altgrad::test

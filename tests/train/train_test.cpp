@@ -1370,9 +1370,11 @@ TEST(Accumulators, TrainChangeTheResultAndResumeBitForBit) {
 }
 
 // Products through a GPU instruction (an accumulator plugin): a run trains
-// and keeps them in its resolved config; what the trainer cannot pass to an
-// instruction yet (block scales) is refused naming the key and the layer.
-TEST(Accumulators, InstructionsTrainAndRefuseBlockScaledOperands) {
+// and keeps them in its resolved config, per-tensor scaled and in
+// DeepSeek-V3's blocks (as long as promote_every: their scales multiply
+// each promoted sum); blocks of another length are refused naming the key
+// and the layer.
+TEST(Accumulators, InstructionsTrainPerTensorAndInBlocks) {
     scratch s;
     const std::string acc =
         "[quantization.forward]\naccumulator = { instruction = \"sm90_wgmma_fp8\", promote_every = 64 }\n"
@@ -1385,12 +1387,21 @@ TEST(Accumulators, InstructionsTrainAndRefuseBlockScaledOperands) {
     EXPECT_TRUE(has(text, "accumulator = { instruction = \"sm90_wgmma_fp8\", promote_every = 64 }\n"))
         << text;
 
-    const fs::path blocks = s.config("blocks", "granularity = \"block\"\n" + acc);
-    const run_result refused = run("run " + blocks.string() + " --out " + (s.path / "blocks").string());
+    const std::string blocks = "scaling = \"none\"\ngranularity = \"block\"\nblock_size = 64\n";
+    const std::string every =
+        "[quantization.weight_gradient]\naccumulator = { instruction = "
+        "\"sm90_wgmma_fp8\", promote_every = 64 }\n";
+    const fs::path deepseek = s.config("deepseek", blocks + every);
+    const run_result d = run("run " + deepseek.string() + " --out " + (s.path / "deepseek").string());
+    ASSERT_EQ(d.exit_code, 0) << d.out;
+
+    const fs::path other = s.config("other", "granularity = \"block\"\nblock_size = 32\n" + every);
+    const run_result refused = run("run " + other.string() + " --out " + (s.path / "other").string());
     EXPECT_EQ(refused.exit_code, 1) << refused.out;
-    EXPECT_TRUE(has(refused.out, blocks.string() +
-                                     ": key 'quantization.forward.accumulator' (blocks.0.attn.qkv): an "
-                                     "instruction takes per-tensor-scaled operands for now"))
+    EXPECT_TRUE(
+        has(refused.out, other.string() +
+                             ": key 'quantization.weight_gradient.accumulator' (blocks.0.attn.qkv): "
+                             "blocks through instruction 'sm90_wgmma_fp8' are as long as promote_every"))
         << refused.out;
 }
 

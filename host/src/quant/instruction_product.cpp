@@ -63,6 +63,8 @@ void product_rows(const accumulator_handle& acc, const instruction_operands& p, 
     o.b_min_exponent = p.b_min_exponent;
     o.scale_kind = p.scale_kind;
     o.c = o.d = chain.data();
+    const bool scaled = p.a_promotion_scales != nullptr;
+    const size_t intervals = promote_every == 0 ? 0 : (p.k + promote_every - 1) / promote_every;
     for (size_t k0 = 0; k0 < p.k; k0 += depth) {
         o.k = std::min(depth, p.k - k0);
         o.a = s.a.values.data() + p.m * k0 + r0 * o.k;
@@ -75,7 +77,17 @@ void product_rows(const accumulator_handle& acc, const instruction_operands& p, 
         acc.dot_add(o);
         const bool last = k0 + o.k == p.k;
         if (promote_every != 0 && ((k0 + o.k) % promote_every == 0 || last)) {
-            for (size_t x = 0; x < chain.size(); ++x) total[x] += chain[x];  // float32, nearest even
+            const size_t interval = k0 / promote_every;
+            for (size_t x = 0; x < chain.size(); ++x) {  // float32, nearest even
+                if (!scaled) {
+                    total[x] += chain[x];
+                    continue;
+                }
+                const size_t i = r0 + x / p.n, j = x % p.n;
+                const float scale = p.a_promotion_scales[i * intervals + interval] *
+                                    p.b_promotion_scales[j * intervals + interval];
+                total[x] += chain[x] * scale;
+            }
             std::fill(chain.begin(), chain.end(), 0.0f);
         }
     }
@@ -110,6 +122,9 @@ void check_call(const accumulator_handle& acc, const instruction_operands& p, si
                     " is not a whole number of scale blocks of " + std::to_string(block));
     if ((block != 0) != (p.a_scales != nullptr && p.b_scales != nullptr))
         throw error("accumulator '" + acc.name() + "': block scales for both operands, or none");
+    if ((p.a_promotion_scales == nullptr) != (p.b_promotion_scales == nullptr) ||
+        (p.a_promotion_scales != nullptr && promote_every == 0))
+        throw error("promotion scales: for both operands, and with promote_every > 0");
     if (block == 0) return;
     const size_t blocks = (p.k + block - 1) / block;
     check_scales(p.scale_kind, p.a_scales, p.m, blocks, "a's scales");

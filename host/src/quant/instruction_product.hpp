@@ -34,6 +34,15 @@ struct instruction_operands {
     altgrad_acc_scale_kind scale_kind = ALTGRAD_ACC_SCALE_NONE;
     const float* a_scales = nullptr;
     const float* b_scales = nullptr;
+    // With promotion (promote_every = N > 0), optionally: one decode scale
+    // per row and promotion interval of each operand, a_promotion_scales
+    // [m, ceil(k / N)] and b_promotion_scales [n, ceil(k / N)], and each
+    // promoted D goes into the total as total += D * (a_scale * b_scale),
+    // in float32: DeepSeek-V3's block scales applied on the CUDA cores (the
+    // instructions then take the blocks' unscaled format values). Both or
+    // neither.
+    const float* a_promotion_scales = nullptr;
+    const float* b_promotion_scales = nullptr;
 };
 
 // Elements per block scale of a scale kind: 32 (UE8M0), 16 (UE4M3), 0 (none).

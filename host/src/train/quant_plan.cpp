@@ -185,16 +185,18 @@ block_scales_of tile_scales_cuda(const torch::Tensor& x, const quant_site& site,
     return out;
 }
 
-// q(x*s)/s with one scale per block along x's rows (or per tile), into out (may be x).
+// q(x*s)/s with one scale per block along x's rows (or per tile), into out (may be x);
+// on the CPU, `scales` (given) receives every block's s (quantize_blocked's).
 quantize_counts quantize_blocks(const format_handle& format, const torch::Tensor& x, torch::Tensor& out,
-                                quantize_options o, const quant_site& site, quant::block_scale_stats* stats) {
+                                quantize_options o, const quant_site& site, quant::block_scale_stats* stats,
+                                float* scales = nullptr) {
     const block_layout l(x, site);
     if (l.n == 0 || l.k == 0) return {};
     check_tiles(site, l);
     const float* src = x.data_ptr<float>();
     float* dst = out.data_ptr<float>();
     if (!x.device().is_cuda()) {
-        const quant::blocked_quantize_result r = quantize_blocks_cpu(src, dst, l, site, &format, o);
+        const quant::blocked_quantize_result r = quantize_blocks_cpu(src, dst, l, site, &format, o, scales);
         if (stats) stats->add(r.stats);
         return r.counts;
     }
@@ -212,13 +214,13 @@ quantize_counts quantize_blocks(const format_handle& format, const torch::Tensor
     block_scales_of b = derive_block_scales_cuda(x, site, l);
     if (stats) stats->add(b.stats);
     if (site.pre_scale() != 1.0f) b.scales.mul_(site.pre_scale());
-    const float* scales = b.scales.data_ptr<float>();
+    const float* derived = b.scales.data_ptr<float>();
     // One call per segment: the whole tensor when rows are whole blocks, else each row.
     const int64_t segment = l.k % l.block == 0 ? l.n : l.k, per_segment = (segment + l.block - 1) / l.block;
     quantize_counts total;
     for (int64_t first = 0; first < l.n; first += segment) {
         o.offset = static_cast<uint64_t>(first);
-        o.block_scales = scales + first / segment * per_segment;
+        o.block_scales = derived + first / segment * per_segment;
         const quantize_counts c = format.quantize(src + first, dst + first, static_cast<size_t>(segment), o);
         total.overflow += c.overflow, total.underflow += c.underflow;
     }
@@ -240,7 +242,13 @@ torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quan
         quantize_options o = options_of(site, 1.0f);
         o.seed = seed_of(plan, stream);
         if (!again) site.block_stats = {}, site.overflow_count = 0, site.underflow_count = 0, site.count = 0;
-        const quantize_counts c = quantize_blocks(*site.format, x, out, o, site, &site.block_stats);
+        float* scales = nullptr;
+        if (plan.keep_copy_scales && x.device().is_cpu()) {
+            const block_layout l(x, site);
+            site.copy_scales = torch::empty({l.rows, l.per_row}, x.options());
+            scales = site.copy_scales.data_ptr<float>();
+        }
+        const quantize_counts c = quantize_blocks(*site.format, x, out, o, site, &site.block_stats, scales);
         site.overflow_count += c.overflow;
         site.underflow_count += c.underflow;
         site.count += static_cast<uint64_t>(n);
@@ -339,34 +347,109 @@ stored_operand stored(const torch::Tensor& t, torch::Tensor& keep) {
 
 // The site whose copy an operand of a product is: its format's values
 // divided by the site's per-tensor scale, q(x*s)/s (the instruction path
-// takes them back to the format's values).
+// The copy an operand of a product is, as an instruction needs it: the site
+// that made it (its format; per tensor, its scale s: the copy is q(x*s)/s)
+// and, block-scaled, the copy's encode scales per (row, block) with the
+// block's length along the product's reduction dimension.
 struct made_by {
     const quant_site* site = nullptr;  // null: a float32 operand
+    torch::Tensor scales;              // block-scaled: s per row of the operand and block along K
+    int64_t block = 0;                 // block-scaled: elements per block along K
     // The format's smallest normal exponent (the instruction's split); float32's without one.
     int32_t min_exponent() const { return site && site->format ? quant::min_exponent(*site->format) : -126; }
     float scale() const { return site && site->format ? site->scale : 1.0f; }
 };
 
+// A copy the site made, of rows of k elements, and its scales (`scales`:
+// the site's last copy's when left out), if blocks.
+made_by copy_by(const quant_site& site, int64_t k, const torch::Tensor& scales) {
+    made_by m{&site};
+    if (site.format && site.block_scaled() && scales.defined()) {
+        m.scales = scales;
+        m.block = static_cast<int64_t>(std::min<size_t>(site.block_length(), static_cast<size_t>(k)));
+    }
+    return m;
+}
+made_by copy_by(const quant_site& site, int64_t k) { return copy_by(site, k, site.copy_scales); }
+
+// The first copy of a tiled tensor (tiles of R rows by C columns) read
+// transposed, as a second use holds it: each tile's scale, now per row of
+// the transpose and block of R along its rows.
+made_by transposed_tiles(const made_by& first, int64_t tile_rows) {
+    made_by m{first.site};
+    if (!first.scales.defined()) return m;
+    const int64_t rows = first.scales.size(0), blocks = first.scales.size(1);
+    const torch::Tensor per_tile = first.scales.reshape({rows / tile_rows, tile_rows, blocks}).select(1, 0);
+    m.scales = per_tile.t().repeat_interleave(first.block, 0).contiguous();
+    m.block = tile_rows;
+    return m;
+}
+
+// An operand [rows, K] as an instruction takes it: its format's values (the
+// copy times its scales, exactly: powers of two) and its decode scales
+// 1 / s per (row, block of `block`); a per-tensor copy's are all one value.
+struct instruction_operand {
+    torch::Tensor values, decode;
+};
+instruction_operand format_values(const torch::Tensor& t, const made_by& by, int64_t block) {
+    const int64_t rows = t.size(0), k = t.size(1), blocks = block ? (k + block - 1) / block : 0;
+    if (!by.scales.defined()) {
+        const float s = by.scale();
+        return {(s == 1.0f ? t : t * s).contiguous(),
+                block ? torch::full({rows, blocks}, 1.0f / s, t.options()) : torch::Tensor()};
+    }
+    const torch::Tensor per_element = by.scales.repeat_interleave(by.block, 1).narrow(1, 0, k);
+    return {(t * per_element).contiguous(), (1.0f / by.scales).contiguous()};
+}
+
 // a·b (a: [M, K], b: [K, N]) through an accumulator plugin's instructions,
-// as a GPU runs a per-tensor-scaled product: the instructions take the
-// operands' format values (the copies times their power-of-two scales,
-// exactly), and the float32 result is multiplied by the scales' inverses
-// after them (the epilogue's alpha; exact for powers of two).
+// as a GPU runs it: the instructions take the operands' format values.
+// Per-tensor copies: the float32 result is multiplied by the scales'
+// inverses after them (the epilogue's alpha; exact for powers of two).
+// Block-scaled copies: their decode scales go into the instruction (a
+// block-scaled instruction, blocks of its scale kind), or multiply each
+// promoted D on its way into the float32 total (DeepSeek-V3's blocks, one
+// per promotion interval).
 torch::Tensor instruction_gemm(const torch::Tensor& a, const torch::Tensor& b, const product_accumulator& acc,
                                const made_by& by_a, const made_by& by_b, unsigned threads) {
-    const float sa = by_a.scale(), sb = by_b.scale();
-    const torch::Tensor values_a = (sa == 1.0f ? a : a * sa).contiguous();
-    const torch::Tensor values_b = (sb == 1.0f ? b.t() : b.t() * sb).contiguous();  // [N, K]: K contiguous
+    const int64_t block = std::max(by_a.block, by_b.block);
+    if (by_a.block && by_b.block && by_a.block != by_b.block)
+        throw error("an instruction's operands are blocks of " + std::to_string(by_a.block) + " and " +
+                    std::to_string(by_b.block) + " elements along the product: one length is needed");
+    const instruction_operand ia = format_values(a, by_a, block), ib = format_values(b.t(), by_b, block);
     torch::Tensor c =
         torch::empty({a.size(0), b.size(1)}, a.options().memory_format(torch::MemoryFormat::Contiguous));
     quant::instruction_operands p;
-    p.a = values_a.data_ptr<float>();
-    p.b = values_b.data_ptr<float>();
+    p.a = ia.values.data_ptr<float>();
+    p.b = ib.values.data_ptr<float>();
     p.m = static_cast<size_t>(a.size(0)), p.n = static_cast<size_t>(b.size(1)),
     p.k = static_cast<size_t>(a.size(1));
     p.a_min_exponent = by_a.min_exponent(), p.b_min_exponent = by_b.min_exponent();
+    if (block != 0) {
+        const uint32_t kinds = acc.instruction->info().scale_kinds;
+        const bool one_block = block >= a.size(1);  // a row shorter than a block: its one block
+        if ((kinds & (1u << ALTGRAD_ACC_SCALE_NONE)) != 0) {
+            if (acc.promote_every != static_cast<size_t>(block) &&
+                !(one_block && acc.promote_every >= static_cast<size_t>(block)))
+                throw error(
+                    "blocks of " + std::to_string(block) + " along the product through instruction '" +
+                    acc.instruction->name() + "' need promote_every = " + std::to_string(block) +
+                    " (their scales multiply each promoted sum), not " + std::to_string(acc.promote_every));
+            p.a_promotion_scales = ia.decode.data_ptr<float>();
+            p.b_promotion_scales = ib.decode.data_ptr<float>();
+        } else {
+            p.scale_kind = ALTGRAD_ACC_SCALE_UE8M0_32;
+            if (static_cast<size_t>(block) != quant::scale_block(p.scale_kind) && !one_block)
+                throw error("instruction '" + acc.instruction->name() +
+                            "' takes a scale per 32 elements, and " + "the operands' blocks are " +
+                            std::to_string(block));
+            p.a_scales = ia.decode.data_ptr<float>();
+            p.b_scales = ib.decode.data_ptr<float>();
+        }
+    }
     quant::instruction_product(*acc.instruction, p, acc.promote_every, c.data_ptr<float>(), threads);
-    const float alpha = (1.0f / sa) * (1.0f / sb);
+    if (block != 0) return c;
+    const float alpha = (1.0f / by_a.scale()) * (1.0f / by_b.scale());
     if (alpha != 1.0f) c.mul_(alpha);
     return c;
 }
@@ -441,27 +524,35 @@ bool needs_unquantized(const quant_site& first, const second_use& use, bool tran
 
 // A tensor's copy for its second use, in the second product's layout:
 // `t` the unquantized tensor and `q` its first copy, both as views in that
-// layout. As its first use (one scale per tensor or tiles: the first copy
+// layout (`first_by`: how the first copy was made, as the first product
+// holds it). As its first use (one scale per tensor or tiles: the first copy
 // itself; blocks along rows: quantized again, along the new rows, with the
 // first use's settings, adding to its statistics), or through its own site.
 // With a transform on either product (`transformed_first`: the first copy's,
 // `t2`/`seed`: this product's), the copy is quantized again from the
 // unquantized tensor, through this product's transform if it has one.
-torch::Tensor second_copy(const torch::Tensor& t, const torch::Tensor& q, quant_site& first,
-                          const second_use& use, quant_plan& plan, uint64_t stream, bool transformed_first,
-                          const product_transform& t2, uint64_t seed) {
+struct copy_made {
+    torch::Tensor values;
+    made_by by;
+};
+copy_made second_copy(const torch::Tensor& t, const torch::Tensor& q, quant_site& first,
+                      const made_by& first_by, const second_use& use, quant_plan& plan, uint64_t stream,
+                      bool transformed_first, const product_transform& t2, uint64_t seed) {
     const bool any_transform = transformed_first || t2.handle;
     const torch::Tensor from = any_transform                                ? transformed(t, t2, seed)
                                : use.source == config::copy_source::rowwise ? q
                                                                             : t;
-    if (use.own) return fake_quantize(from.contiguous(), plan.sites[*use.own], plan, stream);
-    if (!any_transform && (!first.block_scaled() || first.tile_rows() > 1)) return q;
-    return fake_quantize(from.contiguous(), first, plan, stream, /*again=*/true);
-}
-
-// The site whose copy a tensor's second use is: its own, or its first use's.
-made_by second_made_by(const quant_site& first, const second_use& use, const quant_plan& plan) {
-    return {use.own ? &plan.sites[*use.own] : &first};
+    const int64_t k = q.dim() ? q.size(-1) : 1;
+    if (use.own) {
+        quant_site& own = plan.sites[*use.own];
+        torch::Tensor values = fake_quantize(from.contiguous(), own, plan, stream);
+        return {values, copy_by(own, k)};
+    }
+    if (!any_transform && !first.block_scaled()) return {q, {&first}};
+    if (!any_transform && first.tile_rows() > 1)
+        return {q, transposed_tiles(first_by, static_cast<int64_t>(first.tile_rows()))};
+    torch::Tensor values = fake_quantize(from.contiguous(), first, plan, stream, /*again=*/true);
+    return {values, copy_by(first, k)};
 }
 
 struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinearFunction> {
@@ -476,7 +567,9 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         const product_transform& tf = transform_of(*plan, s, product_kind::forward);
         const uint64_t seed = transform_seed(*plan, s, product_kind::forward);
         const torch::Tensor qx = fake_quantize(transformed(x, tf, seed), x_site, *plan, s + 1);
+        const made_by x_by = copy_by(x_site, qx.size(-1));
         const torch::Tensor qw = fake_quantize(transformed(w, tf, seed), w_site, *plan, s);
+        const made_by w_by = copy_by(w_site, qw.size(-1));
         // The unquantized operands, for their second copies (empty when not needed).
         const torch::Tensor none;
         const bool x_transforms = tf.handle || transform_of(*plan, s, product_kind::weight_gradient).handle;
@@ -486,10 +579,12 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         ctx->saved_data["plan"] = reinterpret_cast<int64_t>(plan);
         ctx->saved_data["site"] = first_site;
         ctx->saved_data["bias"] = b.numel() > 0;
+        ctx->saved_data["x_scales"] = x_by.scales;  // the first copies' block scales, for their second uses
+        ctx->saved_data["w_scales"] = w_by.scales;
         const product_accumulators& acc = plan->accumulators[s / 3];
         const product_accumulator& fwd = acc[static_cast<size_t>(config::product_kind::forward)];
-        torch::Tensor y = fwd.modelled() ? product(qx.reshape({-1, qw.size(1)}), qw.t(), fwd, {&x_site},
-                                                   {&w_site}, plan->gemm_threads)
+        torch::Tensor y = fwd.modelled() ? product(qx.reshape({-1, qw.size(1)}), qw.t(), fwd, x_by, w_by,
+                                                   plan->gemm_threads)
                                                .reshape(output_shape(qx, qw.size(0)))
                                          : torch::matmul(qx, qw.t());
         if (b.numel() > 0) y = y + b;
@@ -515,27 +610,26 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
                        dw_seed = transform_seed(plan, s, product_kind::weight_gradient);
         const torch::Tensor qg = fake_quantize(transformed(grads[0], tdx, dx_seed), g_site, plan,
                                                s + 2);  // along out: dx's reduction
+        const made_by g_by = copy_by(g_site, out);
         const torch::Tensor g2 = grads[0].reshape({-1, out});
         // W along out for dx = dy w, as [in, out]; used transposed.
-        const torch::Tensor qw_cols = second_copy(w.defined() ? w.t() : w, qw.t(), w_site, second[0], plan,
-                                                  s + again, tf.handle != nullptr, tdx, dx_seed)
-                                          .t();
+        const copy_made w_cols = second_copy(w.defined() ? w.t() : w, qw.t(), w_site,
+                                             copy_by(w_site, in, ctx->saved_data["w_scales"].toTensor()),
+                                             second[0], plan, s + again, tf.handle != nullptr, tdx, dx_seed);
         // dy and x along the tokens for dw = dy^T x, as [features, tokens].
-        const torch::Tensor qg_t = second_copy(g2.t(), qg.reshape({-1, out}).t(), g_site, second[2], plan,
-                                               s + 2 + again, tdx.handle != nullptr, tdw, dw_seed);
-        const torch::Tensor qx_t =
-            second_copy(x.defined() ? x.reshape({-1, in}).t() : x, qx.reshape({-1, in}).t(), x_site,
-                        second[1], plan, s + 1 + again, tf.handle != nullptr, tdw, dw_seed);
+        const copy_made g_t = second_copy(g2.t(), qg.reshape({-1, out}).t(), g_site, g_by, second[2], plan,
+                                          s + 2 + again, tdx.handle != nullptr, tdw, dw_seed);
+        const copy_made x_t = second_copy(x.defined() ? x.reshape({-1, in}).t() : x, qx.reshape({-1, in}).t(),
+                                          x_site, copy_by(x_site, in, ctx->saved_data["x_scales"].toTensor()),
+                                          second[1], plan, s + 1 + again, tf.handle != nullptr, tdw, dw_seed);
         const product_accumulators& acc = plan.accumulators[s / 3];
         const product_accumulator& dx_acc = acc[static_cast<size_t>(config::product_kind::input_gradient)];
         const product_accumulator& dw_acc = acc[static_cast<size_t>(config::product_kind::weight_gradient)];
-        torch::Tensor gx = dx_acc.modelled()
-                               ? product(qg.reshape({-1, out}), qw_cols, dx_acc, {&g_site},
-                                         second_made_by(w_site, second[0], plan), plan.gemm_threads)
-                                     .reshape(output_shape(qg, in))
-                               : torch::matmul(qg, qw_cols);
-        torch::Tensor gw = product(qg_t, qx_t.t(), dw_acc, second_made_by(g_site, second[2], plan),
-                                   second_made_by(x_site, second[1], plan), plan.gemm_threads);
+        torch::Tensor gx = dx_acc.modelled() ? product(qg.reshape({-1, out}), w_cols.values.t(), dx_acc, g_by,
+                                                       w_cols.by, plan.gemm_threads)
+                                                   .reshape(output_shape(qg, in))
+                                             : torch::matmul(qg, w_cols.values.t());
+        torch::Tensor gw = product(g_t.values, x_t.values.t(), dw_acc, g_t.by, x_t.by, plan.gemm_threads);
         // The bias gradient: dy's input-gradient copy, in the layer's own basis
         // (a transformed copy is transformed back).
         torch::Tensor gb = ctx->saved_data["bias"].toBool()

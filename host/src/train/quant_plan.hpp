@@ -82,6 +82,11 @@ struct quant_site {
     // Activations and output gradients: the last input, unquantized, kept
     // only while quant_plan::capture is on (for diagnostics).
     torch::Tensor captured;
+    // Granularity row or block, while quant_plan::keep_copy_scales: the last
+    // copy's encode scales s, [rows, blocks per row] (a tile's for each of its
+    // rows): what a product through an instruction needs to take the copy
+    // back to its format's values.
+    torch::Tensor copy_scales;
 };
 
 // The accumulator a product is summed through (docs/accumulation.md): the
@@ -129,7 +134,8 @@ struct quant_plan {
     // Per linear layer, in add_linear order (layer k's sites start at 3k).
     std::vector<product_accumulators> accumulators;
     std::vector<product_transforms> transforms;
-    unsigned gemm_threads = 1;  // threads of an accumulator's product (the result is the same for any)
+    unsigned gemm_threads = 1;      // threads of an accumulator's product (the result is the same for any)
+    bool keep_copy_scales = false;  // some product runs through an instruction (quant_site::copy_scales)
     uint64_t seed = 0;
     uint64_t step = 0;  // set by the trainer before each step's forward
     // On a diagnostic step: keep each site's input (quant_site::captured) and

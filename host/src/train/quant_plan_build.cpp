@@ -113,28 +113,61 @@ void set_operand(quant_site& s, const config::quantization_config& q, const conf
 }
 
 // Why a product's operands cannot go through an instruction ("" when they
-// can). An instruction takes format values (the hardware's operands) and
-// the per-tensor scales are applied after it, as a GPU's epilogue does: so
-// each operand is per tensor, with power-of-two scales (the dequantized
-// values times their scale are then exactly the format's values). A
-// block-scaled instruction, and blocks, need the block scales passed into
-// the instruction, which the trainer does not do yet.
+// can). An instruction takes format values (the hardware's operands), so
+// each copy is taken back to them by its scales, which must be powers of two
+// for that to be exact; the scales then act as a GPU applies them: per
+// tensor after the instructions (the epilogue's alpha), per block inside a
+// block-scaled instruction (UE8M0 scales per 32 elements), or, through an
+// instruction without scales, on each promoted sum (DeepSeek-V3's blocks,
+// as long as promote_every). A tile (block_rows > 1) is square, so its
+// transpose is blocks of the same length.
 std::string instruction_problem(const accumulator_handle& acc, const config::product_recipe& product,
                                 const config::quantization_config& q) {
-    if ((acc.info().scale_kinds & (1u << ALTGRAD_ACC_SCALE_NONE)) == 0)
-        return "instruction '" + acc.name() + "' takes block scales, which the trainer does not pass yet";
-    for (const config::operand_spec& o : product.operands) {
-        if (o.format == "fp32") continue;
-        if (o.granularity != config::granularity_kind::tensor)
-            return "an instruction takes per-tensor-scaled operands for now, and key '" + o.key +
-                   "' gives granularity \"" + config::granularity_names().name(o.granularity) + "\"";
-        if (q.scaling != config::scaling_mode::none && q.tensor_scale != config::tensor_scale_kind::pow2)
-            return "an instruction takes operands scaled by powers of two (quantization.tensor_scale = "
-                   "\"pow2\"), so their values times the scale are the format's";
-    }
+    const uint32_t kinds = acc.info().scale_kinds;
+    const bool unscaled = (kinds & (1u << ALTGRAD_ACC_SCALE_NONE)) != 0;
+    const bool ue8m0 = (kinds & (1u << ALTGRAD_ACC_SCALE_UE8M0_32)) != 0;
     const int64_t every = product.accumulator->promote_every;
     const std::string promote = quant::promote_every_problem(acc, static_cast<size_t>(every));
-    return promote.empty() ? "" : "promote_every = " + std::to_string(every) + ": " + promote;
+    if (!promote.empty()) return "promote_every = " + std::to_string(every) + ": " + promote;
+    if (!unscaled && !ue8m0)
+        return "instruction '" + acc.name() +
+               "' takes UE4M3 block scales (NVFP4's), which the trainer does not "
+               "pass yet";
+    const int64_t length = unscaled ? every : 32;
+    bool blocks = false;
+    for (const config::operand_spec& o : product.operands) {
+        if (o.format == "fp32") continue;
+        const std::string key = "key '" + o.key + "'";
+        if (o.pre_scale != 1.0) return "an instruction takes no pre_scale yet, and " + key + " gives one";
+        if (o.granularity == config::granularity_kind::row)
+            return "an instruction takes operands per tensor or in blocks, and " + key +
+                   " gives granularity \"row\"";
+        if (o.granularity == config::granularity_kind::tensor) {
+            if (q.scaling != config::scaling_mode::none && q.tensor_scale != config::tensor_scale_kind::pow2)
+                return "an instruction takes operands scaled by powers of two (quantization.tensor_scale = "
+                       "\"pow2\"), so their values times the scale are the format's";
+            continue;
+        }
+        blocks = true;
+        if (o.scale_format != "pow2" && o.scale_format != "ue8m0")
+            return "an instruction takes block scales that are powers of two (scale_format \"pow2\" or "
+                   "\"ue8m0\"), and " +
+                   key + " gives \"" + o.scale_format + "\"";
+        if (o.block_size != length || (o.block_rows != 1 && o.block_rows != o.block_size))
+            return unscaled
+                       ? "blocks through instruction '" + acc.name() +
+                             "' are as long as promote_every (their scales multiply each promoted sum, as "
+                             "DeepSeek-V3's), square as tiles, and " +
+                             key + " gives blocks of " + std::to_string(o.block_rows) + "x" +
+                             std::to_string(o.block_size) + " with promote_every = " + std::to_string(every)
+                       : "instruction '" + acc.name() + "' takes a scale per 32 elements, and " + key +
+                             " gives blocks of " + std::to_string(o.block_rows) + "x" +
+                             std::to_string(o.block_size);
+    }
+    if (!blocks && !unscaled)
+        return "instruction '" + acc.name() +
+               "' takes block scales, and this product's operands are per tensor";
+    return "";
 }
 
 // A product's accumulator, as the recipe resolved it.
@@ -165,6 +198,7 @@ void set_products(quant_plan& plan, size_t layer, const config::layer_recipe& re
         if (product.accumulator) {
             try {
                 plan.accumulators[layer][p] = accumulator_of(product, q, formats);
+                if (plan.accumulators[layer][p].instruction) plan.keep_copy_scales = true;
             } catch (const error& e) {
                 throw error(where + ": key '" + product.accumulator_key + "' (" + recipe.layer +
                             "): " + e.what());
@@ -189,6 +223,7 @@ void assign_formats(quant_plan& plan, const config::run_config& c, format_librar
     const config::quantization_config& q = c.quantization;
     plan.sites.resize(plan.first_use_sites());  // second uses' own sites are made below
     for (auto& layer : plan.second_uses) layer.fill(second_use{});
+    plan.keep_copy_scales = false;
     if (!q.enabled) return;
     std::vector<std::string> layers;
     for (size_t layer = 0; layer < plan.second_uses.size(); ++layer)
