@@ -33,6 +33,7 @@
 #include "quant/accumulate.hpp"
 #include "quant/block_scales.hpp"
 #include "quant/scaling.hpp"
+#include "quant/seeds.hpp"
 #include "quant/vocabulary.hpp"
 #include "util/abi_names.hpp"
 #include "util/cpu_kernels.hpp"
@@ -709,5 +710,16 @@ PYBIND11_MODULE(_native, m) {
           py::arg("layers"));
     m.def("rounding_names", [] { return names_in(~0u, rounding_names()); });
     m.def("scale_rules", &scale_rules_list);
+    // The trainer's seed derivation (quant/seeds.hpp), for QuantLinear's random bits.
+    m.def("seed_of", &quant::seed_of, py::arg("run_seed"), py::arg("step"), py::arg("stream"));
+    m.def(
+        "operand_stream",
+        [](size_t layer, int role, size_t layers, bool second_copy) {
+            if (role < 0 || role > 2)
+                throw py::value_error("role: 0 (weight), 1 (activation) or 2 (gradient)");
+            return quant::operand_stream(layer, static_cast<quant::operand_role>(role), layers, second_copy);
+        },
+        py::arg("layer"), py::arg("role"), py::arg("layers"), py::arg("second_copy"));
+    m.def("transform_stream", &quant::transform_stream, py::arg("layer"), py::arg("product"));
     m.def("cpu_kernel_pin", &cpu_kernel_pin_tuple);
 }

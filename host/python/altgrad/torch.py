@@ -23,17 +23,6 @@ from . import recipe as _recipe
 __all__ = ["Quantizer", "FakeQuantize", "fake_quantize", "Accumulator", "QuantLinear",
            "quantize_model", "quantized_layers", "default_registry", "PRODUCTS"]
 
-_MASK64 = (1 << 64) - 1
-
-
-def _mix(z):
-    # SplitMix64's finaliser: distinct (seed, call, stream) give unrelated seeds.
-    z = (z + 0x9E3779B97F4A7C15) & _MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return z ^ (z >> 31)
-
-
 class Quantizer:
     """One quantized operand use: a format, its rounding and overflow, and its scaling.
 
@@ -44,8 +33,9 @@ class Quantizer:
     dimension, or per block of block_size along it (block_rows > 1: tiles of block_rows x
     block_size of a 2-D tensor), derived by scale_rule on scale_format's values, as the trainer
     derives them (altgrad.Format.quantize's block_size). pre_scale c: q(x*s*c)/(s*c).
-    Stochastic rounding takes a fresh seed per call derived from (seed, call, stream)
-    (vary_seed=False: `seed` itself, every call), and the top sr_bits of each random word.
+    Stochastic rounding takes a fresh seed per call derived from (seed, call, stream) as the
+    trainer derives a step's (host/src/quant/seeds.hpp; vary_seed=False: `seed` itself, every call; a
+    caller's `seed`: that one), and the top sr_bits of each random word.
     The last call's overflow and underflow counts are kept in `counts`."""
 
     def __init__(self, format, rounding="nearest", overflow="saturate", scaling="none", margin=0,
@@ -88,11 +78,12 @@ class Quantizer:
     def block_scaled(self):
         return self.granularity != "tensor"
 
-    def __call__(self, x, again=False):
+    def __call__(self, x, again=False, seed=None):
         """q(x*s)/s of a float32 tensor, as a new tensor (no autograd). again=True: a second copy
         of the tensor last quantized (along other rows, or transformed): per tensor, at that
-        copy's scale, its amax not recorded."""
-        seed = _mix(self.seed ^ _mix(self.calls ^ _mix(self.stream))) if self.vary_seed else self.seed
+        copy's scale, its amax not recorded. seed: stochastic rounding's (None: this call's)."""
+        if seed is None:
+            seed = _native.seed_of(self.seed, self.calls, self.stream) if self.vary_seed else self.seed
         self.calls += 1
         x = x.detach().contiguous()
         if self.block_scaled:
@@ -229,30 +220,30 @@ class _QuantizedLinear(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, w, b, layer):
         x2, w2 = x.detach().reshape(-1, w.shape[1]), w.detach()
-        call = layer._next_call()
-        seed = layer._transform_seed(call, 0)
+        step = layer._next_step()
+        seed = layer._transform_seed(step, 0)
         tf = layer.transforms[0]
-        qx = layer._first("x")(_transformed(x2, tf, seed, layer._where(0)))
-        qw = layer._first("w")(_transformed(w2, tf, seed, layer._where(0)))
+        qx = layer._first("x", step)(_transformed(x2, tf, seed, layer._where(0)))
+        qw = layer._first("w", step)(_transformed(w2, tf, seed, layer._where(0)))
         ctx.save_for_backward(x2, w2, qx, qw)
-        ctx.layer, ctx.call, ctx.has_bias, ctx.shape = layer, call, b is not None, x.shape
+        ctx.layer, ctx.step, ctx.has_bias, ctx.shape = layer, step, b is not None, x.shape
         fwd = layer.accumulators[0]
-        y = torch.nn.functional.linear(qx, qw, b) if fwd is None else fwd(qx, qw.t())
-        if fwd is not None and b is not None:
+        y = qx @ qw.t() if fwd is None else fwd(qx, qw.t())  # then the bias: the trainer's order
+        if b is not None:
             y = y + b
         return y.reshape(*x.shape[:-1], w.shape[0])
 
     @staticmethod
     def backward(ctx, dy):
         x2, w2, qx, qw = ctx.saved_tensors
-        layer = ctx.layer
+        layer, step = ctx.layer, ctx.step
         tf, tdx, tdw = layer.transforms
-        sdx, sdw = layer._transform_seed(ctx.call, 1), layer._transform_seed(ctx.call, 2)
+        sdx, sdw = layer._transform_seed(step, 1), layer._transform_seed(step, 2)
         dy2 = dy.detach().reshape(-1, w2.shape[0]).contiguous()
-        qdy = layer._first("dy")(_transformed(dy2, tdx, sdx, layer._where(1)))
-        qw_cols = layer._second_copy("w", w2.t(), qw.t(), tf is not None, tdx, sdx)  # [in, out]: along out
-        qdy_t = layer._second_copy("dy", dy2.t(), qdy.t(), tdx is not None, tdw, sdw)  # [out, tokens]
-        qx_t = layer._second_copy("x", x2.t(), qx.t(), tf is not None, tdw, sdw)  # [in, tokens]
+        qdy = layer._first("dy", step)(_transformed(dy2, tdx, sdx, layer._where(1)))
+        qw_cols = layer._second_copy("w", step, w2.t(), qw.t(), tf is not None, tdx, sdx)  # [in, out]: along out
+        qdy_t = layer._second_copy("dy", step, dy2.t(), qdy.t(), tdx is not None, tdw, sdw)  # [out, tokens]
+        qx_t = layer._second_copy("x", step, x2.t(), qx.t(), tf is not None, tdw, sdw)  # [in, tokens]
         _, dx_acc, dw_acc = layer.accumulators
         dx = qdy @ qw_cols.t() if dx_acc is None else dx_acc(qdy, qw_cols.t())
         dw = qdy_t @ qx_t.t() if dw_acc is None else dw_acc(qdy_t, qx_t.t())
@@ -266,7 +257,7 @@ class _QuantizedLinear(torch.autograd.Function):
 # The first use of each operand, and the product of each second use (config::first_use_of).
 _FIRST_USE = {"x": "forward", "w": "forward", "dy": "input_gradient"}
 _SECOND_USE = {"w": "input_gradient", "x": "weight_gradient", "dy": "weight_gradient"}
-_STREAM_INDEX = {"w": 0, "x": 1, "dy": 2}  # a layer's streams, as the trainer's sites: W, x, dy
+_ROLE = {"w": 0, "x": 1, "dy": 2}  # quant::operand_role: a layer's random streams, as the trainer's sites
 
 
 class QuantLinear(torch.nn.Linear):
@@ -277,40 +268,46 @@ class QuantLinear(torch.nn.Linear):
 
     Either a recipe: `recipe` (a config file's path, a config dict, a [quantization] dict, or an
     altgrad.recipe.Recipe) resolved for the layer named `layer` (what the recipe's rules match),
-    with `seed` (None: the recipe's training.seed) and `overrides` ("KEY=VALUE" as --set).
+    with `seed` (None: the recipe's training.seed) and `overrides` ("KEY=VALUE" as --set); it is
+    layer `stream` of `layers` linear layers (None: its place among the Recipe's layers, and their
+    number), which keys its random bits as the trainer keys layer k of L's, its forward calls
+    counted as the trainer's steps (from 0): the same recipe, seed, layer and inputs give the
+    trainer's outputs and gradients, bit for bit.
     Or the simple form: `weight`, `activation`, `gradient` formats (None: that operand stays
     float32), each tensor's second use as its first, rounding, overflow and scaling as the
     config's [quantization] keys, and `accumulators`: {"forward" | "input_gradient" |
     "weight_gradient": an accumulator dict (format, params, rounding, mma_depth,
-    promote_every), an Accumulator or "none"}."""
+    promote_every), an Accumulator or "none"} (`stream`: 0 and `layers`: stream + 1 when None)."""
 
     def __init__(self, in_features, out_features, bias=True, *, weight=None, activation=None, gradient=None,
                  forward_rounding="nearest", backward_rounding="stochastic", overflow="saturate", scaling="none",
-                 margin=0, amax_history_len=16, amax_compute="max", seed=None, stream=0, accumulators=None,
-                 recipe=None, layer="layer", overrides=(), registry=None, device=None, dtype=None):
+                 margin=0, amax_history_len=16, amax_compute="max", seed=None, stream=None, layers=None,
+                 accumulators=None, recipe=None, layer="layer", overrides=(), registry=None, device=None,
+                 dtype=None):
         super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
         registry = registry or default_registry()
         self.layer_name = str(layer)
-        self._stream = int(stream)
-        self._calls = 0
+        self._steps = 0
         self.transforms = (None, None, None)
         if recipe is not None:
             if weight or activation or gradient or accumulators:
                 raise ValueError("QuantLinear: give a recipe, or weight/activation/gradient formats and "
                                  "accumulators, not both")
             self._from_recipe(recipe, seed, overrides, registry)
+            self._place(stream, layers, list(self._recipe_layers))
             return
         self.seed = int(seed or 0)
+        self._place(stream, layers, None)
 
-        def site(format, rounding, operand):
+        def site(format, rounding):
             if format is None or format == "fp32":
                 return None
             return Quantizer(format, rounding=rounding, overflow=overflow, scaling=scaling, margin=margin,
                              amax_history_len=amax_history_len, amax_compute=amax_compute, seed=self.seed,
-                             stream=3 * self._stream + _STREAM_INDEX[operand], registry=registry)
+                             registry=registry)
 
-        self.first_uses = {"w": site(weight, forward_rounding, "w"), "x": site(activation, forward_rounding, "x"),
-                           "dy": site(gradient, backward_rounding, "dy")}
+        self.first_uses = {"w": site(weight, forward_rounding), "x": site(activation, forward_rounding),
+                           "dy": site(gradient, backward_rounding)}
         self.second_uses = {o: (False, None, "unquantized") for o in _SECOND_USE}
         accumulators = dict(accumulators or {})
         for k in accumulators:
@@ -328,6 +325,7 @@ class QuantLinear(torch.nn.Linear):
             raise ValueError(f"QuantLinear: the recipe was resolved for {', '.join(recipe.layers)}, "
                              f"not for {self.layer_name!r}")
         self.seed = int(recipe.seed if seed is None else seed)
+        self._recipe_layers = tuple(recipe.layers)
         g, products = recipe.globals, recipe.layers[self.layer_name]
         enabled = g["enabled"]
 
@@ -342,13 +340,13 @@ class QuantLinear(torch.nn.Linear):
             # With the parameters the recipe gives that format, as the trainer makes it.
             return name if name in ("fp32", "pow2") else registry.format(name, recipe.params.get(name))
 
-        def site(settings, stream):
+        def site(settings):
             if not enabled or settings["format"] == "fp32":
                 return None
             q = keyed(settings, lambda: Quantizer(
                              settings["format"], rounding=settings["rounding"], overflow=g["overflow"],
                              scaling=g["scaling"], margin=g["margin"], amax_history_len=g["amax_history_len"],
-                             amax_compute=g["amax_compute"], seed=self.seed, stream=stream, registry=registry,
+                             amax_compute=g["amax_compute"], seed=self.seed, registry=registry,
                              granularity=settings["granularity"], block_size=settings["block_size"],
                              block_rows=settings["block_rows"], scale_format=scale_format(settings["scale_format"]),
                              scale_rule=settings["scale_rule"], pre_scale=settings["pre_scale"],
@@ -357,14 +355,11 @@ class QuantLinear(torch.nn.Linear):
             q.where = recipe.where(settings["tile_key"], self.layer_name)  # a tile's error names block_rows
             return q
 
-        first_stream = 3 * self._stream
-        self.first_uses = {o: site(products[p][o], first_stream + _STREAM_INDEX[o]) for o, p in _FIRST_USE.items()}
+        self.first_uses = {o: site(products[p][o]) for o, p in _FIRST_USE.items()}
         self.second_uses = {}
         for o, p in _SECOND_USE.items():
             settings = products[p][o]
-            own = settings["own"]
-            self.second_uses[o] = (own, site(settings, (1 << 32) + first_stream + _STREAM_INDEX[o]) if own
-                                   else None, settings["source"])
+            self.second_uses[o] = (settings["own"], site(settings) if settings["own"] else None, settings["source"])
 
         def transform(spec):
             if spec is None or not enabled:
@@ -403,22 +398,38 @@ class QuantLinear(torch.nn.Linear):
         return tuple(None if q is None else q.format.name
                      for q in (self.first_uses["w"], self.first_uses["x"], self.first_uses["dy"]))
 
-    def _next_call(self):
-        self._calls += 1
-        return self._calls
+    def _place(self, stream, layers, names):
+        # Layer `stream` of `layers` (host/src/quant/seeds.hpp's layer k of L).
+        if stream is None:
+            stream = names.index(self.layer_name) if names else 0
+        if layers is None:
+            layers = len(names) if names else int(stream) + 1
+        self._stream, self._layers = int(stream), int(layers)
+        if not 0 <= self._stream < self._layers:
+            raise ValueError(f"QuantLinear: stream {self._stream} is not a layer of {self._layers} (0 .. layers - 1)")
 
-    def _transform_seed(self, call, product):
-        # Both operands of one product take one seed: (seed, call, layer, product).
-        return _mix(self.seed ^ _mix(call ^ _mix((1 << 40) + 3 * self._stream + product)))
+    def _next_step(self):
+        self._steps += 1
+        return self._steps - 1
+
+    def _rounding_seed(self, step, operand, second_copy):
+        # The trainer's seed of this operand's copy in this step.
+        stream = _native.operand_stream(self._stream, _ROLE[operand], self._layers, second_copy)
+        return _native.seed_of(self.seed, step, stream)
+
+    def _transform_seed(self, step, product):
+        # Both operands of one product take one seed: (seed, step, layer, product).
+        return _native.seed_of(self.seed, step, _native.transform_stream(self._stream, product))
 
     def _where(self, product):
         return f"{self.layer_name}.{PRODUCTS[product]}.transform"
 
-    def _first(self, operand):
+    def _first(self, operand, step):
         q = self.first_uses[operand]
-        return (lambda t: t) if q is None else q
+        seed = self._rounding_seed(step, operand, False)
+        return (lambda t: t) if q is None else (lambda t: q(t, seed=seed))
 
-    def _second_copy(self, operand, t, q, transformed_first, transform, seed):
+    def _second_copy(self, operand, step, t, q, transformed_first, transform, seed):
         # The trainer's second_copy: t the unquantized tensor and q its first copy, both in the second
         # product's layout (its reduction dimension last).
         own, quantizer, source = self.second_uses[operand]
@@ -426,14 +437,15 @@ class QuantLinear(torch.nn.Linear):
         any_transform = transformed_first or transform is not None
         src = (_transformed(t, transform, seed, self._where(product)) if any_transform
                else q if source == "rowwise" else t)
+        rounding_seed = self._rounding_seed(step, operand, True)
         if own:
-            return src if quantizer is None else quantizer(src)
+            return src if quantizer is None else quantizer(src, seed=rounding_seed)
         first = self.first_uses[operand]
         if first is None:
             return src
         if not any_transform and (not first.block_scaled or first.block_rows > 1):
             return q
-        return first(src, again=True)
+        return first(src, again=True, seed=rounding_seed)
 
     def forward(self, x):
         if not (any(self.first_uses.values()) or any(q for _, q, _ in self.second_uses.values())
@@ -466,10 +478,11 @@ def quantize_model(model, recipe, registry=None, seed=None, overrides=()):
                if isinstance(m, torch.nn.Linear) and not isinstance(m, QuantLinear)]
     registry = registry or default_registry()
     resolved = _recipe.resolve(recipe, [name for name, _ in linears], overrides, registry)
-    for index, (name, linear) in enumerate(linears):
+    for name, linear in linears:
         if not resolved.quantizes(name):
             continue
-        q = QuantLinear.from_linear(linear, recipe=resolved, layer=name, seed=seed, stream=index, registry=registry)
+        # Layer k of the model's L linear layers (its random bits: the trainer's layer k's).
+        q = QuantLinear.from_linear(linear, recipe=resolved, layer=name, seed=seed, registry=registry)
         parent_name, _, child = name.rpartition(".")
         parent = model.get_submodule(parent_name) if parent_name else model
         setattr(parent, child, q)

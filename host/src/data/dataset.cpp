@@ -20,6 +20,7 @@
 #include "data/text.hpp"
 #include "util/error.hpp"
 #include "util/file_text.hpp"
+#include "util/splitmix.hpp"
 
 namespace altgrad::host::data {
 namespace fs = std::filesystem;
@@ -381,15 +382,6 @@ dataset load_nanogpt(const data_options& o, const std::string& where) {
     p->description = "nanogpt: train " + with_commas(p->n[0]) + " tokens, val " + with_commas(p->n[1]) +
                      " tokens, vocabulary " + std::to_string(p->vocab) + " (" + vocab_from + ")";
     return dataset(std::move(p));
-}
-
-// ---- batches ----------------------------------------------------------------
-
-uint64_t splitmix64(uint64_t z) {
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
 }
 
 }  // namespace

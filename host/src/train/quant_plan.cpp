@@ -11,28 +11,21 @@
 #include <vector>
 
 #include "quant/instruction_product.hpp"
+#include "quant/seeds.hpp"
 #include "util/error.hpp"
 
 namespace altgrad::host::train {
 
 namespace {
 
-// SplitMix64 finalizer: spreads (seed, step, stream) over the 64-bit seed
-// space the format plugins' generators are keyed with.
-uint64_t mix(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
+// The stochastic-rounding seed of one tensor's quantization in this step (quant/seeds.hpp).
+uint64_t seed_of(const quant_plan& plan, uint64_t stream) {
+    return quant::seed_of(plan.seed, plan.step, stream);
 }
 
-}  // namespace
-
-namespace {
-
-// The stochastic-rounding seed of one tensor's quantization: a hash of (run seed, step, stream).
-uint64_t seed_of(const quant_plan& plan, uint64_t stream) {
-    return mix(plan.seed ^ mix(plan.step ^ mix(stream)));
+// The stochastic-rounding stream of an operand of the layer whose sites start at s.
+uint64_t stream_of(const quant_plan& plan, size_t s, quant::operand_role role, bool second_copy = false) {
+    return quant::operand_stream(s / 3, role, plan.second_uses.size(), second_copy);
 }
 
 // q(in*s)/s of a float32 tensor into out (same size and device; out may be
@@ -491,7 +484,7 @@ const product_transform& transform_of(const quant_plan& plan, size_t s, config::
 // The seed both operands of one product's transform take in this step:
 // (run seed, step, layer, product), apart from the rounding streams.
 uint64_t transform_seed(const quant_plan& plan, size_t s, config::product_kind p) {
-    return seed_of(plan, (uint64_t{1} << 62) + 3 * (s / 3) + static_cast<size_t>(p));
+    return seed_of(plan, quant::transform_stream(s / 3, static_cast<size_t>(p)));
 }
 
 // t as [rows, K] (its last dimension K the product's reduction dimension)
@@ -566,9 +559,11 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         using config::product_kind;
         const product_transform& tf = transform_of(*plan, s, product_kind::forward);
         const uint64_t seed = transform_seed(*plan, s, product_kind::forward);
-        const torch::Tensor qx = fake_quantize(transformed(x, tf, seed), x_site, *plan, s + 1);
+        const torch::Tensor qx = fake_quantize(transformed(x, tf, seed), x_site, *plan,
+                                               stream_of(*plan, s, quant::operand_role::activation));
         const made_by x_by = copy_by(x_site, qx.size(-1));
-        const torch::Tensor qw = fake_quantize(transformed(w, tf, seed), w_site, *plan, s);
+        const torch::Tensor qw = fake_quantize(transformed(w, tf, seed), w_site, *plan,
+                                               stream_of(*plan, s, quant::operand_role::weight));
         const made_by w_by = copy_by(w_site, qw.size(-1));
         // The unquantized operands, for their second copies (empty when not needed).
         const torch::Tensor none;
@@ -597,7 +592,6 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         const torch::Tensor &qx = saved[0], &qw = saved[1], &x = saved[2], &w = saved[3];
         quant_plan& plan = *reinterpret_cast<quant_plan*>(ctx->saved_data["plan"].toInt());
         const size_t s = static_cast<size_t>(ctx->saved_data["site"].toInt());
-        const uint64_t again = plan.first_use_sites();  // the second copies' stochastic-rounding streams
         quant_site &w_site = plan.sites[s], &x_site = plan.sites[s + 1], &g_site = plan.sites[s + 2];
         const std::array<second_use, 3>& second = plan.second_uses[s / 3];
         const int64_t out = qw.size(0), in = qw.size(1);
@@ -608,20 +602,25 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
                                 &tdw = transform_of(plan, s, product_kind::weight_gradient);
         const uint64_t dx_seed = transform_seed(plan, s, product_kind::input_gradient),
                        dw_seed = transform_seed(plan, s, product_kind::weight_gradient);
-        const torch::Tensor qg = fake_quantize(transformed(grads[0], tdx, dx_seed), g_site, plan,
-                                               s + 2);  // along out: dx's reduction
+        using quant::operand_role;
+        const torch::Tensor qg =
+            fake_quantize(transformed(grads[0], tdx, dx_seed), g_site, plan,
+                          stream_of(plan, s, operand_role::output_gradient));  // along out
         const made_by g_by = copy_by(g_site, out);
         const torch::Tensor g2 = grads[0].reshape({-1, out});
         // W along out for dx = dy w, as [in, out]; used transposed.
-        const copy_made w_cols = second_copy(w.defined() ? w.t() : w, qw.t(), w_site,
-                                             copy_by(w_site, in, ctx->saved_data["w_scales"].toTensor()),
-                                             second[0], plan, s + again, tf.handle != nullptr, tdx, dx_seed);
+        const copy_made w_cols =
+            second_copy(w.defined() ? w.t() : w, qw.t(), w_site,
+                        copy_by(w_site, in, ctx->saved_data["w_scales"].toTensor()), second[0], plan,
+                        stream_of(plan, s, operand_role::weight, true), tf.handle != nullptr, tdx, dx_seed);
         // dy and x along the tokens for dw = dy^T x, as [features, tokens].
         const copy_made g_t = second_copy(g2.t(), qg.reshape({-1, out}).t(), g_site, g_by, second[2], plan,
-                                          s + 2 + again, tdx.handle != nullptr, tdw, dw_seed);
+                                          stream_of(plan, s, operand_role::output_gradient, true),
+                                          tdx.handle != nullptr, tdw, dw_seed);
         const copy_made x_t = second_copy(x.defined() ? x.reshape({-1, in}).t() : x, qx.reshape({-1, in}).t(),
                                           x_site, copy_by(x_site, in, ctx->saved_data["x_scales"].toTensor()),
-                                          second[1], plan, s + 1 + again, tf.handle != nullptr, tdw, dw_seed);
+                                          second[1], plan, stream_of(plan, s, operand_role::activation, true),
+                                          tf.handle != nullptr, tdw, dw_seed);
         const product_accumulators& acc = plan.accumulators[s / 3];
         const product_accumulator& dx_acc = acc[static_cast<size_t>(config::product_kind::input_gradient)];
         const product_accumulator& dw_acc = acc[static_cast<size_t>(config::product_kind::weight_gradient)];
