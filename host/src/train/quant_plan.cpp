@@ -18,14 +18,16 @@ namespace altgrad::host::train {
 
 namespace {
 
-// The stochastic-rounding seed of one tensor's quantization in this step (quant/seeds.hpp).
+// The stochastic-rounding seed of a weight stored in its format at this step (quant/seeds.hpp).
 uint64_t seed_of(const quant_plan& plan, uint64_t stream) {
     return quant::seed_of(plan.seed, plan.step, stream);
 }
 
-// The stochastic-rounding stream of an operand of the layer whose sites start at s.
-uint64_t stream_of(const quant_plan& plan, size_t s, quant::operand_role role, bool second_copy = false) {
-    return quant::operand_stream(s / 3, role, plan.second_uses.size(), second_copy);
+// The stochastic-rounding seed of an operand's copy, in `step`, of the layer whose sites start at s.
+uint64_t copy_seed(const quant_plan& plan, uint64_t step, size_t s, quant::operand_role role,
+                   bool second_copy = false) {
+    return quant::seed_of(plan.seed, step,
+                          quant::operand_stream(s / 3, role, plan.second_uses.size(), second_copy));
 }
 
 // q(in*s)/s of a float32 tensor into out (same size and device; out may be
@@ -222,7 +224,7 @@ quantize_counts quantize_blocks(const format_handle& format, const torch::Tensor
 
 }  // namespace
 
-torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t stream,
+torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t seed,
                             bool again) {
     if (plan.capture && site.role != ALTGRAD_TENSOR_WEIGHT && !again && !site.second_use())
         site.captured = t.detach();
@@ -233,7 +235,7 @@ torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quan
     if (site.block_scaled()) {
         torch::Tensor out = torch::empty_like(x);
         quantize_options o = options_of(site, 1.0f);
-        o.seed = seed_of(plan, stream);
+        o.seed = seed;
         if (!again) site.block_stats = {}, site.overflow_count = 0, site.underflow_count = 0, site.count = 0;
         float* scales = nullptr;
         if (plan.keep_copy_scales && x.device().is_cpu()) {
@@ -252,7 +254,7 @@ torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quan
     if (again) {  // a second copy (transformed) at the first copy's scale: the history is the first's
         torch::Tensor out = torch::empty_like(x);
         quantize_options o = options_of(site, site.scale);
-        o.seed = seed_of(plan, stream);
+        o.seed = seed;
         const quantize_counts c = quantize_tensor(*site.format, x, out, o);
         site.overflow_count += c.overflow;
         site.underflow_count += c.underflow;
@@ -271,7 +273,7 @@ torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quan
     const float scale = site.scaling.scale_for(amax);
     torch::Tensor out = torch::empty_like(x);
     quantize_options o = options_of(site, scale);
-    o.seed = seed_of(plan, stream);
+    o.seed = seed;
     float pass_amax = 0.0f;
     const quantize_counts c = quantize_tensor(*site.format, x, out, o, amax_in_pass ? &pass_amax : nullptr);
     if (amax_in_pass) amax = pass_amax;
@@ -483,8 +485,8 @@ const product_transform& transform_of(const quant_plan& plan, size_t s, config::
 
 // The seed both operands of one product's transform take in this step:
 // (run seed, step, layer, product), apart from the rounding streams.
-uint64_t transform_seed(const quant_plan& plan, size_t s, config::product_kind p) {
-    return seed_of(plan, quant::transform_stream(s / 3, static_cast<size_t>(p)));
+uint64_t transform_seed(const quant_plan& plan, uint64_t step, size_t s, config::product_kind p) {
+    return quant::seed_of(plan.seed, step, quant::transform_stream(s / 3, static_cast<size_t>(p)));
 }
 
 // t as [rows, K] (its last dimension K the product's reduction dimension)
@@ -529,8 +531,9 @@ struct copy_made {
     made_by by;
 };
 copy_made second_copy(const torch::Tensor& t, const torch::Tensor& q, quant_site& first,
-                      const made_by& first_by, const second_use& use, quant_plan& plan, uint64_t stream,
-                      bool transformed_first, const product_transform& t2, uint64_t seed) {
+                      const made_by& first_by, const second_use& use, quant_plan& plan,
+                      uint64_t rounding_seed, bool transformed_first, const product_transform& t2,
+                      uint64_t seed) {
     const bool any_transform = transformed_first || t2.handle;
     const torch::Tensor from = any_transform                                ? transformed(t, t2, seed)
                                : use.source == config::copy_source::rowwise ? q
@@ -538,13 +541,13 @@ copy_made second_copy(const torch::Tensor& t, const torch::Tensor& q, quant_site
     const int64_t k = q.dim() ? q.size(-1) : 1;
     if (use.own) {
         quant_site& own = plan.sites[*use.own];
-        torch::Tensor values = fake_quantize(from.contiguous(), own, plan, stream);
+        torch::Tensor values = fake_quantize(from.contiguous(), own, plan, rounding_seed);
         return {values, copy_by(own, k)};
     }
     if (!any_transform && !first.block_scaled()) return {q, {&first}};
     if (!any_transform && first.tile_rows() > 1)
         return {q, transposed_tiles(first_by, static_cast<int64_t>(first.tile_rows()))};
-    torch::Tensor values = fake_quantize(from.contiguous(), first, plan, stream, /*again=*/true);
+    torch::Tensor values = fake_quantize(from.contiguous(), first, plan, rounding_seed, /*again=*/true);
     return {values, copy_by(first, k)};
 }
 
@@ -558,12 +561,14 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         const std::array<second_use, 3>& second = plan->second_uses[s / 3];
         using config::product_kind;
         const product_transform& tf = transform_of(*plan, s, product_kind::forward);
-        const uint64_t seed = transform_seed(*plan, s, product_kind::forward);
+        // The step keys every seed of this call, its backward's too (Python's layers count their own).
+        const uint64_t step = plan->step;
+        const uint64_t seed = transform_seed(*plan, step, s, product_kind::forward);
         const torch::Tensor qx = fake_quantize(transformed(x, tf, seed), x_site, *plan,
-                                               stream_of(*plan, s, quant::operand_role::activation));
+                                               copy_seed(*plan, step, s, quant::operand_role::activation));
         const made_by x_by = copy_by(x_site, qx.size(-1));
         const torch::Tensor qw = fake_quantize(transformed(w, tf, seed), w_site, *plan,
-                                               stream_of(*plan, s, quant::operand_role::weight));
+                                               copy_seed(*plan, step, s, quant::operand_role::weight));
         const made_by w_by = copy_by(w_site, qw.size(-1));
         // The unquantized operands, for their second copies (empty when not needed).
         const torch::Tensor none;
@@ -573,6 +578,7 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
                                 needs_unquantized(w_site, second[0], w_transforms) ? w : none});
         ctx->saved_data["plan"] = reinterpret_cast<int64_t>(plan);
         ctx->saved_data["site"] = first_site;
+        ctx->saved_data["step"] = static_cast<int64_t>(step);
         ctx->saved_data["bias"] = b.numel() > 0;
         ctx->saved_data["x_scales"] = x_by.scales;  // the first copies' block scales, for their second uses
         ctx->saved_data["w_scales"] = w_by.scales;
@@ -592,6 +598,7 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         const torch::Tensor &qx = saved[0], &qw = saved[1], &x = saved[2], &w = saved[3];
         quant_plan& plan = *reinterpret_cast<quant_plan*>(ctx->saved_data["plan"].toInt());
         const size_t s = static_cast<size_t>(ctx->saved_data["site"].toInt());
+        const uint64_t step = static_cast<uint64_t>(ctx->saved_data["step"].toInt());
         quant_site &w_site = plan.sites[s], &x_site = plan.sites[s + 1], &g_site = plan.sites[s + 2];
         const std::array<second_use, 3>& second = plan.second_uses[s / 3];
         const int64_t out = qw.size(0), in = qw.size(1);
@@ -600,27 +607,27 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         const product_transform &tf = transform_of(plan, s, product_kind::forward),
                                 &tdx = transform_of(plan, s, product_kind::input_gradient),
                                 &tdw = transform_of(plan, s, product_kind::weight_gradient);
-        const uint64_t dx_seed = transform_seed(plan, s, product_kind::input_gradient),
-                       dw_seed = transform_seed(plan, s, product_kind::weight_gradient);
+        const uint64_t dx_seed = transform_seed(plan, step, s, product_kind::input_gradient),
+                       dw_seed = transform_seed(plan, step, s, product_kind::weight_gradient);
         using quant::operand_role;
         const torch::Tensor qg =
             fake_quantize(transformed(grads[0], tdx, dx_seed), g_site, plan,
-                          stream_of(plan, s, operand_role::output_gradient));  // along out
+                          copy_seed(plan, step, s, operand_role::output_gradient));  // along out
         const made_by g_by = copy_by(g_site, out);
         const torch::Tensor g2 = grads[0].reshape({-1, out});
         // W along out for dx = dy w, as [in, out]; used transposed.
-        const copy_made w_cols =
-            second_copy(w.defined() ? w.t() : w, qw.t(), w_site,
-                        copy_by(w_site, in, ctx->saved_data["w_scales"].toTensor()), second[0], plan,
-                        stream_of(plan, s, operand_role::weight, true), tf.handle != nullptr, tdx, dx_seed);
+        const copy_made w_cols = second_copy(
+            w.defined() ? w.t() : w, qw.t(), w_site,
+            copy_by(w_site, in, ctx->saved_data["w_scales"].toTensor()), second[0], plan,
+            copy_seed(plan, step, s, operand_role::weight, true), tf.handle != nullptr, tdx, dx_seed);
         // dy and x along the tokens for dw = dy^T x, as [features, tokens].
         const copy_made g_t = second_copy(g2.t(), qg.reshape({-1, out}).t(), g_site, g_by, second[2], plan,
-                                          stream_of(plan, s, operand_role::output_gradient, true),
+                                          copy_seed(plan, step, s, operand_role::output_gradient, true),
                                           tdx.handle != nullptr, tdw, dw_seed);
-        const copy_made x_t = second_copy(x.defined() ? x.reshape({-1, in}).t() : x, qx.reshape({-1, in}).t(),
-                                          x_site, copy_by(x_site, in, ctx->saved_data["x_scales"].toTensor()),
-                                          second[1], plan, stream_of(plan, s, operand_role::activation, true),
-                                          tf.handle != nullptr, tdw, dw_seed);
+        const copy_made x_t = second_copy(
+            x.defined() ? x.reshape({-1, in}).t() : x, qx.reshape({-1, in}).t(), x_site,
+            copy_by(x_site, in, ctx->saved_data["x_scales"].toTensor()), second[1], plan,
+            copy_seed(plan, step, s, operand_role::activation, true), tf.handle != nullptr, tdw, dw_seed);
         const product_accumulators& acc = plan.accumulators[s / 3];
         const product_accumulator& dx_acc = acc[static_cast<size_t>(config::product_kind::input_gradient)];
         const product_accumulator& dw_acc = acc[static_cast<size_t>(config::product_kind::weight_gradient)];

@@ -137,7 +137,9 @@ struct quant_plan {
     unsigned gemm_threads = 1;      // threads of an accumulator's product (the result is the same for any)
     bool keep_copy_scales = false;  // some product runs through an instruction (quant_site::copy_scales)
     uint64_t seed = 0;
-    uint64_t step = 0;  // set by the trainer before each step's forward
+    // Set by the trainer before each step's forward (Python's QuantLinear:
+    // before each call, its own count); a layer's call keeps it for its backward.
+    uint64_t step = 0;
     // On a diagnostic step: keep each site's input (quant_site::captured) and
     // every attention layer's softmax output, for the diagnostic plugins.
     bool capture = false;
@@ -154,8 +156,8 @@ struct quant_plan {
 // dimension (adds to the statistics; the amax history is not touched; one
 // scale per tensor: the first copy's).
 // Float32 tensors on the CPU, or on a GPU when the site's format plugin has a
-// CUDA implementation.
-torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t stream,
+// CUDA implementation. `seed`: stochastic rounding's (quant/seeds.hpp).
+torch::Tensor fake_quantize(const torch::Tensor& t, quant_site& site, const quant_plan& plan, uint64_t seed,
                             bool again = false);
 
 // w = q(w*s)/s in place, with the site's format, rounding and last scale
