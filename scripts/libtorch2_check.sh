@@ -95,16 +95,19 @@ version=$(sed -n 's/^#define TORCH_VERSION_\(MAJOR\|MINOR\|PATCH\) \([0-9]*\).*/
 echo "libtorch2_check: LibTorch $version headers from $(basename "$deb")"
 
 # The build's own command for each translation unit of the targets built on
-# LibTorch (the trainer library and the step benchmark), with the 2.x headers
+# LibTorch (LIBTORCH_TARGETS), with the 2.x headers
 # searched first and -fsyntax-only instead of an object.
 python3 - "$commands" "$inc" <<'PY'
 import json, shlex, subprocess, sys
 commands, inc = sys.argv[1], sys.argv[2]
+# The targets that include LibTorch: the trainer, its test and tools, and the Python module binding it.
+LIBTORCH_TARGETS = ("altgrad_host_train", "altgrad_train_step_bench", "altgrad_products_tests",
+                    "altgrad_layer_probe", "altgrad_python_train")
 failed = 0
 checked = 0
 for entry in json.load(open(commands)):
     src = entry["file"]
-    if "/altgrad_host_train.dir/" not in entry["command"] and "/altgrad_train_step_bench.dir/" not in entry["command"]:
+    if not any(f"/{target}.dir/" in entry["command"] for target in LIBTORCH_TARGETS):
         continue
     args = shlex.split(entry["command"])
     out = []

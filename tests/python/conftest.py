@@ -109,3 +109,15 @@ def assert_product_within_bound(actual, a, b):
     a64, b64 = (np.asarray(t.detach() if hasattr(t, "detach") else t, np.float64) for t in (a, b))
     assert_sum_within_bound(np.asarray(actual.detach() if hasattr(actual, "detach") else actual), a64 @ b64,
                             np.abs(a64) @ np.abs(b64), a64.shape[1])
+
+
+def forward_weight_copy(layer, w):
+    """The weight's forward copy, q(W), as a QuantLinear whose input stays float32 uses it: the
+    layer's output for the identity matrix (each output one product with 1, the rest with 0: exact),
+    with w as its weight and no bias."""
+    import torch
+    with torch.no_grad():
+        layer.weight.copy_(w)
+        if layer.bias is not None:
+            layer.bias.zero_()
+        return layer(torch.eye(w.shape[1])).t().contiguous()

@@ -53,10 +53,10 @@ def test_quantize_model_gives_products_their_accumulators_as_configs_do():
         "rules": [{"pattern": "head", "forward": {"accumulator": "none"},
                    "weight_gradient": {"accumulator": {"format": "fp16"}}}]})
     fwd, dx, dw = model.fc.accumulators
-    assert (fwd.format.name, fwd.rounding, fwd.mma_depth, fwd.promote_every) == ("float", "toward-zero", 32, 128)
+    assert (fwd["format"], fwd["rounding"], fwd["mma_depth"], fwd["promote_every"]) == ("float", "toward-zero", 32, 128)
     assert dx is None and dw is None
     fwd, dx, dw = model.head.accumulators
-    assert fwd is None and dx is None and dw.format.name == "fp16"
+    assert fwd is None and dx is None and dw["format"] == "fp16"
     # No format: the layers quantize nothing, but they are QuantLinear for their accumulators.
     assert aqt.quantized_layers(model) == {"fc": (None, None, None), "head": (None, None, None)}
     model(torch.randn(3, 8)).sum().backward()
@@ -64,11 +64,12 @@ def test_quantize_model_gives_products_their_accumulators_as_configs_do():
 
 @pytest.mark.parametrize("accumulators, message", [
     ({"backward": {"format": "fp16"}}, "accumulators: unknown product 'backward'"),
-    ({"forward": {"rounding": "nearest"}}, "accumulators.forward.format: missing"),
-    ({"forward": {"format": "fp16", "depth": 4}}, "accumulators.forward.depth: unknown key"),
-    ({"forward": {"format": "fp16", "rounding": "stochastic"}}, "accumulators.forward:"),
+    ({"forward": {"rounding": "nearest"}}, "key 'quantization.forward.accumulator.format': missing"),
+    ({"forward": {"format": "fp16", "depth": 4}}, "key 'quantization.forward.accumulator.depth': unknown key"),
+    ({"forward": {"format": "fp16", "rounding": "stochastic"}},
+     "key 'quantization.forward.accumulator.rounding': expected nearest or toward-zero"),
     ({"forward": {"format": "float", "params": {"mantissa_bits": 22}, "rounding": "nearest"}},
-     "accumulators.forward: "),
+     r"key 'quantization.forward.accumulator' \(layer\): accumulator format 'float': nearest rounding"),
     ({"forward": {"format": "no_such_format"}}, "no_such_format"),
 ])
 def test_mistakes_are_refused_naming_the_product(accumulators, message):
@@ -82,14 +83,25 @@ def test_quantize_model_refuses_a_malformed_product_table():
         aqt.quantize_model(model, {"forward": {"format": "fp16"}})
 
 
-def test_an_instruction_accumulator_resolves_and_quantlinear_says_it_runs_the_model_only():
-    # The trainer runs a GPU instruction's products (docs/accumulation.md); QuantLinear does not yet.
-    recipe = {"forward": {"accumulator": {"instruction": "sm90_wgmma_fp8", "promote_every": 128}}}
+def test_a_product_through_a_gpu_instruction_is_the_trainers():
+    # sm90_wgmma_fp8 (K = 32) aligns each product to the largest exponent and truncates it to 13
+    # fractional bits below (docs/accumulation.md). E4M3 x = (1, 2^-9, 0...) and W = (1, 2^-6, 0...):
+    # 1 + 2^-15 exactly, whose 2^-15 lies below the 13 bits kept: the instruction gives 1, float32
+    # gives 1 + 2^-15. QuantLinear runs the trainer's layer, so it runs the instruction too.
+    recipe = {"weight_format": "e4m3", "activation_format": "e4m3",
+              "forward": {"accumulator": {"instruction": "sm90_wgmma_fp8", "promote_every": 128}}}
     resolved = altgrad.recipe.resolve(recipe, ["fc"])
     fwd = resolved.layers["fc"]["forward"]["accumulator"]
     assert (fwd["instruction"], fwd["format"], fwd["promote_every"]) == ("sm90_wgmma_fp8", "", 128)
-    model = torch.nn.Sequential()
-    model.add_module("fc", torch.nn.Linear(8, 8))
-    with pytest.raises(altgrad.Error, match="key 'quantization.forward.accumulator' \\(fc\\): instruction "
-                                            "'sm90_wgmma_fp8': QuantLinear sums products with the chunked model"):
-        aqt.quantize_model(model, recipe)
+    x = torch.zeros(1, 32)
+    x[0, :2] = torch.tensor([1.0, 2.0 ** -9])
+    w = torch.zeros(1, 32)
+    w[0, :2] = torch.tensor([1.0, 2.0 ** -6])
+    through = aqt.QuantLinear(32, 1, bias=False, recipe=resolved, layer="fc")
+    plain = aqt.QuantLinear(32, 1, bias=False, recipe={"weight_format": "e4m3", "activation_format": "e4m3"},
+                            layer="fc")
+    for layer in (through, plain):
+        with torch.no_grad():
+            layer.weight.copy_(w)
+    assert through(x).item() == 1.0
+    assert plain(x).item() == 1.0 + 2.0 ** -15

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import altgrad
-from conftest import assert_same_floats, run_host
+from conftest import assert_same_floats, forward_weight_copy, run_host
 
 E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])  # codes 0..7: an even index is an even mantissa
 
@@ -107,7 +107,7 @@ def test_the_nearest_rule_from_python_and_a_recipe(registry):
     assert resolved.layers["fc"]["forward"]["w"]["scale_rule"] == "nearest"
     layer = aqt.QuantLinear(2, 2, bias=False, recipe=recipe, layer="fc")
     w = torch.tensor([[8.4, 1.0], [9.0, 1.0]])
-    assert_same_floats(layer.first_uses["w"](w).numpy(), [[6, 1], [8, 1]])
+    assert_same_floats(forward_weight_copy(layer, w).numpy(), [[6, 1], [8, 1]])
 
 
 def test_block_options_refused_clearly(registry):

@@ -28,3 +28,12 @@ def test_the_installed_package_finds_the_installed_plugins(tmp_path):
     assert plugins == str(prefix / "lib" / "altgrad" / "plugins")
     # E4M3 (3 mantissa bits): 0.1 = 1.6 * 2^-4 rounds to 1.625 * 2^-4; 464 saturates to 448.
     assert values == "[0.1015625, 448.0]"
+    # altgrad.torch runs the installed trainer module (_train) on the installed plugins: a 1x1 layer
+    # whose weight 0.1 is E4M3's 0.1015625, times an input of 1.
+    code = ("import torch, altgrad.torch as aqt, altgrad._train as t; print(t.__file__); "
+            "q = aqt.QuantLinear(1, 1, bias=False, weight='e4m3'); q.weight.data.fill_(0.1); "
+            "print(q(torch.ones(1, 1)).item())")
+    p = subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    module, value = p.stdout.splitlines()
+    assert os.path.dirname(module) == str(package_root / "altgrad") and value == "0.1015625"

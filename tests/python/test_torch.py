@@ -4,7 +4,7 @@ import torch
 
 import altgrad
 import altgrad.torch as aqt
-from conftest import assert_sum_within_bound, bits, train_losses
+from conftest import assert_sum_within_bound, bits, forward_weight_copy, train_losses
 
 
 def test_ste_gradient_by_hand():
@@ -129,8 +129,8 @@ def test_tiles_that_do_not_divide_name_the_block_rows_key():
     # body.0's weight is [32, 4]: 32 rows, tiles of 3 rows do not divide it.
     model = aqt.quantize_model(Small(), {"weight_format": "e4m3", "weight": {"granularity": "block",
                                                                              "block_size": 4, "block_rows": 3}})
-    with pytest.raises(altgrad.Error, match=r"recipe: key 'quantization.weight.block_rows' \(body.0\): "
-                                            r"tiles of 3x4 do not divide"):
+    with pytest.raises(altgrad.Error, match=r"recipe: key 'quantization.weight.block_rows': "
+                                            r"tiles of 3x4 do not divide body.0.weight as \[32, 4\]"):
         model(torch.randn(2, 4))
 
 
@@ -171,7 +171,7 @@ def test_a_scale_format_plugin_gets_the_recipes_parameters():
         "params": {"float": {"exponent_bits": 4, "mantissa_bits": 3, "specials": "fn"}}})
     torch.manual_seed(1)
     w = torch.randn(32, 32) * 0.37
-    got = model.body[2].first_uses["w"](w.clone())
+    got = forward_weight_copy(model.body[2], w)
     e4m3 = aqt.default_registry().format("e4m3")
     want = e4m3.quantize(w.numpy(), block_size=4, scale_rule="nearest", scale_format="e4m3").output
     assert torch.equal(got, torch.from_numpy(want))

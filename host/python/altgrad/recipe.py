@@ -109,12 +109,26 @@ class Recipe:
     seed: the config's training.seed. source: the recipe's file, or "recipe".
     """
 
-    def __init__(self, resolved):
+    def __init__(self, resolved, text=None, overrides=()):
         self.globals = resolved["globals"]
         self.params = resolved["params"]
         self.layers = resolved["layers"]
         self.seed = resolved["seed"]
         self.source = resolved["source"]
+        self._text, self._overrides = text, list(overrides)
+        self._plans = {}
+
+    def plan(self, registry, seed=None):
+        """The trainer's quantization plan for these layers, in this order (altgrad._train.Plan:
+        train::assign_formats on this recipe), made once per registry and seed (None: the recipe's)
+        and shared by the layers that use it, as one run's plan is: what altgrad.torch.QuantLinear
+        runs."""
+        key = (registry.folder, seed)
+        if key not in self._plans:
+            from . import _train  # LibTorch's: loaded with altgrad.torch only
+            self._plans[key] = _train.Plan(registry.folder, self._text, self.source, self._overrides,
+                                           list(self.layers), None if seed is None else int(seed))
+        return self._plans[key]
 
     def where(self, key, layer):
         """A setting named as `altgrad-host run` names it in an error: the recipe's source, the key,
@@ -171,7 +185,7 @@ def resolve(recipe, layers, overrides=(), registry=None):
     text, source = _text_of(recipe)
     layers = [str(layer) for layer in layers]
     overrides = [str(o) for o in overrides]
-    resolved = Recipe(_native.resolve_recipe(text, source, overrides, layers))
+    resolved = Recipe(_native.resolve_recipe(text, source, overrides, layers), text, overrides)
     if registry is None:
         from . import default_registry
         registry = default_registry()
