@@ -312,6 +312,46 @@ TEST(SdkFusedDotAdd, EveryInstructionSetGivesTheReferenceBits) {
     }
 }
 
+// The SDK's float path (fused_dot_add.hpp: FP8-sized significands, F = 13)
+// where it must step aside: float32 operands of 8 significant bits at any
+// exponent (products that overflow float32, or that count and are
+// subnormal), results past E8M13's range and in its subnormals, a float32
+// subnormal operand now and then; with each instruction set, against the
+// reference.
+TEST(SdkFusedDotAdd, TheFloatPathsEdgesGiveTheReferenceBits) {
+    namespace sdk = altgrad::sdk;
+    const operand_format wide{"float32 of 8 significant bits", -126, [](std::mt19937_64& r) {
+                                  const float significand = 1.0f + static_cast<float>(code(r, 128)) / 128.0f;
+                                  const int exponent = static_cast<int>(code(r, 280)) - 150;  // -150 .. 129
+                                  const float v = std::ldexp(significand, std::min(exponent, 127));
+                                  return code(r, 2) ? -v : v;
+                              }};
+    std::vector<sdk::detail::vector_isa> isas = {sdk::detail::vector_isa::baseline};
+    if (sdk::detail::cpu_vector_isa() != sdk::detail::vector_isa::baseline)
+        isas.push_back(sdk::detail::vector_isa::avx2);
+    if (sdk::detail::cpu_vector_isa() == sdk::detail::vector_isa::avx512)
+        isas.push_back(sdk::detail::vector_isa::avx512);
+    std::mt19937_64 r(29);
+    for (const int halves : {1, 2}) {
+        const plugin_case p{"fp8-like", {}, shape(32, 13, halves, 0, output::e8m13), {&wide, &kE4M3}};
+        sdk::instruction ins;
+        ins.depth = 32;
+        ins.fraction_bits = 13;
+        ins.halves = static_cast<uint32_t>(halves);
+        ins.output = ALTGRAD_ACC_OUTPUT_E8M13;
+        for (int round = 0; round < 40; ++round) {
+            const call c = random_call(r, p, 1 + code(r, 9), 1 + code(r, 17), 32);
+            for (sdk::detail::vector_isa isa : isas) {
+                std::vector<float> d(c.m * c.n);
+                sdk::fused_dot_add(ins, c.args(d.data()), isa);
+                expect_reference(c, d, p.ins,
+                                 "halves " + std::to_string(halves) + ", round " + std::to_string(round) +
+                                     ", loops " + std::to_string(static_cast<int>(isa)));
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------- edge cases
 
 // One output of k products, all zero but those set, C 0; scales of 1 where the case takes them.

@@ -14,7 +14,9 @@
 // exponent and the sum of shifted products over the row pair, two plain loops
 // the compiler vectorizes (compiled for AVX-512, AVX2 and the baseline, picked
 // at run time like the format loops); an output whose operands or C hold a
-// NaN or Inf goes through the special-value rule instead.
+// NaN or Inf goes through the special-value rule instead. Where every product
+// is exact in float32 and the sums fit 24 bits (FP8 operands at F = 13), the
+// same loops run in float32 and int32 lanes: the float path, the same bits.
 #pragma once
 
 #include <algorithm>
@@ -194,7 +196,11 @@ struct split_rows {
     size_t segment = 0, stride = 0;
     std::vector<uint32_t> m;
     std::vector<int32_t> e, negative;
+    std::vector<float> value;      // the operands themselves (padding 0), for the float path
     std::vector<uint8_t> special;  // a NaN or Inf among the row's operands or scales
+    // Every operand of the row has at most 12 significant bits and splits
+    // without loss (a product of two is then exact in float32): the float path's condition.
+    std::vector<uint8_t> narrow;
 
     void reset(size_t rows, size_t segment_length, uint32_t halves) {
         segment = (segment_length + 7) / 8 * 8;
@@ -202,9 +208,22 @@ struct split_rows {
         m.assign(rows * stride, 0u);
         e.assign(rows * stride, kPadExponent);
         negative.assign(rows * stride, 0);
+        value.assign(rows * stride, 0.0f);
         special.assign(rows, 0);
+        narrow.assign(rows, 0);
     }
 };
+
+// Whether finite x has at most 12 significant bits and split_at(x, min_exponent) keeps them all.
+ALTGRAD_SDK_INLINE bool narrow_value(float x, const split_value& s) {
+    const uint32_t bits = float_bits(x);
+    if ((bits & 0x7FFFFFFFu) == 0) return true;
+    if ((bits & 0x7F800000u) == 0 || (bits & 0xFFFu) != 0) return false;  // a float32 subnormal, or wide
+    // The bits split_at drops below the format's smallest normal exponent must be zeros.
+    const int32_t shift = s.e - (static_cast<int32_t>((bits >> 23) & 0xFFu) - 127);
+    const uint32_t m = (bits & 0x7FFFFFu) | 0x800000u;
+    return shift == 0 || (shift < 24 && (m & ((1u << shift) - 1u)) == 0);
+}
 
 // Where element l of a row goes: its segment, then its place in it.
 inline size_t slot(size_t l, const instruction& ins, size_t segment) {
@@ -215,19 +234,23 @@ inline size_t slot(size_t l, const instruction& ins, size_t segment) {
 // Split row r of x (k values, with its UE8M0 scales folded in as exponents).
 inline void split_row(split_rows& rows, size_t r, const float* x, size_t k, int32_t min_exponent,
                       const float* scales, size_t block, const instruction& ins) {
-    uint8_t special = 0;
+    uint8_t special = 0, narrow = block == 0;  // the float path takes no block scales
     uint32_t* m = rows.m.data() + r * rows.stride;
     int32_t* e = rows.e.data() + r * rows.stride;
     int32_t* negative = rows.negative.data() + r * rows.stride;
+    float* value = rows.value.data() + r * rows.stride;
     for (size_t l = 0; l < k; ++l) {
         const float v = x[l];
         special |= !std::isfinite(v);
         const split_value s = split_at(std::isfinite(v) ? v : 0.0f, min_exponent);
+        narrow &= std::isfinite(v) && narrow_value(v, s);
         const size_t at = slot(l, ins, rows.segment);
         m[at] = s.m;
         e[at] = s.e;
         negative[at] = s.negative;
+        value[at] = v;
     }
+    rows.narrow[r] = narrow;
     for (size_t b = 0; block != 0 && b * block < k; ++b) {
         const float s = scales[b];
         special |= !std::isfinite(s);
@@ -303,7 +326,8 @@ inline special_tally tally_products(const float* a, const float* b, const float*
 struct call_view {
     const altgrad_accumulator_args& args;
     const instruction& ins;
-    size_t block;  // elements per scale along k, 0 without scales
+    size_t block;             // elements per scale along k, 0 without scales
+    bool float_path = false;  // the call may take the float path where its rows are narrow
 };
 
 // Output (i, j) from split rows a (row i) and b (row j), segment by segment;
@@ -355,21 +379,29 @@ struct split_columns {
     std::vector<int32_t> e;              // for the largest exponent
     std::vector<uint64_t> m;             // widened once, for the products
     std::vector<int64_t> e64, negative;  // widened once, for the shifts and signs
+    std::vector<float> value;            // the float path's operands
+    std::vector<uint8_t> narrow;         // per block of L columns: all of them narrow (split_rows)
 
-    void transpose(const split_rows& rows, size_t n) {
+    // with_values: the operands too, for a call that may take the float path.
+    void transpose(const split_rows& rows, size_t n, bool with_values) {
         stride = rows.stride;
         const size_t size = (n + kLanes - 1) / kLanes * stride * kLanes;
         e.assign(size, kPadExponent);
         m.assign(size, 0u);
         e64.assign(size, kPadExponent);
         negative.assign(size, 0);
-        for (size_t j = 0; j < n; ++j)
+        value.assign(with_values ? size : 0, 0.0f);
+        narrow.assign((n + kLanes - 1) / kLanes, with_values);
+        for (size_t j = 0; j < n; ++j) {
+            narrow[j / kLanes] &= rows.narrow[j];
             for (size_t l = 0; l < stride; ++l) {
                 const size_t at = ((j / kLanes) * stride + l) * kLanes + j % kLanes;
                 m[at] = rows.m[j * stride + l];
                 e[at] = e64[at] = rows.e[j * stride + l];
                 negative[at] = rows.negative[j * stride + l];
+                if (with_values) value[at] = rows.value[j * stride + l];
             }
+        }
     }
 };
 
@@ -406,6 +438,7 @@ struct lanes {
     typedef uint32_t u32 __attribute__((vector_size(kLanes * 4)));
     typedef int64_t i64 __attribute__((vector_size(kLanes * 8)));
     typedef uint64_t u64 __attribute__((vector_size(kLanes * 8)));
+    typedef float f32 __attribute__((vector_size(kLanes * 4)));
 };
 
 // v = the lanes at p (an out-parameter: a vector returned by value would be a
@@ -465,34 +498,119 @@ ALTGRAD_SDK_INLINE void lanes_dot_add(const uint32_t* ma, const int32_t* ea, con
     for (size_t w = 0; w < kLanes; ++w) c[w] = normalize_toward_zero(sum[w], largest[w] - f, bits);
 }
 
-// Row i's outputs, L at a time; an output with a NaN or Inf in reach
-// (in its operands, its C, or a first half's result) again by output_dot_add
-// (the special rule).
+// The float path: where every product of a call is exact in float32 (both
+// operands narrow, no block scales) and every aligned sum fits float32's 24
+// bits ((n + 1) * 2^(F + 2) <= 2^24: FP8 operands at F = 13, 32 deep), the
+// definition is float arithmetic. A term, trunc(|p| * 2^(F - E)) with its
+// sign, is the float product times the power of two 2^(F - E), exact, as
+// long as no product overflows and none that counts is a subnormal (lanes
+// outside that range are left to output_dot_add), converted to int32 (C's
+// conversion truncates toward zero); the terms and C's, integers below
+// 2^24, add exactly in int32; the sum converts back to float exactly, its
+// low 23 - bits fraction bits are cleared (truncation toward zero of the
+// magnitude), and 2^(E - F) is added to its exponent field, where the result
+// is a normal float32 (else output_dot_add again). The same bits as
+// lanes_dot_add, with 32-bit arithmetic in place of 64-bit.
+inline bool float_path_fits(const instruction& ins, size_t segment_length) {
+    return ins.output != ALTGRAD_ACC_OUTPUT_FLOAT16 && ins.group_size == 0 &&
+           (uint64_t{segment_length} + 1) << (ins.fraction_bits + 2) <= (uint64_t{1} << 24);
+}
+
+template <size_t kLanes>
+ALTGRAD_SDK_INLINE void lanes_dot_add_float(const float* va, const int32_t* ea,
+                                            const split_columns<kLanes>& bt, size_t at, size_t n, uint32_t* c,
+                                            bool* redo, const instruction& ins) {
+    typedef typename lanes<kLanes>::i32 lanes_i32;
+    typedef typename lanes<kLanes>::u32 lanes_u32;
+    typedef typename lanes<kLanes>::f32 lanes_f32;
+    const int32_t f = static_cast<int32_t>(ins.fraction_bits);
+    const int32_t bits = ins.output == ALTGRAD_ACC_OUTPUT_E8M13 ? 13 : 23;
+    const int32_t* eb = bt.e.data() + at * kLanes;
+    const float* vb = bt.value.data() + at * kLanes;
+    lanes_u32 cb;
+    lanes_i32 eb32;
+    load_lanes(cb, c);
+    const lanes_u32 field = (cb >> 23) & 0xFFu;
+    lanes_i32 largest = field != 0 ? (lanes_i32)field - 127 : -126;  // C split at -126
+    for (size_t l = 0; l < n; ++l) {
+        load_lanes(eb32, eb + l * kLanes);
+        const lanes_i32 e = ea[l] + eb32;
+        largest = e > largest ? e : largest;
+    }
+    // Lanes the float path cannot take: a product could overflow float32 (E > 125: each is below
+    // 2^(E + 2)), or one that counts (at least 2^(E - F)) could be a rounded subnormal (E - F < -126).
+    const lanes_i32 unscalable = (largest > 125) | (largest < f - 126);
+    const lanes_i32 scale_field = f - largest + 127;  // 2^(F - E)
+    lanes_f32 scale, cf, vb_l;
+    const lanes_u32 scale_bits = (lanes_u32)(unscalable ? 127 : scale_field) << 23;
+    std::memcpy(&scale, &scale_bits, sizeof scale);
+    std::memcpy(&cf, &cb, sizeof cf);
+    lanes_i32 sum = __builtin_convertvector(cf * scale, lanes_i32);
+    for (size_t l = 0; l < n; ++l) {
+        load_lanes(vb_l, vb + l * kLanes);
+        sum += __builtin_convertvector(vb_l * va[l] * scale, lanes_i32);
+    }
+    const lanes_f32 total = __builtin_convertvector(sum, lanes_f32);
+    lanes_u32 r;
+    std::memcpy(&r, &total, sizeof r);
+    r &= ~((1u << (23 - bits)) - 1u);
+    const lanes_i32 shift = largest - f;
+    const lanes_i32 result_field = (lanes_i32)((r >> 23) & 0xFFu) + shift;
+    const lanes_i32 bad = unscalable | ((sum != 0) & ((result_field < 1) | (result_field > 254)));
+    r = sum != 0 ? r + ((lanes_u32)shift << 23) : 0u;
+    for (size_t w = 0; w < kLanes; ++w) {
+        c[w] = r[w];
+        redo[w] |= bad[w] != 0;
+    }
+}
+
+// Outputs (i, j0 .. j0 + W) of row i, W side by side: C loaded, one segment
+// after another through `segment(at, c, redo)`, and an output with a NaN or
+// Inf in reach (in its operands, its C, or a first half's result) or marked
+// by the segment again by output_dot_add (the special rule).
+template <size_t kWidth, class Segment>
+ALTGRAD_SDK_INLINE void block_in_lanes(const call_view& v, size_t i, size_t j0, const split_rows& a,
+                                       const split_rows& b, Segment&& segment) {
+    const altgrad_accumulator_args& x = v.args;
+    const size_t width = std::min(kWidth, x.n - j0);
+    uint32_t c[kWidth] = {};
+    bool redo[kWidth] = {};
+    for (size_t w = 0; w < width; ++w) {
+        c[w] = float_bits(x.c[i * x.n + j0 + w]);
+        redo[w] = a.special[0] || b.special[j0 + w] || (c[w] & 0x7F800000u) == 0x7F800000u;
+    }
+    for (uint32_t s = 0; s < v.ins.halves; ++s) {
+        segment(s * a.segment, c, redo);
+        for (size_t w = 0; w < width; ++w) redo[w] |= (c[w] & 0x7F800000u) == 0x7F800000u;  // overflowed
+    }
+    for (size_t w = 0; w < width; ++w)
+        x.d[i * x.n + j0 + w] = redo[w] ? output_dot_add(v, i, j0 + w, a, 0, b) : bits_float(c[w]);
+}
+
+// Row i's outputs, L at a time: by the float path where this row and those
+// columns are narrow (and the call fits it), else by lanes_dot_add.
 template <size_t kLanes>
 ALTGRAD_SDK_INLINE void row_in_lanes(const call_view& v, size_t i, const split_rows& a, const split_rows& b,
                                      const split_columns<kLanes>& bt) {
     const altgrad_accumulator_args& x = v.args;
     for (size_t j0 = 0; j0 < x.n; j0 += kLanes) {
-        const size_t width = std::min(kLanes, x.n - j0);
-        uint32_t c[kLanes] = {};
-        bool redo[kLanes] = {};
-        for (size_t w = 0; w < width; ++w) {
-            c[w] = float_bits(x.c[i * x.n + j0 + w]);
-            redo[w] = a.special[0] || b.special[j0 + w] || (c[w] & 0x7F800000u) == 0x7F800000u;
+        const size_t block = (j0 / kLanes) * bt.stride;
+        if (a.narrow[0] && bt.narrow[j0 / kLanes]) {
+            block_in_lanes<kLanes>(v, i, j0, a, b, [&](size_t at, uint32_t* c, bool* redo) {
+                lanes_dot_add_float(a.value.data() + at, a.e.data() + at, bt, block + at, a.segment, c, redo,
+                                    v.ins);
+            });
+            continue;
         }
-        for (uint32_t s = 0; s < v.ins.halves; ++s) {
-            const size_t at = s * a.segment;
-            lanes_dot_add(a.m.data() + at, a.e.data() + at, a.negative.data() + at, bt,
-                          (j0 / kLanes) * bt.stride + at, a.segment, c, v.ins);
-            for (size_t w = 0; w < width; ++w) redo[w] |= (c[w] & 0x7F800000u) == 0x7F800000u;  // overflowed
-        }
-        for (size_t w = 0; w < width; ++w)
-            x.d[i * x.n + j0 + w] = redo[w] ? output_dot_add(v, i, j0 + w, a, 0, b) : bits_float(c[w]);
+        block_in_lanes<kLanes>(v, i, j0, a, b, [&](size_t at, uint32_t* c, bool*) {
+            lanes_dot_add(a.m.data() + at, a.e.data() + at, a.negative.data() + at, bt, block + at, a.segment,
+                          c, v.ins);
+        });
     }
 }
 
 // The non-grouped call: b's rows split once (and transposed into blocks of
-// L lanes for float32 and E8M13 outputs), then row by row of a.
+// lanes for float32 and E8M13 outputs), then row by row of a.
 template <size_t kLanes>
 ALTGRAD_SDK_INLINE void dot_add_body(const call_view& v) {
     const altgrad_accumulator_args& x = v.args;
@@ -505,7 +623,7 @@ ALTGRAD_SDK_INLINE void dot_add_body(const call_view& v) {
                   x.b_scales == nullptr ? nullptr : x.b_scales + j * scales_per_row, v.block, v.ins);
     const bool lanes = v.ins.output != ALTGRAD_ACC_OUTPUT_FLOAT16;
     split_columns<kLanes> bt;
-    if (lanes) bt.transpose(b, x.n);
+    if (lanes) bt.transpose(b, x.n, v.float_path);
     a.reset(1, segment_length, v.ins.halves);
     for (size_t i = 0; i < x.m; ++i) {
         split_row(a, 0, x.a + i * x.k, x.k, x.a_min_exponent,
@@ -636,7 +754,9 @@ inline void call_baseline(const call_view& v) { call_body<4>(v); }
 inline void fused_dot_add(const instruction& ins, const altgrad_accumulator_args& args,
                           detail::vector_isa isa = detail::cpu_vector_isa()) {
     if (args.m == 0 || args.n == 0) return;
-    const detail::call_view v{args, ins, scale_block(args.scale_kind)};
+    const size_t segment_length = ins.halves == 2 ? ins.depth / 2 : args.k;
+    const detail::call_view v{args, ins, scale_block(args.scale_kind),
+                              detail::float_path_fits(ins, segment_length)};
     switch (isa) {
         case detail::vector_isa::avx512: return detail::call_avx512(v);
         case detail::vector_isa::avx2: return detail::call_avx2(v);
