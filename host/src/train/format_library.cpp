@@ -9,13 +9,20 @@ std::shared_ptr<const format_handle> format_library::get(const std::string& name
     return load(name);
 }
 
+namespace {
+// What a parameter's error names its source as: the config's key (or a params
+// table) precedes it, as Python's registry says it ("params").
+const char* const kParams = "params";
+}  // namespace
+
 std::shared_ptr<const format_handle> format_library::load(const std::string& name) {
     auto it = handles_.find(name);
     if (it != handles_.end()) return it->second;
     const auto params = params_.find(name);
     try {
         return handles_[name] = format_handle::create(
-                   plugins_.load(name), params == params_.end() ? host::given_params{} : params->second);
+                   plugins_.load(name), params == params_.end() ? host::given_params{} : params->second,
+                   kParams);
     } catch (const error& e) {
         throw error(where_ + ": format '" + name + "': " + e.what());
     }
@@ -27,7 +34,7 @@ std::shared_ptr<const format_handle> format_library::accumulator_format(const st
     std::shared_ptr<const format_handle>& f = with_params_[{name, params}];
     if (f) return f;
     try {
-        return f = format_handle::create(plugins_.load(name), params);
+        return f = format_handle::create(plugins_.load(name), params, kParams);
     } catch (const error& e) {
         throw error("accumulator format '" + name + "': " + e.what());
     }
@@ -36,13 +43,13 @@ std::shared_ptr<const format_handle> format_library::accumulator_format(const st
 std::shared_ptr<const accumulator_handle> format_library::instruction(const std::string& name,
                                                                       const host::given_params& params) {
     std::shared_ptr<const accumulator_handle>& h = instructions_[{name, params}];
-    if (!h) h = accumulator_handle::create(plugins_.load(name, ALTGRAD_KIND_ACCUMULATOR), params);
+    if (!h) h = accumulator_handle::create(plugins_.load(name, ALTGRAD_KIND_ACCUMULATOR), params, kParams);
     return h;
 }
 
 std::shared_ptr<const transform_handle> format_library::transform(const config::transform_config& t) {
     std::shared_ptr<const transform_handle>& h = transforms_[{t.name, t.params}];
-    if (!h) h = transform_handle::create(plugins_.load(t.name, ALTGRAD_KIND_TRANSFORM), t.params);
+    if (!h) h = transform_handle::create(plugins_.load(t.name, ALTGRAD_KIND_TRANSFORM), t.params, kParams);
     return h;
 }
 
