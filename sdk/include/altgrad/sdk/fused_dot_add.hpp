@@ -448,6 +448,25 @@ ALTGRAD_SDK_INLINE void load_lanes(V& v, const T* p) {
     std::memcpy(&v, p, sizeof v);
 }
 
+// C's exponent per lane, split at -126 (a subnormal's and a zero's is -126),
+// from its float32 bits cb; then `largest` = the larger of it and
+// ea[l] + eb[l] over n products (eb: L columns per l), E of the definition.
+template <size_t kLanes>
+ALTGRAD_SDK_INLINE void largest_exponents(typename lanes<kLanes>::i32& ce,
+                                          typename lanes<kLanes>::i32& largest,
+                                          const typename lanes<kLanes>::u32& cb, const int32_t* ea,
+                                          const int32_t* eb, size_t n) {
+    typename lanes<kLanes>::i32 eb32;
+    const typename lanes<kLanes>::u32 field = (cb >> 23) & 0xFFu;
+    ce = field != 0 ? (typename lanes<kLanes>::i32)field - 127 : -126;
+    largest = ce;
+    for (size_t l = 0; l < n; ++l) {
+        load_lanes(eb32, eb + l * kLanes);
+        const typename lanes<kLanes>::i32 e = ea[l] + eb32;
+        largest = e > largest ? e : largest;
+    }
+}
+
 // One fused dot-add of n (padded) products for L outputs: row a against
 // a block of b's columns (at `at` in bt), onto and into c (float32 bits,
 // finite: the caller redoes any output whose operands or C are not).
@@ -463,17 +482,11 @@ ALTGRAD_SDK_INLINE void lanes_dot_add(const uint32_t* ma, const int32_t* ea, con
     const int32_t bits = ins.output == ALTGRAD_ACC_OUTPUT_E8M13 ? 13 : 23;
     const int32_t* eb = bt.e.data() + at * kLanes;
     lanes_u32 cb;
-    lanes_i32 eb32;
+    lanes_i32 ce, largest;
     load_lanes(cb, c);
+    largest_exponents<kLanes>(ce, largest, cb, ea, eb, n);
     const lanes_u32 field = (cb >> 23) & 0xFFu;
     const lanes_u32 cm = (cb & 0x7FFFFFu) | (field != 0 ? 0x800000u : 0u);  // split at -126, no branch
-    const lanes_i32 ce = field != 0 ? (lanes_i32)field - 127 : -126;
-    lanes_i32 largest = ce;
-    for (size_t l = 0; l < n; ++l) {
-        load_lanes(eb32, eb + l * kLanes);
-        const lanes_i32 e = ea[l] + eb32;
-        largest = e > largest ? e : largest;
-    }
     // C aligned: up = F - 23 - (largest - ce) bits to the left (usually right).
     const lanes_i32 up = f - 23 - (largest - ce);
     const lanes_u64 cm64 = __builtin_convertvector(cm, lanes_u64);
@@ -528,15 +541,9 @@ ALTGRAD_SDK_INLINE void lanes_dot_add_float(const float* va, const int32_t* ea,
     const int32_t* eb = bt.e.data() + at * kLanes;
     const float* vb = bt.value.data() + at * kLanes;
     lanes_u32 cb;
-    lanes_i32 eb32;
+    lanes_i32 ce, largest;
     load_lanes(cb, c);
-    const lanes_u32 field = (cb >> 23) & 0xFFu;
-    lanes_i32 largest = field != 0 ? (lanes_i32)field - 127 : -126;  // C split at -126
-    for (size_t l = 0; l < n; ++l) {
-        load_lanes(eb32, eb + l * kLanes);
-        const lanes_i32 e = ea[l] + eb32;
-        largest = e > largest ? e : largest;
-    }
+    largest_exponents<kLanes>(ce, largest, cb, ea, eb, n);
     // Lanes the float path cannot take: a product could overflow float32 (E > 125: each is below
     // 2^(E + 2)), or one that counts (at least 2^(E - F)) could be a rounded subnormal (E - F < -126).
     const lanes_i32 unscalable = (largest > 125) | (largest < f - 126);
