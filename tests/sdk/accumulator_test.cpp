@@ -278,15 +278,22 @@ TEST(AccumulatorPlugins, RandomOperandsGiveTheReferenceBits) {
     }
 }
 
-// The SDK's fused_dot_add (what every bundled plugin runs) with the loops of
-// each instruction set this CPU has: the reference's bits from each.
-TEST(SdkFusedDotAdd, EveryInstructionSetGivesTheReferenceBits) {
+// The instruction sets whose loops this CPU runs: the baseline, and AVX2 and AVX-512 where it has them.
+std::vector<altgrad::sdk::detail::vector_isa> this_cpus_isas() {
     namespace sdk = altgrad::sdk;
     std::vector<sdk::detail::vector_isa> isas = {sdk::detail::vector_isa::baseline};
     if (sdk::detail::cpu_vector_isa() != sdk::detail::vector_isa::baseline)
         isas.push_back(sdk::detail::vector_isa::avx2);
     if (sdk::detail::cpu_vector_isa() == sdk::detail::vector_isa::avx512)
         isas.push_back(sdk::detail::vector_isa::avx512);
+    return isas;
+}
+
+// The SDK's fused_dot_add (what every bundled plugin runs) with the loops of
+// each instruction set this CPU has: the reference's bits from each.
+TEST(SdkFusedDotAdd, EveryInstructionSetGivesTheReferenceBits) {
+    namespace sdk = altgrad::sdk;
+    const std::vector<sdk::detail::vector_isa> isas = this_cpus_isas();
     std::mt19937_64 r(7);
     for (const plugin_case& p : bundled_cases()) {
         SCOPED_TRACE(case_name(p));
@@ -326,11 +333,7 @@ TEST(SdkFusedDotAdd, TheFloatPathsEdgesGiveTheReferenceBits) {
                                   const float v = std::ldexp(significand, std::min(exponent, 127));
                                   return code(r, 2) ? -v : v;
                               }};
-    std::vector<sdk::detail::vector_isa> isas = {sdk::detail::vector_isa::baseline};
-    if (sdk::detail::cpu_vector_isa() != sdk::detail::vector_isa::baseline)
-        isas.push_back(sdk::detail::vector_isa::avx2);
-    if (sdk::detail::cpu_vector_isa() == sdk::detail::vector_isa::avx512)
-        isas.push_back(sdk::detail::vector_isa::avx512);
+    const std::vector<sdk::detail::vector_isa> isas = this_cpus_isas();
     std::mt19937_64 r(29);
     for (const int halves : {1, 2}) {
         const plugin_case p{"fp8-like", {}, shape(32, 13, halves, 0, output::e8m13), {&wide, &kE4M3}};
