@@ -545,17 +545,29 @@ ALTGRAD_SDK_INLINE void lanes_dot_add_float(const float* va, const int32_t* ea,
     load_lanes(cb, c);
     largest_exponents<kLanes>(ce, largest, cb, ea, eb, n);
     // Lanes the float path cannot take: a product could overflow float32 (E > 125: each is below
-    // 2^(E + 2)), or one that counts (at least 2^(E - F)) could be a rounded subnormal (E - F < -126).
+    // 2^(E + 2)), or one that counts (at least 2^(E - F)) could be a rounded subnormal (E - F < -126);
+    // an Inf or NaN C lands here too (its exponent is 128). Their terms are zeroed bit by bit before
+    // the conversion (an Inf or NaN converted to int32 would be undefined behaviour), and
+    // output_dot_add computes them again.
     const lanes_i32 unscalable = (largest > 125) | (largest < f - 126);
-    const lanes_i32 scale_field = f - largest + 127;  // 2^(F - E)
-    lanes_f32 scale, cf, vb_l;
-    const lanes_u32 scale_bits = (lanes_u32)(unscalable ? 127 : scale_field) << 23;
+    const lanes_u32 keep = ~(lanes_u32)unscalable;
+    const lanes_u32 scale_bits = ((lanes_u32)(f - largest + 127) & 0xFFu) << 23;  // 2^(F - E)
+    lanes_f32 scale, term, vb_l;
+    lanes_u32 term_bits;
     std::memcpy(&scale, &scale_bits, sizeof scale);
-    std::memcpy(&cf, &cb, sizeof cf);
-    lanes_i32 sum = __builtin_convertvector(cf * scale, lanes_i32);
+    std::memcpy(&term, &cb, sizeof term);
+    term *= scale;
+    std::memcpy(&term_bits, &term, sizeof term_bits);
+    term_bits &= keep;
+    std::memcpy(&term, &term_bits, sizeof term);
+    lanes_i32 sum = __builtin_convertvector(term, lanes_i32);
     for (size_t l = 0; l < n; ++l) {
         load_lanes(vb_l, vb + l * kLanes);
-        sum += __builtin_convertvector(vb_l * va[l] * scale, lanes_i32);
+        term = vb_l * va[l] * scale;
+        std::memcpy(&term_bits, &term, sizeof term_bits);
+        term_bits &= keep;
+        std::memcpy(&term, &term_bits, sizeof term);
+        sum += __builtin_convertvector(term, lanes_i32);
     }
     const lanes_f32 total = __builtin_convertvector(sum, lanes_f32);
     lanes_u32 r;
