@@ -166,15 +166,20 @@ class QuantLinear(torch.nn.Linear):
     def seed(self):
         return self._plan.seed
 
+    def _per_product(self, key):
+        # Each product's entry under `key`, in PRODUCTS' order; None for all with quantization off.
+        enabled = self.recipe.globals["enabled"]
+        return tuple(self.products[p][key] if enabled else None for p in PRODUCTS)
+
     @property
     def transforms(self):
         """Each product's transform ({"name", "params"}) or None, in PRODUCTS' order."""
-        return tuple(self.products[p]["transform"] if self.recipe.globals["enabled"] else None for p in PRODUCTS)
+        return self._per_product("transform")
 
     @property
     def accumulators(self):
         """Each product's accumulator (the recipe's table) or None, in PRODUCTS' order."""
-        return tuple(self.products[p]["accumulator"] if self.recipe.globals["enabled"] else None for p in PRODUCTS)
+        return self._per_product("accumulator")
 
     def formats(self):
         """(weight, activation, gradient) formats of the operands' first uses; None where not quantized."""
