@@ -326,7 +326,7 @@ struct batch {
 batch get(const dataset& d, split sp, uint64_t seed, uint64_t step, int64_t b, int64_t t) {
     batch out{std::vector<int64_t>(static_cast<size_t>(b * t)),
               std::vector<int64_t>(static_cast<size_t>(b * t))};
-    fill_batch(d, sp, seed, step, b, t, out.x.data(), out.y.data());
+    fill_batch(d, sp, seed, step, 0, b, t, out.x.data(), out.y.data());
     return out;
 }
 
@@ -357,6 +357,29 @@ TEST(DataBatch, RowsAreWindowsAndYIsXShifted) {
             }
         }
     }
+}
+
+// training.grad_accum: micro-batch m of b rows is rows m*b .. m*b+b-1 of the
+// step's whole batch, so A micro-batches see the batch of A*b rows.
+TEST(DataBatch, MicroBatchesAreSlicesOfTheWholeBatch) {
+    scratch s;
+    const dataset d = load(positions_folder(s, 5000, 600), 0.1, config::data_format::auto_detect, 65536);
+    const int64_t b = 3, T = 16, A = 4;
+    const batch whole = get(d, split::train, 99, 7, A * b, T);
+    for (int64_t m = 0; m < A; ++m) {
+        batch micro{std::vector<int64_t>(static_cast<size_t>(b * T)),
+                    std::vector<int64_t>(static_cast<size_t>(b * T))};
+        fill_batch(d, split::train, 99, 7, static_cast<uint64_t>(m * b), b, T, micro.x.data(),
+                   micro.y.data());
+        const auto from = static_cast<std::ptrdiff_t>(m * b * T), to = from + b * T;
+        EXPECT_EQ(micro.x, std::vector<int64_t>(whole.x.begin() + from, whole.x.begin() + to))
+            << "micro-batch " << m;
+        EXPECT_EQ(micro.y, std::vector<int64_t>(whole.y.begin() + from, whole.y.begin() + to))
+            << "micro-batch " << m;
+    }
+    // And they differ from each other (the rows are not all one window).
+    EXPECT_NE(std::vector<int64_t>(whole.x.begin(), whole.x.begin() + b * T),
+              std::vector<int64_t>(whole.x.begin() + b * T, whole.x.begin() + 2 * b * T));
 }
 
 TEST(DataBatch, PureFunctionOfSeedStepSplitAndRow) {
@@ -420,13 +443,13 @@ TEST(DataBatch, Errors) {
     const dataset d = load(positions_folder(s, 100, 40), 0.1, config::data_format::auto_detect, 65536);
     std::vector<int64_t> x(1000), y(1000);
     try {
-        fill_batch(d, split::val, 1, 0, 2, 64, x.data(), y.data());
+        fill_batch(d, split::val, 1, 0, 0, 2, 64, x.data(), y.data());
         FAIL() << "no error";
     } catch (const host::error& e) {
         EXPECT_STREQ(e.what(), "data: the validation split has 40 tokens; need at least block_size + 1 = 65");
     }
-    EXPECT_THROW(fill_batch(d, split::train, 1, 0, 0, 8, x.data(), y.data()), host::error);
-    EXPECT_THROW(fill_batch(d, split::train, 1, 0, 2, 0, x.data(), y.data()), host::error);
+    EXPECT_THROW(fill_batch(d, split::train, 1, 0, 0, 0, 8, x.data(), y.data()), host::error);
+    EXPECT_THROW(fill_batch(d, split::train, 1, 0, 0, 2, 0, x.data(), y.data()), host::error);
 }
 
 TEST(DataCheck, BlockSizeAndVocabulary) {

@@ -1453,5 +1453,95 @@ TEST(Reproducibility, ForcedCpuKernelsGiveTheSameBits) {
     EXPECT_NE(c, d) << "unpinned, SkylakeX/avx512 and Zen/default kernels computed the same bits";
 }
 
+// The first line of `kind` (and, for tensor lines, of `tensor`) at `step` in a run's metrics.
+nlohmann::json metrics_line(const fs::path& run_dir, const std::string& kind, int64_t step,
+                            const std::string& tensor = "") {
+    std::ifstream in(run_dir / "metrics.jsonl");
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto j = nlohmann::json::parse(line);
+        if (j.value("kind", "") == kind && j.value("step", int64_t{-1}) == step &&
+            (tensor.empty() || j.value("tensor", "") == tensor))
+            return j;
+    }
+    return nullptr;
+}
+
+double relative_difference(double a, double b) { return std::fabs(a - b) / std::fabs(b); }
+
+// training.grad_accum: two micro-batches of 2 rows are the batch of 4 rows
+// (the same rows: fill_batch's first_row), each backward at loss / 2, so in
+// float32 the first step's loss and gradient norm are the whole batch's up to
+// rounding (a mean of two means against one mean of four), and so is the
+// validation loss (each evaluation batch a whole step's, in two pieces).
+TEST(MicroBatches, TwoOfTwoRowsAreOneBatchOfFour) {
+    scratch s;
+    const fs::path cfg = s.config("fp32", "enabled = false\n");
+    const std::string once = " --set training.max_steps=1 --set training.warmup_steps=0";
+    ASSERT_EQ(run("run " + cfg.string() + once + " --out " + (s.path / "whole").string()).exit_code, 0);
+    const run_result r =
+        run("run " + cfg.string() + once + " --set training.batch_size=2 --set training.grad_accum=2 --out " +
+            (s.path / "two").string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const auto whole = metrics_line(s.path / "whole", "train", 1),
+               two = metrics_line(s.path / "two", "train", 1);
+    ASSERT_FALSE(whole.is_null());
+    ASSERT_FALSE(two.is_null());
+    EXPECT_LT(relative_difference(two["loss"], whole["loss"]), 1e-6) << two["loss"] << " " << whole["loss"];
+    EXPECT_LT(relative_difference(two["grad_norm"], whole["grad_norm"]), 1e-5)
+        << two["grad_norm"] << " " << whole["grad_norm"];
+    const auto val_whole = metrics_line(s.path / "whole", "val", 0),
+               val_two = metrics_line(s.path / "two", "val", 0);
+    ASSERT_FALSE(val_whole.is_null());
+    EXPECT_LT(relative_difference(val_two["val_loss"], val_whole["val_loss"]), 1e-6);
+    // One micro-batch of 2 rows alone is another batch: the test can tell.
+    ASSERT_EQ(
+        run("run " + cfg.string() + once + " --set training.batch_size=2 --out " + (s.path / "half").string())
+            .exit_code,
+        0);
+    EXPECT_GT(relative_difference(metrics_line(s.path / "half", "train", 1)["loss"], whole["loss"]), 1e-4);
+}
+
+// A step of two micro-batches keeps one record per tensor: the first layer's
+// input (embeddings through a LayerNorm, row by row: each row's values do not
+// depend on the other rows) has, at step 1, the whole batch's amax (the larger
+// of the halves'), its element count and the whole batch's overflow count
+// (scaling none: every micro-batch at scale 1), and with delayed scaling the
+// checkpoint's amax history holds that amax once, not once per micro-batch.
+TEST(MicroBatches, AStepRecordsEachTensorOnce) {
+    scratch s;
+    const std::string input = "blocks.0.attn.qkv.input";
+    const std::string once = " --set training.max_steps=1 --set training.warmup_steps=0";
+    for (const std::string scaling : {"none", "delayed"}) {
+        const fs::path cfg =
+            s.config(scaling, "activation_format = \"e5m2\"\nscaling = \"" + scaling + "\"\n");
+        const fs::path whole = s.path / (scaling + "-whole"), two = s.path / (scaling + "-two");
+        ASSERT_EQ(run("run " + cfg.string() + once + " --out " + whole.string()).exit_code, 0);
+        const run_result r =
+            run("run " + cfg.string() + once +
+                " --set training.batch_size=2 --set training.grad_accum=2 --out " + two.string());
+        ASSERT_EQ(r.exit_code, 0) << r.out;
+        const auto a = metrics_line(whole, "tensor", 1, input), b = metrics_line(two, "tensor", 1, input);
+        ASSERT_FALSE(a.is_null());
+        ASSERT_FALSE(b.is_null());
+        EXPECT_EQ(b["amax"].get<double>(), a["amax"].get<double>()) << scaling;
+        EXPECT_EQ(b["count"].get<double>(), 4.0 * 16 * 16) << scaling;
+        if (scaling == "none") {
+            EXPECT_EQ(b["overflow"].get<double>(), a["overflow"].get<double>());
+            EXPECT_EQ(b["underflow"].get<double>(), a["underflow"].get<double>());
+            continue;
+        }
+        const auto history = [&](const fs::path& run_dir) {
+            const auto state =
+                nlohmann::json::parse(std::ifstream(run_dir / "checkpoints" / "step_0000001" / "state.json"));
+            for (const auto& site : state["sites"])
+                if (site["name"] == input) return site["amax_history"];
+            return nlohmann::json();
+        };
+        EXPECT_EQ(history(two), nlohmann::json::array({a["amax"]}));
+        EXPECT_EQ(history(whole), nlohmann::json::array({a["amax"]}));
+    }
+}
+
 }  // namespace
 }  // namespace altgrad::test

@@ -114,7 +114,8 @@ struct data_config {
 
 struct training_config {
     int64_t max_steps = 500;      // 1..1e9
-    int64_t batch_size = 12;      // 1..65536
+    int64_t batch_size = 12;      // 1..65536: rows of one forward (a micro-batch)
+    int64_t grad_accum = 1;       // 1..65536: micro-batches per step, their gradients summed
     double learning_rate = 6e-4;  // (0, 10]
     double min_lr = 6e-5;         // [0, 10], <= learning_rate
     int64_t warmup_steps = 50;    // 0..1e9, <= max_steps

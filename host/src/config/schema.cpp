@@ -92,6 +92,7 @@ const section<training_config>& training_section() {
         "training",
         &run_config::training,
         {integer("max_steps", &T::max_steps, 1, kBillion), integer("batch_size", &T::batch_size, 1, 65536),
+         integer("grad_accum", &T::grad_accum, 1, 65536),
          number("learning_rate", &T::learning_rate, 0.0, true, 10.0, false),
          number("min_lr", &T::min_lr, 0.0, false, 10.0, false),
          integer("warmup_steps", &T::warmup_steps, 0, kBillion), choice("lr_schedule", &T::lr_schedule),

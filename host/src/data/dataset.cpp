@@ -408,8 +408,8 @@ uint64_t batch_offset(uint64_t seed, uint64_t step, split s, uint64_t row, uint6
     return static_cast<uint64_t>((static_cast<u128>(u) * range) >> 64);
 }
 
-void fill_batch(const dataset& d, split s, uint64_t seed, uint64_t step, int64_t batch_size,
-                int64_t block_size, int64_t* x, int64_t* y) {
+void fill_batch(const dataset& d, split s, uint64_t seed, uint64_t step, uint64_t first_row,
+                int64_t batch_size, int64_t block_size, int64_t* x, int64_t* y) {
     if (batch_size < 1) throw error("data: batch_size is " + std::to_string(batch_size) + "; expected >= 1");
     if (block_size < 1) throw error("data: block_size is " + std::to_string(block_size) + "; expected >= 1");
     const size_t n = d.size(s);
@@ -420,7 +420,7 @@ void fill_batch(const dataset& d, split s, uint64_t seed, uint64_t step, int64_t
     const uint16_t* t = d.tokens(s);
     const uint64_t range = n - block;  // offsets 0 .. n - block - 1
     for (int64_t r = 0; r < batch_size; ++r) {
-        const uint16_t* src = t + batch_offset(seed, step, s, static_cast<uint64_t>(r), range);
+        const uint16_t* src = t + batch_offset(seed, step, s, first_row + static_cast<uint64_t>(r), range);
         int64_t* xr = x + r * block_size;
         int64_t* yr = y + r * block_size;
         for (int64_t i = 0; i < block_size; ++i) {

@@ -74,8 +74,10 @@ private:
 // `where` prefixes every error, e.g. "configs/x.toml: data.path".
 dataset load_dataset(const data_options& o, const std::string& where);
 
-// The batch of step `step`: x[r*block_size + t] = tokens[offset_r + t] and
-// y[...] = tokens[offset_r + t + 1] (x, y: batch_size*block_size each, row-major).
+// Rows first_row .. first_row + batch_size - 1 of the batch of step `step`:
+// x[i*block_size + t] = tokens[offset_r + t] and y[...] = tokens[offset_r + t + 1],
+// r = first_row + i (x, y: batch_size*block_size each, row-major). A step's
+// micro-batch m of b rows is rows m*b .. m*b + b - 1 (training.grad_accum).
 // A pure function of (seed, step, split, block_size, row, the split's size):
 //   u_r      = splitmix64(splitmix64(splitmix64(seed) ^ step) ^ (2*r + (s == val)))
 //   offset_r = (u_r * (size - block_size)) >> 64     (128-bit product)
@@ -85,8 +87,8 @@ dataset load_dataset(const data_options& o, const std::string& where);
 // batch_size, and a resumed run sees exactly the batches of an uninterrupted one.
 // Throws host::error if batch_size or block_size < 1 or the split has fewer
 // than block_size + 1 tokens.
-void fill_batch(const dataset& d, split s, uint64_t seed, uint64_t step, int64_t batch_size,
-                int64_t block_size, int64_t* x, int64_t* y);
+void fill_batch(const dataset& d, split s, uint64_t seed, uint64_t step, uint64_t first_row,
+                int64_t batch_size, int64_t block_size, int64_t* x, int64_t* y);
 
 // The row offset fill_batch uses (exposed for tests and docs).
 uint64_t batch_offset(uint64_t seed, uint64_t step, split s, uint64_t row, uint64_t range);

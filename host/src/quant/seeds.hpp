@@ -19,6 +19,19 @@ constexpr uint64_t seed_of(uint64_t run_seed, uint64_t step, uint64_t stream) {
     return splitmix64(run_seed ^ splitmix64(step ^ splitmix64(stream)));
 }
 
+// The step key of micro-batch m of a step (training.grad_accum; in a
+// distributed run, every rank's share of the step, numbered across ranks):
+// the step itself for micro-batch 0, so a step of one micro-batch keeps its
+// bits, and m * 2^40 further on for the others (steps stay below 2^40).
+// Activations and gradients differ per micro-batch and take it; a weight's
+// copy and a product's transform are the same for every micro-batch of a
+// step, as TransformerEngine casts a weight once per step, and take the step.
+constexpr uint64_t micro_batch_key(uint64_t step, uint64_t micro_batch) { return step + (micro_batch << 40); }
+
+// The stream of dropout's generator, reseeded from (run seed, micro-batch
+// key, this stream) before each micro-batch when a step has more than one.
+constexpr uint64_t dropout_stream = uint64_t{1} << 63;
+
 // A layer's operand roles, in its streams' order.
 enum class operand_role : uint64_t { weight = 0, activation = 1, output_gradient = 2 };
 

@@ -23,10 +23,12 @@ uint64_t seed_of(const quant_plan& plan, uint64_t stream) {
     return quant::seed_of(plan.seed, plan.step, stream);
 }
 
-// The stochastic-rounding seed of an operand's copy, in `step`, of the layer whose sites start at s.
-uint64_t copy_seed(const quant_plan& plan, uint64_t step, size_t s, quant::operand_role role,
+// The stochastic-rounding seed of an operand's copy, in micro-batch `micro`
+// of `step`, of the layer whose sites start at s (a weight's: the step's).
+uint64_t copy_seed(const quant_plan& plan, uint64_t step, uint64_t micro, size_t s, quant::operand_role role,
                    bool second_copy = false) {
-    return quant::seed_of(plan.seed, step,
+    const uint64_t key = role == quant::operand_role::weight ? step : quant::micro_batch_key(step, micro);
+    return quant::seed_of(plan.seed, key,
                           quant::operand_stream(s / 3, role, plan.second_uses.size(), second_copy));
 }
 
@@ -561,14 +563,16 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         const std::array<second_use, 3>& second = plan->second_uses[s / 3];
         using config::product_kind;
         const product_transform& tf = transform_of(*plan, s, product_kind::forward);
-        // The step keys every seed of this call, its backward's too (Python's layers count their own).
-        const uint64_t step = plan->step;
+        // The step and micro-batch key every seed of this call, its backward's
+        // too (Python's layers count their own steps).
+        const uint64_t step = plan->step, micro = plan->micro_batch;
         const uint64_t seed = transform_seed(*plan, step, s, product_kind::forward);
-        const torch::Tensor qx = fake_quantize(transformed(x, tf, seed), x_site, *plan,
-                                               copy_seed(*plan, step, s, quant::operand_role::activation));
+        const torch::Tensor qx =
+            fake_quantize(transformed(x, tf, seed), x_site, *plan,
+                          copy_seed(*plan, step, micro, s, quant::operand_role::activation));
         const made_by x_by = copy_by(x_site, qx.size(-1));
         const torch::Tensor qw = fake_quantize(transformed(w, tf, seed), w_site, *plan,
-                                               copy_seed(*plan, step, s, quant::operand_role::weight));
+                                               copy_seed(*plan, step, micro, s, quant::operand_role::weight));
         const made_by w_by = copy_by(w_site, qw.size(-1));
         // The unquantized operands, for their second copies (empty when not needed).
         const torch::Tensor none;
@@ -579,6 +583,7 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         ctx->saved_data["plan"] = reinterpret_cast<int64_t>(plan);
         ctx->saved_data["site"] = first_site;
         ctx->saved_data["step"] = static_cast<int64_t>(step);
+        ctx->saved_data["micro_batch"] = static_cast<int64_t>(micro);
         ctx->saved_data["bias"] = b.numel() > 0;
         ctx->saved_data["x_scales"] = x_by.scales;  // the first copies' block scales, for their second uses
         ctx->saved_data["w_scales"] = w_by.scales;
@@ -599,6 +604,7 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         quant_plan& plan = *reinterpret_cast<quant_plan*>(ctx->saved_data["plan"].toInt());
         const size_t s = static_cast<size_t>(ctx->saved_data["site"].toInt());
         const uint64_t step = static_cast<uint64_t>(ctx->saved_data["step"].toInt());
+        const uint64_t micro = static_cast<uint64_t>(ctx->saved_data["micro_batch"].toInt());
         quant_site &w_site = plan.sites[s], &x_site = plan.sites[s + 1], &g_site = plan.sites[s + 2];
         const std::array<second_use, 3>& second = plan.second_uses[s / 3];
         const int64_t out = qw.size(0), in = qw.size(1);
@@ -612,22 +618,24 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         using quant::operand_role;
         const torch::Tensor qg =
             fake_quantize(transformed(grads[0], tdx, dx_seed), g_site, plan,
-                          copy_seed(plan, step, s, operand_role::output_gradient));  // along out
+                          copy_seed(plan, step, micro, s, operand_role::output_gradient));  // along out
         const made_by g_by = copy_by(g_site, out);
         const torch::Tensor g2 = grads[0].reshape({-1, out});
         // W along out for dx = dy w, as [in, out]; used transposed.
         const copy_made w_cols = second_copy(
             w.defined() ? w.t() : w, qw.t(), w_site,
             copy_by(w_site, in, ctx->saved_data["w_scales"].toTensor()), second[0], plan,
-            copy_seed(plan, step, s, operand_role::weight, true), tf.handle != nullptr, tdx, dx_seed);
+            copy_seed(plan, step, micro, s, operand_role::weight, true), tf.handle != nullptr, tdx, dx_seed);
         // dy and x along the tokens for dw = dy^T x, as [features, tokens].
-        const copy_made g_t = second_copy(g2.t(), qg.reshape({-1, out}).t(), g_site, g_by, second[2], plan,
-                                          copy_seed(plan, step, s, operand_role::output_gradient, true),
-                                          tdx.handle != nullptr, tdw, dw_seed);
-        const copy_made x_t = second_copy(
-            x.defined() ? x.reshape({-1, in}).t() : x, qx.reshape({-1, in}).t(), x_site,
-            copy_by(x_site, in, ctx->saved_data["x_scales"].toTensor()), second[1], plan,
-            copy_seed(plan, step, s, operand_role::activation, true), tf.handle != nullptr, tdw, dw_seed);
+        const copy_made g_t =
+            second_copy(g2.t(), qg.reshape({-1, out}).t(), g_site, g_by, second[2], plan,
+                        copy_seed(plan, step, micro, s, operand_role::output_gradient, true),
+                        tdx.handle != nullptr, tdw, dw_seed);
+        const copy_made x_t =
+            second_copy(x.defined() ? x.reshape({-1, in}).t() : x, qx.reshape({-1, in}).t(), x_site,
+                        copy_by(x_site, in, ctx->saved_data["x_scales"].toTensor()), second[1], plan,
+                        copy_seed(plan, step, micro, s, operand_role::activation, true), tf.handle != nullptr,
+                        tdw, dw_seed);
         const product_accumulators& acc = plan.accumulators[s / 3];
         const product_accumulator& dx_acc = acc[static_cast<size_t>(config::product_kind::input_gradient)];
         const product_accumulator& dw_acc = acc[static_cast<size_t>(config::product_kind::weight_gradient)];

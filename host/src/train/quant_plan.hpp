@@ -140,6 +140,9 @@ struct quant_plan {
     // Set by the trainer before each step's forward (Python's QuantLinear:
     // before each call, its own count); a layer's call keeps it for its backward.
     uint64_t step = 0;
+    // The micro-batch of the step being run (train/step_totals.hpp): with the
+    // step, it keys the rounding of activations and gradients (quant/seeds.hpp).
+    uint64_t micro_batch = 0;
     // On a diagnostic step: keep each site's input (quant_site::captured) and
     // every attention layer's softmax output, for the diagnostic plugins.
     bool capture = false;

@@ -13,8 +13,8 @@ const std::vector<step_metric_computation>& host_step_metrics() {
         {"grad_norm", [](const step_inputs& in) { return in.grad_norm; }},
         {"tokens_per_s",
          [](const step_inputs& in) {
-             const double tokens =
-                 static_cast<double>(in.config.training.batch_size * in.config.model.block_size);
+             const double tokens = static_cast<double>(
+                 in.config.training.batch_size * in.config.training.grad_accum * in.config.model.block_size);
              return tokens / std::max(in.seconds, 1e-9);
          }},
         {"grad_sparsity",

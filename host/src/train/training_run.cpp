@@ -14,6 +14,7 @@
 #include "config/writer.hpp"
 #include "data/ngram.hpp"
 #include "plugins/call_record.hpp"
+#include "quant/seeds.hpp"
 #include "run/supervise.hpp"
 #include "stability/failure_report.hpp"
 #include "util/cpu_kernels.hpp"
@@ -397,27 +398,45 @@ run_result training_run::run() {
 // ------------------------------------------------------------------ phases
 
 training_run::step_result training_run::forward_backward() {
-    const config::training_config& tc = c_.training;
     lr_ = learning_rate_at(step_);
     for (auto& group : optimizer_->param_groups())
         static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr_);
-    const int64_t B = tc.batch_size, T = c_.model.block_size;
-    data::fill_batch(data_, data::split::train, static_cast<uint64_t>(tc.seed), static_cast<uint64_t>(step_),
-                     B, T, xb_.data(), yb_.data());
     plan_.step = static_cast<uint64_t>(step_);
-    plan_.capture = !diagnostics_.empty() && is_diagnostic_step(step_ + 1);
-    const auto long_opts = torch::TensorOptions().dtype(torch::kLong);
-    const torch::Tensor x = torch::from_blob(xb_.data(), {B, T}, long_opts).to(device_);
-    const torch::Tensor y = torch::from_blob(yb_.data(), {B, T}, long_opts).to(device_);
+    const bool capture = !diagnostics_.empty() && is_diagnostic_step(step_ + 1);
 
     optimizer_->zero_grad();
-    const torch::Tensor loss = model_->forward(x, y).second;
-    loss.backward();
+    step_totals totals(plan_);
     step_result r;
-    r.loss = loss.item<double>();
+    r.loss = 0;
+    for (int64_t m = 0; m < c_.training.grad_accum; ++m) r.loss += micro_batch(m, capture, totals);
+    totals.finish(plan_);
     r.grad_norm = torch::nn::utils::clip_grad_norm_(parameters_, INFINITY);  // measures only
     r.finite = std::isfinite(r.loss) && std::isfinite(r.grad_norm);
     return r;
+}
+
+// Micro-batch m of the step's M: rows m*b .. m*b+b-1 of its batch, forward
+// and backward at loss / M, so the parameters' gradients sum to the whole
+// batch's mean. Returns its loss / M (the step's loss is their sum, in order).
+double training_run::micro_batch(int64_t m, bool capture, step_totals& totals) {
+    const int64_t B = c_.training.batch_size, T = c_.model.block_size, M = c_.training.grad_accum;
+    totals.begin_micro_batch(plan_);
+    plan_.micro_batch = static_cast<uint64_t>(m);
+    plan_.capture = capture && m == 0;  // diagnostics see micro-batch 0's tensors
+    data::fill_batch(data_, data::split::train, static_cast<uint64_t>(c_.training.seed),
+                     static_cast<uint64_t>(step_), static_cast<uint64_t>(m * B), B, T, xb_.data(),
+                     yb_.data());
+    if (M > 1 && c_.model.dropout > 0)  // each micro-batch's masks from its own key, wherever it runs
+        torch::manual_seed(quant::seed_of(static_cast<uint64_t>(c_.training.seed),
+                                          quant::micro_batch_key(plan_.step, plan_.micro_batch),
+                                          quant::dropout_stream));
+    const auto long_opts = torch::TensorOptions().dtype(torch::kLong);
+    const torch::Tensor x = torch::from_blob(xb_.data(), {B, T}, long_opts).to(device_);
+    const torch::Tensor y = torch::from_blob(yb_.data(), {B, T}, long_opts).to(device_);
+    const torch::Tensor loss = model_->forward(x, y).second;
+    (M > 1 ? loss / static_cast<double>(M) : loss).backward();
+    totals.add_micro_batch(plan_);
+    return loss.item<double>() / static_cast<double>(M);
 }
 
 training_run::step_actions training_run::ask_interventions(const step_result& r) {
@@ -562,19 +581,24 @@ void training_run::evaluate() {
     torch::NoGradGuard no_grad;
     model_->eval();
     double total = 0;
-    const int64_t B = c_.training.batch_size, T = c_.model.block_size;
+    const int64_t B = c_.training.batch_size, T = c_.model.block_size, M = c_.training.grad_accum;
     std::vector<int64_t> x(static_cast<size_t>(B * T)), y(x.size());
+    // Evaluation batches are the same every time: steps 0..eval_batches-1 of
+    // the split, each the whole batch of a step (M micro-batches of B rows),
+    // so the validation set does not depend on how a step's batch is split.
     for (int64_t i = 0; i < c_.training.eval_batches; ++i) {
-        // Evaluation batches are the same every time: steps 0..eval_batches-1 of the split.
-        data::fill_batch(data_, data::split::val, static_cast<uint64_t>(c_.training.seed),
-                         static_cast<uint64_t>(i), B, T, x.data(), y.data());
-        const auto opts = torch::TensorOptions().dtype(torch::kLong);
-        const torch::Tensor xt = torch::from_blob(x.data(), {B, T}, opts).to(device_);
-        const torch::Tensor yt = torch::from_blob(y.data(), {B, T}, opts).to(device_);
-        total += model_->forward(xt, yt).second.item<double>();
+        for (int64_t m = 0; m < M; ++m) {
+            data::fill_batch(data_, data::split::val, static_cast<uint64_t>(c_.training.seed),
+                             static_cast<uint64_t>(i), static_cast<uint64_t>(m * B), B, T, x.data(),
+                             y.data());
+            const auto opts = torch::TensorOptions().dtype(torch::kLong);
+            const torch::Tensor xt = torch::from_blob(x.data(), {B, T}, opts).to(device_);
+            const torch::Tensor yt = torch::from_blob(y.data(), {B, T}, opts).to(device_);
+            total += model_->forward(xt, yt).second.item<double>();
+        }
     }
     model_->train();
-    const double val = total / static_cast<double>(c_.training.eval_batches);
+    const double val = total / static_cast<double>(c_.training.eval_batches * M);
     run::val_line line{step_, {}};
     line.values.set("val_loss", val);
     metrics_->write(line);

@@ -2,7 +2,9 @@
 // in it). run() is the loop; each phase is one member:
 //   set up        the constructor: config, data, plugins, model, optimizer,
 //                 run directory (new, or resumed from its latest checkpoint)
-//   step          forward_backward: one batch through the quantized model
+//   step          forward_backward: one batch through the quantized model, as
+//                 training.grad_accum micro-batches (micro_batch), their
+//                 gradients summed and their statistics kept once (step_totals)
 //   intervene     ask_interventions: what the stability plugins want (clip,
 //                 skip, switch formats); apply_switches after the update
 //   update        update: the optimizer step, unless skipped or non-finite
@@ -38,6 +40,7 @@
 #include "train/model.hpp"
 #include "train/quant_plan.hpp"
 #include "train/step_metrics.hpp"
+#include "train/step_totals.hpp"
 #include "train/trainer.hpp"
 
 namespace altgrad::host::train {
@@ -64,6 +67,7 @@ private:
     };
 
     step_result forward_backward();
+    double micro_batch(int64_t m, bool capture, step_totals& totals);
     step_actions ask_interventions(const step_result& r);
     void update(const step_result& r, const step_actions& todo);
     run::train_line measure(const step_result& r, double step_seconds);
