@@ -14,6 +14,7 @@ packages=(
   nlohmann-json3-dev                   # the run directory's JSON (metrics, summaries, checkpoint state)
   libgtest-dev libbenchmark-dev        # tests and benchmarks
   libtorch-dev libopenblas0-pthread    # tensors and autograd for the trainer, a fast BLAS
+  libgloo-dev                          # the headers of LibTorch's c10d Gloo backend (distributed runs)
   fortunes                             # the default text corpus
   gnuplot-nox                          # report figures (the report tests draw them)
   pngquant xz-utils                    # scripts/experiments.sh: the published figures and tables, compressed

@@ -21,6 +21,13 @@ const name_table<lr_schedule_kind>& lr_schedule_names() {
                                                 {lr_schedule_kind::constant, "constant"}};
     return t;
 }
+const name_table<distributed_backend>& backend_names() {
+    static const name_table<distributed_backend> t{{distributed_backend::automatic, "auto"},
+                                                   {distributed_backend::gloo, "gloo"},
+                                                   {distributed_backend::nccl, "nccl"}};
+    return t;
+}
+
 const name_table<compute_device>& device_names() {
     static const name_table<compute_device> t{{compute_device::cpu, "cpu"}, {compute_device::cuda, "cuda"}};
     return t;

@@ -225,8 +225,9 @@ private:
         return t == nullptr ? nullptr : t->get(leaf_of(key));
     }
 
+    // A section's table; a dotted name ("training.distributed") is a table in a table.
     static const toml::table* section_table(const toml::table& doc, const char* name) {
-        const toml::node* n = doc.get(name);
+        const toml::node* n = doc.at_path(name).node();
         return n == nullptr ? nullptr : n->as_table();
     }
 
@@ -258,8 +259,10 @@ private:
         }
     }
 
-    // The tables inside [quantization]: the role and the product tables.
+    // The tables inside a section: [training.distributed], and in [quantization]
+    // the role and the product tables.
     static bool is_subtable(const std::string& key) {
+        if (key == distributed_section().name) return true;
         for (const role_table& r : role_tables())
             if (key == r.key()) return true;
         for (size_t p = 0; p < kProducts; ++p)

@@ -46,6 +46,8 @@ enum class activation_function { gelu, swiglu };
 enum class data_format { auto_detect, text, nanogpt };  // auto_detect: a folder holding train.bin is nanogpt
 enum class lr_schedule_kind { cosine, constant };
 enum class compute_device { cpu, cuda };
+// The c10d backend of a distributed run: auto is gloo on the CPU, nccl with device "cuda".
+enum class distributed_backend { automatic, gloo, nccl };
 // The kernels' terms, which quant/ owns (quant/vocabulary.hpp): per-tensor
 // scaling, granularity, the scale rules.
 using quant::amax_compute_kind;
@@ -84,6 +86,7 @@ const name_table<activation_function>& activation_names();  // gelu, swiglu
 const name_table<data_format>& data_format_names();         // auto, text, nanogpt
 const name_table<lr_schedule_kind>& lr_schedule_names();    // cosine, constant
 const name_table<compute_device>& device_names();           // cpu, cuda
+const name_table<distributed_backend>& backend_names();     // auto, gloo, nccl
 using quant::amax_compute_names;
 using quant::first_scale_names;
 using quant::granularity_names;
@@ -130,6 +133,14 @@ struct training_config {
     int64_t log_interval = 10;   // 1..1e9
     compute_device device = compute_device::cpu;
     int64_t threads = 1;  // 0..1024; 0 = all cores
+};
+
+// [training.distributed]: how the ranks of a data-parallel run talk
+// (docs/distributed.md). Where the ranks are comes from the launcher's
+// environment (run --nproc, torchrun, srun), not from the config.
+struct distributed_config {
+    distributed_backend backend = distributed_backend::automatic;
+    int64_t timeout_s = 300;  // 1..86400: how long a rank waits for the others before the run stops
 };
 
 // Parameters for plugins, as given: plugin name -> key -> value text (a TOML
@@ -340,6 +351,7 @@ struct run_config {
     model_config model;
     data_config data;
     training_config training;
+    distributed_config distributed;
     quantization_config quantization;
     stability_config stability;
     diagnostics_config diagnostics;

@@ -14,6 +14,7 @@ const name_table<activation_function>& names_for(activation_function) { return a
 const name_table<data_format>& names_for(data_format) { return data_format_names(); }
 const name_table<lr_schedule_kind>& names_for(lr_schedule_kind) { return lr_schedule_names(); }
 const name_table<compute_device>& names_for(compute_device) { return device_names(); }
+const name_table<distributed_backend>& names_for(distributed_backend) { return backend_names(); }
 const name_table<scaling_mode>& names_for(scaling_mode) { return scaling_names(); }
 const name_table<amax_compute_kind>& names_for(amax_compute_kind) { return amax_compute_names(); }
 const name_table<granularity_kind>& names_for(granularity_kind) { return granularity_names(); }
@@ -103,6 +104,15 @@ const section<training_config>& training_section() {
          integer("eval_batches", &T::eval_batches, 1, 1000000),
          integer("log_interval", &T::log_interval, 1, kBillion), choice("device", &T::device),
          integer("threads", &T::threads, 0, 1024)}};
+    return s;
+}
+
+const section<distributed_config>& distributed_section() {
+    using D = distributed_config;
+    static const section<D> s{
+        "training.distributed",
+        &run_config::distributed,
+        {choice("backend", &D::backend), integer("timeout_s", &D::timeout_s, 1, 86400)}};
     return s;
 }
 

@@ -27,6 +27,7 @@ const name_table<activation_function>& names_for(activation_function);
 const name_table<data_format>& names_for(data_format);
 const name_table<lr_schedule_kind>& names_for(lr_schedule_kind);
 const name_table<compute_device>& names_for(compute_device);
+const name_table<distributed_backend>& names_for(distributed_backend);
 const name_table<scaling_mode>& names_for(scaling_mode);
 const name_table<amax_compute_kind>& names_for(amax_compute_kind);
 const name_table<granularity_kind>& names_for(granularity_kind);
@@ -48,8 +49,9 @@ struct field {
     using member_ptr =
         std::variant<int64_t S::*, double S::*, bool S::*, std::string S::*, altgrad_rounding S::*,
                      altgrad_overflow S::*, activation_function S::*, data_format S::*, lr_schedule_kind S::*,
-                     compute_device S::*, scaling_mode S::*, amax_compute_kind S::*, granularity_kind S::*,
-                     scale_rule_kind S::*, copy_source S::*, tensor_scale_kind S::*, first_scale_kind S::*>;
+                     compute_device S::*, distributed_backend S::*, scaling_mode S::*, amax_compute_kind S::*,
+                     granularity_kind S::*, scale_rule_kind S::*, copy_source S::*, tensor_scale_kind S::*,
+                     first_scale_kind S::*>;
     field(const char* k, kind t, member_ptr m) : key(k), type(t), member(m) {}
 
     const char* key;
@@ -71,6 +73,7 @@ struct section {
 const section<model_config>& model_section();
 const section<data_config>& data_section();
 const section<training_config>& training_section();
+const section<distributed_config>& distributed_section();  // [training.distributed]
 // Without `rules`, which has a reader of its own.
 const section<quantization_config>& quantization_section();
 const section<failure_config>& failure_section();
@@ -81,6 +84,7 @@ void for_each_section(F&& f) {
     f(model_section());
     f(data_section());
     f(training_section());
+    f(distributed_section());
     f(quantization_section());
     f(failure_section());
     f(output_section());

@@ -37,6 +37,19 @@ inline constexpr int kInterruptedExitCode = 130;
 // Either way the process that trains has its stop handlers installed.
 std::optional<int> supervise_training(const std::filesystem::path& plugins_dir, std::ostream& err);
 
+// `run --nproc N`: N ranks of one distributed run on this machine
+// (docs/distributed.md), watched by this process as supervise_training
+// watches one. Forks N times; call it before anything starts threads. Each
+// rank gets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR = 127.0.0.1 and
+// MASTER_PORT (the environment's, else a free loopback port) and returns
+// nothing, its stop handlers installed. The watcher passes SIGINT and SIGTERM
+// on to every rank and, once all have ended, returns the status `run` exits
+// with: kCrashedExitCode when a signal killed a rank (the other ranks are
+// killed at once, and summary.json says "crashed", naming the rank, its
+// plugin and call), else rank 0's status, or a failing rank's when rank 0's
+// is 0. Throws host::error when it cannot start them.
+std::optional<int> supervise_ranks(int ranks, const std::filesystem::path& plugins_dir, std::ostream& err);
+
 // The signal (SIGINT or SIGTERM) that asked this training process to stop, 0 when none did.
 int stop_requested();
 

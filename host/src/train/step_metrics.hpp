@@ -22,6 +22,7 @@ struct step_inputs {
     double loss = NAN, grad_norm = NAN;  // of the forward and backward pass
     double learning_rate = NAN;
     double seconds = NAN;  // the step's wall-clock time
+    double tokens = NAN;   // the tokens the step trained on, every rank's micro-batches
     const config::run_config& config;
     const quant_plan& plan;                        // each quantized tensor at its last use
     const std::vector<torch::Tensor>& parameters;  // after the update (gradients clipped)

@@ -95,6 +95,11 @@ std::vector<double> step_totals::packed() const {
     return out;
 }
 
+void step_totals::fold_ranks(const std::vector<std::vector<double>>& packed_by_rank) {
+    totals_.assign(totals_.size(), site_total{});
+    for (const std::vector<double>& rank : packed_by_rank) add_packed(rank);
+}
+
 void step_totals::add_packed(const std::vector<double>& later) {
     if (later.size() != totals_.size() * kPackedPerSite)
         throw error("step totals: " + std::to_string(later.size()) + " packed values for " +

@@ -41,9 +41,10 @@ public:
     void finish(quant_plan& plan) const;
 
     // The totals as doubles, to exchange between ranks (counts are exact below
-    // 2^53), and back: add_packed folds packed totals in as add() does.
+    // 2^53), and back: fold_ranks makes these totals every rank's packed
+    // totals folded in rank order (as add() folds), this rank's among them.
     std::vector<double> packed() const;
-    void add_packed(const std::vector<double>& later);
+    void fold_ranks(const std::vector<std::vector<double>>& packed_by_rank);
 
 private:
     struct site_total {
@@ -54,6 +55,8 @@ private:
         quant::block_scale_stats blocks;
         void add(const site_total& later);
     };
+    void add_packed(const std::vector<double>& later);
+
     std::vector<quant::scaling_state> start_;
     std::vector<site_total> totals_;
 };

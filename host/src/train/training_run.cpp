@@ -236,11 +236,15 @@ torch::Device training_device(const config::run_config& c, const quant_plan& pla
 // ------------------------------------------------------------------ set up
 
 training_run::training_run(const run_request& req, std::ostream& log)
-    : log_(log),
+    : place_(place_from_environment()),
+      log_(place_.rank == 0 ? log : null_log_),
       live_progress_(req.live_progress),
       start_time_(std::chrono::steady_clock::now()),
       c_(load_run_config(req)),
-      run_dir_(req.resume.empty() ? new_run_dir(req, c_) : req.resume),
+      ranks_(place_, c_),
+      run_dir_(req.resume.empty()
+                   ? fs::path(ranks_.from_root("run_dir", ranks_.root() ? new_run_dir(req, c_).string() : ""))
+                   : req.resume),
       resuming_(!req.resume.empty()),
       fallback_(req.fallback),
       data_(load_run_data(c_)),
@@ -250,6 +254,7 @@ training_run::training_run(const run_request& req, std::ostream& log)
       diagnostics_(c_, plugins_),
       fp32_(diagnostics_.empty() ? nullptr : formats_.fp32()),
       detector_(c_.failure, !interventions_.empty(), !c_.quantization.shadow_weights, c_.training.max_steps) {
+    ranks_.check_same("the resolved config", std::hash<std::string>{}(config::to_toml(c_)));
     step_metrics_ = host_step_metrics();
     try {
         diagnostics_.describe_headlines(catalog_);
@@ -276,6 +281,10 @@ training_run::training_run(const run_request& req, std::ostream& log)
          << (blas_threads >= 0 ? std::to_string(blas_threads) : std::string("not OpenBLAS: its own")) << ")\n"
          << "cpu kernels " << cpu_kernels_note() << "\n"
          << "run directory " << run_dir_.string() << std::endl;
+    if (place_.distributed())
+        log_ << place_.world_size << " ranks (" << place_.launcher << ", rendezvous " << place_.master_addr
+             << ":" << place_.master_port << "), each " << c_.training.grad_accum << " micro-batch(es) of "
+             << c_.training.batch_size << " rows a step" << std::endl;
 }
 
 void training_run::build_model_and_optimizer() {
@@ -318,6 +327,14 @@ void training_run::build_model_and_optimizer() {
 }
 
 void training_run::open_run_directory() {
+    if (!ranks_.root()) {  // reads the checkpoint, writes nothing
+        if (resuming_)
+            step_ = load_latest_checkpoint(run_dir_, checkpointed_parts(), formats_, log_, fallback_).step;
+        else stall_.advance(plan_, weight_of_);
+        stall_fresh_ = step_ > 0 && is_diagnostic_step(step_);
+        first_step_ = step_;
+        return;
+    }
     if (resuming_) {
         if (!fs::is_regular_file(run::metrics_file(run_dir_)))
             throw error(run::metrics_file(run_dir_).string() +
@@ -372,7 +389,7 @@ run_result training_run::run() {
             }
             if (step_ % c_.training.eval_interval == 0 || step_ == max_steps) evaluate();
             // SIGINT/SIGTERM (run/supervise.hpp): stop after this step, resumable from its checkpoint.
-            const bool stopping = run::stop_requested() != 0 && step_ < max_steps;
+            const bool stopping = ranks_.any(run::stop_requested() != 0) && step_ < max_steps;
             if (step_ % c_.output.checkpoint_interval == 0 || step_ == max_steps || stopping) checkpoint();
             if (stopping) {
                 if (live_progress_) log_ << "\n";
@@ -404,12 +421,18 @@ training_run::step_result training_run::forward_backward() {
     plan_.step = static_cast<uint64_t>(step_);
     const bool capture = !diagnostics_.empty() && is_diagnostic_step(step_ + 1);
 
+    // This rank's micro-batches of the step's M: rank r runs r*A .. r*A + A - 1.
+    const int64_t A = c_.training.grad_accum, M = A * ranks_.size();
     optimizer_->zero_grad();
     step_totals totals(plan_);
-    step_result r;
-    r.loss = 0;
-    for (int64_t m = 0; m < c_.training.grad_accum; ++m) r.loss += micro_batch(m, capture, totals);
+    double loss = 0;
+    for (int64_t m = ranks_.rank() * A; m < (ranks_.rank() + 1) * A; ++m)
+        loss += micro_batch(m, M, capture, totals);
+    ranks_.sum_gradients(parameters_);  // in rank order: as one process's micro-batches
+    if (ranks_.size() > 1) totals.fold_ranks(ranks_.gather(totals.packed()));
     totals.finish(plan_);
+    step_result r;
+    r.loss = ranks_.sum(loss);
     r.grad_norm = torch::nn::utils::clip_grad_norm_(parameters_, INFINITY);  // measures only
     r.finite = std::isfinite(r.loss) && std::isfinite(r.grad_norm);
     return r;
@@ -418,8 +441,8 @@ training_run::step_result training_run::forward_backward() {
 // Micro-batch m of the step's M: rows m*b .. m*b+b-1 of its batch, forward
 // and backward at loss / M, so the parameters' gradients sum to the whole
 // batch's mean. Returns its loss / M (the step's loss is their sum, in order).
-double training_run::micro_batch(int64_t m, bool capture, step_totals& totals) {
-    const int64_t B = c_.training.batch_size, T = c_.model.block_size, M = c_.training.grad_accum;
+double training_run::micro_batch(int64_t m, int64_t M, bool capture, step_totals& totals) {
+    const int64_t B = c_.training.batch_size, T = c_.model.block_size;
     totals.begin_micro_batch(plan_);
     plan_.micro_batch = static_cast<uint64_t>(m);
     plan_.capture = capture && m == 0;  // diagnostics see micro-batch 0's tensors
@@ -495,14 +518,16 @@ void training_run::update(const step_result& r, const step_actions& todo) {
 
 run::train_line training_run::measure(const step_result& r, double step_seconds) {
     // Every step the step metrics, every diagnostic interval the rest.
-    const step_inputs in{r.loss, r.grad_norm, lr_, step_seconds, c_, plan_, parameters_, {}};
+    const double tokens = static_cast<double>(c_.training.batch_size * c_.training.grad_accum *
+                                              ranks_.size() * c_.model.block_size);
+    const step_inputs in{r.loss, r.grad_norm, lr_, step_seconds, tokens, c_, plan_, parameters_, {}};
     run::train_line step = compute_step_metrics(step_, step_metrics_, in);
-    metrics_->write(step);
+    write_metrics(step);
     stall_fresh_ = is_diagnostic_step(step_);
     std::vector<diagnostic_record> records;
     if (stall_fresh_) {
         step.values.set("bit_stall", stall_.measure(plan_, weight_of_));  // the detector's, not written here
-        if (!diagnostics_.empty())
+        if (!diagnostics_.empty() && ranks_.root())  // rank 0 holds micro-batch 0's captures
             records = run_diagnostics(diagnostics_, plan_, weight_of_, stall_, *fp32_, step_);
         release_captures(plan_);
         stall_.advance(plan_, weight_of_);
@@ -512,10 +537,10 @@ run::train_line training_run::measure(const step_result& r, double step_seconds)
     // curves), bit stall only where it was measured.
     const bool log_step = step_ % c_.training.log_interval == 0 || step_ == c_.training.max_steps;
     if (stall_fresh_ || log_step)
-        for (run::tensor_line& t : tensor_records(plan_, step_, stall_fresh_)) metrics_->write(std::move(t));
+        for (run::tensor_line& t : tensor_records(plan_, step_, stall_fresh_)) write_metrics(std::move(t));
     if (stall_fresh_) {
         for (const diagnostic_record& d : records)
-            metrics_->write(run::diagnostic_line{step_, d.diagnostic, d.tensor, d.role, d.values});
+            write_metrics(run::diagnostic_line{step_, d.diagnostic, d.tensor, d.role, d.values});
         remember_diagnostics(history_, step_, records);
     }
     history_.trend.push_back(step);
@@ -569,9 +594,10 @@ void training_run::collapse(const stability::verdict& v) {
     checkpoint();
     const fs::path ckpt = fs::relative(run::checkpoint_dir(run_dir_, step_), run_dir_);
     const fs::path report = run::reports_dir(run_dir_) / "failure.md";
-    fs::create_directories(report.parent_path());  // only a collapsed run has reports/
-    run::write_file_atomically(report, stability::failure_report_markdown(failure_context_of(
-                                           c_, v, ckpt, lr_, plan_, params_, history_, step_)));
+    if (ranks_.root()) fs::create_directories(report.parent_path());  // only a collapsed run has reports/
+    if (ranks_.root())
+        run::write_file_atomically(report, stability::failure_report_markdown(failure_context_of(
+                                               c_, v, ckpt, lr_, plan_, params_, history_, step_)));
     if (live_progress_) log_ << "\n";
     log_ << "collapsed: " << stop_reason_ << "\nfailure report " << report.string() << std::endl;
 }
@@ -580,28 +606,36 @@ void training_run::evaluate() {
     frozen_scaling keep(plan_);
     torch::NoGradGuard no_grad;
     model_->eval();
-    double total = 0;
-    const int64_t B = c_.training.batch_size, T = c_.model.block_size, M = c_.training.grad_accum;
+    const int64_t B = c_.training.batch_size, T = c_.model.block_size, A = c_.training.grad_accum;
+    const int64_t batches = c_.training.eval_batches, M = A * ranks_.size();
     std::vector<int64_t> x(static_cast<size_t>(B * T)), y(x.size());
     // Evaluation batches are the same every time: steps 0..eval_batches-1 of
-    // the split, each the whole batch of a step (M micro-batches of B rows),
-    // so the validation set does not depend on how a step's batch is split.
-    for (int64_t i = 0; i < c_.training.eval_batches; ++i) {
-        for (int64_t m = 0; m < M; ++m) {
+    // the split, each the whole batch of a step (M micro-batches of B rows,
+    // this rank's A of them here), so the validation set does not depend on
+    // how a step's batch is split.
+    std::vector<double> losses;  // batch-major, then this rank's micro-batches
+    for (int64_t i = 0; i < batches; ++i) {
+        for (int64_t m = ranks_.rank() * A; m < (ranks_.rank() + 1) * A; ++m) {
             data::fill_batch(data_, data::split::val, static_cast<uint64_t>(c_.training.seed),
                              static_cast<uint64_t>(i), static_cast<uint64_t>(m * B), B, T, x.data(),
                              y.data());
             const auto opts = torch::TensorOptions().dtype(torch::kLong);
             const torch::Tensor xt = torch::from_blob(x.data(), {B, T}, opts).to(device_);
             const torch::Tensor yt = torch::from_blob(y.data(), {B, T}, opts).to(device_);
-            total += model_->forward(xt, yt).second.item<double>();
+            losses.push_back(model_->forward(xt, yt).second.item<double>());
         }
     }
+    // Summed in the order of one process's loop: batch by batch, micro-batch by micro-batch.
+    const std::vector<std::vector<double>> by_rank = ranks_.gather(losses);
+    double total = 0;
+    for (int64_t i = 0; i < batches; ++i)
+        for (const std::vector<double>& rank : by_rank)
+            for (int64_t j = 0; j < A; ++j) total += rank[static_cast<size_t>(i * A + j)];
     model_->train();
     const double val = total / static_cast<double>(c_.training.eval_batches * M);
     run::val_line line{step_, {}};
     line.values.set("val_loss", val);
-    metrics_->write(line);
+    write_metrics(line);
     history_.last_val_loss = val;
     if (!std::isnan(val) && !(val >= history_.best_val_loss))
         history_.best_val_loss = val;  // NaN best: none yet
@@ -617,7 +651,8 @@ void training_run::update_elapsed() {
 
 void training_run::checkpoint() {
     update_elapsed();
-    save_checkpoint(run_dir_, run_id_, step_, checkpointed_parts(), c_.output.keep_checkpoints);
+    if (ranks_.root())
+        save_checkpoint(run_dir_, run_id_, step_, checkpointed_parts(), c_.output.keep_checkpoints);
 }
 
 int64_t training_run::parameter_count() const {
@@ -650,7 +685,8 @@ run_result training_run::finish(const std::string& status, const stability::verd
     r.corpus = {ref.unigram_entropy, ref.bigram, ref.trigram};
     r.switches = history_.switches;
     r.interventions = history_.interventions;
-    run::write_summary(run_dir_, r);
+    if (ranks_.root()) run::write_summary(run_dir_, r);
+    if (!ranks_.root()) return {{}, r};  // rank 0 says where the run is
     if (status == "error") return {run_dir_, r};
     const run::metric_values& m = r.values;
     log_ << "done: " << stop_reason_ << ", " << r.steps_done << "/" << r.max_steps
@@ -682,7 +718,11 @@ bool training_run::is_diagnostic_step(int64_t steps_done) const {
     return steps_done % c_.quantization.diagnostic_interval == 0 || steps_done == c_.training.max_steps;
 }
 
-void training_run::event(run::event_line e) { metrics_->write(run::metrics_line(std::move(e))); }
+void training_run::event(run::event_line e) { write_metrics(run::metrics_line(std::move(e))); }
+
+void training_run::write_metrics(const run::metrics_line& line) {
+    if (metrics_) metrics_->write(line);
+}
 
 run_result run_training(const run_request& request, std::ostream& log) {
     std::optional<training_run> run;

@@ -14,6 +14,9 @@
 //   checkpoint    checkpoint: train/checkpoint.hpp
 //   finish        finish: summary.json, the closing lines of the log
 // The run directory's files are written through run/files.hpp only.
+// A distributed run (train/distributed.hpp) runs this loop on every rank,
+// each with its share of every step's micro-batches; the ranks agree on
+// every value the loop decides by, and rank 0 alone writes the run directory.
 #pragma once
 
 #include <chrono>
@@ -36,6 +39,7 @@
 #include "stability/failure.hpp"
 #include "stability/plugin_set.hpp"
 #include "train/checkpoint.hpp"
+#include "train/distributed.hpp"
 #include "train/measure.hpp"
 #include "train/model.hpp"
 #include "train/quant_plan.hpp"
@@ -67,7 +71,7 @@ private:
     };
 
     step_result forward_backward();
-    double micro_batch(int64_t m, bool capture, step_totals& totals);
+    double micro_batch(int64_t m, int64_t micro_batches, bool capture, step_totals& totals);
     step_actions ask_interventions(const step_result& r);
     void update(const step_result& r, const step_actions& todo);
     run::train_line measure(const step_result& r, double step_seconds);
@@ -87,7 +91,10 @@ private:
     double learning_rate_at(int64_t step) const;
     bool is_diagnostic_step(int64_t steps_done) const;
     void event(run::event_line e);
+    void write_metrics(const run::metrics_line& line);  // rank 0's writer; the others' is none
 
+    std::ostream null_log_{nullptr};  // the log of ranks other than 0
+    rank_place place_;                // from the launcher's environment
     std::ostream& log_;
     // The metrics this run writes (catalog.json) and how its step metrics are computed.
     run::metric_catalog catalog_;
@@ -98,6 +105,7 @@ private:
     // resumed checkpoint's elapsed times otherwise (NaN: unknown).
     double seconds_before_ = 0, cpu_seconds_before_ = 0;
     config::run_config c_;
+    rank_group ranks_;
     std::filesystem::path run_dir_;
     bool resuming_;
     bool fallback_;  // --fallback: resume from the newest intact checkpoint

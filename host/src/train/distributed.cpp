@@ -1,0 +1,236 @@
+#include "train/distributed.hpp"
+
+#include <glog/logging.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <cstdlib>
+#include <optional>
+
+#include "util/error.hpp"
+#include "util/numbers.hpp"
+
+namespace altgrad::host::train {
+
+namespace {
+
+std::optional<std::string> env(const char* name) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') return std::nullopt;
+    return std::string(v);
+}
+
+int64_t env_integer(const char* name, int64_t lo, int64_t hi) {
+    const std::optional<std::string> v = env(name);
+    if (!v) throw error(std::string("distributed run: the environment variable ") + name + " is not set");
+    char* end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(v->c_str(), &end, 10);
+    if (errno != 0 || end == v->c_str() || *end != '\0' || n < lo || n > hi)
+        throw error(std::string("distributed run: ") + name + "=" + *v + ": expected an integer in " +
+                    std::to_string(lo) + ".." + std::to_string(hi));
+    return n;
+}
+
+// "rank 1 of 2 (RANK)": who is speaking, in every error.
+std::string who(const rank_place& p) {
+    return "rank " + std::to_string(p.rank) + " of " + std::to_string(p.world_size);
+}
+
+std::string address(const rank_place& p) { return p.master_addr + ":" + std::to_string(p.master_port); }
+
+bool loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0; }
+
+}  // namespace
+
+std::string first_slurm_host(const std::string& nodelist) {
+    // The first entry: up to the first comma outside brackets.
+    size_t end = 0;
+    for (int depth = 0; end < nodelist.size(); ++end) {
+        if (nodelist[end] == '[') ++depth;
+        else if (nodelist[end] == ']') --depth;
+        else if (nodelist[end] == ',' && depth == 0) break;
+    }
+    const std::string first = nodelist.substr(0, end);
+    const size_t open = first.find('[');
+    if (open == std::string::npos) return first;
+    // prefix[a-b,c]suffix: the first number of the range, its zero padding kept.
+    const size_t stop = first.find_first_of(",-]", open + 1);
+    const size_t close = first.find(']', open);
+    if (stop == std::string::npos || close == std::string::npos) return first;
+    return first.substr(0, open) + first.substr(open + 1, stop - open - 1) + first.substr(close + 1);
+}
+
+rank_place place_from_environment() {
+    rank_place p;
+    if (env("RANK") || env("WORLD_SIZE")) {
+        p.launcher = "RANK, WORLD_SIZE";
+        p.world_size = static_cast<int>(env_integer("WORLD_SIZE", 1, 65536));
+        p.rank = static_cast<int>(env_integer("RANK", 0, p.world_size - 1));
+        p.local_rank = env("LOCAL_RANK") ? static_cast<int>(env_integer("LOCAL_RANK", 0, 65535)) : p.rank;
+        p.master_addr = env("MASTER_ADDR").value_or("");
+        if (p.master_addr.empty() && p.world_size > 1)
+            throw error("distributed run: the environment variable MASTER_ADDR is not set");
+        if (p.world_size > 1) p.master_port = static_cast<uint16_t>(env_integer("MASTER_PORT", 1, 65535));
+        return p;
+    }
+    if (env("SLURM_PROCID") && env("SLURM_NTASKS")) {
+        p.launcher = "SLURM_PROCID, SLURM_NTASKS";
+        p.world_size = static_cast<int>(env_integer("SLURM_NTASKS", 1, 65536));
+        p.rank = static_cast<int>(env_integer("SLURM_PROCID", 0, p.world_size - 1));
+        p.local_rank = env("SLURM_LOCALID") ? static_cast<int>(env_integer("SLURM_LOCALID", 0, 65535)) : 0;
+        if (p.world_size == 1) return p;
+        const std::optional<std::string> nodes =
+            env("SLURM_STEP_NODELIST") ? env("SLURM_STEP_NODELIST") : env("SLURM_JOB_NODELIST");
+        p.master_addr = env("MASTER_ADDR").value_or(nodes ? first_slurm_host(*nodes) : "");
+        if (p.master_addr.empty())
+            throw error("distributed run: neither MASTER_ADDR nor SLURM_JOB_NODELIST is set");
+        p.master_port =
+            env("MASTER_PORT")
+                ? static_cast<uint16_t>(env_integer("MASTER_PORT", 1, 65535))
+                : static_cast<uint16_t>(20000 + env_integer("SLURM_JOB_ID", 0, INT64_MAX) % 20000);
+        return p;
+    }
+    return p;
+}
+
+struct rank_group::backend {
+    c10::intrusive_ptr<c10d::Store> store;
+    c10::intrusive_ptr<c10d::ProcessGroupGloo> group;  // a Backend, not a ProcessGroup, in LibTorch 2.x
+};
+
+rank_group::rank_group(const rank_place& where, const config::run_config& c) : place_(where) {
+    if (!where.distributed()) return;
+    const std::string key = c.source.string() + ": key 'training.distributed.backend'";
+    const bool cuda = c.training.device == config::compute_device::cuda;
+    if (c.distributed.backend == config::distributed_backend::nccl ||
+        (c.distributed.backend == config::distributed_backend::automatic && cuda))
+        throw error(key +
+                    ": nccl: this LibTorch has no NCCL backend (Debian's is built for the CPU); use "
+                    "\"gloo\", on the CPU");
+    const std::chrono::milliseconds timeout(c.distributed.timeout_s * 1000);
+    // c10d logs its failures through glog, several lines each; the errors
+    // below say them in one line, naming the rank.
+    FLAGS_minloglevel = google::GLOG_FATAL;
+    backend_ = std::make_shared<backend>();
+    c10d::TCPStoreOptions o;
+    o.port = where.master_port;
+    // Under torchrun its agent serves the store already and says so; rank 0 is then a client too.
+    o.isServer = where.rank == 0 && env("TORCHELASTIC_USE_AGENT_STORE").value_or("") != "True";
+    o.numWorkers = static_cast<size_t>(where.world_size);
+    o.waitWorkers = true;  // every rank counts itself in; the server waits for all
+    o.timeout = timeout;
+    try {
+        backend_->store = c10::make_intrusive<c10d::TCPStore>(where.master_addr, o);
+    } catch (const std::exception& e) {
+        const std::string what = where.rank == 0 ? "cannot serve the rendezvous at " + address(where) +
+                                                       " (MASTER_PORT: is the port taken?)"
+                                                 : "cannot reach the rendezvous at " + address(where) +
+                                                       " (MASTER_ADDR, MASTER_PORT) within "
+                                                       "training.distributed.timeout_s = " +
+                                                       std::to_string(c.distributed.timeout_s) + " s";
+        throw error(who(where) + ": " + what + ": " + first_line(e.what()));
+    }
+    try {
+        auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+        if (const std::optional<std::string> iface = env("GLOO_SOCKET_IFNAME"))
+            options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(*iface));
+        else if (loopback(where.master_addr))
+            options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+        else options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+        options->threads = 1;
+        backend_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(backend_->store, where.rank,
+                                                                      where.world_size, options);
+    } catch (const std::exception& e) {
+        throw error(who(where) + ": the Gloo group of " + std::to_string(where.world_size) + " ranks at " +
+                    address(where) + " did not form: " + first_line(e.what()));
+    }
+}
+
+std::vector<std::vector<double>> rank_group::gather(const std::vector<double>& mine) const {
+    if (!backend_) return {mine};
+    const auto n = static_cast<int64_t>(mine.size());
+    const auto opts = torch::TensorOptions().dtype(torch::kDouble);
+    std::vector<torch::Tensor> input{torch::from_blob(const_cast<double*>(mine.data()), {n}, opts).clone()};
+    std::vector<std::vector<torch::Tensor>> output(1);
+    for (int r = 0; r < size(); ++r) output[0].push_back(torch::empty({n}, opts));
+    try {
+        backend_->group->allgather(output, input)->wait();
+    } catch (const std::exception& e) {
+        throw error(who(place_) +
+                    ": a collective with the other ranks failed (one of them stopped, or did not "
+                    "answer within training.distributed.timeout_s): " +
+                    first_line(e.what()));
+    }
+    std::vector<std::vector<double>> out;
+    for (const torch::Tensor& t : output[0]) out.emplace_back(t.data_ptr<double>(), t.data_ptr<double>() + n);
+    return out;
+}
+
+double rank_group::sum(double mine) const {
+    if (!backend_) return mine;
+    double total = 0;
+    for (const std::vector<double>& r : gather({mine})) total += r[0];
+    return total;
+}
+
+bool rank_group::any(bool mine) const {
+    if (!backend_) return mine;
+    for (const std::vector<double>& r : gather({mine ? 1.0 : 0.0}))
+        if (r[0] != 0) return true;
+    return false;
+}
+
+void rank_group::sum_gradients(const std::vector<torch::Tensor>& parameters) const {
+    if (!backend_) return;
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> grads;
+    for (const torch::Tensor& p : parameters)
+        if (p.grad().defined()) grads.push_back(p.grad().reshape({-1}));
+    std::vector<torch::Tensor> input{torch::cat(grads)};
+    std::vector<std::vector<torch::Tensor>> output(1);
+    for (int r = 0; r < size(); ++r) output[0].push_back(torch::empty_like(input[0]));
+    try {
+        backend_->group->allgather(output, input)->wait();
+    } catch (const std::exception& e) {
+        throw error(who(place_) +
+                    ": summing the gradients with the other ranks failed (one of them stopped, or "
+                    "did not answer within training.distributed.timeout_s): " +
+                    first_line(e.what()));
+    }
+    // What .grad holds after one process's micro-batches: ((g0 + g1) + g2) ...
+    torch::Tensor total = output[0][0];
+    for (int r = 1; r < size(); ++r) total.add_(output[0][static_cast<size_t>(r)]);
+    int64_t offset = 0;
+    for (const torch::Tensor& p : parameters) {
+        if (!p.grad().defined()) continue;
+        const int64_t n = p.grad().numel();
+        p.grad().copy_(total.narrow(0, offset, n).view_as(p.grad()));
+        offset += n;
+    }
+}
+
+std::string rank_group::from_root(const std::string& key, const std::string& value) const {
+    if (!backend_) return value;
+    const std::string k = "altgrad/" + key;
+    try {
+        if (root()) backend_->store->set(k, std::vector<uint8_t>(value.begin(), value.end()));
+        const std::vector<uint8_t> got = backend_->store->get(k);  // waits for rank 0's
+        return std::string(got.begin(), got.end());
+    } catch (const std::exception& e) {
+        throw error(who(place_) + ": rank 0's " + key + " did not arrive: " + first_line(e.what()));
+    }
+}
+
+void rank_group::check_same(const std::string& what, uint64_t fingerprint) const {
+    if (!backend_) return;
+    // Two exact halves: a double holds 32 bits exactly.
+    const std::vector<std::vector<double>> all =
+        gather({static_cast<double>(fingerprint >> 32), static_cast<double>(fingerprint & 0xffffffffu)});
+    for (int r = 1; r < size(); ++r)
+        if (all[static_cast<size_t>(r)] != all[0])
+            throw error(who(place_) + ": " + what + " differs between rank 0 and rank " + std::to_string(r) +
+                        ": every rank must run the same (the same config file, --set and plugins)");
+}
+
+}  // namespace altgrad::host::train
