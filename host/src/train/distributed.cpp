@@ -147,23 +147,29 @@ rank_group::rank_group(const rank_place& where, const config::run_config& c) : p
     }
 }
 
+std::vector<torch::Tensor> rank_group::all_gather(const torch::Tensor& mine, const std::string& what) const {
+    std::vector<torch::Tensor> input{mine};
+    std::vector<std::vector<torch::Tensor>> output(1);
+    for (int r = 0; r < size(); ++r) output[0].push_back(torch::empty_like(mine));
+    try {
+        backend_->group->allgather(output, input)->wait();
+    } catch (const std::exception& e) {
+        throw error(who(place_) + ": " + what +
+                    " with the other ranks failed (one of them stopped, or did not answer within "
+                    "training.distributed.timeout_s): " +
+                    first_line(e.what()));
+    }
+    return output[0];
+}
+
 std::vector<std::vector<double>> rank_group::gather(const std::vector<double>& mine) const {
     if (!backend_) return {mine};
     const auto n = static_cast<int64_t>(mine.size());
     const auto opts = torch::TensorOptions().dtype(torch::kDouble);
-    std::vector<torch::Tensor> input{torch::from_blob(const_cast<double*>(mine.data()), {n}, opts).clone()};
-    std::vector<std::vector<torch::Tensor>> output(1);
-    for (int r = 0; r < size(); ++r) output[0].push_back(torch::empty({n}, opts));
-    try {
-        backend_->group->allgather(output, input)->wait();
-    } catch (const std::exception& e) {
-        throw error(who(place_) +
-                    ": a collective with the other ranks failed (one of them stopped, or did not "
-                    "answer within training.distributed.timeout_s): " +
-                    first_line(e.what()));
-    }
     std::vector<std::vector<double>> out;
-    for (const torch::Tensor& t : output[0]) out.emplace_back(t.data_ptr<double>(), t.data_ptr<double>() + n);
+    for (const torch::Tensor& t :
+         all_gather(torch::from_blob(const_cast<double*>(mine.data()), {n}, opts).clone(), "a collective"))
+        out.emplace_back(t.data_ptr<double>(), t.data_ptr<double>() + n);
     return out;
 }
 
@@ -187,20 +193,10 @@ void rank_group::sum_gradients(const std::vector<torch::Tensor>& parameters) con
     std::vector<torch::Tensor> grads;
     for (const torch::Tensor& p : parameters)
         if (p.grad().defined()) grads.push_back(p.grad().reshape({-1}));
-    std::vector<torch::Tensor> input{torch::cat(grads)};
-    std::vector<std::vector<torch::Tensor>> output(1);
-    for (int r = 0; r < size(); ++r) output[0].push_back(torch::empty_like(input[0]));
-    try {
-        backend_->group->allgather(output, input)->wait();
-    } catch (const std::exception& e) {
-        throw error(who(place_) +
-                    ": summing the gradients with the other ranks failed (one of them stopped, or "
-                    "did not answer within training.distributed.timeout_s): " +
-                    first_line(e.what()));
-    }
+    const std::vector<torch::Tensor> by_rank = all_gather(torch::cat(grads), "summing the gradients");
     // What .grad holds after one process's micro-batches: ((g0 + g1) + g2) ...
-    torch::Tensor total = output[0][0];
-    for (int r = 1; r < size(); ++r) total.add_(output[0][static_cast<size_t>(r)]);
+    torch::Tensor total = by_rank[0];
+    for (size_t r = 1; r < by_rank.size(); ++r) total.add_(by_rank[r]);
     int64_t offset = 0;
     for (const torch::Tensor& p : parameters) {
         if (!p.grad().defined()) continue;

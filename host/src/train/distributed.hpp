@@ -70,6 +70,9 @@ public:
     void check_same(const std::string& what, uint64_t fingerprint) const;
 
 private:
+    // Every rank's `mine` (one shape on every rank), in rank order; `what` names it in errors.
+    std::vector<torch::Tensor> all_gather(const torch::Tensor& mine, const std::string& what) const;
+
     struct backend;  // c10d's store and process group
     rank_place place_;
     std::shared_ptr<backend> backend_;
