@@ -85,7 +85,7 @@ s = json.load(open(sys.argv[1]))
 assert s["status"] == "crashed", s["status"]
 assert "rank 1 of 2" in s["failure_evidence"], s["failure_evidence"]
 PY
-grep -q "rank 1 of 2: the training process died of signal 9.*run --resume $work/killed --nproc 2$" "$work/killed.log" || fail "no line naming rank 1: $(tail -2 "$work/killed.log")"
+grep -q "^altgrad-host: rank 1 of 2: .*signal 9 (SIGKILL.*run --resume $work/killed --nproc 2$" "$work/killed.log" || fail "no line naming rank 1: $(tail -2 "$work/killed.log")"
 echo "two_ranks: a killed rank stopped the run in $((SECONDS - killed_at)) s, exit 4, the summary names it"
 
 # 4. Resumed with 2 ranks, and as one process at the same global batch: both end as the whole run.
@@ -115,9 +115,16 @@ if [ -e "$work/differ/metrics.jsonl" ] && grep -q '"kind":"train"' "$work/differ
 fi
 
 taken="$(free_port)"
-/usr/bin/python3 -c 'import socket, sys, time; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(60)' "$taken" &
+/usr/bin/python3 -c '
+import pathlib, socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
+pathlib.Path(sys.argv[2]).touch(); time.sleep(60)' "$taken" "$work/listening" &
 listener=$!
-sleep 0.5
+deadline=$((SECONDS + 60))
+until [ -e "$work/listening" ]; do
+  [ $SECONDS -lt $deadline ] || fail "the listener on port $taken did not start"
+  sleep 0.05
+done
 rc=0
 MASTER_PORT=$taken run "$src/configs/e5m2_short.toml" "${small[@]}" --nproc 2 --out "$work/taken" > "$work/taken.log" 2>&1 || rc=$?
 kill "$listener" 2> /dev/null || true
