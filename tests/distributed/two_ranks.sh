@@ -17,6 +17,13 @@ mkdir -p "$work"
 comparable() { /usr/bin/python3 "$src/scripts/comparable_metrics.py" "$1/metrics.jsonl"; }
 fail() { echo "two_ranks: $*" >&2; exit 1; }
 run() { "$host" --plugins "$plugins" run "$@"; }
+wait_for() {  # FILE SECONDS WHAT: until FILE exists, or fail saying WHAT
+  local deadline=$((SECONDS + $2))
+  until [ -e "$1" ]; do
+    [ $SECONDS -lt "$deadline" ] || fail "$3 within $2 s"
+    sleep 0.05
+  done
+}
 free_port() { /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 same_run() {  # A B: equal metrics and final weights
   diff <(comparable "$1") <(comparable "$2") > "$work/diff.txt" ||
@@ -63,11 +70,7 @@ run "$src/configs/e5m2_short.toml" "${long[@]}" --set training.grad_accum=2 --ou
   fail "the uninterrupted run failed"
 "$host" --plugins "$plugins" run "$src/configs/e5m2_short.toml" "${long[@]}" --nproc 2 --out "$work/killed" > "$work/killed.log" 2>&1 &
 launcher=$!
-deadline=$((SECONDS + 120))
-until [ -e "$work/killed/checkpoints/step_0000020/state.json" ]; do
-  [ $SECONDS -lt $deadline ] || fail "no checkpoint at step 20 within 120 s"
-  sleep 0.05
-done
+wait_for "$work/killed/checkpoints/step_0000020/state.json" 120 "no checkpoint at step 20"
 rank1=""
 for child in $(pgrep -P "$launcher"); do
   if [ "$(cat "/proc/$child/comm")" = altgrad-rank1 ]; then rank1=$child; fi
@@ -120,11 +123,7 @@ import pathlib, socket, sys, time
 s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen()
 pathlib.Path(sys.argv[2]).touch(); time.sleep(60)' "$taken" "$work/listening" &
 listener=$!
-deadline=$((SECONDS + 60))
-until [ -e "$work/listening" ]; do
-  [ $SECONDS -lt $deadline ] || fail "the listener on port $taken did not start"
-  sleep 0.05
-done
+wait_for "$work/listening" 60 "the listener on port $taken did not start"
 rc=0
 MASTER_PORT=$taken run "$src/configs/e5m2_short.toml" "${small[@]}" --nproc 2 --out "$work/taken" > "$work/taken.log" 2>&1 || rc=$?
 kill "$listener" 2> /dev/null || true

@@ -52,7 +52,6 @@ public:
     int rank() const { return place_.rank; }
     int size() const { return place_.world_size; }
     bool root() const { return place_.rank == 0; }
-    const rank_place& place() const { return place_; }
 
     // Every rank's `mine` (the same length on every rank), in rank order.
     std::vector<std::vector<double>> gather(const std::vector<double>& mine) const;

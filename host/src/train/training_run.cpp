@@ -326,17 +326,11 @@ void training_run::build_model_and_optimizer() {
     yb_.resize(xb_.size());
 }
 
+// Every rank reads the checkpoint it resumes from; rank 0 alone writes.
 void training_run::open_run_directory() {
-    if (!ranks_.root()) {  // reads the checkpoint, writes nothing
-        if (resuming_)
-            step_ = load_latest_checkpoint(run_dir_, checkpointed_parts(), formats_, log_, fallback_).step;
-        else stall_.advance(plan_, weight_of_);
-        stall_fresh_ = step_ > 0 && is_diagnostic_step(step_);
-        first_step_ = step_;
-        return;
-    }
+    const bool writes = ranks_.root();
     if (resuming_) {
-        if (!fs::is_regular_file(run::metrics_file(run_dir_)))
+        if (writes && !fs::is_regular_file(run::metrics_file(run_dir_)))
             throw error(run::metrics_file(run_dir_).string() +
                         ": missing (a resumed run would lose its history; restore the file or start again)");
         const resumed r = load_latest_checkpoint(run_dir_, checkpointed_parts(), formats_, log_, fallback_);
@@ -344,18 +338,24 @@ void training_run::open_run_directory() {
         run_id_ = r.run_id;
         seconds_before_ = history_.elapsed_seconds;  // NaN where the checkpoint does not know
         cpu_seconds_before_ = history_.elapsed_cpu_seconds;
-        run::truncate_metrics(run::metrics_file(run_dir_), step_);
-        fs::remove(run::summary_file(run_dir_));
+        if (writes) {
+            run::truncate_metrics(run::metrics_file(run_dir_), step_);
+            fs::remove(run::summary_file(run_dir_));
+        }
         log_ << "resumed " << run_dir_.string() << " at step " << step_ << "\n";
     } else {
         run_id_ = run_dir_.filename().string();
-        fs::create_directories(run::checkpoints_dir(run_dir_));
-        run::write_file_atomically(run::config_file(run_dir_), config::to_toml(c_));
+        if (writes) {
+            fs::create_directories(run::checkpoints_dir(run_dir_));
+            run::write_file_atomically(run::config_file(run_dir_), config::to_toml(c_));
+        }
         stall_.advance(plan_,
                        weight_of_);  // the first bit-stall measurement compares against the initial weights
     }
-    run::write_catalog(run_dir_, catalog_);
-    metrics_.emplace(run::metrics_file(run_dir_), run_id_, resuming_, catalog_);
+    if (writes) {
+        run::write_catalog(run_dir_, catalog_);
+        metrics_.emplace(run::metrics_file(run_dir_), run_id_, resuming_, catalog_);
+    }
     // Bit stall was measured at the end of the previous step: derived from the step.
     stall_fresh_ = step_ > 0 && is_diagnostic_step(step_);
     first_step_ = step_;
@@ -594,10 +594,11 @@ void training_run::collapse(const stability::verdict& v) {
     checkpoint();
     const fs::path ckpt = fs::relative(run::checkpoint_dir(run_dir_, step_), run_dir_);
     const fs::path report = run::reports_dir(run_dir_) / "failure.md";
-    if (ranks_.root()) fs::create_directories(report.parent_path());  // only a collapsed run has reports/
-    if (ranks_.root())
+    if (ranks_.root()) {
+        fs::create_directories(report.parent_path());  // only a collapsed run has reports/
         run::write_file_atomically(report, stability::failure_report_markdown(failure_context_of(
                                                c_, v, ckpt, lr_, plan_, params_, history_, step_)));
+    }
     if (live_progress_) log_ << "\n";
     log_ << "collapsed: " << stop_reason_ << "\nfailure report " << report.string() << std::endl;
 }
