@@ -421,5 +421,85 @@ TEST(ConfigTransforms, MistakesNameTheKey) {
                    "\"rowwise\" with a transform on the weight_gradient");
 }
 
+// ---- Quantized communication (issue #47): [quantization.communication].
+
+TEST(ConfigCommunication, OffByDefault) {
+    const run_config c = parse_config(kModel, kFile);
+    EXPECT_FALSE(c.quantization.communication.quantizes());
+    EXPECT_EQ(communication_spec(c.quantization).format, "fp32");
+    EXPECT_EQ(to_toml(c).find("[quantization.communication]"), std::string::npos);
+}
+
+// The gradients' keys resolve from quantization's global keys, their rounding
+// from backward_rounding (a gradient's), the table's keys over both.
+TEST(ConfigCommunication, GradientsResolveFromTheGlobalKeys) {
+    const run_config c =
+        parse_config(std::string(kModel) +
+                         "[quantization]\nbackward_rounding = \"nearest\"\nscale_format = \"ue8m0\"\n"
+                         "[quantization.communication]\ngradients = { format = \"e4m3\", granularity = "
+                         "\"block\", block_size = 16, scaling = \"current\" }\n",
+                     kFile);
+    const communication_config& cc = c.quantization.communication;
+    EXPECT_TRUE(cc.quantizes());
+    ASSERT_TRUE(cc.scaling);
+    EXPECT_EQ(*cc.scaling, scaling_mode::current);
+    const operand_spec s = communication_spec(c.quantization);
+    EXPECT_EQ(s.format, "e4m3");
+    EXPECT_EQ(s.rounding, ALTGRAD_ROUND_NEAREST_EVEN);
+    EXPECT_EQ(s.granularity, granularity_kind::block);
+    EXPECT_EQ(s.block_size, 16);
+    EXPECT_EQ(s.block_rows, 1);
+    EXPECT_EQ(s.scale_format, "ue8m0");
+    EXPECT_EQ(s.key, "quantization.communication.gradients");
+    // Stochastic by default, as quantization.backward_rounding is.
+    const run_config d = parse_config(std::string(kModel), kFile,
+                                      {"quantization.communication.gradients={ format = \"e5m2\" }"});
+    EXPECT_EQ(communication_spec(d.quantization).rounding, ALTGRAD_ROUND_STOCHASTIC);
+    EXPECT_EQ(communication_spec(d.quantization).granularity, granularity_kind::tensor);
+    EXPECT_FALSE(d.quantization.communication.scaling);
+    // Quantization disabled sends gradients as computed.
+    const run_config off = parse_config(std::string(kModel) + "[quantization]\nenabled = false\n", kFile,
+                                        {"quantization.communication.gradients={ format = \"e5m2\" }"});
+    EXPECT_EQ(communication_spec(off.quantization).format, "fp32");
+}
+
+TEST(ConfigCommunication, RoundTripsAndCompares) {
+    const run_config c = parse_config(std::string(kModel) +
+                                          "[quantization.communication]\ngradients = { format = \"e5m2\", "
+                                          "rounding = \"nearest\", scaling = \"none\" }\n",
+                                      kFile);
+    const std::string text = to_toml(c);
+    EXPECT_NE(text.find("[quantization.communication]\ngradients = { format = \"e5m2\", rounding = "
+                        "\"nearest\", scaling = \"none\" }\n"),
+              std::string::npos)
+        << text;
+    EXPECT_TRUE(parse_config(text, kFile) == c) << text;
+    run_config other = c;
+    other.quantization.communication.scaling = scaling_mode::delayed;
+    EXPECT_FALSE(other == c);
+    other = c;
+    other.quantization.communication.gradients.format = "e4m3";
+    EXPECT_FALSE(other == c);
+}
+
+TEST(ConfigCommunication, MistakesNameTheKey) {
+    const std::string m = std::string(kModel) + "[quantization.communication]\n";
+    const std::string g = "quantization.communication.gradients";
+    expect_refused(m + "gradients = \"e5m2\"\n", g, "expected a table of the gradients' keys");
+    expect_refused(m + "gradients = { rounding = \"nearest\" }\n", g + ".format", "missing");
+    expect_refused(m + "gradients = { format = \"e5m2\", fromat = 1 }\n", g + ".fromat",
+                   "unknown key (a typo?)");
+    expect_refused(m + "gradients = { format = \"e5m2\", scaling = \"later\" }\n", g + ".scaling",
+                   "expected one of");
+    expect_refused(m + "gradients = { format = \"e5m2\", source = \"rowwise\" }\n", g + ".source",
+                   "gradients are quantized once");
+    expect_refused(m + "gradients = { format = \"e5m2\", granularity = \"block\", block_rows = 16 }\n",
+                   g + ".block_rows", "expected 1");
+    expect_refused(m + "weights = { format = \"e5m2\" }\n", "quantization.communication.weights",
+                   "unknown key (a typo?)");
+    expect_refused(std::string(kModel) + "[quantization]\ncommunication = 1\n", "quantization.communication",
+                   "expected a table");
+}
+
 }  // namespace
 }  // namespace altgrad::test

@@ -3,7 +3,8 @@
 # training.grad_accum = 2 (docs/distributed.md): the same metrics (floats
 # exact, timings aside, as scripts/comparable_metrics.py prints them) and the
 # same final weights (model.pt, byte for byte), for e5m2_short and
-# TransformerEngine's MXFP8 recipe, launched by `run --nproc 2` and by
+# TransformerEngine's MXFP8 recipe (also with their gradients quantized before
+# the sum, [quantization.communication]), launched by `run --nproc 2` and by
 # torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT). Then:
 # a rank killed with SIGKILL ends the run with exit 4 and a summary naming
 # it; the run resumes with 2 ranks, and as one process with grad_accum = 2,
@@ -52,6 +53,27 @@ run "$src/configs/e5m2_short.toml" "${small[@]}" --set training.batch_size=8 --o
 if diff -q <(comparable "$work/e5m2_short-accum") <(comparable "$work/batch8") > /dev/null; then
   fail "one batch of 8 gave grad_accum 2's bits: the comparison cannot fail"
 fi
+
+# 1b. Quantized communication ([quantization.communication]): each rank's gradient in E5M2 (per
+# tensor, current scaling, stochastic rounding) or in MXFP8 blocks, summed in float32 in rank order:
+# again grad_accum 2's bits, and not the bits of gradients sent as computed.
+comm_e5m2='quantization.communication.gradients={ format = "e5m2", scaling = "current" }'
+comm_mxfp8='quantization.communication.gradients={ format = "e4m3", granularity = "block", block_size = 32, scale_format = "ue8m0" }'
+for pair in "configs/e5m2_short.toml|$comm_e5m2" "configs/recipes/te_mxfp8.toml|$comm_mxfp8"; do
+  config="${pair%%|*}" comm="${pair#*|}"
+  name="$(basename "$config" .toml)-comm"
+  run "$src/$config" "${small[@]}" --set "$comm" --set training.grad_accum=2 --out "$work/$name-accum" > "$work/$name-accum.log" 2>&1 ||
+    fail "$name with grad_accum = 2 failed: $(tail -1 "$work/$name-accum.log")"
+  run "$src/$config" "${small[@]}" --set "$comm" --nproc 2 --out "$work/$name-ranks" > "$work/$name-ranks.log" 2>&1 ||
+    fail "$name on 2 ranks failed: $(tail -1 "$work/$name-ranks.log")"
+  same_run "$work/$name-accum" "$work/$name-ranks"
+  grep -q '"tensor":"blocks.0.mlp.fc.weight.communication","role":"weight_gradient"' "$work/$name-ranks/metrics.jsonl" ||
+    fail "$name: no tensor line for blocks.0.mlp.fc.weight.communication"
+  if diff -q <(comparable "$work/$name-accum") <(comparable "$work/${name%-comm}-accum") > /dev/null; then
+    fail "$name: quantized communication gave the bits of gradients sent as computed"
+  fi
+  echo "two_ranks: $name: 2 ranks = grad_accum 2, bit for bit, gradients sent quantized"
+done
 
 # 2. torchrun's environment: two processes started by hand.
 port="$(free_port)"

@@ -1041,6 +1041,12 @@ TEST(ReportFigures, PerLayerAmaxScaleAndBlockStatistics) {
              "\"scale\": " +
              (step == 10 ? "1024" : "2048") + ", \"amax\": " + (step == 10 ? "0.01" : "0.005") +
              ", \"overflow\": 0, \"underflow\": 0, \"count\": 100}\n";
+    // A parameter's gradient as [quantization.communication] sent it: a line named by its parameter.
+    for (int64_t step : {10, 20})
+        m += "{\"step\": " + std::to_string(step) +
+             ", \"tensor\": \"blocks.0.mlp.fc.weight.communication\", \"role\": \"weight_gradient\", "
+             "\"format\": \"e5m2\", \"scale\": 65536, \"amax\": " +
+             (step == 10 ? "0.02" : "0.04") + ", \"overflow\": 0, \"underflow\": 3, \"count\": 100}\n";
     write(pt / "metrics.jsonl", m);
     std::vector<run_record> runs = {read_run(mx), read_run(pt)};
     report_options o;
@@ -1049,8 +1055,9 @@ TEST(ReportFigures, PerLayerAmaxScaleAndBlockStatistics) {
     const std::string md = read(out.markdown);
     EXPECT_EQ(out.figures_missing, "") << md;
     const fs::path fig = o.out_dir / "figures";
-    for (const char* stem : {"amax-mx-weight", "amax-mx-activation", "blocks-mx", "block_scales-mx",
-                             "amax-pt-output_gradient", "scale-pt-output_gradient"}) {
+    for (const char* stem :
+         {"amax-mx-weight", "amax-mx-activation", "blocks-mx", "block_scales-mx", "amax-pt-output_gradient",
+          "scale-pt-output_gradient", "amax-pt-weight_gradient"}) {
         EXPECT_CONTAINS(md, std::string("](figures/") + stem + ".png)");
         EXPECT_TRUE(fs::exists(fig / (std::string(stem) + ".png"))) << stem;
     }
@@ -1065,6 +1072,9 @@ TEST(ReportFigures, PerLayerAmaxScaleAndBlockStatistics) {
     EXPECT_CONTAINS(read(fig / "amax-mx-weight.gp"),
                     "using 1:2 with lines lw 1.2 lc 2 title 'blocks.1.mlp.fc'");
     EXPECT_EQ(read(fig / "data" / "scale-pt-output_gradient-0.dat"), "# step\tlm_head\n10\t1024\n20\t2048\n");
+    EXPECT_EQ(read(fig / "data" / "amax-pt-weight_gradient-0.dat"),
+              "# step\tblocks.0.mlp.fc.weight\n10\t0.02\n20\t0.04\n");
+    EXPECT_CONTAINS(read(fig / "amax-pt-weight_gradient.gp"), "gradients as sent of pt");
     // Weights: saturated (2+0)/200 then (4+0)/200, underflowed (5+5)/200 then (1+3)/200;
     // the activation's own 0/50, 1/50 and 10/50, 0/50.
     EXPECT_EQ(read(fig / "data" / "blocks-mx-0.dat"), "# step\tweight saturated\n10\t0.01\n20\t0.02\n");

@@ -1543,5 +1543,66 @@ TEST(MicroBatches, AStepRecordsEachTensorOnce) {
     }
 }
 
+// [quantization.communication] (issue #47): each micro-batch's parameter
+// gradients are quantized before they are summed. In E5M2 at scale 1
+// (scaling none, nearest), a step of one micro-batch leaves every weight's
+// gradient on E5M2's grid, so its smallest non-zero magnitude is at least
+// E5M2's smallest subnormal, 2^-16: range's dynamic_range (log2 of max over
+// min non-zero |g|) is at most log2(amax) + 16. Sent as computed, some
+// weight's gradient spans more than that (the test can fail). Each
+// parameter's communication site has a tensor line, weight_gradient, with
+// every element counted once per micro-batch.
+TEST(Communication, GradientsAreSummedInTheirFormat) {
+    scratch s;
+    const std::string diagnostics = "[diagnostics]\nplugins = [\"range\"]\n";
+    const fs::path cfg = s.config("comm", "", diagnostics);
+    const std::string once =
+        " --set training.max_steps=1 --set training.warmup_steps=0 --set training.grad_clip=0 --set "
+        "quantization.diagnostic_interval=1";
+    const std::string e5m2 =
+        " --set 'quantization.communication.gradients={ format = \"e5m2\", rounding = \"nearest\", scaling = "
+        "\"none\" }'";
+    const fs::path sent = s.path / "sent", plain = s.path / "plain";
+    const run_result r = run("run " + cfg.string() + once + e5m2 + " --out " + sent.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    ASSERT_EQ(run("run " + cfg.string() + once + " --out " + plain.string()).exit_code, 0);
+    // The widest margin over log2(amax) + 16 among the weights' gradients at step 1.
+    const auto widest = [](const fs::path& run_dir) {
+        double most = -INFINITY;
+        int lines = 0;
+        std::ifstream in(run_dir / "metrics.jsonl");
+        std::string line;
+        while (std::getline(in, line)) {
+            const auto j = nlohmann::json::parse(line);
+            if (j.value("kind", "") != "diagnostic" || j.value("step", 0) != 1 ||
+                j.value("role", "") != "weight_gradient" ||
+                j.value("tensor", "").find(".communication") != std::string::npos)
+                continue;
+            const auto& v = j["values"];
+            most =
+                std::max(most, v["dynamic_range"].get<double>() - (std::log2(v["amax"].get<double>()) + 16));
+            ++lines;
+        }
+        EXPECT_GT(lines, 0) << run_dir;
+        return most;
+    };
+    EXPECT_LE(widest(sent), 1e-9);
+    EXPECT_GT(widest(plain), 1.0);
+    const auto qkv = metrics_line(sent, "tensor", 1, "blocks.0.attn.qkv.weight.communication");
+    ASSERT_FALSE(qkv.is_null());
+    EXPECT_EQ(qkv["role"], "weight_gradient");
+    EXPECT_EQ(qkv["format"], "e5m2");
+    EXPECT_EQ(qkv["count"].get<double>(), 3.0 * 16 * 16);  // qkv is [3 * 16, 16]
+    EXPECT_TRUE(metrics_line(plain, "tensor", 1, "blocks.0.attn.qkv.weight.communication").is_null());
+    // Two micro-batches: each counted.
+    const fs::path two = s.path / "two";
+    ASSERT_EQ(run("run " + cfg.string() + once + e5m2 +
+                  " --set training.batch_size=2 --set training.grad_accum=2 --out " + two.string())
+                  .exit_code,
+              0);
+    EXPECT_EQ(metrics_line(two, "tensor", 1, "blocks.0.attn.qkv.weight.communication")["count"].get<double>(),
+              2 * 3.0 * 16 * 16);
+}
+
 }  // namespace
 }  // namespace altgrad::test

@@ -143,6 +143,7 @@ public:
         read_rules(section_table(doc, "quantization"), c.quantization);
         read_role_tables(section_table(doc, "quantization"), c.quantization);
         read_products(section_table(doc, "quantization"), c.quantization);
+        read_communication(section_table(doc, "quantization"), c.quantization);
         read_format_params(section_table(doc, "quantization"), c.quantization);
         for (const plugin_list& l : plugin_lists(c)) read_plugin_list(doc, l);
 
@@ -262,7 +263,7 @@ private:
     // The tables inside a section: [training.distributed], and in [quantization]
     // the role and the product tables.
     static bool is_subtable(const std::string& key) {
-        if (key == distributed_section().name) return true;
+        if (key == distributed_section().name || key == kCommunicationKey) return true;
         for (const role_table& r : role_tables())
             if (key == r.key()) return true;
         for (size_t p = 0; p < kProducts; ++p)
@@ -338,12 +339,27 @@ private:
     // block_rows, scale_format, scale_rule, pre_scale, source }, each optional.
     operand_overlay read_operand(const toml::node& n, const std::string& key, product_kind product,
                                  operand_kind operand) const {
+        const operand_overlay o = read_operand_table(n, key, "the operand's");
+        if (o.source && first_use_of(operand) == product)
+            fail(key + ".source",
+                 std::string("only an operand's second use has a source: ") + operand_names().name(operand) +
+                     " is first quantized for " + product_names().name(product) +
+                     " (the second uses are input_gradient.w, weight_gradient.x and weight_gradient.dy)");
+        if (o.empty()) fail(key, "sets nothing: give format, rounding, a scaling key, pre_scale or source");
+        return o;
+    }
+
+    // A table of an operand's keys (`whose` names them in errors), and `also`
+    // besides: a key neither of them is an error.
+    operand_overlay read_operand_table(const toml::node& n, const std::string& key, const std::string& whose,
+                                       const std::vector<std::string>& also = {}) const {
         const toml::table* t = n.as_table();
         if (t == nullptr)
             fail(key,
-                 "expected a table of the operand's keys, e.g. { format = \"bf16\" }, got " + describe(n));
+                 "expected a table of " + whose + " keys, e.g. { format = \"bf16\" }, got " + describe(n));
         std::vector<std::string> candidates;
         for (const overlay_field& f : overlay_fields()) candidates.push_back(key + "." + f.spec.key);
+        for (const std::string& k : also) candidates.push_back(key + "." + k);
         for (auto&& [k, v] : *t) {
             const std::string sub = key + "." + std::string(k.str());
             if (std::find(candidates.begin(), candidates.end(), sub) == candidates.end())
@@ -352,13 +368,34 @@ private:
         operand_overlay o;
         for (const overlay_field& f : overlay_fields())
             if (const toml::node* v = t->get(f.spec.key)) read_overlay_key(f, *v, key + "." + f.spec.key, o);
-        if (o.source && first_use_of(operand) == product)
-            fail(key + ".source",
-                 std::string("only an operand's second use has a source: ") + operand_names().name(operand) +
-                     " is first quantized for " + product_names().name(product) +
-                     " (the second uses are input_gradient.w, weight_gradient.x and weight_gradient.dy)");
-        if (o.empty()) fail(key, "sets nothing: give format, rounding, a scaling key, pre_scale or source");
         return o;
+    }
+
+    // [quantization.communication] gradients = { format, rounding, scaling
+    // keys, pre_scale, scaling } (config::communication_config).
+    void read_communication(const toml::table* q, quantization_config& out) const {
+        const toml::node* section = q == nullptr ? nullptr : q->get(leaf_of(kCommunicationKey));
+        const std::string key = kCommunicationGradientsKey;
+        const toml::node* n = get(section == nullptr ? nullptr : section->as_table(), key);
+        if (n == nullptr) return;
+        communication_config& c = out.communication;
+        c.gradients = read_operand_table(*n, key, "the gradients'", {"scaling"});
+        if (const toml::node* mode = n->as_table()->get("scaling")) {
+            quantization_config scratch;  // read as quantization.scaling is
+            for (const auto& f : quantization_section().fields)
+                if (std::string(f.key) == "scaling") read_field(f, *mode, scratch, key + ".scaling");
+            c.scaling = scratch.scaling;
+        }
+        if (!c.gradients.format)
+            fail(key + ".format",
+                 "missing (the format each rank's gradients are sent in, e.g. format = \"e5m2\")");
+        if (c.gradients.source)
+            fail(key + ".source", "only an operand's second use has a source; gradients are quantized once");
+        if (c.gradients.block_rows && *c.gradients.block_rows != 1)
+            fail(key + ".block_rows",
+                 "expected 1 (blocks along a row): a parameter's gradient may be 1-D (a bias, a LayerNorm "
+                 "gain), which no tile of " +
+                     std::to_string(*c.gradients.block_rows) + " rows divides");
     }
 
     // An accumulator: "none", { format = ..., params = {...}, rounding, mma_depth, promote_every }

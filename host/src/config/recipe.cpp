@@ -56,6 +56,12 @@ std::optional<transform_config> transform_for(const quantization_config& q, cons
     return t;
 }
 
+// quantization's own scaling keys: the least specific level of every operand.
+void global_keys(const quantization_config& q, operand_spec& s) {
+    s.granularity = q.granularity, s.block_size = q.block_size, s.block_rows = q.block_rows;
+    s.scale_format = q.scale_format, s.scale_rule = q.scale_rule;
+}
+
 operand_spec operand_for(const quantization_config& q, const layer_at& layer, product_kind product,
                          operand_kind operand) {
     const size_t p = static_cast<size_t>(product), k = static_cast<size_t>(operand);
@@ -68,12 +74,11 @@ operand_spec operand_for(const quantization_config& q, const layer_at& layer, pr
         if (o.block_rows) s.tile_key = key + ".block_rows";
         s.key = key;
     };
+    global_keys(q, s);
     s.format = operand == operand_kind::w   ? q.weight_format
                : operand == operand_kind::x ? q.activation_format
                                             : q.gradient_format;
     s.rounding = operand == operand_kind::dy ? q.backward_rounding : q.forward_rounding;
-    s.granularity = q.granularity, s.block_size = q.block_size, s.block_rows = q.block_rows;
-    s.scale_format = q.scale_format, s.scale_rule = q.scale_rule;
     s.key = operand == operand_kind::w   ? "quantization.weight_format"
             : operand == operand_kind::x ? "quantization.activation_format"
                                          : "quantization.gradient_format";
@@ -182,6 +187,18 @@ resolved_recipe resolve(const quantization_config& q, const std::vector<std::str
         r.layers.push_back(std::move(l));
     }
     return r;
+}
+
+operand_spec communication_spec(const quantization_config& q) {
+    operand_spec s;
+    global_keys(q, s);
+    s.format = "fp32";
+    s.rounding = q.backward_rounding;
+    q.communication.gradients.apply_to(s);
+    s.key = kCommunicationGradientsKey;
+    s.tile_key = std::string(kCommunicationGradientsKey) + ".block_rows";
+    if (!q.enabled) s.format = "fp32", s.key = "quantization.enabled";
+    return s;
 }
 
 resolved_recipe resolve(const run_config& c) { return resolve(c.quantization, layer_names(c.model)); }

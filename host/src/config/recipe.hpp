@@ -74,6 +74,12 @@ product_kind second_use_of(operand_kind o);
 // accumulator. Needs a validated config (the reader's): it does not check keys.
 resolved_recipe resolve(const quantization_config& q, const std::vector<std::string>& layers);
 
+// How [quantization.communication] quantizes each parameter's gradient
+// (config::communication_config), every key resolved: quantization's
+// global keys, backward_rounding, then the gradients table's. Format "fp32"
+// when it has none, or quantization is disabled.
+operand_spec communication_spec(const quantization_config& q);
+
 // Run `c`'s quantization resolved for its own model's layers (layer_names(c.model)).
 resolved_recipe resolve(const run_config& c);
 

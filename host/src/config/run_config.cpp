@@ -32,6 +32,10 @@ bool operator==(const operand_overlay& a, const operand_overlay& b) {
     return std::all_of(f.begin(), f.end(), [&](const overlay_field& r) { return r.same(a, b); });
 }
 
+bool operator==(const communication_config& a, const communication_config& b) {
+    return a.gradients == b.gradients && a.scaling == b.scaling;
+}
+
 bool operator==(const accumulator_config& a, const accumulator_config& b) {
     return a.format == b.format && a.instruction == b.instruction && a.params == b.params &&
            a.rounding == b.rounding && a.mma_depth == b.mma_depth && a.promote_every == b.promote_every;
@@ -70,6 +74,9 @@ void rename_formats(
         }
     };
     rename_accumulators(q.products, at);
+    for (auto [key, f] : {std::pair{"format", &q.communication.gradients.format},
+                          {"scale_format", &q.communication.gradients.scale_format}})
+        if (*f) *f = rename(kCommunicationGradientsKey + ("." + std::string(key)), **f);
     for (size_t i = 0; i < q.rules.size(); ++i) {
         const std::string rule = at + "rules[" + std::to_string(i) + "]";
         for (auto* f : {&q.rules[i].weight, &q.rules[i].activation, &q.rules[i].gradient,
@@ -96,6 +103,7 @@ bool operator==(const run_config& a, const run_config& b) {
                  a.quantization.gradient_scaling == b.quantization.gradient_scaling &&
                  a.quantization.params == b.quantization.params &&
                  a.quantization.products == b.quantization.products &&
+                 a.quantization.communication == b.quantization.communication &&
                  a.stability.interventions == b.stability.interventions &&
                  a.stability.params == b.stability.params && a.diagnostics.plugins == b.diagnostics.plugins &&
                  a.diagnostics.params == b.diagnostics.params;

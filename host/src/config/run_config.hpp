@@ -276,6 +276,23 @@ struct quantization_rule {
     std::optional<double> last_fraction;  // (0, 1]: the last ceil(f * count) of them
 };
 
+// [quantization.communication]: what a data-parallel step sends between
+// ranks, quantized as MS-AMP's FP8 gradient all-reduce sends it
+// (docs/distributed.md, "Quantized communication"). Each micro-batch's
+// gradient of each parameter is quantized through a format plugin before it
+// is added to the step's sum; the sum stays float32 in micro-batch order, so
+// one process with grad_accum = N quantizes exactly as N ranks do.
+struct communication_config {
+    // gradients = {...}: an operand's keys but `source`, resolved from
+    // quantization's global keys (rounding: backward_rounding, as a
+    // gradient's). Empty, or format "fp32": sent as computed (the default).
+    operand_overlay gradients;
+    // gradients.scaling: their per-tensor scaling; unset: quantization.scaling.
+    std::optional<scaling_mode> scaling;
+    bool quantizes() const { return gradients.format && *gradients.format != "fp32"; }
+};
+bool operator==(const communication_config& a, const communication_config& b);
+
 struct quantization_config {
     bool enabled = true;
     std::string weight_format = "e5m2";      // format plugin names, [a-z0-9][a-z0-9_]*
@@ -306,6 +323,7 @@ struct quantization_config {
     // [quantization.weight] etc.: their scaling keys only.
     operand_overlay weight_scaling, activation_scaling, gradient_scaling;
     product_configs products;  // [quantization.forward], [quantization.input_gradient], [...weight_gradient]
+    communication_config communication;    // [quantization.communication]
     std::vector<quantization_rule> rules;  // ordered; the first match wins
     // [quantization.params.NAME]: parameters of format plugin NAME, which
     // some format or scale_format key of this config must name.

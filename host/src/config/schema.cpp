@@ -262,6 +262,8 @@ const std::map<std::string, std::optional<kind>>& known_keys() {
             for (operand_kind o : operands_of(static_cast<product_kind>(p)))
                 k[operand_key(static_cast<product_kind>(p), o)] = kind::operand;
         }
+        k[kCommunicationKey] = std::nullopt;
+        k[kCommunicationGradientsKey] = kind::operand;
         k[kQuantizationParamsKey] = std::nullopt;
         run_config c;
         for (const plugin_list& l : plugin_lists(c)) {

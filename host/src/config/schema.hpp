@@ -134,6 +134,11 @@ struct config_problem {
 };
 std::optional<config_problem> operand_problem(const run_config& c, const std::vector<std::string>& layers);
 
+// [quantization.communication] and its one key, gradients = {...}
+// (config::communication_config).
+const char* const kCommunicationKey = "quantization.communication";
+const char* const kCommunicationGradientsKey = "quantization.communication.gradients";
+
 // [quantization.params.NAME]: a format's parameters.
 const char* const kQuantizationParamsKey = "quantization.params";
 

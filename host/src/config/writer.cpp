@@ -184,6 +184,13 @@ std::string to_toml(const run_config& c) {
                 for (const auto& [key, value] : product_entries(q.products[p]))
                     o << key << " = " << value << "\n";
             }
+            if (const communication_config& cc = q.communication; !cc.gradients.empty()) {
+                std::string g = operand_toml(cc.gradients);
+                if (cc.scaling)
+                    g.insert(g.size() - 2,
+                             ", scaling = " + quote(names_for(scaling_mode{}).name(*cc.scaling)));
+                o << "\n[" << kCommunicationKey << "]\ngradients = " << g << "\n";
+            }
             for (const auto& [name, values] : q.params) {
                 o << "\n[" << kQuantizationParamsKey << "." << name << "]\n";
                 for (const auto& [param, text] : values)

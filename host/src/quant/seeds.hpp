@@ -50,4 +50,10 @@ constexpr uint64_t transform_stream(size_t layer, size_t product) {
     return (uint64_t{1} << 62) + 3 * uint64_t{layer} + uint64_t{product};
 }
 
+// The stochastic-rounding stream of parameter `index`'s gradient as
+// [quantization.communication] sends it (the trainer's parameters in the
+// model's order; keyed by the micro-batch, as every gradient is): from 2^61,
+// apart from every operand's and transform's stream.
+constexpr uint64_t communication_stream(size_t index) { return (uint64_t{1} << 61) + uint64_t{index}; }
+
 }  // namespace altgrad::host::quant

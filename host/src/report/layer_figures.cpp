@@ -8,11 +8,18 @@ namespace altgrad::host::report {
 
 namespace {
 
-const char* const kRoles[] = {"weight", "activation", "output_gradient"};
+// The roles of quantized tensors (weight_gradient: a parameter's gradient
+// as [quantization.communication] sends it), and how a title names them.
+const char* const kRoles[] = {"weight", "activation", "output_gradient", "weight_gradient"};
+std::string plural(const std::string& role) {
+    return role == "weight_gradient" ? std::string("gradients as sent") : role + "s";
+}
 
-// "blocks.0.mlp.fc.weight" -> "blocks.0.mlp.fc": the layer, as a line's title.
+// "blocks.0.mlp.fc.weight" -> "blocks.0.mlp.fc": the layer, as a line's
+// title; a sent gradient's "blocks.0.mlp.fc.weight.communication" -> its
+// parameter, "blocks.0.mlp.fc.weight".
 std::string layer_of(const std::string& tensor) {
-    for (const char* suffix : {".weight", ".input", ".output_grad"}) {
+    for (const char* suffix : {".communication", ".weight", ".input", ".output_grad"}) {
         const std::string s = suffix;
         if (tensor.size() > s.size() && tensor.compare(tensor.size() - s.size(), s.size(), s) == 0)
             return tensor.substr(0, tensor.size() - s.size());
@@ -53,11 +60,11 @@ std::vector<figure> layer_figures(const run_record& r, const std::string& label)
     std::vector<figure> out;
     for (const char* role : kRoles) {
         figure amax = per_layer(r, role, "amax", "amax-" + label + "-" + role,
-                                "amax per layer: " + std::string(role) + "s of " + label, "amax");
+                                "amax per layer: " + plural(role) + " of " + label, "amax");
         if (!amax.lines.empty()) out.push_back(std::move(amax));
-        figure scale = per_layer(
-            r, role, "scale", "scale-" + label + "-" + role,
-            "Per-tensor scale per layer (q(x*s)/s): " + std::string(role) + "s of " + label, "scale s");
+        figure scale =
+            per_layer(r, role, "scale", "scale-" + label + "-" + role,
+                      "Per-tensor scale per layer (q(x*s)/s): " + plural(role) + " of " + label, "scale s");
         if (!scale.lines.empty()) out.push_back(std::move(scale));
     }
     std::map<std::string, std::map<int64_t, block_sum>> by_role;  // role -> step -> sum

@@ -37,15 +37,20 @@ namespace altgrad::host::train {
 // One tensor the model quantizes: a layer's weight, its input activation or
 // its output gradient.
 struct quant_site {
-    std::string layer;  // "blocks.0.attn.qkv"
+    // "blocks.0.attn.qkv"; a communication site's (role GRADIENT): its
+    // parameter, "blocks.0.attn.qkv.weight"
+    std::string layer;
     altgrad_tensor_role role = ALTGRAD_TENSOR_WEIGHT;
     // A second use with settings of its own (config::operand_for): the
     // product it is quantized for ("input_gradient" for W, "weight_gradient"
     // for x and dy); empty for a tensor's first use, the site every config has.
     std::string use;
     bool second_use() const { return !use.empty(); }
-    std::string name() const;       // layer + ".weight" | ".input" | ".output_grad", then "@" + use if any
-    const char* role_name() const;  // "weight" | "activation" | "output_gradient" (metrics and reports)
+    // layer + ".weight" | ".input" | ".output_grad", then "@" + use if any;
+    // a communication site's: its parameter + ".communication"
+    std::string name() const;
+    // "weight" | "activation" | "output_gradient" | "weight_gradient" (metrics and reports)
+    const char* role_name() const;
     std::shared_ptr<const format_handle> format;  // null: stays float32
     // How it is quantized, every key as the recipe resolved it
     // (config::operand_spec: the format's name, rounding, granularity, block
@@ -126,7 +131,8 @@ struct second_use {
 // Every site of a model, and what keys stochastic rounding: (seed, step, site).
 struct quant_plan {
     // The first uses' sites, three per linear layer (layer k's start at 3k),
-    // then the second uses that have settings of their own.
+    // then the second uses that have settings of their own, then the
+    // communication sites (add_communication_sites).
     std::vector<quant_site> sites;
     // Per linear layer, in its sites' order (W, x, dy).
     std::vector<std::array<second_use, 3>> second_uses;
@@ -209,6 +215,15 @@ run::tensor_line record_of(const quant_site& s, int64_t step, bool with_bit_stal
 // every linear layer's products their accumulators, from the config's global
 // formats, product tables and per-layer rules.
 void assign_formats(quant_plan& plan, const config::run_config& c, format_library& formats);
+
+// [quantization.communication]: one site per parameter for its gradient as
+// the ranks send it (role GRADIENT, named "<parameter>.communication"),
+// appended to the plan's sites; returns their indices, one per name of
+// `parameters` in that order, or none when the config quantizes no
+// communication. After assign_formats, which drops them.
+std::vector<size_t> add_communication_sites(quant_plan& plan, const config::run_config& c,
+                                            format_library& formats,
+                                            const std::vector<std::string>& parameters);
 
 // A format switch asked for by an intervention: every site whose name matches
 // `pattern` and is in another format moves to `to`, with fresh scaling (the

@@ -18,6 +18,7 @@ std::string quant_site::name() const {
     switch (role) {
         case ALTGRAD_TENSOR_WEIGHT: return layer + ".weight" + suffix;
         case ALTGRAD_TENSOR_ACTIVATION: return layer + ".input" + suffix;
+        case ALTGRAD_TENSOR_GRADIENT: return layer + ".communication";
         default: return layer + ".output_grad" + suffix;
     }
 }
@@ -251,6 +252,25 @@ void assign_formats(quant_plan& plan, const config::run_config& c, format_librar
             plan.sites.push_back(std::move(own));
         }
     }
+}
+
+std::vector<size_t> add_communication_sites(quant_plan& plan, const config::run_config& c,
+                                            format_library& formats,
+                                            const std::vector<std::string>& parameters) {
+    const config::operand_spec spec = config::communication_spec(c.quantization);
+    if (spec.format == "fp32") return {};
+    config::quantization_config q = c.quantization;
+    if (q.communication.scaling) q.scaling = *q.communication.scaling;
+    std::vector<size_t> out;
+    for (const std::string& parameter : parameters) {
+        quant_site s;
+        s.layer = parameter;
+        s.role = ALTGRAD_TENSOR_GRADIENT;
+        set_operand(s, q, spec, formats, c.source.string());
+        out.push_back(plan.sites.size());
+        plan.sites.push_back(std::move(s));
+    }
+    return out;
 }
 
 std::vector<run::format_switch> switch_formats(quant_plan& plan, const std::string& pattern,

@@ -319,8 +319,13 @@ void training_run::build_model_and_optimizer() {
             torch::optim::AdamWOptions(tc.learning_rate).betas({tc.beta1, tc.beta2}).weight_decay(0.0)));
     optimizer_ = std::make_unique<torch::optim::AdamW>(std::move(groups));
 
-    for (auto& p : model_->named_parameters()) params_[p.key()] = p.value();
-    parameters_ = model_->parameters();
+    std::vector<std::string> names;
+    for (auto& p : model_->named_parameters()) {
+        params_[p.key()] = p.value();
+        parameters_.push_back(p.value());
+        names.push_back(p.key());
+    }
+    communication_ = add_communication_sites(plan_, c_, formats_, names);
     weight_of_ = [this](const quant_site& s) { return params_.at(parameter_of(s)); };
     xb_.resize(static_cast<size_t>(tc.batch_size * c_.model.block_size));
     yb_.resize(xb_.size());
@@ -428,6 +433,9 @@ training_run::step_result training_run::forward_backward() {
     double loss = 0;
     for (int64_t m = ranks_.rank() * A; m < (ranks_.rank() + 1) * A; ++m)
         loss += micro_batch(m, M, capture, totals);
+    for (size_t i = 0; i < sent_.size(); ++i)
+        if (sent_[i].defined()) parameters_[i].mutable_grad() = std::move(sent_[i]);
+    sent_.clear();
     ranks_.sum_gradients(parameters_);  // in rank order: as one process's micro-batches
     if (ranks_.size() > 1) totals.fold_ranks(ranks_.gather(totals.packed()));
     totals.finish(plan_);
@@ -458,8 +466,29 @@ double training_run::micro_batch(int64_t m, int64_t M, bool capture, step_totals
     const torch::Tensor y = torch::from_blob(yb_.data(), {B, T}, long_opts).to(device_);
     const torch::Tensor loss = model_->forward(x, y).second;
     (M > 1 ? loss / static_cast<double>(M) : loss).backward();
+    if (!communication_.empty()) quantize_gradients(m == ranks_.rank() * c_.training.grad_accum);
     totals.add_micro_batch(plan_);
     return loss.item<double>() / static_cast<double>(M);
+}
+
+// [quantization.communication]: this micro-batch's gradients as a rank would
+// send them, each quantized by its parameter's site and added in order into
+// the step's sum (sent_), which forward_backward hands to .grad; .grad is
+// cleared for the next micro-batch's backward. Keyed by the micro-batch, as
+// every gradient is, so one process with grad_accum = N draws what N ranks do.
+void training_run::quantize_gradients(bool first_of_step) {
+    torch::NoGradGuard no_grad;
+    if (first_of_step) sent_.assign(parameters_.size(), torch::Tensor());
+    const uint64_t key = quant::micro_batch_key(plan_.step, plan_.micro_batch);
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+        torch::Tensor& g = parameters_[i].mutable_grad();
+        if (!g.defined()) continue;
+        const uint64_t seed = quant::seed_of(plan_.seed, key, quant::communication_stream(i));
+        const torch::Tensor q = fake_quantize(g, plan_.sites[communication_[i]], plan_, seed);
+        if (!sent_[i].defined()) sent_[i] = q.is_same(g) ? q.clone() : q;
+        else sent_[i].add_(q);
+        g = torch::Tensor();
+    }
 }
 
 training_run::step_actions training_run::ask_interventions(const step_result& r) {

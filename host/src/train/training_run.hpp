@@ -72,6 +72,7 @@ private:
 
     step_result forward_backward();
     double micro_batch(int64_t m, int64_t micro_batches, bool capture, step_totals& totals);
+    void quantize_gradients(bool first_of_step);
     step_actions ask_interventions(const step_result& r);
     void update(const step_result& r, const step_actions& todo);
     run::train_line measure(const step_result& r, double step_seconds);
@@ -124,6 +125,11 @@ private:
     torch::Device device_{torch::kCPU};
     std::map<std::string, torch::Tensor> params_;  // by name
     std::vector<torch::Tensor> parameters_;
+    // [quantization.communication]: each parameter's site (plan_.sites, in
+    // parameters_' order; empty: gradients are sent as computed), and the
+    // step's sum of its quantized micro-batch gradients so far.
+    std::vector<size_t> communication_;
+    std::vector<torch::Tensor> sent_;
     weight_lookup weight_of_;
     bit_stall_meter stall_;
     std::optional<run::metrics_writer> metrics_;
