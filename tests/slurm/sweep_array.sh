@@ -7,6 +7,9 @@
 #  2. A requeued task resumes: a longer run is requeued mid-run (Slurm sends
 #     SIGTERM; the run checkpoints and exits 130), runs again as a new task
 #     (SLURM_RESTART_COUNT 1) and finishes with the uninterrupted run's metrics.
+#  3. A run of 2 ranks (ntasks_per_node = 2) goes in a job array of its own,
+#     whose task srun's its ranks; it ends bit for bit as its sibling run on
+#     one rank at grad_accum = 2.
 # Usage: sweep_array.sh HOST PLUGINS SOURCE_DIR WORK       (as root)
 set -euo pipefail
 host="$1" plugins="$2" src="$3" work="$4"
@@ -98,3 +101,33 @@ grep -q 'resumed from its checkpoint' "$work/long.logs" || fail "the requeued ta
 comparable "$run_dir/metrics.jsonl" | cmp -s - <(comparable "$work/whole/metrics.jsonl") ||
   fail "the requeued run's metrics differ from the uninterrupted run's"
 echo "2. a task requeued mid-run resumed from its checkpoint: metrics equal the uninterrupted run's"
+
+# ---- 3. runs of several ranks: a job array per layout, the ranks started by srun in the task's allocation
+cat > "$work/ranks.toml" <<TOML
+name = "ranks"
+configs = ["$src/configs/e5m2_short.toml"]
+seeds = [4]
+set = [$shrink, "training.max_steps=8", "output.checkpoint_interval=4"]
+[[point]]
+name = "accum2"
+set = ["training.grad_accum=2"]
+[[point]]
+name = "ranks2"
+set = []
+ntasks_per_node = 2
+TOML
+out="$work/ranks"
+"$host" --plugins "$plugins" sweep "$work/ranks.toml" --out "$out" --slurm --slurm-args "--wait --quiet" \
+  > "$work/submit4.log" 2>&1 || fail "sweep --slurm of 2-rank runs failed: $(tail -3 "$work/submit4.log")"
+grep -qx '#SBATCH --ntasks-per-node=2' "$out/slurm/sweep-1x2.sbatch" || fail "no 1x2 job script"
+for n in accum2 ranks2; do
+  grep -q '"status": *"finished"' "$out/e5m2_short-$n-s4/summary.json" ||
+    fail "e5m2_short-$n-s4 did not finish: $(tail -3 "$out/logs/e5m2_short-$n-s4.log")"
+done
+grep -q "^2 ranks (SLURM_PROCID, SLURM_NTASKS, rendezvous " "$out/logs/e5m2_short-ranks2-s4.log" ||
+  fail "the 2-rank run's ranks did not come from srun: $(head -5 "$out/logs/e5m2_short-ranks2-s4.log")"
+comparable "$out/e5m2_short-accum2-s4/metrics.jsonl" | cmp -s - <(comparable "$out/e5m2_short-ranks2-s4/metrics.jsonl") ||
+  fail "srun's 2 ranks and grad_accum 2 differ"
+cmp "$out/e5m2_short-accum2-s4/checkpoints/step_0000008/model.pt" "$out/e5m2_short-ranks2-s4/checkpoints/step_0000008/model.pt" ||
+  fail "the final weights differ"
+echo "3. a 2-rank run through its own job array and srun: bit for bit as grad_accum 2 on one rank"

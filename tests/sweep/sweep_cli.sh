@@ -8,7 +8,9 @@
 # resumes as a requeued Slurm task; a run another process holds is not
 # started twice; bad input and --task out of range give
 # one line; a failing run is listed with its log; --slurm hands its job
-# script and arguments to sbatch (a stand-in).
+# script and arguments to sbatch (a stand-in); a run of 2 ranks runs here on
+# 2 ranks, bit for bit as one rank at grad_accum 2, and gets a job script of
+# its own.
 # Usage: sweep_cli.sh HOST PLUGINS SOURCE_DIR WORK
 set -euo pipefail
 host="$1" plugins="$2" src="$3" work="$4"
@@ -178,3 +180,33 @@ PATH=/nonexistent "$host" --plugins "$plugins" sweep sweeps/tiny.toml --slurm > 
 [ "$rc" -eq 1 ] && [ "$(wc -l < nosbatch.err)" -eq 2 ] && grep -q "sbatch: cannot run: No such file" nosbatch.err ||
   fail "no sbatch: exit $rc: $(cat nosbatch.err)"
 echo "--slurm: script and arguments handed to sbatch"
+
+# 7. Runs of several ranks: a point of ntasks_per_node = 2 runs here as `run --nproc 2`, bit for
+# bit as its sibling point at grad_accum = 2 on one rank (docs/distributed.md); --slurm gives it a
+# job script of its own, with its allocation and --srun.
+cat > sweeps/ranks.toml <<TOML
+name = "ranks"
+configs = ["$src/configs/e5m2_short.toml"]
+seeds = [5]
+set = [$shrink, "training.max_steps=10"]
+[[point]]
+name = "accum2"
+set = ["training.grad_accum=2"]
+[[point]]
+name = "ranks2"
+set = []
+ntasks_per_node = 2
+TOML
+sweep sweeps/ranks.toml --dry-run > ranks.dry 2> /dev/null || fail "ranks: --dry-run failed"
+grep -q "e5m2_short-ranks2-s5 .* --nproc 2$" ranks.dry || fail "ranks: no --nproc 2 in $(cat ranks.dry)"
+sweep sweeps/ranks.toml --jobs 1 > /dev/null 2> ranks.err || fail "ranks: the sweep failed: $(tail -3 ranks.err)"
+grep -q "^2 ranks (RANK, WORLD_SIZE" runs/ranks/logs/e5m2_short-ranks2-s5.log || fail "ranks: the run was not on 2 ranks"
+comparable runs/ranks/e5m2_short-accum2-s5/metrics.jsonl | cmp -s - <(comparable runs/ranks/e5m2_short-ranks2-s5/metrics.jsonl) ||
+  fail "ranks: 2 ranks and grad_accum 2 differ"
+rm -r runs/ranks/e5m2_short-accum2-s5 runs/ranks/e5m2_short-ranks2-s5
+PATH="$work/bin:$PATH" sweep sweeps/ranks.toml --slurm > /dev/null 2> ranks-slurm.err || fail "ranks: --slurm: $(cat ranks-slurm.err)"
+grep -qx '#SBATCH --array=0' runs/ranks/slurm/sweep.sbatch || fail "ranks: one-rank array: $(grep array runs/ranks/slurm/sweep.sbatch)"
+script=runs/ranks/slurm/sweep-1x2.sbatch
+grep -qx '#SBATCH --array=1' "$script" && grep -qx '#SBATCH --ntasks-per-node=2' "$script" &&
+  grep -q -- '--task "$SLURM_ARRAY_TASK_ID" --srun$' "$script" || fail "ranks: $script: $(cat "$script")"
+echo "runs of 2 ranks: --nproc 2 here (grad_accum 2's bits), their own job script for Slurm"

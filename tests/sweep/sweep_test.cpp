@@ -153,6 +153,30 @@ TEST(SweepFile, APointsNameNamesItsRuns) {
         f + ": key 'point[1].name': expected a string of letters, digits, '_', '.', '=', '+', '-', got 3");
 }
 
+// nodes and ntasks_per_node: every run's at the top, a point's own for its runs.
+TEST(SweepFile, RanksPerRunAtTheTopAndPerPoint) {
+    scratch s;
+    const fs::path file = s.sweep(std::string(kHeader) +
+                                  "ntasks_per_node = 2\n[grid]\n\"model.n_layer\" = [1]\n"
+                                  "[[point]]\nset = [\"model.n_layer=2\"]\nnodes = 3\n"
+                                  "[[point]]\nset = [\"model.n_layer=3\"]\nntasks_per_node = 1\n");
+    const std::vector<sweep_run> runs = plan_runs(load_sweep(file));
+    ASSERT_EQ(runs.size(), 3u);
+    EXPECT_TRUE((runs[0].layout == rank_layout{1, 2}));  // the grid's: the top's
+    EXPECT_TRUE((runs[1].layout == rank_layout{3, 2}));
+    EXPECT_TRUE((runs[2].layout == rank_layout{1, 1}));
+    EXPECT_EQ(runs[1].layout.ranks(), 6);
+    EXPECT_TRUE((plan_runs(load_sweep(s.sweep(kHeader)))[0].layout == rank_layout{1, 1}));
+    const std::string f = file.string();
+    EXPECT_EQ(error_of(s.sweep(std::string(kHeader) + "nodes = 0\n")),
+              f + ": key 'nodes': expected an integer 1..1024, got 0");
+    EXPECT_EQ(error_of(s.sweep(std::string(kHeader) +
+                               "[[point]]\nset = [\"model.n_layer=1\"]\nntasks_per_node = \"2\"\n")),
+              f + ": key 'point[1].ntasks_per_node': expected an integer 1..1024, got \"2\"");
+    EXPECT_EQ(error_of(s.sweep(std::string(kHeader) + "ntask_per_node = 2\n")),
+              f + ": key 'ntask_per_node': unknown key (a typo?); did you mean 'ntasks_per_node'?");
+}
+
 TEST(SweepFile, NamesUseTheFullKeyWhenTheLastPartIsAmbiguousAndReplaceOddCharacters) {
     const std::vector<std::string> keys = {"quantization.granularity", "quantization.weight.granularity",
                                            "data.path"};
@@ -302,11 +326,25 @@ TEST(RunState, RunArgumentsStartFreshOrResume) {
     r.config = "configs/tiny.toml";
     r.name = "tiny-s7";
     r.overrides = {"training.threads=1", "training.seed=7"};
-    EXPECT_EQ(run_arguments("/p", "out", r, run_status::fresh),
-              (std::vector<std::string>{"--plugins", "/p", "run", "configs/tiny.toml", "--out", "out/tiny-s7",
-                                        "--set", "training.threads=1", "--set", "training.seed=7"}));
-    EXPECT_EQ(run_arguments("/p", "out", r, run_status::interrupted),
-              (std::vector<std::string>{"--plugins", "/p", "run", "--resume", "out/tiny-s7", "--fallback"}));
+    EXPECT_EQ(
+        run_command("/h", "/p", "out", r, run_status::fresh),
+        (std::vector<std::string>{"/h", "--plugins", "/p", "run", "configs/tiny.toml", "--out", "out/tiny-s7",
+                                  "--set", "training.threads=1", "--set", "training.seed=7"}));
+    EXPECT_EQ(
+        run_command("/h", "/p", "out", r, run_status::interrupted),
+        (std::vector<std::string>{"/h", "--plugins", "/p", "run", "--resume", "out/tiny-s7", "--fallback"}));
+    // One rank: srun is not needed.
+    EXPECT_EQ(run_command("/h", "/p", "out", r, run_status::interrupted, rank_launcher::srun),
+              run_command("/h", "/p", "out", r, run_status::interrupted));
+    // 2 nodes x 3 ranks: six ranks started here by the host, or by srun in their allocation.
+    r.layout = {2, 3};
+    EXPECT_EQ(run_command("/h", "/p", "out", r, run_status::interrupted),
+              (std::vector<std::string>{"/h", "--plugins", "/p", "run", "--resume", "out/tiny-s7",
+                                        "--fallback", "--nproc", "6"}));
+    EXPECT_EQ(run_command("/h", "/p", "out", r, run_status::interrupted, rank_launcher::srun),
+              (std::vector<std::string>{"srun", "--nodes=2", "--ntasks-per-node=3", "--ntasks=6",
+                                        "--kill-on-bad-exit=1", "/h", "--plugins", "/p", "run", "--resume",
+                                        "out/tiny-s7", "--fallback"}));
     EXPECT_EQ(shell_words({"run", "a b", "it's", "x=1"}), "run 'a b' 'it'\\''s' x=1");
 }
 
@@ -360,6 +398,22 @@ TEST(Slurm, TheJobScriptArraysOnlyTheRunsNotDone) {
               "exec /opt/ag/bin/altgrad-host --plugins /opt/ag/plugins sweep /shared/s.toml --out "
               "/shared/runs/formats "
               "--task \"$SLURM_ARRAY_TASK_ID\"\n");
+    // Runs of 2 nodes x 4 ranks: their own script, their allocation, the ranks started by srun.
+    slurm_job ranks{"formats",
+                    {2},
+                    "/opt/ag/bin/altgrad-host",
+                    "/opt/ag/plugins",
+                    "/shared/s.toml",
+                    "/shared/runs/formats"};
+    ranks.layout = {2, 4};
+    const std::string multi = sbatch_script(ranks);
+    EXPECT_NE(multi.find("#SBATCH --array=2\n#SBATCH --nodes=2\n#SBATCH --ntasks-per-node=4\n"
+                         "#SBATCH --cpus-per-task=1\n"),
+              std::string::npos)
+        << multi;
+    EXPECT_NE(multi.find("--task \"$SLURM_ARRAY_TASK_ID\" --srun\n"), std::string::npos) << multi;
+    EXPECT_EQ(script_file("/o", {}), fs::path("/o/slurm/sweep.sbatch"));
+    EXPECT_EQ(script_file("/o", {2, 4}), fs::path("/o/slurm/sweep-2x4.sbatch"));
     // Paths with spaces are quoted in the exec line, but cannot be in an #SBATCH line.
     EXPECT_NE(sbatch_script({"f", {0}, "/my bin/altgrad-host", "/p", "/s.toml", "/o"})
                   .find("exec '/my bin/altgrad-host'"),

@@ -52,6 +52,7 @@ struct sweep_request {
     std::string file, out, jobs_text = "1", task_text, slurm_args;
     bool dry_run = false, slurm = false;
     bool task = false;  // --task given
+    bool srun = false;  // --srun: the task's ranks through srun
     uint64_t jobs = 1;
     std::vector<std::string> sbatch_args;
 };
@@ -71,8 +72,10 @@ bool read_request(const args& a, sweep_request& q) {
         "with --slurm: write the job script, submit nothing")(
         "task", po::value<std::string>(&q.task_text),
         "run only run I (a Slurm array task): resume it, skip it if "
-        "done, or start it")("slurm", po::bool_switch(&q.slurm),
-                             "submit the runs not yet done as a Slurm job array (sbatch)")(
+        "done, or start it")("srun", po::bool_switch(&q.srun),
+                             "with --task: start the run's ranks (nodes x ntasks_per_node) with srun, "
+                             "inside their Slurm allocation (sweep --slurm's job scripts do)")(
+        "slurm", po::bool_switch(&q.slurm), "submit the runs not yet done as a Slurm job array (sbatch)")(
         "slurm-args", po::value<std::string>(&q.slurm_args),
         "with --slurm: arguments for sbatch, e.g. "
         "\"--partition=gpu --time=2:00:00\"");
@@ -82,7 +85,7 @@ bool read_request(const args& a, sweep_request& q) {
     const command_help help{
         "sweep",
         {"[--plugins DIR] sweep SWEEP.toml [--out DIR] [--jobs N] [--dry-run]",
-         "[--plugins DIR] sweep SWEEP.toml [--out DIR] --task I",
+         "[--plugins DIR] sweep SWEEP.toml [--out DIR] --task I [--srun]",
          "[--plugins DIR] sweep SWEEP.toml [--out DIR] --slurm [--slurm-args \"ARGS\"] [--dry-run]"},
         "altgrad-host --plugins build/plugins sweep sweeps/formats.toml --jobs 2",
         {{0, "every run finished or collapsed (with --slurm: sbatch's status; with --dry-run: listed)"},
@@ -97,6 +100,7 @@ bool read_request(const args& a, sweep_request& q) {
     q.jobs = unsigned_option("sweep", "jobs", q.jobs_text);
     if (q.jobs < 1 || q.jobs > 1024) throw usage_error("sweep: --jobs " + q.jobs_text + ": expected 1..1024");
     if (vm.count("slurm-args") && !q.slurm) throw usage_error("sweep: --slurm-args goes with --slurm");
+    if (q.srun && !vm.count("task")) throw usage_error("sweep: --srun goes with --task");
     if (vm.count("task") && (q.slurm || q.dry_run || vm.count("jobs")))
         throw usage_error("sweep: --task runs one run: it excludes --slurm, --dry-run and --jobs");
     q.sbatch_args = sweep::split_arguments(q.slurm_args);
@@ -147,25 +151,32 @@ bool take_task(const sweep_request& q, sweep_state& s) {
     return true;
 }
 
-// --slurm: the job script of the runs not done, submitted unless --dry-run; the exit code.
+// --slurm: a job array of the runs not done per rank layout (each array's
+// tasks get its nodes and tasks per node), written and submitted unless
+// --dry-run; the exit code (the first sbatch that failed).
 int submit_to_slurm(const sweep_request& q, const sweep_state& s) {
     if (s.todo.empty()) {
         std::cerr << s.head << "nothing left to run: all " << s.runs.size()
                   << " runs are finished or collapsed; nothing submitted\n";
         return 0;
     }
+    std::map<sweep::rank_layout, std::vector<size_t>> by_layout;
+    for (const size_t i : s.todo) by_layout[s.runs[i].layout].push_back(i);
     const fs::path sweep_file = fs::absolute(q.file).lexically_normal();
-    const sweep::slurm_job job{s.spec.name, s.todo,     s.host,
-                               s.plugins,   sweep_file, fs::absolute(s.out_dir).lexically_normal()};
-    const std::string script = sweep::sbatch_script(job);
-    fs::create_directories(sweep::script_file(job.out).parent_path());
-    fs::create_directories(job.out / "logs");  // Slurm does not create --output's folder
-    run::write_file_atomically(sweep::script_file(job.out), script);
-    std::cerr << s.head << s.todo.size() << " of " << s.runs.size() << " runs to submit (array "
-              << sweep::array_list(s.todo) << "), job script " << sweep::script_file(job.out).string()
-              << "\n";
-    if (q.dry_run) return 0;
-    return submit(q.sbatch_args, sweep::script_file(job.out));
+    const fs::path out = fs::absolute(s.out_dir).lexically_normal();
+    fs::create_directories(sweep::script_file(out, {}).parent_path());
+    fs::create_directories(out / "logs");  // Slurm does not create --output's folder
+    int status = 0;
+    for (const auto& [layout, tasks] : by_layout) {
+        const sweep::slurm_job job{s.spec.name, tasks, s.host, s.plugins, sweep_file, out, layout};
+        const fs::path script = sweep::script_file(out, layout);
+        run::write_file_atomically(script, sweep::sbatch_script(job));
+        std::cerr << s.head << tasks.size() << " of " << s.runs.size() << " runs to submit (array "
+                  << sweep::array_list(tasks) << ", " << layout.nodes << " node(s) x "
+                  << layout.ntasks_per_node << " rank(s) each), job script " << script.string() << "\n";
+        if (!q.dry_run && status == 0) status = submit(q.sbatch_args, script);
+    }
+    return status;
 }
 
 // --dry-run: a line per run (index, name, status, the command that would run it).
@@ -174,9 +185,7 @@ void list_runs(const sweep_state& s) {
     for (const sweep::sweep_run& r : s.runs) width = std::max(width, r.name.size());
     for (const sweep::sweep_run& r : s.runs) {
         const sweep::run_status st = s.status[r.index];
-        std::vector<std::string> argv = {s.host.string()};
-        const std::vector<std::string> rest = sweep::run_arguments(s.plugins, s.out_dir, r, st);
-        argv.insert(argv.end(), rest.begin(), rest.end());
+        const std::vector<std::string> argv = sweep::run_command(s.host, s.plugins, s.out_dir, r, st);
         std::cout << std::left << std::setw(4) << r.index << " " << std::setw(static_cast<int>(width))
                   << r.name << "  " << std::setw(11) << sweep::status_name(st) << " "
                   << (sweep::is_done(st) ? "(skipped: done)" : sweep::shell_words(argv)) << "\n";
@@ -193,6 +202,7 @@ int run_locally(const sweep_request& q, const sweep_state& s) {
     o.live = ::isatty(STDERR_FILENO) != 0;
     fs::create_directories(s.out_dir / "logs");
     if (q.task) o.jobs = 1;
+    o.launcher = q.srun ? sweep::rank_launcher::srun : sweep::rank_launcher::local;
     const sweep::pool_result result = sweep::run_pool(s.spec.name, s.runs, s.todo, o, std::cerr);
     std::cout << (q.task ? sweep::run_dir(s.out_dir, s.runs[s.todo[0]]) : s.out_dir).string() << "\n";
     for (const sweep::failed_run& f : result.failed)

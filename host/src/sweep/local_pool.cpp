@@ -240,9 +240,8 @@ struct pool {
             const int log =
                 ::open(log_file(o.out, r).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
             if (log < 0) throw error(log_file(o.out, r).string() + ": cannot open: " + std::strerror(errno));
-            std::vector<std::string> argv = {o.host.string()};
-            const std::vector<std::string> a = run_arguments(o.plugins, o.out, r, status);
-            argv.insert(argv.end(), a.begin(), a.end());
+            const std::vector<std::string> argv =
+                run_command(o.host, o.plugins, o.out, r, status, o.launcher);
             write_all(log, "==== " + utc_now() + " altgrad-host sweep " + sweep_name + ": " +
                                (status == run_status::interrupted ? "resume" : "start") + ": " +
                                shell_words(argv) + "\n");

@@ -33,6 +33,8 @@ struct pool_options {
     fs::path out;      // the sweep's output folder
     size_t jobs = 1;
     bool live = false;  // standard error is a terminal: one line updated in place
+    // Who starts a run of several ranks (all of them one worker; a job of the pool).
+    rank_launcher launcher = rank_launcher::local;
 };
 
 struct failed_run {

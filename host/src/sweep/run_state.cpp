@@ -57,17 +57,24 @@ bool is_sweep_housekeeping(const fs::path& dir) {
            fs::is_regular_file(d.parent_path() / kMarker);
 }
 
-std::vector<std::string> run_arguments(const fs::path& plugins, const fs::path& out, const sweep_run& r,
-                                       run_status status) {
-    std::vector<std::string> a = {"--plugins", plugins.string(), "run"};
+std::vector<std::string> run_command(const fs::path& host, const fs::path& plugins, const fs::path& out,
+                                     const sweep_run& r, run_status status, rank_launcher launcher) {
+    const int64_t ranks = r.layout.ranks();
+    std::vector<std::string> a;
+    if (ranks > 1 && launcher == rank_launcher::srun)
+        a = {"srun", "--nodes=" + std::to_string(r.layout.nodes),
+             "--ntasks-per-node=" + std::to_string(r.layout.ntasks_per_node),
+             "--ntasks=" + std::to_string(ranks), "--kill-on-bad-exit=1"};
+    a.insert(a.end(), {host.string(), "--plugins", plugins.string(), "run"});
     if (status == run_status::interrupted) {
         // --fallback: a damaged newest checkpoint gives way to the newest intact
         // one; training is deterministic, so the run ends exactly as it would have.
         a.insert(a.end(), {"--resume", run_dir(out, r).string(), "--fallback"});
-        return a;
+    } else {
+        a.insert(a.end(), {r.config.string(), "--out", run_dir(out, r).string()});
+        for (const std::string& o : r.overrides) a.insert(a.end(), {"--set", o});
     }
-    a.insert(a.end(), {r.config.string(), "--out", run_dir(out, r).string()});
-    for (const std::string& o : r.overrides) a.insert(a.end(), {"--set", o});
+    if (ranks > 1 && launcher == rank_launcher::local) a.insert(a.end(), {"--nproc", std::to_string(ranks)});
     return a;
 }
 

@@ -41,10 +41,18 @@ void mark_sweep_folder(const fs::path& out, const fs::path& sweep_file);
 // OUT/logs or OUT/slurm of a marked sweep folder: the sweep's own, not a run.
 bool is_sweep_housekeeping(const fs::path& dir);
 
-// The arguments after the host's path that make progress on `r` in `status`:
-// --plugins PLUGINS run --resume DIR --fallback, or --plugins PLUGINS run CONFIG --out DIR --set ...
-std::vector<std::string> run_arguments(const fs::path& plugins, const fs::path& out, const sweep_run& r,
-                                       run_status status);
+// Who starts a run's ranks when it has more than one (sweep_run::layout):
+// the host itself on this machine (run --nproc K), or srun inside a Slurm
+// allocation of the layout's nodes and tasks (sweep --slurm's job script).
+enum class rank_launcher { local, srun };
+
+// The command that makes progress on `r` in `status`: HOST --plugins PLUGINS
+// run --resume DIR --fallback, or HOST --plugins PLUGINS run CONFIG --out DIR
+// --set ...; for K > 1 ranks, with --nproc K (local) or after srun --nodes N
+// --ntasks-per-node T --ntasks K --kill-on-bad-exit=1 (srun).
+std::vector<std::string> run_command(const fs::path& host, const fs::path& plugins, const fs::path& out,
+                                     const sweep_run& r, run_status status,
+                                     rank_launcher launcher = rank_launcher::local);
 
 // argv as a shell would need it typed (for --dry-run and messages; never run through a shell).
 std::string shell_words(const std::vector<std::string>& argv);

@@ -20,7 +20,12 @@ std::string array_list(const std::vector<size_t>& indices) {
     return out;
 }
 
-fs::path script_file(const fs::path& out) { return out / "slurm" / "sweep.sbatch"; }
+fs::path script_file(const fs::path& out, const rank_layout& layout) {
+    if (layout.ranks() == 1) return out / "slurm" / "sweep.sbatch";
+    return out / "slurm" /
+           ("sweep-" + std::to_string(layout.nodes) + "x" + std::to_string(layout.ntasks_per_node) +
+            ".sbatch");
+}
 
 std::string sbatch_script(const slurm_job& job) {
     const std::string out = job.out.string();
@@ -30,28 +35,24 @@ std::string sbatch_script(const slurm_job& job) {
             "--slurm: the output folder " + out +
             " holds a space, quote, '%' or '\\', which an #SBATCH --output line cannot hold: choose --out "
             "without them");
-    return "#!/bin/bash\n"
-           "# The sweep " +
-           job.name +
-           " as a Slurm job array, written by altgrad-host sweep --slurm\n"
-           "# (docs/sweeps.md): one task per run not yet finished; a task runs, resumes or\n"
-           "# skips run $SLURM_ARRAY_TASK_ID, so a requeued task continues from its checkpoint.\n"
-           "#SBATCH --job-name=" +
-           job.name +
-           "\n"
-           "#SBATCH --array=" +
-           array_list(job.tasks) +
-           "\n"
-           "#SBATCH --cpus-per-task=1\n"
-           "#SBATCH --requeue\n"
-           "#SBATCH --output=" +
-           out +
-           "/logs/slurm-%A_%a.log\n"
-           "#SBATCH --open-mode=append\n"  // a requeued task adds to its log, not replaces it
-           "exec " +
+    const bool ranks = job.layout.ranks() > 1;
+    std::string script =
+        "#!/bin/bash\n# The sweep " + job.name +
+        " as a Slurm job array, written by altgrad-host sweep --slurm\n"
+        "# (docs/sweeps.md): one task per run not yet finished; a task runs, resumes or\n"
+        "# skips run $SLURM_ARRAY_TASK_ID, so a requeued task continues from its checkpoint.\n"
+        "#SBATCH --job-name=" +
+        job.name + "\n#SBATCH --array=" + array_list(job.tasks) + "\n";
+    if (ranks)  // each task an allocation of the run's ranks, one CPU each
+        script += "#SBATCH --nodes=" + std::to_string(job.layout.nodes) +
+                  "\n#SBATCH --ntasks-per-node=" + std::to_string(job.layout.ntasks_per_node) + "\n";
+    script += "#SBATCH --cpus-per-task=1\n#SBATCH --requeue\n#SBATCH --output=" + out +
+              "/logs/slurm-%A_%a.log\n"
+              "#SBATCH --open-mode=append\n";  // a requeued task adds to its log, not replaces it
+    return script + "exec " +
            shell_words({job.host.string(), "--plugins", job.plugins.string(), "sweep",
                         job.sweep_file.string(), "--out", out, "--task"}) +
-           " \"$SLURM_ARRAY_TASK_ID\"\n";
+           " \"$SLURM_ARRAY_TASK_ID\"" + (ranks ? " --srun" : "") + "\n";
 }
 
 std::vector<std::string> split_arguments(const std::string& text) {

@@ -175,7 +175,22 @@ std::vector<std::pair<std::string, std::vector<std::string>>> read_grid(const to
     return out;
 }
 
-// [[point]] tables: each one's set = ["KEY=VALUE", ...] and optional name, into spec.
+// nodes and ntasks_per_node of `t`, where given, over `layout`; `where`
+// prefixes the keys in errors ("" or "point[2].").
+void read_layout(const toml::table& t, const fs::path& file, const std::string& where, rank_layout& layout) {
+    for (auto [key, member] :
+         {std::pair{"nodes", &rank_layout::nodes}, {"ntasks_per_node", &rank_layout::ntasks_per_node}}) {
+        const toml::node* n = t.get(key);
+        if (n == nullptr) continue;
+        const auto* i = n->as_integer();
+        if (i == nullptr || i->get() < 1 || i->get() > 1024)
+            key_error(file, where + key, "expected an integer 1..1024, got " + node_text(n));
+        layout.*member = i->get();
+    }
+}
+
+// [[point]] tables: each one's set = ["KEY=VALUE", ...], optional name and
+// rank layout, into spec.
 void read_points(const toml::node& points, const fs::path& file, sweep_spec& spec) {
     const auto* a = points.as_array();
     if (!a || !a->is_array_of_tables())
@@ -183,7 +198,12 @@ void read_points(const toml::node& points, const fs::path& file, sweep_spec& spe
     for (size_t i = 0; i < a->size(); ++i) {
         const toml::table& p = *a->get(i)->as_table();
         const std::string where = "point[" + std::to_string(i + 1) + "]";
-        for (const auto& [k, v] : p) refuse_unknown(file, where + ".", std::string(k.str()), {"set", "name"});
+        for (const auto& [k, v] : p)
+            refuse_unknown(file, where + ".", std::string(k.str()),
+                           {"set", "name", "nodes", "ntasks_per_node"});
+        rank_layout layout = spec.layout;
+        read_layout(p, file, where + ".", layout);
+        spec.point_layouts.push_back(layout);
         const toml::node* set = p.get("set");
         if (!set) key_error(file, where + ".set", "missing (the point's overrides, \"KEY=VALUE\" each)");
         spec.points.push_back(assignment_list(file, where + ".set", *set));
@@ -210,8 +230,10 @@ sweep_spec parse_sweep(const std::string& text, const fs::path& file) {
     sweep_spec spec;
     spec.file = file;
     for (const auto& [k, v] : root)
-        refuse_unknown(file, "", std::string(k.str()), {"name", "configs", "seeds", "set", "grid", "point"});
+        refuse_unknown(file, "", std::string(k.str()),
+                       {"name", "configs", "seeds", "set", "grid", "point", "nodes", "ntasks_per_node"});
     spec.name = read_name(root, file);
+    read_layout(root, file, "", spec.layout);
     spec.configs = read_configs(root, file);
     if (const toml::node* seeds = root.get("seeds")) spec.seeds = read_seeds(*seeds, file);
     if (const toml::node* set = root.get("set")) spec.set = assignment_list(file, "set", *set);
@@ -314,11 +336,13 @@ std::vector<sweep_run> plan_runs(const sweep_spec& spec) {
                 r.point = p;
                 r.seed = seed;
                 // The explicit points come after the grid's.
+                const bool explicit_point = p + spec.points.size() >= points.size();
                 const size_t named = p + spec.points.size() - points.size();
                 r.name = run_name(base.name, points[p], all_keys, seed,
-                                  p + spec.points.size() >= points.size() && named < spec.point_names.size()
-                                      ? spec.point_names[named]
-                                      : std::string());
+                                  explicit_point && named < spec.point_names.size() ? spec.point_names[named]
+                                                                                    : std::string());
+                r.layout = explicit_point && named < spec.point_layouts.size() ? spec.point_layouts[named]
+                                                                               : spec.layout;
                 // The sweep's default thread count first: anything the sweep sets wins.
                 if (!sets_threads) r.overrides.push_back(std::string(kThreadsKey) + "=1");
                 r.overrides.insert(r.overrides.end(), spec.set.begin(), spec.set.end());

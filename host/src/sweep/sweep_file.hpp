@@ -9,8 +9,11 @@
 //   set = ["training.threads=1"]            # optional: every run, before the point's
 //   [grid]                                  # optional: every combination, keys in file order
 //   "quantization.scaling" = ["none", "delayed"]
+//   nodes = 1                               # optional: each run's ranks, nodes x
+//   ntasks_per_node = 2                     #   ntasks_per_node (docs/distributed.md)
 //   [[point]]                               # optional, repeatable
 //   set = ["quantization.weight_format=e4m3"]
+//   ntasks_per_node = 4                     # optional: this point's runs' own
 //
 // Errors: one line naming the sweep file and the key (or the point), as
 // host::error, e.g.
@@ -29,6 +32,21 @@ namespace altgrad::host::sweep {
 
 namespace fs = std::filesystem;
 
+// How many ranks one run trains on (docs/distributed.md), nodes x
+// ntasks_per_node: `sweep --slurm` asks Slurm for that many nodes and tasks
+// per node and starts the ranks with srun; a sweep on this machine runs them
+// all here (`run --nproc`), with the same bits.
+struct rank_layout {
+    int64_t nodes = 1, ntasks_per_node = 1;  // 1..1024 each
+    int64_t ranks() const { return nodes * ntasks_per_node; }
+    bool operator==(const rank_layout& o) const {
+        return nodes == o.nodes && ntasks_per_node == o.ntasks_per_node;
+    }
+    bool operator<(const rank_layout& o) const {
+        return nodes != o.nodes ? nodes < o.nodes : ntasks_per_node < o.ntasks_per_node;
+    }
+};
+
 // The file as written (paths resolved against its folder).
 struct sweep_spec {
     fs::path file;                  // the sweep file
@@ -42,6 +60,11 @@ struct sweep_spec {
     // [[point]] name = "...", by point: what its runs are called instead of
     // its overrides ([A-Za-z0-9_.=+-]+); "": named from its overrides.
     std::vector<std::string> point_names;
+    // nodes = N, ntasks_per_node = T at the top: every run's layout; a
+    // [[point]]'s own keys override them for its runs (point_layouts, by
+    // point). The grid cannot vary them.
+    rank_layout layout;
+    std::vector<rank_layout> point_layouts;
 };
 
 // Parses the sweep file's text; `file` names it in errors and anchors the
@@ -68,6 +91,7 @@ struct sweep_run {
     int64_t seed = 0;
     std::string name;                    // the run directory's name
     std::vector<std::string> overrides;  // every --set of the run, in order
+    rank_layout layout;                  // its ranks
 };
 
 // Every run: for each config, for each point, for each seed. Loads each base
