@@ -387,15 +387,11 @@ private:
             c.scaling = scratch.scaling;
         }
         if (!c.gradients.format)
-            fail(key + ".format",
-                 "missing (the format each rank's gradients are sent in, e.g. format = \"e5m2\")");
+            fail(key + ".format", "missing (the format the gradients are sent in, e.g. format = \"e5m2\")");
         if (c.gradients.source)
             fail(key + ".source", "only an operand's second use has a source; gradients are quantized once");
         if (c.gradients.block_rows && *c.gradients.block_rows != 1)
-            fail(key + ".block_rows",
-                 "expected 1 (blocks along a row): a parameter's gradient may be 1-D (a bias, a LayerNorm "
-                 "gain), which no tile of " +
-                     std::to_string(*c.gradients.block_rows) + " rows divides");
+            fail(key + ".block_rows", "expected 1 (blocks along a row): a bias or a LayerNorm gain is 1-D");
     }
 
     // An accumulator: "none", { format = ..., params = {...}, rounding, mma_depth, promote_every }
