@@ -4,8 +4,9 @@
 # exmy_format's kernel, cuda_kernels.cuh's quantize, encode and decode kernels,
 # the adapter's device path), the block-scaled kernels instantiated for MXFP8
 # and NVFP4 (tests/cuda/device_recipes.cu: the block-scaled and amax kernels)
-# and the CUDA test binary of the plugins (tests/cuda/), so that GPU code
-# cannot rot unseen on machines without a GPU. Nothing is run: that needs a
+# and the CUDA test binary of the plugins (tests/cuda/), and the trainer's
+# NCCL path (syntax only), so that GPU code cannot rot unseen on machines
+# without a GPU. Nothing is run: that needs a
 # GPU (scripts/gpu_check.sh). scripts/test.sh runs this; docs/cuda.md.
 #
 # nvcc is $CUDACXX, else nvcc on PATH, else $CUDA_HOME/bin/nvcc (find_nvcc.sh; CUDA_HOME
@@ -49,3 +50,42 @@ done
 echo "cuda_compile_check: ok: $lib ($((16#$(fatbin_bytes "$lib"))) bytes of device code)," \
   "$recipes ($((16#$(fatbin_bytes "$recipes"))) bytes) and build-cuda/altgrad_cuda_tests compiled and linked" \
   "(not run: no GPU here; scripts/gpu_check.sh runs them on one)"
+
+# The trainer's NCCL path (host/src/train/distributed.cpp under USE_C10D_NCCL, which a build
+# against a LibTorch with CUDA defines: host/CMakeLists.txt): syntax only, with the default
+# build's compile command for it, this machine's LibTorch headers and CUDA's nccl.h. Debian's
+# LibTorch, built for the CPU, lacks one header its CUDA build generates
+# (c10/cuda/impl/cuda_cmake_macros.h); a stand-in defines its one macro.
+commands=${ALTGRAD_BUILD_DIR:-build}/compile_commands.json
+cuda_include="$(cd "$(dirname "$(command -v "$nvcc")")/../include" 2>/dev/null && pwd || echo /nonexistent)"
+if [[ ! -f "$commands" ]]; then
+  echo "cuda_compile_check: nccl: SKIPPED: no $commands (build first: scripts/build.sh)"
+elif [[ ! -f "$cuda_include/nccl.h" ]]; then
+  echo "cuda_compile_check: nccl: SKIPPED: no nccl.h in $cuda_include"
+else
+  stub="$PWD/build-cuda/nccl-stub"
+  mkdir -p "$stub/c10/cuda/impl"
+  printf '#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n' > "$stub/c10/cuda/impl/cuda_cmake_macros.h"
+  /usr/bin/python3 - "$commands" "$stub" "$cuda_include" <<'PY'
+import json, shlex, subprocess, sys
+commands, stub, cuda_include = sys.argv[1:4]
+entry = next((e for e in json.load(open(commands)) if e["file"].endswith("host/src/train/distributed.cpp")), None)
+if entry is None:
+    sys.exit("cuda_compile_check: nccl: FAILED: no compile command for train/distributed.cpp in " + commands)
+args, out, skip = shlex.split(entry["command"]), [], False
+for i, a in enumerate(args[1:], 1):
+    if skip:
+        skip = False
+    elif a in ("-o", "-include"):  # the object file; the precompiled header (compiled without NCCL)
+        skip = True
+    elif a not in ("-c", "-Winvalid-pch"):
+        out.append(a)
+cmd = [args[0], "-fsyntax-only", "-DUSE_C10D_NCCL", "-I" + stub, "-I" + cuda_include] + out
+r = subprocess.run(cmd, cwd=entry["directory"], capture_output=True, text=True)
+if r.returncode != 0:
+    print(r.stderr[-4000:], file=sys.stderr)
+    sys.exit("cuda_compile_check: nccl: FAILED: train/distributed.cpp with USE_C10D_NCCL does not compile")
+print("cuda_compile_check: nccl: ok: train/distributed.cpp's NCCL group compiles (USE_C10D_NCCL; not run: "
+      "no GPU here)")
+PY
+fi

@@ -159,3 +159,16 @@ RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$(free_port)" run "$src/c
 grep -q "rank 1 of 2: cannot reach the rendezvous at 127.0.0.1:" "$work/alone.log" || fail "an unreachable master: $(cat "$work/alone.log")"
 [ "$(grep -c . "$work/alone.log")" -eq 1 ] || fail "an unreachable master: more than one line: $(cat "$work/alone.log")"
 echo "two_ranks: differing configs, a taken port and an unreachable master: one line each"
+
+# NCCL: on the CPU it cannot work, and this host (Debian's CPU LibTorch) has none: one line each, before any rendezvous.
+for device in cpu cuda; do
+  rc=0
+  RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$(free_port)" run "$src/configs/e5m2_short.toml" "${small[@]}" \
+    --set training.distributed.backend=nccl --set training.device=$device --out "$work/nccl-$device" > "$work/nccl-$device.log" 2>&1 || rc=$?
+  [ "$rc" -eq 1 ] && [ "$(grep -c . "$work/nccl-$device.log")" -eq 1 ] || fail "nccl on $device: exit $rc: $(cat "$work/nccl-$device.log")"
+done
+grep -q "key 'training.distributed.backend': nccl: NCCL moves GPU memory; it needs training.device = \"cuda\"" "$work/nccl-cpu.log" ||
+  fail "nccl on the CPU: $(cat "$work/nccl-cpu.log")"
+grep -q "key 'training.distributed.backend': nccl: this host was built without NCCL" "$work/nccl-cuda.log" ||
+  fail "nccl without NCCL: $(cat "$work/nccl-cuda.log")"
+echo "two_ranks: NCCL on the CPU, and in a host without NCCL: one line each"

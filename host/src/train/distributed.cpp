@@ -3,6 +3,9 @@
 #include <glog/logging.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef USE_C10D_NCCL  // a LibTorch with CUDA (host/CMakeLists.txt)
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include <cstdlib>
 #include <optional>
@@ -94,20 +97,45 @@ rank_place place_from_environment() {
     return p;
 }
 
+// One of the two groups is made (each a Backend, not a ProcessGroup, in
+// LibTorch 2.x); the collectives run on `device`: the CPU for Gloo, this
+// rank's GPU for NCCL.
 struct rank_group::backend {
     c10::intrusive_ptr<c10d::Store> store;
-    c10::intrusive_ptr<c10d::ProcessGroupGloo> group;  // a Backend, not a ProcessGroup, in LibTorch 2.x
+    c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+#ifdef USE_C10D_NCCL
+    c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;
+#endif
+    torch::Device device{torch::kCPU};
 };
+
+namespace {
+
+// Whether the run asks for NCCL (backend "nccl", or "auto" on a GPU), refusing
+// what cannot work: NCCL in a host built without it, or NCCL on the CPU.
+bool wants_nccl(const config::run_config& c) {
+    const std::string key = c.source.string() + ": key 'training.distributed.backend'";
+    const bool cuda = c.training.device == config::compute_device::cuda;
+    const bool nccl = c.distributed.backend == config::distributed_backend::nccl ||
+                      (c.distributed.backend == config::distributed_backend::automatic && cuda);
+    if (nccl && !cuda)
+        throw error(key +
+                    ": nccl: NCCL moves GPU memory; it needs training.device = \"cuda\" (use \"gloo\" on "
+                    "the CPU)");
+#ifndef USE_C10D_NCCL
+    if (nccl)
+        throw error(key +
+                    ": nccl: this host was built without NCCL (its LibTorch has no CUDA: Debian's is built "
+                    "for the CPU; docs/distributed.md, \"On GPUs\"); use \"gloo\", on the CPU");
+#endif
+    return nccl;
+}
+
+}  // namespace
 
 rank_group::rank_group(const rank_place& where, const config::run_config& c) : place_(where) {
     if (!where.distributed()) return;
-    const std::string key = c.source.string() + ": key 'training.distributed.backend'";
-    const bool cuda = c.training.device == config::compute_device::cuda;
-    if (c.distributed.backend == config::distributed_backend::nccl ||
-        (c.distributed.backend == config::distributed_backend::automatic && cuda))
-        throw error(key +
-                    ": nccl: this LibTorch has no NCCL backend (Debian's is built for the CPU); use "
-                    "\"gloo\", on the CPU");
+    const bool nccl = wants_nccl(c);
     const std::chrono::milliseconds timeout(c.distributed.timeout_s * 1000);
     // c10d logs its failures through glog, several lines each; the errors
     // below say them in one line, naming the rank.
@@ -131,6 +159,10 @@ rank_group::rank_group(const rank_place& where, const config::run_config& c) : p
                                                        std::to_string(c.distributed.timeout_s) + " s";
         throw error(who(where) + ": " + what + ": " + first_line(e.what()));
     }
+    if (nccl) {
+        make_nccl_group(timeout);
+        return;
+    }
     try {
         auto options = c10d::ProcessGroupGloo::Options::create(timeout);
         if (const std::optional<std::string> iface = env("GLOO_SOCKET_IFNAME"))
@@ -139,20 +171,44 @@ rank_group::rank_group(const rank_place& where, const config::run_config& c) : p
             options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
         else options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
         options->threads = 1;
-        backend_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(backend_->store, where.rank,
-                                                                      where.world_size, options);
+        backend_->gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(backend_->store, where.rank,
+                                                                     where.world_size, options);
     } catch (const std::exception& e) {
         throw error(who(where) + ": the Gloo group of " + std::to_string(where.world_size) + " ranks at " +
                     address(where) + " did not form: " + first_line(e.what()));
     }
 }
 
-std::vector<torch::Tensor> rank_group::all_gather(const torch::Tensor& mine, const std::string& what) const {
-    std::vector<torch::Tensor> input{mine};
-    std::vector<std::vector<torch::Tensor>> output(1);
-    for (int r = 0; r < size(); ++r) output[0].push_back(torch::empty_like(mine));
+// NCCL between the ranks' GPUs: rank r on GPU local_rank (training_device's
+// choice), its collectives on that GPU. Never run here (no GPU, no NCCL in
+// Debian's LibTorch): compiled by scripts/cuda_compile_check.sh.
+void rank_group::make_nccl_group([[maybe_unused]] std::chrono::milliseconds timeout) {
+#ifdef USE_C10D_NCCL
+    backend_->device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(place_.local_rank));
     try {
-        backend_->group->allgather(output, input)->wait();
+        auto options = c10d::ProcessGroupNCCL::Options::create();
+        options->timeout = timeout;
+        backend_->nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(backend_->store, place_.rank,
+                                                                     place_.world_size, options);
+    } catch (const std::exception& e) {
+        throw error(who(place_) + ": the NCCL group of " + std::to_string(place_.world_size) + " ranks at " +
+                    address(place_) + " did not form: " + first_line(e.what()));
+    }
+#endif
+}
+
+std::vector<torch::Tensor> rank_group::all_gather(const torch::Tensor& mine, const std::string& what) const {
+    std::vector<torch::Tensor> input{mine.to(backend_->device)};
+    std::vector<std::vector<torch::Tensor>> output(1);
+    for (int r = 0; r < size(); ++r) output[0].push_back(torch::empty_like(input[0]));
+    try {
+#ifdef USE_C10D_NCCL
+        if (backend_->nccl) {
+            backend_->nccl->allgather(output, input)->wait();
+            return output[0];
+        }
+#endif
+        backend_->gloo->allgather(output, input)->wait();
     } catch (const std::exception& e) {
         throw error(who(place_) + ": " + what +
                     " with the other ranks failed (one of them stopped, or did not answer within "
@@ -168,8 +224,10 @@ std::vector<std::vector<double>> rank_group::gather(const std::vector<double>& m
     const auto opts = torch::TensorOptions().dtype(torch::kDouble);
     std::vector<std::vector<double>> out;
     for (const torch::Tensor& t :
-         all_gather(torch::from_blob(const_cast<double*>(mine.data()), {n}, opts).clone(), "a collective"))
-        out.emplace_back(t.data_ptr<double>(), t.data_ptr<double>() + n);
+         all_gather(torch::from_blob(const_cast<double*>(mine.data()), {n}, opts).clone(), "a collective")) {
+        const torch::Tensor host = t.cpu();
+        out.emplace_back(host.data_ptr<double>(), host.data_ptr<double>() + n);
+    }
     return out;
 }
 

@@ -4,7 +4,8 @@
 // alike, so the result does not depend on the backend's algorithm: N ranks
 // at micro-batch b give the bits of one process with training.grad_accum = N.
 // LibTorch's c10d does the talking (its TCPStore for the rendezvous, Gloo
-// between CPUs); its headers stay in distributed.cpp.
+// between CPUs, NCCL between GPUs where LibTorch has CUDA); its headers stay
+// in distributed.cpp.
 #pragma once
 
 #include <chrono>
@@ -69,8 +70,10 @@ public:
     void check_same(const std::string& what, uint64_t fingerprint) const;
 
 private:
-    // Every rank's `mine` (one shape on every rank), in rank order; `what` names it in errors.
+    // Every rank's `mine` (one shape on every rank), in rank order, on the
+    // collectives' device; `what` names it in errors.
     std::vector<torch::Tensor> all_gather(const torch::Tensor& mine, const std::string& what) const;
+    void make_nccl_group(std::chrono::milliseconds timeout);
 
     struct backend;  // c10d's store and process group
     rank_place place_;

@@ -205,11 +205,12 @@ stability::failure_context failure_context_of(const config::run_config& c, const
     return x;
 }
 
-// Where training runs: the CPU, or the first CUDA GPU when the config asks
-// for one, LibTorch can reach one, and every format plugin in use takes
-// device buffers (a format an intervention switches to later is checked when
-// it is first used).
-torch::Device training_device(const config::run_config& c, const quant_plan& plan) {
+// Where training runs: the CPU, or a CUDA GPU when the config asks for one,
+// LibTorch can reach one, and every format plugin in use takes device
+// buffers (a format an intervention switches to later is checked when it is
+// first used): GPU local_rank (mod the GPUs seen), a rank's own on a machine
+// with a GPU per rank, as NCCL needs.
+torch::Device training_device(const config::run_config& c, const quant_plan& plan, int local_rank) {
     if (c.training.device != config::compute_device::cuda) return torch::kCPU;
     const std::string key = c.source.string() + ": key 'training.device': \"cuda\"";
     if (!torch::cuda::is_available())
@@ -228,7 +229,8 @@ torch::Device training_device(const config::run_config& c, const quant_plan& pla
     for (const product_transforms& layer : plan.transforms)
         for (const product_transform& t : layer)
             if (t.handle) throw error(key + ": transforms (" + t.key + ") run on the CPU only");
-    return torch::Device(torch::kCUDA, 0);
+    const int gpus = static_cast<int>(torch::cuda::device_count());
+    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % gpus));
 }
 
 }  // namespace
@@ -302,7 +304,7 @@ void training_run::build_model_and_optimizer() {
     g.swiglu = c_.model.activation == config::activation_function::swiglu;
     model_ = GPT(g, plan_);
     assign_formats(plan_, c_, formats_);
-    device_ = training_device(c_, plan_);
+    device_ = training_device(c_, plan_, place_.local_rank);
     model_->to(device_);  // before the optimizer is made: it holds the parameters
 
     // AdamW with weight decay on matrices only (nanoGPT's groups).
