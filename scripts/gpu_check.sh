@@ -24,6 +24,8 @@
 #            dropout resumed from a checkpoint against the same run whole
 #   recipes  each recipe of configs/recipes/ for 50 steps on the GPU (what
 #            runs there, and what is refused with which error)
+#   gpt2     GPT-2 small (configs/gpt2_small.toml) and the recipes that run on
+#            CUDA at its size: tokens per second and GPU-hours (gpt2_tokens.md)
 # The steps default to "test sanitize bench train recipes" (given as one word
 # or several). Every command has a time limit, the smaller of its own and what
 # is left of GPU_CHECK_BUDGET_S (default 540) seconds from the start, so that
@@ -256,6 +258,41 @@ PY
       run_host deepseek_v3-fp32_sums cuda configs/recipes/deepseek_v3.toml "${short[@]}" \
         --set quantization.forward.accumulator=none --set quantization.input_gradient.accumulator=none \
         --set quantization.weight_gradient.accumulator=none ;;
+    gpt2)
+      # GPT-2 small's throughput (issue #48): configs/gpt2_small.toml and its recipe variants that run
+      # on CUDA, 8 rows of 1024 tokens a step as scripts/gpt2_reference.py times plain PyTorch, 12
+      # steps; the median tokens_per_s of steps 3..12 into gpt2_tokens.md, with the GPU-hours of 20
+      # tokens per parameter (124 M parameters: 2.49 B tokens) at that rate.
+      [[ -n "$host_ok" ]] || { host_ready && host_ok=1; } || continue
+      gpt2=(--set model.n_layer=12 --set model.n_head=12 --set model.n_embd=768 --set model.block_size=1024
+            --set training.batch_size=8 --set training.grad_accum=1 --set training.max_steps=12
+            --set training.warmup_steps=2 --set training.eval_interval=12 --set training.eval_batches=1
+            --set training.log_interval=1 --set output.checkpoint_interval=12)
+      run_host gpt2-bf16 cuda configs/gpt2_small.toml "${gpt2[@]}"
+      for recipe in te_delayed te_current te_mxfp8; do
+        run_host "gpt2-$recipe" cuda "configs/recipes/$recipe.toml" "${gpt2[@]}"
+      done
+      run_host gpt2-nvfp4-no_rht cuda configs/recipes/nvfp4.toml "${gpt2[@]}" \
+        --set quantization.weight_gradient.transform=none
+      run_host gpt2-deepseek_v3-fp32_sums cuda configs/recipes/deepseek_v3.toml "${gpt2[@]}" \
+        --set quantization.forward.accumulator=none --set quantization.input_gradient.accumulator=none \
+        --set quantization.weight_gradient.accumulator=none
+      python3 - /tmp "$out/gpt2_tokens.md" <<'PY' | tee -a "$out/summary.txt"
+import glob, json, os, statistics, sys
+rows = ["| run | tokens/s (median of steps 3..12) | GPU-hours for 2.49 B tokens |", "|---|---:|---:|"]
+for d in sorted(glob.glob(os.path.join(sys.argv[1], "run-gpt2-*"))):
+    path = os.path.join(d, "metrics.jsonl")
+    rates = [json.loads(l).get("tokens_per_s") for l in open(path)] if os.path.exists(path) else []
+    steps = [r for r in rates if r is not None][2:]
+    if steps:
+        t = statistics.median(steps)
+        rows.append(f"| {os.path.basename(d)[4:]} | {t:,.0f} | {124.44e6 * 20 / t / 3600:,.1f} |")
+    else:
+        rows.append(f"| {os.path.basename(d)[4:]} | (no steps) | |")
+open(sys.argv[2], "w").write("\n".join(rows) + "\n")
+print("\n".join(rows))
+PY
+      ;;
     *) log "unknown step $step" ;;
   esac
 done
