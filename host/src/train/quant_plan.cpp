@@ -342,8 +342,6 @@ stored_operand stored(const torch::Tensor& t, torch::Tensor& keep) {
     return {keep.data_ptr<float>(), quant::operand_layout::as_is};
 }
 
-// The site whose copy an operand of a product is: its format's values
-// divided by the site's per-tensor scale, q(x*s)/s (the instruction path
 // The copy an operand of a product is, as an instruction needs it: the site
 // that made it (its format; per tensor, its scale s: the copy is q(x*s)/s)
 // and, block-scaled, the copy's encode scales per (row, block) with the
