@@ -2,7 +2,7 @@
 # CUDA stays compiled: configures AltGrad with ALTGRAD_CUDA=ON into build-cuda/
 # and compiles and links, with nvcc, the CUDA build of one format plugin (e5m2:
 # exmy_format's kernel, cuda_kernels.cuh's quantize, encode and decode kernels,
-# the adapter's device path), the block-scaled kernels instantiated for MXFP8
+# the adapter's device path) and of random_hadamard (hadamard_cuda.cuh), the block-scaled kernels instantiated for MXFP8
 # and NVFP4 (tests/cuda/device_recipes.cu: the block-scaled and amax kernels)
 # and the CUDA test binary of the plugins (tests/cuda/), and the trainer's
 # NCCL path (syntax only), so that GPU code cannot rot unseen on machines
@@ -34,13 +34,15 @@ cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Release -DALTGRAD_CUDA=ON -DCMAKE_CU
   -DALTGRAD_BUILD_BENCHMARKS=OFF >/dev/null
 # altgrad_cuda_tests/fast: the test binary alone (compiled and linked), without
 # the other eleven plugins it is declared to need at run time.
-cmake --build build-cuda -j "$(nproc)" --target altgrad_plugin_e5m2 altgrad_cuda_device_recipes
+cmake --build build-cuda -j "$(nproc)" --target altgrad_plugin_e5m2 altgrad_plugin_random_hadamard \
+  altgrad_cuda_device_recipes
 cmake --build build-cuda -j "$(nproc)" --target altgrad_cuda_tests/fast
 lib=build-cuda/plugins/e5m2/libaltgrad_e5m2.so
+rht=build-cuda/plugins/random_hadamard/libaltgrad_random_hadamard.so
 recipes=build-cuda/tests/cuda/libaltgrad_cuda_device_recipes.a
 # The plugin and the recipes must carry device code (a fatbinary) and the test binary must exist.
 fatbin_bytes() { objdump -h "$1" | awk '$2 == ".nv_fatbin" { print $3 }' | head -1; }
-for built in "$lib" "$recipes"; do
+for built in "$lib" "$rht" "$recipes"; do
   if [[ -z "$(fatbin_bytes "$built")" ]]; then
     echo "cuda_compile_check: FAILED: $built has no .nv_fatbin section (no device code compiled)" >&2
     exit 1
@@ -48,6 +50,7 @@ for built in "$lib" "$recipes"; do
 done
 [[ -x build-cuda/altgrad_cuda_tests ]] || { echo "cuda_compile_check: FAILED: no build-cuda/altgrad_cuda_tests" >&2; exit 1; }
 echo "cuda_compile_check: ok: $lib ($((16#$(fatbin_bytes "$lib"))) bytes of device code)," \
+  "$rht ($((16#$(fatbin_bytes "$rht"))) bytes)," \
   "$recipes ($((16#$(fatbin_bytes "$recipes"))) bytes) and build-cuda/altgrad_cuda_tests compiled and linked" \
   "(not run: no GPU here; scripts/gpu_check.sh runs them on one)"
 

@@ -251,8 +251,9 @@ PY
       for recipe in te_delayed te_current te_mxfp8 nvfp4 tseng_mxfp4 deepseek_v3; do
         run_host "$recipe" cuda "configs/recipes/$recipe.toml" "${short[@]}"
       done
-      # The transforms and the accumulator model run on the CPU only: the NVFP4
-      # recipe without its Hadamard transform, DeepSeek-V3's with float32 sums.
+      # The accumulator model runs on the CPU only: DeepSeek-V3's with float32
+      # sums. NVFP4 without its Hadamard transform too, beside the run with it
+      # (the transform's CUDA path since 2026-11-29; 2026-11-26's runs had none).
       run_host nvfp4-no_rht cuda configs/recipes/nvfp4.toml "${short[@]}" \
         --set quantization.weight_gradient.transform=none
       run_host deepseek_v3-fp32_sums cuda configs/recipes/deepseek_v3.toml "${short[@]}" \

@@ -3,6 +3,9 @@
 // inverse, the same for every block, row and call. docs/transforms.md.
 #include <altgrad/sdk/hadamard.hpp>
 #include <altgrad/sdk/transform_plugin.hpp>
+#ifdef __CUDACC__
+#include <altgrad/sdk/hadamard_cuda.cuh>
+#endif
 
 namespace {
 
@@ -27,6 +30,12 @@ public:
     void apply(float* data, size_t rows, size_t cols, uint64_t, bool) const {
         altgrad::sdk::fwht(data, rows * (cols / d_), d_);
     }
+#ifdef __CUDACC__
+    void apply_cuda(float* data, size_t rows, size_t cols, uint64_t, bool, int32_t device,
+                    void* stream) const {
+        altgrad::sdk::cuda::hadamard(data, rows * (cols / d_), d_, nullptr, false, device, stream);
+    }
+#endif
 
 private:
     uint32_t d_;

@@ -9,6 +9,9 @@
 
 #include <altgrad/sdk/hadamard.hpp>
 #include <altgrad/sdk/transform_plugin.hpp>
+#ifdef __CUDACC__
+#include <altgrad/sdk/hadamard_cuda.cuh>
+#endif
 
 namespace {
 
@@ -35,18 +38,29 @@ public:
 
     void apply(float* data, size_t rows, size_t cols, uint64_t seed, bool inverse) const {
         float drawn[128];  // d <= 128 (make_random_hadamard)
-        const float* signs = fixed_.data();
-        if (fixed_.empty()) {
-            altgrad::sdk::hadamard_signs(seed, d_, drawn);
-            signs = drawn;
-        }
+        const float* signs = signs_for(seed, drawn);
         const size_t blocks = rows * (cols / d_);
         if (!inverse) altgrad::sdk::apply_signs(data, blocks, d_, signs);
         altgrad::sdk::fwht(data, blocks, d_);
         if (inverse) altgrad::sdk::apply_signs(data, blocks, d_, signs);
     }
+#ifdef __CUDACC__
+    void apply_cuda(float* data, size_t rows, size_t cols, uint64_t seed, bool inverse, int32_t device,
+                    void* stream) const {
+        float drawn[128];
+        altgrad::sdk::cuda::hadamard(data, rows * (cols / d_), d_, signs_for(seed, drawn), inverse, device,
+                                     stream);
+    }
+#endif
 
 private:
+    // The call's signs: the fixed vector, or drawn from the seed into `drawn`.
+    const float* signs_for(uint64_t seed, float* drawn) const {
+        if (!fixed_.empty()) return fixed_.data();
+        altgrad::sdk::hadamard_signs(seed, d_, drawn);
+        return drawn;
+    }
+
     uint32_t d_;
     std::vector<float> fixed_;
 };

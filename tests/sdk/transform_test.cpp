@@ -3,7 +3,8 @@
 // double), its known small values, orthogonality and self-inverse; then the
 // bundled hadamard and random_hadamard plugins loaded through the C ABI as a
 // host loads them: products preserved, inverses, bit reproducibility, the
-// sign rule, and refusals naming the parameter or argument.
+// sign rule, and refusals naming the parameter or argument; and the CUDA
+// path's per-thread block (transform_block) against the host path, on the CPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -97,6 +98,47 @@ TEST(Fwht, KnownSmallValues) {
     std::vector<float> blocks = {1.0f, 2.0f, 3.0f, 4.0f, 1.0f, 0.0f, 0.0f, 0.0f};
     altgrad::sdk::fwht(blocks.data(), 2, 4);
     EXPECT_EQ(blocks, (std::vector<float>{5.0f, -1.0f, -2.0f, 0.0f, 0.5f, 0.5f, 0.5f, 0.5f}));
+}
+
+// What one CUDA thread does to a block (hadamard_cuda.cuh's transform_block)
+// gives the host path's bits: the signs before the butterflies going
+// forward, after the scale going back (random_hadamard's apply), none for the
+// plain transform (fwht), on every block size the plugins take, with NaN and
+// Inf spreading as on the host. The two orders differ (the test can fail).
+TEST(Fwht, ADeviceThreadsBlockIsTheHostPath) {
+    std::mt19937_64 rng(11);
+    for (uint32_t d = 16; d <= 128; d *= 2) {
+        const size_t blocks = 5;
+        std::vector<float> x = random_floats(rng, blocks * d);
+        x[3] = INFINITY;
+        x[d + 1] = NAN;
+        float signs[128];
+        altgrad::sdk::hadamard_signs(1234 + d, d, signs);
+        for (const bool inverse : {false, true}) {
+            std::vector<float> host = x;
+            if (!inverse) altgrad::sdk::apply_signs(host.data(), blocks, d, signs);
+            altgrad::sdk::fwht(host.data(), blocks, d);
+            if (inverse) altgrad::sdk::apply_signs(host.data(), blocks, d, signs);
+            std::vector<float> device = x;
+            for (size_t b = 0; b < blocks; ++b)
+                altgrad::sdk::transform_block(device.data() + b * d, d, signs, inverse,
+                                              altgrad::sdk::hadamard_scale(d));
+            EXPECT_TRUE(same_bits(host, device)) << "d = " << d << (inverse ? ", inverse" : ", forward");
+            if (!inverse) {
+                std::vector<float> swapped = x;
+                for (size_t b = 0; b < blocks; ++b)
+                    altgrad::sdk::transform_block(swapped.data() + b * d, d, signs, true,
+                                                  altgrad::sdk::hadamard_scale(d));
+                EXPECT_FALSE(same_bits(host, swapped)) << "d = " << d << ": the orders cannot be told apart";
+            }
+        }
+        std::vector<float> plain = x, device = x;
+        altgrad::sdk::fwht(plain.data(), blocks, d);
+        for (size_t b = 0; b < blocks; ++b)
+            altgrad::sdk::transform_block(device.data() + b * d, d, nullptr, false,
+                                          altgrad::sdk::hadamard_scale(d));
+        EXPECT_TRUE(same_bits(plain, device)) << "d = " << d << ", no signs";
+    }
 }
 
 TEST(Fwht, ColumnsAreOrthonormal) {

@@ -20,7 +20,7 @@ transform_handle::transform_handle(std::shared_ptr<const loaded_plugin> plugin,
 }
 
 void transform_handle::apply(const float* in, float* out, size_t rows, size_t cols, uint64_t seed,
-                             bool inverse) const {
+                             bool inverse, int32_t cuda_device) const {
     altgrad_transform_args a{};
     a.struct_size = sizeof a;
     a.input = in;
@@ -29,7 +29,8 @@ void transform_handle::apply(const float* in, float* out, size_t rows, size_t co
     a.cols = cols;
     a.seed = seed;
     a.inverse = inverse ? 1u : 0u;
-    a.memory = ALTGRAD_MEMORY_HOST;
+    a.memory = cuda_device >= 0 ? ALTGRAD_MEMORY_CUDA : ALTGRAD_MEMORY_HOST;
+    a.device_index = cuda_device >= 0 ? cuda_device : 0;
     call("apply", vtable().apply, &a);
 }
 

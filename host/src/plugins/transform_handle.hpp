@@ -22,11 +22,16 @@ class transform_handle : public plugin_instance<transform_handle, altgrad_transf
 public:
     const altgrad_transform_info& info() const { return info_; }
 
-    // Transform each of `rows` rows of `cols` floats (row-major, host memory)
-    // from `in` into `out` (which may equal `in`); inverse applies T^-1. cols
-    // must be a multiple of info().block_size. Throws host::error "plugin
-    // 'NAME': apply failed (STATUS): MESSAGE" when the plugin refuses.
-    void apply(const float* in, float* out, size_t rows, size_t cols, uint64_t seed, bool inverse) const;
+    // Transform each of `rows` rows of `cols` floats (row-major) from `in`
+    // into `out` (which may equal `in`); inverse applies T^-1. cols must be a
+    // multiple of info().block_size. Host memory, or with cuda_device >= 0
+    // memory of that GPU, the work enqueued on its default stream (LibTorch's
+    // current one, as the format calls': docs/cuda.md), which the plugin
+    // must list (accepts). Throws host::error "plugin 'NAME': apply failed
+    // (STATUS): MESSAGE" when the plugin refuses.
+    void apply(const float* in, float* out, size_t rows, size_t cols, uint64_t seed, bool inverse,
+               int32_t cuda_device = -1) const;
+    bool accepts(altgrad_memory_kind m) const { return (info_.memory_kinds & (1u << m)) != 0; }
 
     // The same call with an args struct the caller filled (the conformance
     // kit's bad arguments); the plugin's status, its message in `message`.

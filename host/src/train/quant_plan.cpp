@@ -495,8 +495,10 @@ uint64_t transform_seed(const quant_plan& plan, uint64_t step, size_t s, config:
 torch::Tensor transformed(const torch::Tensor& t, const product_transform& tr, uint64_t seed,
                           bool inverse = false) {
     if (!tr.handle) return t;
-    if (!t.device().is_cpu())
-        throw error(tr.key + ": transforms run on the CPU only (training.device = \"cpu\")");
+    if (t.device().is_cuda() && !tr.handle->accepts(ALTGRAD_MEMORY_CUDA))
+        throw error(tr.key + ": transform plugin '" + tr.handle->name() +
+                    "' has no CUDA implementation (build the plugins with ALTGRAD_CUDA=ON, or use "
+                    "training.device = \"cpu\")");
     const torch::Tensor x = t.contiguous();
     const int64_t k = x.dim() ? x.size(-1) : 1, d = tr.handle->info().block_size;
     if (k % d != 0)
@@ -505,7 +507,7 @@ torch::Tensor transformed(const torch::Tensor& t, const product_transform& tr, u
     torch::Tensor out = torch::empty_like(x);
     tr.handle->apply(x.data_ptr<float>(), out.data_ptr<float>(),
                      static_cast<size_t>(x.numel() / std::max<int64_t>(k, 1)), static_cast<size_t>(k), seed,
-                     inverse);
+                     inverse, x.device().is_cuda() ? x.device().index() : -1);
     return out;
 }
 

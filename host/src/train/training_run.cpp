@@ -228,7 +228,10 @@ torch::Device training_device(const config::run_config& c, const quant_plan& pla
                 throw error(key + ": an accumulator (quantization.forward, ...) is modelled on the CPU only");
     for (const product_transforms& layer : plan.transforms)
         for (const product_transform& t : layer)
-            if (t.handle) throw error(key + ": transforms (" + t.key + ") run on the CPU only");
+            if (t.handle && !t.handle->accepts(ALTGRAD_MEMORY_CUDA))
+                throw error(key + ": transform plugin '" + t.handle->name() + "' (" + t.key +
+                            ") has no CUDA implementation (build the plugins with ALTGRAD_CUDA=ON, or use "
+                            "\"cpu\")");
     const int gpus = static_cast<int>(torch::cuda::device_count());
     return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % gpus));
 }

@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include <altgrad/sdk/philox.hpp>
+#include <altgrad/sdk/rounding.hpp>  // ALTGRAD_SDK_HD
 
 namespace altgrad::sdk {
 
@@ -33,7 +34,7 @@ inline float hadamard_scale(uint32_t d) {
 }
 
 // The unnormalised butterflies on one block of d elements: x <- H_d x.
-inline void fwht_unnormalised(float* x, uint32_t d) {
+ALTGRAD_SDK_HD inline void fwht_unnormalised(float* x, uint32_t d) {
     for (uint32_t span = 1; span < d; span *= 2)
         for (uint32_t start = 0; start < d; start += 2 * span) {
             float* lo = x + start;
@@ -112,6 +113,21 @@ inline void fwht(float* x, size_t blocks, uint32_t d) {
 // two operands, transformed in separate calls, meet the same signs.
 inline void hadamard_signs(uint64_t seed, uint32_t d, float* signs) {
     for (uint32_t j = 0; j < d; ++j) signs[j] = (random_bits(seed, j) >> 31) != 0 ? -1.0f : 1.0f;
+}
+
+// What one CUDA thread does to one block of d elements (hadamard_cuda.cuh):
+// x * s before the butterflies (forward) or after them and the scale
+// (inverse), none without signs (s null): the operations of the host path
+// (apply_signs, fwht) in its order, so the GPU gives its bits. Host code
+// too, so the CPU tests check it.
+ALTGRAD_SDK_HD inline void transform_block(float* x, uint32_t d, const float* signs, bool inverse,
+                                           float scale) {
+    if (signs != nullptr && !inverse)
+        for (uint32_t j = 0; j < d; ++j) x[j] *= signs[j];
+    fwht_unnormalised(x, d);
+    for (uint32_t j = 0; j < d; ++j) x[j] *= scale;
+    if (signs != nullptr && inverse)
+        for (uint32_t j = 0; j < d; ++j) x[j] *= signs[j];
 }
 
 // x <- x * s on `blocks` consecutive blocks of d elements (exact: s is +-1).

@@ -16,13 +16,22 @@
 // (or ALTGRAD_TRANSFORM_PLUGIN(make) without parameters; both also take the
 // identity first, as the other kinds' macros do, export.hpp).
 //
-// What the adapter guarantees to T before apply() runs:
+// A class may also run on CUDA buffers, where nvcc compiles the plugin (the
+// CUDA keyword of altgrad_add_plugin):
+//   void apply_cuda(float* data, size_t rows, size_t cols, uint64_t seed, bool inverse,
+//                   int32_t device, void* stream) const;   // defined under __CUDACC__
+// enqueues the same transform of device memory on `stream` of `device`, with
+// the host path's bits (hadamard_cuda.cuh does it for the Hadamard
+// transforms). info().memory_kinds then lists CUDA; otherwise host only.
+//
+// What the adapter guarantees to T before apply() or apply_cuda() runs:
 //   - the args struct is non-NULL and at least its ABI 1.4 size, inverse is 0
-//     or 1, the memory is host memory (memory_kinds is set to host only: the
-//     adapter has no device path), cols is a multiple of info().block_size,
+//     or 1, the memory is a kind memory_kinds lists (host for apply, CUDA for
+//     apply_cuda), cols is a multiple of info().block_size,
 //     rows * cols fits size_t, the buffers are non-NULL when it is > 0 and do
 //     not overlap unless they are the same;
-//   - `data` is the output buffer, already holding a copy of the input;
+//   - `data` is the output buffer, already holding a copy of the input (on
+//     CUDA: a copy enqueued on the call's stream before apply_cuda's work);
 //   - nothing about the values: NaN and Inf reach apply.
 // Exceptions never cross the boundary: plugin_error becomes its status,
 // std::bad_alloc OUT_OF_MEMORY, anything else INTERNAL (detail::guarded).
@@ -32,6 +41,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include <altgrad/altgrad.h>
@@ -54,15 +64,32 @@ inline uint32_t power_of_two_param(const param_view& p, const char* key, uint32_
 
 namespace detail {
 
-// The checks of an apply call (see the top), given the instance's block size.
-inline void check_transform_args(const altgrad_transform_args* a, uint32_t block_size) {
+// Whether this build of the adapter runs T on CUDA buffers (see the top).
+template <class T, class = void>
+struct has_cuda_apply : std::false_type {};
+template <class T>
+struct has_cuda_apply<T, std::void_t<decltype(std::declval<const T&>().apply_cuda(
+                             std::declval<float*>(), size_t{}, size_t{}, uint64_t{}, bool{}, int32_t{},
+                             std::declval<void*>()))>> : std::true_type {};
+template <class T>
+constexpr bool transform_runs_on_cuda() {
+#ifdef __CUDACC__
+    return has_cuda_apply<T>::value;
+#else
+    return false;
+#endif
+}
+
+// The checks of an apply call (see the top), given the instance's info.
+inline void check_transform_args(const altgrad_transform_args* a, const altgrad_transform_info& info) {
+    const uint32_t block_size = info.block_size;
     if (a == nullptr || !ALTGRAD_STRUCT_HAS(a, altgrad_transform_args, cuda_stream))
         invalid("apply: args is NULL or smaller than the v1.4 struct");
     if (a->inverse > 1) invalid("apply: inverse must be 0 or 1, got " + std::to_string(a->inverse));
     const int32_t memory = raw_enum(a->memory);
     if (memory != ALTGRAD_MEMORY_HOST && memory != ALTGRAD_MEMORY_CUDA)
         invalid("apply: unknown memory kind " + std::to_string(memory));
-    if (memory != ALTGRAD_MEMORY_HOST)
+    if ((info.memory_kinds & (1u << memory)) == 0)
         throw plugin_error(ALTGRAD_STATUS_UNSUPPORTED, "apply: this transform plugin takes host memory only");
     if (a->cols % block_size != 0)
         invalid("apply: cols " + std::to_string(a->cols) + " is not a multiple of the block size " +
@@ -100,7 +127,8 @@ struct transform_adapter {
             T transform = Factory(param_view(params));
             altgrad_transform_info info = transform.info();
             info.struct_size = sizeof info;
-            info.memory_kinds = 1u << ALTGRAD_MEMORY_HOST;  // the adapter's loop is the host's
+            info.memory_kinds = (1u << ALTGRAD_MEMORY_HOST) |
+                                (detail::transform_runs_on_cuda<T>() ? 1u << ALTGRAD_MEMORY_CUDA : 0u);
             if (info.block_size == 0) throw plugin_error(ALTGRAD_STATUS_INTERNAL, "create: block_size is 0");
             *out = reinterpret_cast<altgrad_transform*>(new instance{std::move(transform), info});
         });
@@ -117,13 +145,31 @@ struct transform_adapter {
                                 altgrad_error* error) {
         return detail::guarded(error, [&] {
             const instance& s = self(p, "apply");
-            detail::check_transform_args(a, s.info.block_size);
+            detail::check_transform_args(a, s.info);
             const size_t n = a->rows * a->cols;
             if (n == 0) return;
+            if constexpr (detail::transform_runs_on_cuda<T>()) {
+                if (a->memory == ALTGRAD_MEMORY_CUDA) return apply_on_cuda(s.transform, *a);
+            }
             if (a->output != a->input) std::memcpy(a->output, a->input, n * sizeof(float));
             s.transform.apply(a->output, a->rows, a->cols, a->seed, a->inverse != 0);
         });
     }
+
+#ifdef __CUDACC__
+    // The output takes a copy of the input on the call's stream, then T's work.
+    static void apply_on_cuda(const T& t, const altgrad_transform_args& a) {
+        const cuda::device_scope on(a.device_index);
+        const auto stream = static_cast<cudaStream_t>(a.cuda_stream);
+        if (a.output != a.input)
+            cuda::check(cudaMemcpyAsync(a.output, a.input, a.rows * a.cols * sizeof(float),
+                                        cudaMemcpyDeviceToDevice, stream),
+                        "cudaMemcpyAsync");
+        t.apply_cuda(a.output, a.rows, a.cols, a.seed, a.inverse != 0, a.device_index, a.cuda_stream);
+    }
+#else
+    static void apply_on_cuda(const T&, const altgrad_transform_args&) {}
+#endif
 
     static const altgrad_transform_vtable* vtable() {
         static const altgrad_transform_vtable table = {sizeof(altgrad_transform_vtable), &create, &destroy,
