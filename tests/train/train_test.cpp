@@ -1604,5 +1604,33 @@ TEST(Communication, GradientsAreSummedInTheirFormat) {
               2 * 3.0 * 16 * 16);
 }
 
+// The communication sites' scaling state (delayed: an amax history of its
+// own per parameter) is checkpointed like any site's: a run resumed from its
+// step-4 checkpoint ends with the uninterrupted run's metrics and weights.
+TEST(Communication, AResumedRunKeepsItsBits) {
+    scratch s;
+    const fs::path cfg = s.config("comm_resume", "", "");
+    const std::string args =
+        " --set training.max_steps=8 --set output.checkpoint_interval=4 --set "
+        "training.grad_accum=2 --set training.batch_size=2 --set "
+        "'quantization.communication.gradients={ format = \"e4m3\", scaling = \"delayed\" }'";
+    const fs::path whole = s.path / "whole", resumed = s.path / "resumed";
+    ASSERT_EQ(run("run " + cfg.string() + args + " --out " + whole.string()).exit_code, 0);
+    fs::copy(whole, resumed, fs::copy_options::recursive);
+    fs::remove_all(resumed / "checkpoints" / "step_0000008");
+    fs::remove(resumed / "summary.json");
+    const run_result r = run("run --resume " + resumed.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(comparable_metrics(resumed), comparable_metrics(whole));
+    const auto bytes = [](const fs::path& p) {
+        std::ifstream in(p, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    const fs::path model = fs::path("checkpoints") / "step_0000008" / "model.pt";
+    EXPECT_EQ(bytes(resumed / model), bytes(whole / model));
+    EXPECT_NE(bytes(whole / "checkpoints" / "step_0000004" / "state.json").find("communication"),
+              std::string::npos);
+}
+
 }  // namespace
 }  // namespace altgrad::test
