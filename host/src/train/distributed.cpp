@@ -245,22 +245,54 @@ bool rank_group::any(bool mine) const {
     return false;
 }
 
+std::vector<torch::Tensor> rank_group::all_to_all(const torch::Tensor& mine, const std::string& what) const {
+    torch::Tensor input = mine.to(backend_->device);
+    torch::Tensor output = torch::empty_like(input);
+    std::vector<int64_t> equal;  // empty: equal splits, one per rank
+    try {
+#ifdef USE_C10D_NCCL
+        if (backend_->nccl) {
+            backend_->nccl->alltoall_base(output, input, equal, equal)->wait();
+            return output.chunk(size());
+        }
+#endif
+        backend_->gloo->alltoall_base(output, input, equal, equal)->wait();
+    } catch (const std::exception& e) {
+        throw error(who(place_) + ": " + what +
+                    " with the other ranks failed (one of them stopped, or did not answer within "
+                    "training.distributed.timeout_s): " +
+                    first_line(e.what()));
+    }
+    return output.chunk(size());
+}
+
 void rank_group::sum_gradients(const std::vector<torch::Tensor>& parameters) const {
     if (!backend_) return;
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> grads;
     for (const torch::Tensor& p : parameters)
         if (p.grad().defined()) grads.push_back(p.grad().reshape({-1}));
-    const std::vector<torch::Tensor> by_rank = all_gather(torch::cat(grads), "summing the gradients");
-    // What .grad holds after one process's micro-batches: ((g0 + g1) + g2) ...
-    torch::Tensor total = by_rank[0];
-    for (size_t r = 1; r < by_rank.size(); ++r) total.add_(by_rank[r]);
+    const torch::Tensor flat = torch::cat(grads);
+    // A reduce-scatter in rank order, then a gather: rank r receives shard r
+    // of every rank's gradients and adds them rank 0's + rank 1's + ... (what
+    // one process's micro-batches leave in .grad: ((g0 + g1) + g2) ...), and
+    // the summed shards are gathered. Every element gets the same adds in the
+    // same order on every rank, and a rank moves 2 (N - 1) / N of the
+    // gradients' bytes each way, not N - 1 times them.
+    const int64_t n = size(), length = flat.numel(), shard = (length + n - 1) / n;
+    torch::Tensor padded = torch::zeros({n * shard}, flat.options());
+    padded.narrow(0, 0, length).copy_(flat);
+    const std::vector<torch::Tensor> from_each = all_to_all(padded, "summing the gradients");
+    torch::Tensor summed = from_each[0].clone();
+    for (size_t r = 1; r < from_each.size(); ++r) summed.add_(from_each[r]);
+    const torch::Tensor total =
+        torch::cat(all_gather(summed, "gathering the summed gradients")).narrow(0, 0, length);
     int64_t offset = 0;
     for (const torch::Tensor& p : parameters) {
         if (!p.grad().defined()) continue;
-        const int64_t n = p.grad().numel();
-        p.grad().copy_(total.narrow(0, offset, n).view_as(p.grad()));
-        offset += n;
+        const int64_t n_p = p.grad().numel();
+        p.grad().copy_(total.narrow(0, offset, n_p).view_as(p.grad()));
+        offset += n_p;
     }
 }
 

@@ -62,7 +62,8 @@ public:
     bool any(bool mine) const;
     // The parameters' gradients replaced by their sum over the ranks, added in
     // rank order (rank 0's + rank 1's + ...): what one process's backward
-    // passes leave in .grad, micro-batch after micro-batch.
+    // passes leave in .grad, micro-batch after micro-batch. A reduce-scatter
+    // in that order (each rank sums one shard), then a gather of the shards.
     void sum_gradients(const std::vector<torch::Tensor>& parameters) const;
     // Rank 0's `value` of `key`, on every rank (through the rendezvous store).
     std::string from_root(const std::string& key, const std::string& value) const;
@@ -73,6 +74,9 @@ private:
     // Every rank's `mine` (one shape on every rank), in rank order, on the
     // collectives' device; `what` names it in errors.
     std::vector<torch::Tensor> all_gather(const torch::Tensor& mine, const std::string& what) const;
+    // Rank r's part of every rank's `mine` (N equal parts, N dividing its
+    // length): part r of rank 0's, of rank 1's, ..., in rank order.
+    std::vector<torch::Tensor> all_to_all(const torch::Tensor& mine, const std::string& what) const;
     void make_nccl_group(std::chrono::milliseconds timeout);
 
     struct backend;  // c10d's store and process group
