@@ -233,34 +233,66 @@ inline size_t slot(size_t l, const instruction& ins, size_t segment) {
     return ins.halves == 2 && l >= half ? segment + (l - half) : l;
 }
 
-// split_row's loop for a row of zeros and normal float32 values (no NaN, Inf
-// or float32 subnormal): split_at and narrow_value without a branch, which
-// the compiler vectorizes. False, with nothing to keep, where the row has
-// another value (split_row's general loop then splits it).
+// L values side by side (GCC and Clang vector extensions).
+template <size_t kLanes>
+struct lanes {
+    typedef int32_t i32 __attribute__((vector_size(kLanes * 4)));
+    typedef uint32_t u32 __attribute__((vector_size(kLanes * 4)));
+    typedef int64_t i64 __attribute__((vector_size(kLanes * 8)));
+    typedef uint64_t u64 __attribute__((vector_size(kLanes * 8)));
+    typedef float f32 __attribute__((vector_size(kLanes * 4)));
+};
+
+// v = the lanes at p (an out-parameter: a vector returned by value would be a
+// by-ABI-width value GCC warns about where the caller's ISA is narrower).
+template <class V, class T>
+ALTGRAD_SDK_INLINE void load_lanes(V& v, const T* p) {
+    std::memcpy(&v, p, sizeof v);
+}
+
+// split_row's split of a row of zeros and normal float32 values (no NaN,
+// Inf or float32 subnormal) of a length a multiple of 8: split_at and
+// narrow_value in 8 lanes without a branch. False, with nothing to keep,
+// where the row has another value or length (split_row's general loop then
+// splits it).
 ALTGRAD_SDK_INLINE bool split_plain(uint32_t* m, int32_t* e, int32_t* negative, float* value, const float* x,
                                     size_t k, int32_t min_exponent, uint8_t& narrow) {
-    uint32_t odd = 0, wide = 0;
-    for (size_t l = 0; l < k; ++l) {
-        const uint32_t bits = float_bits(x[l]);
-        const uint32_t field = (bits >> 23) & 0xFFu, full = (bits & 0x7FFFFFu) | 0x800000u;
-        const uint32_t zero = (bits & 0x7FFFFFFFu) == 0;
-        odd |= (field == 0 && !zero) | (field == 0xFFu);
-        const int32_t e0 = static_cast<int32_t>(field) - 127;
-        const int32_t shift = min_exponent > e0 ? min_exponent - e0 : 0;  // below the format's normal range
-        const uint32_t capped = static_cast<uint32_t>(shift < 31 ? shift : 31);
-        m[l] = zero || shift > 24 ? 0u : full >> capped;
-        e[l] = zero ? -126 : e0 > min_exponent ? e0 : min_exponent;
-        negative[l] = -static_cast<int32_t>(bits >> 31);
-        value[l] = x[l];
-        wide |= zero ? 0u : ((bits & 0xFFFu) != 0) | (shift >= 24) | ((full & ((1u << capped) - 1u)) != 0);
+    typedef lanes<8>::u32 u32s;
+    typedef lanes<8>::i32 i32s;
+    if (k % 8 != 0) return false;
+    u32s odd = {}, wide = {}, bits;
+    for (size_t l = 0; l < k; l += 8) {
+        load_lanes(bits, x + l);
+        const i32s field = (i32s)((bits >> 23) & 0xFFu);
+        const u32s full = (bits & 0x7FFFFFu) | 0x800000u;
+        const i32s zero = (i32s)(bits & 0x7FFFFFFFu) == 0;
+        odd |= (u32s)(((field == 0) & ~zero) | (field == 0xFF));
+        const i32s e0 = field - 127;
+        const i32s shift = min_exponent > e0 ? min_exponent - e0 : 0;  // below the format's normal range
+        const u32s capped = (u32s)(shift < 31 ? shift : 31);
+        const u32s mv = (zero | (shift > 24)) != 0 ? 0u : full >> capped;
+        const i32s ev = zero != 0 ? -126 : (e0 > min_exponent ? e0 : min_exponent);
+        const i32s nv = -(i32s)(bits >> 31);
+        const u32s one = (capped & 0u) + 1u;
+        const u32s lost = (bits & 0xFFFu) | (u32s)(shift >= 24) | (full & ((one << capped) - 1u));
+        wide |= zero != 0 ? 0u : lost;
+        std::memcpy(m + l, &mv, sizeof mv);
+        std::memcpy(e + l, &ev, sizeof ev);
+        std::memcpy(negative + l, &nv, sizeof nv);
+        std::memcpy(value + l, x + l, sizeof bits);
     }
-    narrow = narrow && wide == 0;
-    return odd == 0;
+    bool some_odd = false, some_wide = false;
+    for (size_t w = 0; w < 8; ++w) {
+        some_odd |= odd[w] != 0;
+        some_wide |= wide[w] != 0;
+    }
+    narrow = narrow && !some_wide;
+    return !some_odd;
 }
 
 // Split row r of x (k values, with its UE8M0 scales folded in as exponents).
-inline void split_row(split_rows& rows, size_t r, const float* x, size_t k, int32_t min_exponent,
-                      const float* scales, size_t block, const instruction& ins) {
+ALTGRAD_SDK_INLINE void split_row(split_rows& rows, size_t r, const float* x, size_t k, int32_t min_exponent,
+                                  const float* scales, size_t block, const instruction& ins) {
     uint8_t special = 0, narrow = block == 0;  // the float path takes no block scales
     uint32_t* m = rows.m.data() + r * rows.stride;
     int32_t* e = rows.e.data() + r * rows.stride;
@@ -401,6 +433,22 @@ ALTGRAD_SDK_INLINE void split_a_row(const call_view& v, split_rows& a, size_t r,
               x.a_scales == nullptr ? nullptr : x.a_scales + i * scales_per_row, v.block, v.ins);
 }
 
+// A call's split operands, kept by each thread from one call to the next so
+// that their buffers are allocated once rather than per call (b's
+// transposed arrays of a call of 512 columns are 128 KiB each: fresh pages,
+// faulted in, every call).
+template <size_t kLanes>
+struct dot_add_buffers {
+    split_rows a, b;
+    split_columns<kLanes> bt;
+};
+
+template <size_t kLanes>
+inline dot_add_buffers<kLanes>& thread_buffers() {
+    static thread_local dot_add_buffers<kLanes> buffers;
+    return buffers;
+}
+
 // The non-grouped call: b's rows split once (and transposed into blocks of
 // lanes for float32 and E8M13 outputs), then a's rows kRows at a time where
 // the call may take the float path with one segment (rows_block), and one
@@ -411,13 +459,14 @@ ALTGRAD_SDK_INLINE void dot_add_body(const call_view& v) {
     const altgrad_accumulator_args& x = v.args;
     const size_t segment_length = v.ins.halves == 2 ? v.ins.depth / 2 : x.k;
     const size_t scales_per_row = v.block == 0 ? 0 : (x.k + v.block - 1) / v.block;
-    split_rows a, b;
+    dot_add_buffers<kLanes>& buffers = thread_buffers<kLanes>();
+    split_rows &a = buffers.a, &b = buffers.b;
     b.reset(x.n, segment_length, v.ins.halves);
     for (size_t j = 0; j < x.n; ++j)
         split_row(b, j, x.b + j * x.k, x.k, x.b_min_exponent,
                   x.b_scales == nullptr ? nullptr : x.b_scales + j * scales_per_row, v.block, v.ins);
     const bool lanes = v.ins.output != ALTGRAD_ACC_OUTPUT_FLOAT16;
-    split_columns<kLanes> bt;
+    split_columns<kLanes>& bt = buffers.bt;
     if (lanes) bt.transpose(b, x.n, v.float_path);
     const bool blocked = lanes && v.float_path && v.ins.halves == 1;
     a.reset(blocked ? kRows : 1, segment_length, v.ins.halves);
