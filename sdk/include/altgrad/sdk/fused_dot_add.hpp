@@ -443,8 +443,14 @@ struct dot_add_buffers {
     split_columns<kLanes> bt;
 };
 
+// Not inlined: GCC would otherwise compute the thread-local address again
+// inside the loops that use the buffers (a call of __tls_get_addr each time).
 template <size_t kLanes>
-inline dot_add_buffers<kLanes>& thread_buffers() {
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline))
+#endif
+inline dot_add_buffers<kLanes>&
+thread_buffers() {
     static thread_local dot_add_buffers<kLanes> buffers;
     return buffers;
 }
