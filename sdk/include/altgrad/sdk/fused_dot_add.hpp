@@ -16,7 +16,9 @@
 // at run time like the format loops); an output whose operands or C hold a
 // NaN or Inf goes through the special-value rule instead. Where every product
 // is exact in float32 and the sums fit 24 bits (FP8 operands at F = 13), the
-// same loops run in float32 and int32 lanes: the float path, the same bits.
+// same loops run in float32 and int32 lanes: the float path, the same bits;
+// it takes four rows of a at a time, so that each of b's values loaded serves
+// four outputs. The loops over lanes are in fused_dot_add_lanes.inc.
 #pragma once
 
 #include <algorithm>
@@ -231,15 +233,73 @@ inline size_t slot(size_t l, const instruction& ins, size_t segment) {
     return ins.halves == 2 && l >= half ? segment + (l - half) : l;
 }
 
+// L values side by side (GCC and Clang vector extensions).
+template <size_t kLanes>
+struct lanes {
+    typedef int32_t i32 __attribute__((vector_size(kLanes * 4)));
+    typedef uint32_t u32 __attribute__((vector_size(kLanes * 4)));
+    typedef int64_t i64 __attribute__((vector_size(kLanes * 8)));
+    typedef uint64_t u64 __attribute__((vector_size(kLanes * 8)));
+    typedef float f32 __attribute__((vector_size(kLanes * 4)));
+};
+
+// v = the lanes at p (an out-parameter: a vector returned by value would be a
+// by-ABI-width value GCC warns about where the caller's ISA is narrower).
+template <class V, class T>
+ALTGRAD_SDK_INLINE void load_lanes(V& v, const T* p) {
+    std::memcpy(&v, p, sizeof v);
+}
+
+// split_row's split of a row of zeros and normal float32 values (no NaN,
+// Inf or float32 subnormal) of a length a multiple of 8: split_at and
+// narrow_value in 8 lanes without a branch. False, with nothing to keep,
+// where the row has another value or length (split_row's general loop then
+// splits it).
+ALTGRAD_SDK_INLINE bool split_plain(uint32_t* m, int32_t* e, int32_t* negative, float* value, const float* x,
+                                    size_t k, int32_t min_exponent, uint8_t& narrow) {
+    typedef lanes<8>::u32 u32s;
+    typedef lanes<8>::i32 i32s;
+    if (k % 8 != 0) return false;
+    u32s odd = {}, wide = {}, bits;
+    for (size_t l = 0; l < k; l += 8) {
+        load_lanes(bits, x + l);
+        const i32s field = (i32s)((bits >> 23) & 0xFFu);
+        const u32s full = (bits & 0x7FFFFFu) | 0x800000u;
+        const i32s zero = (i32s)(bits & 0x7FFFFFFFu) == 0;
+        odd |= (u32s)(((field == 0) & ~zero) | (field == 0xFF));
+        const i32s e0 = field - 127;
+        const i32s shift = min_exponent > e0 ? min_exponent - e0 : 0;  // below the format's normal range
+        const u32s capped = (u32s)(shift < 31 ? shift : 31);
+        const u32s mv = (zero | (shift > 24)) != 0 ? 0u : full >> capped;
+        const i32s ev = zero != 0 ? -126 : (e0 > min_exponent ? e0 : min_exponent);
+        const i32s nv = -(i32s)(bits >> 31);
+        const u32s one = (capped & 0u) + 1u;
+        const u32s lost = (bits & 0xFFFu) | (u32s)(shift >= 24) | (full & ((one << capped) - 1u));
+        wide |= zero != 0 ? 0u : lost;
+        std::memcpy(m + l, &mv, sizeof mv);
+        std::memcpy(e + l, &ev, sizeof ev);
+        std::memcpy(negative + l, &nv, sizeof nv);
+        std::memcpy(value + l, x + l, sizeof bits);
+    }
+    bool some_odd = false, some_wide = false;
+    for (size_t w = 0; w < 8; ++w) {
+        some_odd |= odd[w] != 0;
+        some_wide |= wide[w] != 0;
+    }
+    narrow = narrow && !some_wide;
+    return !some_odd;
+}
+
 // Split row r of x (k values, with its UE8M0 scales folded in as exponents).
-inline void split_row(split_rows& rows, size_t r, const float* x, size_t k, int32_t min_exponent,
-                      const float* scales, size_t block, const instruction& ins) {
+ALTGRAD_SDK_INLINE void split_row(split_rows& rows, size_t r, const float* x, size_t k, int32_t min_exponent,
+                                  const float* scales, size_t block, const instruction& ins) {
     uint8_t special = 0, narrow = block == 0;  // the float path takes no block scales
     uint32_t* m = rows.m.data() + r * rows.stride;
     int32_t* e = rows.e.data() + r * rows.stride;
     int32_t* negative = rows.negative.data() + r * rows.stride;
     float* value = rows.value.data() + r * rows.stride;
-    for (size_t l = 0; l < k; ++l) {
+    const bool plain = ins.halves == 1 && split_plain(m, e, negative, value, x, k, min_exponent, narrow);
+    for (size_t l = 0; !plain && l < k; ++l) {
         const float v = x[l];
         special |= !std::isfinite(v);
         const split_value s = split_at(std::isfinite(v) ? v : 0.0f, min_exponent);
@@ -363,291 +423,68 @@ ALTGRAD_SDK_INLINE float output_dot_add(const call_view& v, size_t i, size_t j, 
 
 // ---------------------------------------------------------------- outputs side by side
 
-// The fast path of float32 and E8M13 outputs: for a row of a, L outputs
-// (consecutive columns of b) side by side in vector lanes, so that the
-// largest exponent, C's split and alignment and the sum of aligned products
-// are each one vector operation per product: L = 8 for AVX-512 (one register
-// of int64), 4 for AVX2 and the baseline (wider vectors the compiler splits
-// spill to the stack).
+#include <altgrad/sdk/fused_dot_add_lanes.inc>
 
-// b's split rows transposed in blocks of L columns: element l of column
-// q * L + w at (q * stride + l) * L + w (the layout of split_rows, a column
-// per lane); columns past n are padding.
+// Row i of a, split into row r of `a` (its UE8M0 scales folded in).
+ALTGRAD_SDK_INLINE void split_a_row(const call_view& v, split_rows& a, size_t r, size_t i) {
+    const altgrad_accumulator_args& x = v.args;
+    const size_t scales_per_row = v.block == 0 ? 0 : (x.k + v.block - 1) / v.block;
+    split_row(a, r, x.a + i * x.k, x.k, x.a_min_exponent,
+              x.a_scales == nullptr ? nullptr : x.a_scales + i * scales_per_row, v.block, v.ins);
+}
+
+// A call's split operands, kept by each thread from one call to the next so
+// that their buffers are allocated once rather than per call (b's
+// transposed arrays of a call of 512 columns are 128 KiB each: fresh pages,
+// faulted in, every call).
 template <size_t kLanes>
-struct split_columns {
-    size_t stride = 0;
-    std::vector<int32_t> e;              // for the largest exponent
-    std::vector<uint64_t> m;             // widened once, for the products
-    std::vector<int64_t> e64, negative;  // widened once, for the shifts and signs
-    std::vector<float> value;            // the float path's operands
-    std::vector<uint8_t> narrow;         // per block of L columns: all of them narrow (split_rows)
-
-    // with_values: the operands too, for a call that may take the float path.
-    void transpose(const split_rows& rows, size_t n, bool with_values) {
-        stride = rows.stride;
-        const size_t size = (n + kLanes - 1) / kLanes * stride * kLanes;
-        e.assign(size, kPadExponent);
-        m.assign(size, 0u);
-        e64.assign(size, kPadExponent);
-        negative.assign(size, 0);
-        value.assign(with_values ? size : 0, 0.0f);
-        narrow.assign((n + kLanes - 1) / kLanes, with_values);
-        for (size_t j = 0; j < n; ++j) {
-            narrow[j / kLanes] &= rows.narrow[j];
-            for (size_t l = 0; l < stride; ++l) {
-                const size_t at = ((j / kLanes) * stride + l) * kLanes + j % kLanes;
-                m[at] = rows.m[j * stride + l];
-                e[at] = e64[at] = rows.e[j * stride + l];
-                negative[at] = rows.negative[j * stride + l];
-                if (with_values) value[at] = rows.value[j * stride + l];
-            }
-        }
-    }
+struct dot_add_buffers {
+    split_rows a, b;
+    split_columns<kLanes> bt;
 };
 
-// A float32 C (or the previous half's D) split at -126, without a branch: a
-// subnormal's significand is its fraction at exponent -126, as is a zero's.
-ALTGRAD_SDK_INLINE void split_float32(uint32_t bits, uint32_t& m, int32_t& e, int32_t& negative) {
-    const uint32_t field = (bits >> 23) & 0xFFu, fraction = bits & 0x7FFFFFu;
-    m = fraction | (field != 0 ? 0x800000u : 0u);
-    e = field != 0 ? static_cast<int32_t>(field) - 127 : -126;
-    negative = -static_cast<int32_t>(bits >> 31);
-}
-
-// normalize_sum for float32 (bits 23) and E8M13 (bits 13), without a branch:
-// the float's bits are (exponent + 126) << 23 plus the kept significand with
-// its leading bit, which carries into the exponent field (a subnormal's has
-// none, at exponent -126).
-ALTGRAD_SDK_INLINE uint32_t normalize_toward_zero(int64_t sum, int32_t unit_exponent, int32_t bits) {
-    const uint64_t negative = static_cast<uint64_t>(sum >> 63);
-    const uint64_t mag = (static_cast<uint64_t>(sum) ^ negative) - negative;
-    const int32_t top = 63 - __builtin_clzll(mag | 1u) + unit_exponent;
-    const int32_t exponent = top > -126 ? top : -126;
-    const int32_t shift = exponent - bits - unit_exponent;
-    const uint64_t r = shift >= 0 ? mag >> (shift < 63 ? shift : 63) : mag << (-shift < 63 ? -shift : 63);
-    const uint32_t sign = r != 0 ? static_cast<uint32_t>(negative) & 0x80000000u : 0u;
-    const uint32_t finite =
-        static_cast<uint32_t>(exponent + 126) * (1u << 23) + static_cast<uint32_t>(r << (23 - bits));
-    return sign | (exponent > 127 ? 0x7F800000u : r != 0 ? finite : 0u);
-}
-
-// L values side by side (GCC and Clang vector extensions).
+// Not inlined: GCC would otherwise compute the thread-local address again
+// inside the loops that use the buffers (a call of __tls_get_addr each time).
 template <size_t kLanes>
-struct lanes {
-    typedef int32_t i32 __attribute__((vector_size(kLanes * 4)));
-    typedef uint32_t u32 __attribute__((vector_size(kLanes * 4)));
-    typedef int64_t i64 __attribute__((vector_size(kLanes * 8)));
-    typedef uint64_t u64 __attribute__((vector_size(kLanes * 8)));
-    typedef float f32 __attribute__((vector_size(kLanes * 4)));
-};
-
-// v = the lanes at p (an out-parameter: a vector returned by value would be a
-// by-ABI-width value GCC warns about where the caller's ISA is narrower).
-template <class V, class T>
-ALTGRAD_SDK_INLINE void load_lanes(V& v, const T* p) {
-    std::memcpy(&v, p, sizeof v);
-}
-
-// C's exponent per lane, split at -126 (a subnormal's and a zero's is -126),
-// from its float32 bits cb; then `largest` = the larger of it and
-// ea[l] + eb[l] over n products (eb: L columns per l), E of the definition.
-template <size_t kLanes>
-ALTGRAD_SDK_INLINE void largest_exponents(typename lanes<kLanes>::i32& ce,
-                                          typename lanes<kLanes>::i32& largest,
-                                          const typename lanes<kLanes>::u32& cb, const int32_t* ea,
-                                          const int32_t* eb, size_t n) {
-    typename lanes<kLanes>::i32 eb32;
-    const typename lanes<kLanes>::u32 field = (cb >> 23) & 0xFFu;
-    ce = field != 0 ? (typename lanes<kLanes>::i32)field - 127 : -126;
-    largest = ce;
-    for (size_t l = 0; l < n; ++l) {
-        load_lanes(eb32, eb + l * kLanes);
-        const typename lanes<kLanes>::i32 e = ea[l] + eb32;
-        largest = e > largest ? e : largest;
-    }
-}
-
-// One fused dot-add of n (padded) products for L outputs: row a against
-// a block of b's columns (at `at` in bt), onto and into c (float32 bits,
-// finite: the caller redoes any output whose operands or C are not).
-template <size_t kLanes>
-ALTGRAD_SDK_INLINE void lanes_dot_add(const uint32_t* ma, const int32_t* ea, const int32_t* na,
-                                      const split_columns<kLanes>& bt, size_t at, size_t n, uint32_t* c,
-                                      const instruction& ins) {
-    typedef typename lanes<kLanes>::i32 lanes_i32;
-    typedef typename lanes<kLanes>::u32 lanes_u32;
-    typedef typename lanes<kLanes>::i64 lanes_i64;
-    typedef typename lanes<kLanes>::u64 lanes_u64;
-    const int32_t f = static_cast<int32_t>(ins.fraction_bits);
-    const int32_t bits = ins.output == ALTGRAD_ACC_OUTPUT_E8M13 ? 13 : 23;
-    const int32_t* eb = bt.e.data() + at * kLanes;
-    lanes_u32 cb;
-    lanes_i32 ce, largest;
-    load_lanes(cb, c);
-    largest_exponents<kLanes>(ce, largest, cb, ea, eb, n);
-    const lanes_u32 field = (cb >> 23) & 0xFFu;
-    const lanes_u32 cm = (cb & 0x7FFFFFu) | (field != 0 ? 0x800000u : 0u);  // split at -126, no branch
-    // C aligned: up = F - 23 - (largest - ce) bits to the left (usually right).
-    const lanes_i32 up = f - 23 - (largest - ce);
-    const lanes_u64 cm64 = __builtin_convertvector(cm, lanes_u64);
-    const lanes_u64 left = __builtin_convertvector(up > 0 ? up : 0, lanes_u64);
-    const lanes_u64 right = __builtin_convertvector(up < 0 ? (-up < 63 ? -up : 63) : 0, lanes_u64);
-    const lanes_i64 c_negative = __builtin_convertvector(-(lanes_i32)(cb >> 31), lanes_i64);
-    lanes_i64 sum = ((lanes_i64)((cm64 << left) >> right) ^ c_negative) - c_negative;
-    const lanes_i64 base = __builtin_convertvector(largest + (46 - f), lanes_i64);
-    const uint64_t* mb = bt.m.data() + at * kLanes;
-    const int64_t *eb64 = bt.e64.data() + at * kLanes, *nb = bt.negative.data() + at * kLanes;
-    lanes_u64 mb_l;
-    lanes_i64 eb_l, nb_l;
-    for (size_t l = 0; l < n; ++l) {
-        load_lanes(mb_l, mb + l * kLanes);
-        load_lanes(eb_l, eb64 + l * kLanes);
-        load_lanes(nb_l, nb + l * kLanes);
-        const lanes_u64 product = mb_l * uint64_t{ma[l]};
-        const lanes_u64 shift = (lanes_u64)(base - (int64_t{ea[l]} + eb_l));
-        const lanes_i64 negative = int64_t{na[l]} ^ nb_l;
-        sum += ((lanes_i64)(product >> (shift < 63u ? shift : 63u)) ^ negative) - negative;
-    }
-    for (size_t w = 0; w < kLanes; ++w) c[w] = normalize_toward_zero(sum[w], largest[w] - f, bits);
-}
-
-// The float path: where every product of a call is exact in float32 (both
-// operands narrow, no block scales) and every aligned sum fits float32's 24
-// bits ((n + 1) * 2^(F + 2) <= 2^24: FP8 operands at F = 13, 32 deep), the
-// definition is float arithmetic. A term, trunc(|p| * 2^(F - E)) with its
-// sign, is the float product times the power of two 2^(F - E), exact, as
-// long as no product overflows and none that counts is a subnormal (lanes
-// outside that range are left to output_dot_add), converted to int32 (C's
-// conversion truncates toward zero); the terms and C's, integers below
-// 2^24, add exactly in int32; the sum converts back to float exactly, its
-// low 23 - bits fraction bits are cleared (truncation toward zero of the
-// magnitude), and 2^(E - F) is added to its exponent field, where the result
-// is a normal float32 (else output_dot_add again). The same bits as
-// lanes_dot_add, with 32-bit arithmetic in place of 64-bit.
-inline bool float_path_fits(const instruction& ins, size_t segment_length) {
-    return ins.output != ALTGRAD_ACC_OUTPUT_FLOAT16 && ins.group_size == 0 &&
-           (uint64_t{segment_length} + 1) << (ins.fraction_bits + 2) <= (uint64_t{1} << 24);
-}
-
-template <size_t kLanes>
-ALTGRAD_SDK_INLINE void lanes_dot_add_float(const float* va, const int32_t* ea,
-                                            const split_columns<kLanes>& bt, size_t at, size_t n, uint32_t* c,
-                                            bool* redo, const instruction& ins) {
-    typedef typename lanes<kLanes>::i32 lanes_i32;
-    typedef typename lanes<kLanes>::u32 lanes_u32;
-    typedef typename lanes<kLanes>::f32 lanes_f32;
-    const int32_t f = static_cast<int32_t>(ins.fraction_bits);
-    const int32_t bits = ins.output == ALTGRAD_ACC_OUTPUT_E8M13 ? 13 : 23;
-    const int32_t* eb = bt.e.data() + at * kLanes;
-    const float* vb = bt.value.data() + at * kLanes;
-    lanes_u32 cb;
-    lanes_i32 ce, largest;
-    load_lanes(cb, c);
-    largest_exponents<kLanes>(ce, largest, cb, ea, eb, n);
-    // Lanes the float path cannot take: a product could overflow float32 (E > 125: each is below
-    // 2^(E + 2)), or one that counts (at least 2^(E - F)) could be a rounded subnormal (E - F < -126);
-    // an Inf or NaN C lands here too (its exponent is 128). Their terms are zeroed bit by bit before
-    // the conversion (an Inf or NaN converted to int32 would be undefined behaviour), and
-    // output_dot_add computes them again.
-    const lanes_i32 unscalable = (largest > 125) | (largest < f - 126);
-    const lanes_u32 keep = ~(lanes_u32)unscalable;
-    const lanes_u32 scale_bits = ((lanes_u32)(f - largest + 127) & 0xFFu) << 23;  // 2^(F - E)
-    lanes_f32 scale, term, vb_l;
-    lanes_u32 term_bits;
-    std::memcpy(&scale, &scale_bits, sizeof scale);
-    std::memcpy(&term, &cb, sizeof term);
-    term *= scale;
-    std::memcpy(&term_bits, &term, sizeof term_bits);
-    term_bits &= keep;
-    std::memcpy(&term, &term_bits, sizeof term);
-    lanes_i32 sum = __builtin_convertvector(term, lanes_i32);
-    for (size_t l = 0; l < n; ++l) {
-        load_lanes(vb_l, vb + l * kLanes);
-        term = vb_l * va[l] * scale;
-        std::memcpy(&term_bits, &term, sizeof term_bits);
-        term_bits &= keep;
-        std::memcpy(&term, &term_bits, sizeof term);
-        sum += __builtin_convertvector(term, lanes_i32);
-    }
-    const lanes_f32 total = __builtin_convertvector(sum, lanes_f32);
-    lanes_u32 r;
-    std::memcpy(&r, &total, sizeof r);
-    r &= ~((1u << (23 - bits)) - 1u);
-    const lanes_i32 shift = largest - f;
-    const lanes_i32 result_field = (lanes_i32)((r >> 23) & 0xFFu) + shift;
-    const lanes_i32 bad = unscalable | ((sum != 0) & ((result_field < 1) | (result_field > 254)));
-    r = sum != 0 ? r + ((lanes_u32)shift << 23) : 0u;
-    for (size_t w = 0; w < kLanes; ++w) {
-        c[w] = r[w];
-        redo[w] |= bad[w] != 0;
-    }
-}
-
-// Outputs (i, j0 .. j0 + W) of row i, W side by side: C loaded, one segment
-// after another through `segment(at, c, redo)`, and an output with a NaN or
-// Inf in reach (in its operands, its C, or a first half's result) or marked
-// by the segment again by output_dot_add (the special rule).
-template <size_t kWidth, class Segment>
-ALTGRAD_SDK_INLINE void block_in_lanes(const call_view& v, size_t i, size_t j0, const split_rows& a,
-                                       const split_rows& b, Segment&& segment) {
-    const altgrad_accumulator_args& x = v.args;
-    const size_t width = std::min(kWidth, x.n - j0);
-    uint32_t c[kWidth] = {};
-    bool redo[kWidth] = {};
-    for (size_t w = 0; w < width; ++w) {
-        c[w] = float_bits(x.c[i * x.n + j0 + w]);
-        redo[w] = a.special[0] || b.special[j0 + w] || (c[w] & 0x7F800000u) == 0x7F800000u;
-    }
-    for (uint32_t s = 0; s < v.ins.halves; ++s) {
-        segment(s * a.segment, c, redo);
-        for (size_t w = 0; w < width; ++w) redo[w] |= (c[w] & 0x7F800000u) == 0x7F800000u;  // overflowed
-    }
-    for (size_t w = 0; w < width; ++w)
-        x.d[i * x.n + j0 + w] = redo[w] ? output_dot_add(v, i, j0 + w, a, 0, b) : bits_float(c[w]);
-}
-
-// Row i's outputs, L at a time: by the float path where this row and those
-// columns are narrow (and the call fits it), else by lanes_dot_add.
-template <size_t kLanes>
-ALTGRAD_SDK_INLINE void row_in_lanes(const call_view& v, size_t i, const split_rows& a, const split_rows& b,
-                                     const split_columns<kLanes>& bt) {
-    const altgrad_accumulator_args& x = v.args;
-    for (size_t j0 = 0; j0 < x.n; j0 += kLanes) {
-        const size_t block = (j0 / kLanes) * bt.stride;
-        if (a.narrow[0] && bt.narrow[j0 / kLanes]) {
-            block_in_lanes<kLanes>(v, i, j0, a, b, [&](size_t at, uint32_t* c, bool* redo) {
-                lanes_dot_add_float(a.value.data() + at, a.e.data() + at, bt, block + at, a.segment, c, redo,
-                                    v.ins);
-            });
-            continue;
-        }
-        block_in_lanes<kLanes>(v, i, j0, a, b, [&](size_t at, uint32_t* c, bool*) {
-            lanes_dot_add(a.m.data() + at, a.e.data() + at, a.negative.data() + at, bt, block + at, a.segment,
-                          c, v.ins);
-        });
-    }
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline))
+#endif
+inline dot_add_buffers<kLanes>&
+thread_buffers() {
+    static thread_local dot_add_buffers<kLanes> buffers;
+    return buffers;
 }
 
 // The non-grouped call: b's rows split once (and transposed into blocks of
-// lanes for float32 and E8M13 outputs), then row by row of a.
+// lanes for float32 and E8M13 outputs), then a's rows kRows at a time where
+// the call may take the float path with one segment (rows_block), and one
+// at a time otherwise.
 template <size_t kLanes>
 ALTGRAD_SDK_INLINE void dot_add_body(const call_view& v) {
+    constexpr size_t kRows = 4;
     const altgrad_accumulator_args& x = v.args;
     const size_t segment_length = v.ins.halves == 2 ? v.ins.depth / 2 : x.k;
     const size_t scales_per_row = v.block == 0 ? 0 : (x.k + v.block - 1) / v.block;
-    split_rows a, b;
+    dot_add_buffers<kLanes>& buffers = thread_buffers<kLanes>();
+    split_rows &a = buffers.a, &b = buffers.b;
     b.reset(x.n, segment_length, v.ins.halves);
     for (size_t j = 0; j < x.n; ++j)
         split_row(b, j, x.b + j * x.k, x.k, x.b_min_exponent,
                   x.b_scales == nullptr ? nullptr : x.b_scales + j * scales_per_row, v.block, v.ins);
     const bool lanes = v.ins.output != ALTGRAD_ACC_OUTPUT_FLOAT16;
-    split_columns<kLanes> bt;
+    split_columns<kLanes>& bt = buffers.bt;
     if (lanes) bt.transpose(b, x.n, v.float_path);
-    a.reset(1, segment_length, v.ins.halves);
-    for (size_t i = 0; i < x.m; ++i) {
-        split_row(a, 0, x.a + i * x.k, x.k, x.a_min_exponent,
-                  x.a_scales == nullptr ? nullptr : x.a_scales + i * scales_per_row, v.block, v.ins);
-        if (lanes) row_in_lanes(v, i, a, b, bt);
+    const bool blocked = lanes && v.float_path && v.ins.halves == 1;
+    a.reset(blocked ? kRows : 1, segment_length, v.ins.halves);
+    size_t i = 0;
+    for (; blocked && i + kRows <= x.m; i += kRows) {
+        for (size_t q = 0; q < kRows; ++q) split_a_row(v, a, q, i + q);
+        for (size_t j0 = 0; j0 < x.n; j0 += kLanes) rows_block<kLanes, kRows>(v, i, j0, a, b, bt);
+    }
+    for (; i < x.m; ++i) {
+        split_a_row(v, a, 0, i);
+        if (lanes)
+            for (size_t j0 = 0; j0 < x.n; j0 += kLanes) block_of_row(v, i, j0, a, 0, b, bt);
         else
             for (size_t j = 0; j < x.n; ++j) x.d[i * x.n + j] = output_dot_add(v, i, j, a, 0, b);
     }
