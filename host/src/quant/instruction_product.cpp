@@ -29,22 +29,25 @@ struct sliced {
     std::vector<float> values, scales;
 };
 
-sliced slice(const float* x, const float* scales, size_t rows, size_t k, size_t depth, size_t block) {
-    sliced out;
+// Into `out`, whose vectors keep their capacity from call to call (the
+// caller's are per thread: a training step's products reuse one allocation).
+void slice(const float* x, const float* scales, size_t rows, size_t k, size_t depth, size_t block,
+           sliced& out) {
+    out.values.clear();
+    out.scales.clear();
     out.values.reserve(rows * k);
     for (size_t k0 = 0; k0 < k; k0 += depth) {
         const size_t kk = std::min(depth, k - k0);
         for (size_t r = 0; r < rows; ++r)
             out.values.insert(out.values.end(), x + r * k + k0, x + r * k + k0 + kk);
     }
-    if (block == 0) return out;
+    if (block == 0) return;
     const size_t columns = (k + block - 1) / block, per_slice = depth / block;
     for (size_t c0 = 0; c0 < columns; c0 += per_slice) {
         const size_t cc = std::min(per_slice, columns - c0);
         for (size_t r = 0; r < rows; ++r)
             out.scales.insert(out.scales.end(), scales + r * columns + c0, scales + r * columns + c0 + cc);
     }
-    return out;
 }
 
 struct sliced_operands {
@@ -173,10 +176,16 @@ void instruction_product(const accumulator_handle& acc, const instruction_operan
     check_call(acc, p, promote_every);
     if (p.m == 0 || p.n == 0) return;
     const size_t depth = acc.info().depth, block = scale_block(p.scale_kind);
-    const sliced_operands s{slice(p.a, p.a_scales, p.m, p.k, depth, block),
-                            slice(p.b, p.b_scales, p.n, p.k, depth, block)};
+    thread_local sliced_operands buffers;
+    sliced_operands& s =
+        buffers;  // the workers capture this one (a thread_local's name is each thread's own)
+    slice(p.a, p.a_scales, p.m, p.k, depth, block, s.a);
+    slice(p.b, p.b_scales, p.n, p.k, depth, block, s.b);
     if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
     const size_t parts = std::min<size_t>(threads, p.m);
+    // One part on this thread: no thread to start, and the plugin's per-thread
+    // buffers (fused_dot_add.hpp) last from one product to the next.
+    if (parts == 1) return product_rows(acc, p, s, promote_every, 0, p.m, c);
     std::vector<std::thread> workers;
     std::vector<std::exception_ptr> errors(parts);
     for (size_t t = 0; t < parts; ++t)
