@@ -46,7 +46,8 @@ __global__ void hadamard_kernel(float* x, size_t blocks, uint32_t d, hadamard_si
 // them) or null for the plain transform. Enqueued on `stream` of `device`.
 inline void hadamard(float* x, size_t blocks, uint32_t d, const float* signs, bool inverse, int32_t device,
                      void* stream) {
-    if (d == 0 || d > kMaxHadamardBlock) throw plugin_error(ALTGRAD_STATUS_INTERNAL, "hadamard: d out of range");
+    if (d == 0 || d > kMaxHadamardBlock)
+        throw plugin_error(ALTGRAD_STATUS_INTERNAL, "hadamard: d out of range");
     if (blocks == 0) return;
     const device_scope on(device);
     hadamard_signs_arg arg{};
