@@ -107,7 +107,30 @@ struct rank_group::backend {
     c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;
 #endif
     torch::Device device{torch::kCPU};
+
+    // Runs call(group) on whichever group this is and waits for its work; a
+    // failure is one line naming the rank and `what`.
+    template <class Call>
+    void run(const rank_place& p, const std::string& what, Call&& call) const;
 };
+
+template <class Call>
+void rank_group::backend::run(const rank_place& p, const std::string& what, Call&& call) const {
+    try {
+#ifdef USE_C10D_NCCL
+        if (nccl) {
+            call(*nccl)->wait();
+            return;
+        }
+#endif
+        call(*gloo)->wait();
+    } catch (const std::exception& e) {
+        throw error(who(p) + ": " + what +
+                    " with the other ranks failed (one of them stopped, or did not answer within "
+                    "training.distributed.timeout_s): " +
+                    first_line(e.what()));
+    }
+}
 
 namespace {
 
@@ -201,20 +224,7 @@ std::vector<torch::Tensor> rank_group::all_gather(const torch::Tensor& mine, con
     std::vector<torch::Tensor> input{mine.to(backend_->device)};
     std::vector<std::vector<torch::Tensor>> output(1);
     for (int r = 0; r < size(); ++r) output[0].push_back(torch::empty_like(input[0]));
-    try {
-#ifdef USE_C10D_NCCL
-        if (backend_->nccl) {
-            backend_->nccl->allgather(output, input)->wait();
-            return output[0];
-        }
-#endif
-        backend_->gloo->allgather(output, input)->wait();
-    } catch (const std::exception& e) {
-        throw error(who(place_) + ": " + what +
-                    " with the other ranks failed (one of them stopped, or did not answer within "
-                    "training.distributed.timeout_s): " +
-                    first_line(e.what()));
-    }
+    backend_->run(place_, what, [&](auto& group) { return group.allgather(output, input); });
     return output[0];
 }
 
@@ -249,20 +259,8 @@ std::vector<torch::Tensor> rank_group::all_to_all(const torch::Tensor& mine, con
     torch::Tensor input = mine.to(backend_->device);
     torch::Tensor output = torch::empty_like(input);
     std::vector<int64_t> equal;  // empty: equal splits, one per rank
-    try {
-#ifdef USE_C10D_NCCL
-        if (backend_->nccl) {
-            backend_->nccl->alltoall_base(output, input, equal, equal)->wait();
-            return output.chunk(size());
-        }
-#endif
-        backend_->gloo->alltoall_base(output, input, equal, equal)->wait();
-    } catch (const std::exception& e) {
-        throw error(who(place_) + ": " + what +
-                    " with the other ranks failed (one of them stopped, or did not answer within "
-                    "training.distributed.timeout_s): " +
-                    first_line(e.what()));
-    }
+    backend_->run(place_, what,
+                  [&](auto& group) { return group.alltoall_base(output, input, equal, equal); });
     return output.chunk(size());
 }
 

@@ -471,7 +471,7 @@ double training_run::micro_batch(int64_t m, int64_t M, bool capture, step_totals
     const torch::Tensor y = torch::from_blob(yb_.data(), {B, T}, long_opts).to(device_);
     const torch::Tensor loss = model_->forward(x, y).second;
     (M > 1 ? loss / static_cast<double>(M) : loss).backward();
-    if (!communication_.empty()) quantize_gradients(m == ranks_.rank() * c_.training.grad_accum);
+    if (!communication_.empty()) quantize_gradients();
     totals.add_micro_batch(plan_);
     return loss.item<double>() / static_cast<double>(M);
 }
@@ -481,16 +481,17 @@ double training_run::micro_batch(int64_t m, int64_t M, bool capture, step_totals
 // the step's sum (sent_), which forward_backward hands to .grad; .grad is
 // cleared for the next micro-batch's backward. Keyed by the micro-batch, as
 // every gradient is, so one process with grad_accum = N draws what N ranks do.
-void training_run::quantize_gradients(bool first_of_step) {
+void training_run::quantize_gradients() {
     torch::NoGradGuard no_grad;
-    if (first_of_step) sent_.assign(parameters_.size(), torch::Tensor());
+    sent_.resize(parameters_.size());  // empty at a step's start (forward_backward hands it over)
     const uint64_t key = quant::micro_batch_key(plan_.step, plan_.micro_batch);
     for (size_t i = 0; i < parameters_.size(); ++i) {
         torch::Tensor& g = parameters_[i].mutable_grad();
         if (!g.defined()) continue;
         const uint64_t seed = quant::seed_of(plan_.seed, key, quant::communication_stream(i));
         const torch::Tensor q = fake_quantize(g, plan_.sites[communication_[i]], plan_, seed);
-        if (!sent_[i].defined()) sent_[i] = q.is_same(g) ? q.clone() : q;
+        // q may be g itself (a site switched to float32): .grad lets go of it below.
+        if (!sent_[i].defined()) sent_[i] = q;
         else sent_[i].add_(q);
         g = torch::Tensor();
     }

@@ -72,7 +72,7 @@ private:
 
     step_result forward_backward();
     double micro_batch(int64_t m, int64_t micro_batches, bool capture, step_totals& totals);
-    void quantize_gradients(bool first_of_step);
+    void quantize_gradients();
     step_actions ask_interventions(const step_result& r);
     void update(const step_result& r, const step_actions& todo);
     run::train_line measure(const step_result& r, double step_seconds);

@@ -148,9 +148,11 @@ struct transform_adapter {
             detail::check_transform_args(a, s.info);
             const size_t n = a->rows * a->cols;
             if (n == 0) return;
-            if constexpr (detail::transform_runs_on_cuda<T>()) {
+#ifdef __CUDACC__
+            if constexpr (detail::has_cuda_apply<T>::value) {
                 if (a->memory == ALTGRAD_MEMORY_CUDA) return apply_on_cuda(s.transform, *a);
             }
+#endif
             if (a->output != a->input) std::memcpy(a->output, a->input, n * sizeof(float));
             s.transform.apply(a->output, a->rows, a->cols, a->seed, a->inverse != 0);
         });
@@ -167,8 +169,6 @@ struct transform_adapter {
                         "cudaMemcpyAsync");
         t.apply_cuda(a.output, a.rows, a.cols, a.seed, a.inverse != 0, a.device_index, a.cuda_stream);
     }
-#else
-    static void apply_on_cuda(const T&, const altgrad_transform_args&) {}
 #endif
 
     static const altgrad_transform_vtable* vtable() {
