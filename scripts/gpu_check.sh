@@ -20,19 +20,22 @@
 #            kind of kernel at 256 MiB: what bounds it (memory throughput, achieved
 #            occupancy, warp stalls): ncu_*.ncu-rep, ncu_details.txt,
 #            ncu_summary.txt
+#   parity   altgrad-host parity (docs/cuda.md) for each recipe of configs/recipes/, the E5M2
+#            control and GPT-2 small's layers: every quantized operand and site state on the
+#            GPU against the CPU, bit for bit (parity.md; logs/parity_NAME.txt)
 #   train    configs/e5m2_short.toml on the GPU and on the CPU; a GPU run with
 #            dropout resumed from a checkpoint against the same run whole
 #   recipes  each recipe of configs/recipes/ for 50 steps on the GPU (what
 #            runs there, and what is refused with which error)
 #   gpt2     GPT-2 small (configs/gpt2_small.toml) and the recipes that run on
 #            CUDA at its size: tokens per second and GPU-hours (gpt2_tokens.md)
-# The steps default to "test sanitize bench train recipes" (given as one word
+# The steps default to "test sanitize bench parity train recipes" (given as one word
 # or several). Every command has a time limit, the smaller of its own and what
 # is left of GPU_CHECK_BUDGET_S (default 540) seconds from the start, so that
 # what finished comes back even when one hangs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-steps="${*:-test sanitize bench train recipes}"
+steps="${*:-test sanitize bench parity train recipes}"
 out="${OUT:-$PWD/gpu-out}"
 mkdir -p "$out/logs"
 prefix=/tmp/altgrad-deps
@@ -65,7 +68,7 @@ log "torch $(python3 -c 'import torch; print(torch.__version__, "cuda", torch.ve
 
 # ---- the host, in the background, when a step trains
 build_pid=
-if [[ " $steps " == *" train "* || " $steps " == *" recipes "* ]]; then
+if [[ " $steps " =~ " "(train|recipes|parity|gpt2)" " ]]; then
   generator=(); command -v ninja > /dev/null && generator=(-G Ninja)
   (
     cmake -S . -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DALTGRAD_CUDA=ON \
@@ -223,6 +226,24 @@ for row, head, units in data:
 PY
         tee -a "$out/summary.txt" < "$out/ncu_summary.txt"
       fi ;;
+    parity)
+      [[ -n "$host_ok" ]] || { host_ready && host_ok=1; } || continue
+      echo "| config | verdict | operands compared (elements) |" > "$out/parity.md"
+      echo "|---|---|---:|" >> "$out/parity.md"
+      for config in configs/recipes/*.toml configs/e5m2_short.toml configs/gpt2_small.toml; do
+        name="$(basename "$config" .toml)" extra=()
+        # GPT-2 small's 49 layers at its width: one call each keeps the CPU's side to seconds.
+        [[ $name == gpt2_small ]] && extra=(--steps 1 --tokens 128)
+        timeout "$(limit 90)" build-gpu/altgrad-host --plugins "$pre/plugins" parity "$config" "${extra[@]}" \
+          > "$out/logs/parity_$name.txt" 2>&1
+        rc=$?
+        verdict="$(grep -E '^(same bits|[0-9]+ differing)$|error' "$out/logs/parity_$name.txt" | tail -1)"
+        elements="$(awk -F'|' '/^\| [a-z@_ ]+ \| [0-9]/ && $2 !~ /site state/ { gsub(/ /, "", $4); n += $4 } END { print n + 0 }' \
+          "$out/logs/parity_$name.txt")"
+        echo "| $name | exit $rc: ${verdict:-no verdict} | $elements |" >> "$out/parity.md"
+        log "parity $name exit $rc: ${verdict:-no verdict}"
+        grep -m5 '^differs' "$out/logs/parity_$name.txt" | tee -a "$out/summary.txt"
+      done ;;
     train)
       [[ -n "$host_ok" ]] || { host_ready && host_ok=1; } || continue
       run_host e5m2-cuda cuda configs/e5m2_short.toml
@@ -270,7 +291,7 @@ PY
             --set training.warmup_steps=2 --set training.eval_interval=12 --set training.eval_batches=1
             --set training.log_interval=1 --set output.checkpoint_interval=12)
       run_host gpt2-bf16 cuda configs/gpt2_small.toml "${gpt2[@]}"
-      for recipe in te_delayed te_current te_mxfp8; do
+      for recipe in te_delayed te_current te_mxfp8 nvfp4 tseng_mxfp4; do
         run_host "gpt2-$recipe" cuda "configs/recipes/$recipe.toml" "${gpt2[@]}"
       done
       run_host gpt2-nvfp4-no_rht cuda configs/recipes/nvfp4.toml "${gpt2[@]}" \

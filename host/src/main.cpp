@@ -32,15 +32,17 @@ using command_function = int (*)(const cli::context&, const cli::args&);
 #ifdef ALTGRAD_HOST_WITHOUT_TRAINER
 constexpr bool kHasTrainer = false;
 constexpr command_function kRunCommand = nullptr;
+constexpr command_function kParityCommand = nullptr;
 #else
 constexpr bool kHasTrainer = true;
 constexpr command_function kRunCommand = &cli::run_command;
+constexpr command_function kParityCommand = &cli::parity_command;
 #endif
 
 // Whether a command needs the plugin folder: conformance can take library
 // paths; report reads run directories only; new-plugin writes files.
 enum class plugin_folder { required, optional };
-// Whether a command needs the trainer: run trains (on pinned CPU kernels,
+// Whether a command needs the trainer: run and parity train (on pinned CPU kernels,
 // util/cpu_kernels.hpp), sweep runs `run` workers. A host without it has no
 // such command (not in the usage, unknown by name).
 enum class trainer { no, trains, runs_workers };
@@ -68,6 +70,9 @@ const std::map<std::string, command> kCommands = {
     {"conformance",
      {&cli::conformance_command, plugin_folder::optional, trainer::no,
       "check plugins against the ABI's rules, precisely"}},
+    {"parity",
+     {kParityCommand, plugin_folder::required, trainer::trains,
+      "a recipe's quantized operands on the GPU against the CPU, bit for bit"}},
     {"run",
      {kRunCommand, plugin_folder::required, trainer::trains,
       "train a GPT on a config, quantized through the format plugins"}},

@@ -20,6 +20,7 @@ int quantize_command(const context& ctx, const args& a);
 int gemm_command(const context& ctx, const args& a);
 int conformance_command(const context& ctx, const args& a);
 int run_command(const context& ctx, const args& a);
+int parity_command(const context& ctx, const args& a);
 int sweep_command(const context& ctx, const args& a);
 int report_command(const context& ctx, const args& a);
 int new_plugin_command(const context& ctx, const args& a);

@@ -9,6 +9,19 @@
 namespace altgrad::host::train {
 // ---------------------------------------------------------------- modules
 
+gpt_config gpt_config_of(const config::model_config& m, int64_t vocab_size) {
+    gpt_config g;
+    g.vocab_size = vocab_size;
+    g.block_size = m.block_size;
+    g.n_layer = m.n_layer;
+    g.n_head = m.n_head;
+    g.n_embd = m.n_embd;
+    g.dropout = m.dropout;
+    g.bias = m.bias;
+    g.swiglu = m.activation == config::activation_function::swiglu;
+    return g;
+}
+
 QuantizedLinearImpl::QuantizedLinearImpl(int64_t in, int64_t out, bool has_bias, quant_plan& plan,
                                          const std::string& layer)
     : plan_(&plan), first_site_(plan.add_linear(layer)) {

@@ -36,6 +36,9 @@ struct gpt_config {
     bool swiglu = false;
 };
 
+// The config's [model] with `vocab_size` (the config's, else the data's).
+gpt_config gpt_config_of(const config::model_config& m, int64_t vocab_size);
+
 class QuantizedLinearImpl : public torch::nn::Module {
 public:
     QuantizedLinearImpl(int64_t in, int64_t out, bool bias, quant_plan& plan, const std::string& layer);

@@ -578,6 +578,10 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
         const torch::Tensor none;
         const bool x_transforms = tf.handle || transform_of(*plan, s, product_kind::weight_gradient).handle;
         const bool w_transforms = tf.handle || transform_of(*plan, s, product_kind::input_gradient).handle;
+        if (plan->operand_tap) {
+            plan->operand_tap(s, "x", qx);
+            plan->operand_tap(s, "w", qw);
+        }
         ctx->save_for_backward({qx, qw, needs_unquantized(x_site, second[1], x_transforms) ? x : none,
                                 needs_unquantized(w_site, second[0], w_transforms) ? w : none});
         ctx->saved_data["plan"] = reinterpret_cast<int64_t>(plan);
@@ -636,6 +640,12 @@ struct QuantizedLinearFunction : public torch::autograd::Function<QuantizedLinea
                         copy_by(x_site, in, ctx->saved_data["x_scales"].toTensor()), second[1], plan,
                         copy_seed(plan, step, micro, s, operand_role::activation, true), tf.handle != nullptr,
                         tdw, dw_seed);
+        if (plan.operand_tap) {
+            plan.operand_tap(s, "dy", qg);
+            plan.operand_tap(s, "w@input_gradient", w_cols.values);
+            plan.operand_tap(s, "dy@weight_gradient", g_t.values);
+            plan.operand_tap(s, "x@weight_gradient", x_t.values);
+        }
         const product_accumulators& acc = plan.accumulators[s / 3];
         const product_accumulator& dx_acc = acc[static_cast<size_t>(config::product_kind::input_gradient)];
         const product_accumulator& dw_acc = acc[static_cast<size_t>(config::product_kind::weight_gradient)];

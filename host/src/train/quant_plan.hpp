@@ -10,6 +10,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -154,6 +155,12 @@ struct quant_plan {
     bool capture = false;
     std::vector<std::pair<std::string, torch::Tensor>>
         attention_probs;  // "blocks.N.attn.probs", [B, H, T, T]
+    // Set by a tool that compares devices (train/device_parity.hpp), unset in
+    // training: called with each copy a layer's products consume, as quantized
+    // (and transformed), in a fixed order: "x", "w" in the forward, "dy",
+    // "w@input_gradient", "dy@weight_gradient", "x@weight_gradient" in the
+    // backward; `first_site` names the layer.
+    std::function<void(size_t first_site, const char* operand, const torch::Tensor& values)> operand_tap;
 
     // Register a linear layer's three sites; returns the index of the first.
     size_t add_linear(const std::string& layer);

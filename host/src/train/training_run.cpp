@@ -205,11 +205,11 @@ stability::failure_context failure_context_of(const config::run_config& c, const
     return x;
 }
 
-// Where training runs: the CPU, or a CUDA GPU when the config asks for one,
-// LibTorch can reach one, and every format plugin in use takes device
-// buffers (a format an intervention switches to later is checked when it is
-// first used): GPU local_rank (mod the GPUs seen), a rank's own on a machine
-// with a GPU per rank, as NCCL needs.
+}  // namespace
+
+// A format an intervention switches to later is checked when it is first
+// used. GPU local_rank: a rank's own on a machine with a GPU per rank, as
+// NCCL needs.
 torch::Device training_device(const config::run_config& c, const quant_plan& plan, int local_rank) {
     if (c.training.device != config::compute_device::cuda) return torch::kCPU;
     const std::string key = c.source.string() + ": key 'training.device': \"cuda\"";
@@ -235,8 +235,6 @@ torch::Device training_device(const config::run_config& c, const quant_plan& pla
     const int gpus = static_cast<int>(torch::cuda::device_count());
     return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank % gpus));
 }
-
-}  // namespace
 
 // ------------------------------------------------------------------ set up
 
@@ -296,16 +294,8 @@ void training_run::build_model_and_optimizer() {
     const config::training_config& tc = c_.training;
     torch::manual_seed(static_cast<uint64_t>(tc.seed));
     plan_.seed = static_cast<uint64_t>(tc.seed);
-    gpt_config g;
-    g.vocab_size = c_.model.vocab_size > 0 ? c_.model.vocab_size : data_.vocab_size();
-    g.block_size = c_.model.block_size;
-    g.n_layer = c_.model.n_layer;
-    g.n_head = c_.model.n_head;
-    g.n_embd = c_.model.n_embd;
-    g.dropout = c_.model.dropout;
-    g.bias = c_.model.bias;
-    g.swiglu = c_.model.activation == config::activation_function::swiglu;
-    model_ = GPT(g, plan_);
+    model_ = GPT(gpt_config_of(c_.model, c_.model.vocab_size > 0 ? c_.model.vocab_size : data_.vocab_size()),
+                 plan_);
     assign_formats(plan_, c_, formats_);
     device_ = training_device(c_, plan_, place_.local_rank);
     model_->to(device_);  // before the optimizer is made: it holds the parameters

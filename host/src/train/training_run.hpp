@@ -49,6 +49,12 @@
 
 namespace altgrad::host::train {
 
+// Where a run of config `c` trains: the CPU, or GPU local_rank (mod the GPUs
+// LibTorch sees) with training.device = "cuda"; an error naming the key and
+// the plugin when this process has no usable GPU or a plugin or accumulator
+// of `plan` runs on the CPU only.
+torch::Device training_device(const config::run_config& c, const quant_plan& plan, int local_rank);
+
 class training_run {
 public:
     // Set up: everything is checked before the run directory is made.
