@@ -95,7 +95,7 @@ run_host() {  # NAME DEVICE CONFIG [--set ...]: one run, its last lines in the s
   local name="$1" device="$2" config="$3"; shift 3
   rm -rf "/tmp/run-$name"
   local start=$SECONDS
-  timeout 240 build-gpu/altgrad-host --plugins "$pre/plugins" run "$config" --out "/tmp/run-$name" \
+  timeout "$(limit 240)" build-gpu/altgrad-host --plugins "$pre/plugins" run "$config" --out "/tmp/run-$name" \
     --set training.device="$device" --set data.path="$corpus" "$@" > "$out/logs/run_$name.log" 2>&1
   local rc=$?
   log "run $name ($device) exit $rc in $((SECONDS - start))s: $(grep -E '^(done|error|altgrad-host)' "$out/logs/run_$name.log" | tail -1)"
