@@ -83,11 +83,13 @@ TEST_F(CudaTransform, TheDevicePathIsTheHostsBits) {
     for (uint32_t d = 16; d <= 128; d *= 2)
         for (const std::vector<Param>& params :
              {std::vector<Param>{Param::integer("d", d)},
-              std::vector<Param>{Param::integer("d", d), Param::text("signs", "per_call")},
+              std::vector<Param>{Param::integer("d", d), Param::text("signs", "per_call"),
+                                 Param::integer("sign_seed", 0)},
               std::vector<Param>{Param::integer("d", d), Param::text("signs", "fixed"),
                                  Param::integer("sign_seed", 99)}}) {
             const std::string name = params.size() == 1 ? "hadamard" : "random_hadamard";
-            SCOPED_TRACE(name + " d = " + std::to_string(d) + (params.size() == 3 ? " fixed" : ""));
+            SCOPED_TRACE(name + " d = " + std::to_string(d) +
+                         (params.size() == 3 ? " " + params[1].string_value : ""));
             const Transform t(name, params);
             ASSERT_NE(t.info().memory_kinds & (1u << ALTGRAD_MEMORY_CUDA), 0u);
             const size_t cols = 3 * d;

@@ -1,6 +1,11 @@
 #include "train/distributed.hpp"
 
+// Debian's LibTorch logs through glog; PyTorch's wheels through c10's own
+// logging, without glog's headers.
+#if __has_include(<glog/logging.h>)
 #include <glog/logging.h>
+#define ALTGRAD_HAS_GLOG 1
+#endif
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef USE_C10D_NCCL  // a LibTorch with CUDA (host/CMakeLists.txt)
@@ -161,8 +166,11 @@ rank_group::rank_group(const rank_place& where, const config::run_config& c) : p
     const bool nccl = wants_nccl(c);
     const std::chrono::milliseconds timeout(c.distributed.timeout_s * 1000);
     // c10d logs its failures through glog, several lines each; the errors
-    // below say them in one line, naming the rank.
+    // below say them in one line, naming the rank. (Without glog, c10's
+    // logging prints them.)
+#ifdef ALTGRAD_HAS_GLOG
     FLAGS_minloglevel = google::GLOG_FATAL;
+#endif
     backend_ = std::make_shared<backend>();
     c10d::TCPStoreOptions o;
     o.port = where.master_port;
