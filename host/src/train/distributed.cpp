@@ -6,7 +6,15 @@
 #include <glog/logging.h>
 #define ALTGRAD_HAS_GLOG 1
 #endif
+// PyTorch's wheels ship neither Gloo's headers nor NCCL's: a backend whose
+// headers are missing is refused at run time, saying so.
+#if __has_include(<gloo/algorithm.h>)
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#define ALTGRAD_HAS_GLOO 1
+#endif
+#if defined(USE_C10D_NCCL) && !__has_include(<nccl.h>)
+#undef USE_C10D_NCCL
+#endif
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef USE_C10D_NCCL  // a LibTorch with CUDA (host/CMakeLists.txt)
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -107,7 +115,9 @@ rank_place place_from_environment() {
 // rank's GPU for NCCL.
 struct rank_group::backend {
     c10::intrusive_ptr<c10d::Store> store;
+#ifdef ALTGRAD_HAS_GLOO
     c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo;
+#endif
 #ifdef USE_C10D_NCCL
     c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl;
 #endif
@@ -128,7 +138,9 @@ void rank_group::backend::run(const rank_place& p, const std::string& what, Call
             return;
         }
 #endif
+#ifdef ALTGRAD_HAS_GLOO
         call(*gloo)->wait();
+#endif
     } catch (const std::exception& e) {
         throw error(who(p) + ": " + what +
                     " with the other ranks failed (one of them stopped, or did not answer within "
@@ -194,6 +206,11 @@ rank_group::rank_group(const rank_place& where, const config::run_config& c) : p
         make_nccl_group(timeout);
         return;
     }
+#ifndef ALTGRAD_HAS_GLOO
+    throw error(who(where) +
+                ": gloo: this host was built against a LibTorch without Gloo's headers "
+                "(PyTorch's wheels ship none); use training.distributed.backend = \"nccl\" on GPUs");
+#else
     try {
         auto options = c10d::ProcessGroupGloo::Options::create(timeout);
         if (const std::optional<std::string> iface = env("GLOO_SOCKET_IFNAME"))
@@ -208,6 +225,7 @@ rank_group::rank_group(const rank_place& where, const config::run_config& c) : p
         throw error(who(where) + ": the Gloo group of " + std::to_string(where.world_size) + " ranks at " +
                     address(where) + " did not form: " + first_line(e.what()));
     }
+#endif
 }
 
 // NCCL between the ranks' GPUs: rank r on GPU local_rank (training_device's
