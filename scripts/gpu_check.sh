@@ -282,11 +282,13 @@ PY
         --set quantization.weight_gradient.accumulator=none ;;
     gpt2)
       # GPT-2 small's throughput (issue #48): configs/gpt2_small.toml and its recipe variants that run
-      # on CUDA, 8 rows of 1024 tokens a step as scripts/gpt2_reference.py times plain PyTorch, 12
+      # on CUDA, 8 rows of 1024 tokens a step as scripts/gpt2_reference.py times plain PyTorch (its
+      # head: nanoGPT's 50,304 rows, whatever the corpus's vocabulary), 12
       # steps; the median tokens_per_s of steps 3..12 into gpt2_tokens.md, with the GPU-hours of 20
       # tokens per parameter (124 M parameters: 2.49 B tokens) at that rate.
       [[ -n "$host_ok" ]] || { host_ready && host_ok=1; } || continue
       gpt2=(--set model.n_layer=12 --set model.n_head=12 --set model.n_embd=768 --set model.block_size=1024
+            --set model.vocab_size=50304
             --set training.batch_size=8 --set training.grad_accum=1 --set training.max_steps=12
             --set training.warmup_steps=2 --set training.eval_interval=12 --set training.eval_batches=1
             --set training.log_interval=1 --set output.checkpoint_interval=12)
