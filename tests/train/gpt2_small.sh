@@ -57,3 +57,13 @@ for dir in "$work"/recipes/*/; do
 done
 [ "$runs" -eq 7 ] || fail "$runs runs, expected 7 (gpt2_small and six recipes)"
 echo "gpt2_small: its 7 recipe variants train a step at GPT-2 small's width"
+
+# 3. Study 7's sweep (docs/study.md, on paper: a GPU cluster's): seven configs x three seeds, each
+#    run 8 data-parallel ranks on one node, one Slurm array of that layout.
+"$host" --plugins "$plugins" sweep "$src/configs/sweeps/study7_gpt2_small.toml" --out "$work/study7" --dry-run \
+  > "$work/study7.txt" 2>&1 || fail "study 7's dry run: $(tail -3 "$work/study7.txt")"
+[ "$(grep -c ' new .* --nproc 8$' "$work/study7.txt")" -eq 21 ] || fail "study 7: not 21 runs of 8 ranks"
+"$host" --plugins "$plugins" sweep "$src/configs/sweeps/study7_gpt2_small.toml" --out "$work/study7" --slurm \
+  --dry-run > "$work/study7_slurm.txt" 2>&1 || fail "study 7's job script: $(tail -3 "$work/study7_slurm.txt")"
+grep -q '^#SBATCH --ntasks-per-node=8' "$work/study7/slurm/sweep-1x8.sbatch" || fail "study 7: no 1x8 job script"
+echo "gpt2_small: study 7's sweep lists 21 runs of 8 ranks and its Slurm array"
