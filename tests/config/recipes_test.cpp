@@ -127,14 +127,11 @@ const std::map<std::string, recipe_table>& sources() {
         const operand_want row128 = blocks(te_cast("e4m3"), 1, 128, "pow2", scale_rule_kind::round_up);
         set_roles(deepseek, blocks(te_cast("e4m3"), 128, 128, "pow2", scale_rule_kind::round_up), row128,
                   row128);
-        accumulator_config e8m13;
-        e8m13.format = "float";
-        e8m13.params = {{"exponent_bits", {"8", host::param_kind::integer}},
-                        {"mantissa_bits", {"13", host::param_kind::integer}}};
-        e8m13.rounding = ALTGRAD_ROUND_TOWARD_ZERO;
-        e8m13.mma_depth = 32;
-        e8m13.promote_every = 128;
-        deepseek.accumulator = e8m13;
+        // Hopper's FP8 wgmma (MMA-Sim: K = 32, E8M13 toward zero), promoted every N_C = 128.
+        accumulator_config wgmma;
+        wgmma.instruction = "sm90_wgmma_fp8";
+        wgmma.promote_every = 128;
+        deepseek.accumulator = wgmma;
         deepseek.high_precision = {"lm_head"};
         t["deepseek_v3"] = deepseek;
         // NVFP4 (arXiv 2509.25149; TE NVFP4BlockScaling): E2M1 with E4M3 scales per 16 under a float32

@@ -124,6 +124,37 @@ TEST(SweepFile, NoAxesIsOneRunPerConfigAndSeed) {
     EXPECT_EQ(runs[1].overrides, (std::vector<std::string>{"training.threads=1", "training.seed=3"}));
 }
 
+// A config written as a table has overrides of its own: after the sweep's `set`, before the
+// point's, for its runs only, and not in their names (the recipe's own choice, pinned).
+TEST(SweepFile, AConfigsOwnSetGoesBetweenTheSweepsAndThePoints) {
+    scratch s;
+    s.write("configs/other.toml", "[training]\nseed = 3\n");
+    const fs::path file = s.sweep(
+        "name = \"x\"\nconfigs = [{ path = \"../configs/tiny.toml\", set = [\"model.n_layer=2\"] },\n"
+        "  \"../configs/other.toml\"]\nseeds = [5]\nset = [\"model.n_layer=1\"]\n"
+        "[[point]]\nset = [\"model.n_head=2\"]\n");
+    const std::vector<sweep_run> runs = plan_runs(load_sweep(file));
+    ASSERT_EQ(runs.size(), 2u);
+    EXPECT_EQ(runs[0].name, "tiny-n_head=2-s5");
+    EXPECT_EQ(runs[0].overrides,
+              (std::vector<std::string>{"training.threads=1", "model.n_layer=1", "model.n_layer=2",
+                                        "model.n_head=2", "training.seed=5"}));
+    EXPECT_EQ(runs[1].name, "other-n_head=2-s5");
+    EXPECT_EQ(runs[1].overrides, (std::vector<std::string>{"training.threads=1", "model.n_layer=1",
+                                                           "model.n_head=2", "training.seed=5"}));
+    const std::string f = file.string();
+    const auto error_for = [&](const std::string& entry) {
+        return error_of(s.sweep("name = \"x\"\nconfigs = [" + entry + "]\n"));
+    };
+    EXPECT_EQ(error_for("{ path = \"../configs/tiny.toml\", sett = [] }"),
+              f + ": key 'configs[1].sett': unknown key (a typo?); did you mean 'configs[1].set'?");
+    EXPECT_EQ(error_for("{ set = [\"model.n_layer=1\"] }"),
+              f + ": key 'configs[1].path': missing (the config file)");
+    EXPECT_EQ(error_for("{ path = \"../configs/tiny.toml\", set = [\"model.n_layer\"] }"),
+              f + ": key 'configs[1].set': value 1 \"model.n_layer\": expected KEY=VALUE, e.g. "
+                  "\"training.max_steps=50\"");
+}
+
 // A point's own name replaces its overrides in its runs' names (a recipe's ablations read as words
 // there, not as inline tables); the grid's points and unnamed points keep theirs.
 TEST(SweepFile, APointsNameNamesItsRuns) {

@@ -109,21 +109,32 @@ std::string read_name(const toml::table& root, const fs::path& file) {
     return name->get();
 }
 
-// The base configs, relative to the sweep file's folder: at least one.
-std::vector<fs::path> read_configs(const toml::table& root, const fs::path& file) {
-    std::vector<fs::path> out;
+// The base configs, relative to the sweep file's folder: at least one, each
+// a path or { path = "...", set = ["KEY=VALUE", ...] } (its own overrides).
+void read_configs(const toml::table& root, const fs::path& file, sweep_spec& spec) {
     const auto* configs = root.get_as<toml::array>("configs");
     if (!root.contains("configs")) key_error(file, "configs", "missing (the base run configs, at least one)");
     if (!configs || configs->empty())
         key_error(file, "configs", "expected a non-empty array of config file paths");
     for (size_t i = 0; i < configs->size(); ++i) {
-        const auto* p = configs->get(i)->as_string();
+        const std::string where = "configs[" + std::to_string(i + 1) + "]";
+        const toml::node* path = configs->get(i);
+        std::vector<std::string> own;
+        if (const toml::table* t = path->as_table()) {
+            for (const auto& [k, v] : *t)
+                refuse_unknown(file, where + ".", std::string(k.str()), {"path", "set"});
+            path = t->get("path");
+            if (!path) key_error(file, where + ".path", "missing (the config file)");
+            if (const toml::node* set = t->get("set")) own = assignment_list(file, where + ".set", *set);
+        }
+        const auto* p = path->as_string();
         if (!p || p->get().empty())
             key_error(file, "configs",
-                      "value " + std::to_string(i + 1) + ": expected a config file path (a string)");
-        out.push_back((file.parent_path() / p->get()).lexically_normal());
+                      "value " + std::to_string(i + 1) +
+                          ": expected a config file path (a string), or { path = \"...\", set = [...] }");
+        spec.configs.push_back((file.parent_path() / p->get()).lexically_normal());
+        spec.config_sets.push_back(std::move(own));
     }
-    return out;
 }
 
 // The seeds, when given: a non-empty array of integers >= 0.
@@ -234,7 +245,7 @@ sweep_spec parse_sweep(const std::string& text, const fs::path& file) {
                        {"name", "configs", "seeds", "set", "grid", "point", "nodes", "ntasks_per_node"});
     spec.name = read_name(root, file);
     read_layout(root, file, "", spec.layout);
-    spec.configs = read_configs(root, file);
+    read_configs(root, file, spec);
     if (const toml::node* seeds = root.get("seeds")) spec.seeds = read_seeds(*seeds, file);
     if (const toml::node* set = root.get("set")) spec.set = assignment_list(file, "set", *set);
     if (const toml::node* grid = root.get("grid")) spec.grid = read_grid(*grid, file);
@@ -317,10 +328,13 @@ std::vector<sweep_run> plan_runs(const sweep_spec& spec) {
             sets_threads = sets_threads || key_of(o) == kThreadsKey;
         }
     for (const std::string& o : spec.set) sets_threads = sets_threads || key_of(o) == kThreadsKey;
+    for (const std::vector<std::string>& own : spec.config_sets)
+        for (const std::string& o : own) sets_threads = sets_threads || key_of(o) == kThreadsKey;
 
     std::vector<sweep_run> runs;
     std::map<std::string, size_t> by_name;
-    for (const fs::path& config : spec.configs) {
+    for (size_t c = 0; c < spec.configs.size(); ++c) {
+        const fs::path& config = spec.configs[c];
         if (!fs::is_regular_file(config))
             key_error(spec.file, "configs", config.string() + ": no such config file");
         // The base config: its name and seed (its own errors name it).
@@ -346,6 +360,7 @@ std::vector<sweep_run> plan_runs(const sweep_spec& spec) {
                 // The sweep's default thread count first: anything the sweep sets wins.
                 if (!sets_threads) r.overrides.push_back(std::string(kThreadsKey) + "=1");
                 r.overrides.insert(r.overrides.end(), spec.set.begin(), spec.set.end());
+                r.overrides.insert(r.overrides.end(), spec.config_sets[c].begin(), spec.config_sets[c].end());
                 r.overrides.insert(r.overrides.end(), points[p].begin(), points[p].end());
                 r.overrides.push_back("training.seed=" + std::to_string(seed));
                 const std::string where = spec.file.string() + ": " + describe_point(points, p) + ", seed " +

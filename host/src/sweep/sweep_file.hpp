@@ -52,8 +52,11 @@ struct sweep_spec {
     fs::path file;                  // the sweep file
     std::string name;               // [A-Za-z0-9_.-]+
     std::vector<fs::path> configs;  // >= 1, the sweep file's folder / as written
-    std::vector<int64_t> seeds;     // empty: each config's own training.seed
-    std::vector<std::string> set;   // "KEY=VALUE", applied to every run first
+    // By config: a config written as { path = "...", set = [...] } has
+    // overrides of its own, applied after `set` (empty for a plain path).
+    std::vector<std::vector<std::string>> config_sets;
+    std::vector<int64_t> seeds;    // empty: each config's own training.seed
+    std::vector<std::string> set;  // "KEY=VALUE", applied to every run first
     // [grid]: key -> values rendered as --set text, keys in file order.
     std::vector<std::pair<std::string, std::vector<std::string>>> grid;
     std::vector<std::vector<std::string>> points;  // [[point]] set lists, "KEY=VALUE" each
