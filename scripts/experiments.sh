@@ -18,7 +18,9 @@
 #               study4_recipes.toml (the six recipes and BF16, 21 runs), study4_nvfp4_ablations.toml
 #               (15), study4_tseng_ablations.toml (9), study4_accumulation.toml (6), study4_formats.toml
 #               (the seed formats in MXFP8 and DeepSeek-V3, 18) and study4_nvfp4_elements.toml (4-bit
-#               elements in NVFP4, 9): 78 runs, about 8 hours on 2 cores (docs/performance.md)
+#               elements in NVFP4, 9): 78 runs, about 8 hours on 2 cores (docs/performance.md); and
+#               study4_wgmma.toml (DeepSeek-V3 on Hopper's FP8 wgmma bit for bit, as the recipe is
+#               published since 2026-11-29, 3 runs), reported beside study4_recipes' into OUT/wgmma/
 #   scaling     study 5, a precision scaling law: study5_e32/e64/e128.toml, models of 57 k, 211 k and
 #               816 k parameters on the separating workload's tokens per parameter, one role at a time
 #               in E8M1..E8M5, 3 seeds (144 runs, about 2.5 hours on 2 cores), then the fit
@@ -98,12 +100,14 @@ if wanted blocks; then
   report blocks_vs_mxfp8_e4m3 "blocks blocks_round_up" --baseline mxfp8_e4m3 --summary-figures-only
 fi
 if wanted recipes; then
-  for s in recipes nvfp4_ablations tseng_ablations accumulation formats nvfp4_elements; do
+  for s in recipes nvfp4_ablations tseng_ablations accumulation formats nvfp4_elements wgmma; do
     sweep "study4_$s" "study4_$s"
   done
   # Every recipe, ablation and format against the BF16 baseline (study4_recipes' separating_bf16).
   report recipes "study4_recipes study4_nvfp4_ablations study4_tseng_ablations study4_accumulation \
 study4_formats study4_nvfp4_elements"
+  # DeepSeek-V3 on the instruction against the E8M13 model and BF16 (study4_recipes' runs of both).
+  report wgmma "study4_recipes study4_wgmma"
 fi
 if wanted scaling; then
   for e in 32 64 128; do sweep "study5_e$e" "study5_e$e"; done

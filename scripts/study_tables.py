@@ -441,6 +441,18 @@ def accumulation_table(results):
     ], [("deepseek_v3", False), ("separating_bf16", True)])
 
 
+def wgmma_table(results):
+    """Study 4: DeepSeek-V3 on Hopper's FP8 wgmma bit for bit (the recipe since 2026-11-29) against the
+    same recipe on the E8M13 model study 4 ran, and against BF16 (the wgmma report)."""
+    header = ["DeepSeek-V3's products", "seeds", "mean final val loss",
+              "paired difference from the E8M13 model (p)", "relative error vs BF16"]
+    rows = comparison_rows(load_study(results, "wgmma"), [
+        ("E8M13 model, promoted every 128 (study 4's runs)", "", "deepseek_v3"),
+        ("`sm90_wgmma_fp8`, promoted every 128 (as published now)", "", "deepseek_v3-wgmma"),
+    ], [("deepseek_v3", False), ("separating_bf16", True)])
+    return table(header, [[row[0]] + row[2:] for row in rows])
+
+
 def formats_in_recipes_table(results):
     """Study 4: the seeds' 8-bit formats as the elements of the MXFP8 and DeepSeek-V3 recipes, against
     BF16 and against the recipe's own E4M3."""
@@ -669,6 +681,7 @@ def costs_table(what, costs):
 TABLES = {"seeds": seeds_table, "separating": separating_table, "blocks": blocks_table, "recipes": recipes_table,
           "nvfp4_over_training": nvfp4_over_training_table, "fp8": fp8_table,
           "nvfp4_ablations": nvfp4_ablations_table, "tseng": tseng_table, "accumulation": accumulation_table,
+          "wgmma": wgmma_table,
           "nvfp4_elements": nvfp4_elements_table, "formats_in_recipes": formats_in_recipes_table,
           "scaling_fit": scaling_fit_table, "scaling_departures": scaling_departures_table,
           "scaling_cost": scaling_cost_table,

@@ -33,6 +33,7 @@ report blocks "separating separating_more_seeds blocks blocks_round_up"
 report blocks_vs_mxfp8_e4m3 "blocks blocks_round_up" --baseline mxfp8_e4m3 --summary-figures-only
 report recipes "study4_recipes study4_nvfp4_ablations study4_tseng_ablations study4_accumulation study4_formats \
 study4_nvfp4_elements"
+report wgmma "study4_recipes study4_wgmma"
 PYTHONPATH="$package" /usr/bin/python3 "$src/scripts/scaling_law.py" "$results"/runs/study5_e*/*/ -o "$work/scaling" \
   > "$work/scaling.log" 2>&1
 for f in fit.csv departures.csv runs.csv scaling_law.md; do
