@@ -107,7 +107,7 @@ if wanted recipes; then
   report recipes "study4_recipes study4_nvfp4_ablations study4_tseng_ablations study4_accumulation \
 study4_formats study4_nvfp4_elements"
   # DeepSeek-V3 on the instruction against the E8M13 model and BF16 (study4_recipes' runs of both).
-  report wgmma "study4_recipes study4_wgmma"
+  report wgmma "study4_recipes study4_wgmma" --summary-figures-only
 fi
 if wanted scaling; then
   for e in 32 64 128; do sweep "study5_e$e" "study5_e$e"; done

@@ -445,12 +445,14 @@ def wgmma_table(results):
     """Study 4: DeepSeek-V3 on Hopper's FP8 wgmma bit for bit (the recipe since 2026-11-29) against the
     same recipe on the E8M13 model study 4 ran, and against BF16 (the wgmma report)."""
     header = ["DeepSeek-V3's products", "seeds", "mean final val loss",
-              "paired difference from the E8M13 model (p)", "relative error vs BF16"]
-    rows = comparison_rows(load_study(results, "wgmma"), [
-        ("E8M13 model, promoted every 128 (study 4's runs)", "", "deepseek_v3"),
-        ("`sm90_wgmma_fp8`, promoted every 128 (as published now)", "", "deepseek_v3-wgmma"),
-    ], [("deepseek_v3", False), ("separating_bf16", True)])
-    return table(header, [[row[0]] + row[2:] for row in rows])
+              "paired difference from the E8M13 model (p)", "relative error vs BF16",
+              "NVFP4's relative error vs this FP8"]
+    study = load_study(results, "wgmma")
+    cells = [("E8M13 model, promoted every 128 (study 4's runs)", "", "deepseek_v3"),
+             ("`sm90_wgmma_fp8`, promoted every 128 (as published now)", "", "deepseek_v3-wgmma")]
+    rows = comparison_rows(study, cells, [("deepseek_v3", False), ("separating_bf16", True)])
+    return table(header, [[row[0]] + row[2:] + [relative_cell(study["nvfp4"], study[name])]
+                          for row, (_, _, name) in zip(rows, cells)])
 
 
 def formats_in_recipes_table(results):
