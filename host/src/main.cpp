@@ -1,6 +1,7 @@
 // altgrad-host: discovers plugins in a folder, loads them on demand, and runs
 // a subcommand. Exit codes: 0 success, 1 an error (bad input, a broken plugin,
-// a failed check), 2 a wrong command line, 3 a training run that stopped early.
+// a failed check), 2 a wrong command line, 3 a training run that stopped early
+// (or, from parity, bits that differ).
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
