@@ -1303,9 +1303,10 @@ TEST(ConfigFiles, TheStudySweepsTrainAtTheSeparatingWorkload) {
     for (const auto& entry : fs::directory_iterator(dir / "sweeps"))
         if (entry.path().extension() == ".toml" && entry.path().filename().string().rfind("study", 0) == 0 &&
             entry.path().filename() != "study_seeds.toml" &&
-            entry.path().filename().string().rfind("study5_", 0) != 0)
+            entry.path().filename().string().rfind("study5_", 0) != 0 &&
+            entry.path().filename().string().rfind("study7_", 0) != 0)  // GPT-2 small on GPUs
             sweeps.push_back(entry.path().filename().string());
-    EXPECT_GE(sweeps.size(), 10u);  // study 2 and 3's four, study 4's six
+    EXPECT_GE(sweeps.size(), 11u);  // study 2 and 3's four, study 4's seven
     for (const std::string& sweep : sweeps) {
         SCOPED_TRACE(sweep);
         const toml::table t = toml::parse_file((dir / "sweeps" / sweep).string());
