@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <thread>
 #include <utility>
 
 #include <torch/torch.h>
@@ -253,9 +252,7 @@ parity_report check_device_parity(const parity_request& q) {
     registry plugins(q.plugins);
     const config::run_config c = config::load_config(q.config, q.overrides);
     format_library formats(plugins, c.source.string() + ": quantization", c.quantization.params);
-    const int threads = c.training.threads > 0
-                            ? static_cast<int>(c.training.threads)
-                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads = cpu_threads_of(c.training);
     parity_report r;
     r.steps = q.steps;
     side a, b;

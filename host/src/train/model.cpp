@@ -4,7 +4,9 @@
 
 #include "util/error.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <thread>
 
 namespace altgrad::host::train {
 // ---------------------------------------------------------------- modules
@@ -139,6 +141,11 @@ std::pair<torch::Tensor, torch::Tensor> GPTImpl::forward(const torch::Tensor& id
     if (targets.defined())
         loss = torch::nn::functional::cross_entropy(logits.view({-1, logits.size(-1)}), targets.view({-1}));
     return {logits, loss};
+}
+
+int cpu_threads_of(const config::training_config& c) {
+    return c.threads > 0 ? static_cast<int>(c.threads)
+                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 int set_cpu_threads(int threads) {

@@ -118,4 +118,7 @@ TORCH_MODULE(GPT);
 // count after the call, or -1 where LibTorch's BLAS is not OpenBLAS.
 int set_cpu_threads(int threads);
 
+// The CPU threads a run of `c` uses: training.threads, or every core when 0.
+int cpu_threads_of(const config::training_config& c);
+
 }  // namespace altgrad::host::train

@@ -270,9 +270,7 @@ training_run::training_run(const run_request& req, std::ostream& log)
             {m.description.name, [f = m.compute](const step_inputs& in) { return f(in.so_far); }});
     }
     // Deliberately: LibTorch starts with one intra-op thread on small machines.
-    const int cpu_threads = c_.training.threads > 0
-                                ? static_cast<int>(c_.training.threads)
-                                : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int cpu_threads = cpu_threads_of(c_.training);
     const int blas_threads = set_cpu_threads(cpu_threads);
     plan_.gemm_threads = static_cast<unsigned>(cpu_threads);
     build_model_and_optimizer();
